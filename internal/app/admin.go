@@ -1,0 +1,58 @@
+package app
+
+import (
+	"context"
+	"regexp"
+
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/message"
+	"github.com/sendonce/sendonce/internal/transport"
+)
+
+// idPattern is what caller-chosen ids (templates, mailboxes) may look like:
+// safe in a URL path segment and in logs.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// ValidID reports whether id may name a template or mailbox.
+func ValidID(id string) bool { return idPattern.MatchString(id) }
+
+// PutTemplate creates or replaces a template.
+func (s *Service) PutTemplate(ctx context.Context, tx core.Tx, t *core.Template) (created bool, err error) {
+	if !ValidID(t.ID) {
+		return false, core.Errorf(core.CodeValidation, "id", "template ids are 1 to 128 letters, digits, '.', '_' or '-'")
+	}
+	if err := ValidateTemplate(t); err != nil {
+		return false, err
+	}
+	now := s.Now()
+	t.CreatedAt, t.UpdatedAt = now, now
+	return tx.PutTemplate(ctx, t)
+}
+
+// CreateMailbox stores a new mailbox for the tenant.
+func (s *Service) CreateMailbox(ctx context.Context, tx core.Tx, m *core.Mailbox) error {
+	if !ValidID(m.ID) {
+		return core.Errorf(core.CodeValidation, "id", "mailbox ids are 1 to 128 letters, digits, '.', '_' or '-'")
+	}
+	if m.ID == core.DefaultMailboxID {
+		return core.Errorf(core.CodeConflict, "id", "mailbox %q already exists", m.ID)
+	}
+	a, err := parseAddress("address", m.Address)
+	if err != nil {
+		return err
+	}
+	if a.Name != "" {
+		return core.Errorf(core.CodeValidation, "address", "address is a bare address; put the display name in name")
+	}
+	if message.HasLineBreak(m.Name) {
+		return core.Errorf(core.CodeValidation, "name", "name must not contain CR or LF")
+	}
+	if m.Transport != "" {
+		if _, err := transport.ParseSMTPURL(m.Transport); err != nil {
+			return core.Errorf(core.CodeValidation, "transport", "transport must be an smtp:// URL: %v", err)
+		}
+	}
+	m.Address = a.Address
+	m.CreatedAt = s.Now()
+	return tx.InsertMailbox(ctx, m)
+}

@@ -1,0 +1,361 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	htmltemplate "html/template"
+	"net/mail"
+	"sort"
+	"strings"
+	texttemplate "text/template"
+
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/message"
+)
+
+// Limits on a send request. They keep one request's work bounded.
+const (
+	MaxRecipients = 50 // per field: to, cc, bcc, reply_to
+	MaxTags       = 50
+	MaxTagLen     = 256
+	MaxHeaders    = 50
+	MaxSubjectLen = 998 // one RFC 5322 line, before encoding
+)
+
+// SendRequest is a send as a caller asks for it.
+type SendRequest struct {
+	To, Cc, Bcc, ReplyTo []string
+	From                 string
+	MailboxID            string
+	Subject, Text, HTML  string
+	TemplateID           string
+	Variables            map[string]any
+	Headers              map[string]string
+	Tags                 map[string]string
+}
+
+// Mailbox resolves a tenant's mailbox; the default one exists for every
+// tenant even when nobody stored it.
+func (s *Service) Mailbox(ctx context.Context, tenant, id string) (*core.Mailbox, error) {
+	m, err := s.store.Mailbox(ctx, tenant, id)
+	if errors.Is(err, core.ErrNotFound) && id == core.DefaultMailboxID {
+		return &core.Mailbox{Tenant: tenant, ID: core.DefaultMailboxID, Address: s.cfg.DefaultFrom}, nil
+	}
+	return m, err
+}
+
+// PrepareSend validates a request for key and renders it into a send that is
+// ready to be accepted. It writes nothing.
+func (s *Service) PrepareSend(ctx context.Context, key *core.APIKey, idemKey string, r *SendRequest) (*core.Send, error) {
+	mailboxID := r.MailboxID
+	if mailboxID == "" {
+		mailboxID = core.DefaultMailboxID
+	}
+	if !key.MayUseMailbox(mailboxID) {
+		return nil, core.Errorf(core.CodeForbidden, "mailbox_id", "this API key may not send from mailbox %q", mailboxID)
+	}
+	mb, err := s.Mailbox(ctx, key.Tenant, mailboxID)
+	if errors.Is(err, core.ErrNotFound) {
+		return nil, core.Errorf(core.CodeValidation, "mailbox_id", "mailbox %q does not exist", mailboxID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if mb.ReceiveOnly {
+		return nil, core.Errorf(core.CodeValidation, "mailbox_id", "mailbox %q is receive-only", mailboxID)
+	}
+
+	send := &core.Send{
+		Tenant: key.Tenant, IdempotencyKey: idemKey, MailboxID: mailboxID, TemplateID: r.TemplateID,
+	}
+	if send.To, err = addressList("to", r.To, true); err != nil {
+		return nil, err
+	}
+	if send.Cc, err = addressList("cc", r.Cc, false); err != nil {
+		return nil, err
+	}
+	if send.Bcc, err = addressList("bcc", r.Bcc, false); err != nil {
+		return nil, err
+	}
+	if send.ReplyTo, err = addressList("reply_to", r.ReplyTo, false); err != nil {
+		return nil, err
+	}
+	from := r.From
+	if from == "" {
+		from = FormatAddress(&mail.Address{Name: mb.Name, Address: mb.Address})
+	}
+	fromAddr, err := parseAddress("from", from)
+	if err != nil {
+		return nil, err
+	}
+	send.From = FormatAddress(fromAddr)
+
+	subject, text, html := r.Subject, r.Text, r.HTML
+	if r.TemplateID != "" {
+		if subject != "" || text != "" || html != "" {
+			return nil, core.Errorf(core.CodeValidation, "template_id", "give either template_id or subject/text/html, not both")
+		}
+		t, err := s.store.Template(ctx, key.Tenant, r.TemplateID)
+		if errors.Is(err, core.ErrNotFound) {
+			return nil, core.Errorf(core.CodeValidation, "template_id", "template %q does not exist", r.TemplateID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if subject, text, html, err = RenderTemplate(t, r.Variables); err != nil {
+			return nil, err
+		}
+	} else if r.Variables != nil {
+		return nil, core.Errorf(core.CodeValidation, "variables", "variables need a template_id")
+	}
+	if strings.TrimSpace(subject) == "" {
+		return nil, core.Errorf(core.CodeValidation, "subject", "subject is required")
+	}
+	if message.HasLineBreak(subject) {
+		return nil, core.Errorf(core.CodeValidation, "subject", "subject must not contain CR or LF")
+	}
+	if len(subject) > MaxSubjectLen {
+		return nil, core.Errorf(core.CodeValidation, "subject", "subject is longer than %d bytes", MaxSubjectLen)
+	}
+	if text == "" && html == "" {
+		return nil, core.Errorf(core.CodeValidation, "text", "text or html is required")
+	}
+	send.Subject, send.Text, send.HTML = subject, text, html
+
+	if len(r.Headers) > MaxHeaders {
+		return nil, core.Errorf(core.CodeValidation, "headers", "at most %d headers", MaxHeaders)
+	}
+	names := make([]string, 0, len(r.Headers))
+	for n := range r.Headers {
+		names = append(names, n)
+	}
+	sort.Strings(names) // a map has no order; the message must be the same on every attempt
+	for _, n := range names {
+		if err := message.CheckHeader(n, r.Headers[n]); err != nil {
+			return nil, core.Errorf(core.CodeValidation, "headers", "header %q: %v", n, err)
+		}
+		send.Headers = append(send.Headers, core.Header{Name: n, Value: r.Headers[n]})
+	}
+	if len(r.Tags) > MaxTags {
+		return nil, core.Errorf(core.CodeValidation, "tags", "at most %d tags", MaxTags)
+	}
+	for k, v := range r.Tags {
+		if k == "" || len(k) > MaxTagLen || len(v) > MaxTagLen {
+			return nil, core.Errorf(core.CodeValidation, "tags", "tag names must be 1 to %d bytes, values at most %d", MaxTagLen, MaxTagLen)
+		}
+	}
+	send.Tags = r.Tags
+	if send.Tags == nil {
+		send.Tags = map[string]string{}
+	}
+	return send, nil
+}
+
+func parseAddress(param, raw string) (*mail.Address, error) {
+	if message.HasLineBreak(raw) {
+		return nil, core.Errorf(core.CodeValidation, param, "address must not contain CR or LF")
+	}
+	a, err := mail.ParseAddress(raw)
+	if err != nil {
+		return nil, core.Errorf(core.CodeValidation, param, "invalid address %q", raw)
+	}
+	return a, nil
+}
+
+func addressList(param string, raw []string, required bool) ([]string, error) {
+	if required && len(raw) == 0 {
+		return nil, core.Errorf(core.CodeValidation, param, "at least one recipient is required")
+	}
+	if len(raw) > MaxRecipients {
+		return nil, core.Errorf(core.CodeValidation, param, "at most %d addresses", MaxRecipients)
+	}
+	out := make([]string, 0, len(raw))
+	for _, r := range raw {
+		a, err := parseAddress(param, r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, FormatAddress(a))
+	}
+	return out, nil
+}
+
+// FormatAddress renders an address for people and for storage: the bare
+// address, or the display name in quotes, unencoded (net/mail parses UTF-8
+// names back; RFC 2047 encoding happens only when the message is built).
+func FormatAddress(a *mail.Address) string {
+	if a.Name == "" {
+		return a.Address
+	}
+	name := strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(a.Name)
+	return `"` + name + `" <` + a.Address + `>`
+}
+
+// RenderTemplate renders t with vars: text/template for the subject and the
+// text part, html/template (contextual escaping) for the HTML part. A
+// variable the template uses but vars lacks is CodeTemplateMissingVar.
+func RenderTemplate(t *core.Template, vars map[string]any) (subject, text, html string, err error) {
+	if vars == nil {
+		vars = map[string]any{}
+	}
+	if subject, err = execText("subject", t.Subject, vars); err != nil {
+		return "", "", "", err
+	}
+	if text, err = execText("text", t.Text, vars); err != nil {
+		return "", "", "", err
+	}
+	if t.HTML != "" {
+		ht, perr := htmltemplate.New("html").Option("missingkey=error").Parse(t.HTML)
+		if perr != nil {
+			return "", "", "", core.Errorf(core.CodeValidation, "template_id", "template html does not parse: %v", perr)
+		}
+		var b bytes.Buffer
+		if xerr := ht.Execute(&b, vars); xerr != nil {
+			return "", "", "", templateExecError(xerr)
+		}
+		html = b.String()
+	}
+	return subject, text, html, nil
+}
+
+func execText(name, src string, vars map[string]any) (string, error) {
+	if src == "" {
+		return "", nil
+	}
+	tt, err := texttemplate.New(name).Option("missingkey=error").Parse(src)
+	if err != nil {
+		return "", core.Errorf(core.CodeValidation, "template_id", "template %s does not parse: %v", name, err)
+	}
+	var b bytes.Buffer
+	if err := tt.Execute(&b, vars); err != nil {
+		return "", templateExecError(err)
+	}
+	return b.String(), nil
+}
+
+func templateExecError(err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, "map has no entry for key") {
+		// text/template words it as `map has no entry for key "name"`.
+		_, key, _ := strings.Cut(msg, "map has no entry for key ")
+		return core.Errorf(core.CodeTemplateMissingVar, "variables", "the template uses variable %s, which the request lacks", key)
+	}
+	return core.Errorf(core.CodeValidation, "variables", "template could not be rendered: %v", err)
+}
+
+// ValidateTemplate checks that a template parses.
+func ValidateTemplate(t *core.Template) error {
+	if t.Subject == "" {
+		return core.Errorf(core.CodeValidation, "subject", "subject is required")
+	}
+	if t.Text == "" && t.HTML == "" {
+		return core.Errorf(core.CodeValidation, "text", "text or html is required")
+	}
+	for _, f := range []struct{ name, src string }{{"subject", t.Subject}, {"text", t.Text}} {
+		if _, err := texttemplate.New(f.name).Parse(f.src); err != nil {
+			return core.Errorf(core.CodeValidation, f.name, "does not parse: %v", err)
+		}
+	}
+	if _, err := htmltemplate.New("html").Parse(t.HTML); err != nil {
+		return core.Errorf(core.CodeValidation, "html", "does not parse: %v", err)
+	}
+	return nil
+}
+
+// AcceptSend records a prepared send in tx: the row, its first event, and
+// (unless the key requires approval) its delivery job. The caller commits it
+// together with the stored idempotent response.
+func (s *Service) AcceptSend(ctx context.Context, tx core.Tx, key *core.APIKey, send *core.Send) error {
+	now := s.Now()
+	send.ID = NewID("snd_")
+	send.MessageID = message.NewMessageID(send.ID, addrOf(send.From))
+	send.CreatedAt, send.UpdatedAt = now, now
+	send.Status = core.StatusQueued
+	if key.RequiresApproval {
+		send.Status = core.StatusPendingApproval
+	}
+	if err := tx.InsertSend(ctx, send); err != nil {
+		return err
+	}
+	if err := tx.AddEvent(ctx, send.ID, core.Event{Type: "accepted", At: now, Detail: string(send.Status)}); err != nil {
+		return err
+	}
+	if send.Status == core.StatusQueued {
+		return tx.EnqueueDelivery(ctx, send.ID)
+	}
+	return nil
+}
+
+func addrOf(rendered string) string {
+	a, err := mail.ParseAddress(rendered)
+	if err != nil {
+		return ""
+	}
+	return a.Address
+}
+
+// Approve moves a pending send to queued and enqueues its delivery.
+func (s *Service) Approve(ctx context.Context, tx core.Tx, tenant, id string) (*core.Send, error) {
+	return s.transition(ctx, tx, tenant, id, core.StatusPendingApproval, core.StatusQueued, "approved", true)
+}
+
+// Reject cancels a pending send.
+func (s *Service) Reject(ctx context.Context, tx core.Tx, tenant, id string) (*core.Send, error) {
+	return s.transition(ctx, tx, tenant, id, core.StatusPendingApproval, core.StatusCanceled, "rejected", false)
+}
+
+// Reconcile outcomes.
+const (
+	OutcomeSent   = "sent"
+	OutcomeFailed = "failed"
+	OutcomeResend = "resend"
+)
+
+// Reconcile is the only way out of unknown: a person (or a system that
+// checked the recipient's side) says what happened.
+func (s *Service) Reconcile(ctx context.Context, tx core.Tx, tenant, id, outcome string) (*core.Send, error) {
+	switch outcome {
+	case OutcomeSent:
+		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusSent, "reconciled", false)
+	case OutcomeFailed:
+		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusFailed, "reconciled", false)
+	case OutcomeResend:
+		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusQueued, "reconciled", true)
+	}
+	return nil, core.Errorf(core.CodeValidation, "outcome", "outcome must be sent, failed or resend")
+}
+
+func (s *Service) transition(ctx context.Context, tx core.Tx, tenant, id string, from, to core.Status, event string, enqueue bool) (*core.Send, error) {
+	send, err := tx.SendForUpdate(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if send.Tenant != tenant {
+		return nil, core.ErrNotFound
+	}
+	if send.Status != from {
+		return nil, core.Errorf(core.CodeInvalidState, "", "send %s is %s, not %s", id, send.Status, from)
+	}
+	now := s.Now()
+	send.Status, send.UpdatedAt = to, now
+	// A decided attempt no longer holds the send: a late finisher of the old
+	// attempt must not overwrite this decision.
+	send.AttemptToken, send.LeaseUntil = "", nil
+	if to == core.StatusSent && send.SentAt == nil {
+		send.SentAt = &now
+	}
+	if err := tx.UpdateSend(ctx, send); err != nil {
+		return nil, err
+	}
+	if err := tx.AddEvent(ctx, id, core.Event{Type: event, At: now, Detail: fmt.Sprintf("%s -> %s", from, to)}); err != nil {
+		return nil, err
+	}
+	if enqueue {
+		if err := tx.EnqueueDelivery(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	return send, nil
+}

@@ -1,0 +1,151 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// Config holds what the use cases need from the server's settings.
+type Config struct {
+	// DefaultFrom is the address of every tenant's default mailbox.
+	// Defaults to "sendonce@localhost".
+	DefaultFrom string
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Service implements the use cases.
+type Service struct {
+	store  core.Store
+	cfg    Config
+	logger *slog.Logger
+}
+
+// New returns a Service.
+func New(store core.Store, cfg Config, logger *slog.Logger) *Service {
+	if cfg.DefaultFrom == "" {
+		cfg.DefaultFrom = "sendonce@localhost"
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{store: store, cfg: cfg, logger: logger}
+}
+
+// Now returns the service clock's time in UTC.
+func (s *Service) Now() time.Time { return s.cfg.Now().UTC() }
+
+// Store returns the store the service uses.
+func (s *Service) Store() core.Store { return s.store }
+
+// NewID returns a time-ordered id with the given prefix, e.g. "snd_01j…".
+// Ordering by id is ordering by creation, which list cursors rely on.
+func NewID(prefix string) string {
+	return prefix + strings.ToLower(ulid.Make().String())
+}
+
+// secretPrefix marks sendonce API keys so that secret scanners and people
+// recognise them.
+const secretPrefix = "so_"
+
+var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+func hashSecret(secret string) []byte {
+	h := sha256.Sum256([]byte(secret))
+	return h[:]
+}
+
+// NewKeyParams describes a key to create.
+type NewKeyParams struct {
+	Name             string
+	Tenant           string // defaults to "default"
+	Scopes           []core.Scope
+	Mailboxes        []string
+	RequiresApproval bool
+}
+
+// CreateKey stores a new API key and returns it with its secret, which is
+// never stored and cannot be shown again.
+func (s *Service) CreateKey(ctx context.Context, p NewKeyParams) (*core.APIKey, string, error) {
+	if p.Tenant == "" {
+		p.Tenant = "default"
+	}
+	if strings.TrimSpace(p.Name) == "" {
+		return nil, "", core.Errorf(core.CodeValidation, "name", "a key needs a name")
+	}
+	if len(p.Scopes) == 0 {
+		return nil, "", core.Errorf(core.CodeValidation, "scopes", "a key needs at least one scope")
+	}
+	var idb [10]byte
+	var secb [32]byte
+	if _, err := rand.Read(idb[:]); err != nil {
+		return nil, "", fmt.Errorf("generate key id: %w", err)
+	}
+	if _, err := rand.Read(secb[:]); err != nil {
+		return nil, "", fmt.Errorf("generate key secret: %w", err)
+	}
+	id := strings.ToLower(b32.EncodeToString(idb[:]))
+	secret := secretPrefix + id + "_" + strings.ToLower(b32.EncodeToString(secb[:]))
+	k := &core.APIKey{
+		ID: id, Tenant: p.Tenant, Name: p.Name, SecretHash: hashSecret(secret),
+		Scopes: p.Scopes, Mailboxes: p.Mailboxes, RequiresApproval: p.RequiresApproval, CreatedAt: s.Now(),
+	}
+	if err := s.store.InTx(ctx, func(tx core.Tx) error { return tx.InsertAPIKey(ctx, k) }); err != nil {
+		return nil, "", fmt.Errorf("create key: %w", err)
+	}
+	return k, secret, nil
+}
+
+// RevokeKey revokes a key at once.
+func (s *Service) RevokeKey(ctx context.Context, id string) error {
+	return s.store.InTx(ctx, func(tx core.Tx) error { return tx.RevokeAPIKey(ctx, id, s.Now()) })
+}
+
+// ErrUnauthorized is returned for a missing, malformed, unknown or revoked
+// secret. It never says which.
+var ErrUnauthorized = &core.Error{Code: core.CodeUnauthorized, Message: "missing or invalid API key"}
+
+// Authenticate returns the key whose secret this is.
+func (s *Service) Authenticate(ctx context.Context, secret string) (*core.APIKey, error) {
+	rest, ok := strings.CutPrefix(secret, secretPrefix)
+	if !ok {
+		return nil, ErrUnauthorized
+	}
+	id, _, ok := strings.Cut(rest, "_")
+	if !ok || id == "" || len(id) > 64 {
+		return nil, ErrUnauthorized
+	}
+	k, err := s.store.APIKey(ctx, id)
+	if errors.Is(err, core.ErrNotFound) {
+		return nil, ErrUnauthorized
+	}
+	if err != nil {
+		return nil, fmt.Errorf("authenticate: %w", err)
+	}
+	if subtle.ConstantTimeCompare(k.SecretHash, hashSecret(secret)) != 1 || k.RevokedAt != nil {
+		return nil, ErrUnauthorized
+	}
+	return k, nil
+}
+
+// KeyFingerprint is a short, non-secret tag for logs: it identifies a key
+// without revealing anything usable.
+func KeyFingerprint(k *core.APIKey) string {
+	h := sha256.Sum256([]byte(k.ID))
+	return hex.EncodeToString(h[:4])
+}

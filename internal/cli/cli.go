@@ -1,0 +1,95 @@
+// Package cli is the sendonce command line: serve, keys, help, version.
+// main calls Run and nothing else, so tests run the whole program in
+// process.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+)
+
+// Version is set at build time with -ldflags "-X …/internal/cli.Version=…".
+var Version = ""
+
+const usage = `sendonce: the email API that never sends twice.
+
+Usage:
+  sendonce serve [flags]              run the API and the delivery workers
+  sendonce keys create --name NAME --scopes send,read[,admin] [--tenant T] [--mailbox ID]… [--requires-approval]
+  sendonce keys list                  list API keys (never their secrets)
+  sendonce keys revoke ID             revoke a key at once
+  sendonce version                    print the version
+  sendonce help                       this text
+
+Run "sendonce serve -h" for the server's flags; every flag is also an
+environment variable (SENDONCE_ADDR, SENDONCE_DB, …), and the flag wins.
+`
+
+// ErrUsage marks errors that are the caller's wording; main exits 2.
+var ErrUsage = errors.New("usage")
+
+// Run runs the command in args (without the program name).
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("%w: no command given", ErrUsage)
+	}
+	switch args[0] {
+	case "serve":
+		return runServe(ctx, args[1:], getenv, stdout, stderr)
+	case "keys":
+		return runKeys(ctx, args[1:], getenv, stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "sendonce", version())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("%w: unknown command %q", ErrUsage, args[0])
+}
+
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+func newFlags(name string, getenv func(string) string, stderr io.Writer) *envFlags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return &envFlags{fs: fs, getenv: getenv}
+}
+
+func parse(e *envFlags, args []string) error {
+	if err := e.fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	return e.err()
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
+}

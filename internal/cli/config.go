@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every server setting. Each is a flag and an environment
+// variable; the flag wins.
+type Config struct {
+	Addr                  string
+	DB                    string
+	Transport             string
+	From                  string
+	IdempotencyTTL        time.Duration
+	RequireIdempotencyKey bool
+	RetryBase             time.Duration
+	MaxAttempts           int
+	AttemptLease          time.Duration
+	Role                  string
+	Workers               int
+	PollInterval          time.Duration
+	LogFormat             string
+	LogLevel              string
+}
+
+// envFlags defines flags whose defaults come from the environment, and
+// remembers environment values that did not parse.
+type envFlags struct {
+	fs     *flag.FlagSet
+	getenv func(string) string
+	errs   []string
+}
+
+func (e *envFlags) env(name string) (string, bool) {
+	v := e.getenv(name)
+	return v, v != ""
+}
+
+func (e *envFlags) str(p *string, name, env, def, usage string) {
+	if v, ok := e.env(env); ok {
+		def = v
+	}
+	e.fs.StringVar(p, name, def, usage+" (env "+env+")")
+}
+
+func (e *envFlags) dur(p *time.Duration, name, env string, def time.Duration, usage string) {
+	if v, ok := e.env(env); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Sprintf("%s=%q: not a duration", env, v))
+		} else {
+			def = d
+		}
+	}
+	e.fs.DurationVar(p, name, def, usage+" (env "+env+")")
+}
+
+func (e *envFlags) integer(p *int, name, env string, def int, usage string) {
+	if v, ok := e.env(env); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Sprintf("%s=%q: not a whole number", env, v))
+		} else {
+			def = n
+		}
+	}
+	e.fs.IntVar(p, name, def, usage+" (env "+env+")")
+}
+
+func (e *envFlags) boolean(p *bool, name, env string, def bool, usage string) {
+	if v, ok := e.env(env); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Sprintf("%s=%q: not true or false", env, v))
+		} else {
+			def = b
+		}
+	}
+	e.fs.BoolVar(p, name, def, usage+" (env "+env+")")
+}
+
+func (e *envFlags) err() error {
+	if len(e.errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("environment: %s", strings.Join(e.errs, "; "))
+}
+
+// DefaultDB is where the embedded database lives unless told otherwise.
+const DefaultDB = "sqlite:./sendonce-data/sendonce.db"
+
+// dbFlag is shared by every command that opens the database.
+func dbFlag(e *envFlags, p *string) {
+	e.str(p, "db", "SENDONCE_DB", DefaultDB, "database: sqlite:PATH (embedded) or postgres://…")
+}
+
+func serverFlags(e *envFlags, c *Config) {
+	e.str(&c.Addr, "addr", "SENDONCE_ADDR", "127.0.0.1:8787", "HTTP listen address")
+	dbFlag(e, &c.DB)
+	e.str(&c.Transport, "transport", "SENDONCE_TRANSPORT", "capture", "capture (local dev inbox) or smtp://[user:pass@]host:port[?tls=none|starttls|tls]")
+	e.str(&c.From, "from", "SENDONCE_FROM", "sendonce@localhost", "default From of the default mailbox")
+	e.dur(&c.IdempotencyTTL, "idempotency-ttl", "SENDONCE_IDEMPOTENCY_TTL", 24*time.Hour, "how long a key replays")
+	e.boolean(&c.RequireIdempotencyKey, "require-idempotency-key", "SENDONCE_REQUIRE_IDEMPOTENCY_KEY", true, "whether POST /v1/send rejects a request without a key")
+	e.dur(&c.RetryBase, "retry-base", "SENDONCE_RETRY_BASE", 5*time.Second, "first retry delay; attempt n waits base·2^(n−1) with jitter, capped at 1h")
+	e.integer(&c.MaxAttempts, "max-attempts", "SENDONCE_MAX_ATTEMPTS", 8, "delivery attempts before failed")
+	e.dur(&c.AttemptLease, "attempt-lease", "SENDONCE_ATTEMPT_LEASE", 30*time.Second, "how long a worker may hold an attempt before it counts as dead")
+	e.str(&c.Role, "role", "SENDONCE_ROLE", "all", "api, worker or all")
+	e.integer(&c.Workers, "workers", "SENDONCE_WORKERS", 20, "delivery attempts running at once in this process")
+	e.dur(&c.PollInterval, "poll-interval", "SENDONCE_POLL_INTERVAL", 200*time.Millisecond, "how often idle workers look for new jobs")
+	e.str(&c.LogFormat, "log-format", "SENDONCE_LOG_FORMAT", "text", "text or json")
+	e.str(&c.LogLevel, "log-level", "SENDONCE_LOG_LEVEL", "info", "debug, info, warn or error")
+}
+
+func (c *Config) validate() error {
+	switch c.Role {
+	case "api", "worker", "all":
+	default:
+		return fmt.Errorf("--role %q: want api, worker or all", c.Role)
+	}
+	if c.IdempotencyTTL <= 0 || c.RetryBase <= 0 || c.AttemptLease <= 0 {
+		return fmt.Errorf("--idempotency-ttl, --retry-base and --attempt-lease must be positive")
+	}
+	if c.MaxAttempts < 1 || c.Workers < 1 {
+		return fmt.Errorf("--max-attempts and --workers must be at least 1")
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func runKeys(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: keys create|list|revoke", ErrUsage)
+	}
+	e := newFlags("keys "+args[0], getenv, stderr)
+	var dsn string
+	dbFlag(e, &dsn)
+	switch args[0] {
+	case "create":
+		var (
+			name, scopes, tenant string
+			mailboxes            multiFlag
+			approval             bool
+		)
+		e.fs.StringVar(&name, "name", "", "a name for the key (required)")
+		e.fs.StringVar(&scopes, "scopes", "", "comma-separated scopes: send, read, admin (required)")
+		e.fs.StringVar(&tenant, "tenant", "default", "tenant the key belongs to")
+		e.fs.Var(&mailboxes, "mailbox", "mailbox the key may send from (repeatable; none means any)")
+		e.fs.BoolVar(&approval, "requires-approval", false, "sends made with this key wait for approval")
+		if err := parse(e, args[1:]); err != nil {
+			return err
+		}
+		sc, err := core.ParseScopes(scopes)
+		if err != nil {
+			return fmt.Errorf("%w: --scopes: %v", ErrUsage, err)
+		}
+		if name == "" {
+			return fmt.Errorf("%w: --name is required", ErrUsage)
+		}
+		store, err := openStore(ctx, dsn)
+		if err != nil {
+			return fmt.Errorf("open database: %w", err)
+		}
+		defer store.Close()
+		svc := app.New(store, app.Config{}, nil)
+		_, secret, err := svc.CreateKey(ctx, app.NewKeyParams{Name: name, Tenant: tenant, Scopes: sc, Mailboxes: mailboxes, RequiresApproval: approval})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, secret)
+		return nil
+	case "list":
+		if err := parse(e, args[1:]); err != nil {
+			return err
+		}
+		store, err := openStore(ctx, dsn)
+		if err != nil {
+			return fmt.Errorf("open database: %w", err)
+		}
+		defer store.Close()
+		keys, err := store.ListAPIKeys(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tTENANT\tNAME\tSCOPES\tMAILBOXES\tAPPROVAL\tCREATED\tREVOKED")
+		for _, k := range keys {
+			scopes := make([]string, len(k.Scopes))
+			for i, s := range k.Scopes {
+				scopes[i] = string(s)
+			}
+			mb := strings.Join(k.Mailboxes, ",")
+			if mb == "" {
+				mb = "*"
+			}
+			revoked := "-"
+			if k.RevokedAt != nil {
+				revoked = k.RevokedAt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\n", k.ID, k.Tenant, k.Name, strings.Join(scopes, ","), mb,
+				k.RequiresApproval, k.CreatedAt.Format(time.RFC3339), revoked)
+		}
+		return tw.Flush()
+	case "revoke":
+		if err := parse(e, args[1:]); err != nil {
+			return err
+		}
+		if e.fs.NArg() != 1 {
+			return fmt.Errorf("%w: keys revoke ID", ErrUsage)
+		}
+		store, err := openStore(ctx, dsn)
+		if err != nil {
+			return fmt.Errorf("open database: %w", err)
+		}
+		defer store.Close()
+		if err := app.New(store, app.Config{}, nil).RevokeKey(ctx, e.fs.Arg(0)); err != nil {
+			return fmt.Errorf("revoke %s: %w", e.fs.Arg(0), err)
+		}
+		fmt.Fprintln(stderr, "revoked", e.fs.Arg(0))
+		return nil
+	}
+	return fmt.Errorf("%w: keys create|list|revoke", ErrUsage)
+}

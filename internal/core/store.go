@@ -1,0 +1,84 @@
+package core
+
+import (
+	"context"
+	"time"
+
+	"github.com/sendonce/sendonce/idempotency"
+)
+
+// Store is the database. Reads run outside transactions; every write runs in
+// a Tx handed to the function given to InTx, which commits when that function
+// returns nil and rolls back otherwise.
+type Store interface {
+	InTx(ctx context.Context, fn func(tx Tx) error) error
+
+	// APIKey returns the key with that id, revoked or not; ErrNotFound.
+	APIKey(ctx context.Context, id string) (*APIKey, error)
+	ListAPIKeys(ctx context.Context) ([]*APIKey, error)
+
+	// Send returns the tenant's send; ErrNotFound.
+	Send(ctx context.Context, tenant, id string) (*Send, error)
+	ListSends(ctx context.Context, tenant string, f SendFilter) (sends []*Send, next string, err error)
+	SendEvents(ctx context.Context, tenant, id string) ([]Event, error)
+
+	Template(ctx context.Context, tenant, id string) (*Template, error)
+	ListTemplates(ctx context.Context, tenant string) ([]*Template, error)
+
+	// Mailbox returns a stored mailbox; ErrNotFound (the default mailbox is
+	// not stored unless it was configured explicitly).
+	Mailbox(ctx context.Context, tenant, id string) (*Mailbox, error)
+	ListMailboxes(ctx context.Context, tenant string) ([]*Mailbox, error)
+
+	InboxMessage(ctx context.Context, tenant, id string) (*InboxMessage, error)
+	ListInbox(ctx context.Context, tenant string, limit int) ([]*InboxMessage, error)
+
+	// IsSuppressed reports whether address may not be mailed for tenant.
+	IsSuppressed(ctx context.Context, tenant, address string) (bool, error)
+
+	// ReserveIdempotency atomically reads the scoped key and, when
+	// idempotency.Decide says Proceed, writes a reservation that holds for
+	// lease.
+	ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time, lease time.Duration) (idempotency.Decision, error)
+	// ReleaseIdempotency drops a reservation without storing anything.
+	ReleaseIdempotency(ctx context.Context, sc idempotency.Scope, token string) error
+	// PurgeIdempotency deletes keys whose replay time ended before now, and
+	// reservations abandoned long ago.
+	PurgeIdempotency(ctx context.Context, now time.Time) (int, error)
+
+	// QueueDepth counts sends waiting for or in a delivery attempt.
+	QueueDepth(ctx context.Context) (int, error)
+	Ping(ctx context.Context) error
+}
+
+// Tx is one database transaction.
+type Tx interface {
+	InsertAPIKey(ctx context.Context, k *APIKey) error
+	RevokeAPIKey(ctx context.Context, id string, at time.Time) error
+
+	InsertSend(ctx context.Context, s *Send) error
+	// SendForUpdate reads the send inside the transaction.
+	SendForUpdate(ctx context.Context, id string) (*Send, error)
+	// UpdateSend writes the mutable fields of s (status, attempts,
+	// last_error, sent_at, updated_at, attempt token, lease).
+	UpdateSend(ctx context.Context, s *Send) error
+	AddEvent(ctx context.Context, sendID string, e Event) error
+	// EnqueueDelivery schedules one delivery job for the send, in this
+	// transaction.
+	EnqueueDelivery(ctx context.Context, sendID string) error
+	// ExpiredAttempts returns sends in status sending whose lease ended
+	// before now.
+	ExpiredAttempts(ctx context.Context, now time.Time, limit int) ([]*Send, error)
+
+	// CompleteIdempotency stores the response for the reservation token in
+	// this transaction; idempotency.ErrReservationLost when the token no
+	// longer holds the key.
+	CompleteIdempotency(ctx context.Context, sc idempotency.Scope, token string, resp idempotency.Response, now, expires time.Time) error
+
+	PutTemplate(ctx context.Context, t *Template) (created bool, err error)
+	DeleteTemplate(ctx context.Context, tenant, id string) error
+
+	InsertMailbox(ctx context.Context, m *Mailbox) error
+
+	InsertInboxMessage(ctx context.Context, m *InboxMessage) error
+}

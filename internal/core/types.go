@@ -1,0 +1,167 @@
+package core
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// Status is where a send stands. See the API contract, section 4.
+type Status string
+
+const (
+	StatusPendingApproval Status = "pending_approval"
+	StatusQueued          Status = "queued"
+	StatusSending         Status = "sending"
+	StatusSent            Status = "sent"
+	StatusFailed          Status = "failed"
+	StatusUnknown         Status = "unknown"
+	StatusCanceled        Status = "canceled"
+)
+
+// Valid reports whether s is one of the statuses above.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusPendingApproval, StatusQueued, StatusSending, StatusSent, StatusFailed, StatusUnknown, StatusCanceled:
+		return true
+	}
+	return false
+}
+
+// Send is one request to deliver one message.
+type Send struct {
+	ID             string
+	Tenant         string
+	IdempotencyKey string
+	MailboxID      string
+	Status         Status
+	From           string // rendered address, display name included
+	To, Cc, Bcc    []string
+	ReplyTo        []string
+	Subject        string
+	Text, HTML     string
+	Headers        []Header
+	Tags           map[string]string
+	TemplateID     string
+	MessageID      string
+	Attempts       int
+	LastError      string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	SentAt         *time.Time
+	// AttemptToken names the attempt that holds the send while it is
+	// sending, so that a late finisher cannot overwrite a newer decision.
+	AttemptToken string
+	LeaseUntil   *time.Time
+}
+
+// Header is one extra header a caller asked for.
+type Header struct {
+	Name, Value string
+}
+
+// Event is one entry of a send's history.
+type Event struct {
+	Type   string
+	At     time.Time
+	Detail string
+}
+
+// Scope is a permission an API key holds.
+type Scope string
+
+const (
+	ScopeSend  Scope = "send"
+	ScopeRead  Scope = "read"
+	ScopeAdmin Scope = "admin"
+)
+
+// ParseScopes parses "send,read" into scopes; unknown names are an error.
+func ParseScopes(s string) ([]Scope, error) {
+	var out []Scope
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		switch Scope(p) {
+		case ScopeSend, ScopeRead, ScopeAdmin:
+			if !slices.Contains(out, Scope(p)) {
+				out = append(out, Scope(p))
+			}
+		default:
+			return nil, Errorf(CodeValidation, "scopes", "unknown scope %q (want send, read or admin)", p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, Errorf(CodeValidation, "scopes", "at least one scope is required")
+	}
+	return out, nil
+}
+
+// APIKey is a caller's credential. The secret itself is never kept.
+type APIKey struct {
+	ID               string
+	Tenant           string
+	Name             string
+	SecretHash       []byte
+	Scopes           []Scope
+	Mailboxes        []string // empty: any mailbox of the tenant
+	RequiresApproval bool
+	CreatedAt        time.Time
+	RevokedAt        *time.Time
+}
+
+// Has reports whether the key holds scope s.
+func (k *APIKey) Has(s Scope) bool { return slices.Contains(k.Scopes, s) }
+
+// MayUseMailbox reports whether the key may send from mailbox id.
+func (k *APIKey) MayUseMailbox(id string) bool {
+	return len(k.Mailboxes) == 0 || slices.Contains(k.Mailboxes, id)
+}
+
+// Template is a stored message template.
+type Template struct {
+	Tenant    string
+	ID        string
+	Subject   string
+	Text      string
+	HTML      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// DefaultMailboxID names the mailbox every tenant has from the first start.
+const DefaultMailboxID = "default"
+
+// Mailbox is a sending identity.
+type Mailbox struct {
+	Tenant      string
+	ID          string
+	Address     string
+	Name        string
+	Transport   string // "" means the server's default transport
+	ReceiveOnly bool
+	CreatedAt   time.Time
+}
+
+// InboxMessage is a message the capture transport kept.
+type InboxMessage struct {
+	ID         string
+	Tenant     string
+	SendID     string
+	MessageID  string
+	From       string
+	To         []string
+	Subject    string
+	Raw        []byte
+	ReceivedAt time.Time
+}
+
+// SendFilter selects sends for a list.
+type SendFilter struct {
+	IdempotencyKey string
+	Status         Status
+	Limit          int
+	After          string // cursor: a send id; the list continues after it
+}

@@ -1,0 +1,15 @@
+// Package delivery hands accepted sends to the next hop and keeps the
+// attempt state machine of the API contract (section 5):
+//
+//	queued ──attempt──▶ sending ──250──▶ sent
+//	                       │ 4xx / failure before DATA ──▶ queued (retry with backoff) … ▶ failed
+//	                       │ 5xx ──────────────────────────▶ failed
+//	                       └ broken after DATA began, or the worker died ──▶ unknown
+//
+// "sending" is committed before the transport is called, so a worker that
+// dies mid-attempt leaves a trace that the rescuer turns into unknown.
+// unknown is never retried by itself: only reconcile leaves it.
+//
+// Jobs run on River (github.com/riverqueue/river), inserted in the same
+// transaction that accepts the send.
+package delivery

@@ -1,0 +1,196 @@
+package delivery
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+// DeliverArgs is the job that makes one delivery attempt of a send.
+type DeliverArgs struct {
+	SendID string `json:"send_id"`
+}
+
+// Kind implements river.JobArgs.
+func (DeliverArgs) Kind() string { return "sendonce.deliver" }
+
+// RescueArgs is the periodic job that turns expired attempts into unknown.
+type RescueArgs struct{}
+
+// Kind implements river.JobArgs.
+func (RescueArgs) Kind() string { return "sendonce.rescue" }
+
+// PurgeArgs is the periodic job that drops idempotency keys past their TTL.
+type PurgeArgs struct{}
+
+// Kind implements river.JobArgs.
+func (PurgeArgs) Kind() string { return "sendonce.purge" }
+
+type deliverWorker struct {
+	river.WorkerDefaults[DeliverArgs]
+	d *Deliverer
+}
+
+func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
+	err := w.d.Attempt(ctx, job.Args.SendID, job.Attempt, job.MaxAttempts)
+	if err != nil && !errors.Is(err, ErrRetry) {
+		w.d.logger.ErrorContext(ctx, "delivery attempt", slog.String("send_id", job.Args.SendID), slog.Any("error", err))
+	}
+	return err
+}
+
+func (w *deliverWorker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
+	return w.d.cfg.Now().Add(Backoff(w.d.cfg.RetryBase, w.d.cfg.MaxRetryDelay, job.Attempt))
+}
+
+// Timeout bounds one attempt by its lease: a healthy worker finishes (or
+// gives up) before the rescuer would call its send unknown.
+func (w *deliverWorker) Timeout(*river.Job[DeliverArgs]) time.Duration { return w.d.cfg.AttemptLease }
+
+type rescueWorker struct {
+	river.WorkerDefaults[RescueArgs]
+	d *Deliverer
+}
+
+func (w *rescueWorker) Work(ctx context.Context, _ *river.Job[RescueArgs]) error {
+	n, err := w.d.RescueExpired(ctx)
+	if n > 0 {
+		w.d.logger.WarnContext(ctx, "attempts past their lease marked unknown", slog.Int("count", n))
+	}
+	return err
+}
+
+type purgeWorker struct {
+	river.WorkerDefaults[PurgeArgs]
+	d *Deliverer
+}
+
+func (w *purgeWorker) Work(ctx context.Context, _ *river.Job[PurgeArgs]) error {
+	n, err := w.d.store.PurgeIdempotency(ctx, w.d.cfg.Now())
+	if n > 0 {
+		w.d.logger.InfoContext(ctx, "idempotency keys purged", slog.Int("count", n))
+	}
+	return err
+}
+
+// QueueConfig configures the River client.
+type QueueConfig struct {
+	// Work says whether this process runs delivery workers (role worker or
+	// all). An API-only process only inserts jobs.
+	Work bool
+	// Workers is how many attempts run at once. Defaults to 20.
+	Workers int
+	// PollInterval is how often idle workers look for jobs. Defaults to
+	// 200ms (SQLite has no LISTEN/NOTIFY; this bounds the pickup delay).
+	PollInterval time.Duration
+	// PurgeInterval is how often expired idempotency keys are purged.
+	// Defaults to 1 minute.
+	PurgeInterval time.Duration
+}
+
+// Queue is the River client.
+type Queue struct {
+	client *river.Client[*sql.Tx]
+	d      *Deliverer
+	work   bool
+}
+
+// MigrateSQLite applies River's own schema to the SQLite database.
+func MigrateSQLite(ctx context.Context, db *sql.DB) error {
+	m, err := rivermigrate.New(riversqlite.New(db), nil)
+	if err != nil {
+		return fmt.Errorf("river migrator: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("river migrate: %w", err)
+	}
+	return nil
+}
+
+// NewSQLiteQueue builds the River client on the store's single write
+// connection.
+func NewSQLiteQueue(db *sql.DB, d *Deliverer, qc QueueConfig, logger *slog.Logger) (*Queue, error) {
+	if qc.Workers <= 0 {
+		qc.Workers = 20
+	}
+	if qc.PollInterval <= 0 {
+		qc.PollInterval = 200 * time.Millisecond
+	}
+	if qc.PurgeInterval <= 0 {
+		qc.PurgeInterval = time.Minute
+	}
+	rc := &river.Config{
+		// River reports its routine at info; only its warnings matter here.
+		Logger:      slog.New(warnOnly{logger.Handler()}).With(slog.String("component", "river")),
+		MaxAttempts: d.cfg.MaxAttempts,
+		// River must not re-run an attempt that is merely slow; our own
+		// rescuer decides unknown after the lease, this only cleans up.
+		RescueStuckJobsAfter: 2*d.cfg.AttemptLease + time.Minute,
+		JobTimeout:           d.cfg.AttemptLease,
+	}
+	if qc.Work {
+		workers := river.NewWorkers()
+		river.AddWorker(workers, &deliverWorker{d: d})
+		river.AddWorker(workers, &rescueWorker{d: d})
+		river.AddWorker(workers, &purgeWorker{d: d})
+		rc.Workers = workers
+		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: qc.Workers}}
+		rc.FetchPollInterval = qc.PollInterval
+		rc.FetchCooldown = min(qc.PollInterval, 50*time.Millisecond)
+		rc.PeriodicJobs = []*river.PeriodicJob{
+			river.NewPeriodicJob(river.PeriodicInterval(max(d.cfg.AttemptLease/3, time.Second)),
+				func() (river.JobArgs, *river.InsertOpts) { return RescueArgs{}, nil },
+				&river.PeriodicJobOpts{RunOnStart: true, ID: "rescue"}),
+			river.NewPeriodicJob(river.PeriodicInterval(qc.PurgeInterval),
+				func() (river.JobArgs, *river.InsertOpts) { return PurgeArgs{}, nil },
+				&river.PeriodicJobOpts{RunOnStart: true, ID: "purge"}),
+		}
+	}
+	client, err := river.NewClient(riversqlite.New(db), rc)
+	if err != nil {
+		return nil, fmt.Errorf("river client: %w", err)
+	}
+	return &Queue{client: client, d: d, work: qc.Work}, nil
+}
+
+// Enqueue inserts a delivery job in tx.
+func (q *Queue) Enqueue(ctx context.Context, tx *sql.Tx, sendID string) error {
+	_, err := q.client.InsertTx(ctx, tx, DeliverArgs{SendID: sendID}, &river.InsertOpts{MaxAttempts: q.d.cfg.MaxAttempts})
+	return err
+}
+
+// Start starts the workers (when this process runs any).
+func (q *Queue) Start(ctx context.Context) error {
+	if !q.work {
+		return nil
+	}
+	if err := q.client.Start(ctx); err != nil {
+		return fmt.Errorf("start queue: %w", err)
+	}
+	return nil
+}
+
+// Stop stops taking jobs and waits for running attempts to finish.
+func (q *Queue) Stop(ctx context.Context) error {
+	if !q.work {
+		return nil
+	}
+	return q.client.Stop(ctx)
+}
+
+// warnOnly drops records below warning.
+type warnOnly struct{ slog.Handler }
+
+func (w warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnOnly) WithAttrs(as []slog.Attr) slog.Handler { return warnOnly{w.Handler.WithAttrs(as)} }
+func (w warnOnly) WithGroup(g string) slog.Handler       { return warnOnly{w.Handler.WithGroup(g)} }

@@ -1,0 +1,98 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// API error codes that exist only at the HTTP layer.
+const (
+	codeKeyRequired     = "idempotency_key_required"
+	codeKeyInvalid      = "idempotency_key_invalid"
+	codeKeyInUse        = "idempotency_key_in_use"
+	codeKeyReused       = "idempotency_key_reused"
+	codePayloadTooLarge = "payload_too_large"
+	codeMethodNotAllow  = "method_not_allowed"
+)
+
+// statusOf is the one map from application error codes to HTTP statuses.
+// The client SDK reverses it.
+func statusOf(code string) int {
+	switch code {
+	case core.CodeValidation, core.CodeTemplateMissingVar, codeKeyReused:
+		return http.StatusUnprocessableEntity
+	case core.CodeInvalidJSON, codeKeyRequired, codeKeyInvalid:
+		return http.StatusBadRequest
+	case core.CodeNotFound:
+		return http.StatusNotFound
+	case core.CodeInvalidState, core.CodeConflict, codeKeyInUse:
+		return http.StatusConflict
+	case core.CodeUnauthorized:
+		return http.StatusUnauthorized
+	case core.CodeForbidden:
+		return http.StatusForbidden
+	case codePayloadTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case codeMethodNotAllow:
+		return http.StatusMethodNotAllowed
+	}
+	return http.StatusInternalServerError
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Param   string `json:"param,omitempty"`
+}
+
+// errorResponse turns err into a status and body. Internal errors are logged
+// here and shown to nobody.
+func errorResponse(r *http.Request, logger *slog.Logger, err error) (int, errorBody) {
+	var e *core.Error
+	if errors.As(err, &e) && e.Code != core.CodeInternal {
+		return statusOf(e.Code), errorBody{errorDetail{Code: e.Code, Message: e.Message, Param: e.Param}}
+	}
+	logger.ErrorContext(r.Context(), "internal error", slog.String("path", r.URL.Path), slog.Any("error", err))
+	return http.StatusInternalServerError, errorBody{errorDetail{Code: core.CodeInternal, Message: "internal error; nothing was stored, a retry with the same Idempotency-Key runs afresh"}}
+}
+
+// marshal encodes a response body. HTML escaping is off: addresses like
+// "<a@b>" stay readable, and the content type is JSON, never HTML.
+func marshal(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only our own view types reach here.
+		panic("httpapi: marshal: " + err.Error())
+	}
+	return b.Bytes()
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	writeRaw(w, status, "application/json", marshal(v))
+}
+
+func writeRaw(w http.ResponseWriter, status int, contentType string, body []byte) {
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
+	status, body := errorResponse(r, logger, err)
+	writeJSON(w, status, body)
+}
+
+func apiError(code, param, msg string) *core.Error {
+	return &core.Error{Code: code, Param: param, Message: msg}
+}

@@ -1,0 +1,391 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// addrList accepts a single address or an array of them.
+type addrList []string
+
+func (a *addrList) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if bytes.Equal(b, []byte("null")) {
+		*a = nil
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*a = addrList{s}
+		return nil
+	}
+	var l []string
+	if err := json.Unmarshal(b, &l); err != nil {
+		return errors.New("must be a string or an array of strings")
+	}
+	*a = l
+	return nil
+}
+
+type sendRequest struct {
+	To         addrList          `json:"to"`
+	Cc         addrList          `json:"cc"`
+	Bcc        addrList          `json:"bcc"`
+	ReplyTo    addrList          `json:"reply_to"`
+	From       string            `json:"from"`
+	MailboxID  string            `json:"mailbox_id"`
+	Subject    string            `json:"subject"`
+	Text       string            `json:"text"`
+	HTML       string            `json:"html"`
+	TemplateID string            `json:"template_id"`
+	Variables  map[string]any    `json:"variables"`
+	Headers    map[string]string `json:"headers"`
+	Tags       map[string]string `json:"tags"`
+}
+
+// decodeStrict decodes a JSON object into v. Unknown fields are refused
+// (422), so that a misspelt field ("suject") is not silently dropped.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if dec.More() {
+			return apiError(core.CodeInvalidJSON, "", "the request body must be a single JSON object")
+		}
+		return nil
+	}
+	var (
+		typeErr *json.UnmarshalTypeError
+		synErr  *json.SyntaxError
+	)
+	switch {
+	case errors.As(err, &synErr), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return apiError(core.CodeInvalidJSON, "", "the request body is not valid JSON")
+	case errors.As(err, &typeErr):
+		if typeErr.Field == "" {
+			return apiError(core.CodeValidation, "", "the request body must be a JSON object")
+		}
+		return apiError(core.CodeValidation, typeErr.Field, fmt.Sprintf("%s must be of type %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String())))
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		return apiError(core.CodeValidation, name, fmt.Sprintf("unknown field %q", name))
+	}
+	// Errors from a field's own UnmarshalJSON (addrList) land here.
+	return apiError(core.CodeValidation, "", "invalid request: "+err.Error())
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "string"
+	case "map", "struct":
+		return "object"
+	case "slice", "array":
+		return "array"
+	case "bool":
+		return "boolean"
+	}
+	return "number"
+}
+
+func (s *Server) handleSend(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	var req sendRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return 0, nil, err
+	}
+	for _, f := range []struct {
+		name string
+		list addrList
+	}{{"to", req.To}, {"cc", req.Cc}, {"bcc", req.Bcc}, {"reply_to", req.ReplyTo}} {
+		if len(f.list) > app.MaxRecipients {
+			return 0, nil, core.Errorf(core.CodeValidation, f.name, "at most %d addresses", app.MaxRecipients)
+		}
+	}
+	send, err := s.svc.PrepareSend(ctx, key, idemKeyFrom(ctx), &app.SendRequest{
+		To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: req.MailboxID,
+		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
+		Headers: req.Headers, Tags: req.Tags,
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, viewSend(send), nil
+}
+
+func (s *Server) handleGetSend(w http.ResponseWriter, r *http.Request) {
+	key := apiKeyFrom(r.Context())
+	send, err := s.store.Send(r.Context(), key.Tenant, r.PathValue("id"))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	events, err := s.store.SendEvents(r.Context(), key.Tenant, send.ID)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	v := viewSend(send)
+	v.Events = make([]eventView, 0, len(events))
+	for _, e := range events {
+		v.Events = append(v.Events, eventView{Type: e.Type, At: rfc3339(e.At), Detail: e.Detail})
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+const (
+	defaultListLimit = 20
+	maxListLimit     = 100
+)
+
+func parseLimit(q string) (int, error) {
+	if q == "" {
+		return defaultListLimit, nil
+	}
+	n, err := strconv.Atoi(q)
+	if err != nil || n < 1 || n > maxListLimit {
+		return 0, core.Errorf(core.CodeValidation, "limit", "limit must be a whole number from 1 to %d", maxListLimit)
+	}
+	return n, nil
+}
+
+func (s *Server) handleListSends(w http.ResponseWriter, r *http.Request) {
+	key := apiKeyFrom(r.Context())
+	q := r.URL.Query()
+	limit, err := parseLimit(q.Get("limit"))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	f := core.SendFilter{IdempotencyKey: q.Get("idempotency_key"), Status: core.Status(q.Get("status")), Limit: limit, After: q.Get("after")}
+	if f.Status != "" && !f.Status.Valid() {
+		writeError(w, r, s.logger, core.Errorf(core.CodeValidation, "status", "unknown status %q", f.Status))
+		return
+	}
+	sends, next, err := s.store.ListSends(r.Context(), key.Tenant, f)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	out := listView[*sendView]{Object: "list", Data: make([]*sendView, 0, len(sends)), Next: optString(next)}
+	for _, sd := range sends {
+		out.Data = append(out.Data, viewSend(sd))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleReconcile(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	var req struct {
+		Outcome string `json:"outcome"`
+	}
+	if err := decodeStrict(body, &req); err != nil {
+		return 0, nil, err
+	}
+	send, err := s.svc.Reconcile(ctx, tx, key.Tenant, r.PathValue("id"), req.Outcome)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, viewSend(send), nil
+}
+
+func (s *Server) handleApprove(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
+	send, err := s.svc.Approve(ctx, tx, key.Tenant, r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, viewSend(send), nil
+}
+
+func (s *Server) handleReject(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
+	send, err := s.svc.Reject(ctx, tx, key.Tenant, r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, viewSend(send), nil
+}
+
+func (s *Server) handlePutTemplate(w http.ResponseWriter, r *http.Request) {
+	key := apiKeyFrom(r.Context())
+	body, err := s.readBody(w, r)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	var req struct {
+		Subject string `json:"subject"`
+		Text    string `json:"text"`
+		HTML    string `json:"html"`
+	}
+	if err := decodeStrict(body, &req); err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	t := &core.Template{Tenant: key.Tenant, ID: r.PathValue("id"), Subject: req.Subject, Text: req.Text, HTML: req.HTML}
+	var created bool
+	err = s.store.InTx(r.Context(), func(tx core.Tx) error {
+		var err error
+		created, err = s.svc.PutTemplate(r.Context(), tx, t)
+		return err
+	})
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	stored, err := s.store.Template(r.Context(), key.Tenant, t.ID)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, viewTemplate(stored))
+}
+
+func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) {
+	t, err := s.store.Template(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewTemplate(t))
+}
+
+func (s *Server) handleListTemplates(w http.ResponseWriter, r *http.Request) {
+	ts, err := s.store.ListTemplates(r.Context(), apiKeyFrom(r.Context()).Tenant)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	out := listView[templateView]{Object: "list", Data: []templateView{}}
+	for _, t := range ts {
+		out.Data = append(out.Data, viewTemplate(t))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) {
+	key := apiKeyFrom(r.Context())
+	id := r.PathValue("id")
+	err := s.store.InTx(r.Context(), func(tx core.Tx) error { return tx.DeleteTemplate(r.Context(), key.Tenant, id) })
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "template", "deleted": true})
+}
+
+func (s *Server) handleCreateMailbox(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	var req struct {
+		ID          string `json:"id"`
+		Address     string `json:"address"`
+		Name        string `json:"name"`
+		Transport   string `json:"transport"`
+		ReceiveOnly bool   `json:"receive_only"`
+	}
+	if err := decodeStrict(body, &req); err != nil {
+		return 0, nil, err
+	}
+	m := &core.Mailbox{Tenant: key.Tenant, ID: req.ID, Address: req.Address, Name: req.Name, Transport: req.Transport, ReceiveOnly: req.ReceiveOnly}
+	if err := s.svc.CreateMailbox(ctx, tx, m); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, viewMailbox(m), nil
+}
+
+func (s *Server) handleGetMailbox(w http.ResponseWriter, r *http.Request) {
+	m, err := s.svc.Mailbox(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewMailbox(m))
+}
+
+func (s *Server) handleListMailboxes(w http.ResponseWriter, r *http.Request) {
+	tenant := apiKeyFrom(r.Context()).Tenant
+	ms, err := s.store.ListMailboxes(r.Context(), tenant)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	def, err := s.svc.Mailbox(r.Context(), tenant, core.DefaultMailboxID)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	out := listView[mailboxView]{Object: "list", Data: []mailboxView{viewMailbox(def)}}
+	for _, m := range ms {
+		if m.ID != core.DefaultMailboxID {
+			out.Data = append(out.Data, viewMailbox(m))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleListInbox(w http.ResponseWriter, r *http.Request) {
+	limit, err := parseLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	ms, err := s.store.ListInbox(r.Context(), apiKeyFrom(r.Context()).Tenant, limit)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	out := listView[inboxView]{Object: "list", Data: []inboxView{}}
+	for _, m := range ms {
+		out.Data = append(out.Data, viewInbox(m, false))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleGetInbox(w http.ResponseWriter, r *http.Request) {
+	m, err := s.store.InboxMessage(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewInbox(m, true))
+}
+
+func (s *Server) handleGetInboxRaw(w http.ResponseWriter, r *http.Request) {
+	m, err := s.store.InboxMessage(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, "message/rfc822", m.Raw)
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	if err := s.store.Ping(r.Context()); err != nil {
+		s.logger.ErrorContext(r.Context(), "health check", "error", err)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": "unreachable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "database": "ok"})
+}
+
+func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, r, s.logger, core.Errorf(core.CodeNotFound, "", "no route %s %s", r.Method, r.URL.Path))
+}

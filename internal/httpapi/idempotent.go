@@ -1,0 +1,187 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/sendonce/sendonce/idempotency"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// txHandler does a POST's work inside the transaction that will also store
+// its idempotent response. A non-nil error is turned into the API's error
+// response; a 5xx rolls everything back.
+type txHandler func(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (status int, v any, err error)
+
+// postOpts says how one POST route treats the Idempotency-Key.
+type postOpts struct {
+	// requireKey refuses requests without a key (POST /v1/send, when
+	// configured).
+	requireKey bool
+	// emptyBody allows a request without a body (approve, reject).
+	emptyBody bool
+	// committed runs after a 2xx response committed (metrics).
+	committed func()
+}
+
+var emptyFingerprint = func() string {
+	h := sha256.Sum256(nil)
+	return hex.EncodeToString(h[:])
+}()
+
+// rollback carries a response that must not commit.
+type rollback struct {
+	status int
+	body   []byte
+}
+
+func (rollback) Error() string { return "rolled back" }
+
+// idempotent wraps a POST handler with the rules of the API contract,
+// section 3. The stored response commits in the handler's own transaction.
+func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		key := apiKeyFrom(ctx)
+		body, err := s.readBody(w, r)
+		if err != nil {
+			writeError(w, r, s.logger, err)
+			return
+		}
+		idemKey, present, err := idempotency.KeyFromHeader(r.Header, idempotency.MaxKeyLen)
+		if err != nil {
+			writeError(w, r, s.logger, apiError(codeKeyInvalid, "Idempotency-Key", fmt.Sprintf(
+				"Idempotency-Key must be 1 to %d visible ASCII characters (0x21-0x7E), or a quoted structured-field string of them", idempotency.MaxKeyLen)))
+			return
+		}
+		if !present && o.requireKey {
+			writeError(w, r, s.logger, apiError(codeKeyRequired, "Idempotency-Key",
+				"this route needs an Idempotency-Key header: make one per logical send (a UUID), store it, and reuse it on every retry"))
+			return
+		}
+		fp := emptyFingerprint
+		if len(body) > 0 || !o.emptyBody {
+			if fp, err = idempotency.Fingerprint(body); err != nil {
+				writeError(w, r, s.logger, apiError(core.CodeInvalidJSON, "", "the request body is not valid JSON"))
+				return
+			}
+		}
+		if !present {
+			s.runTx(w, r, key, body, h, nil, o)
+			return
+		}
+		r = r.WithContext(context.WithValue(ctx, idemKeyCtx, idemKey))
+		sc := idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: idemKey}
+		d, err := s.store.ReserveIdempotency(ctx, sc, fp, s.svc.Now(), s.cfg.ReservationLease)
+		if err != nil {
+			writeError(w, r, s.logger, fmt.Errorf("reserve idempotency key: %w", err))
+			return
+		}
+		switch d.Outcome {
+		case idempotency.Replay:
+			if s.metrics != nil {
+				s.metrics.IdempotentReplays.Inc()
+			}
+			w.Header().Set("Idempotent-Replayed", "true")
+			writeRaw(w, d.Response.Status, d.Response.ContentType, d.Response.Body)
+		case idempotency.InUse:
+			s.conflict("in_use")
+			w.Header().Set("Retry-After", "1")
+			writeError(w, r, s.logger, apiError(codeKeyInUse, "Idempotency-Key",
+				"a request with this Idempotency-Key is still being processed; retry after a second"))
+		case idempotency.Mismatch:
+			s.conflict("reused")
+			writeError(w, r, s.logger, apiError(codeKeyReused, "Idempotency-Key",
+				"this Idempotency-Key was already used with a different request body"))
+		case idempotency.Proceed:
+			s.runTx(w, r, key, body, h, &reservation{scope: sc, token: d.Token}, o)
+		default:
+			writeError(w, r, s.logger, fmt.Errorf("idempotency: unexpected outcome %v", d.Outcome))
+		}
+	})
+}
+
+const idemKeyCtx ctxKey = 2
+
+// idemKeyFrom returns the request's parsed Idempotency-Key, "" when none.
+func idemKeyFrom(ctx context.Context) string {
+	k, _ := ctx.Value(idemKeyCtx).(string)
+	return k
+}
+
+func (s *Server) conflict(reason string) {
+	if s.metrics != nil {
+		s.metrics.IdempotencyConflicts.WithLabelValues(reason).Inc()
+	}
+}
+
+type reservation struct {
+	scope idempotency.Scope
+	token string
+}
+
+// runTx runs h in one transaction with the completion of the reservation
+// (when there is one). Responses that are not stored roll back, and the
+// reservation is released so that a retry runs afresh.
+func (s *Server) runTx(w http.ResponseWriter, r *http.Request, key *core.APIKey, body []byte, h txHandler, res *reservation, o postOpts) {
+	ctx := r.Context()
+	var out rollback
+	committed := false
+	defer func() {
+		if committed || res == nil {
+			return
+		}
+		// Release even when the handler panicked or the client went away:
+		// the reservation must not outlive this request.
+		rctx := context.WithoutCancel(ctx)
+		if err := s.store.ReleaseIdempotency(rctx, res.scope, res.token); err != nil {
+			s.logger.ErrorContext(rctx, "release idempotency key", slog.Any("error", err))
+		}
+	}()
+	err := s.store.InTx(ctx, func(tx core.Tx) error {
+		status, v, herr := h(ctx, tx, key, r, body)
+		if herr != nil {
+			eb := errorBody{}
+			status, eb = errorResponse(r, s.logger, herr)
+			v = eb
+		}
+		out = rollback{status: status, body: marshal(v)}
+		if !idempotency.ShouldStore(status) {
+			return out
+		}
+		if res != nil {
+			resp := idempotency.Response{Status: status, ContentType: "application/json", Body: out.body}
+			now := s.svc.Now()
+			if err := tx.CompleteIdempotency(ctx, res.scope, res.token, resp, now, now.Add(s.cfg.IdempotencyTTL)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var rb rollback
+	switch {
+	case err == nil:
+		committed = true
+		if out.status >= 200 && out.status < 300 && o.committed != nil {
+			o.committed()
+		}
+		writeRaw(w, out.status, "application/json", out.body)
+	case errors.As(err, &rb):
+		writeRaw(w, rb.status, "application/json", rb.body)
+	case errors.Is(err, idempotency.ErrReservationLost):
+		// Our lease ran out and another request took the key over; our
+		// work rolled back, theirs decides.
+		committed = true // nothing of ours left to release
+		s.conflict("in_use")
+		w.Header().Set("Retry-After", "1")
+		writeError(w, r, s.logger, apiError(codeKeyInUse, "Idempotency-Key",
+			"a request with this Idempotency-Key is still being processed; retry after a second"))
+	default:
+		writeError(w, r, s.logger, err)
+	}
+}

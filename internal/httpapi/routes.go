@@ -1,0 +1,43 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// routes is the whole API surface.
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /healthz", s.handleHealthz)
+	if s.metrics != nil {
+		m.Handle("GET /metrics", s.metrics.Handler())
+	}
+
+	accepted := func() {
+		if s.metrics != nil {
+			s.metrics.SendsAccepted.Inc()
+		}
+	}
+	m.Handle("POST /v1/send", s.auth(core.ScopeSend, s.idempotent(postOpts{requireKey: s.cfg.RequireIdempotencyKey, committed: accepted}, s.handleSend)))
+	m.Handle("GET /v1/sends", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListSends)))
+	m.Handle("GET /v1/sends/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetSend)))
+	m.Handle("POST /v1/sends/{id}/reconcile", s.auth(core.ScopeAdmin, s.idempotent(postOpts{}, s.handleReconcile)))
+	m.Handle("POST /v1/sends/{id}/approve", s.auth(core.ScopeAdmin, s.idempotent(postOpts{emptyBody: true}, s.handleApprove)))
+	m.Handle("POST /v1/sends/{id}/reject", s.auth(core.ScopeAdmin, s.idempotent(postOpts{emptyBody: true}, s.handleReject)))
+
+	m.Handle("PUT /v1/templates/{id}", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handlePutTemplate)))
+	m.Handle("GET /v1/templates/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetTemplate)))
+	m.Handle("GET /v1/templates", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListTemplates)))
+	m.Handle("DELETE /v1/templates/{id}", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleDeleteTemplate)))
+
+	m.Handle("POST /v1/mailboxes", s.auth(core.ScopeAdmin, s.idempotent(postOpts{}, s.handleCreateMailbox)))
+	m.Handle("GET /v1/mailboxes/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetMailbox)))
+	m.Handle("GET /v1/mailboxes", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListMailboxes)))
+
+	m.Handle("GET /v1/inbox", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListInbox)))
+	m.Handle("GET /v1/inbox/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInbox)))
+	m.Handle("GET /v1/inbox/{id}/raw", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInboxRaw)))
+
+	m.HandleFunc("/v1/", s.handleNotFound)
+}

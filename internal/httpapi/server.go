@@ -1,0 +1,156 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/metrics"
+)
+
+// Config holds the HTTP layer's settings.
+type Config struct {
+	// RequireIdempotencyKey makes POST /v1/send refuse requests without a
+	// key. Defaults to false here; the binary's flag defaults to true.
+	RequireIdempotencyKey bool
+	// IdempotencyTTL is how long a completed key replays. Defaults to 24h.
+	IdempotencyTTL time.Duration
+	// ReservationLease is how long a running request holds its key before
+	// a retry may take over. Defaults to 30s.
+	ReservationLease time.Duration
+	// MaxBodyBytes bounds a request body. Defaults to 1 MiB.
+	MaxBodyBytes int64
+}
+
+// Server is the HTTP API.
+type Server struct {
+	svc     *app.Service
+	store   core.Store
+	metrics *metrics.Metrics
+	cfg     Config
+	logger  *slog.Logger
+	mux     *http.ServeMux
+}
+
+// NewServer returns the API as an http.Handler.
+func NewServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) http.Handler {
+	if cfg.IdempotencyTTL <= 0 {
+		cfg.IdempotencyTTL = 24 * time.Hour
+	}
+	if cfg.ReservationLease <= 0 {
+		cfg.ReservationLease = 30 * time.Second
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, mux: http.NewServeMux()}
+	s.routes()
+	return s.logRequests(s.mux)
+}
+
+type ctxKey int
+
+const apiKeyCtx ctxKey = 1
+
+func apiKeyFrom(ctx context.Context) *core.APIKey {
+	k, _ := ctx.Value(apiKeyCtx).(*core.APIKey)
+	return k
+}
+
+// auth checks the bearer secret and the scope before anything else runs; its
+// 401 and 403 never reach the idempotency layer.
+func (s *Server) auth(scope core.Scope, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := r.Header.Get("Authorization")
+		secret, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok || len(r.Header.Values("Authorization")) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sendonce"`)
+			writeError(w, r, s.logger, app.ErrUnauthorized)
+			return
+		}
+		key, err := s.svc.Authenticate(r.Context(), strings.TrimSpace(secret))
+		if err != nil {
+			if core.ErrorCode(err) == core.CodeUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="sendonce"`)
+			}
+			writeError(w, r, s.logger, err)
+			return
+		}
+		if !key.Has(scope) {
+			writeError(w, r, s.logger, core.Errorf(core.CodeForbidden, "", "this API key lacks the %q scope", scope))
+			return
+		}
+		if lw, ok := w.(*loggingWriter); ok {
+			lw.keyID = app.KeyFingerprint(key)
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), apiKeyCtx, key)))
+	})
+}
+
+type loggingWriter struct {
+	http.ResponseWriter
+	status int
+	keyID  string
+}
+
+func (w *loggingWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *loggingWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// logRequests writes one line per request: never a header value, a secret or
+// a body.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		lw := &loggingWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				s.logger.ErrorContext(r.Context(), "panic in handler", slog.Any("panic", p), slog.String("path", r.URL.Path))
+				if lw.status == 0 {
+					writeJSON(lw, http.StatusInternalServerError, errorBody{errorDetail{Code: core.CodeInternal, Message: "internal error"}})
+				}
+			}
+			if s.metrics != nil {
+				s.metrics.HTTPRequests.WithLabelValues(strconv.Itoa(lw.status)).Inc()
+			}
+			s.logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
+				slog.String("method", r.Method), slog.String("route", r.Pattern), slog.String("path", r.URL.Path),
+				slog.Int("status", lw.status), slog.Duration("duration", time.Since(start)),
+				slog.String("key", lw.keyID), slog.Bool("replayed", lw.Header().Get("Idempotent-Replayed") == "true"))
+		}()
+		next.ServeHTTP(lw, r)
+	})
+}
+
+// readBody reads at most MaxBodyBytes; the error is the 413 to send.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, apiError(codePayloadTooLarge, "", "request body is larger than "+strconv.FormatInt(s.cfg.MaxBodyBytes, 10)+" bytes")
+		}
+		return nil, apiError(core.CodeInvalidJSON, "", "could not read the request body")
+	}
+	return body, nil
+}

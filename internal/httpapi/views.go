@@ -1,0 +1,145 @@
+package httpapi
+
+import (
+	"time"
+
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/transport"
+)
+
+// sendView is the send object of the API contract.
+type sendView struct {
+	ID             string            `json:"id"`
+	Object         string            `json:"object"`
+	Status         core.Status       `json:"status"`
+	IdempotencyKey *string           `json:"idempotency_key"`
+	MailboxID      string            `json:"mailbox_id"`
+	From           string            `json:"from"`
+	To             []string          `json:"to"`
+	Cc             []string          `json:"cc"`
+	Bcc            []string          `json:"bcc"`
+	ReplyTo        []string          `json:"reply_to"`
+	Subject        string            `json:"subject"`
+	TemplateID     *string           `json:"template_id"`
+	MessageID      string            `json:"message_id"`
+	Attempts       int               `json:"attempts"`
+	LastError      *string           `json:"last_error"`
+	Tags           map[string]string `json:"tags"`
+	CreatedAt      string            `json:"created_at"`
+	UpdatedAt      string            `json:"updated_at"`
+	SentAt         *string           `json:"sent_at"`
+	Events         []eventView       `json:"events,omitempty"`
+}
+
+type eventView struct {
+	Type   string `json:"type"`
+	At     string `json:"at"`
+	Detail string `json:"detail"`
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func optTime(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := rfc3339(*t)
+	return &s
+}
+
+func list[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func viewSend(s *core.Send) *sendView {
+	tags := s.Tags
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	return &sendView{
+		ID: s.ID, Object: "send", Status: s.Status, IdempotencyKey: optString(s.IdempotencyKey), MailboxID: s.MailboxID,
+		From: s.From, To: list(s.To), Cc: list(s.Cc), Bcc: list(s.Bcc), ReplyTo: list(s.ReplyTo), Subject: s.Subject,
+		TemplateID: optString(s.TemplateID), MessageID: s.MessageID, Attempts: s.Attempts, LastError: optString(s.LastError),
+		Tags: tags, CreatedAt: rfc3339(s.CreatedAt), UpdatedAt: rfc3339(s.UpdatedAt), SentAt: optTime(s.SentAt),
+	}
+}
+
+type listView[T any] struct {
+	Object string  `json:"object"`
+	Data   []T     `json:"data"`
+	Next   *string `json:"next"`
+}
+
+type templateView struct {
+	ID        string `json:"id"`
+	Object    string `json:"object"`
+	Subject   string `json:"subject"`
+	Text      string `json:"text"`
+	HTML      string `json:"html"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+func viewTemplate(t *core.Template) templateView {
+	return templateView{ID: t.ID, Object: "template", Subject: t.Subject, Text: t.Text, HTML: t.HTML,
+		CreatedAt: rfc3339(t.CreatedAt), UpdatedAt: rfc3339(t.UpdatedAt)}
+}
+
+type mailboxView struct {
+	ID          string  `json:"id"`
+	Object      string  `json:"object"`
+	Address     string  `json:"address"`
+	Name        string  `json:"name"`
+	Transport   *string `json:"transport"`
+	ReceiveOnly bool    `json:"receive_only"`
+	CreatedAt   *string `json:"created_at"`
+}
+
+func viewMailbox(m *core.Mailbox) mailboxView {
+	v := mailboxView{ID: m.ID, Object: "mailbox", Address: m.Address, Name: m.Name, ReceiveOnly: m.ReceiveOnly}
+	if m.Transport != "" {
+		// Credentials are never returned.
+		red := "smtp://(invalid)"
+		if c, err := transport.ParseSMTPURL(m.Transport); err == nil {
+			red = c.Redacted()
+		}
+		v.Transport = &red
+	}
+	if !m.CreatedAt.IsZero() {
+		v.CreatedAt = optTime(&m.CreatedAt)
+	}
+	return v
+}
+
+type inboxView struct {
+	ID         string   `json:"id"`
+	Object     string   `json:"object"`
+	SendID     string   `json:"send_id"`
+	MessageID  string   `json:"message_id"`
+	From       string   `json:"from"`
+	To         []string `json:"to"`
+	Subject    string   `json:"subject"`
+	Size       int      `json:"size"`
+	ReceivedAt string   `json:"received_at"`
+	Raw        *string  `json:"raw,omitempty"`
+}
+
+func viewInbox(m *core.InboxMessage, withRaw bool) inboxView {
+	v := inboxView{ID: m.ID, Object: "inbox_message", SendID: m.SendID, MessageID: m.MessageID, From: m.From,
+		To: list(m.To), Subject: m.Subject, Size: len(m.Raw), ReceivedAt: rfc3339(m.ReceivedAt)}
+	if withRaw {
+		raw := string(m.Raw)
+		v.Raw = &raw
+	}
+	return v
+}

@@ -1,0 +1,239 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+const sendColumns = `id, tenant, idempotency_key, mailbox_id, status, from_addr, to_addrs, cc_addrs, bcc_addrs,
+	reply_to, subject, text_body, html_body, headers, tags, template_id, message_id, attempts, last_error,
+	attempt_token, lease_until, created_at, updated_at, sent_at`
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanSend(r rowScanner) (*core.Send, error) {
+	var (
+		s                                            core.Send
+		idemKey, templateID, lastError, attemptToken sql.NullString
+		to, cc, bcc, replyTo, headers, tags          string
+		leaseUntil, sentAt                           sql.NullInt64
+		createdAt, updatedAt                         int64
+	)
+	err := r.Scan(&s.ID, &s.Tenant, &idemKey, &s.MailboxID, &s.Status, &s.From, &to, &cc, &bcc,
+		&replyTo, &s.Subject, &s.Text, &s.HTML, &headers, &tags, &templateID, &s.MessageID, &s.Attempts, &lastError,
+		&attemptToken, &leaseUntil, &createdAt, &updatedAt, &sentAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, core.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scan send: %w", err)
+	}
+	s.IdempotencyKey, s.TemplateID, s.LastError, s.AttemptToken = idemKey.String, templateID.String, lastError.String, attemptToken.String
+	s.LeaseUntil, s.SentAt = fromNullMicros(leaseUntil), fromNullMicros(sentAt)
+	s.CreatedAt, s.UpdatedAt = fromMicros(createdAt), fromMicros(updatedAt)
+	for _, f := range []struct {
+		src string
+		dst any
+	}{{to, &s.To}, {cc, &s.Cc}, {bcc, &s.Bcc}, {replyTo, &s.ReplyTo}, {headers, &s.Headers}, {tags, &s.Tags}} {
+		if err := json.Unmarshal([]byte(f.src), f.dst); err != nil {
+			return nil, fmt.Errorf("decode send %s: %w", s.ID, err)
+		}
+	}
+	return &s, nil
+}
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only strings, slices and maps of strings reach here.
+		panic(fmt.Sprintf("sqlstore: marshal %T: %v", v, err))
+	}
+	return string(b)
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// InsertSend implements core.Tx.
+func (t *Tx) InsertSend(ctx context.Context, s *core.Send) error {
+	tags := s.Tags
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO sends (`+sendColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		s.ID, s.Tenant, nullString(s.IdempotencyKey), s.MailboxID, s.Status, s.From,
+		jsonText(nonNil(s.To)), jsonText(nonNil(s.Cc)), jsonText(nonNil(s.Bcc)), jsonText(nonNil(s.ReplyTo)),
+		s.Subject, s.Text, s.HTML, jsonText(nonNil(s.Headers)), jsonText(tags), nullString(s.TemplateID), s.MessageID,
+		s.Attempts, nullString(s.LastError), nullString(s.AttemptToken), nullMicros(s.LeaseUntil),
+		micros(s.CreatedAt), micros(s.UpdatedAt), nullMicros(s.SentAt))
+	if err != nil {
+		return fmt.Errorf("insert send: %w", err)
+	}
+	return nil
+}
+
+// SendForUpdate implements core.Tx. SQLite's write transaction already
+// excludes every other writer, so a plain read is enough.
+func (t *Tx) SendForUpdate(ctx context.Context, id string) (*core.Send, error) {
+	return scanSend(t.tx.QueryRowContext(ctx, `SELECT `+sendColumns+` FROM sends WHERE id = ?`, id))
+}
+
+// UpdateSend implements core.Tx.
+func (t *Tx) UpdateSend(ctx context.Context, s *core.Send) error {
+	res, err := t.tx.ExecContext(ctx, `UPDATE sends SET status = ?, attempts = ?, last_error = ?, attempt_token = ?,
+		lease_until = ?, updated_at = ?, sent_at = ? WHERE id = ?`,
+		s.Status, s.Attempts, nullString(s.LastError), nullString(s.AttemptToken), nullMicros(s.LeaseUntil),
+		micros(s.UpdatedAt), nullMicros(s.SentAt), s.ID)
+	if err != nil {
+		return fmt.Errorf("update send: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return core.ErrNotFound
+	}
+	return nil
+}
+
+// AddEvent implements core.Tx.
+func (t *Tx) AddEvent(ctx context.Context, sendID string, e core.Event) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO send_events (send_id, type, at, detail) VALUES (?, ?, ?, ?)`,
+		sendID, e.Type, micros(e.At), e.Detail)
+	if err != nil {
+		return fmt.Errorf("add event: %w", err)
+	}
+	return nil
+}
+
+// EnqueueDelivery implements core.Tx.
+func (t *Tx) EnqueueDelivery(ctx context.Context, sendID string) error {
+	if t.s.enqueue == nil {
+		return errors.New("enqueue delivery: no queue is wired to the store")
+	}
+	if err := t.s.enqueue(ctx, t.tx, sendID); err != nil {
+		return fmt.Errorf("enqueue delivery: %w", err)
+	}
+	return nil
+}
+
+// ExpiredAttempts implements core.Tx.
+func (t *Tx) ExpiredAttempts(ctx context.Context, now time.Time, limit int) ([]*core.Send, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+sendColumns+` FROM sends
+		WHERE status = 'sending' AND lease_until < ? ORDER BY lease_until LIMIT ?`, micros(now), limit)
+	if err != nil {
+		return nil, fmt.Errorf("expired attempts: %w", err)
+	}
+	return collectSends(rows)
+}
+
+func collectSends(rows *sql.Rows) ([]*core.Send, error) {
+	defer rows.Close()
+	var out []*core.Send
+	for rows.Next() {
+		s, err := scanSend(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read sends: %w", err)
+	}
+	return out, nil
+}
+
+// Send implements core.Store.
+func (s *Store) Send(ctx context.Context, tenant, id string) (*core.Send, error) {
+	return scanSend(s.r.QueryRowContext(ctx, `SELECT `+sendColumns+` FROM sends WHERE id = ? AND tenant = ?`, id, tenant))
+}
+
+// ListSends implements core.Store: newest first; After continues below a
+// cursor.
+func (s *Store) ListSends(ctx context.Context, tenant string, f core.SendFilter) ([]*core.Send, string, error) {
+	var (
+		where = []string{"tenant = ?"}
+		args  = []any{tenant}
+	)
+	if f.IdempotencyKey != "" {
+		where, args = append(where, "idempotency_key = ?"), append(args, f.IdempotencyKey)
+	}
+	if f.Status != "" {
+		where, args = append(where, "status = ?"), append(args, f.Status)
+	}
+	if f.After != "" {
+		where, args = append(where, "id < ?"), append(args, f.After)
+	}
+	limit := f.Limit
+	args = append(args, limit+1)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+sendColumns+` FROM sends WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY id DESC LIMIT ?`, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list sends: %w", err)
+	}
+	sends, err := collectSends(rows)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(sends) > limit {
+		sends = sends[:limit]
+		next = sends[limit-1].ID
+	}
+	return sends, next, nil
+}
+
+// SendEvents implements core.Store.
+func (s *Store) SendEvents(ctx context.Context, tenant, id string) ([]core.Event, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT e.type, e.at, e.detail FROM send_events e
+		JOIN sends s ON s.id = e.send_id WHERE e.send_id = ? AND s.tenant = ? ORDER BY e.id`, id, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	defer rows.Close()
+	out := []core.Event{}
+	for rows.Next() {
+		var (
+			e  core.Event
+			at int64
+		)
+		if err := rows.Scan(&e.Type, &at, &e.Detail); err != nil {
+			return nil, fmt.Errorf("scan event: %w", err)
+		}
+		e.At = fromMicros(at)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	return out, nil
+}
+
+// QueueDepth implements core.Store.
+func (s *Store) QueueDepth(ctx context.Context) (int, error) {
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM sends WHERE status IN ('queued', 'sending')`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("queue depth: %w", err)
+	}
+	return n, nil
+}
+
+// IsSuppressed implements core.Store.
+func (s *Store) IsSuppressed(ctx context.Context, tenant, address string) (bool, error) {
+	var n int
+	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM suppressions WHERE tenant = ? AND address = ?`,
+		tenant, strings.ToLower(address)).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("check suppression: %w", err)
+	}
+	return n > 0, nil
+}
