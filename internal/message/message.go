@@ -1,0 +1,273 @@
+package message
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime/quotedprintable"
+	"net/mail"
+	"strings"
+	"time"
+)
+
+// Message is everything needed to render one email.
+type Message struct {
+	From    mail.Address
+	To, Cc  []mail.Address
+	ReplyTo []mail.Address
+	// There is deliberately no Bcc: Bcc recipients are envelope-only and
+	// never appear in the rendered headers.
+
+	Subject string
+	// Text and HTML are the bodies; at least one must be non-empty. With both,
+	// the message is multipart/alternative (text first, so clients that
+	// prefer the last part they understand show the HTML); with one, it is a
+	// single part.
+	Text, HTML string
+	// MessageID includes the angle brackets, e.g. "<snd_01H...@example.com>".
+	// It also seeds the MIME boundary, which keeps Build deterministic.
+	MessageID string
+	Date      time.Time
+	// InReplyTo is an optional msg-id with brackets. It sets In-Reply-To and
+	// is appended to References, as RFC 5322 §3.6.4 prescribes for replies.
+	InReplyTo  string
+	References []string
+	// Headers are extra caller headers, written last and in order.
+	Headers []Header
+}
+
+// Header is one extra caller-supplied header field.
+type Header struct{ Name, Value string }
+
+// ErrNoBody is returned (wrapped) by Build when Text and HTML are both empty.
+var ErrNoBody = errors.New("message: no body: Text and HTML are both empty")
+
+// Build renders m as the exact bytes to hand to the SMTP relay. It returns
+// *HeaderError when a header name or value is unsafe, malformed or reserved,
+// and never a partially rendered message.
+//
+// The output depends only on m, so rendering the same stored send again on a
+// retry yields identical bytes.
+func Build(m *Message) ([]byte, error) {
+	if m == nil {
+		return nil, errors.New("message: build: nil *Message")
+	}
+	if m.Text == "" && m.HTML == "" {
+		return nil, fmt.Errorf("message: build %q: %w", m.MessageID, ErrNoBody)
+	}
+	if m.Date.IsZero() {
+		return nil, &HeaderError{Field: "Date", Reason: "not set"}
+	}
+	if y := m.Date.Year(); y < 1900 || y > 9999 {
+		// RFC 5322 §3.3 wants a four-digit year (and parsers choke on more).
+		return nil, &HeaderError{Field: "Date", Reason: fmt.Sprintf("year %d out of range", y)}
+	}
+	if err := checkMsgID("Message-ID", m.MessageID); err != nil {
+		return nil, err
+	}
+	if m.InReplyTo != "" {
+		if err := checkMsgID("In-Reply-To", m.InReplyTo); err != nil {
+			return nil, err
+		}
+	}
+	refs := references(m.References, m.InReplyTo)
+	for _, id := range refs {
+		if err := checkMsgID("References", id); err != nil {
+			return nil, err
+		}
+	}
+	from, err := renderAddressList("From", []mail.Address{m.From})
+	if err != nil {
+		return nil, err
+	}
+	to, err := renderAddressList("To", m.To)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := renderAddressList("Cc", m.Cc)
+	if err != nil {
+		return nil, err
+	}
+	replyTo, err := renderAddressList("Reply-To", m.ReplyTo)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range m.Headers {
+		if err := CheckHeader(h.Name, h.Value); err != nil {
+			return nil, err
+		}
+	}
+
+	var buf bytes.Buffer
+	// Quoted-printable grows typical text by a few percent; headers are small.
+	buf.Grow(len(m.Text) + len(m.HTML) + (len(m.Text)+len(m.HTML))/8 + 1024)
+	w := headerWriter{b: &buf}
+	// RFC1123Z is the RFC 5322 date-time form with a numeric zone.
+	w.writeLines("Date", []string{"Date: " + m.Date.Format(time.RFC1123Z)})
+	w.writeLines("Message-ID", []string{"Message-ID: " + m.MessageID})
+	w.writeStructured("From", from)
+	// To is omitted rather than faked when every recipient is Bcc; RFC 5322
+	// only requires Date and From.
+	if to != "" {
+		w.writeStructured("To", to)
+	}
+	if cc != "" {
+		w.writeStructured("Cc", cc)
+	}
+	if replyTo != "" {
+		w.writeStructured("Reply-To", replyTo)
+	}
+	w.writeUnstructured("Subject", m.Subject, true)
+	w.writeLines("MIME-Version", []string{"MIME-Version: 1.0"})
+
+	multipart := m.Text != "" && m.HTML != ""
+	boundary := boundaryFor(m.MessageID)
+	switch {
+	case multipart:
+		w.writeStructured("Content-Type", `multipart/alternative; boundary="`+boundary+`"`)
+	case m.Text != "":
+		w.writeStructured("Content-Type", "text/plain; charset=utf-8")
+		w.writeStructured("Content-Transfer-Encoding", "quoted-printable")
+	default:
+		w.writeStructured("Content-Type", "text/html; charset=utf-8")
+		w.writeStructured("Content-Transfer-Encoding", "quoted-printable")
+	}
+	if m.InReplyTo != "" {
+		w.writeLines("In-Reply-To", []string{"In-Reply-To: " + m.InReplyTo})
+	}
+	if len(refs) > 0 {
+		w.writeStructured("References", strings.Join(refs, " "))
+	}
+	for _, h := range m.Headers {
+		w.writeUnstructured(h.Name, h.Value, false)
+	}
+	if w.err != nil {
+		return nil, w.err
+	}
+	buf.WriteString("\r\n")
+
+	if !multipart {
+		body := m.Text
+		if body == "" {
+			body = m.HTML
+		}
+		if err := writeQP(&buf, body); err != nil {
+			return nil, fmt.Errorf("message: build %s: encode body: %w", m.MessageID, err)
+		}
+		// End the message with CRLF, as SMTP will transmit it, without
+		// adding a newline to the decoded body: a trailing soft line break
+		// decodes to nothing.
+		if !bytes.HasSuffix(buf.Bytes(), []byte("\r\n")) {
+			buf.WriteString("=\r\n")
+		}
+		return buf.Bytes(), nil
+	}
+
+	for _, part := range []struct{ ctype, body string }{
+		{"text/plain; charset=utf-8", m.Text},
+		{"text/html; charset=utf-8", m.HTML},
+	} {
+		buf.WriteString("--" + boundary + "\r\n")
+		buf.WriteString("Content-Type: " + part.ctype + "\r\n")
+		buf.WriteString("Content-Transfer-Encoding: quoted-printable\r\n\r\n")
+		if err := writeQP(&buf, part.body); err != nil {
+			return nil, fmt.Errorf("message: build %s: encode %s part: %w", m.MessageID, part.ctype, err)
+		}
+		// This CRLF belongs to the delimiter (RFC 2046 §5.1.1), so the part
+		// decodes to exactly its body.
+		buf.WriteString("\r\n")
+	}
+	buf.WriteString("--" + boundary + "--\r\n")
+	return buf.Bytes(), nil
+}
+
+// writeQP writes s quoted-printable with every CR, LF and CRLF in s turned
+// into a CRLF line break.
+//
+// The normalisation is done here, not left to quotedprintable.Writer, because
+// the writer loses a line break when a bare CR is followed by a byte it has to
+// escape and then an LF ("\r\xe3\n" comes out as one break, not two): its
+// "previous byte was CR" flag is not cleared by escaped bytes. Feeding it only
+// CRLF pairs sidesteps that.
+func writeQP(w io.Writer, s string) error {
+	qp := quotedprintable.NewWriter(w)
+	crlf := []byte("\r\n")
+	// One conversion up front; the writer takes []byte and the body may be
+	// many lines.
+	b := []byte(s)
+	for len(b) > 0 {
+		i := bytes.IndexAny(b, "\r\n")
+		if i < 0 {
+			if _, err := qp.Write(b); err != nil {
+				return err
+			}
+			break
+		}
+		if _, err := qp.Write(b[:i]); err != nil {
+			return err
+		}
+		if _, err := qp.Write(crlf); err != nil {
+			return err
+		}
+		if bytes.HasPrefix(b[i:], crlf) {
+			i++
+		}
+		b = b[i+1:]
+	}
+	return qp.Close()
+}
+
+// boundaryFor derives the MIME boundary from the Message-ID so that every
+// rendering of a send is identical. The "=_" prefix makes it impossible for
+// quoted-printable body text to contain the delimiter: quoted-printable only
+// emits '=' before two hex digits or a line break, never before '_'. That
+// matters because the boundary is predictable to anyone who knows the id.
+func boundaryFor(messageID string) string {
+	sum := sha256.Sum256([]byte(messageID))
+	return "=_" + hex.EncodeToString(sum[:16])
+}
+
+// references returns refs with inReplyTo appended unless already present, so
+// a reply's References always ends with (or at least contains) its parent.
+func references(refs []string, inReplyTo string) []string {
+	if inReplyTo == "" {
+		return refs
+	}
+	for _, r := range refs {
+		if r == inReplyTo {
+			return refs
+		}
+	}
+	out := make([]string, 0, len(refs)+1)
+	return append(append(out, refs...), inReplyTo)
+}
+
+// NewMessageID returns "<sendID@domain>", where domain is the part of
+// fromAddress after its last '@'. Using the sender's domain keeps the id
+// globally unique per RFC 5322 §3.6.4 and aligned with the From domain.
+// When there is no usable domain it falls back to "localhost", so the result
+// is always well-formed as long as sendID is printable ASCII.
+func NewMessageID(sendID, fromAddress string) string {
+	domain := "localhost"
+	if at := strings.LastIndexByte(fromAddress, '@'); at >= 0 && dotAtom(fromAddress[at+1:]) {
+		domain = fromAddress[at+1:]
+	}
+	return "<" + sendID + "@" + domain + ">"
+}
+
+// dotAtom reports whether s is RFC 5322 dot-atom-text in ASCII.
+func dotAtom(s string) bool {
+	if s == "" || s[0] == '.' || s[len(s)-1] == '.' || strings.Contains(s, "..") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 33 || c > 126 || strings.IndexByte(`()<>[]:;@\,"`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
