@@ -11,10 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/delivery"
-	"github.com/sendonce/sendonce/internal/httpapi"
-	"github.com/sendonce/sendonce/internal/metrics"
+	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 )
 
@@ -23,14 +21,7 @@ import (
 const shutdownGrace = 25 * time.Second
 
 func openStore(ctx context.Context, dsn string) (*sqlstore.Store, error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		return nil, errors.New("PostgreSQL is not supported by this build yet; use --db sqlite:PATH")
-	}
-	path, err := sqlstore.ParseDSN(dsn)
-	if err != nil {
-		return nil, err
-	}
-	return sqlstore.Open(ctx, path)
+	return server.OpenStore(ctx, dsn)
 }
 
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -51,29 +42,15 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 
-	store, err := openStore(ctx, cfg.DB)
-	if err != nil {
-		return fmt.Errorf("open database: %w", err)
-	}
-	defer store.Close()
-	if err := delivery.MigrateSQLite(ctx, store.W); err != nil {
-		return err
-	}
-
-	m := metrics.New(store.QueueDepth)
-	svc := app.New(store, app.Config{DefaultFrom: cfg.From}, logger)
-	d, err := delivery.NewDeliverer(svc, delivery.Config{
-		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts, AttemptLease: cfg.AttemptLease,
-	}, m, logger)
+	s, err := server.New(ctx, server.Config{
+		DB: cfg.DB, Transport: cfg.Transport, From: cfg.From, IdempotencyTTL: cfg.IdempotencyTTL,
+		RequireIdempotencyKey: cfg.RequireIdempotencyKey, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
+		AttemptLease: cfg.AttemptLease, Work: cfg.Role != "api", Workers: cfg.Workers, PollInterval: cfg.PollInterval,
+	}, logger)
 	if err != nil {
 		return err
 	}
-	work := cfg.Role != "api"
-	q, err := delivery.NewSQLiteQueue(store.W, d, delivery.QueueConfig{Work: work, Workers: cfg.Workers, PollInterval: cfg.PollInterval}, logger)
-	if err != nil {
-		return err
-	}
-	store.SetEnqueuer(q.Enqueue)
+	defer s.Store.Close()
 
 	var srv *http.Server
 	serveErr := make(chan error, 1)
@@ -83,9 +60,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			return fmt.Errorf("listen: %w", err)
 		}
 		srv = &http.Server{
-			Handler: httpapi.NewServer(svc, m, httpapi.Config{
-				RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.AttemptLease,
-			}, logger),
+			Handler:           s.Handler,
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       60 * time.Second,
 			WriteTimeout:      60 * time.Second,
@@ -96,7 +71,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			slog.String("transport", redactTransport(cfg.Transport)), slog.String("role", cfg.Role), slog.String("version", version()))
 		go func() { serveErr <- srv.Serve(ln) }()
 	}
-	if err := q.Start(ctx); err != nil {
+	if err := s.Start(ctx); err != nil {
 		return err
 	}
 	if cfg.Role == "worker" {
@@ -110,6 +85,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	case err := <-serveErr:
 		runErr = fmt.Errorf("http server: %w", err)
 	}
+	// In-flight requests finish first (they may still enqueue), then the
+	// workers stop taking jobs and finish their attempts.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
 	if srv != nil {
@@ -117,7 +94,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			runErr = errors.Join(runErr, fmt.Errorf("http shutdown: %w", err))
 		}
 	}
-	if err := q.Stop(sctx); err != nil {
+	if err := s.Stop(sctx); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("queue shutdown: %w", err))
 	}
 	logger.Info("stopped")
@@ -135,7 +112,7 @@ func redactTransport(t string) string {
 	if t == "capture" || t == "mx" {
 		return t
 	}
-	if i := strings.Index(t, "@"); i >= 0 {
+	if i := strings.LastIndex(t, "@"); i >= 0 {
 		return "smtp://xxxxx@" + t[i+1:]
 	}
 	return t

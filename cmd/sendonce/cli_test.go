@@ -1,0 +1,70 @@
+package main_test
+
+import (
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func authGet(t *testing.T, url, secret string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestKeys_CreateListRevokeWhileServing: a key created while the server runs
+// works at once, keys list never shows a secret, and revoke takes effect at
+// once.
+func TestKeys_CreateListRevokeWhileServing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
+	p := startServe(t, binPath, "--db", db)
+	secret := run(t, binPath, "keys", "create", "--db", db, "--name", "late", "--scopes", "read")
+	if strings.Count(secret, "\n") != 0 || !strings.HasPrefix(secret, "so_") {
+		t.Fatalf("keys create printed %q; want the secret alone", secret)
+	}
+	if code := authGet(t, p.url+"/v1/sends", secret); code != http.StatusOK {
+		t.Fatalf("new key: %d, want 200", code)
+	}
+	list := run(t, binPath, "keys", "list", "--db", db)
+	id := strings.Split(strings.TrimPrefix(secret, "so_"), "_")[0]
+	if !strings.Contains(list, id) || !strings.Contains(list, "late") {
+		t.Fatalf("keys list lacks the key:\n%s", list)
+	}
+	if strings.Contains(list, secret) || strings.Contains(list, strings.Split(secret, "_")[2]) {
+		t.Fatalf("keys list shows the secret:\n%s", list)
+	}
+	run(t, binPath, "keys", "revoke", "--db", db, id)
+	if code := authGet(t, p.url+"/v1/sends", secret); code != http.StatusUnauthorized {
+		t.Fatalf("revoked key: %d, want 401", code)
+	}
+	if strings.Contains(p.logText(), secret) {
+		t.Fatal("the server log contains an API key secret")
+	}
+}
+
+func TestCLI_HelpVersionAndUsageErrors(t *testing.T) {
+	if out := run(t, binPath, "help"); !strings.Contains(out, "sendonce serve") || !strings.Contains(out, "keys create") {
+		t.Errorf("help does not list the commands:\n%s", out)
+	}
+	if out := run(t, binPath, "version"); !strings.HasPrefix(out, "sendonce ") {
+		t.Errorf("version printed %q", out)
+	}
+	for _, args := range [][]string{{"frobnicate"}, {"keys", "create", "--name", "x", "--scopes", "root"}, {"serve", "--role", "boss"}, {"serve", "--transport", "ftp://x"}} {
+		err := exec.Command(binPath, args...).Run()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 {
+			t.Errorf("sendonce %v: %v, want exit code 2", args, err)
+		}
+	}
+}

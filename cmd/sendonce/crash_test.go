@@ -1,0 +1,322 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/testkit/smtptest"
+)
+
+// binPath is the sendonce binary TestMain builds once for every test here.
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sendonce-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "sendonce")
+	args := []string{"build", "-o", binPath}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, ".")...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build sendonce:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	return binPath
+}
+
+// proc is one running `sendonce serve`.
+type proc struct {
+	cmd  *exec.Cmd
+	url  string
+	mu   sync.Mutex
+	logs bytes.Buffer
+	done chan struct{}
+}
+
+var listenRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
+
+func startServe(t *testing.T, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{done: make(chan struct{})}
+	p.cmd = exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	p.cmd.Env = append(os.Environ(), "SENDONCE_LOG_LEVEL=info")
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start serve: %v", err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.logs.WriteString(line + "\n")
+			p.mu.Unlock()
+			if m := listenRE.FindStringSubmatch(line); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+	})
+	select {
+	case a := <-addr:
+		p.url = "http://" + a
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not start listening:\n%s", p.logText())
+	}
+	return p
+}
+
+func (p *proc) logText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs.String()
+}
+
+func run(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(bin, args...).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("sendonce %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+type sendView struct {
+	ID        string `json:"id"`
+	Status    string `json:"status"`
+	MessageID string `json:"message_id"`
+}
+
+// TestCrash_SIGKILLWhileClientsRetry kills the real server with SIGKILL while
+// clients retry their keys, restarts it on the same database, and proves
+// that every key has exactly one send and the relay saw no Message-ID twice.
+func TestCrash_SIGKILLWhileClientsRetry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	smtpd := smtptest.Start(t, smtptest.Options{})
+	smtpd.SetBehaviour(smtptest.Behaviour{DelayData: 30 * time.Millisecond}) // keeps attempts in flight when the kill lands
+	db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
+	secret := run(t, bin, "keys", "create", "--db", db, "--name", "crash", "--scopes", "send,read,admin")
+	if !strings.HasPrefix(secret, "so_") {
+		t.Fatalf("keys create printed %q, want only the secret", secret)
+	}
+	serveArgs := []string{"--db", db, "--transport", "smtp://" + smtpd.Addr + "?tls=none",
+		"--retry-base", "50ms", "--attempt-lease", "2s", "--poll-interval", "20ms"}
+
+	var current atomic.Pointer[proc]
+	current.Store(startServe(t, bin, serveArgs...))
+
+	const keys = 60
+	const dupes = 3 // concurrent clients per key
+	var (
+		mu        sync.Mutex
+		bodies    = map[string]map[string]bool{} // key → distinct 200 bodies
+		completed atomic.Int32
+		wg        sync.WaitGroup
+	)
+	client := &http.Client{Timeout: 5 * time.Second}
+	deadline := time.Now().Add(90 * time.Second)
+	for k := range keys {
+		key := fmt.Sprintf("crash-key-%03d", k)
+		body := fmt.Sprintf(`{"to":"user%d@example.com","subject":"Crash test %d","text":"hello %d"}`, k, k, k)
+		for range dupes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(deadline) {
+					p := current.Load()
+					req, _ := http.NewRequest("POST", p.url+"/v1/send", strings.NewReader(body))
+					req.Header.Set("Authorization", "Bearer "+secret)
+					req.Header.Set("Idempotency-Key", key)
+					resp, err := client.Do(req)
+					if err != nil {
+						time.Sleep(20 * time.Millisecond) // server down: retry the same key
+						continue
+					}
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					switch resp.StatusCode {
+					case http.StatusOK:
+						mu.Lock()
+						if bodies[key] == nil {
+							bodies[key] = map[string]bool{}
+						}
+						bodies[key][string(b)] = true
+						mu.Unlock()
+						completed.Add(1)
+						return
+					case http.StatusConflict, http.StatusInternalServerError, http.StatusServiceUnavailable:
+						time.Sleep(20 * time.Millisecond)
+					default:
+						t.Errorf("key %s: unexpected %d %s", key, resp.StatusCode, b)
+						return
+					}
+				}
+				t.Errorf("key %s: no 200 before the deadline", key)
+			}()
+		}
+	}
+
+	// Kill twice: once early, once when most clients are done.
+	for _, after := range []int32{keys / 3, keys} {
+		for completed.Load() < after && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		old := current.Load()
+		if err := old.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatalf("kill: %v", err)
+		}
+		_ = old.cmd.Wait()
+		<-old.done
+		current.Store(startServe(t, bin, serveArgs...))
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.Fatalf("server log:\n%s", current.Load().logText())
+	}
+
+	// Every key: one distinct 200 body (replays are byte for byte), one send.
+	p := current.Load()
+	get := func(path string, v any) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", p.url+path, nil)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := map[string]string{}
+	for k := range keys {
+		key := fmt.Sprintf("crash-key-%03d", k)
+		if n := len(bodies[key]); n != 1 {
+			t.Errorf("key %s: %d different 200 bodies, want 1", key, n)
+		}
+		var list struct{ Data []sendView }
+		get("/v1/sends?idempotency_key="+key, &list)
+		if len(list.Data) != 1 {
+			t.Fatalf("key %s: %d sends, want exactly 1", key, len(list.Data))
+		}
+		ids[key] = list.Data[0].ID
+	}
+
+	// Wait until every send is decided: sent, or unknown when the kill hit
+	// an attempt after DATA began (noticed within the 2s lease).
+	settle := time.Now().Add(60 * time.Second)
+	sent, unknown := 0, 0
+	for {
+		sent, unknown = 0, 0
+		pending := 0
+		for _, id := range ids {
+			var s sendView
+			get("/v1/sends/"+id, &s)
+			switch s.Status {
+			case "sent":
+				sent++
+			case "unknown":
+				unknown++
+			default:
+				pending++
+			}
+		}
+		if pending == 0 || time.Now().After(settle) {
+			if pending != 0 {
+				t.Fatalf("%d sends still undecided after 60s", pending)
+			}
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for id, n := range smtpd.MessageIDCounts() {
+		if n != 1 {
+			t.Errorf("Message-ID %s delivered %d times", id, n)
+		}
+	}
+	if got := len(smtpd.Messages()); got < sent || got > sent+unknown {
+		t.Errorf("relay got %d messages; %d sends are sent and %d unknown", got, sent, unknown)
+	}
+	t.Logf("%d keys × %d clients, 2 SIGKILLs: %d sends, %d sent, %d unknown, %d messages at the relay, none twice",
+		keys, dupes, len(ids), sent, unknown, len(smtpd.Messages()))
+}
+
+// TestServe_GracefulShutdown sends SIGTERM and expects a clean exit.
+func TestServe_GracefulShutdown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
+	p := startServe(t, bin, "--db", db)
+	resp, err := http.Get(p.url + "/healthz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- p.cmd.Wait() }()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logText())
+		}
+	case <-ctx.Done():
+		t.Fatal("no exit within 30s of SIGTERM")
+	}
+	if !strings.Contains(p.logText(), "stopped") {
+		t.Errorf("no 'stopped' line in the log:\n%s", p.logText())
+	}
+}

@@ -1,0 +1,134 @@
+// Package server wires sendonce together: database, queue, delivery and
+// HTTP API. The serve command and the tests build the same thing with it.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/delivery"
+	"github.com/sendonce/sendonce/internal/httpapi"
+	"github.com/sendonce/sendonce/internal/metrics"
+	"github.com/sendonce/sendonce/internal/sqlstore"
+)
+
+// Config is what a sendonce instance needs. Zero values take the defaults of
+// the API contract.
+type Config struct {
+	// DB is "sqlite:PATH". Required.
+	DB string
+	// Transport is "capture" or an smtp:// URL. Defaults to "capture".
+	Transport string
+	// From is the default mailbox's address. Defaults to "sendonce@localhost".
+	From string
+	// IdempotencyTTL defaults to 24h.
+	IdempotencyTTL time.Duration
+	// RequireIdempotencyKey: whether POST /v1/send needs a key.
+	RequireIdempotencyKey bool
+	// RetryBase defaults to 5s; MaxAttempts to 8; AttemptLease to 30s.
+	RetryBase    time.Duration
+	MaxAttempts  int
+	AttemptLease time.Duration
+	// Work runs delivery workers in this process (roles worker and all).
+	Work bool
+	// Workers defaults to 20; PollInterval to 200ms.
+	Workers      int
+	PollInterval time.Duration
+	// Now is the clock of the idempotency and delivery rules. Defaults to
+	// time.Now. (River schedules on the wall clock.)
+	Now func() time.Time
+}
+
+// Server is one wired sendonce instance.
+type Server struct {
+	Store   *sqlstore.Store
+	Service *app.Service
+	Deliver *delivery.Deliverer
+	Queue   *delivery.Queue
+	Metrics *metrics.Metrics
+	Handler http.Handler
+	started bool
+}
+
+// New opens the database (creating and migrating it when needed) and wires
+// everything. Start begins delivery; Close releases the database.
+func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	store, err := OpenStore(ctx, cfg.DB)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	s, err := wire(ctx, store, cfg, logger)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenStore opens the database a --db value names.
+func OpenStore(ctx context.Context, dsn string) (*sqlstore.Store, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return nil, errors.New("PostgreSQL is not supported by this build yet; use --db sqlite:PATH")
+	}
+	path, err := sqlstore.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sqlstore.Open(ctx, path)
+}
+
+func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.Logger) (*Server, error) {
+	if err := delivery.MigrateSQLite(ctx, store.W); err != nil {
+		return nil, err
+	}
+	m := metrics.New(store.QueueDepth)
+	svc := app.New(store, app.Config{DefaultFrom: cfg.From, Now: cfg.Now}, logger)
+	d, err := delivery.NewDeliverer(svc, delivery.Config{
+		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
+		AttemptLease: cfg.AttemptLease, Now: cfg.Now,
+	}, m, logger)
+	if err != nil {
+		return nil, err
+	}
+	q, err := delivery.NewSQLiteQueue(store.W, d, delivery.QueueConfig{Work: cfg.Work, Workers: cfg.Workers, PollInterval: cfg.PollInterval}, logger)
+	if err != nil {
+		return nil, err
+	}
+	store.SetEnqueuer(q.Enqueue)
+	h := httpapi.NewServer(svc, m, httpapi.Config{
+		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.AttemptLease,
+	}, logger)
+	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h}, nil
+}
+
+// Start starts the delivery workers (if this instance runs any).
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.Queue.Start(ctx); err != nil {
+		return err
+	}
+	s.started = true
+	return nil
+}
+
+// Stop stops taking jobs and waits (bounded by ctx) for running attempts.
+func (s *Server) Stop(ctx context.Context) error {
+	if !s.started {
+		return nil
+	}
+	s.started = false
+	return s.Queue.Stop(ctx)
+}
+
+// Close stops the workers if needed and closes the database.
+func (s *Server) Close(ctx context.Context) error {
+	return errors.Join(s.Stop(ctx), s.Store.Close())
+}

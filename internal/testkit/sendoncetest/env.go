@@ -1,0 +1,262 @@
+// Package sendoncetest starts a whole sendonce instance for tests: a real
+// SQLite database in a temp dir, River workers, the HTTP API on a loopback
+// listener, and (optionally) a recording SMTP server as its relay.
+package sendoncetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/server"
+	"github.com/sendonce/sendonce/internal/testkit/smtptest"
+)
+
+// Clock is a wall clock that tests can move forward.
+type Clock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+// Now returns the wall time plus every Advance so far.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+// Options adjusts the instance. Zero values take test-friendly defaults.
+type Options struct {
+	// SMTP starts a recording SMTP server and makes it the transport;
+	// otherwise the capture transport is used.
+	SMTP bool
+	// DBPath reuses a database file (restart tests); default a fresh one.
+	DBPath string
+	// AllowNoKey turns --require-idempotency-key off.
+	AllowNoKey   bool
+	TTL          time.Duration // default 24h
+	Lease        time.Duration // default 30s
+	RetryBase    time.Duration // default 20ms
+	MaxAttempts  int           // default 8
+	NoWorkers    bool
+	PollInterval time.Duration // default 20ms
+	Clock        *Clock        // default a fresh one
+}
+
+// Env is a running instance.
+type Env struct {
+	URL    string
+	Server *server.Server
+	SMTP   *smtptest.Server
+	Clock  *Clock
+	DBPath string
+	// AdminKey holds send, read and admin on tenant "default".
+	AdminKey string
+
+	http   *httptest.Server
+	closed bool
+}
+
+// Start starts an instance; t.Cleanup stops it.
+func Start(t testing.TB, o Options) *Env {
+	t.Helper()
+	e := &Env{Clock: o.Clock, DBPath: o.DBPath}
+	if e.Clock == nil {
+		e.Clock = &Clock{}
+	}
+	if e.DBPath == "" {
+		e.DBPath = filepath.Join(t.TempDir(), "sendonce.db")
+	}
+	transport := "capture"
+	if o.SMTP {
+		e.SMTP = smtptest.Start(t, smtptest.Options{})
+		transport = "smtp://" + e.SMTP.Addr + "?tls=none"
+	}
+	cfg := server.Config{
+		DB: "sqlite:" + e.DBPath, Transport: transport, From: "sender@example.com",
+		IdempotencyTTL: o.TTL, RequireIdempotencyKey: !o.AllowNoKey, RetryBase: o.RetryBase, MaxAttempts: o.MaxAttempts,
+		AttemptLease: o.Lease, Work: !o.NoWorkers, PollInterval: o.PollInterval, Now: e.Clock.Now,
+	}
+	if cfg.RetryBase == 0 {
+		cfg.RetryBase = 20 * time.Millisecond
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 20 * time.Millisecond
+	}
+	ctx := context.Background()
+	s, err := server.New(ctx, cfg, nil)
+	if err != nil {
+		t.Fatalf("start sendonce: %v", err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatalf("start workers: %v", err)
+	}
+	e.Server = s
+	e.http = httptest.NewServer(s.Handler)
+	e.URL = e.http.URL
+	t.Cleanup(e.Close)
+	_, e.AdminKey = e.NewKey(t, app.NewKeyParams{Name: "admin", Scopes: []core.Scope{core.ScopeSend, core.ScopeRead, core.ScopeAdmin}})
+	return e
+}
+
+// Close stops the instance (idempotent), leaving its database file.
+func (e *Env) Close() {
+	if e.closed {
+		return
+	}
+	e.closed = true
+	e.http.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = e.Server.Close(ctx)
+}
+
+// NewKey creates an API key and returns it with its secret.
+func (e *Env) NewKey(t testing.TB, p app.NewKeyParams) (*core.APIKey, string) {
+	t.Helper()
+	k, secret, err := e.Server.Service.CreateKey(context.Background(), p)
+	if err != nil {
+		t.Fatalf("create key: %v", err)
+	}
+	return k, secret
+}
+
+// Response is a finished HTTP exchange.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a map.
+func (r *Response) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("response is not a JSON object: %v: %s", err, r.Body)
+	}
+	return m
+}
+
+// ErrorCode returns error.code of an error body, "" otherwise.
+func (r *Response) ErrorCode() string {
+	var b struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	_ = json.Unmarshal(r.Body, &b)
+	return b.Error.Code
+}
+
+// Request is one API call.
+type Request struct {
+	Method, Path string
+	Key          string            // bearer secret; "" for none
+	IdemKey      string            // Idempotency-Key; "" for none
+	Body         any               // []byte, string, or a value to marshal; nil for none
+	Header       map[string]string // extra headers
+}
+
+// Do performs r against the instance.
+func (e *Env) Do(t testing.TB, r Request) *Response {
+	t.Helper()
+	resp, err := e.TryDo(r)
+	if err != nil {
+		t.Fatalf("%s %s: %v", r.Method, r.Path, err)
+	}
+	return resp
+}
+
+// TryDo is Do for goroutines: it returns the error instead of failing.
+func (e *Env) TryDo(r Request) (*Response, error) {
+	var body io.Reader
+	switch b := r.Body.(type) {
+	case nil:
+	case []byte:
+		body = bytes.NewReader(b)
+	case string:
+		body = bytes.NewReader([]byte(b))
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(r.Method, e.URL+r.Path, body)
+	if err != nil {
+		return nil, err
+	}
+	if r.Key != "" {
+		req.Header.Set("Authorization", "Bearer "+r.Key)
+	}
+	if r.IdemKey != "" {
+		req.Header.Set("Idempotency-Key", r.IdemKey)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range r.Header {
+		req.Header.Set(k, v)
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// Send posts to /v1/send with the admin key.
+func (e *Env) Send(t testing.TB, idemKey string, body any) *Response {
+	t.Helper()
+	return e.Do(t, Request{Method: "POST", Path: "/v1/send", Key: e.AdminKey, IdemKey: idemKey, Body: body})
+}
+
+// Mail is a minimal valid send body.
+func Mail(to, subject string) map[string]any {
+	return map[string]any{"to": to, "subject": subject, "text": "Hello from a test."}
+}
+
+// WaitStatus polls the send until it has one of the statuses (or fails the
+// test after timeout) and returns its last JSON.
+func (e *Env) WaitStatus(t testing.TB, id string, timeout time.Duration, want ...core.Status) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last map[string]any
+	for time.Now().Before(deadline) {
+		r := e.Do(t, Request{Method: "GET", Path: "/v1/sends/" + id, Key: e.AdminKey})
+		if r.Status != http.StatusOK {
+			t.Fatalf("GET send %s: %d %s", id, r.Status, r.Body)
+		}
+		last = r.JSON(t)
+		for _, w := range want {
+			if last["status"] == string(w) {
+				return last
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("send %s: status %v after %v, want one of %v", id, last["status"], timeout, want)
+	return nil
+}
