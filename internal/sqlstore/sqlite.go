@@ -149,6 +149,13 @@ func (s *Store) InTx(ctx context.Context, fn func(tx core.Tx) error) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	t := &Tx{tx: sqlTx, s: s}
+	defer func() {
+		// A panicking fn must not keep the only write connection.
+		if p := recover(); p != nil {
+			_ = sqlTx.Rollback()
+			panic(p)
+		}
+	}()
 	if err := fn(t); err != nil {
 		_ = sqlTx.Rollback()
 		return err
