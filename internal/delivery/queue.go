@@ -47,7 +47,9 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 }
 
 func (w *deliverWorker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
-	return w.d.cfg.Now().Add(Backoff(w.d.cfg.RetryBase, w.d.cfg.MaxRetryDelay, job.Attempt))
+	// River schedules on the wall clock, whatever clock the deliverer was
+	// given.
+	return time.Now().Add(Backoff(w.d.cfg.RetryBase, w.d.cfg.MaxRetryDelay, job.Attempt))
 }
 
 // Timeout bounds one attempt by its lease: a healthy worker finishes (or
