@@ -1,0 +1,407 @@
+package smtptest
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/mail"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+)
+
+// Bounds that keep a broken test from hanging.
+const (
+	ioTimeout     = 30 * time.Second // server read/write deadline per line
+	maxDelayData  = 30 * time.Second // cap on Behaviour.DelayData
+	drainTimeout  = 1 * time.Second  // how long cleanup waits for clients to hang up
+	closeTimeout  = 5 * time.Second  // how long cleanup waits for handlers to exit
+	pollInterval  = 5 * time.Millisecond
+	serverDomain  = "localhost"
+	errNotAuthMsg = "Authentication required"
+)
+
+// Message is one message the server accepted.
+type Message struct {
+	From string
+	To   []string
+	Data []byte // as received, dot-unstuffed, CRLF line endings kept
+	// MessageID is the Message-ID header without its angle brackets, "" if
+	// there is none or the header block does not parse.
+	MessageID string
+	Auth      string // user name that authenticated, "" if none
+	TLS       bool   // the message came over TLS (implicit or STARTTLS)
+}
+
+// Options configures Start.
+type Options struct {
+	// Username and Password, when Username is set, make AUTH PLAIN
+	// required (MAIL before AUTH gets 530) and checked (wrong gets 535).
+	Username, Password string
+	// TLSConfig, when set, makes the server offer STARTTLS, or with
+	// ImplicitTLS speak TLS from the first byte.
+	TLSConfig   *tls.Config
+	ImplicitTLS bool
+	// AllowInsecureAuth allows AUTH before STARTTLS when TLSConfig is set.
+	// Without TLSConfig there is no other way, so AUTH is always allowed.
+	AllowInsecureAuth bool
+}
+
+// Behaviour says how sessions answer. Each session takes a snapshot when it
+// starts (at EHLO, and again after STARTTLS).
+type Behaviour struct {
+	// MailErr, RcptErr and DataErr answer MAIL, every RCPT, and the end of
+	// DATA with this error (e.g. 451 or 550).
+	MailErr, RcptErr, DataErr *smtp.SMTPError
+	// HangUpAfterData reads the whole body, then closes the connection
+	// without answering: the client sees the connection break after DATA
+	// began. The message is not recorded.
+	HangUpAfterData bool
+	// HangUpBeforeData closes the connection when MAIL FROM arrives.
+	HangUpBeforeData bool
+	// DelayData sleeps before answering the end of DATA (capped at 30s, and
+	// cut short by the end of the test, which answers 421). A message whose
+	// delay ran out is recorded even if the client has gone by then: the
+	// server accepted it, which is exactly the situation a client must
+	// treat as ambiguous.
+	DelayData time.Duration
+}
+
+// Server is a running recording SMTP server on 127.0.0.1.
+type Server struct {
+	Addr string // "127.0.0.1:port"
+	Host string // "127.0.0.1"
+	Port string
+
+	opts    Options
+	closing chan struct{} // closed when cleanup starts
+
+	mu        sync.Mutex
+	behaviour Behaviour
+	messages  []Message
+	accepted  int
+	open      map[*trackedConn]struct{}
+}
+
+// Start starts a server listening on 127.0.0.1:0. t.Cleanup closes it and
+// fails the test if a client connection is still open when the test ends.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	if opts.ImplicitTLS && opts.TLSConfig == nil {
+		t.Fatal("smtptest: ImplicitTLS needs a TLSConfig")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("smtptest: listen: %v", err)
+	}
+	s := &Server{
+		Addr:    ln.Addr().String(),
+		opts:    opts,
+		closing: make(chan struct{}),
+		open:    make(map[*trackedConn]struct{}),
+	}
+	s.Host, s.Port, _ = net.SplitHostPort(s.Addr)
+
+	logger := &testLogger{t: t}
+	srv := smtp.NewServer(&backend{s: s})
+	srv.Domain = serverDomain
+	srv.TLSConfig = opts.TLSConfig
+	srv.AllowInsecureAuth = opts.AllowInsecureAuth || opts.TLSConfig == nil
+	srv.EnableSMTPUTF8 = true
+	srv.ReadTimeout = ioTimeout
+	srv.WriteTimeout = ioTimeout
+	srv.ErrorLog = logger
+
+	var l net.Listener = &trackingListener{Listener: ln, s: s}
+	if opts.ImplicitTLS {
+		l = tls.NewListener(l, opts.TLSConfig)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := srv.Serve(l); err != nil && !errors.Is(err, net.ErrClosed) {
+			logger.Printf("serve: %v", err)
+		}
+	}()
+
+	t.Cleanup(func() {
+		defer logger.stop()
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		close(s.closing)
+		// Stop accepting first: go-smtp's Serve adds to a WaitGroup that
+		// Shutdown waits on, and the two must not overlap.
+		l.Close()
+		select {
+		case <-served:
+		case <-ctx.Done():
+			t.Errorf("smtptest: server did not stop accepting")
+			return
+		}
+		// A well-behaved client has hung up already; give the handlers a
+		// moment to see it.
+		for deadline := time.Now().Add(drainTimeout); s.openCount() > 0 && time.Now().Before(deadline); {
+			time.Sleep(pollInterval)
+		}
+		if n := s.openCount(); n > 0 {
+			t.Errorf("smtptest: %d client connection(s) still open at the end of the test", n)
+		}
+		s.closeAll()
+		// Shutdown waits for the connection handlers to return; closing the
+		// already closed listener again is its only error.
+		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, net.ErrClosed) {
+			t.Errorf("smtptest: shutdown: %v", err)
+		}
+	})
+	return s
+}
+
+// Messages returns a copy of the accepted messages, in arrival order.
+func (s *Server) Messages() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Message, len(s.messages))
+	for i, m := range s.messages {
+		m.To = append([]string(nil), m.To...)
+		m.Data = append([]byte(nil), m.Data...)
+		out[i] = m
+	}
+	return out
+}
+
+// MessageIDCounts counts accepted messages per Message-ID; messages
+// without one are not counted. A count above 1 is a duplicate send.
+func (s *Server) MessageIDCounts() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	counts := make(map[string]int)
+	for _, m := range s.messages {
+		if m.MessageID != "" {
+			counts[m.MessageID]++
+		}
+	}
+	return counts
+}
+
+// SetBehaviour changes how sessions that start from now on answer.
+func (s *Server) SetBehaviour(b Behaviour) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.behaviour = b
+}
+
+// Connections returns the number of connections accepted so far.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.accepted
+}
+
+func (s *Server) openCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.open)
+}
+
+func (s *Server) closeAll() {
+	s.mu.Lock()
+	conns := make([]*trackedConn, 0, len(s.open))
+	for c := range s.open {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+func (s *Server) record(m Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.messages = append(s.messages, m)
+}
+
+// trackingListener counts connections and keeps the open ones, so cleanup
+// can tell whether clients hung up.
+type trackingListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l *trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, s: l.s}
+	l.s.mu.Lock()
+	l.s.accepted++
+	l.s.open[tc] = struct{}{}
+	l.s.mu.Unlock()
+	return tc, nil
+}
+
+type trackedConn struct {
+	net.Conn
+	s    *Server
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.s.mu.Lock()
+		delete(c.s.open, c)
+		c.s.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+type backend struct{ s *Server }
+
+func (b *backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
+	b.s.mu.Lock()
+	bh := b.s.behaviour
+	b.s.mu.Unlock()
+	return &session{s: b.s, conn: c, b: bh}, nil
+}
+
+type session struct {
+	s    *Server
+	conn *smtp.Conn
+	b    Behaviour
+
+	auth string
+	from string
+	to   []string
+}
+
+var _ smtp.AuthSession = (*session)(nil)
+
+func (ss *session) AuthMechanisms() []string {
+	if ss.s.opts.Username == "" {
+		return nil
+	}
+	return []string{sasl.Plain}
+}
+
+func (ss *session) Auth(mech string) (sasl.Server, error) {
+	if ss.s.opts.Username == "" || !strings.EqualFold(mech, sasl.Plain) {
+		return nil, smtp.ErrAuthUnknownMechanism
+	}
+	return sasl.NewPlainServer(func(identity, username, password string) error {
+		if identity != "" && identity != username {
+			return smtp.ErrAuthFailed
+		}
+		if username != ss.s.opts.Username || password != ss.s.opts.Password {
+			return smtp.ErrAuthFailed
+		}
+		ss.auth = username
+		return nil
+	}), nil
+}
+
+func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
+	if ss.b.HangUpBeforeData {
+		ss.conn.Conn().Close()
+		return errors.New("smtptest: hung up on MAIL")
+	}
+	if ss.s.opts.Username != "" && ss.auth == "" {
+		return &smtp.SMTPError{Code: 530, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: errNotAuthMsg}
+	}
+	if ss.b.MailErr != nil {
+		return ss.b.MailErr
+	}
+	ss.from = from
+	return nil
+}
+
+func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	if ss.b.RcptErr != nil {
+		return ss.b.RcptErr
+	}
+	ss.to = append(ss.to, to)
+	return nil
+}
+
+func (ss *session) Data(r io.Reader) error {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("smtptest: reading message: %w", err)
+	}
+	if ss.b.HangUpAfterData {
+		ss.conn.Conn().Close()
+		return errors.New("smtptest: hung up after DATA")
+	}
+	if d := min(ss.b.DelayData, maxDelayData); d > 0 {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ss.s.closing:
+			return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "smtptest: test over"}
+		}
+	}
+	if ss.b.DataErr != nil {
+		return ss.b.DataErr
+	}
+	_, isTLS := ss.conn.TLSConnectionState()
+	ss.s.record(Message{
+		From:      ss.from,
+		To:        append([]string(nil), ss.to...),
+		Data:      data,
+		MessageID: messageID(data),
+		Auth:      ss.auth,
+		TLS:       isTLS,
+	})
+	return nil
+}
+
+func (ss *session) Reset() {
+	ss.from = ""
+	ss.to = nil
+}
+
+func (ss *session) Logout() error { return nil }
+
+func messageID(data []byte) string {
+	m, err := mail.ReadMessage(bytes.NewReader(data))
+	if err != nil {
+		return ""
+	}
+	id := strings.TrimSpace(m.Header.Get("Message-Id"))
+	return strings.TrimSuffix(strings.TrimPrefix(id, "<"), ">")
+}
+
+// testLogger sends go-smtp's log to the test log, and drops lines after
+// the test is over (t.Logf would panic then).
+type testLogger struct {
+	mu      sync.Mutex
+	t       testing.TB
+	stopped bool
+}
+
+func (l *testLogger) Printf(format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.stopped {
+		l.t.Logf("smtptest: "+format, v...)
+	}
+}
+
+func (l *testLogger) Println(v ...any) {
+	l.Printf("%s", strings.TrimSuffix(fmt.Sprintln(v...), "\n"))
+}
+
+func (l *testLogger) stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopped = true
+}
