@@ -1,0 +1,639 @@
+package transport
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-smtp"
+	"github.com/miekg/dns"
+	"golang.org/x/net/idna"
+)
+
+// StageResolve is the DNS lookup of a recipient domain's mail exchangers
+// and their addresses (mx transport only).
+const StageResolve = "resolve"
+
+// Defaults applied by NewMX to zero fields of MXConfig.
+const (
+	DefaultMXPort         = "25"
+	DefaultResolvConf     = "/etc/resolv.conf"
+	DefaultDNSTimeout     = 10 * time.Second
+	DefaultMaxMXAddresses = 5
+	DefaultMaxMXDomains   = 10
+)
+
+const (
+	maxMXHosts   = 10   // mail exchangers considered per domain
+	maxCNAMEHops = 8    // CNAME chain followed in a DNS answer
+	dnsUDPSize   = 1232 // EDNS0 buffer size advertised
+)
+
+// MXConfig configures the mx transport, which delivers straight to the
+// recipients' mail exchangers.
+type MXConfig struct {
+	// Resolver is the DNS server queried for MX, A and AAAA records,
+	// "host:port". Defaults to the first nameserver of ResolvConf, read at
+	// each Deliver.
+	Resolver string
+	// ResolvConf defaults to /etc/resolv.conf.
+	ResolvConf string
+	// Port is the SMTP port of the mail exchangers. Defaults to 25; tests
+	// set their test server's port.
+	Port string
+	// HELOName defaults to "localhost"; in production set it to this
+	// host's fully qualified name, the one its PTR record gives, or many
+	// receivers will distrust the mail.
+	HELOName string
+	// TLSConfig is optional; it is cloned and its ServerName set to the
+	// mail exchanger's name.
+	TLSConfig *tls.Config
+	// VerifyTLS makes STARTTLS verify the exchanger's certificate against
+	// its MX name. By default STARTTLS is opportunistic in the sense of
+	// RFC 7435: used whenever offered, certificate not verified (as
+	// Postfix's "may" level), since many mail exchangers present
+	// certificates that would not verify. Either way, a server that does
+	// not offer STARTTLS gets the message in plain text, and a failed
+	// handshake is a Temporary failure of that exchanger.
+	VerifyTLS bool
+	// DialContext opens the TCP connections. Defaults to a net.Dialer with
+	// DialTimeout. Tests use it to map exchanger addresses to their
+	// servers.
+	DialContext func(ctx context.Context, network, address string) (net.Conn, error)
+	// AllowLoopback allows mail exchangers on loopback addresses. By
+	// default they are skipped, so a domain whose MX points at 127.0.0.1
+	// cannot make sendonce deliver to itself or to local services.
+	AllowLoopback bool
+
+	DNSTimeout     time.Duration // each DNS query; defaults to 10 seconds
+	DialTimeout    time.Duration // defaults to 30 seconds
+	CommandTimeout time.Duration // defaults to 5 minutes
+	DataTimeout    time.Duration // defaults to 10 minutes
+	// MaxAddresses bounds the connections tried per recipient domain.
+	// Defaults to 5.
+	MaxAddresses int
+	// MaxDomains bounds the recipient domains of one message. Defaults to
+	// 10.
+	MaxDomains int
+}
+
+func (c MXConfig) withDefaults() MXConfig {
+	if c.Port == "" {
+		c.Port = DefaultMXPort
+	}
+	if c.ResolvConf == "" {
+		c.ResolvConf = DefaultResolvConf
+	}
+	if c.HELOName == "" {
+		c.HELOName = DefaultHELOName
+	}
+	if c.DNSTimeout <= 0 {
+		c.DNSTimeout = DefaultDNSTimeout
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.CommandTimeout <= 0 {
+		c.CommandTimeout = DefaultCommandTimeout
+	}
+	if c.DataTimeout <= 0 {
+		c.DataTimeout = DefaultDataTimeout
+	}
+	if c.MaxAddresses <= 0 {
+		c.MaxAddresses = DefaultMaxMXAddresses
+	}
+	if c.MaxDomains <= 0 {
+		c.MaxDomains = DefaultMaxMXDomains
+	}
+	return c
+}
+
+// MX delivers each message directly to the mail exchangers of its
+// recipients' domains. It is safe for concurrent use.
+//
+// # Multiple recipient domains
+//
+// A message to several domains is delivered all-or-nothing as far as SMTP
+// allows, in two phases. First, for every domain in the order of first
+// appearance, a session is opened to one of its exchangers and taken up to
+// the accepted RCPTs; any failure in this phase ends every open session
+// with QUIT before DATA, so nothing was delivered and the error keeps its
+// class (Temporary: retry the whole message; Permanent: do not). Then the
+// message is sent (DATA) to each prepared session in turn. A failure while
+// sending to the first domain has its usual class. A failure after at
+// least one domain accepted the message is Ambiguous, whatever the server
+// said, with a *PartialDeliveryError listing the recipients that got it:
+// a retry would send it to them again, so the send waits for an operator
+// instead. Sends to one domain never take this path. More than MaxDomains
+// domains is a Permanent error: use a relay for such sends.
+//
+// # One domain
+//
+// The mail exchangers are looked up with MX records (RFC 5321 section 5.1;
+// without MX, the domain's own A/AAAA records are the implicit exchanger;
+// a null MX, RFC 7505, is Permanent). They are tried in preference order,
+// IPv4 addresses before IPv6, at most MaxAddresses connections. A
+// Temporary failure before DATA (no connection, 4xx, TLS failure) moves on
+// to the next address, and so does a 5xx greeting (a server refusing all
+// sessions says nothing about the message). Any other 5xx is Permanent and
+// ends the attempt. Once DATA was accepted, no other exchanger is ever
+// tried: a 4xx or 5xx to the end of data keeps its class, a broken
+// connection is Ambiguous.
+type MX struct {
+	cfg MXConfig
+}
+
+var _ Transport = (*MX)(nil)
+
+// NewMX returns an mx transport.
+func NewMX(cfg MXConfig) *MX {
+	return &MX{cfg: cfg.withDefaults()}
+}
+
+// PartialDeliveryError is the Err of an Ambiguous *Error when the message
+// was accepted for some recipient domains and then failed for another.
+type PartialDeliveryError struct {
+	// Delivered are the recipients whose exchangers accepted the message.
+	Delivered []string
+	// Undelivered are the others: the failed domain's and those after it.
+	Undelivered []string
+	// Err is the failure, an *Error.
+	Err error
+}
+
+func (e *PartialDeliveryError) Error() string {
+	return fmt.Sprintf("delivered to %s but not to %s: %v", strings.Join(e.Delivered, ", "), strings.Join(e.Undelivered, ", "), e.Err)
+}
+
+func (e *PartialDeliveryError) Unwrap() error { return e.Err }
+
+// Deliver sends one message; see the type's documentation for how
+// recipients, exchangers and failures are handled. It returns nil only when
+// every recipient domain's exchanger answered 2xx to the end of DATA.
+func (m *MX) Deliver(ctx context.Context, env Envelope, raw []byte) error {
+	cfg := m.cfg
+	if strings.ContainsAny(cfg.HELOName, "\r\n ") {
+		return &Error{Class: Temporary, Stage: StageDial, Err: errors.New("invalid transport configuration: invalid HELO name")}
+	}
+	if stage, err := checkEnvelope(env); err != nil {
+		return &Error{Class: Permanent, Stage: stage, Err: err}
+	}
+	groups, err := groupByDomain(env.To)
+	if err != nil {
+		return &Error{Class: Permanent, Stage: StageRcpt, Err: err}
+	}
+	if len(groups) > cfg.MaxDomains {
+		return &Error{Class: Permanent, Stage: StageRcpt, Err: fmt.Errorf("the recipients are in %d domains; the mx transport delivers one message to at most %d (send through a relay instead)", len(groups), cfg.MaxDomains)}
+	}
+	res, err := m.resolver()
+	if err != nil {
+		return &Error{Class: Temporary, Stage: StageResolve, Err: err}
+	}
+
+	var sessions []*mxSession
+	defer func() {
+		for _, s := range sessions {
+			s.abort(ctx)
+		}
+	}()
+	for _, g := range groups {
+		s, err := m.prepare(ctx, res, env, g, len(raw))
+		if err != nil {
+			return err
+		}
+		sessions = append(sessions, s)
+	}
+	var delivered []string
+	for i, s := range sessions {
+		if err := s.commit(ctx, raw); err != nil {
+			if len(delivered) == 0 {
+				return err
+			}
+			var undelivered []string
+			for _, later := range sessions[i:] {
+				undelivered = append(undelivered, later.rcpts...)
+			}
+			te := err.(*Error)
+			return &Error{Class: Ambiguous, Stage: te.Stage, Reached: true, Code: te.Code,
+				Err: &PartialDeliveryError{Delivered: delivered, Undelivered: undelivered, Err: err}}
+		}
+		delivered = append(delivered, s.rcpts...)
+	}
+	return nil
+}
+
+// rcptGroup is the recipients of one domain.
+type rcptGroup struct {
+	domain string // A-label, lower case
+	rcpts  []string
+}
+
+// groupByDomain groups recipients by domain, in order of first appearance.
+func groupByDomain(rcpts []string) ([]rcptGroup, error) {
+	var groups []rcptGroup
+	index := map[string]int{}
+	for _, r := range rcpts {
+		at := strings.LastIndexByte(r, '@')
+		if at <= 0 || at == len(r)-1 {
+			return nil, fmt.Errorf("recipient %q has no domain", r)
+		}
+		d := strings.TrimSuffix(r[at+1:], ".")
+		if strings.HasPrefix(d, "[") {
+			return nil, fmt.Errorf("recipient %q: address literals are not supported by the mx transport", r)
+		}
+		a, err := idna.Lookup.ToASCII(d)
+		if err != nil || !strings.Contains(a, ".") {
+			return nil, fmt.Errorf("recipient %q: invalid domain", r)
+		}
+		a = strings.ToLower(a)
+		i, ok := index[a]
+		if !ok {
+			i = len(groups)
+			index[a] = i
+			groups = append(groups, rcptGroup{domain: a})
+		}
+		groups[i].rcpts = append(groups[i].rcpts, r)
+	}
+	return groups, nil
+}
+
+// exchanger is one mail exchanger of a domain.
+type exchanger struct {
+	host string // without final dot
+	pref uint16
+}
+
+// prepare opens a session to one exchanger of g's domain and takes it up
+// to the accepted RCPTs.
+func (m *MX) prepare(ctx context.Context, res *mxResolver, env Envelope, g rcptGroup, size int) (*mxSession, error) {
+	hosts, err := m.exchangers(ctx, res, g.domain)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		tried, skipped int
+		lookupErr      error
+		last           *Error
+		anyTemporary   bool
+	)
+	for _, h := range hosts {
+		if tried >= m.cfg.MaxAddresses {
+			break
+		}
+		addrs, err := res.addresses(ctx, h.host)
+		if err != nil {
+			// A retry may reach this exchanger: the outcome stays
+			// temporary whatever the others said.
+			lookupErr, anyTemporary = err, true
+			continue
+		}
+		for _, ip := range addrs {
+			if !m.usable(ip) {
+				skipped++
+				continue
+			}
+			if tried >= m.cfg.MaxAddresses {
+				break
+			}
+			tried++
+			s, err := m.open(ctx, h.host, ip, env.From, g.rcpts, size)
+			if err == nil {
+				return s, nil
+			}
+			e := err.(*Error)
+			if e.Class == Permanent && e.Stage != StageGreeting {
+				return nil, e
+			}
+			anyTemporary = anyTemporary || e.Class == Temporary
+			if last == nil || e.Reached || !last.Reached {
+				last = e
+			}
+		}
+	}
+	switch {
+	case last != nil:
+		out := *last
+		if anyTemporary {
+			out.Class = Temporary
+		}
+		out.Err = fmt.Errorf("%s: all %d mail exchanger addresses tried failed; the most telling: %w", g.domain, tried, last.Err)
+		return nil, &out
+	case lookupErr != nil:
+		return nil, &Error{Class: Temporary, Stage: StageResolve, Err: fmt.Errorf("%s: looking up its mail exchangers: %w", g.domain, lookupErr)}
+	case skipped > 0:
+		return nil, &Error{Class: Permanent, Stage: StageResolve, Err: fmt.Errorf("%s: its mail exchangers have only loopback, unspecified or multicast addresses", g.domain)}
+	}
+	return nil, &Error{Class: Permanent, Stage: StageResolve, Err: fmt.Errorf("%s: no mail exchanger has an address", g.domain)}
+}
+
+// exchangers returns the mail exchangers of domain in preference order.
+func (m *MX) exchangers(ctx context.Context, res *mxResolver, domain string) ([]exchanger, error) {
+	rrs, nx, err := res.lookup(ctx, domain, dns.TypeMX)
+	if err != nil {
+		return nil, &Error{Class: Temporary, Stage: StageResolve, Err: fmt.Errorf("%s: looking up MX: %w", domain, err)}
+	}
+	if nx {
+		return nil, &Error{Class: Permanent, Stage: StageResolve, Err: fmt.Errorf("domain %s does not exist (NXDOMAIN)", domain)}
+	}
+	var hosts []exchanger
+	null := false
+	for _, rr := range rrs {
+		mx := rr.(*dns.MX)
+		if mx.Mx == "." {
+			null = true
+			continue
+		}
+		hosts = append(hosts, exchanger{host: strings.ToLower(strings.TrimSuffix(mx.Mx, ".")), pref: mx.Preference})
+	}
+	if null && len(hosts) == 0 {
+		return nil, &Error{Class: Permanent, Stage: StageResolve, Err: fmt.Errorf("domain %s accepts no mail (null MX, RFC 7505)", domain)}
+	}
+	if len(rrs) == 0 {
+		// No MX: the domain itself is the exchanger (RFC 5321 section 5.1).
+		return []exchanger{{host: domain}}, nil
+	}
+	slices.SortStableFunc(hosts, func(a, b exchanger) int { return cmp.Compare(a.pref, b.pref) })
+	if len(hosts) > maxMXHosts {
+		hosts = hosts[:maxMXHosts]
+	}
+	return hosts, nil
+}
+
+func (m *MX) usable(ip netip.Addr) bool {
+	if ip.IsUnspecified() || ip.IsMulticast() {
+		return false
+	}
+	return m.cfg.AllowLoopback || !ip.IsLoopback()
+}
+
+// open connects to one exchanger address and runs the session up to RCPT.
+func (m *MX) open(ctx context.Context, host string, ip netip.Addr, from string, rcpts []string, size int) (*mxSession, error) {
+	cfg := m.cfg
+	tc := &tls.Config{}
+	if cfg.TLSConfig != nil {
+		tc = cfg.TLSConfig.Clone()
+	}
+	tc.ServerName = host
+	if !cfg.VerifyTLS {
+		tc.InsecureSkipVerify = true
+	}
+	scfg := &SMTPConfig{
+		Host: ip.String(), Port: cfg.Port, TLS: TLSOpportunistic, TLSConfig: tc, HELOName: cfg.HELOName,
+		DialTimeout: cfg.DialTimeout, CommandTimeout: cfg.CommandTimeout, DataTimeout: cfg.DataTimeout,
+	}
+	a := &attempt{cfg: scfg, stage: StageDial}
+	s := &mxSession{a: a, host: host, ip: ip, rcpts: rcpts}
+	fail := func(err error) error {
+		e := a.fail(ctx, err).(*Error)
+		e.Err = fmt.Errorf("mail exchanger %s [%s]: %w", host, ip, e.Err)
+		s.close()
+		return e
+	}
+
+	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+	defer cancel()
+	addr := net.JoinHostPort(ip.String(), cfg.Port)
+	var err error
+	if cfg.DialContext != nil {
+		s.conn, err = cfg.DialContext(dctx, "tcp", addr)
+	} else {
+		d := net.Dialer{Timeout: cfg.DialTimeout}
+		s.conn, err = d.DialContext(dctx, "tcp", addr)
+	}
+	if err != nil {
+		return nil, fail(err)
+	}
+	conn := s.conn
+	s.stop = context.AfterFunc(ctx, func() { conn.Close() })
+
+	oc, err := a.open(ctx, conn)
+	if err != nil {
+		return nil, fail(err)
+	}
+	s.secure = oc.secure
+	c := smtp.NewClient(oc.client)
+	a.client = c
+	c.CommandTimeout = cfg.CommandTimeout
+	c.SubmissionTimeout = cfg.DataTimeout
+	s.client = oc.client
+
+	a.stage = StageEHLO
+	if err := c.Hello(cfg.HELOName); err != nil {
+		return nil, fail(err)
+	}
+	a.stage = StageMail
+	opts := &smtp.MailOptions{Size: int64(size)}
+	if !isASCII(from) || !allASCII(rcpts) {
+		if ok, _ := c.Extension("SMTPUTF8"); !ok {
+			return nil, fail(permanent{errors.New("envelope has non-ASCII addresses and the server does not support SMTPUTF8")})
+		}
+		opts.UTF8 = true
+	}
+	if err := c.Mail(from, opts); err != nil {
+		return nil, fail(err)
+	}
+	a.stage = StageRcpt
+	for _, to := range rcpts {
+		if err := c.Rcpt(to, nil); err != nil {
+			return nil, fail(fmt.Errorf("recipient <%s>: %w", to, err))
+		}
+	}
+	return s, nil
+}
+
+// mxSession is a session taken up to the accepted RCPTs.
+type mxSession struct {
+	a      *attempt
+	host   string
+	ip     netip.Addr
+	rcpts  []string
+	conn   net.Conn    // the TCP connection
+	client net.Conn    // what go-smtp reads and writes
+	stop   func() bool // cancels the close-on-context
+	secure bool
+	done   bool
+}
+
+// commit sends the message, like the second half of the relay's attempt.
+func (s *mxSession) commit(ctx context.Context, raw []byte) error {
+	a, c := s.a, s.a.client
+	fail := func(err error) error {
+		e := a.fail(ctx, err).(*Error)
+		e.Err = fmt.Errorf("mail exchanger %s [%s]: %w", s.host, s.ip, e.Err)
+		s.close()
+		return e
+	}
+	a.stage = StageData
+	w, err := c.Data()
+	if err != nil {
+		return fail(err)
+	}
+	a.dataStarted = true
+	a.stage = StageDataEnd
+	deadline := time.Now().Add(a.cfg.DataTimeout)
+	if err := s.client.SetDeadline(deadline); err != nil {
+		return fail(err)
+	}
+	if _, err := w.Write(raw); err != nil {
+		return fail(err)
+	}
+	c.SubmissionTimeout = max(time.Until(deadline), time.Millisecond)
+	if err := w.Close(); err != nil {
+		var se *smtp.SMTPError
+		if !errors.As(err, &se) || se.Code/100 != 2 {
+			return fail(err)
+		}
+	}
+	a.stage = StageQuit
+	c.CommandTimeout = min(a.cfg.CommandTimeout, quitTimeout)
+	_ = c.Quit()
+	s.close()
+	return nil
+}
+
+// abort ends a session that will not send: QUIT before DATA discards the
+// transaction.
+func (s *mxSession) abort(ctx context.Context) {
+	if s.done {
+		return
+	}
+	if c := s.a.client; c != nil && ctx.Err() == nil {
+		c.CommandTimeout = min(s.a.cfg.CommandTimeout, quitTimeout)
+		_ = c.Quit()
+	}
+	s.close()
+}
+
+func (s *mxSession) close() {
+	if s.done {
+		return
+	}
+	s.done = true
+	if s.stop != nil {
+		s.stop()
+	}
+	if s.conn != nil {
+		s.conn.Close()
+	}
+}
+
+// resolver returns the configured resolver, or the system's.
+func (m *MX) resolver() (*mxResolver, error) {
+	addr := m.cfg.Resolver
+	if addr == "" {
+		cc, err := dns.ClientConfigFromFile(m.cfg.ResolvConf)
+		if err != nil {
+			return nil, fmt.Errorf("no resolver configured and %s is unreadable: %w", m.cfg.ResolvConf, err)
+		}
+		if len(cc.Servers) == 0 {
+			return nil, fmt.Errorf("no resolver configured and %s lists no nameserver", m.cfg.ResolvConf)
+		}
+		addr = net.JoinHostPort(cc.Servers[0], cmp.Or(cc.Port, "53"))
+	}
+	return &mxResolver{addr: addr, timeout: m.cfg.DNSTimeout}, nil
+}
+
+// mxResolver queries one DNS server.
+type mxResolver struct {
+	addr    string
+	timeout time.Duration
+}
+
+// addresses returns the IPv4 then the IPv6 addresses of host. A host that
+// does not exist has none.
+func (r *mxResolver) addresses(ctx context.Context, host string) ([]netip.Addr, error) {
+	var out []netip.Addr
+	for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
+		rrs, _, err := r.lookup(ctx, host, t)
+		if err != nil {
+			return nil, err
+		}
+		for _, rr := range rrs {
+			var ip netip.Addr
+			switch v := rr.(type) {
+			case *dns.A:
+				ip, _ = netip.AddrFromSlice(v.A.To4())
+			case *dns.AAAA:
+				ip, _ = netip.AddrFromSlice(v.AAAA)
+			}
+			if ip.IsValid() {
+				out = append(out, ip)
+			}
+		}
+	}
+	return out, nil
+}
+
+// lookup returns the records of qtype for name, following CNAMEs, and
+// whether the name does not exist.
+func (r *mxResolver) lookup(ctx context.Context, name string, qtype uint16) ([]dns.RR, bool, error) {
+	target := strings.ToLower(dns.Fqdn(name))
+	for range maxCNAMEHops {
+		queried := target
+		msg, err := r.exchange(ctx, target, qtype)
+		if err != nil {
+			return nil, false, err
+		}
+		// Walk the CNAME chain in the answer.
+		for range maxCNAMEHops {
+			next := ""
+			for _, rr := range msg.Answer {
+				if c, ok := rr.(*dns.CNAME); ok && strings.EqualFold(c.Hdr.Name, target) {
+					next = strings.ToLower(c.Target)
+				}
+			}
+			if next == "" {
+				break
+			}
+			target = next
+		}
+		var out []dns.RR
+		for _, rr := range msg.Answer {
+			if rr.Header().Rrtype == qtype && strings.EqualFold(rr.Header().Name, target) {
+				out = append(out, rr)
+			}
+		}
+		if len(out) > 0 || msg.Rcode == dns.RcodeNameError || target == queried {
+			return out, msg.Rcode == dns.RcodeNameError, nil
+		}
+		// The server answered with an alias only: ask for its target.
+	}
+	return nil, false, fmt.Errorf("CNAME chain from %s is too long", name)
+}
+
+// exchange sends one query over UDP (again once if it times out), and over
+// TCP when the answer is truncated. Rcodes other than NOERROR and NXDOMAIN
+// are errors.
+func (r *mxResolver) exchange(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
+	q := new(dns.Msg)
+	q.SetQuestion(name, qtype)
+	q.SetEdns0(dnsUDPSize, false)
+	c := &dns.Client{Net: "udp", Timeout: r.timeout, UDPSize: dnsUDPSize}
+	resp, _, err := c.ExchangeContext(ctx, q, r.addr)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
+		resp, _, err = c.ExchangeContext(ctx, q, r.addr)
+	}
+	if err == nil && resp.Truncated {
+		c.Net = "tcp"
+		resp, _, err = c.ExchangeContext(ctx, q, r.addr)
+	}
+	desc := dns.TypeToString[qtype] + " " + strings.TrimSuffix(name, ".")
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", context.Cause(ctx), err)
+		}
+		return nil, fmt.Errorf("%s via %s: %w", desc, r.addr, err)
+	}
+	if resp.Rcode != dns.RcodeSuccess && resp.Rcode != dns.RcodeNameError {
+		return nil, fmt.Errorf("%s via %s: the resolver answered %s", desc, r.addr, dns.RcodeToString[resp.Rcode])
+	}
+	return resp, nil
+}
