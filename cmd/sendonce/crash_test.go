@@ -250,8 +250,10 @@ func TestCrash_SIGKILLWhileClientsRetry(t *testing.T) {
 	}
 
 	// Wait until every send is decided: sent, or unknown when the kill hit
-	// an attempt after DATA began (noticed within the 2s lease).
-	settle := time.Now().Add(60 * time.Second)
+	// an attempt (noticed within the 2s lease). A job that the killed
+	// process had fetched but not begun is rescued by River within its
+	// 30s rescue interval plus the lease.
+	settle := time.Now().Add(120 * time.Second)
 	sent, unknown := 0, 0
 	for {
 		sent, unknown = 0, 0
@@ -270,7 +272,7 @@ func TestCrash_SIGKILLWhileClientsRetry(t *testing.T) {
 		}
 		if pending == 0 || time.Now().After(settle) {
 			if pending != 0 {
-				t.Fatalf("%d sends still undecided after 60s", pending)
+				t.Fatalf("%d sends still undecided after 120s", pending)
 			}
 			break
 		}

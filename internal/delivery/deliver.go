@@ -215,14 +215,16 @@ func (d *Deliverer) Attempt(ctx context.Context, sendID string, attempt, maxAtte
 		if err != nil {
 			return err
 		}
-		if s.AttemptToken != token || (s.Status != core.StatusSending && s.Status != core.StatusUnknown) {
-			// Someone decided after our lease ran out (reconcile). Keep the
-			// record of what we saw, change nothing.
-			detail := "late result ignored: ok"
+		if s.AttemptToken != token || s.Status != core.StatusSending {
+			// Our lease ran out and the send was declared unknown (and maybe
+			// reconciled since). Reconcile is the only way out of unknown,
+			// so the late outcome is recorded for the person who decides,
+			// and changes nothing.
+			detail := "a late attempt result arrived after the lease: the relay answered 250"
 			if derr != nil {
-				detail = "late result ignored: " + derr.Error()
+				detail = "a late attempt result arrived after the lease: " + derr.Error()
 			}
-			return tx.AddEvent(wctx, sendID, core.Event{Type: "attempt_result_ignored", At: d.cfg.Now().UTC(), Detail: detail})
+			return tx.AddEvent(wctx, sendID, core.Event{Type: "late_attempt_result", At: d.cfg.Now().UTC(), Detail: detail})
 		}
 		now := d.cfg.Now().UTC()
 		s.AttemptToken, s.LeaseUntil, s.UpdatedAt = "", nil, now
@@ -371,8 +373,8 @@ func Render(s *core.Send) ([]byte, transport.Envelope, error) {
 
 func markUnknown(ctx context.Context, tx core.Tx, s *core.Send, now time.Time, why string) error {
 	s.Status, s.LastError, s.UpdatedAt = core.StatusUnknown, why, now
-	// The attempt token stays: should the stalled attempt still finish, it
-	// may record the outcome it actually saw.
+	// The attempt token stays so that a stalled attempt that finishes
+	// after all is recognised and its outcome logged as an event.
 	if err := tx.UpdateSend(ctx, s); err != nil {
 		return err
 	}

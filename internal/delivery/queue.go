@@ -132,9 +132,12 @@ func NewSQLiteQueue(db *sql.DB, d *Deliverer, qc QueueConfig, logger *slog.Logge
 		// River reports its routine at info; only its warnings matter here.
 		Logger:      slog.New(warnOnly{logger.Handler()}).With(slog.String("component", "river")),
 		MaxAttempts: d.cfg.MaxAttempts,
-		// River must not re-run an attempt that is merely slow; our own
-		// rescuer decides unknown after the lease, this only cleans up.
-		RescueStuckJobsAfter: 2*d.cfg.AttemptLease + time.Minute,
+		// A job still "running" this long after its timeout belongs to a
+		// dead process. Re-running it is safe: an attempt that finds its
+		// send in sending declares it unknown instead of sending again,
+		// and a send still queued (its process died before the attempt
+		// began) is attempted. River checks every 30 s.
+		RescueStuckJobsAfter: d.cfg.AttemptLease + 5*time.Second,
 		JobTimeout:           d.cfg.AttemptLease,
 	}
 	if qc.Work {

@@ -48,10 +48,20 @@ type errorBody struct {
 	Error errorDetail `json:"error"`
 }
 
+// errorDetail is the error body of the contract; param is null when the
+// error concerns no single field.
 type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Param   string `json:"param,omitempty"`
+	Code    string  `json:"code"`
+	Message string  `json:"message"`
+	Param   *string `json:"param"`
+}
+
+func newErrorBody(code, message, param string) errorBody {
+	d := errorDetail{Code: code, Message: message}
+	if param != "" {
+		d.Param = &param
+	}
+	return errorBody{d}
 }
 
 // errorResponse turns err into a status and body. Internal errors are logged
@@ -59,10 +69,10 @@ type errorDetail struct {
 func errorResponse(r *http.Request, logger *slog.Logger, err error) (int, errorBody) {
 	var e *core.Error
 	if errors.As(err, &e) && e.Code != core.CodeInternal {
-		return statusOf(e.Code), errorBody{errorDetail{Code: e.Code, Message: e.Message, Param: e.Param}}
+		return statusOf(e.Code), newErrorBody(e.Code, e.Message, e.Param)
 	}
 	logger.ErrorContext(r.Context(), "internal error", slog.String("path", r.URL.Path), slog.Any("error", err))
-	return http.StatusInternalServerError, errorBody{errorDetail{Code: core.CodeInternal, Message: "internal error; nothing was stored, a retry with the same Idempotency-Key runs afresh"}}
+	return http.StatusInternalServerError, newErrorBody(core.CodeInternal, "internal error; nothing was stored, a retry with the same Idempotency-Key runs afresh", "")
 }
 
 // marshal encodes a response body. HTML escaping is off: addresses like

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -34,10 +35,30 @@ func (a *addrList) UnmarshalJSON(b []byte) error {
 	}
 	var l []string
 	if err := json.Unmarshal(b, &l); err != nil {
-		return errors.New("must be a string or an array of strings")
+		// A type error, so that the decoder names the field it happened in
+		// and decodeStrict reports it as the param.
+		return &json.UnmarshalTypeError{Value: jsonValueKind(b), Type: addrListType}
 	}
 	*a = l
 	return nil
+}
+
+var addrListType = reflect.TypeFor[addrList]()
+
+// jsonValueKind names the kind of a JSON value for an error message.
+func jsonValueKind(b []byte) string {
+	if len(b) == 0 {
+		return "value"
+	}
+	switch b[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	}
+	return "number"
 }
 
 type sendRequest struct {
@@ -78,6 +99,9 @@ func decodeStrict(body []byte, v any) error {
 	case errors.As(err, &typeErr):
 		if typeErr.Field == "" {
 			return apiError(core.CodeValidation, "", "the request body must be a JSON object")
+		}
+		if typeErr.Type == addrListType {
+			return apiError(core.CodeValidation, typeErr.Field, typeErr.Field+" must be a string or an array of strings")
 		}
 		return apiError(core.CodeValidation, typeErr.Field, fmt.Sprintf("%s must be of type %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String())))
 	}
@@ -130,14 +154,31 @@ func (s *Server) handleSend(ctx context.Context, tx core.Tx, key *core.APIKey, r
 	return http.StatusOK, viewSend(send), nil
 }
 
+// snapshotReader is an optional Store capability: a send and its events read
+// at one moment. Without it the two reads can straddle an attempt, and the
+// events tell of an outcome the status does not show yet.
+type snapshotReader interface {
+	SendWithEvents(ctx context.Context, tenant, id string) (*core.Send, []core.Event, error)
+}
+
+func (s *Server) sendWithEvents(ctx context.Context, tenant, id string) (*core.Send, []core.Event, error) {
+	if sr, ok := s.store.(snapshotReader); ok {
+		return sr.SendWithEvents(ctx, tenant, id)
+	}
+	send, err := s.store.Send(ctx, tenant, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	events, err := s.store.SendEvents(ctx, tenant, send.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return send, events, nil
+}
+
 func (s *Server) handleGetSend(w http.ResponseWriter, r *http.Request) {
 	key := apiKeyFrom(r.Context())
-	send, err := s.store.Send(r.Context(), key.Tenant, r.PathValue("id"))
-	if err != nil {
-		writeError(w, r, s.logger, err)
-		return
-	}
-	events, err := s.store.SendEvents(r.Context(), key.Tenant, send.ID)
+	send, events, err := s.sendWithEvents(r.Context(), key.Tenant, r.PathValue("id"))
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
@@ -386,6 +427,21 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "database": "ok"})
 }
 
+// handleNotFound answers what no route matched, in the API's error shape:
+// 405 with Allow when the path exists for other methods, else 404.
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != notFoundPattern {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, r, s.logger, apiError(codeMethodNotAllow, "", fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)))
+		return
+	}
 	writeError(w, r, s.logger, core.Errorf(core.CodeNotFound, "", "no route %s %s", r.Method, r.URL.Path))
 }

@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,9 +27,15 @@ type postOpts struct {
 	committed func()
 }
 
+// emptyFingerprint is what a body-less request on a route whose body is
+// optional counts as: the empty object, so that no body and {} are the same
+// request.
 var emptyFingerprint = func() string {
-	h := sha256.Sum256(nil)
-	return hex.EncodeToString(h[:])
+	fp, err := idempotency.Fingerprint([]byte("{}"))
+	if err != nil {
+		panic(err)
+	}
+	return fp
 }()
 
 // rollback carries a response that must not commit.

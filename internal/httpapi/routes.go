@@ -6,6 +6,10 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
+// notFoundPattern catches every /v1 path no route serves, so that even those
+// answers have the API's error shape.
+const notFoundPattern = "/v1/"
+
 // routes is the whole API surface.
 func (s *Server) routes() {
 	m := s.mux
@@ -39,5 +43,5 @@ func (s *Server) routes() {
 	m.Handle("GET /v1/inbox/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInbox)))
 	m.Handle("GET /v1/inbox/{id}/raw", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInboxRaw)))
 
-	m.HandleFunc("/v1/", s.handleNotFound)
+	m.HandleFunc(notFoundPattern, s.handleNotFound)
 }

@@ -71,14 +71,13 @@ func apiKeyFrom(ctx context.Context) *core.APIKey {
 // 401 and 403 never reach the idempotency layer.
 func (s *Server) auth(scope core.Scope, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := r.Header.Get("Authorization")
-		secret, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok || len(r.Header.Values("Authorization")) != 1 {
+		secret, ok := bearer(r.Header)
+		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sendonce"`)
 			writeError(w, r, s.logger, app.ErrUnauthorized)
 			return
 		}
-		key, err := s.svc.Authenticate(r.Context(), strings.TrimSpace(secret))
+		key, err := s.svc.Authenticate(r.Context(), secret)
 		if err != nil {
 			if core.ErrorCode(err) == core.CodeUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="sendonce"`)
@@ -95,6 +94,20 @@ func (s *Server) auth(scope core.Scope, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), apiKeyCtx, key)))
 	})
+}
+
+// bearer returns the secret of the one Authorization header, whose scheme
+// name is case-insensitive (RFC 9110 §11.1).
+func bearer(h http.Header) (string, bool) {
+	vals := h.Values("Authorization")
+	if len(vals) != 1 {
+		return "", false
+	}
+	scheme, secret, ok := strings.Cut(vals[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(secret), true
 }
 
 type loggingWriter struct {
@@ -127,7 +140,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			if p := recover(); p != nil {
 				s.logger.ErrorContext(r.Context(), "panic in handler", slog.Any("panic", p), slog.String("path", r.URL.Path))
 				if lw.status == 0 {
-					writeJSON(lw, http.StatusInternalServerError, errorBody{errorDetail{Code: core.CodeInternal, Message: "internal error"}})
+					writeJSON(lw, http.StatusInternalServerError, newErrorBody(core.CodeInternal, "internal error", ""))
 				}
 			}
 			if s.metrics != nil {

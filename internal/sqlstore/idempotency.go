@@ -14,8 +14,23 @@ import (
 // ReserveIdempotency implements core.Store. Read and write happen in one
 // write transaction, so no second request can slip between them.
 func (s *Store) ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time, lease time.Duration) (idempotency.Decision, error) {
+	// Fast path without the write lock: a completed key's record does not
+	// change until it expires, so a replay (or a mismatch) read from a read
+	// connection is final. A retry storm is then served by the read pool.
+	rec, err := readIdempotency(ctx, s.r, sc)
+	if err != nil {
+		return idempotency.Decision{}, err
+	}
+	if rec != nil && rec.State == idempotency.StateCompleted {
+		switch o := idempotency.Decide(rec, fingerprint, now); o {
+		case idempotency.Replay:
+			return idempotency.Decision{Outcome: o, Response: rec.Response}, nil
+		case idempotency.Mismatch:
+			return idempotency.Decision{Outcome: o}, nil
+		}
+	}
 	var d idempotency.Decision
-	err := s.InTx(ctx, func(ct core.Tx) error {
+	err = s.InTx(ctx, func(ct core.Tx) error {
 		tx := ct.(*Tx).tx
 		rec, err := readIdempotency(ctx, tx, sc)
 		if err != nil {
@@ -45,7 +60,11 @@ func (s *Store) ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fi
 	return d, err
 }
 
-func readIdempotency(ctx context.Context, tx *sql.Tx, sc idempotency.Scope) (*idempotency.Record, error) {
+type queryRower interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func readIdempotency(ctx context.Context, tx queryRower, sc idempotency.Scope) (*idempotency.Record, error) {
 	var (
 		rec         idempotency.Record
 		lockedUntil int64

@@ -194,7 +194,36 @@ func (s *Store) ListSends(ctx context.Context, tenant string, f core.SendFilter)
 
 // SendEvents implements core.Store.
 func (s *Store) SendEvents(ctx context.Context, tenant, id string) ([]core.Event, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT e.type, e.at, e.detail FROM send_events e
+	return sendEvents(ctx, s.r, tenant, id)
+}
+
+// SendWithEvents returns the tenant's send and its events as of one moment:
+// both are read in one read transaction, so the events never tell of a
+// change the send's fields do not show yet (or the other way round).
+// ErrNotFound.
+func (s *Store) SendWithEvents(ctx context.Context, tenant, id string) (*core.Send, []core.Event, error) {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, nil, fmt.Errorf("begin read: %w", err)
+	}
+	defer tx.Rollback() // read only: nothing to undo
+	send, err := scanSend(tx.QueryRowContext(ctx, `SELECT `+sendColumns+` FROM sends WHERE id = ? AND tenant = ?`, id, tenant))
+	if err != nil {
+		return nil, nil, err
+	}
+	events, err := sendEvents(ctx, tx, tenant, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return send, events, nil
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func sendEvents(ctx context.Context, q querier, tenant, id string) ([]core.Event, error) {
+	rows, err := q.QueryContext(ctx, `SELECT e.type, e.at, e.detail FROM send_events e
 		JOIN sends s ON s.id = e.send_id WHERE e.send_id = ? AND s.tenant = ? ORDER BY e.id`, id, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
