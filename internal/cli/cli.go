@@ -24,11 +24,18 @@ Usage:
   sendonce keys create --name NAME --scopes send,read[,admin] [--tenant T] [--mailbox ID]… [--requires-approval]
   sendonce keys list                  list API keys (never their secrets)
   sendonce keys revoke ID             revoke a key at once
+  sendonce send --to ADDR --subject S --text T|--html-file F|--template ID --var k=v… [--idempotency-key K] [--json]
+                                      send through a running server; without a key, makes one and prints it
+  sendonce status SEND_ID [--json]    a send and its history
+  sendonce sends --idempotency-key K [--json]
+                                      find the send made with a key (also --status S, --limit N)
   sendonce version                    print the version
   sendonce help                       this text
 
 Run "sendonce serve -h" for the server's flags; every flag is also an
 environment variable (SENDONCE_ADDR, SENDONCE_DB, …), and the flag wins.
+send, status and sends call SENDONCE_API_URL (default http://127.0.0.1:8787)
+with the API key in SENDONCE_API_KEY.
 `
 
 // ErrUsage marks errors that are the caller's wording; main exits 2.
@@ -45,6 +52,12 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runServe(ctx, args[1:], getenv, stdout, stderr)
 	case "keys":
 		return runKeys(ctx, args[1:], getenv, stdout, stderr)
+	case "send":
+		return runSend(ctx, args[1:], getenv, stdout, stderr)
+	case "status":
+		return runStatus(ctx, args[1:], getenv, stdout, stderr)
+	case "sends":
+		return runSends(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "sendonce", version())
 		return nil

@@ -21,6 +21,9 @@ type Store interface {
 	Send(ctx context.Context, tenant, id string) (*Send, error)
 	ListSends(ctx context.Context, tenant string, f SendFilter) (sends []*Send, next string, err error)
 	SendEvents(ctx context.Context, tenant, id string) ([]Event, error)
+	// SendWithEvents reads the send and its events as of one moment, so
+	// the events never tell of an outcome the status does not show yet.
+	SendWithEvents(ctx context.Context, tenant, id string) (*Send, []Event, error)
 
 	Template(ctx context.Context, tenant, id string) (*Template, error)
 	ListTemplates(ctx context.Context, tenant string) ([]*Template, error)

@@ -154,31 +154,9 @@ func (s *Server) handleSend(ctx context.Context, tx core.Tx, key *core.APIKey, r
 	return http.StatusOK, viewSend(send), nil
 }
 
-// snapshotReader is an optional Store capability: a send and its events read
-// at one moment. Without it the two reads can straddle an attempt, and the
-// events tell of an outcome the status does not show yet.
-type snapshotReader interface {
-	SendWithEvents(ctx context.Context, tenant, id string) (*core.Send, []core.Event, error)
-}
-
-func (s *Server) sendWithEvents(ctx context.Context, tenant, id string) (*core.Send, []core.Event, error) {
-	if sr, ok := s.store.(snapshotReader); ok {
-		return sr.SendWithEvents(ctx, tenant, id)
-	}
-	send, err := s.store.Send(ctx, tenant, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	events, err := s.store.SendEvents(ctx, tenant, send.ID)
-	if err != nil {
-		return nil, nil, err
-	}
-	return send, events, nil
-}
-
 func (s *Server) handleGetSend(w http.ResponseWriter, r *http.Request) {
 	key := apiKeyFrom(r.Context())
-	send, events, err := s.sendWithEvents(r.Context(), key.Tenant, r.PathValue("id"))
+	send, events, err := s.store.SendWithEvents(r.Context(), key.Tenant, r.PathValue("id"))
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
