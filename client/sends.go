@@ -1,0 +1,190 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// call runs r and decodes a 2xx body into v (when v is not nil). A body that
+// does not decode is reported like any other failure of the call.
+func (c *Client) call(ctx context.Context, r request, v any) (*response, error) {
+	resp, err := c.do(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if v != nil {
+		if err := decode(resp, v); err != nil {
+			return nil, &CallError{Method: r.method, Path: r.path, IdempotencyKey: r.key, Attempts: 1, Err: err}
+		}
+	}
+	return resp, nil
+}
+
+func (c *Client) sendLike(ctx context.Context, method, path string, body []byte, key string) (*Send, error) {
+	if key == "" {
+		key = NewIdempotencyKey()
+	} else if err := ValidateIdempotencyKey(key); err != nil {
+		return nil, err
+	}
+	var s Send
+	resp, err := c.call(ctx, request{method: method, path: path, body: body, key: key}, &s)
+	if err != nil {
+		return nil, err
+	}
+	s.Replayed = resp.header.Get("Idempotent-Replayed") == "true"
+	s.Raw = json.RawMessage(resp.body)
+	return &s, nil
+}
+
+// Send creates a send (POST /v1/send). Every attempt carries the same
+// Idempotency-Key: opts.IdempotencyKey, or one UUID v4 made for this call
+// when opts is nil or its key empty. The returned send's IdempotencyKey and
+// Replayed say which key was used and whether the server replayed an
+// earlier acceptance.
+//
+// Errors: [*Error] 422 validation_error (with Param), 422
+// idempotency_key_reused, 400 idempotency_key_invalid, 401, 403, 413 are
+// final. On an error with [IsOutcomeUnknown] the send may exist: look it up
+// with SendByKey(ctx, IdempotencyKeyOf(err)) or retry with that key.
+func (c *Client) Send(ctx context.Context, req *SendRequest, opts *SendOptions) (*Send, error) {
+	if req == nil {
+		return nil, fmt.Errorf("%w: nil SendRequest", ErrInvalidRequest)
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	return c.SendRaw(ctx, body, opts)
+}
+
+// SendRaw is Send with a body the caller marshalled and froze itself (the
+// outbox stores it): the bytes are sent as given, on every attempt.
+func (c *Client) SendRaw(ctx context.Context, body []byte, opts *SendOptions) (*Send, error) {
+	if !json.Valid(body) {
+		return nil, fmt.Errorf("%w: the body is not valid JSON", ErrInvalidRequest)
+	}
+	var key string
+	if opts != nil {
+		key = opts.IdempotencyKey
+	}
+	return c.sendLike(ctx, http.MethodPost, "/v1/send", body, key)
+}
+
+func sendPath(id string, suffix string) (string, error) {
+	if id == "" {
+		return "", fmt.Errorf("%w: empty send id", ErrInvalidRequest)
+	}
+	return "/v1/sends/" + url.PathEscape(id) + suffix, nil
+}
+
+// GetSend returns the send with its events (GET /v1/sends/{id}). Errors:
+// 404 not_found ([IsNotFound]).
+func (c *Client) GetSend(ctx context.Context, id string) (*Send, error) {
+	p, err := sendPath(id, "")
+	if err != nil {
+		return nil, err
+	}
+	var s Send
+	resp, err := c.call(ctx, request{method: http.MethodGet, path: p}, &s)
+	if err != nil {
+		return nil, err
+	}
+	s.Raw = json.RawMessage(resp.body)
+	return &s, nil
+}
+
+// ListSends returns one page of sends, newest first (GET /v1/sends).
+func (c *Client) ListSends(ctx context.Context, p *ListSendsParams) (*SendList, error) {
+	q := url.Values{}
+	if p != nil {
+		if p.IdempotencyKey != "" {
+			q.Set("idempotency_key", p.IdempotencyKey)
+		}
+		if p.Status != "" {
+			q.Set("status", string(p.Status))
+		}
+		if p.Limit > 0 {
+			q.Set("limit", strconv.Itoa(p.Limit))
+		}
+		if p.After != "" {
+			q.Set("after", p.After)
+		}
+	}
+	var l struct {
+		Data []json.RawMessage `json:"data"`
+		Next *string           `json:"next"`
+	}
+	resp, err := c.call(ctx, request{method: http.MethodGet, path: "/v1/sends", query: q}, &l)
+	if err != nil {
+		return nil, err
+	}
+	out := &SendList{Data: make([]Send, len(l.Data)), Raw: json.RawMessage(resp.body)}
+	if l.Next != nil {
+		out.Next = *l.Next
+	}
+	for i, raw := range l.Data {
+		if err := json.Unmarshal(raw, &out.Data[i]); err != nil {
+			return nil, &CallError{Method: http.MethodGet, Path: "/v1/sends", Attempts: 1, Err: &decodeError{err: err}}
+		}
+		out.Data[i].Raw = raw
+	}
+	return out, nil
+}
+
+// SendByKey looks a send up by the Idempotency-Key it was created with
+// (GET /v1/sends?idempotency_key=K). found is false when there is none:
+// then no request with that key was ever accepted (or the send was deleted).
+// The server keeps a send's key for as long as it keeps the send, long
+// after the key stopped replaying, so this is the look-up to do before
+// retrying an old task. If several sends carry the key (which the native
+// API never makes), the newest is returned.
+func (c *Client) SendByKey(ctx context.Context, idempotencyKey string) (s *Send, found bool, err error) {
+	if err := ValidateIdempotencyKey(idempotencyKey); err != nil {
+		return nil, false, err
+	}
+	l, err := c.ListSends(ctx, &ListSendsParams{IdempotencyKey: idempotencyKey, Limit: 1})
+	if err != nil {
+		return nil, false, err
+	}
+	if len(l.Data) == 0 {
+		return nil, false, nil
+	}
+	return &l.Data[0], true, nil
+}
+
+func (c *Client) sendAction(ctx context.Context, id, action string, body []byte, opts *CallOptions) (*Send, error) {
+	p, err := sendPath(id, "/"+action)
+	if err != nil {
+		return nil, err
+	}
+	var key string
+	if opts != nil {
+		key = opts.IdempotencyKey
+	}
+	return c.sendLike(ctx, http.MethodPost, p, body, key)
+}
+
+// Reconcile settles a send in status unknown (POST /v1/sends/{id}/reconcile)
+// with OutcomeSent, OutcomeFailed or OutcomeResend. Needs the admin scope.
+// Errors: 409 invalid_state when the send is not unknown, 404.
+func (c *Client) Reconcile(ctx context.Context, id, outcome string, opts *CallOptions) (*Send, error) {
+	body, _ := json.Marshal(map[string]string{"outcome": outcome})
+	return c.sendAction(ctx, id, "reconcile", body, opts)
+}
+
+// Approve moves a send from pending_approval to queued (POST
+// /v1/sends/{id}/approve). Needs the admin scope. Errors: 409 invalid_state
+// from any other status, 404.
+func (c *Client) Approve(ctx context.Context, id string, opts *CallOptions) (*Send, error) {
+	return c.sendAction(ctx, id, "approve", nil, opts)
+}
+
+// Reject moves a send from pending_approval to canceled (POST
+// /v1/sends/{id}/reject). Needs the admin scope. Errors as Approve.
+func (c *Client) Reject(ctx context.Context, id string, opts *CallOptions) (*Send, error) {
+	return c.sendAction(ctx, id, "reject", nil, opts)
+}

@@ -1,0 +1,150 @@
+package client
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Status is where a send stands on the server.
+type Status string
+
+// The statuses of a send (API contract, section 4).
+const (
+	StatusPendingApproval Status = "pending_approval"
+	StatusQueued          Status = "queued"
+	StatusSending         Status = "sending"
+	StatusSent            Status = "sent"
+	StatusFailed          Status = "failed"
+	StatusUnknown         Status = "unknown"
+	StatusCanceled        Status = "canceled"
+)
+
+// SendRequest is the body of POST /v1/send. Empty fields are left out of the
+// JSON, so the same request always marshals to the same bytes.
+type SendRequest struct {
+	// To is required: 1 to 50 RFC 5322 addresses, display names allowed.
+	To      []string `json:"to"`
+	Cc      []string `json:"cc,omitempty"`
+	Bcc     []string `json:"bcc,omitempty"`
+	ReplyTo []string `json:"reply_to,omitempty"`
+	// From defaults to the mailbox's address.
+	From string `json:"from,omitempty"`
+	// MailboxID defaults to the "default" mailbox.
+	MailboxID string `json:"mailbox_id,omitempty"`
+	// Subject, and Text or HTML, are required unless TemplateID is set.
+	Subject string `json:"subject,omitempty"`
+	Text    string `json:"text,omitempty"`
+	HTML    string `json:"html,omitempty"`
+	// TemplateID renders a stored template with Variables.
+	TemplateID string         `json:"template_id,omitempty"`
+	Variables  map[string]any `json:"variables,omitempty"`
+	// Headers are extra message headers; sendonce refuses the ones it
+	// controls (From, To, Subject, Message-ID, …).
+	Headers map[string]string `json:"headers,omitempty"`
+	// Tags are free labels kept on the send.
+	Tags map[string]string `json:"tags,omitempty"`
+}
+
+// SendOptions are the per-call options of Send and SendRaw.
+type SendOptions struct {
+	// IdempotencyKey: 1 to 255 visible ASCII characters, not starting with
+	// a '"'. Make it once per logical email, store it, reuse it on every
+	// retry. Empty: the client makes a UUID v4 for this call (reported on
+	// Send.IdempotencyKey and by IdempotencyKeyOf on failure).
+	IdempotencyKey string
+}
+
+// CallOptions are the per-call options of the other POSTs (reconcile,
+// approve, reject), which the server also treats idempotently.
+type CallOptions struct {
+	// IdempotencyKey, as in SendOptions; empty makes one per call.
+	IdempotencyKey string
+}
+
+// Send is the send object.
+type Send struct {
+	ID             string            `json:"id"`
+	Object         string            `json:"object"`
+	Status         Status            `json:"status"`
+	IdempotencyKey string            `json:"idempotency_key"` // "" when the send had none
+	MailboxID      string            `json:"mailbox_id"`
+	From           string            `json:"from"`
+	To             []string          `json:"to"`
+	Cc             []string          `json:"cc"`
+	Bcc            []string          `json:"bcc"`
+	ReplyTo        []string          `json:"reply_to"`
+	Subject        string            `json:"subject"`
+	TemplateID     string            `json:"template_id"` // "" when none
+	MessageID      string            `json:"message_id"`
+	Attempts       int               `json:"attempts"`
+	LastError      string            `json:"last_error"` // "" when none
+	Tags           map[string]string `json:"tags"`
+	CreatedAt      time.Time         `json:"created_at"`
+	UpdatedAt      time.Time         `json:"updated_at"`
+	SentAt         *time.Time        `json:"sent_at"`
+	// Events is the send's history; only GetSend fills it.
+	Events []Event `json:"events,omitempty"`
+
+	// Replayed is true when the server answered with a stored response
+	// (header Idempotent-Replayed: true): an earlier attempt or call with
+	// the same key had already created this send.
+	Replayed bool `json:"-"`
+	// Raw is the object exactly as the server sent it.
+	Raw json.RawMessage `json:"-"`
+}
+
+// Event is one entry of a send's history.
+type Event struct {
+	Type   string    `json:"type"`
+	At     time.Time `json:"at"`
+	Detail string    `json:"detail"`
+}
+
+// ListSendsParams filters GET /v1/sends. All fields are optional.
+type ListSendsParams struct {
+	IdempotencyKey string
+	Status         Status
+	// Limit is 1 to 100; 0 means the server's default (20).
+	Limit int
+	// After is the Next cursor of the previous page.
+	After string
+}
+
+// SendList is one page of sends, newest first.
+type SendList struct {
+	Data []Send `json:"data"`
+	// Next is the cursor of the following page, "" on the last.
+	Next string `json:"next"`
+	// Raw is the list object exactly as the server sent it.
+	Raw json.RawMessage `json:"-"`
+}
+
+// Reconcile outcomes: the only way out of StatusUnknown.
+const (
+	OutcomeSent   = "sent"
+	OutcomeFailed = "failed"
+	// OutcomeResend enqueues one more attempt with the same Message-ID.
+	OutcomeResend = "resend"
+)
+
+// TemplateParams is the body of PUT /v1/templates/{id}. Variables use Go
+// template syntax ({{.name}}).
+type TemplateParams struct {
+	Subject string `json:"subject"`
+	HTML    string `json:"html"`
+	Text    string `json:"text"`
+}
+
+// Template is a stored template.
+type Template struct {
+	ID        string    `json:"id"`
+	Object    string    `json:"object"`
+	Subject   string    `json:"subject"`
+	Text      string    `json:"text"`
+	HTML      string    `json:"html"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Created is true when PutTemplate created it (201), false when it
+	// replaced an existing one (200).
+	Created bool `json:"-"`
+}
