@@ -22,6 +22,13 @@ type Config struct {
 	// DefaultFrom is the address of every tenant's default mailbox.
 	// Defaults to "sendonce@localhost".
 	DefaultFrom string
+	// SecretKey (SENDONCE_SECRET_KEY) seals the DKIM private keys stored
+	// in the database; empty stores them unencrypted. When set it must be
+	// at least dkim.MinSecretLength bytes (see CheckSecretKey).
+	SecretKey string
+	// DNSResolver is the "host:port" DNS server of domain checks. Defaults
+	// to the first nameserver of /etc/resolv.conf.
+	DNSResolver string
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }

@@ -29,6 +29,12 @@ Usage:
   sendonce status SEND_ID [--json]    a send and its history
   sendonce sends --idempotency-key K [--json]
                                       find the send made with a key (also --status S, --limit N)
+  sendonce domains add DOMAIN [--selector S] [--algorithm rsa2048|ed25519] [--tenant T]
+                                      make a DKIM key for a sending domain; prints the DNS records to publish
+  sendonce domains list               list sending domains (never their keys)
+  sendonce domains remove DOMAIN      remove a sending domain and its key
+  sendonce dns check DOMAIN [--selector S] [--resolver HOST:PORT] [--json]
+                                      check the domain's MX, SPF, DKIM and DMARC records
   sendonce version                    print the version
   sendonce help                       this text
 
@@ -58,6 +64,10 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runStatus(ctx, args[1:], getenv, stdout, stderr)
 	case "sends":
 		return runSends(ctx, args[1:], getenv, stdout, stderr)
+	case "domains":
+		return runDomains(ctx, args[1:], getenv, stdout, stderr)
+	case "dns":
+		return runDNS(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "sendonce", version())
 		return nil

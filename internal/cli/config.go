@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sendonce/sendonce/internal/app"
 )
 
 // Config is every server setting. Each is a flag and an environment
@@ -25,6 +27,10 @@ type Config struct {
 	PollInterval          time.Duration
 	LogFormat             string
 	LogLevel              string
+	// SecretKey comes from SENDONCE_SECRET_KEY only: as a flag it would
+	// show in process lists and in -h's defaults.
+	SecretKey   string
+	DNSResolver string
 }
 
 // envFlags defines flags whose defaults come from the environment, and
@@ -101,7 +107,7 @@ func dbFlag(e *envFlags, p *string) {
 func serverFlags(e *envFlags, c *Config) {
 	e.str(&c.Addr, "addr", "SENDONCE_ADDR", "127.0.0.1:8787", "HTTP listen address")
 	dbFlag(e, &c.DB)
-	e.str(&c.Transport, "transport", "SENDONCE_TRANSPORT", "capture", "capture (local dev inbox) or smtp://[user:pass@]host:port[?tls=none|starttls|tls]")
+	e.str(&c.Transport, "transport", "SENDONCE_TRANSPORT", "capture", "capture (local dev inbox), smtp://[user:pass@]host:port[?tls=none|starttls|tls] (relay) or mx (direct to the recipients' mail exchangers)")
 	e.str(&c.From, "from", "SENDONCE_FROM", "sendonce@localhost", "default From of the default mailbox")
 	e.dur(&c.IdempotencyTTL, "idempotency-ttl", "SENDONCE_IDEMPOTENCY_TTL", 24*time.Hour, "how long a key replays")
 	e.boolean(&c.RequireIdempotencyKey, "require-idempotency-key", "SENDONCE_REQUIRE_IDEMPOTENCY_KEY", true, "whether POST /v1/send rejects a request without a key")
@@ -113,6 +119,8 @@ func serverFlags(e *envFlags, c *Config) {
 	e.dur(&c.PollInterval, "poll-interval", "SENDONCE_POLL_INTERVAL", 200*time.Millisecond, "how often idle workers look for new jobs")
 	e.str(&c.LogFormat, "log-format", "SENDONCE_LOG_FORMAT", "text", "text or json")
 	e.str(&c.LogLevel, "log-level", "SENDONCE_LOG_LEVEL", "info", "debug, info, warn or error")
+	e.str(&c.DNSResolver, "dns-resolver", "SENDONCE_DNS_RESOLVER", "", "DNS server HOST:PORT for the mx transport and DNS checks (default: the first nameserver of /etc/resolv.conf)")
+	c.SecretKey = e.getenv("SENDONCE_SECRET_KEY")
 }
 
 func (c *Config) validate() error {
@@ -129,6 +137,12 @@ func (c *Config) validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
+	}
+	if err := app.CheckSecretKey(c.SecretKey); err != nil {
+		return err
+	}
+	if _, err := app.ResolverAddr(c.DNSResolver); err != nil {
+		return fmt.Errorf("--dns-resolver: %v", err)
 	}
 	return nil
 }

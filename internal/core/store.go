@@ -33,6 +33,10 @@ type Store interface {
 	Mailbox(ctx context.Context, tenant, id string) (*Mailbox, error)
 	ListMailboxes(ctx context.Context, tenant string) ([]*Mailbox, error)
 
+	// Domain returns the tenant's sending domain; ErrNotFound.
+	Domain(ctx context.Context, tenant, domain string) (*Domain, error)
+	ListDomains(ctx context.Context, tenant string) ([]*Domain, error)
+
 	InboxMessage(ctx context.Context, tenant, id string) (*InboxMessage, error)
 	ListInbox(ctx context.Context, tenant string, limit int) ([]*InboxMessage, error)
 
@@ -82,6 +86,12 @@ type Tx interface {
 	DeleteTemplate(ctx context.Context, tenant, id string) error
 
 	InsertMailbox(ctx context.Context, m *Mailbox) error
+
+	// InsertDomain stores a new sending domain; CodeConflict when the
+	// tenant has that domain already.
+	InsertDomain(ctx context.Context, d *Domain) error
+	// DeleteDomain removes it; ErrNotFound.
+	DeleteDomain(ctx context.Context, tenant, domain string) error
 
 	InsertInboxMessage(ctx context.Context, m *InboxMessage) error
 }

@@ -165,3 +165,20 @@ type SendFilter struct {
 	Limit          int
 	After          string // cursor: a send id; the list continues after it
 }
+
+// Domain is a sending domain of a tenant with its DKIM key. Messages whose
+// From domain is Domain are signed with it.
+type Domain struct {
+	Tenant string
+	// Domain is the lower-case A-label form, without a final dot.
+	Domain    string
+	Selector  string
+	Algorithm string // "rsa2048" or "ed25519"
+	// PrivateKey is the key as stored: sealed under SENDONCE_SECRET_KEY, or
+	// plaintext PEM when no secret was configured. It is never shown.
+	PrivateKey []byte
+	// PublicRecord is the value of the DKIM TXT record to publish at
+	// <Selector>._domainkey.<Domain>.
+	PublicRecord string
+	CreatedAt    time.Time
+}

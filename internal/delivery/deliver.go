@@ -20,8 +20,12 @@ import (
 
 // Config is the delivery settings.
 type Config struct {
-	// DefaultTransport is "capture" or an smtp:// URL. Defaults to "capture".
+	// DefaultTransport is "capture", "mx" or an smtp:// URL. Defaults to
+	// "capture".
 	DefaultTransport string
+	// MX configures the mx transport. Its timeouts are capped so that an
+	// attempt ends before its lease (see attemptBudget).
+	MX transport.MXConfig
 	// RetryBase is the first retry delay; attempt n waits RetryBase·2^(n−1),
 	// with jitter, capped at MaxRetryDelay. Defaults to 5 seconds.
 	RetryBase time.Duration
@@ -64,6 +68,8 @@ type Deliverer struct {
 	metrics *metrics.Metrics
 	logger  *slog.Logger
 
+	mx *transport.MX
+
 	mu   sync.Mutex
 	smtp map[string]transport.Transport // by URL
 }
@@ -72,7 +78,8 @@ type Deliverer struct {
 func NewDeliverer(svc *app.Service, cfg Config, m *metrics.Metrics, logger *slog.Logger) (*Deliverer, error) {
 	cfg.setDefaults()
 	d := &Deliverer{svc: svc, store: svc.Store(), cfg: cfg, metrics: m, logger: logger, smtp: map[string]transport.Transport{}}
-	if cfg.DefaultTransport != "capture" {
+	d.mx = transport.NewMX(boundMX(cfg.MX, attemptBudget(cfg.AttemptLease)))
+	if cfg.DefaultTransport != "capture" && cfg.DefaultTransport != "mx" {
 		if _, err := d.smtpTransport(cfg.DefaultTransport); err != nil {
 			return nil, err
 		}
@@ -83,10 +90,8 @@ func NewDeliverer(svc *app.Service, cfg Config, m *metrics.Metrics, logger *slog
 // ValidateTransport checks a --transport value.
 func ValidateTransport(s string) error {
 	switch s {
-	case "capture":
+	case "capture", "mx":
 		return nil
-	case "mx":
-		return errors.New(`transport "mx" is not available yet; use capture or smtp://host:port`)
 	}
 	if _, err := transport.ParseSMTPURL(s); err != nil {
 		return fmt.Errorf("transport: %w", err)
@@ -122,10 +127,36 @@ func (d *Deliverer) transportFor(ctx context.Context, s *core.Send) (transport.T
 	if mb != nil && mb.Transport != "" {
 		url = mb.Transport
 	}
-	if url == "capture" {
+	switch url {
+	case "capture":
 		return &capture{store: d.store, send: s, now: d.cfg.Now}, nil
+	case "mx":
+		return d.mx, nil
 	}
 	return d.smtpTransport(url)
+}
+
+// attemptBudget is how long the mx transport may take in one attempt: the
+// lease minus a margin (a fifth, at most 5 seconds) in which the outcome is
+// recorded before the rescuer would call the send unknown.
+func attemptBudget(lease time.Duration) time.Duration {
+	return lease - min(lease/5, 5*time.Second)
+}
+
+// boundMX caps the mx transport's timeouts by the attempt budget. A dead
+// exchanger may take a third of it, so the next one still gets a chance.
+func boundMX(c transport.MXConfig, budget time.Duration) transport.MXConfig {
+	limit := func(v, most time.Duration) time.Duration {
+		if v <= 0 || v > most {
+			return most
+		}
+		return v
+	}
+	c.DNSTimeout = limit(c.DNSTimeout, budget/5)
+	c.DialTimeout = limit(c.DialTimeout, budget/3)
+	c.CommandTimeout = limit(c.CommandTimeout, budget)
+	c.DataTimeout = limit(c.DataTimeout, budget)
+	return c
 }
 
 // Backoff is the delay after failed attempt n (1-based): base·2^(n−1),
@@ -313,15 +344,31 @@ func (d *Deliverer) deliver(ctx context.Context, s *core.Send) error {
 	if err != nil {
 		return &transport.Error{Class: transport.Permanent, Stage: "render", Err: err}
 	}
+	// The DKIM signature carries its signing time (t=): the one part of
+	// the message that differs from one attempt to the next.
+	raw, signed, err := d.svc.SignDKIM(ctx, s.Tenant, env.From, raw)
+	if err != nil {
+		// The key may be fixed (or the secret set) before the next attempt.
+		// The error never contains key material.
+		d.logger.WarnContext(ctx, "dkim signing failed", slog.String("send_id", s.ID), slog.Any("error", err))
+		return &transport.Error{Class: transport.Temporary, Stage: "sign", Err: err}
+	}
 	t, err := d.transportFor(ctx, s)
 	if err != nil {
 		return &transport.Error{Class: transport.Temporary, Stage: "dial", Err: err}
 	}
+	if t == d.mx {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, attemptBudget(d.cfg.AttemptLease))
+		defer cancel()
+	}
+	d.logger.LogAttrs(ctx, slog.LevelDebug, "handing over", slog.String("send_id", s.ID), slog.Bool("dkim_signed", signed))
 	return t.Deliver(ctx, env, raw)
 }
 
 // Render builds the message and its envelope from a stored send. It is
-// deterministic: every attempt of one send hands over the same bytes.
+// deterministic: every attempt of one send renders the same bytes (the
+// DKIM signature, when there is one, is added afterwards).
 func Render(s *core.Send) ([]byte, transport.Envelope, error) {
 	from, err := mail.ParseAddress(s.From)
 	if err != nil {

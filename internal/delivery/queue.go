@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 )
@@ -97,11 +100,13 @@ type QueueConfig struct {
 	PurgeInterval time.Duration
 }
 
-// Queue is the River client.
+// Queue is the River client, on either database.
 type Queue struct {
-	client *river.Client[*sql.Tx]
 	d      *Deliverer
 	work   bool
+	insert func(ctx context.Context, tx any, sendID string) error
+	start  func(ctx context.Context) error
+	stop   func(ctx context.Context) error
 }
 
 // MigrateSQLite applies River's own schema to the SQLite database.
@@ -116,9 +121,20 @@ func MigrateSQLite(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// NewSQLiteQueue builds the River client on the store's single write
-// connection.
-func NewSQLiteQueue(db *sql.DB, d *Deliverer, qc QueueConfig, logger *slog.Logger) (*Queue, error) {
+// MigratePostgres applies River's own schema to the PostgreSQL database.
+// The caller serialises concurrent starts (the store's advisory lock).
+func MigratePostgres(ctx context.Context, pool *pgxpool.Pool) error {
+	m, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return fmt.Errorf("river migrator: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("river migrate: %w", err)
+	}
+	return nil
+}
+
+func (qc *QueueConfig) setDefaults() {
 	if qc.Workers <= 0 {
 		qc.Workers = 20
 	}
@@ -128,6 +144,10 @@ func NewSQLiteQueue(db *sql.DB, d *Deliverer, qc QueueConfig, logger *slog.Logge
 	if qc.PurgeInterval <= 0 {
 		qc.PurgeInterval = time.Minute
 	}
+}
+
+// riverConfig is the River configuration both databases share.
+func riverConfig(d *Deliverer, qc QueueConfig, logger *slog.Logger) *river.Config {
 	rc := &river.Config{
 		// River reports its routine at info; only its warnings matter here.
 		Logger:      slog.New(warnOnly{logger.Handler()}).With(slog.String("component", "river")),
@@ -140,35 +160,73 @@ func NewSQLiteQueue(db *sql.DB, d *Deliverer, qc QueueConfig, logger *slog.Logge
 		RescueStuckJobsAfter: d.cfg.AttemptLease + 5*time.Second,
 		JobTimeout:           d.cfg.AttemptLease,
 	}
-	if qc.Work {
-		workers := river.NewWorkers()
-		river.AddWorker(workers, &deliverWorker{d: d})
-		river.AddWorker(workers, &rescueWorker{d: d})
-		river.AddWorker(workers, &purgeWorker{d: d})
-		rc.Workers = workers
-		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: qc.Workers}}
-		rc.FetchPollInterval = qc.PollInterval
-		rc.FetchCooldown = min(qc.PollInterval, 50*time.Millisecond)
-		rc.PeriodicJobs = []*river.PeriodicJob{
-			river.NewPeriodicJob(river.PeriodicInterval(max(d.cfg.AttemptLease/3, time.Second)),
-				func() (river.JobArgs, *river.InsertOpts) { return RescueArgs{}, nil },
-				&river.PeriodicJobOpts{RunOnStart: true, ID: "rescue"}),
-			river.NewPeriodicJob(river.PeriodicInterval(qc.PurgeInterval),
-				func() (river.JobArgs, *river.InsertOpts) { return PurgeArgs{}, nil },
-				&river.PeriodicJobOpts{RunOnStart: true, ID: "purge"}),
-		}
+	if !qc.Work {
+		return rc
 	}
-	client, err := river.NewClient(riversqlite.New(db), rc)
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &deliverWorker{d: d})
+	river.AddWorker(workers, &rescueWorker{d: d})
+	river.AddWorker(workers, &purgeWorker{d: d})
+	rc.Workers = workers
+	rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: qc.Workers}}
+	rc.FetchPollInterval = qc.PollInterval
+	rc.FetchCooldown = min(qc.PollInterval, 50*time.Millisecond)
+	// Periodic jobs run on the elected leader only: once per cluster.
+	rc.PeriodicJobs = []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(max(d.cfg.AttemptLease/3, time.Second)),
+			func() (river.JobArgs, *river.InsertOpts) { return RescueArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true, ID: "rescue"}),
+		river.NewPeriodicJob(river.PeriodicInterval(qc.PurgeInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return PurgeArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true, ID: "purge"}),
+	}
+	return rc
+}
+
+// NewSQLiteQueue builds the River client on the store's single write
+// connection.
+func NewSQLiteQueue(db *sql.DB, d *Deliverer, qc QueueConfig, logger *slog.Logger) (*Queue, error) {
+	qc.setDefaults()
+	client, err := river.NewClient(riversqlite.New(db), riverConfig(d, qc, logger))
 	if err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
 	}
-	return &Queue{client: client, d: d, work: qc.Work}, nil
+	opts := &river.InsertOpts{MaxAttempts: d.cfg.MaxAttempts}
+	return &Queue{d: d, work: qc.Work, start: client.Start, stop: client.Stop,
+		insert: func(ctx context.Context, tx any, sendID string) error {
+			sqlTx, ok := tx.(*sql.Tx)
+			if !ok {
+				return fmt.Errorf("enqueue: want *sql.Tx, got %T", tx)
+			}
+			_, err := client.InsertTx(ctx, sqlTx, DeliverArgs{SendID: sendID}, opts)
+			return err
+		}}, nil
 }
 
-// Enqueue inserts a delivery job in tx.
-func (q *Queue) Enqueue(ctx context.Context, tx *sql.Tx, sendID string) error {
-	_, err := q.client.InsertTx(ctx, tx, DeliverArgs{SendID: sendID}, &river.InsertOpts{MaxAttempts: q.d.cfg.MaxAttempts})
-	return err
+// NewPostgresQueue builds the River client on a pgx pool; River uses
+// LISTEN/NOTIFY there, so jobs are picked up without waiting for a poll.
+func NewPostgresQueue(pool *pgxpool.Pool, d *Deliverer, qc QueueConfig, logger *slog.Logger) (*Queue, error) {
+	qc.setDefaults()
+	client, err := river.NewClient(riverpgxv5.New(pool), riverConfig(d, qc, logger))
+	if err != nil {
+		return nil, fmt.Errorf("river client: %w", err)
+	}
+	opts := &river.InsertOpts{MaxAttempts: d.cfg.MaxAttempts}
+	return &Queue{d: d, work: qc.Work, start: client.Start, stop: client.Stop,
+		insert: func(ctx context.Context, tx any, sendID string) error {
+			pgTx, ok := tx.(pgx.Tx)
+			if !ok {
+				return fmt.Errorf("enqueue: want pgx.Tx, got %T", tx)
+			}
+			_, err := client.InsertTx(ctx, pgTx, DeliverArgs{SendID: sendID}, opts)
+			return err
+		}}, nil
+}
+
+// Enqueue inserts a delivery job in tx (a *sql.Tx on SQLite, a pgx.Tx on
+// PostgreSQL).
+func (q *Queue) Enqueue(ctx context.Context, tx any, sendID string) error {
+	return q.insert(ctx, tx, sendID)
 }
 
 // Start starts the workers (when this process runs any).
@@ -176,7 +234,7 @@ func (q *Queue) Start(ctx context.Context) error {
 	if !q.work {
 		return nil
 	}
-	if err := q.client.Start(ctx); err != nil {
+	if err := q.start(ctx); err != nil {
 		return fmt.Errorf("start queue: %w", err)
 	}
 	return nil
@@ -187,7 +245,7 @@ func (q *Queue) Stop(ctx context.Context) error {
 	if !q.work {
 		return nil
 	}
-	return q.client.Stop(ctx)
+	return q.stop(ctx)
 }
 
 // warnOnly drops records below warning.

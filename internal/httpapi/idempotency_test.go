@@ -11,7 +11,6 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -681,8 +680,8 @@ func TestIdempotency_ServerErrorRollsBackAndFreesKey(t *testing.T) {
 		name    string
 		enqueue sqlstore.Enqueuer
 	}{
-		{"enqueue fails", func(context.Context, *sql.Tx, string) error { return errors.New("injected") }},
-		{"enqueue panics", func(context.Context, *sql.Tx, string) error { panic("injected") }},
+		{"enqueue fails", func(context.Context, any, string) error { return errors.New("injected") }},
+		{"enqueue panics", func(context.Context, any, string) error { panic("injected") }},
 	}
 	for i, tc := range failures {
 		t.Run(tc.name, func(t *testing.T) {

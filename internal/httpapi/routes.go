@@ -39,6 +39,12 @@ func (s *Server) routes() {
 	m.Handle("GET /v1/mailboxes/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetMailbox)))
 	m.Handle("GET /v1/mailboxes", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListMailboxes)))
 
+	m.Handle("POST /v1/domains", s.auth(core.ScopeAdmin, s.idempotent(postOpts{}, s.handleAddDomain)))
+	m.Handle("GET /v1/domains", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListDomains)))
+	m.Handle("GET /v1/domains/{domain}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetDomain)))
+	m.Handle("DELETE /v1/domains/{domain}", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleDeleteDomain)))
+	m.Handle("GET /v1/domains/{domain}/check", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleCheckDomain)))
+
 	m.Handle("GET /v1/inbox", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListInbox)))
 	m.Handle("GET /v1/inbox/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInbox)))
 	m.Handle("GET /v1/inbox/{id}/raw", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInboxRaw)))

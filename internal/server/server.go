@@ -16,6 +16,7 @@ import (
 	"github.com/sendonce/sendonce/internal/httpapi"
 	"github.com/sendonce/sendonce/internal/metrics"
 	"github.com/sendonce/sendonce/internal/sqlstore"
+	"github.com/sendonce/sendonce/internal/transport"
 )
 
 // Config is what a sendonce instance needs. Zero values take the defaults of
@@ -23,8 +24,19 @@ import (
 type Config struct {
 	// DB is "sqlite:PATH". Required.
 	DB string
-	// Transport is "capture" or an smtp:// URL. Defaults to "capture".
+	// Transport is "capture", "mx" or an smtp:// URL. Defaults to "capture".
 	Transport string
+	// SecretKey seals stored DKIM keys (SENDONCE_SECRET_KEY): empty, or at
+	// least 32 bytes.
+	SecretKey string
+	// DNSResolver ("host:port") is queried by the mx transport and domain
+	// checks. Defaults to the first nameserver of /etc/resolv.conf.
+	DNSResolver string
+	// MXPort and MXAllowLoopback are for tests of the mx transport: the
+	// exchangers' SMTP port (default 25) and whether loopback exchangers
+	// are allowed (default not). Not user settings.
+	MXPort          string
+	MXAllowLoopback bool
 	// From is the default mailbox's address. Defaults to "sendonce@localhost".
 	From string
 	// IdempotencyTTL defaults to 24h.
@@ -90,11 +102,19 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if err := delivery.MigrateSQLite(ctx, store.W); err != nil {
 		return nil, err
 	}
+	if err := app.CheckSecretKey(cfg.SecretKey); err != nil {
+		return nil, err
+	}
+	resolver, err := app.ResolverAddr(cfg.DNSResolver)
+	if err != nil {
+		return nil, err
+	}
 	m := metrics.New(store.QueueDepth)
-	svc := app.New(store, app.Config{DefaultFrom: cfg.From, Now: cfg.Now}, logger)
+	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Now: cfg.Now}, logger)
 	d, err := delivery.NewDeliverer(svc, delivery.Config{
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
 		AttemptLease: cfg.AttemptLease, Now: cfg.Now,
+		MX: transport.MXConfig{Resolver: resolver, Port: cfg.MXPort, AllowLoopback: cfg.MXAllowLoopback},
 	}, m, logger)
 	if err != nil {
 		return nil, err

@@ -21,9 +21,10 @@ import (
 //go:embed migrations/sqlite/*.sql
 var sqliteMigrations embed.FS
 
-// Enqueuer inserts a delivery job inside tx. The queue provides it; the store
-// calls it from Tx.EnqueueDelivery so that a send and its job commit together.
-type Enqueuer func(ctx context.Context, tx *sql.Tx, sendID string) error
+// Enqueuer inserts a delivery job inside tx (a *sql.Tx on SQLite, a pgx.Tx
+// on PostgreSQL). The queue provides it; the store calls it from
+// Tx.EnqueueDelivery so that a send and its job commit together.
+type Enqueuer func(ctx context.Context, tx any, sendID string) error
 
 // Store is the SQLite implementation of core.Store.
 type Store struct {

@@ -57,6 +57,15 @@ type Options struct {
 	NoWorkers    bool
 	PollInterval time.Duration // default 20ms
 	Clock        *Clock        // default a fresh one
+	// SecretKey is SENDONCE_SECRET_KEY, which seals stored DKIM keys;
+	// default none (stored unencrypted).
+	SecretKey string
+	// DNSResolver ("host:port", a dnstest server) is queried by the mx
+	// transport and the domain checks.
+	DNSResolver string
+	// MX makes the transport mx, with loopback exchangers allowed and
+	// reached at the recording SMTP server's port (SMTP is implied).
+	MX bool
 }
 
 // Env is a running instance.
@@ -84,14 +93,19 @@ func Start(t testing.TB, o Options) *Env {
 		e.DBPath = filepath.Join(t.TempDir(), "sendonce.db")
 	}
 	transport := "capture"
-	if o.SMTP {
+	if o.SMTP || o.MX {
 		e.SMTP = smtptest.Start(t, smtptest.Options{})
 		transport = "smtp://" + e.SMTP.Addr + "?tls=none"
+	}
+	var mxPort string
+	if o.MX {
+		transport, mxPort = "mx", e.SMTP.Port
 	}
 	cfg := server.Config{
 		DB: "sqlite:" + e.DBPath, Transport: transport, From: "sender@example.com",
 		IdempotencyTTL: o.TTL, RequireIdempotencyKey: !o.AllowNoKey, RetryBase: o.RetryBase, MaxAttempts: o.MaxAttempts,
 		AttemptLease: o.Lease, Work: !o.NoWorkers, PollInterval: o.PollInterval, Now: e.Clock.Now,
+		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort, MXAllowLoopback: o.MX,
 	}
 	if cfg.RetryBase == 0 {
 		cfg.RetryBase = 20 * time.Millisecond

@@ -1,0 +1,296 @@
+package app
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/idna"
+
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/dkim"
+	"github.com/sendonce/sendonce/internal/dnscheck"
+)
+
+// DefaultSelector is the DKIM selector of a domain added without one.
+const DefaultSelector = "s1"
+
+// CheckSecretKey reports whether secret may seal DKIM keys: empty (keys are
+// stored unencrypted) or at least dkim.MinSecretLength bytes. The error
+// never quotes the secret.
+func CheckSecretKey(secret string) error {
+	if secret != "" && len(secret) < dkim.MinSecretLength {
+		return fmt.Errorf("SENDONCE_SECRET_KEY is %d bytes; it must be at least %d bytes of random (try: openssl rand -base64 32)", len(secret), dkim.MinSecretLength)
+	}
+	return nil
+}
+
+// ResolverAddr validates a DNS resolver setting and returns it as
+// "host:port" (port 53 when only a host is given); "" stays "" (the system's
+// resolver).
+func ResolverAddr(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		host, port = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"), "53"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || host == "" || strings.ContainsAny(host, " /@") {
+		return "", fmt.Errorf("DNS resolver %q: want host:port, for example 127.0.0.1:53", s)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// NormalizeDomain returns a sending domain in the form it is stored and
+// looked up in: lower-case A-labels (IDNA 2008, so "Bücher.example" becomes
+// "xn--bcher-kva.example"), without a final dot. It must be a fully
+// qualified host name: at least two labels of letters, digits and hyphens,
+// at most 253 bytes, and a top-level label that is not all digits (an IP
+// address is not a domain).
+func NormalizeDomain(s string) (string, error) {
+	d := strings.TrimSuffix(strings.TrimSpace(s), ".")
+	if d == "" {
+		return "", core.Errorf(core.CodeValidation, "domain", "domain is required")
+	}
+	invalid := core.Errorf(core.CodeValidation, "domain", "%q is not a domain name: want a fully qualified name such as example.com", s)
+	a, err := idna.Lookup.ToASCII(d)
+	if err != nil {
+		return "", invalid
+	}
+	a = strings.ToLower(a)
+	if len(a) > 253 || !validHostName(a) {
+		return "", invalid
+	}
+	labels := strings.Split(a, ".")
+	if len(labels) < 2 || strings.Trim(labels[len(labels)-1], "0123456789") == "" {
+		return "", invalid
+	}
+	return a, nil
+}
+
+// validHostName accepts dot-separated labels of 1 to 63 letters, digits and
+// hyphens, neither starting nor ending with a hyphen.
+func validHostName(s string) bool {
+	for _, l := range strings.Split(s, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// AddDomainParams describes a sending domain to add.
+type AddDomainParams struct {
+	Tenant    string // defaults to "default"
+	Domain    string
+	Selector  string // defaults to DefaultSelector
+	Algorithm string // "rsa2048" (the default) or "ed25519"
+}
+
+// AddDomain generates a DKIM key for a new sending domain and stores it in
+// tx, sealed with Config.SecretKey when one is set. CodeValidation for a bad
+// name, selector or algorithm; CodeConflict when the tenant has the domain
+// already (one selector per domain: remove it first to replace the key).
+// DomainRecords gives the records to publish.
+//
+// An RSA-2048 key takes tens of milliseconds to generate; the caller's
+// transaction (and so SQLite's one writer) is held meanwhile, which is
+// acceptable for a rare administrative action.
+func (s *Service) AddDomain(ctx context.Context, tx core.Tx, p AddDomainParams) (*core.Domain, error) {
+	name, err := NormalizeDomain(p.Domain)
+	if err != nil {
+		return nil, err
+	}
+	selector := strings.ToLower(strings.TrimSpace(cmp.Or(p.Selector, DefaultSelector)))
+	if !validHostName(selector) || len(selector)+len("._domainkey.")+len(name) > 253 {
+		return nil, core.Errorf(core.CodeValidation, "selector", "a selector is one or more dot-separated labels of letters, digits and hyphens, such as s1 or mail-2025")
+	}
+	alg, err := dkim.ParseAlgorithm(p.Algorithm)
+	if err != nil {
+		return nil, core.Errorf(core.CodeValidation, "algorithm", "algorithm must be rsa2048 or ed25519")
+	}
+	if err := CheckSecretKey(s.cfg.SecretKey); err != nil {
+		return nil, err
+	}
+	key, err := dkim.GenerateKey(alg)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := key.DNSRecord(selector, name)
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := dkim.Seal(key, s.cfg.SecretKey)
+	if err != nil {
+		return nil, err
+	}
+	d := &core.Domain{
+		Tenant: cmp.Or(p.Tenant, "default"), Domain: name, Selector: selector, Algorithm: string(alg),
+		PrivateKey: sealed, PublicRecord: rec.Value, CreatedAt: s.Now(),
+	}
+	if err := tx.InsertDomain(ctx, d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Domain returns the tenant's sending domain, whatever form of the name is
+// given; ErrNotFound (also for a name that is not a domain).
+func (s *Service) Domain(ctx context.Context, tenant, domain string) (*core.Domain, error) {
+	name, err := NormalizeDomain(domain)
+	if err != nil {
+		return nil, core.ErrNotFound
+	}
+	return s.store.Domain(ctx, tenant, name)
+}
+
+// RemoveDomain deletes the tenant's domain and its key: its mail is no
+// longer signed. ErrNotFound.
+func (s *Service) RemoveDomain(ctx context.Context, tenant, domain string) error {
+	name, err := NormalizeDomain(domain)
+	if err != nil {
+		return core.ErrNotFound
+	}
+	return s.store.InTx(ctx, func(tx core.Tx) error { return tx.DeleteDomain(ctx, tenant, name) })
+}
+
+// KeyEncrypted reports whether the domain's private key is sealed under
+// SENDONCE_SECRET_KEY (false: stored in plain text).
+func KeyEncrypted(d *core.Domain) bool { return dkim.IsSealed(d.PrivateKey) }
+
+// PublishRecord is a DNS record the owner of a sending domain publishes.
+type PublishRecord struct {
+	// Purpose is "dkim" (required: the key receivers verify signatures
+	// with), "spf" or "dmarc" (suggestions to adapt).
+	Purpose string
+	dkim.Record
+}
+
+// DomainRecords returns the records to publish for d: its DKIM key, an SPF
+// suggestion and a DMARC suggestion. They hold no secret.
+func DomainRecords(d *core.Domain) ([]PublishRecord, error) {
+	spf, err := dkim.SPFSuggestion(d.Domain)
+	if err != nil {
+		return nil, err
+	}
+	dmarc, err := dkim.DMARCSuggestion(d.Domain, "")
+	if err != nil {
+		return nil, err
+	}
+	return []PublishRecord{
+		{Purpose: "dkim", Record: txtRecord(d.Selector+"._domainkey."+d.Domain, d.PublicRecord)},
+		{Purpose: "spf", Record: spf},
+		{Purpose: "dmarc", Record: dmarc},
+	}, nil
+}
+
+// txtRecord cuts value into DNS character-strings of at most 255 bytes, as
+// dkim.Key.DNSRecord does.
+func txtRecord(name, value string) dkim.Record {
+	var parts []string
+	for rest := value; rest != ""; {
+		n := min(len(rest), 255)
+		parts = append(parts, rest[:n])
+		rest = rest[n:]
+	}
+	return dkim.Record{Name: name, Type: "TXT", Value: value, Strings: parts}
+}
+
+// DNSCheck says what CheckDomain checks.
+type DNSCheck struct {
+	Tenant string
+	Domain string
+	// Selector defaults to the stored domain's selector.
+	Selector string
+	// Resolver ("host:port") defaults to Config.DNSResolver.
+	Resolver string
+	// RequireStored makes a domain the tenant has not added ErrNotFound;
+	// otherwise it is checked without the stored key to compare with.
+	RequireStored bool
+}
+
+// CheckDomain runs the DNS check of a sending domain (dnscheck.Check).
+// When the tenant has the domain and the selector is its selector, the
+// published DKIM key must be the stored one. DNS failures are findings of
+// the report; an error means bad input or a cancelled context.
+func (s *Service) CheckDomain(ctx context.Context, c DNSCheck) (*dnscheck.Report, error) {
+	name, err := NormalizeDomain(c.Domain)
+	if err != nil {
+		if c.RequireStored {
+			return nil, core.ErrNotFound
+		}
+		return nil, err
+	}
+	selector := strings.ToLower(strings.TrimSpace(c.Selector))
+	if selector != "" && !validHostName(selector) {
+		return nil, core.Errorf(core.CodeValidation, "selector", "a selector is one or more dot-separated labels of letters, digits and hyphens")
+	}
+	resolver, err := ResolverAddr(cmp.Or(c.Resolver, s.cfg.DNSResolver))
+	if err != nil {
+		return nil, core.Errorf(core.CodeValidation, "resolver", "%v", err)
+	}
+	d, err := s.store.Domain(ctx, c.Tenant, name)
+	switch {
+	case errors.Is(err, core.ErrNotFound):
+		if c.RequireStored {
+			return nil, err
+		}
+		d = nil
+	case err != nil:
+		return nil, err
+	}
+	opts := dnscheck.Options{Domain: name, Selector: selector, Resolver: resolver}
+	if d != nil {
+		opts.Selector = cmp.Or(opts.Selector, d.Selector)
+		if opts.Selector == d.Selector {
+			pk, err := dkim.ParsePublicKeyRecord(d.PublicRecord)
+			if err != nil {
+				return nil, fmt.Errorf("stored DKIM record of %s: %w", name, err)
+			}
+			opts.ExpectedDKIMKey = pk.PublicKey
+		}
+	}
+	return dnscheck.Check(ctx, opts)
+}
+
+// SignDKIM signs raw, an outgoing message from the address from, with the
+// tenant's key for from's domain. Without a key for that domain it returns
+// raw unchanged and signed false. Errors (the key cannot be read or opened,
+// the message cannot be signed) never contain key material.
+func (s *Service) SignDKIM(ctx context.Context, tenant, from string, raw []byte) (out []byte, signed bool, err error) {
+	at := strings.LastIndexByte(from, '@')
+	if at < 0 {
+		return raw, false, nil
+	}
+	name, err := NormalizeDomain(from[at+1:])
+	if err != nil {
+		return raw, false, nil // no key is ever stored under such a name
+	}
+	d, err := s.store.Domain(ctx, tenant, name)
+	if errors.Is(err, core.ErrNotFound) {
+		return raw, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("dkim: reading the key of %s: %w", name, err)
+	}
+	key, err := dkim.Open(d.PrivateKey, s.cfg.SecretKey)
+	if err != nil {
+		return nil, false, fmt.Errorf("dkim key of %s (selector %s): %w", name, d.Selector, err)
+	}
+	out, err = dkim.Sign(raw, d.Domain, d.Selector, key)
+	if err != nil {
+		return nil, false, fmt.Errorf("dkim signature for %s: %w", name, err)
+	}
+	return out, true, nil
+}

@@ -1,0 +1,59 @@
+package app_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+func TestNormalizeDomain(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"example.com":           "example.com",
+		"Mail.Example.COM.":     "mail.example.com",
+		" example.com ":         "example.com",
+		"Bücher.example":        "xn--bcher-kva.example",
+		"xn--bcher-kva.example": "xn--bcher-kva.example",
+		"a-1.b2.example":        "a-1.b2.example",
+		"example.123a":          "example.123a",
+	} {
+		if got, err := app.NormalizeDomain(in); err != nil || got != want {
+			t.Errorf("NormalizeDomain(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{
+		"", ".", "localhost", "com.", "192.0.2.1", "exa mple.com", "-a.example", "a-.example", "a..example",
+		"_dmarc.example.com", "user@example.com", "example.com/x", "http://example.com", "*.example.com",
+		strings.Repeat("a", 64) + ".example", strings.Repeat(strings.Repeat("a", 60)+".", 5) + "example",
+		"exa\nmple.com", "example.com\x00",
+	} {
+		if got, err := app.NormalizeDomain(in); err == nil || core.ErrorCode(err) != core.CodeValidation {
+			t.Errorf("NormalizeDomain(%q) = %q, %v; want a validation error", in, got, err)
+		}
+	}
+}
+
+func TestResolverAddrAndSecretKey(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"": "", "127.0.0.1:5353": "127.0.0.1:5353", "192.0.2.53": "192.0.2.53:53", "[2001:db8::1]": "[2001:db8::1]:53", "ns.example:53": "ns.example:53"} {
+		if got, err := app.ResolverAddr(in); err != nil || got != want {
+			t.Errorf("ResolverAddr(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"a b:53", ":53", "host:", "http://x/y"} {
+		if got, err := app.ResolverAddr(in); err == nil {
+			t.Errorf("ResolverAddr(%q) = %q, want an error", in, got)
+		}
+	}
+	if err := app.CheckSecretKey(""); err != nil {
+		t.Errorf("no secret: %v", err)
+	}
+	if err := app.CheckSecretKey(strings.Repeat("x", 32)); err != nil {
+		t.Errorf("32 bytes: %v", err)
+	}
+	if err := app.CheckSecretKey("too-short-secret"); err == nil || strings.Contains(err.Error(), "too-short-secret") {
+		t.Errorf("short secret: %v (the error must not quote it)", err)
+	}
+}

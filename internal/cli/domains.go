@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/dnscheck"
+	"github.com/sendonce/sendonce/internal/sqlstore"
+)
+
+// parseArgs parses flags given before or after the positional arguments
+// ("domains add example.com --selector s1") and returns the positional
+// ones. Each round consumes at least one argument, so it ends.
+func parseArgs(e *envFlags, args []string) ([]string, error) {
+	var pos []string
+	for rounds := len(args) + 1; rounds > 0; rounds-- {
+		if err := parse(e, args); err != nil {
+			return nil, err
+		}
+		args = e.fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	return pos, nil
+}
+
+const domainsUsage = "domains add DOMAIN [--selector S] [--algorithm rsa2048|ed25519] | domains list | domains remove DOMAIN"
+
+func runDomains(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: %s", ErrUsage, domainsUsage)
+	}
+	e := newFlags("domains "+args[0], getenv, stderr)
+	var dsn, tenant string
+	dbFlag(e, &dsn)
+	e.fs.StringVar(&tenant, "tenant", "default", "tenant the domain belongs to")
+	switch args[0] {
+	case "add":
+		var selector, algorithm string
+		e.fs.StringVar(&selector, "selector", app.DefaultSelector, "DKIM selector: the key is published at SELECTOR._domainkey.DOMAIN")
+		e.fs.StringVar(&algorithm, "algorithm", "rsa2048", "key algorithm: rsa2048 (verified everywhere) or ed25519")
+		pos, err := parseArgs(e, args[1:])
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return fmt.Errorf("%w: domains add DOMAIN [--selector S] [--algorithm rsa2048|ed25519]", ErrUsage)
+		}
+		secret := getenv("SENDONCE_SECRET_KEY")
+		if err := app.CheckSecretKey(secret); err != nil {
+			return fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+		store, err := openStore(ctx, dsn)
+		if err != nil {
+			return fmt.Errorf("open database: %w", err)
+		}
+		defer store.Close()
+		svc := app.New(store, app.Config{SecretKey: secret}, nil)
+		var d *core.Domain
+		err = store.InTx(ctx, func(tx core.Tx) error {
+			var err error
+			d, err = svc.AddDomain(ctx, tx, app.AddDomainParams{Tenant: tenant, Domain: pos[0], Selector: selector, Algorithm: algorithm})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		recs, err := app.DomainRecords(d)
+		if err != nil {
+			return err
+		}
+		if !app.KeyEncrypted(d) {
+			fmt.Fprintln(stderr, "warning: SENDONCE_SECRET_KEY is not set, so the DKIM private key is stored unencrypted in the database.")
+		}
+		printRecords(stdout, d, recs)
+		return nil
+	case "list":
+		pos, err := parseArgs(e, args[1:])
+		if err != nil {
+			return err
+		}
+		if len(pos) != 0 {
+			return fmt.Errorf("%w: domains list [--tenant T]", ErrUsage)
+		}
+		store, err := openStore(ctx, dsn)
+		if err != nil {
+			return fmt.Errorf("open database: %w", err)
+		}
+		defer store.Close()
+		ds, err := store.ListDomains(ctx, tenant)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "DOMAIN\tSELECTOR\tALGORITHM\tKEY\tCREATED")
+		for _, d := range ds {
+			enc := "plaintext"
+			if app.KeyEncrypted(d) {
+				enc = "encrypted"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Domain, d.Selector, d.Algorithm, enc, d.CreatedAt.Format(time.RFC3339))
+		}
+		return tw.Flush()
+	case "remove":
+		pos, err := parseArgs(e, args[1:])
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return fmt.Errorf("%w: domains remove DOMAIN", ErrUsage)
+		}
+		store, err := openStore(ctx, dsn)
+		if err != nil {
+			return fmt.Errorf("open database: %w", err)
+		}
+		defer store.Close()
+		if err := app.New(store, app.Config{}, nil).RemoveDomain(ctx, tenant, pos[0]); err != nil {
+			return fmt.Errorf("remove %s: %w", pos[0], err)
+		}
+		fmt.Fprintln(stderr, "removed", pos[0], "(its mail is no longer signed; withdraw its DKIM record once no mail signed with it is in transit)")
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrUsage, domainsUsage)
+}
+
+// printRecords prints what to publish, as zone-file lines with their notes.
+func printRecords(w io.Writer, d *core.Domain, recs []app.PublishRecord) {
+	fmt.Fprintf(w, "Added %s with DKIM selector %s (%s). Publish these DNS records:\n", d.Domain, d.Selector, d.Algorithm)
+	titles := map[string]string{"dkim": "DKIM key (required)", "spf": "SPF (suggestion)", "dmarc": "DMARC (suggestion)"}
+	for _, r := range recs {
+		fmt.Fprintf(w, "\n%s\n  %s\n", titles[r.Purpose], r.ZoneLine())
+		if r.Note != "" {
+			fmt.Fprintf(w, "  Note: %s\n", r.Note)
+		}
+	}
+	fmt.Fprintf(w, "\nThen check them with: sendonce dns check %s --selector %s\n", d.Domain, d.Selector)
+}
+
+func runDNS(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	const dnsUsage = "dns check DOMAIN [--selector S] [--resolver HOST:PORT] [--json]"
+	if len(args) == 0 || args[0] != "check" {
+		return fmt.Errorf("%w: %s", ErrUsage, dnsUsage)
+	}
+	e := newFlags("dns check", getenv, stderr)
+	var (
+		dsn, tenant, selector, resolver string
+		asJSON                          bool
+	)
+	dbFlag(e, &dsn)
+	e.fs.StringVar(&tenant, "tenant", "default", "tenant whose stored key the published one must match")
+	e.fs.StringVar(&selector, "selector", "", "DKIM selector (default: the stored domain's)")
+	e.str(&resolver, "resolver", "SENDONCE_DNS_RESOLVER", "", "DNS server HOST:PORT to query (default: the first nameserver of /etc/resolv.conf)")
+	e.fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	pos, err := parseArgs(e, args[1:])
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: %s", ErrUsage, dnsUsage)
+	}
+	if _, err := app.ResolverAddr(resolver); err != nil {
+		return fmt.Errorf("%w: --resolver: %v", ErrUsage, err)
+	}
+	store, err := openExistingStore(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	var rep *dnscheck.Report
+	if store != nil {
+		defer store.Close()
+		rep, err = app.New(store, app.Config{}, nil).CheckDomain(ctx, app.DNSCheck{Tenant: tenant, Domain: pos[0], Selector: selector, Resolver: resolver})
+	} else {
+		// No database: nothing to compare the published key with.
+		var addr string
+		if addr, err = app.ResolverAddr(resolver); err == nil {
+			rep, err = dnscheck.Check(ctx, dnscheck.Options{Domain: pos[0], Selector: selector, Resolver: addr})
+		}
+	}
+	if err != nil {
+		if core.ErrorCode(err) == core.CodeValidation {
+			return fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprint(stdout, rep.Text())
+	}
+	if n := rep.Count(dnscheck.Error); n > 0 {
+		return fmt.Errorf("dns check of %s found %d error(s)", rep.Domain, n)
+	}
+	return nil
+}
+
+// openExistingStore opens the database when it exists and returns nil when
+// an SQLite file is absent, so that a command that can do without one does
+// not create it.
+func openExistingStore(ctx context.Context, dsn string) (*sqlstore.Store, error) {
+	if strings.HasPrefix(dsn, "sqlite:") {
+		path, err := sqlstore.ParseDSN(dsn)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+	}
+	return openStore(ctx, dsn)
+}

@@ -1,0 +1,129 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/dnscheck"
+)
+
+// domainView is a sending domain: never its private key, always the
+// records to publish.
+type domainView struct {
+	Domain       string       `json:"domain"`
+	Object       string       `json:"object"`
+	Selector     string       `json:"selector"`
+	Algorithm    string       `json:"algorithm"`
+	KeyEncrypted bool         `json:"key_encrypted"`
+	Records      []recordView `json:"records"`
+	CreatedAt    string       `json:"created_at"`
+}
+
+type recordView struct {
+	Purpose string   `json:"purpose"` // dkim, spf or dmarc
+	Name    string   `json:"name"`
+	Type    string   `json:"type"`
+	Value   string   `json:"value"`
+	Strings []string `json:"strings"`
+	Note    *string  `json:"note"`
+}
+
+func viewDomain(d *core.Domain) (domainView, error) {
+	recs, err := app.DomainRecords(d)
+	if err != nil {
+		return domainView{}, err
+	}
+	v := domainView{Domain: d.Domain, Object: "domain", Selector: d.Selector, Algorithm: d.Algorithm,
+		KeyEncrypted: app.KeyEncrypted(d), Records: make([]recordView, 0, len(recs)), CreatedAt: rfc3339(d.CreatedAt)}
+	for _, r := range recs {
+		v.Records = append(v.Records, recordView{Purpose: r.Purpose, Name: r.Name, Type: r.Type, Value: r.Value,
+			Strings: list(r.Strings), Note: optString(r.Note)})
+	}
+	return v, nil
+}
+
+func (s *Server) handleAddDomain(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	var req struct {
+		Domain    string `json:"domain"`
+		Selector  string `json:"selector"`
+		Algorithm string `json:"algorithm"`
+	}
+	if err := decodeStrict(body, &req); err != nil {
+		return 0, nil, err
+	}
+	d, err := s.svc.AddDomain(ctx, tx, app.AddDomainParams{Tenant: key.Tenant, Domain: req.Domain, Selector: req.Selector, Algorithm: req.Algorithm})
+	if err != nil {
+		return 0, nil, err
+	}
+	v, err := viewDomain(d)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, v, nil
+}
+
+func (s *Server) handleGetDomain(w http.ResponseWriter, r *http.Request) {
+	d, err := s.svc.Domain(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("domain"))
+	if err == nil {
+		var v domainView
+		if v, err = viewDomain(d); err == nil {
+			writeJSON(w, http.StatusOK, v)
+			return
+		}
+	}
+	writeError(w, r, s.logger, err)
+}
+
+func (s *Server) handleListDomains(w http.ResponseWriter, r *http.Request) {
+	ds, err := s.store.ListDomains(r.Context(), apiKeyFrom(r.Context()).Tenant)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	out := listView[domainView]{Object: "list", Data: []domainView{}}
+	for _, d := range ds {
+		v, err := viewDomain(d)
+		if err != nil {
+			writeError(w, r, s.logger, err)
+			return
+		}
+		out.Data = append(out.Data, v)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleDeleteDomain(w http.ResponseWriter, r *http.Request) {
+	d, err := s.svc.Domain(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("domain"))
+	if err == nil {
+		err = s.svc.RemoveDomain(r.Context(), d.Tenant, d.Domain)
+	}
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"domain": d.Domain, "object": "domain", "deleted": true})
+}
+
+// handleCheckDomain runs the DNS check of a domain the tenant added,
+// through the server's configured resolver: a caller cannot choose where
+// the server sends queries.
+func (s *Server) handleCheckDomain(w http.ResponseWriter, r *http.Request) {
+	rep, err := s.svc.CheckDomain(r.Context(), app.DNSCheck{
+		Tenant: apiKeyFrom(r.Context()).Tenant, Domain: r.PathValue("domain"), RequireStored: true,
+	})
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, checkView{Object: "dns_check", Level: rep.Level(), Report: rep})
+}
+
+// checkView is dnscheck's report (domain, selector, resolver, findings)
+// with its overall level.
+type checkView struct {
+	Object string         `json:"object"`
+	Level  dnscheck.Level `json:"level"`
+	*dnscheck.Report
+}

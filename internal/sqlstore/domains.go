@@ -1,0 +1,78 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+const domainColumns = `tenant, domain, selector, algorithm, private_key, public_record, created_at`
+
+func scanDomain(r rowScanner) (*core.Domain, error) {
+	var (
+		d         core.Domain
+		createdAt int64
+	)
+	err := r.Scan(&d.Tenant, &d.Domain, &d.Selector, &d.Algorithm, &d.PrivateKey, &d.PublicRecord, &createdAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, core.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scan domain: %w", err)
+	}
+	d.CreatedAt = fromMicros(createdAt)
+	return &d, nil
+}
+
+// Domain implements core.Store.
+func (s *Store) Domain(ctx context.Context, tenant, domain string) (*core.Domain, error) {
+	return scanDomain(s.r.QueryRowContext(ctx, `SELECT `+domainColumns+` FROM domains WHERE tenant = ? AND domain = ?`, tenant, domain))
+}
+
+// ListDomains implements core.Store.
+func (s *Store) ListDomains(ctx context.Context, tenant string) ([]*core.Domain, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+domainColumns+` FROM domains WHERE tenant = ? ORDER BY domain`, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("list domains: %w", err)
+	}
+	defer rows.Close()
+	out := []*core.Domain{}
+	for rows.Next() {
+		d, err := scanDomain(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// InsertDomain implements core.Tx; core.CodeConflict when the tenant has
+// the domain already.
+func (t *Tx) InsertDomain(ctx context.Context, d *core.Domain) error {
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO domains (`+domainColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, domain) DO NOTHING`,
+		d.Tenant, d.Domain, d.Selector, d.Algorithm, d.PrivateKey, d.PublicRecord, micros(d.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("insert domain: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return core.Errorf(core.CodeConflict, "domain", "domain %q already exists; remove it first to replace its key", d.Domain)
+	}
+	return nil
+}
+
+// DeleteDomain implements core.Tx.
+func (t *Tx) DeleteDomain(ctx context.Context, tenant, domain string) error {
+	res, err := t.tx.ExecContext(ctx, `DELETE FROM domains WHERE tenant = ? AND domain = ?`, tenant, domain)
+	if err != nil {
+		return fmt.Errorf("delete domain: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return core.ErrNotFound
+	}
+	return nil
+}
