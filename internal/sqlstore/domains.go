@@ -29,12 +29,12 @@ func scanDomain(r rowScanner) (*core.Domain, error) {
 
 // Domain implements core.Store.
 func (s *Store) Domain(ctx context.Context, tenant, domain string) (*core.Domain, error) {
-	return scanDomain(s.r.QueryRowContext(ctx, `SELECT `+domainColumns+` FROM domains WHERE tenant = ? AND domain = ?`, tenant, domain))
+	return scanDomain(s.r.queryRow(ctx, `SELECT `+domainColumns+` FROM domains WHERE tenant = ? AND domain = ?`, tenant, domain))
 }
 
 // ListDomains implements core.Store.
 func (s *Store) ListDomains(ctx context.Context, tenant string) ([]*core.Domain, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+domainColumns+` FROM domains WHERE tenant = ? ORDER BY domain`, tenant)
+	rows, err := s.r.query(ctx, `SELECT `+domainColumns+` FROM domains WHERE tenant = ? ORDER BY domain`, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("list domains: %w", err)
 	}
@@ -53,13 +53,13 @@ func (s *Store) ListDomains(ctx context.Context, tenant string) ([]*core.Domain,
 // InsertDomain implements core.Tx; core.CodeConflict when the tenant has
 // the domain already.
 func (t *Tx) InsertDomain(ctx context.Context, d *core.Domain) error {
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO domains (`+domainColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+	n, err := t.q.exec(ctx, `INSERT INTO domains (`+domainColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, domain) DO NOTHING`,
 		d.Tenant, d.Domain, d.Selector, d.Algorithm, d.PrivateKey, d.PublicRecord, micros(d.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("insert domain: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
+	if n != 1 {
 		return core.Errorf(core.CodeConflict, "domain", "domain %q already exists; remove it first to replace its key", d.Domain)
 	}
 	return nil
@@ -67,11 +67,11 @@ func (t *Tx) InsertDomain(ctx context.Context, d *core.Domain) error {
 
 // DeleteDomain implements core.Tx.
 func (t *Tx) DeleteDomain(ctx context.Context, tenant, domain string) error {
-	res, err := t.tx.ExecContext(ctx, `DELETE FROM domains WHERE tenant = ? AND domain = ?`, tenant, domain)
+	n, err := t.q.exec(ctx, `DELETE FROM domains WHERE tenant = ? AND domain = ?`, tenant, domain)
 	if err != nil {
 		return fmt.Errorf("delete domain: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
+	if n != 1 {
 		return core.ErrNotFound
 	}
 	return nil

@@ -17,7 +17,7 @@ func (s *Store) ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fi
 	// Fast path without the write lock: a completed key's record does not
 	// change until it expires, so a replay (or a mismatch) read from a read
 	// connection is final. A retry storm is then served by the read pool.
-	rec, err := readIdempotency(ctx, s.r, sc)
+	rec, err := readIdempotency(ctx, s.r, sc, "")
 	if err != nil {
 		return idempotency.Decision{}, err
 	}
@@ -31,8 +31,24 @@ func (s *Store) ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fi
 	}
 	var d idempotency.Decision
 	err = s.InTx(ctx, func(ct core.Tx) error {
-		tx := ct.(*Tx).tx
-		rec, err := readIdempotency(ctx, tx, sc)
+		tx := ct.(*Tx).q
+		token := idempotency.NewToken()
+		// Insert first: the primary key decides between concurrent first
+		// requests on either database (PostgreSQL makes the loser wait for
+		// the winner's commit, then do nothing).
+		n, err := tx.exec(ctx, `INSERT INTO idempotency_keys
+			(tenant, method, route, key, fingerprint, state, token, locked_until, created_at)
+			VALUES (?, ?, ?, ?, ?, 'in_flight', ?, ?, ?)
+			ON CONFLICT (tenant, method, route, key) DO NOTHING`,
+			sc.Tenant, sc.Method, sc.Route, sc.Key, fingerprint, token, micros(now.Add(lease)), micros(now))
+		if err != nil {
+			return fmt.Errorf("reserve idempotency key: %w", err)
+		}
+		if n == 1 {
+			d = idempotency.Decision{Outcome: idempotency.Proceed, Token: token}
+			return nil
+		}
+		rec, err := readIdempotency(ctx, tx, sc, s.forUpdate)
 		if err != nil {
 			return err
 		}
@@ -40,19 +56,16 @@ func (s *Store) ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fi
 		switch d.Outcome {
 		case idempotency.Replay:
 			d.Response = rec.Response
-			return nil
 		case idempotency.Proceed:
-			d.Token = idempotency.NewToken()
-			_, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys
-				(tenant, method, route, key, fingerprint, state, token, locked_until, created_at)
-				VALUES (?, ?, ?, ?, ?, 'in_flight', ?, ?, ?)
-				ON CONFLICT (tenant, method, route, key) DO UPDATE SET
-				fingerprint = excluded.fingerprint, state = 'in_flight', token = excluded.token,
-				locked_until = excluded.locked_until, status = NULL, content_type = NULL, body = NULL,
-				created_at = excluded.created_at, completed_at = NULL, expires_at = NULL`,
-				sc.Tenant, sc.Method, sc.Route, sc.Key, fingerprint, d.Token, micros(now.Add(lease)), micros(now))
+			// Expired, or its holder's lease ran out: take it over.
+			d.Token = token
+			_, err := tx.exec(ctx, `UPDATE idempotency_keys SET fingerprint = ?, state = 'in_flight', token = ?,
+				locked_until = ?, status = NULL, content_type = NULL, body = NULL, created_at = ?,
+				completed_at = NULL, expires_at = NULL
+				WHERE tenant = ? AND method = ? AND route = ? AND key = ?`,
+				fingerprint, token, micros(now.Add(lease)), micros(now), sc.Tenant, sc.Method, sc.Route, sc.Key)
 			if err != nil {
-				return fmt.Errorf("reserve idempotency key: %w", err)
+				return fmt.Errorf("take over idempotency key: %w", err)
 			}
 		}
 		return nil
@@ -60,11 +73,7 @@ func (s *Store) ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fi
 	return d, err
 }
 
-type queryRower interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-func readIdempotency(ctx context.Context, tx queryRower, sc idempotency.Scope) (*idempotency.Record, error) {
+func readIdempotency(ctx context.Context, q querier, sc idempotency.Scope, suffix string) (*idempotency.Record, error) {
 	var (
 		rec         idempotency.Record
 		lockedUntil int64
@@ -73,8 +82,8 @@ func readIdempotency(ctx context.Context, tx queryRower, sc idempotency.Scope) (
 		contentType sql.NullString
 		body        []byte
 	)
-	err := tx.QueryRowContext(ctx, `SELECT fingerprint, state, token, locked_until, expires_at, status, content_type, body
-		FROM idempotency_keys WHERE tenant = ? AND method = ? AND route = ? AND key = ?`,
+	err := q.queryRow(ctx, `SELECT fingerprint, state, token, locked_until, expires_at, status, content_type, body
+		FROM idempotency_keys WHERE tenant = ? AND method = ? AND route = ? AND key = ?`+suffix,
 		sc.Tenant, sc.Method, sc.Route, sc.Key).
 		Scan(&rec.Fingerprint, &rec.State, &rec.Token, &lockedUntil, &expiresAt, &status, &contentType, &body)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -95,7 +104,7 @@ func readIdempotency(ctx context.Context, tx queryRower, sc idempotency.Scope) (
 
 // CompleteIdempotency implements core.Tx.
 func (t *Tx) CompleteIdempotency(ctx context.Context, sc idempotency.Scope, token string, resp idempotency.Response, now, expires time.Time) error {
-	res, err := t.tx.ExecContext(ctx, `UPDATE idempotency_keys SET state = 'completed', status = ?, content_type = ?, body = ?,
+	n, err := t.q.exec(ctx, `UPDATE idempotency_keys SET state = 'completed', status = ?, content_type = ?, body = ?,
 		completed_at = ?, expires_at = ?
 		WHERE tenant = ? AND method = ? AND route = ? AND key = ? AND token = ? AND state = 'in_flight'`,
 		resp.Status, resp.ContentType, resp.Body, micros(now), micros(expires),
@@ -103,9 +112,7 @@ func (t *Tx) CompleteIdempotency(ctx context.Context, sc idempotency.Scope, toke
 	if err != nil {
 		return fmt.Errorf("complete idempotency key: %w", err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("complete idempotency key: %w", err)
-	} else if n != 1 {
+	if n != 1 {
 		return idempotency.ErrReservationLost
 	}
 	return nil
@@ -113,7 +120,7 @@ func (t *Tx) CompleteIdempotency(ctx context.Context, sc idempotency.Scope, toke
 
 // ReleaseIdempotency implements core.Store.
 func (s *Store) ReleaseIdempotency(ctx context.Context, sc idempotency.Scope, token string) error {
-	_, err := s.W.ExecContext(ctx, `DELETE FROM idempotency_keys
+	_, err := s.w.exec(ctx, `DELETE FROM idempotency_keys
 		WHERE tenant = ? AND method = ? AND route = ? AND key = ? AND token = ? AND state = 'in_flight'`,
 		sc.Tenant, sc.Method, sc.Route, sc.Key, token)
 	if err != nil {
@@ -129,12 +136,11 @@ const abandonedAfter = time.Hour
 
 // PurgeIdempotency implements core.Store.
 func (s *Store) PurgeIdempotency(ctx context.Context, now time.Time) (int, error) {
-	res, err := s.W.ExecContext(ctx, `DELETE FROM idempotency_keys
+	n, err := s.w.exec(ctx, `DELETE FROM idempotency_keys
 		WHERE (state = 'completed' AND expires_at <= ?) OR (state = 'in_flight' AND locked_until <= ?)`,
 		micros(now), micros(now.Add(-abandonedAfter)))
 	if err != nil {
 		return 0, fmt.Errorf("purge idempotency keys: %w", err)
 	}
-	n, _ := res.RowsAffected()
 	return int(n), nil
 }

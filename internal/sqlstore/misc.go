@@ -46,12 +46,12 @@ func scanKey(r rowScanner) (*core.APIKey, error) {
 // on every request, so a key created or revoked by another process counts at
 // once.
 func (s *Store) APIKey(ctx context.Context, id string) (*core.APIKey, error) {
-	return scanKey(s.r.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id))
+	return scanKey(s.r.queryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id))
 }
 
 // ListAPIKeys implements core.Store.
 func (s *Store) ListAPIKeys(ctx context.Context) ([]*core.APIKey, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY created_at, id`)
+	rows, err := s.r.query(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
@@ -73,7 +73,7 @@ func (t *Tx) InsertAPIKey(ctx context.Context, k *core.APIKey) error {
 	for i, s := range k.Scopes {
 		scopes[i] = string(s)
 	}
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.q.exec(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		k.ID, k.Tenant, k.Name, k.SecretHash, strings.Join(scopes, ","), strings.Join(k.Mailboxes, ","),
 		k.RequiresApproval, micros(k.CreatedAt), nullMicros(k.RevokedAt))
 	if err != nil {
@@ -84,11 +84,11 @@ func (t *Tx) InsertAPIKey(ctx context.Context, k *core.APIKey) error {
 
 // RevokeAPIKey implements core.Tx.
 func (t *Tx) RevokeAPIKey(ctx context.Context, id string, at time.Time) error {
-	res, err := t.tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`, micros(at), id)
+	n, err := t.q.exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`, micros(at), id)
 	if err != nil {
 		return fmt.Errorf("revoke api key: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
+	if n != 1 {
 		return core.ErrNotFound
 	}
 	return nil
@@ -114,12 +114,12 @@ func scanTemplate(r rowScanner) (*core.Template, error) {
 
 // Template implements core.Store.
 func (s *Store) Template(ctx context.Context, tenant, id string) (*core.Template, error) {
-	return scanTemplate(s.r.QueryRowContext(ctx, `SELECT `+templateColumns+` FROM templates WHERE tenant = ? AND id = ?`, tenant, id))
+	return scanTemplate(s.r.queryRow(ctx, `SELECT `+templateColumns+` FROM templates WHERE tenant = ? AND id = ?`, tenant, id))
 }
 
 // ListTemplates implements core.Store.
 func (s *Store) ListTemplates(ctx context.Context, tenant string) ([]*core.Template, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+templateColumns+` FROM templates WHERE tenant = ? ORDER BY id`, tenant)
+	rows, err := s.r.query(ctx, `SELECT `+templateColumns+` FROM templates WHERE tenant = ? ORDER BY id`, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("list templates: %w", err)
 	}
@@ -138,10 +138,10 @@ func (s *Store) ListTemplates(ctx context.Context, tenant string) ([]*core.Templ
 // PutTemplate implements core.Tx.
 func (t *Tx) PutTemplate(ctx context.Context, tp *core.Template) (bool, error) {
 	var n int
-	if err := t.tx.QueryRowContext(ctx, `SELECT count(*) FROM templates WHERE tenant = ? AND id = ?`, tp.Tenant, tp.ID).Scan(&n); err != nil {
+	if err := t.q.queryRow(ctx, `SELECT count(*) FROM templates WHERE tenant = ? AND id = ?`, tp.Tenant, tp.ID).Scan(&n); err != nil {
 		return false, fmt.Errorf("put template: %w", err)
 	}
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO templates (`+templateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+	_, err := t.q.exec(ctx, `INSERT INTO templates (`+templateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, id) DO UPDATE SET subject = excluded.subject, text_body = excluded.text_body,
 		html_body = excluded.html_body, updated_at = excluded.updated_at`,
 		tp.Tenant, tp.ID, tp.Subject, tp.Text, tp.HTML, micros(tp.CreatedAt), micros(tp.UpdatedAt))
@@ -153,11 +153,11 @@ func (t *Tx) PutTemplate(ctx context.Context, tp *core.Template) (bool, error) {
 
 // DeleteTemplate implements core.Tx.
 func (t *Tx) DeleteTemplate(ctx context.Context, tenant, id string) error {
-	res, err := t.tx.ExecContext(ctx, `DELETE FROM templates WHERE tenant = ? AND id = ?`, tenant, id)
+	n, err := t.q.exec(ctx, `DELETE FROM templates WHERE tenant = ? AND id = ?`, tenant, id)
 	if err != nil {
 		return fmt.Errorf("delete template: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
+	if n != 1 {
 		return core.ErrNotFound
 	}
 	return nil
@@ -183,12 +183,12 @@ func scanMailbox(r rowScanner) (*core.Mailbox, error) {
 
 // Mailbox implements core.Store.
 func (s *Store) Mailbox(ctx context.Context, tenant, id string) (*core.Mailbox, error) {
-	return scanMailbox(s.r.QueryRowContext(ctx, `SELECT `+mailboxColumns+` FROM mailboxes WHERE tenant = ? AND id = ?`, tenant, id))
+	return scanMailbox(s.r.queryRow(ctx, `SELECT `+mailboxColumns+` FROM mailboxes WHERE tenant = ? AND id = ?`, tenant, id))
 }
 
 // ListMailboxes implements core.Store.
 func (s *Store) ListMailboxes(ctx context.Context, tenant string) ([]*core.Mailbox, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+mailboxColumns+` FROM mailboxes WHERE tenant = ? ORDER BY id`, tenant)
+	rows, err := s.r.query(ctx, `SELECT `+mailboxColumns+` FROM mailboxes WHERE tenant = ? ORDER BY id`, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("list mailboxes: %w", err)
 	}
@@ -206,13 +206,13 @@ func (s *Store) ListMailboxes(ctx context.Context, tenant string) ([]*core.Mailb
 
 // InsertMailbox implements core.Tx; core.CodeConflict when the id is taken.
 func (t *Tx) InsertMailbox(ctx context.Context, m *core.Mailbox) error {
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO mailboxes (`+mailboxColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+	n, err := t.q.exec(ctx, `INSERT INTO mailboxes (`+mailboxColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, id) DO NOTHING`,
 		m.Tenant, m.ID, m.Address, m.Name, m.Transport, m.ReceiveOnly, micros(m.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("insert mailbox: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
+	if n != 1 {
 		return core.Errorf(core.CodeConflict, "id", "mailbox %q already exists", m.ID)
 	}
 	return nil
@@ -242,12 +242,12 @@ func scanInbox(r rowScanner) (*core.InboxMessage, error) {
 
 // InboxMessage implements core.Store.
 func (s *Store) InboxMessage(ctx context.Context, tenant, id string) (*core.InboxMessage, error) {
-	return scanInbox(s.r.QueryRowContext(ctx, `SELECT `+inboxColumns+` FROM inbox_messages WHERE tenant = ? AND id = ?`, tenant, id))
+	return scanInbox(s.r.queryRow(ctx, `SELECT `+inboxColumns+` FROM inbox_messages WHERE tenant = ? AND id = ?`, tenant, id))
 }
 
 // ListInbox implements core.Store: newest first.
 func (s *Store) ListInbox(ctx context.Context, tenant string, limit int) ([]*core.InboxMessage, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+inboxColumns+` FROM inbox_messages WHERE tenant = ? ORDER BY id DESC LIMIT ?`, tenant, limit)
+	rows, err := s.r.query(ctx, `SELECT `+inboxColumns+` FROM inbox_messages WHERE tenant = ? ORDER BY id DESC LIMIT ?`, tenant, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list inbox: %w", err)
 	}
@@ -265,7 +265,7 @@ func (s *Store) ListInbox(ctx context.Context, tenant string, limit int) ([]*cor
 
 // InsertInboxMessage implements core.Tx.
 func (t *Tx) InsertInboxMessage(ctx context.Context, m *core.InboxMessage) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO inbox_messages (`+inboxColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.q.exec(ctx, `INSERT INTO inbox_messages (`+inboxColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		m.ID, m.Tenant, m.SendID, m.MessageID, m.From, jsonText(nonNil(m.To)), m.Subject, m.Raw, micros(m.ReceivedAt))
 	if err != nil {
 		return fmt.Errorf("insert inbox message: %w", err)

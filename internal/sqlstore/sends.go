@@ -71,7 +71,7 @@ func (t *Tx) InsertSend(ctx context.Context, s *core.Send) error {
 	if tags == nil {
 		tags = map[string]string{}
 	}
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO sends (`+sendColumns+`)
+	_, err := t.q.exec(ctx, `INSERT INTO sends (`+sendColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, s.Tenant, nullString(s.IdempotencyKey), s.MailboxID, s.Status, s.From,
 		jsonText(nonNil(s.To)), jsonText(nonNil(s.Cc)), jsonText(nonNil(s.Bcc)), jsonText(nonNil(s.ReplyTo)),
@@ -84,22 +84,23 @@ func (t *Tx) InsertSend(ctx context.Context, s *core.Send) error {
 	return nil
 }
 
-// SendForUpdate implements core.Tx. SQLite's write transaction already
-// excludes every other writer, so a plain read is enough.
+// SendForUpdate implements core.Tx: the row stays locked until the
+// transaction ends (SQLite's write transaction excludes other writers
+// anyway).
 func (t *Tx) SendForUpdate(ctx context.Context, id string) (*core.Send, error) {
-	return scanSend(t.tx.QueryRowContext(ctx, `SELECT `+sendColumns+` FROM sends WHERE id = ?`, id))
+	return scanSend(t.q.queryRow(ctx, `SELECT `+sendColumns+` FROM sends WHERE id = ?`+t.s.forUpdate, id))
 }
 
 // UpdateSend implements core.Tx.
 func (t *Tx) UpdateSend(ctx context.Context, s *core.Send) error {
-	res, err := t.tx.ExecContext(ctx, `UPDATE sends SET status = ?, attempts = ?, last_error = ?, attempt_token = ?,
+	n, err := t.q.exec(ctx, `UPDATE sends SET status = ?, attempts = ?, last_error = ?, attempt_token = ?,
 		lease_until = ?, updated_at = ?, sent_at = ? WHERE id = ?`,
 		s.Status, s.Attempts, nullString(s.LastError), nullString(s.AttemptToken), nullMicros(s.LeaseUntil),
 		micros(s.UpdatedAt), nullMicros(s.SentAt), s.ID)
 	if err != nil {
 		return fmt.Errorf("update send: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
+	if n != 1 {
 		return core.ErrNotFound
 	}
 	return nil
@@ -107,7 +108,7 @@ func (t *Tx) UpdateSend(ctx context.Context, s *core.Send) error {
 
 // AddEvent implements core.Tx.
 func (t *Tx) AddEvent(ctx context.Context, sendID string, e core.Event) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO send_events (send_id, type, at, detail) VALUES (?, ?, ?, ?)`,
+	_, err := t.q.exec(ctx, `INSERT INTO send_events (send_id, type, at, detail) VALUES (?, ?, ?, ?)`,
 		sendID, e.Type, micros(e.At), e.Detail)
 	if err != nil {
 		return fmt.Errorf("add event: %w", err)
@@ -120,7 +121,7 @@ func (t *Tx) EnqueueDelivery(ctx context.Context, sendID string) error {
 	if t.s.enqueue == nil {
 		return errors.New("enqueue delivery: no queue is wired to the store")
 	}
-	if err := t.s.enqueue(ctx, t.tx, sendID); err != nil {
+	if err := t.s.enqueue(ctx, t.raw, sendID); err != nil {
 		return fmt.Errorf("enqueue delivery: %w", err)
 	}
 	return nil
@@ -128,15 +129,15 @@ func (t *Tx) EnqueueDelivery(ctx context.Context, sendID string) error {
 
 // ExpiredAttempts implements core.Tx.
 func (t *Tx) ExpiredAttempts(ctx context.Context, now time.Time, limit int) ([]*core.Send, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+sendColumns+` FROM sends
-		WHERE status = 'sending' AND lease_until < ? ORDER BY lease_until LIMIT ?`, micros(now), limit)
+	rows, err := t.q.query(ctx, `SELECT `+sendColumns+` FROM sends
+		WHERE status = 'sending' AND lease_until < ? ORDER BY lease_until LIMIT ?`+t.s.skipLocked, micros(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("expired attempts: %w", err)
 	}
 	return collectSends(rows)
 }
 
-func collectSends(rows *sql.Rows) ([]*core.Send, error) {
+func collectSends(rows rows) ([]*core.Send, error) {
 	defer rows.Close()
 	var out []*core.Send
 	for rows.Next() {
@@ -154,7 +155,7 @@ func collectSends(rows *sql.Rows) ([]*core.Send, error) {
 
 // Send implements core.Store.
 func (s *Store) Send(ctx context.Context, tenant, id string) (*core.Send, error) {
-	return scanSend(s.r.QueryRowContext(ctx, `SELECT `+sendColumns+` FROM sends WHERE id = ? AND tenant = ?`, id, tenant))
+	return scanSend(s.r.queryRow(ctx, `SELECT `+sendColumns+` FROM sends WHERE id = ? AND tenant = ?`, id, tenant))
 }
 
 // ListSends implements core.Store: newest first; After continues below a
@@ -175,7 +176,7 @@ func (s *Store) ListSends(ctx context.Context, tenant string, f core.SendFilter)
 	}
 	limit := f.Limit
 	args = append(args, limit+1)
-	rows, err := s.r.QueryContext(ctx, `SELECT `+sendColumns+` FROM sends WHERE `+strings.Join(where, " AND ")+
+	rows, err := s.r.query(ctx, `SELECT `+sendColumns+` FROM sends WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY id DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list sends: %w", err)
@@ -202,28 +203,26 @@ func (s *Store) SendEvents(ctx context.Context, tenant, id string) ([]core.Event
 // change the send's fields do not show yet (or the other way round).
 // ErrNotFound.
 func (s *Store) SendWithEvents(ctx context.Context, tenant, id string) (*core.Send, []core.Event, error) {
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, nil, fmt.Errorf("begin read: %w", err)
-	}
-	defer tx.Rollback() // read only: nothing to undo
-	send, err := scanSend(tx.QueryRowContext(ctx, `SELECT `+sendColumns+` FROM sends WHERE id = ? AND tenant = ?`, id, tenant))
-	if err != nil {
-		return nil, nil, err
-	}
-	events, err := sendEvents(ctx, tx, tenant, id)
+	var (
+		send   *core.Send
+		events []core.Event
+	)
+	err := s.readTx(ctx, func(q querier) error {
+		var err error
+		if send, err = scanSend(q.queryRow(ctx, `SELECT `+sendColumns+` FROM sends WHERE id = ? AND tenant = ?`, id, tenant)); err != nil {
+			return err
+		}
+		events, err = sendEvents(ctx, q, tenant, id)
+		return err
+	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return send, events, nil
 }
 
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
 func sendEvents(ctx context.Context, q querier, tenant, id string) ([]core.Event, error) {
-	rows, err := q.QueryContext(ctx, `SELECT e.type, e.at, e.detail FROM send_events e
+	rows, err := q.query(ctx, `SELECT e.type, e.at, e.detail FROM send_events e
 		JOIN sends s ON s.id = e.send_id WHERE e.send_id = ? AND s.tenant = ? ORDER BY e.id`, id, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
@@ -250,7 +249,7 @@ func sendEvents(ctx context.Context, q querier, tenant, id string) ([]core.Event
 // QueueDepth implements core.Store.
 func (s *Store) QueueDepth(ctx context.Context) (int, error) {
 	var n int
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM sends WHERE status IN ('queued', 'sending')`).Scan(&n); err != nil {
+	if err := s.r.queryRow(ctx, `SELECT count(*) FROM sends WHERE status IN ('queued', 'sending')`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("queue depth: %w", err)
 	}
 	return n, nil
@@ -259,7 +258,7 @@ func (s *Store) QueueDepth(ctx context.Context) (int, error) {
 // IsSuppressed implements core.Store.
 func (s *Store) IsSuppressed(ctx context.Context, tenant, address string) (bool, error) {
 	var n int
-	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM suppressions WHERE tenant = ? AND address = ?`,
+	err := s.r.queryRow(ctx, `SELECT count(*) FROM suppressions WHERE tenant = ? AND address = ?`,
 		tenant, strings.ToLower(address)).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("check suppression: %w", err)

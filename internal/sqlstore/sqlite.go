@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -14,26 +13,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sendonce/sendonce/internal/core"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
 //go:embed migrations/sqlite/*.sql
 var sqliteMigrations embed.FS
-
-// Enqueuer inserts a delivery job inside tx (a *sql.Tx on SQLite, a pgx.Tx
-// on PostgreSQL). The queue provides it; the store calls it from
-// Tx.EnqueueDelivery so that a send and its job commit together.
-type Enqueuer func(ctx context.Context, tx any, sendID string) error
-
-// Store is the SQLite implementation of core.Store.
-type Store struct {
-	// W is the single-connection pool every write goes through. River uses
-	// it too.
-	W       *sql.DB
-	r       *sql.DB
-	enqueue Enqueuer
-}
 
 // ParseDSN turns the --db value "sqlite:PATH" into the file path.
 func ParseDSN(dsn string) (string, error) {
@@ -76,33 +60,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
-	s := &Store{W: w, r: r}
-	if err := s.migrate(ctx); err != nil {
+	s := &Store{dialect: SQLite, W: w, rdb: r, w: sqlQuerier{db: w}, r: sqlQuerier{db: r}}
+	if err := s.migrateSQLite(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// SetEnqueuer wires the queue in. It must be called before the first
-// EnqueueDelivery; wiring happens once, in cmd.
-func (s *Store) SetEnqueuer(e Enqueuer) { s.enqueue = e }
-
-// Close closes both pools.
-func (s *Store) Close() error {
-	return errors.Join(s.r.Close(), s.W.Close())
-}
-
-// Ping checks that the database answers.
-func (s *Store) Ping(ctx context.Context) error {
-	var one int
-	if err := s.r.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
-		return fmt.Errorf("ping sqlite: %w", err)
-	}
-	return nil
-}
-
-func (s *Store) migrate(ctx context.Context) error {
+func (s *Store) migrateSQLite(ctx context.Context) error {
 	names, err := fs.Glob(sqliteMigrations, "migrations/sqlite/*.sql")
 	if err != nil {
 		return fmt.Errorf("list migrations: %w", err)
@@ -141,60 +107,4 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("commit migrations: %w", err)
 	}
 	return nil
-}
-
-// InTx runs fn in one write transaction.
-func (s *Store) InTx(ctx context.Context, fn func(tx core.Tx) error) error {
-	sqlTx, err := s.W.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	t := &Tx{tx: sqlTx, s: s}
-	defer func() {
-		// A panicking fn must not keep the only write connection.
-		if p := recover(); p != nil {
-			_ = sqlTx.Rollback()
-			panic(p)
-		}
-	}()
-	if err := fn(t); err != nil {
-		_ = sqlTx.Rollback()
-		return err
-	}
-	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
-}
-
-// Tx is one write transaction.
-type Tx struct {
-	tx *sql.Tx
-	s  *Store
-}
-
-// SQL exposes the transaction to code that must join it (the queue).
-func (t *Tx) SQL() *sql.Tx { return t.tx }
-
-func micros(t time.Time) int64 { return t.UnixMicro() }
-
-func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
-
-func fromNullMicros(v sql.NullInt64) *time.Time {
-	if !v.Valid {
-		return nil
-	}
-	t := fromMicros(v.Int64)
-	return &t
-}
-
-func nullMicros(t *time.Time) sql.NullInt64 {
-	if t == nil {
-		return sql.NullInt64{}
-	}
-	return sql.NullInt64{Int64: micros(*t), Valid: true}
-}
-
-func nullString(s string) sql.NullString {
-	return sql.NullString{String: s, Valid: s != ""}
 }

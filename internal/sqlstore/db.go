@@ -1,0 +1,144 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Dialect names the database behind a Store.
+type Dialect string
+
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// The store's SQL is written once, with ? placeholders and standard SQL
+// that both databases accept; querier runs it on database/sql (SQLite) or
+// on pgx (PostgreSQL, where ? becomes $n).
+type querier interface {
+	exec(ctx context.Context, q string, args ...any) (rowsAffected int64, err error)
+	queryRow(ctx context.Context, q string, args ...any) row
+	query(ctx context.Context, q string, args ...any) (rows, error)
+}
+
+type row interface{ Scan(dest ...any) error }
+
+type rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// sqlQuerier runs on a *sql.DB or *sql.Tx.
+type sqlQuerier struct {
+	db interface {
+		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	}
+}
+
+func (q sqlQuerier) exec(ctx context.Context, s string, args ...any) (int64, error) {
+	res, err := q.db.ExecContext(ctx, s, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (q sqlQuerier) queryRow(ctx context.Context, s string, args ...any) row {
+	return q.db.QueryRowContext(ctx, s, args...)
+}
+
+func (q sqlQuerier) query(ctx context.Context, s string, args ...any) (rows, error) {
+	return q.db.QueryContext(ctx, s, args...)
+}
+
+// pgxQuerier runs on a *pgxpool.Pool or a pgx.Tx.
+type pgxQuerier struct {
+	db interface {
+		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	}
+	rebind *rebinder
+}
+
+func (q pgxQuerier) exec(ctx context.Context, s string, args ...any) (int64, error) {
+	tag, err := q.db.Exec(ctx, q.rebind.do(s), args...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+func (q pgxQuerier) queryRow(ctx context.Context, s string, args ...any) row {
+	return pgxRow{q.db.QueryRow(ctx, q.rebind.do(s), args...)}
+}
+
+func (q pgxQuerier) query(ctx context.Context, s string, args ...any) (rows, error) {
+	r, err := q.db.Query(ctx, q.rebind.do(s), args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgxRows{r}, nil
+}
+
+// pgxRow reports a missing row as sql.ErrNoRows, as the scanners expect.
+type pgxRow struct{ r pgx.Row }
+
+func (r pgxRow) Scan(dest ...any) error {
+	err := r.r.Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sql.ErrNoRows
+	}
+	return err
+}
+
+type pgxRows struct{ pgx.Rows }
+
+func (r pgxRows) Close() error {
+	r.Rows.Close()
+	return r.Rows.Err()
+}
+
+// rebinder turns ? placeholders into $1, $2, … once per statement text.
+// The store's SQL has no ? inside string literals.
+type rebinder struct{ cache sync.Map }
+
+func (r *rebinder) do(q string) string {
+	if v, ok := r.cache.Load(q); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(q[i])
+	}
+	out := b.String()
+	r.cache.Store(q, out)
+	return out
+}
+
+var passwordInURL = regexp.MustCompile(`(://[^:/@\s]*):[^@/\s]*@`)
+
+// redactPassword hides a URL's password in text meant for logs and errors.
+func redactPassword(s string) string {
+	return passwordInURL.ReplaceAllString(s, "${1}:xxxxx@")
+}

@@ -1,0 +1,127 @@
+package sqlstore
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+//go:embed migrations/postgres/*.sql
+var postgresMigrations embed.FS
+
+// PostgresOptions tunes the connection pool and the start-up migration.
+type PostgresOptions struct {
+	// MaxConns bounds the pool. Defaults to 20.
+	MaxConns int32
+	// MinConns are kept open. Defaults to 2.
+	MinConns int32
+	// AlsoMigrate runs under the same migration lock after the store's own
+	// schema (the queue's schema). Optional.
+	AlsoMigrate func(ctx context.Context, pool *pgxpool.Pool) error
+}
+
+// migrationLockID is the advisory lock every sendonce process takes while it
+// migrates, so that processes starting together on an empty database do not
+// race ("sendonce" in ASCII, truncated to 63 bits).
+const migrationLockID = 0x73656e646f6e6365
+
+// OpenPostgres connects to PostgreSQL and applies the schema migrations.
+func OpenPostgres(ctx context.Context, url string, o PostgresOptions) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres url: %w", redactedErr(err))
+	}
+	cfg.MaxConns = 20
+	if o.MaxConns > 0 {
+		cfg.MaxConns = o.MaxConns
+	}
+	cfg.MinConns = min(2, cfg.MaxConns)
+	if o.MinConns > 0 {
+		cfg.MinConns = min(o.MinConns, cfg.MaxConns)
+	}
+	cfg.MaxConnIdleTime = 5 * time.Minute
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect postgres: %w", redactedErr(err))
+	}
+	rb := &rebinder{}
+	s := &Store{
+		dialect: Postgres, PG: pool, rebind: rb,
+		w: pgxQuerier{db: pool, rebind: rb}, r: pgxQuerier{db: pool, rebind: rb},
+		forUpdate: " FOR UPDATE", skipLocked: " FOR UPDATE SKIP LOCKED",
+	}
+	if err := s.migratePostgres(ctx, o.AlsoMigrate); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// redactedErr keeps a connection error from quoting the URL's password.
+func redactedErr(err error) error {
+	return fmt.Errorf("%s", redactPassword(err.Error()))
+}
+
+func (s *Store) migratePostgres(ctx context.Context, also func(context.Context, *pgxpool.Pool) error) error {
+	conn, err := s.PG.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrationLockID)); err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrationLockID)) //nolint:errcheck // the session ends with the connection anyway
+
+	names, err := fs.Glob(postgresMigrations, "migrations/postgres/*.sql")
+	if err != nil {
+		return fmt.Errorf("list migrations: %w", err)
+	}
+	sort.Strings(names)
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS sendonce_migrations (
+		version TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("create migrations table: %w", err)
+	}
+	for _, name := range names {
+		version := path.Base(name)
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM sendonce_migrations WHERE version = $1", version).Scan(&n); err != nil {
+			return fmt.Errorf("check migration %s: %w", version, err)
+		}
+		if n > 0 {
+			continue
+		}
+		body, err := postgresMigrations.ReadFile(name)
+		if err != nil {
+			return fmt.Errorf("read migration %s: %w", version, err)
+		}
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return fmt.Errorf("begin migration %s: %w", version, err)
+		}
+		// No arguments: the simple protocol runs the file's statements.
+		if _, err := tx.Exec(ctx, string(body)); err != nil {
+			_ = tx.Rollback(ctx)
+			return fmt.Errorf("apply migration %s: %w", version, err)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO sendonce_migrations (version, applied_at) VALUES ($1, $2)", version, micros(time.Now())); err != nil {
+			_ = tx.Rollback(ctx)
+			return fmt.Errorf("record migration %s: %w", version, err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return fmt.Errorf("commit migration %s: %w", version, err)
+		}
+	}
+	if also != nil {
+		if err := also(ctx, s.PG); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// Enqueuer inserts a delivery job inside tx (a *sql.Tx on SQLite, a pgx.Tx
+// on PostgreSQL). The queue provides it; the store calls it from
+// Tx.EnqueueDelivery so that a send and its job commit together.
+type Enqueuer func(ctx context.Context, tx any, sendID string) error
+
+// Store implements core.Store on SQLite or PostgreSQL. The SQL is shared;
+// only opening, migrating and beginning transactions differ.
+type Store struct {
+	dialect Dialect
+	w, r    querier
+	// forUpdate locks the rows a write transaction reads (PostgreSQL);
+	// SQLite's write transaction already excludes every other writer.
+	forUpdate  string
+	skipLocked string
+
+	// W is SQLite's single-connection write pool (River uses it too).
+	W   *sql.DB
+	rdb *sql.DB
+	// PG is the PostgreSQL pool (River uses it too).
+	PG     *pgxpool.Pool
+	rebind *rebinder
+
+	enqueue Enqueuer
+}
+
+// Dialect says which database the store runs on.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// SetEnqueuer wires the queue in. It must be called before the first
+// EnqueueDelivery; wiring happens once, at start.
+func (s *Store) SetEnqueuer(e Enqueuer) { s.enqueue = e }
+
+// Close closes the pools.
+func (s *Store) Close() error {
+	if s.PG != nil {
+		s.PG.Close()
+		return nil
+	}
+	return errors.Join(s.rdb.Close(), s.W.Close())
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.r.queryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("ping %s: %w", s.dialect, err)
+	}
+	return nil
+}
+
+// Tx is one write transaction.
+type Tx struct {
+	q   querier
+	raw any // *sql.Tx or pgx.Tx, for code that must join it (the queue)
+	s   *Store
+}
+
+// InTx runs fn in one write transaction: commit when fn returns nil, roll
+// back otherwise (and when fn panics).
+func (s *Store) InTx(ctx context.Context, fn func(tx core.Tx) error) error {
+	t, commit, rollback, err := s.begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		// A panicking fn must not keep a connection (on SQLite, the only
+		// write connection).
+		if p := recover(); p != nil {
+			rollback()
+			panic(p)
+		}
+	}()
+	if err := fn(t); err != nil {
+		rollback()
+		return err
+	}
+	if err := commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) begin(ctx context.Context) (*Tx, func(context.Context) error, func(), error) {
+	if s.PG != nil {
+		tx, err := s.PG.Begin(ctx)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		rollback := func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }
+		return &Tx{q: pgxQuerier{db: tx, rebind: s.rebind}, raw: tx, s: s}, tx.Commit, rollback, nil
+	}
+	tx, err := s.W.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	commit := func(context.Context) error { return tx.Commit() }
+	return &Tx{q: sqlQuerier{db: tx}, raw: tx, s: s}, commit, func() { _ = tx.Rollback() }, nil
+}
+
+// readTx runs fn on one read-only snapshot.
+func (s *Store) readTx(ctx context.Context, fn func(q querier) error) error {
+	if s.PG != nil {
+		tx, err := s.PG.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead})
+		if err != nil {
+			return fmt.Errorf("begin read: %w", err)
+		}
+		defer tx.Rollback(context.WithoutCancel(ctx)) // read only: nothing to undo
+		return fn(pgxQuerier{db: tx, rebind: s.rebind})
+	}
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("begin read: %w", err)
+	}
+	defer tx.Rollback() // read only: nothing to undo
+	return fn(sqlQuerier{db: tx})
+}
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+func fromNullMicros(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMicros(v.Int64)
+	return &t
+}
+
+func nullMicros(t *time.Time) sql.NullInt64 {
+	if t == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: micros(*t), Valid: true}
+}
+
+func nullString(s string) sql.NullString {
+	return sql.NullString{String: s, Valid: s != ""}
+}
