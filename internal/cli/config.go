@@ -31,6 +31,8 @@ type Config struct {
 	// show in process lists and in -h's defaults.
 	SecretKey   string
 	DNSResolver string
+	DBMaxConns  int
+	Retention   time.Duration
 }
 
 // envFlags defines flags whose defaults come from the environment, and
@@ -115,6 +117,8 @@ func serverFlags(e *envFlags, c *Config) {
 	e.integer(&c.MaxAttempts, "max-attempts", "SENDONCE_MAX_ATTEMPTS", 8, "delivery attempts before failed")
 	e.dur(&c.AttemptLease, "attempt-lease", "SENDONCE_ATTEMPT_LEASE", 30*time.Second, "how long a worker may hold an attempt before it counts as dead")
 	e.str(&c.Role, "role", "SENDONCE_ROLE", "all", "api, worker or all")
+	e.integer(&c.DBMaxConns, "db-max-conns", "SENDONCE_DB_MAX_CONNS", 20, "PostgreSQL connection pool size of this process")
+	e.dur(&c.Retention, "retention", "SENDONCE_RETENTION", 30*24*time.Hour, "how long finished sends (sent, failed, canceled) are kept")
 	e.integer(&c.Workers, "workers", "SENDONCE_WORKERS", 20, "delivery attempts running at once in this process")
 	e.dur(&c.PollInterval, "poll-interval", "SENDONCE_POLL_INTERVAL", 200*time.Millisecond, "how often idle workers look for new jobs")
 	e.str(&c.LogFormat, "log-format", "SENDONCE_LOG_FORMAT", "text", "text or json")
@@ -132,8 +136,11 @@ func (c *Config) validate() error {
 	if c.IdempotencyTTL <= 0 || c.RetryBase <= 0 || c.AttemptLease <= 0 {
 		return fmt.Errorf("--idempotency-ttl, --retry-base and --attempt-lease must be positive")
 	}
-	if c.MaxAttempts < 1 || c.Workers < 1 {
-		return fmt.Errorf("--max-attempts and --workers must be at least 1")
+	if c.MaxAttempts < 1 || c.Workers < 1 || c.DBMaxConns < 1 {
+		return fmt.Errorf("--max-attempts, --workers and --db-max-conns must be at least 1")
+	}
+	if c.Retention < c.IdempotencyTTL {
+		return fmt.Errorf("--retention must be at least --idempotency-ttl: a replayable key's send must still exist")
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: want text or json", c.LogFormat)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -46,7 +47,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		DB: cfg.DB, Transport: cfg.Transport, From: cfg.From, IdempotencyTTL: cfg.IdempotencyTTL,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
 		AttemptLease: cfg.AttemptLease, Work: cfg.Role != "api", Workers: cfg.Workers, PollInterval: cfg.PollInterval,
-		SecretKey: cfg.SecretKey, DNSResolver: cfg.DNSResolver,
+		SecretKey: cfg.SecretKey, DNSResolver: cfg.DNSResolver, DBMaxConns: cfg.DBMaxConns, Retention: cfg.Retention,
 	}, logger)
 	if err != nil {
 		return err
@@ -106,7 +107,11 @@ func redactDSN(dsn string) string {
 	if strings.HasPrefix(dsn, "sqlite:") {
 		return dsn
 	}
-	return "(redacted)"
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(unparsable)"
+	}
+	return u.Redacted()
 }
 
 func redactTransport(t string) string {

@@ -53,6 +53,10 @@ type Store interface {
 	// reservations abandoned long ago.
 	PurgeIdempotency(ctx context.Context, now time.Time) (int, error)
 
+	// PurgeSends deletes finished sends (sent, failed, canceled) created
+	// before the cutoff, with their events and captured messages.
+	PurgeSends(ctx context.Context, before time.Time) (int, error)
+
 	// QueueDepth counts sends waiting for or in a delivery attempt.
 	QueueDepth(ctx context.Context) (int, error)
 	Ping(ctx context.Context) error

@@ -35,6 +35,8 @@ type Config struct {
 	MaxAttempts int
 	// AttemptLease is how long one attempt may hold a send. Defaults to 30s.
 	AttemptLease time.Duration
+	// Retention is how long finished sends are kept. Defaults to 30 days.
+	Retention time.Duration
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -54,6 +56,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.AttemptLease <= 0 {
 		c.AttemptLease = 30 * time.Second
+	}
+	if c.Retention <= 0 {
+		c.Retention = 30 * 24 * time.Hour
 	}
 	if c.Now == nil {
 		c.Now = time.Now

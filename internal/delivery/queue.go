@@ -30,7 +30,8 @@ type RescueArgs struct{}
 // Kind implements river.JobArgs.
 func (RescueArgs) Kind() string { return "sendonce.rescue" }
 
-// PurgeArgs is the periodic job that drops idempotency keys past their TTL.
+// PurgeArgs is the periodic job that drops idempotency keys past their TTL
+// and finished sends past the retention.
 type PurgeArgs struct{}
 
 // Kind implements river.JobArgs.
@@ -78,9 +79,14 @@ type purgeWorker struct {
 }
 
 func (w *purgeWorker) Work(ctx context.Context, _ *river.Job[PurgeArgs]) error {
-	n, err := w.d.store.PurgeIdempotency(ctx, w.d.cfg.Now())
-	if n > 0 {
-		w.d.logger.InfoContext(ctx, "idempotency keys purged", slog.Int("count", n))
+	now := w.d.cfg.Now()
+	keys, err := w.d.store.PurgeIdempotency(ctx, now)
+	if err != nil {
+		return err
+	}
+	sends, err := w.d.store.PurgeSends(ctx, now.Add(-w.d.cfg.Retention))
+	if keys > 0 || sends > 0 {
+		w.d.logger.InfoContext(ctx, "purged", slog.Int("idempotency_keys", keys), slog.Int("sends", sends))
 	}
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -70,4 +71,22 @@ func New(queueDepth func(ctx context.Context) (int, error)) *Metrics {
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+}
+
+// RegisterPool exposes a pgx pool's figures, read at every scrape.
+func RegisterPool(reg *prometheus.Registry, stat func() *pgxpool.Stat) {
+	gauge := func(name, help string, v func(s *pgxpool.Stat) float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
+			func() float64 { return v(stat()) }))
+	}
+	gauge("sendonce_db_pool_max_conns", "Connections the pool may open.", func(s *pgxpool.Stat) float64 { return float64(s.MaxConns()) })
+	gauge("sendonce_db_pool_total_conns", "Connections open now.", func(s *pgxpool.Stat) float64 { return float64(s.TotalConns()) })
+	gauge("sendonce_db_pool_acquired_conns", "Connections in use now.", func(s *pgxpool.Stat) float64 { return float64(s.AcquiredConns()) })
+	gauge("sendonce_db_pool_idle_conns", "Idle connections now.", func(s *pgxpool.Stat) float64 { return float64(s.IdleConns()) })
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "sendonce_db_pool_acquire_wait_seconds_total", Help: "Time spent waiting for a connection.",
+	}, func() float64 { return stat().AcquireDuration().Seconds() }))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "sendonce_db_pool_empty_acquire_total", Help: "Acquires that had to wait for a connection.",
+	}, func() float64 { return float64(stat().EmptyAcquireCount()) }))
 }

@@ -22,8 +22,12 @@ import (
 // Config is what a sendonce instance needs. Zero values take the defaults of
 // the API contract.
 type Config struct {
-	// DB is "sqlite:PATH". Required.
+	// DB is "sqlite:PATH" or "postgres://…". Required.
 	DB string
+	// DBMaxConns bounds the PostgreSQL pool. Defaults to 20.
+	DBMaxConns int
+	// Retention is how long finished sends are kept. Defaults to 30 days.
+	Retention time.Duration
 	// Transport is "capture", "mx" or an smtp:// URL. Defaults to "capture".
 	Transport string
 	// SecretKey seals stored DKIM keys (SENDONCE_SECRET_KEY): empty, or at
@@ -74,7 +78,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error) 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	store, err := OpenStore(ctx, cfg.DB)
+	store, err := OpenStoreWith(ctx, cfg.DB, cfg.DBMaxConns)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
@@ -86,22 +90,40 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error) 
 	return s, nil
 }
 
-// OpenStore opens the database a --db value names.
+// OpenStore opens the database a --db value names, creating and migrating
+// it (the queue's schema included) when needed.
 func OpenStore(ctx context.Context, dsn string) (*sqlstore.Store, error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		return nil, errors.New("PostgreSQL is not supported by this build yet; use --db sqlite:PATH")
+	return OpenStoreWith(ctx, dsn, 0)
+}
+
+// IsPostgres reports whether a --db value names PostgreSQL.
+func IsPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// OpenStoreWith is OpenStore with a PostgreSQL pool bound (0: default).
+func OpenStoreWith(ctx context.Context, dsn string, maxConns int) (*sqlstore.Store, error) {
+	if IsPostgres(dsn) {
+		return sqlstore.OpenPostgres(ctx, dsn, sqlstore.PostgresOptions{
+			MaxConns: int32(maxConns), AlsoMigrate: delivery.MigratePostgres,
+		})
 	}
 	path, err := sqlstore.ParseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return sqlstore.Open(ctx, path)
+	store, err := sqlstore.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := delivery.MigrateSQLite(ctx, store.W); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return store, nil
 }
 
 func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.Logger) (*Server, error) {
-	if err := delivery.MigrateSQLite(ctx, store.W); err != nil {
-		return nil, err
-	}
 	if err := app.CheckSecretKey(cfg.SecretKey); err != nil {
 		return nil, err
 	}
@@ -110,16 +132,25 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		return nil, err
 	}
 	m := metrics.New(store.QueueDepth)
+	if store.PG != nil {
+		metrics.RegisterPool(m.Registry, store.PG.Stat)
+	}
 	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Now: cfg.Now}, logger)
 	d, err := delivery.NewDeliverer(svc, delivery.Config{
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
-		AttemptLease: cfg.AttemptLease, Now: cfg.Now,
+		AttemptLease: cfg.AttemptLease, Retention: cfg.Retention, Now: cfg.Now,
 		MX: transport.MXConfig{Resolver: resolver, Port: cfg.MXPort, AllowLoopback: cfg.MXAllowLoopback},
 	}, m, logger)
 	if err != nil {
 		return nil, err
 	}
-	q, err := delivery.NewSQLiteQueue(store.W, d, delivery.QueueConfig{Work: cfg.Work, Workers: cfg.Workers, PollInterval: cfg.PollInterval}, logger)
+	qc := delivery.QueueConfig{Work: cfg.Work, Workers: cfg.Workers, PollInterval: cfg.PollInterval}
+	var q *delivery.Queue
+	if store.PG != nil {
+		q, err = delivery.NewPostgresQueue(store.PG, d, qc, logger)
+	} else {
+		q, err = delivery.NewSQLiteQueue(store.W, d, qc, logger)
+	}
 	if err != nil {
 		return nil, err
 	}

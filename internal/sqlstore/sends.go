@@ -265,3 +265,18 @@ func (s *Store) IsSuppressed(ctx context.Context, tenant, address string) (bool,
 	}
 	return n > 0, nil
 }
+
+// PurgeSends implements core.Store. Sends that still need attention
+// (queued, sending, pending_approval, unknown) are kept however old.
+func (s *Store) PurgeSends(ctx context.Context, before time.Time) (int, error) {
+	cutoff := micros(before)
+	if _, err := s.w.exec(ctx, `DELETE FROM inbox_messages WHERE send_id IN (SELECT id FROM sends
+		WHERE created_at < ? AND status IN ('sent', 'failed', 'canceled'))`, cutoff); err != nil {
+		return 0, fmt.Errorf("purge captured messages: %w", err)
+	}
+	n, err := s.w.exec(ctx, `DELETE FROM sends WHERE created_at < ? AND status IN ('sent', 'failed', 'canceled')`, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("purge sends: %w", err)
+	}
+	return int(n), nil
+}
