@@ -171,13 +171,7 @@ func allSends(t testing.TB, env *sendoncetest.Env, apiKey string) []map[string]a
 // count runs a count(*) query on the instance's database.
 func count(t testing.TB, env *sendoncetest.Env, query string, args ...any) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var n int
-	if err := env.Server.Store.W.QueryRowContext(ctx, query, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return n
+	return env.QueryInt(t, query, args...)
 }
 
 // deliveryJobs counts the delivery jobs ever enqueued (River keeps finished
@@ -274,33 +268,34 @@ func doHeader(t testing.TB, env *sendoncetest.Env, values []string, body []byte)
 // Same key, same body, first finished: the stored response comes back byte
 // for byte with Idempotent-Replayed, and nothing is sent again.
 func TestIdempotency_ReplaysByteForByte(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true})
-	body := mail(t, "alice@example.com", "replay")
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true})
+		body := mail(t, "alice@example.com", "replay")
 
-	first := post(t, env, env.AdminKey, "replay-1", body)
-	requireOriginal(t, first, http.StatusOK)
-	if ct := first.Header.Get("Content-Type"); ct != "application/json" {
-		t.Errorf("Content-Type %q, want application/json", ct)
-	}
-	id := sendID(t, first)
-	for range 3 {
+		first := post(t, env, env.AdminKey, "replay-1", body)
+		requireOriginal(t, first, http.StatusOK)
+		if ct := first.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("Content-Type %q, want application/json", ct)
+		}
+		id := sendID(t, first)
+		for range 3 {
+			requireReplayOf(t, first, post(t, env, env.AdminKey, "replay-1", body))
+		}
+
+		if l := listByKey(t, env, env.AdminKey, "replay-1"); len(l) != 1 || l[0]["id"] != id {
+			t.Fatalf("sends with the key: %v, want only %s", l, id)
+		}
+		requireDeliveredOnce(t, env, id)
+		// Replays after delivery still answer with the first response (status
+		// queued), not the send as it is now.
 		requireReplayOf(t, first, post(t, env, env.AdminKey, "replay-1", body))
-	}
-
-	if l := listByKey(t, env, env.AdminKey, "replay-1"); len(l) != 1 || l[0]["id"] != id {
-		t.Fatalf("sends with the key: %v, want only %s", l, id)
-	}
-	requireDeliveredOnce(t, env, id)
-	// Replays after delivery still answer with the first response (status
-	// queued), not the send as it is now.
-	requireReplayOf(t, first, post(t, env, env.AdminKey, "replay-1", body))
-	if n := len(env.SMTP.Messages()); n != 1 {
-		t.Errorf("SMTP server got %d messages, want 1", n)
-	}
-	if n := deliveryJobs(t, env); n != 1 {
-		t.Errorf("%d delivery jobs enqueued, want 1", n)
-	}
+		if n := len(env.SMTP.Messages()); n != 1 {
+			t.Errorf("SMTP server got %d messages, want 1", n)
+		}
+		if n := deliveryJobs(t, env); n != 1 {
+			t.Errorf("%d delivery jobs enqueued, want 1", n)
+		}
+	})
 }
 
 // The fingerprint is the SHA-256 of the RFC 8785 form: member order, white

@@ -151,3 +151,17 @@ func nullMicros(t *time.Time) sql.NullInt64 {
 func nullString(s string) sql.NullString {
 	return sql.NullString{String: s, Valid: s != ""}
 }
+
+// Row is one result row of QueryRow.
+type Row interface{ Scan(dest ...any) error }
+
+// Exec runs one statement outside the store's own vocabulary (operator
+// tooling, tests), with ? placeholders on either database.
+func (s *Store) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	return s.w.exec(ctx, query, args...)
+}
+
+// QueryRow is Exec's reading twin.
+func (s *Store) QueryRow(ctx context.Context, query string, args ...any) Row {
+	return s.r.queryRow(ctx, query, args...)
+}

@@ -10,7 +10,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/server"
+	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
@@ -41,8 +44,45 @@ func (c *Clock) Advance(d time.Duration) {
 	c.offset += d
 }
 
+// Backend is a database sendonce runs on.
+type Backend string
+
+const (
+	SQLite   Backend = "sqlite"
+	Postgres Backend = "postgres"
+)
+
+// Backends lists the databases the suite runs on: SQLite always, and
+// PostgreSQL when SENDONCE_TEST_POSTGRES_URL names a server (CI sets it).
+func Backends() []Backend {
+	if os.Getenv(pgtest.EnvVar) == "" {
+		return []Backend{SQLite}
+	}
+	return []Backend{SQLite, Postgres}
+}
+
+// EachBackend runs fn as a parallel subtest per backend: one table of
+// backends, one copy of each test. Without PostgreSQL configured the
+// postgres subtest is skipped with a note on how to enable it.
+func EachBackend(t *testing.T, fn func(t *testing.T, b Backend)) {
+	t.Helper()
+	for _, b := range []Backend{SQLite, Postgres} {
+		t.Run(string(b), func(t *testing.T) {
+			if b == Postgres {
+				pgtest.URL(t) // skips, saying how, when none is configured
+			}
+			t.Parallel()
+			fn(t, b)
+		})
+	}
+}
+
 // Options adjusts the instance. Zero values take test-friendly defaults.
 type Options struct {
+	// Backend is the database; default SQLite.
+	Backend Backend
+	// DB reuses a database (restart tests): Env.DB of an earlier instance.
+	DB string
 	// SMTP starts a recording SMTP server and makes it the transport;
 	// otherwise the capture transport is used.
 	SMTP bool
@@ -74,6 +114,8 @@ type Env struct {
 	Server *server.Server
 	SMTP   *smtptest.Server
 	Clock  *Clock
+	// DB is the --db value; DBPath the SQLite file (empty on PostgreSQL).
+	DB     string
 	DBPath string
 	// AdminKey holds send, read and admin on tenant "default".
 	AdminKey string
@@ -85,12 +127,23 @@ type Env struct {
 // Start starts an instance; t.Cleanup stops it.
 func Start(t testing.TB, o Options) *Env {
 	t.Helper()
-	e := &Env{Clock: o.Clock, DBPath: o.DBPath}
+	e := &Env{Clock: o.Clock, DBPath: o.DBPath, DB: o.DB}
 	if e.Clock == nil {
 		e.Clock = &Clock{}
 	}
-	if e.DBPath == "" {
-		e.DBPath = filepath.Join(t.TempDir(), "sendonce.db")
+	switch {
+	case e.DB != "":
+		e.DBPath, _ = strings.CutPrefix(e.DB, "sqlite:")
+		if e.DBPath == e.DB {
+			e.DBPath = ""
+		}
+	case o.Backend == Postgres:
+		e.DB = pgtest.NewDatabase(t)
+	default:
+		if e.DBPath == "" {
+			e.DBPath = filepath.Join(t.TempDir(), "sendonce.db")
+		}
+		e.DB = "sqlite:" + e.DBPath
 	}
 	transport := "capture"
 	if o.SMTP || o.MX {
@@ -102,7 +155,7 @@ func Start(t testing.TB, o Options) *Env {
 		transport, mxPort = "mx", e.SMTP.Port
 	}
 	cfg := server.Config{
-		DB: "sqlite:" + e.DBPath, Transport: transport, From: "sender@example.com",
+		DB: e.DB, Transport: transport, DBMaxConns: 8, From: "sender@example.com",
 		IdempotencyTTL: o.TTL, RequireIdempotencyKey: !o.AllowNoKey, RetryBase: o.RetryBase, MaxAttempts: o.MaxAttempts,
 		AttemptLease: o.Lease, Work: !o.NoWorkers, PollInterval: o.PollInterval, Now: e.Clock.Now,
 		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort, MXAllowLoopback: o.MX,
@@ -139,6 +192,26 @@ func (e *Env) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = e.Server.Close(ctx)
+}
+
+// Exec runs raw SQL (? placeholders) on the instance's database.
+func (e *Env) Exec(t testing.TB, query string, args ...any) int64 {
+	t.Helper()
+	n, err := e.Server.Store.Exec(context.Background(), query, args...)
+	if err != nil {
+		t.Fatalf("exec %q: %v", query, err)
+	}
+	return n
+}
+
+// QueryInt runs a raw SQL query (? placeholders) returning one integer.
+func (e *Env) QueryInt(t testing.TB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := e.Server.Store.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatalf("query %q: %v", query, err)
+	}
+	return n
 }
 
 // NewKey creates an API key and returns it with its secret.
