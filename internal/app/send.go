@@ -34,6 +34,11 @@ type SendRequest struct {
 	Variables            map[string]any
 	Headers              map[string]string
 	Tags                 map[string]string
+	// InReplyTo, References and Forward make a reply or a forward (the
+	// compatibility routes; see compat.go).
+	InReplyTo  string
+	References []string
+	Forward    []byte
 }
 
 // Mailbox resolves a tenant's mailbox; the default one exists for every
@@ -49,6 +54,9 @@ func (s *Service) Mailbox(ctx context.Context, tenant, id string) (*core.Mailbox
 // PrepareSend validates a request for key and renders it into a send that is
 // ready to be accepted. It writes nothing.
 func (s *Service) PrepareSend(ctx context.Context, key *core.APIKey, idemKey string, r *SendRequest) (*core.Send, error) {
+	if err := checkAgentRequest(key, r); err != nil {
+		return nil, err
+	}
 	mailboxID := r.MailboxID
 	if mailboxID == "" {
 		mailboxID = core.DefaultMailboxID
@@ -80,6 +88,9 @@ func (s *Service) PrepareSend(ctx context.Context, key *core.APIKey, idemKey str
 		return nil, err
 	}
 	if send.ReplyTo, err = addressList("reply_to", r.ReplyTo, false); err != nil {
+		return nil, err
+	}
+	if err := checkAllowlist(key, send); err != nil {
 		return nil, err
 	}
 	from := r.From
@@ -147,6 +158,9 @@ func (s *Service) PrepareSend(ctx context.Context, key *core.APIKey, idemKey str
 		}
 	}
 	send.Tags = r.Tags
+	if err := applyThread(send, r); err != nil {
+		return nil, err
+	}
 	if send.Tags == nil {
 		send.Tags = map[string]string{}
 	}
@@ -269,6 +283,9 @@ func ValidateTemplate(t *core.Template) error {
 // together with the stored idempotent response.
 func (s *Service) AcceptSend(ctx context.Context, tx core.Tx, key *core.APIKey, send *core.Send) error {
 	now := s.Now()
+	if err := s.checkCaps(ctx, tx, key, now); err != nil {
+		return err
+	}
 	send.ID = NewID("snd_")
 	send.MessageID = message.NewMessageID(send.ID, addrOf(send.From))
 	send.CreatedAt, send.UpdatedAt = now, now
@@ -278,6 +295,11 @@ func (s *Service) AcceptSend(ctx context.Context, tx core.Tx, key *core.APIKey, 
 	}
 	if err := tx.InsertSend(ctx, send); err != nil {
 		return err
+	}
+	if tracksKey(key) {
+		if err := tx.SetSendAPIKey(ctx, send.ID, key.ID); err != nil {
+			return err
+		}
 	}
 	if err := tx.AddEvent(ctx, send.ID, core.Event{Type: "accepted", At: now, Detail: string(send.Status)}); err != nil {
 		return err

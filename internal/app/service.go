@@ -84,6 +84,10 @@ type NewKeyParams struct {
 	Scopes           []core.Scope
 	Mailboxes        []string
 	RequiresApproval bool
+	// Agent, AllowRecipients, MaxPerHour and MaxPerDay: see core.APIKey.
+	Agent                 bool
+	AllowRecipients       []string
+	MaxPerHour, MaxPerDay int
 }
 
 // CreateKey stores a new API key and returns it with its secret, which is
@@ -98,6 +102,13 @@ func (s *Service) CreateKey(ctx context.Context, p NewKeyParams) (*core.APIKey, 
 	if len(p.Scopes) == 0 {
 		return nil, "", core.Errorf(core.CodeValidation, "scopes", "a key needs at least one scope")
 	}
+	allow, err := NormalizeAllowlist(p.AllowRecipients)
+	if err != nil {
+		return nil, "", err
+	}
+	if p.MaxPerHour < 0 || p.MaxPerDay < 0 {
+		return nil, "", core.Errorf(core.CodeValidation, "max_per_hour", "caps are 0 (none) or more")
+	}
 	var idb [10]byte
 	var secb [32]byte
 	if _, err := rand.Read(idb[:]); err != nil {
@@ -111,6 +122,7 @@ func (s *Service) CreateKey(ctx context.Context, p NewKeyParams) (*core.APIKey, 
 	k := &core.APIKey{
 		ID: id, Tenant: p.Tenant, Name: p.Name, SecretHash: hashSecret(secret),
 		Scopes: p.Scopes, Mailboxes: p.Mailboxes, RequiresApproval: p.RequiresApproval, CreatedAt: s.Now(),
+		Agent: p.Agent, AllowRecipients: allow, MaxPerHour: p.MaxPerHour, MaxPerDay: p.MaxPerDay,
 	}
 	if err := s.store.InTx(ctx, func(tx core.Tx) error { return tx.InsertAPIKey(ctx, k) }); err != nil {
 		return nil, "", fmt.Errorf("create key: %w", err)

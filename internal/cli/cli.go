@@ -22,6 +22,7 @@ const usage = `sendonce: the email API that never sends twice.
 Usage:
   sendonce serve [flags]              run the API and the delivery workers
   sendonce keys create --name NAME --scopes send,read[,admin] [--tenant T] [--mailbox ID]… [--requires-approval]
+                      [--agent] [--allow-recipient ADDR|DOMAIN]… [--max-per-hour N] [--max-per-day N]
   sendonce keys list                  list API keys (never their secrets)
   sendonce keys revoke ID             revoke a key at once
   sendonce send --to ADDR --subject S --text T|--html-file F|--template ID --var k=v… [--idempotency-key K] [--json]
@@ -35,12 +36,16 @@ Usage:
   sendonce domains remove DOMAIN      remove a sending domain and its key
   sendonce dns check DOMAIN [--selector S] [--resolver HOST:PORT] [--json]
                                       check the domain's MX, SPF, DKIM and DMARC records
+  sendonce mcp [--http ADDR] [--mailbox ID] [--confirm]
+                                      the MCP server for AI agents (stdio; --http: streamable HTTP), with SENDONCE_API_KEY
+  sendonce approvals list | approve SEND_ID | reject SEND_ID
+                                      sends waiting for a person's approval (admin key)
   sendonce version                    print the version
   sendonce help                       this text
 
 Run "sendonce serve -h" for the server's flags; every flag is also an
 environment variable (SENDONCE_ADDR, SENDONCE_DB, …), and the flag wins.
-send, status and sends call SENDONCE_API_URL (default http://127.0.0.1:8787)
+send, status, sends, approvals and mcp call SENDONCE_API_URL (default http://127.0.0.1:8787)
 with the API key in SENDONCE_API_KEY.
 `
 
@@ -68,6 +73,10 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runDomains(ctx, args[1:], getenv, stdout, stderr)
 	case "dns":
 		return runDNS(ctx, args[1:], getenv, stdout, stderr)
+	case "mcp":
+		return runMCP(ctx, args[1:], getenv, stdout, stderr)
+	case "approvals":
+		return runApprovals(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "sendonce", version())
 		return nil

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -36,8 +38,22 @@ func runKeys(ctx context.Context, args []string, getenv func(string) string, std
 		e.fs.StringVar(&tenant, "tenant", "default", "tenant the key belongs to")
 		e.fs.Var(&mailboxes, "mailbox", "mailbox the key may send from (repeatable; none means any)")
 		e.fs.BoolVar(&approval, "requires-approval", false, "sends made with this key wait for approval")
+		var (
+			agentKey        bool
+			allow           multiFlag
+			perHour, perDay int
+		)
+		e.fs.BoolVar(&agentKey, "agent", false, "a key for an AI agent: scopes send,read, one mailbox (default: default), approval on, no bcc/from/headers, audited")
+		e.fs.Var(&allow, "allow-recipient", "an address or domain the key may mail (repeatable; none means any)")
+		e.fs.IntVar(&perHour, "max-per-hour", 0, "most sends the key may create per sliding hour (0: no cap)")
+		e.fs.IntVar(&perDay, "max-per-day", 0, "most sends the key may create per sliding day (0: no cap)")
 		if err := parse(e, args[1:]); err != nil {
 			return err
+		}
+		if agentKey {
+			if err := agentDefaults(e, &scopes, &mailboxes, &approval); err != nil {
+				return err
+			}
 		}
 		sc, err := core.ParseScopes(scopes)
 		if err != nil {
@@ -52,7 +68,8 @@ func runKeys(ctx context.Context, args []string, getenv func(string) string, std
 		}
 		defer store.Close()
 		svc := app.New(store, app.Config{}, nil)
-		_, secret, err := svc.CreateKey(ctx, app.NewKeyParams{Name: name, Tenant: tenant, Scopes: sc, Mailboxes: mailboxes, RequiresApproval: approval})
+		_, secret, err := svc.CreateKey(ctx, app.NewKeyParams{Name: name, Tenant: tenant, Scopes: sc, Mailboxes: mailboxes, RequiresApproval: approval,
+			Agent: agentKey, AllowRecipients: allow, MaxPerHour: perHour, MaxPerDay: perDay})
 		if err != nil {
 			return err
 		}
@@ -109,4 +126,33 @@ func runKeys(ctx context.Context, args []string, getenv func(string) string, std
 		return nil
 	}
 	return fmt.Errorf("%w: keys create|list|revoke", ErrUsage)
+}
+
+// agentDefaults applies what --agent stands for: scopes send,read (admin is
+// refused), exactly one mailbox ("default" unless --mailbox names one), and
+// approval on unless --requires-approval=false is given explicitly.
+func agentDefaults(e *envFlags, scopes *string, mailboxes *multiFlag, approval *bool) error {
+	set := map[string]bool{}
+	e.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["scopes"] {
+		*scopes = "send,read"
+	}
+	sc, err := core.ParseScopes(*scopes)
+	if err != nil {
+		return fmt.Errorf("%w: --scopes: %v", ErrUsage, err)
+	}
+	if slices.Contains(sc, core.ScopeAdmin) {
+		return fmt.Errorf("%w: an --agent key may not hold the admin scope", ErrUsage)
+	}
+	switch len(*mailboxes) {
+	case 0:
+		*mailboxes = multiFlag{core.DefaultMailboxID}
+	case 1:
+	default:
+		return fmt.Errorf("%w: an --agent key is limited to one --mailbox", ErrUsage)
+	}
+	if !set["requires-approval"] {
+		*approval = true
+	}
+	return nil
 }

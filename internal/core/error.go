@@ -16,6 +16,8 @@ const (
 	CodeForbidden          = "forbidden"
 	CodeConflict           = "conflict"
 	CodeInternal           = "internal_error"
+	// CodeRateLimited: a per-key send cap is reached (429).
+	CodeRateLimited = "rate_limited"
 )
 
 // Error is sendonce's one application error: a code from the list above, a

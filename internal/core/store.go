@@ -60,6 +60,10 @@ type Store interface {
 	// QueueDepth counts sends waiting for or in a delivery attempt.
 	QueueDepth(ctx context.Context) (int, error)
 	Ping(ctx context.Context) error
+
+	// ListAudit returns the tenant's audit entries, newest first, after the
+	// cursor (an entry id) when one is given; next is "" on the last page.
+	ListAudit(ctx context.Context, tenant string, limit int, after string) (entries []*AuditEntry, next string, err error)
 }
 
 // Tx is one database transaction.
@@ -98,4 +102,12 @@ type Tx interface {
 	DeleteDomain(ctx context.Context, tenant, domain string) error
 
 	InsertInboxMessage(ctx context.Context, m *InboxMessage) error
+
+	// CountKeySends locks the key's row (so that concurrent acceptances by
+	// one key are counted one after the other) and counts the sends the
+	// key created at or after since, with the oldest one's creation time.
+	CountKeySends(ctx context.Context, keyID string, since time.Time) (n int, oldest time.Time, err error)
+	// SetSendAPIKey records which key created the send.
+	SetSendAPIKey(ctx context.Context, sendID, keyID string) error
+	InsertAudit(ctx context.Context, e *AuditEntry) error
 }

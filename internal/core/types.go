@@ -53,6 +53,13 @@ type Send struct {
 	// sending, so that a late finisher cannot overwrite a newer decision.
 	AttemptToken string
 	LeaseUntil   *time.Time
+	// InReplyTo is the msg-id (with brackets) a reply answers, "" for none;
+	// References are the thread's earlier msg-ids.
+	InReplyTo  string
+	References []string
+	// Forward is a forwarded original message (RFC 5322, whole), attached
+	// as message/rfc822; nil for none.
+	Forward []byte
 }
 
 // Header is one extra header a caller asked for.
@@ -110,6 +117,17 @@ type APIKey struct {
 	RequiresApproval bool
 	CreatedAt        time.Time
 	RevokedAt        *time.Time
+	// Agent marks a key made for an AI agent (keys create --agent): its
+	// sends may not set bcc, from or extra headers, each of them is written
+	// to the audit log, and it lists only its own sends.
+	Agent bool
+	// AllowRecipients limits to, cc and bcc to these addresses or domains
+	// (lower case; "example.com" or "@example.com" allows a whole domain).
+	// Empty: any recipient.
+	AllowRecipients []string
+	// MaxPerHour and MaxPerDay cap the sends this key may create in any
+	// sliding hour and day; 0: no cap.
+	MaxPerHour, MaxPerDay int
 }
 
 // Has reports whether the key holds scope s.
@@ -164,6 +182,8 @@ type SendFilter struct {
 	Status         Status
 	Limit          int
 	After          string // cursor: a send id; the list continues after it
+	// APIKeyID limits the list to the sends this key created (agent keys).
+	APIKeyID string
 }
 
 // Domain is a sending domain of a tenant with its DKIM key. Messages whose
@@ -181,4 +201,21 @@ type Domain struct {
 	// <Selector>._domainkey.<Domain>.
 	PublicRecord string
 	CreatedAt    time.Time
+}
+
+// AuditEntry is one line of the audit log: a send request made by an agent
+// key (or carrying an intent), whatever its outcome.
+type AuditEntry struct {
+	ID             string
+	Tenant         string
+	APIKeyID       string
+	At             time.Time
+	Route          string
+	Intent         string // the Sendonce-Intent header, canonical JSON; "" when none
+	IdempotencyKey string
+	Status         int    // the HTTP status answered
+	Outcome        string // created, replayed, refused, error
+	Code           string // the error code when refused
+	SendID         string
+	Detail         string // the error message when refused
 }

@@ -410,12 +410,16 @@ func Render(s *core.Send) ([]byte, transport.Envelope, error) {
 	}
 	m := &message.Message{
 		From: *from, To: to, Cc: cc, ReplyTo: replyTo, Subject: s.Subject, Text: s.Text, HTML: s.HTML,
-		MessageID: s.MessageID, Date: s.CreatedAt,
+		MessageID: s.MessageID, Date: s.CreatedAt, InReplyTo: s.InReplyTo, References: s.References,
 	}
 	for _, h := range s.Headers {
 		m.Headers = append(m.Headers, message.Header{Name: h.Name, Value: h.Value})
 	}
-	raw, err := message.Build(m)
+	var atts []message.Attachment
+	if len(s.Forward) > 0 {
+		atts = append(atts, message.Attachment{ContentType: "message/rfc822", Filename: "forwarded.eml", Data: s.Forward})
+	}
+	raw, err := message.BuildWithAttachments(m, atts)
 	if err != nil {
 		return nil, transport.Envelope{}, err
 	}

@@ -127,333 +127,339 @@ func reconcile(t *testing.T, env *sendoncetest.Env, id, outcome string) *sendonc
 }
 
 func TestDeliver_250IsSentOnceWithEnvelopeAndHeaders(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, RetryBase: retryBase})
-	const subject = "Grüße aus Köln — ünïcødé ✓ 日本語"
-	id := send(t, env, map[string]any{
-		"to":      []string{"Ann Example <ann@example.com>", "bob@example.com"},
-		"cc":      "carol@example.com",
-		"bcc":     []string{"dave@example.net"},
-		"subject": subject,
-		"text":    "Hello.",
-	})
-	s := env.WaitStatus(t, id, waitLong, core.StatusSent)
-	if got := attempts(t, s); got != 1 {
-		t.Errorf("attempts = %d, want 1", got)
-	}
-	if s["sent_at"] == nil {
-		t.Errorf("sent_at is null on a sent send")
-	}
-	if s["last_error"] != nil {
-		t.Errorf("last_error = %v, want null", s["last_error"])
-	}
-	if ev := eventTypes(s); !slices.Contains(ev, "sent") {
-		t.Errorf("events %v lack sent", ev)
-	}
-
-	time.Sleep(settle) // nothing further may arrive
-	msgs := env.SMTP.Messages()
-	if len(msgs) != 1 {
-		t.Fatalf("SMTP server got %d messages, want exactly 1", len(msgs))
-	}
-	m := msgs[0]
-	if want := []string{"ann@example.com", "bob@example.com", "carol@example.com", "dave@example.net"}; !slices.Equal(m.To, want) {
-		t.Errorf("envelope recipients = %q, want to+cc+bcc %q", m.To, want)
-	}
-	if m.From != "sender@example.com" {
-		t.Errorf("envelope sender = %q, want sender@example.com", m.From)
-	}
-	messageID := str(s, "message_id")
-	if m.MessageID == "" || m.MessageID != bareID(messageID) {
-		t.Errorf("delivered Message-ID %q, send's message_id %q", m.MessageID, messageID)
-	}
-
-	parsed, err := mail.ReadMessage(bytes.NewReader(m.Data))
-	if err != nil {
-		t.Fatalf("delivered data does not parse: %v\n%s", err, m.Data)
-	}
-	if _, ok := parsed.Header["Bcc"]; ok {
-		t.Errorf("delivered message has a Bcc header:\n%s", m.Data)
-	}
-	if bytes.Contains(m.Data, []byte("dave@example.net")) {
-		t.Errorf("the Bcc address appears in the delivered data:\n%s", m.Data)
-	}
-	if got := parsed.Header.Get("Message-Id"); got != messageID {
-		t.Errorf("Message-ID header = %q, want %q", got, messageID)
-	}
-	got, err := new(mime.WordDecoder).DecodeHeader(parsed.Header.Get("Subject"))
-	if err != nil || got != subject {
-		t.Errorf("decoded Subject = %q (%v), want %q", got, err, subject)
-	}
-	for _, h := range []string{"To", "Cc"} {
-		if _, err := parsed.Header.AddressList(h); err != nil {
-			t.Errorf("%s header does not parse: %v", h, err)
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: retryBase})
+		const subject = "Grüße aus Köln — ünïcødé ✓ 日本語"
+		id := send(t, env, map[string]any{
+			"to":      []string{"Ann Example <ann@example.com>", "bob@example.com"},
+			"cc":      "carol@example.com",
+			"bcc":     []string{"dave@example.net"},
+			"subject": subject,
+			"text":    "Hello.",
+		})
+		s := env.WaitStatus(t, id, waitLong, core.StatusSent)
+		if got := attempts(t, s); got != 1 {
+			t.Errorf("attempts = %d, want 1", got)
 		}
-	}
-	if cc := parsed.Header.Get("Cc"); !strings.Contains(cc, "carol@example.com") {
-		t.Errorf("Cc header = %q", cc)
-	}
+		if s["sent_at"] == nil {
+			t.Errorf("sent_at is null on a sent send")
+		}
+		if s["last_error"] != nil {
+			t.Errorf("last_error = %v, want null", s["last_error"])
+		}
+		if ev := eventTypes(s); !slices.Contains(ev, "sent") {
+			t.Errorf("events %v lack sent", ev)
+		}
+
+		time.Sleep(settle) // nothing further may arrive
+		msgs := env.SMTP.Messages()
+		if len(msgs) != 1 {
+			t.Fatalf("SMTP server got %d messages, want exactly 1", len(msgs))
+		}
+		m := msgs[0]
+		if want := []string{"ann@example.com", "bob@example.com", "carol@example.com", "dave@example.net"}; !slices.Equal(m.To, want) {
+			t.Errorf("envelope recipients = %q, want to+cc+bcc %q", m.To, want)
+		}
+		if m.From != "sender@example.com" {
+			t.Errorf("envelope sender = %q, want sender@example.com", m.From)
+		}
+		messageID := str(s, "message_id")
+		if m.MessageID == "" || m.MessageID != bareID(messageID) {
+			t.Errorf("delivered Message-ID %q, send's message_id %q", m.MessageID, messageID)
+		}
+
+		parsed, err := mail.ReadMessage(bytes.NewReader(m.Data))
+		if err != nil {
+			t.Fatalf("delivered data does not parse: %v\n%s", err, m.Data)
+		}
+		if _, ok := parsed.Header["Bcc"]; ok {
+			t.Errorf("delivered message has a Bcc header:\n%s", m.Data)
+		}
+		if bytes.Contains(m.Data, []byte("dave@example.net")) {
+			t.Errorf("the Bcc address appears in the delivered data:\n%s", m.Data)
+		}
+		if got := parsed.Header.Get("Message-Id"); got != messageID {
+			t.Errorf("Message-ID header = %q, want %q", got, messageID)
+		}
+		got, err := new(mime.WordDecoder).DecodeHeader(parsed.Header.Get("Subject"))
+		if err != nil || got != subject {
+			t.Errorf("decoded Subject = %q (%v), want %q", got, err, subject)
+		}
+		for _, h := range []string{"To", "Cc"} {
+			if _, err := parsed.Header.AddressList(h); err != nil {
+				t.Errorf("%s header does not parse: %v", h, err)
+			}
+		}
+		if cc := parsed.Header.Get("Cc"); !strings.Contains(cc, "carol@example.com") {
+			t.Errorf("Cc header = %q", cc)
+		}
+	})
 }
 
 func TestDeliver_TemporaryFailureIsRetriedUntilSent(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		name    string
-		relay   smtptest.Behaviour
-		lastErr string // last_error after the first failure mentions it
-	}{
-		{"451 on DATA", smtptest.Behaviour{DataErr: reply451}, "451"},
-		{"451 on MAIL", smtptest.Behaviour{MailErr: reply451}, "451"},
-		{"451 on RCPT", smtptest.Behaviour{RcptErr: reply451}, "451"},
-		{"connection lost before DATA", smtptest.Behaviour{HangUpBeforeData: true}, "mail"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, RetryBase: retryBase, MaxAttempts: 20})
-			env.SMTP.SetBehaviour(c.relay)
-			id := send(t, env, sendoncetest.Mail("ann@example.com", "retry me"))
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		for _, c := range []struct {
+			name    string
+			relay   smtptest.Behaviour
+			lastErr string // last_error after the first failure mentions it
+		}{
+			{"451 on DATA", smtptest.Behaviour{DataErr: reply451}, "451"},
+			{"451 on MAIL", smtptest.Behaviour{MailErr: reply451}, "451"},
+			{"451 on RCPT", smtptest.Behaviour{RcptErr: reply451}, "451"},
+			{"connection lost before DATA", smtptest.Behaviour{HangUpBeforeData: true}, "mail"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: retryBase, MaxAttempts: 20})
+				env.SMTP.SetBehaviour(c.relay)
+				id := send(t, env, sendoncetest.Mail("ann@example.com", "retry me"))
 
-			s := waitEvent(t, env, id, "attempt_failed", 1)
-			if st := str(s, "status"); st != string(core.StatusQueued) && st != string(core.StatusSending) {
-				t.Fatalf("after the first failure the send is %q, want queued (or sending its retry)", st)
-			}
-			if le := str(s, "last_error"); !strings.Contains(le, c.lastErr) {
-				t.Errorf("last_error = %q, want it to mention %q; send %v", le, c.lastErr, s)
-			}
-			env.SMTP.SetBehaviour(smtptest.Behaviour{})
+				s := waitEvent(t, env, id, "attempt_failed", 1)
+				if st := str(s, "status"); st != string(core.StatusQueued) && st != string(core.StatusSending) {
+					t.Fatalf("after the first failure the send is %q, want queued (or sending its retry)", st)
+				}
+				if le := str(s, "last_error"); !strings.Contains(le, c.lastErr) {
+					t.Errorf("last_error = %q, want it to mention %q; send %v", le, c.lastErr, s)
+				}
+				env.SMTP.SetBehaviour(smtptest.Behaviour{})
 
-			s = env.WaitStatus(t, id, waitLong, core.StatusSent)
-			ev := eventTypes(s)
-			failed, started := countOf(ev, "attempt_failed"), countOf(ev, "attempt_started")
-			if failed < 1 || started != failed+1 {
-				t.Errorf("events %v: want n attempt_failed then one successful attempt", ev)
-			}
-			// Every attempt got the greeting, so every one counts.
-			if got := attempts(t, s); got != started {
-				t.Errorf("attempts = %d, want %d (every attempt reached the relay)", got, started)
-			}
-			if i, j := slices.Index(ev, "attempt_failed"), slices.Index(ev, "sent"); i < 0 || j < i {
-				t.Errorf("events %v: want attempt_failed before sent", ev)
-			}
-			if s["last_error"] != nil {
-				t.Errorf("last_error = %v after success, want null", s["last_error"])
-			}
-			time.Sleep(settle)
-			if n := len(env.SMTP.Messages()); n != 1 {
-				t.Errorf("SMTP server got %d messages, want exactly 1", n)
-			}
-			if c := env.SMTP.Connections(); c != started {
-				t.Errorf("SMTP connections = %d, want one per attempt (%d)", c, started)
-			}
-		})
-	}
+				s = env.WaitStatus(t, id, waitLong, core.StatusSent)
+				ev := eventTypes(s)
+				failed, started := countOf(ev, "attempt_failed"), countOf(ev, "attempt_started")
+				if failed < 1 || started != failed+1 {
+					t.Errorf("events %v: want n attempt_failed then one successful attempt", ev)
+				}
+				// Every attempt got the greeting, so every one counts.
+				if got := attempts(t, s); got != started {
+					t.Errorf("attempts = %d, want %d (every attempt reached the relay)", got, started)
+				}
+				if i, j := slices.Index(ev, "attempt_failed"), slices.Index(ev, "sent"); i < 0 || j < i {
+					t.Errorf("events %v: want attempt_failed before sent", ev)
+				}
+				if s["last_error"] != nil {
+					t.Errorf("last_error = %v after success, want null", s["last_error"])
+				}
+				time.Sleep(settle)
+				if n := len(env.SMTP.Messages()); n != 1 {
+					t.Errorf("SMTP server got %d messages, want exactly 1", n)
+				}
+				if c := env.SMTP.Connections(); c != started {
+					t.Errorf("SMTP connections = %d, want one per attempt (%d)", c, started)
+				}
+			})
+		}
+	})
 }
 
 func TestDeliver_PermanentFailureIsNotRetried(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		name  string
-		relay smtptest.Behaviour
-	}{
-		{"550 on DATA", smtptest.Behaviour{DataErr: reply550}},
-		{"550 on RCPT", smtptest.Behaviour{RcptErr: reply550}},
-		{"550 on MAIL", smtptest.Behaviour{MailErr: reply550}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, RetryBase: retryBase})
-			env.SMTP.SetBehaviour(c.relay)
-			id := send(t, env, sendoncetest.Mail("nobody@example.com", "bounce"))
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		for _, c := range []struct {
+			name  string
+			relay smtptest.Behaviour
+		}{
+			{"550 on DATA", smtptest.Behaviour{DataErr: reply550}},
+			{"550 on RCPT", smtptest.Behaviour{RcptErr: reply550}},
+			{"550 on MAIL", smtptest.Behaviour{MailErr: reply550}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: retryBase})
+				env.SMTP.SetBehaviour(c.relay)
+				id := send(t, env, sendoncetest.Mail("nobody@example.com", "bounce"))
 
-			s := env.WaitStatus(t, id, waitLong, core.StatusFailed)
-			if le := str(s, "last_error"); !strings.Contains(le, "550") {
-				t.Errorf("last_error = %q, want it to mention 550", le)
-			}
-			time.Sleep(settle)
-			s = getSend(t, env, id)
-			if st := str(s, "status"); st != string(core.StatusFailed) {
-				t.Errorf("status changed to %q after failing", st)
-			}
-			if got := attempts(t, s); got != 1 {
-				t.Errorf("attempts = %d, want 1", got)
-			}
-			if c := env.SMTP.Connections(); c != 1 {
-				t.Errorf("SMTP connections = %d, want 1 (a 5xx is not retried)", c)
-			}
-			if ev := eventTypes(s); countOf(ev, "attempt_started") != 1 || countOf(ev, "attempt_failed") != 0 {
-				t.Errorf("events %v: want one attempt, no retry", ev)
-			}
-			if n := len(env.SMTP.Messages()); n != 0 {
-				t.Errorf("SMTP server recorded %d messages", n)
-			}
-		})
-	}
+				s := env.WaitStatus(t, id, waitLong, core.StatusFailed)
+				if le := str(s, "last_error"); !strings.Contains(le, "550") {
+					t.Errorf("last_error = %q, want it to mention 550", le)
+				}
+				time.Sleep(settle)
+				s = getSend(t, env, id)
+				if st := str(s, "status"); st != string(core.StatusFailed) {
+					t.Errorf("status changed to %q after failing", st)
+				}
+				if got := attempts(t, s); got != 1 {
+					t.Errorf("attempts = %d, want 1", got)
+				}
+				if c := env.SMTP.Connections(); c != 1 {
+					t.Errorf("SMTP connections = %d, want 1 (a 5xx is not retried)", c)
+				}
+				if ev := eventTypes(s); countOf(ev, "attempt_started") != 1 || countOf(ev, "attempt_failed") != 0 {
+					t.Errorf("events %v: want one attempt, no retry", ev)
+				}
+				if n := len(env.SMTP.Messages()); n != 0 {
+					t.Errorf("SMTP server recorded %d messages", n)
+				}
+			})
+		}
+	})
 }
 
 func TestDeliver_HangUpAfterDataIsUnknownUntilReconciled(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, RetryBase: retryBase})
-	env.SMTP.SetBehaviour(smtptest.Behaviour{HangUpAfterData: true})
-	resend := send(t, env, sendoncetest.Mail("ann@example.com", "resend me"))
-	markSent := send(t, env, sendoncetest.Mail("bob@example.com", "it arrived"))
-	markFailed := send(t, env, sendoncetest.Mail("carol@example.com", "it did not"))
-	ids := []string{resend, markSent, markFailed}
-	for _, id := range ids {
-		s := env.WaitStatus(t, id, waitLong, core.StatusUnknown)
-		if got := attempts(t, s); got != 1 {
-			t.Errorf("%s: attempts = %d, want 1", id, got)
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: retryBase})
+		env.SMTP.SetBehaviour(smtptest.Behaviour{HangUpAfterData: true})
+		resend := send(t, env, sendoncetest.Mail("ann@example.com", "resend me"))
+		markSent := send(t, env, sendoncetest.Mail("bob@example.com", "it arrived"))
+		markFailed := send(t, env, sendoncetest.Mail("carol@example.com", "it did not"))
+		ids := []string{resend, markSent, markFailed}
+		for _, id := range ids {
+			s := env.WaitStatus(t, id, waitLong, core.StatusUnknown)
+			if got := attempts(t, s); got != 1 {
+				t.Errorf("%s: attempts = %d, want 1", id, got)
+			}
+			if !slices.Contains(eventTypes(s), "unknown") {
+				t.Errorf("%s: events %v lack unknown", id, eventTypes(s))
+			}
 		}
-		if !slices.Contains(eventTypes(s), "unknown") {
-			t.Errorf("%s: events %v lack unknown", id, eventTypes(s))
-		}
-	}
 
-	// Not retried by itself: many retry periods later, nothing has moved.
-	time.Sleep(settle)
-	if c := env.SMTP.Connections(); c != len(ids) {
-		t.Fatalf("SMTP connections = %d, want %d: an unknown send was retried on its own", c, len(ids))
-	}
-	for _, id := range ids {
-		if st := str(getSend(t, env, id), "status"); st != string(core.StatusUnknown) {
-			t.Fatalf("%s: status %q, want it to stay unknown", id, st)
-		}
-	}
-	env.SMTP.SetBehaviour(smtptest.Behaviour{})
-
-	t.Run("resend delivers once more with the same Message-ID", func(t *testing.T) {
-		before := getSend(t, env, resend)
-		r := reconcile(t, env, resend, "resend")
-		if r.Status != http.StatusOK {
-			t.Fatalf("reconcile resend: %d %s", r.Status, r.Body)
-		}
-		if st := str(r.JSON(t), "status"); st != string(core.StatusQueued) {
-			t.Errorf("reconcile resend answered status %q, want queued", st)
-		}
-		s := env.WaitStatus(t, resend, waitLong, core.StatusSent)
-		if got := attempts(t, s); got != 2 {
-			t.Errorf("attempts = %d, want 2", got)
-		}
+		// Not retried by itself: many retry periods later, nothing has moved.
 		time.Sleep(settle)
-		msgs := env.SMTP.Messages()
-		if len(msgs) != 1 {
-			t.Fatalf("SMTP server got %d messages after resend, want 1", len(msgs))
+		if c := env.SMTP.Connections(); c != len(ids) {
+			t.Fatalf("SMTP connections = %d, want %d: an unknown send was retried on its own", c, len(ids))
 		}
-		if want := bareID(str(before, "message_id")); msgs[0].MessageID != want {
-			t.Errorf("resent Message-ID %q, want the original %q", msgs[0].MessageID, want)
+		for _, id := range ids {
+			if st := str(getSend(t, env, id), "status"); st != string(core.StatusUnknown) {
+				t.Fatalf("%s: status %q, want it to stay unknown", id, st)
+			}
 		}
-		if c := env.SMTP.Connections(); c != len(ids)+1 {
-			t.Errorf("SMTP connections = %d, want %d (one more attempt)", c, len(ids)+1)
-		}
-	})
+		env.SMTP.SetBehaviour(smtptest.Behaviour{})
 
-	t.Run("sent and failed set the status without delivering", func(t *testing.T) {
-		for _, c := range []struct {
-			id, outcome string
-			want        core.Status
-		}{{markSent, "sent", core.StatusSent}, {markFailed, "failed", core.StatusFailed}} {
-			r := reconcile(t, env, c.id, c.outcome)
+		t.Run("resend delivers once more with the same Message-ID", func(t *testing.T) {
+			before := getSend(t, env, resend)
+			r := reconcile(t, env, resend, "resend")
 			if r.Status != http.StatusOK {
-				t.Fatalf("reconcile %s: %d %s", c.outcome, r.Status, r.Body)
+				t.Fatalf("reconcile resend: %d %s", r.Status, r.Body)
 			}
-			s := getSend(t, env, c.id)
-			if st := str(s, "status"); st != string(c.want) {
-				t.Errorf("reconcile %s: status %q, want %q", c.outcome, st, c.want)
+			if st := str(r.JSON(t), "status"); st != string(core.StatusQueued) {
+				t.Errorf("reconcile resend answered status %q, want queued", st)
 			}
-			if !slices.Contains(eventTypes(s), "reconciled") {
-				t.Errorf("reconcile %s: events %v lack reconciled", c.outcome, eventTypes(s))
+			s := env.WaitStatus(t, resend, waitLong, core.StatusSent)
+			if got := attempts(t, s); got != 2 {
+				t.Errorf("attempts = %d, want 2", got)
 			}
-			if c.want == core.StatusSent && s["sent_at"] == nil {
-				t.Errorf("reconciled as sent but sent_at is null")
+			time.Sleep(settle)
+			msgs := env.SMTP.Messages()
+			if len(msgs) != 1 {
+				t.Fatalf("SMTP server got %d messages after resend, want 1", len(msgs))
 			}
-		}
-		time.Sleep(settle)
-		if c := env.SMTP.Connections(); c != len(ids)+1 {
-			t.Errorf("SMTP connections = %d: reconcile sent/failed made an attempt", c)
-		}
-	})
+			if want := bareID(str(before, "message_id")); msgs[0].MessageID != want {
+				t.Errorf("resent Message-ID %q, want the original %q", msgs[0].MessageID, want)
+			}
+			if c := env.SMTP.Connections(); c != len(ids)+1 {
+				t.Errorf("SMTP connections = %d, want %d (one more attempt)", c, len(ids)+1)
+			}
+		})
 
-	t.Run("from any other status is 409 and changes nothing", func(t *testing.T) {
-		for _, id := range ids { // now sent, sent and failed
-			for _, outcome := range []string{"resend", "sent", "failed"} {
-				before := getSend(t, env, id)
-				r := reconcile(t, env, id, outcome)
-				if r.Status != http.StatusConflict || r.ErrorCode() != core.CodeInvalidState {
-					t.Errorf("reconcile %s of a %s send: %d %s, want 409 invalid_state", outcome, before["status"], r.Status, r.Body)
+		t.Run("sent and failed set the status without delivering", func(t *testing.T) {
+			for _, c := range []struct {
+				id, outcome string
+				want        core.Status
+			}{{markSent, "sent", core.StatusSent}, {markFailed, "failed", core.StatusFailed}} {
+				r := reconcile(t, env, c.id, c.outcome)
+				if r.Status != http.StatusOK {
+					t.Fatalf("reconcile %s: %d %s", c.outcome, r.Status, r.Body)
 				}
-				after := getSend(t, env, id)
-				for _, k := range []string{"status", "attempts", "updated_at", "sent_at", "last_error"} {
-					if fmt.Sprint(before[k]) != fmt.Sprint(after[k]) {
-						t.Errorf("refused reconcile changed %s: %v -> %v", k, before[k], after[k])
+				s := getSend(t, env, c.id)
+				if st := str(s, "status"); st != string(c.want) {
+					t.Errorf("reconcile %s: status %q, want %q", c.outcome, st, c.want)
+				}
+				if !slices.Contains(eventTypes(s), "reconciled") {
+					t.Errorf("reconcile %s: events %v lack reconciled", c.outcome, eventTypes(s))
+				}
+				if c.want == core.StatusSent && s["sent_at"] == nil {
+					t.Errorf("reconciled as sent but sent_at is null")
+				}
+			}
+			time.Sleep(settle)
+			if c := env.SMTP.Connections(); c != len(ids)+1 {
+				t.Errorf("SMTP connections = %d: reconcile sent/failed made an attempt", c)
+			}
+		})
+
+		t.Run("from any other status is 409 and changes nothing", func(t *testing.T) {
+			for _, id := range ids { // now sent, sent and failed
+				for _, outcome := range []string{"resend", "sent", "failed"} {
+					before := getSend(t, env, id)
+					r := reconcile(t, env, id, outcome)
+					if r.Status != http.StatusConflict || r.ErrorCode() != core.CodeInvalidState {
+						t.Errorf("reconcile %s of a %s send: %d %s, want 409 invalid_state", outcome, before["status"], r.Status, r.Body)
+					}
+					after := getSend(t, env, id)
+					for _, k := range []string{"status", "attempts", "updated_at", "sent_at", "last_error"} {
+						if fmt.Sprint(before[k]) != fmt.Sprint(after[k]) {
+							t.Errorf("refused reconcile changed %s: %v -> %v", k, before[k], after[k])
+						}
+					}
+					if len(eventTypes(before)) != len(eventTypes(after)) {
+						t.Errorf("refused reconcile added events: %v -> %v", eventTypes(before), eventTypes(after))
 					}
 				}
-				if len(eventTypes(before)) != len(eventTypes(after)) {
-					t.Errorf("refused reconcile added events: %v -> %v", eventTypes(before), eventTypes(after))
-				}
 			}
-		}
-		time.Sleep(settle)
-		if c := env.SMTP.Connections(); c != len(ids)+1 {
-			t.Errorf("SMTP connections = %d: a refused reconcile made an attempt", c)
-		}
-	})
+			time.Sleep(settle)
+			if c := env.SMTP.Connections(); c != len(ids)+1 {
+				t.Errorf("SMTP connections = %d: a refused reconcile made an attempt", c)
+			}
+		})
 
-	t.Run("an unknown outcome is 422", func(t *testing.T) {
-		r := reconcile(t, env, resend, "maybe")
-		if r.Status != http.StatusUnprocessableEntity || r.ErrorCode() != core.CodeValidation {
-			t.Errorf("reconcile maybe: %d %s, want 422 validation_error", r.Status, r.Body)
-		}
+		t.Run("an unknown outcome is 422", func(t *testing.T) {
+			r := reconcile(t, env, resend, "maybe")
+			if r.Status != http.StatusUnprocessableEntity || r.ErrorCode() != core.CodeValidation {
+				t.Errorf("reconcile maybe: %d %s, want 422 validation_error", r.Status, r.Body)
+			}
+		})
 	})
 }
 
 func TestDeliver_AttemptOutlivingItsLeaseIsUnknown(t *testing.T) {
-	t.Parallel()
-	// The relay takes the message but answers long after the attempt's
-	// lease: the worker gives up mid-DATA, and the relay keeps the message.
-	// Retrying would deliver it twice.
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, RetryBase: retryBase, Lease: 500 * time.Millisecond})
-	env.SMTP.SetBehaviour(smtptest.Behaviour{DelayData: 1500 * time.Millisecond})
-	id := send(t, env, sendoncetest.Mail("ann@example.com", "slow relay"))
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		// The relay takes the message but answers long after the attempt's
+		// lease: the worker gives up mid-DATA, and the relay keeps the message.
+		// Retrying would deliver it twice.
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: retryBase, Lease: 500 * time.Millisecond})
+		env.SMTP.SetBehaviour(smtptest.Behaviour{DelayData: 1500 * time.Millisecond})
+		id := send(t, env, sendoncetest.Mail("ann@example.com", "slow relay"))
 
-	s := env.WaitStatus(t, id, waitLong, core.StatusUnknown)
-	if got := attempts(t, s); got != 1 {
-		t.Errorf("attempts = %d, want 1", got)
-	}
-	// Past the relay's delay (it records the message then) and many retry
-	// periods: still unknown, still one connection.
-	deadline := time.Now().Add(waitLong)
-	for len(env.SMTP.Messages()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(settle)
-	if st := str(getSend(t, env, id), "status"); st != string(core.StatusUnknown) {
-		t.Errorf("status %q, want unknown", st)
-	}
-	if c, n := env.SMTP.Connections(), len(env.SMTP.Messages()); c != 1 || n != 1 {
-		t.Errorf("SMTP connections = %d, messages = %d; want 1 and 1 (the relay kept it; no retry)", c, n)
-	}
+		s := env.WaitStatus(t, id, waitLong, core.StatusUnknown)
+		if got := attempts(t, s); got != 1 {
+			t.Errorf("attempts = %d, want 1", got)
+		}
+		// Past the relay's delay (it records the message then) and many retry
+		// periods: still unknown, still one connection.
+		deadline := time.Now().Add(waitLong)
+		for len(env.SMTP.Messages()) == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(settle)
+		if st := str(getSend(t, env, id), "status"); st != string(core.StatusUnknown) {
+			t.Errorf("status %q, want unknown", st)
+		}
+		if c, n := env.SMTP.Connections(), len(env.SMTP.Messages()); c != 1 || n != 1 {
+			t.Errorf("SMTP connections = %d, messages = %d; want 1 and 1 (the relay kept it; no retry)", c, n)
+		}
+	})
 }
 
 func TestDeliver_GivesUpAfterMaxAttempts(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, RetryBase: retryBase, MaxAttempts: 3})
-	env.SMTP.SetBehaviour(smtptest.Behaviour{DataErr: reply451})
-	id := send(t, env, sendoncetest.Mail("ann@example.com", "never accepted"))
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: retryBase, MaxAttempts: 3})
+		env.SMTP.SetBehaviour(smtptest.Behaviour{DataErr: reply451})
+		id := send(t, env, sendoncetest.Mail("ann@example.com", "never accepted"))
 
-	s := env.WaitStatus(t, id, waitLong, core.StatusFailed)
-	if got := attempts(t, s); got != 3 {
-		t.Errorf("attempts = %d, want 3", got)
-	}
-	if le := str(s, "last_error"); !strings.Contains(le, "gave up after 3 attempts") {
-		t.Errorf("last_error = %q, want it to say it gave up after 3 attempts", le)
-	}
-	time.Sleep(settle)
-	if c := env.SMTP.Connections(); c != 3 {
-		t.Errorf("SMTP connections = %d, want exactly 3", c)
-	}
-	s = getSend(t, env, id)
-	if ev := eventTypes(s); countOf(ev, "attempt_started") != 3 || countOf(ev, "attempt_failed") != 2 || ev[len(ev)-1] != "failed" {
-		t.Errorf("events %v: want 3 attempts, 2 retries, then failed", ev)
-	}
+		s := env.WaitStatus(t, id, waitLong, core.StatusFailed)
+		if got := attempts(t, s); got != 3 {
+			t.Errorf("attempts = %d, want 3", got)
+		}
+		if le := str(s, "last_error"); !strings.Contains(le, "gave up after 3 attempts") {
+			t.Errorf("last_error = %q, want it to say it gave up after 3 attempts", le)
+		}
+		time.Sleep(settle)
+		if c := env.SMTP.Connections(); c != 3 {
+			t.Errorf("SMTP connections = %d, want exactly 3", c)
+		}
+		s = getSend(t, env, id)
+		if ev := eventTypes(s); countOf(ev, "attempt_started") != 3 || countOf(ev, "attempt_failed") != 2 || ev[len(ev)-1] != "failed" {
+			t.Errorf("events %v: want 3 attempts, 2 retries, then failed", ev)
+		}
+	})
 }
 
 // closedPort returns a loopback port nothing listens on.
@@ -469,33 +475,34 @@ func closedPort(t *testing.T) string {
 }
 
 func TestDeliver_ConnectionRefusedIsRetriedWithoutCountingAttempts(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{RetryBase: retryBase, MaxAttempts: 3})
-	r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: rand.Text(),
-		Body: map[string]any{"id": "dead", "address": "dead@example.com", "transport": "smtp://127.0.0.1:" + closedPort(t) + "?tls=none"}})
-	if r.Status != http.StatusCreated {
-		t.Fatalf("create mailbox: %d %s", r.Status, r.Body)
-	}
-	id := send(t, env, map[string]any{"mailbox_id": "dead", "to": "ann@example.com", "subject": "refused", "text": "x"})
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, RetryBase: retryBase, MaxAttempts: 3})
+		r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: rand.Text(),
+			Body: map[string]any{"id": "dead", "address": "dead@example.com", "transport": "smtp://127.0.0.1:" + closedPort(t) + "?tls=none"}})
+		if r.Status != http.StatusCreated {
+			t.Fatalf("create mailbox: %d %s", r.Status, r.Body)
+		}
+		id := send(t, env, map[string]any{"mailbox_id": "dead", "to": "ann@example.com", "subject": "refused", "text": "x"})
 
-	s := waitEvent(t, env, id, "attempt_failed", 1)
-	if got := attempts(t, s); got != 0 {
-		t.Errorf("after a refused connection attempts = %d, want 0", got)
-	}
-	if st := str(s, "status"); st == string(core.StatusFailed) || st == string(core.StatusUnknown) {
-		t.Errorf("status %q after one refused connection, want it retried", st)
-	}
-	// It keeps being retried until MaxAttempts, and never counts an attempt.
-	s = env.WaitStatus(t, id, waitLong, core.StatusFailed)
-	if ev := eventTypes(s); countOf(ev, "attempt_started") != 3 {
-		t.Errorf("events %v: want 3 tries", ev)
-	}
-	if got := attempts(t, s); got != 0 {
-		t.Errorf("attempts = %d, want 0: the relay was never reached", got)
-	}
-	if le := str(s, "last_error"); !strings.Contains(le, "gave up") || !strings.Contains(le, "dial") {
-		t.Errorf("last_error = %q, want a give-up after dial failures", le)
-	}
+		s := waitEvent(t, env, id, "attempt_failed", 1)
+		if got := attempts(t, s); got != 0 {
+			t.Errorf("after a refused connection attempts = %d, want 0", got)
+		}
+		if st := str(s, "status"); st == string(core.StatusFailed) || st == string(core.StatusUnknown) {
+			t.Errorf("status %q after one refused connection, want it retried", st)
+		}
+		// It keeps being retried until MaxAttempts, and never counts an attempt.
+		s = env.WaitStatus(t, id, waitLong, core.StatusFailed)
+		if ev := eventTypes(s); countOf(ev, "attempt_started") != 3 {
+			t.Errorf("events %v: want 3 tries", ev)
+		}
+		if got := attempts(t, s); got != 0 {
+			t.Errorf("attempts = %d, want 0: the relay was never reached", got)
+		}
+		if le := str(s, "last_error"); !strings.Contains(le, "gave up") || !strings.Contains(le, "dial") {
+			t.Errorf("last_error = %q, want a give-up after dial failures", le)
+		}
+	})
 }
 
 // forceSending puts the send into status sending, as an attempt that began
@@ -517,71 +524,72 @@ func forceSending(t *testing.T, env *sendoncetest.Env, id string, leaseUntil tim
 }
 
 func TestDeliver_WorkerDiedMidAttemptBecomesUnknown(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, NoWorkers: true, Lease: 30 * time.Second})
-	ctx := context.Background()
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, NoWorkers: true, Lease: 30 * time.Second})
+		ctx := context.Background()
 
-	t.Run("rescuer after the lease", func(t *testing.T) {
-		id := send(t, env, sendoncetest.Mail("ann@example.com", "dies mid-attempt"))
-		forceSending(t, env, id, env.Clock.Now().Add(30*time.Second))
+		t.Run("rescuer after the lease", func(t *testing.T) {
+			id := send(t, env, sendoncetest.Mail("ann@example.com", "dies mid-attempt"))
+			forceSending(t, env, id, env.Clock.Now().Add(30*time.Second))
 
-		n, err := env.Server.Deliver.RescueExpired(ctx)
-		if err != nil || n != 0 {
-			t.Fatalf("RescueExpired within the lease = %d, %v; want 0, nil", n, err)
-		}
-		if st := str(getSend(t, env, id), "status"); st != string(core.StatusSending) {
-			t.Fatalf("status %q within the lease, want sending", st)
-		}
+			n, err := env.Server.Deliver.RescueExpired(ctx)
+			if err != nil || n != 0 {
+				t.Fatalf("RescueExpired within the lease = %d, %v; want 0, nil", n, err)
+			}
+			if st := str(getSend(t, env, id), "status"); st != string(core.StatusSending) {
+				t.Fatalf("status %q within the lease, want sending", st)
+			}
 
-		env.Clock.Advance(31 * time.Second)
-		n, err = env.Server.Deliver.RescueExpired(ctx)
-		if err != nil || n != 1 {
-			t.Fatalf("RescueExpired after the lease = %d, %v; want 1, nil", n, err)
-		}
-		s := getSend(t, env, id)
-		if st := str(s, "status"); st != string(core.StatusUnknown) {
-			t.Errorf("status %q, want unknown", st)
-		}
-		if ev := eventTypes(s); ev[len(ev)-1] != "unknown" {
-			t.Errorf("events %v, want a final unknown event", ev)
-		}
-		if str(s, "last_error") == "" {
-			t.Errorf("last_error is empty; want the reason it is unknown")
-		}
-		// A second pass finds nothing more to do.
-		if n, err := env.Server.Deliver.RescueExpired(ctx); err != nil || n != 0 {
-			t.Errorf("second RescueExpired = %d, %v; want 0, nil", n, err)
+			env.Clock.Advance(31 * time.Second)
+			n, err = env.Server.Deliver.RescueExpired(ctx)
+			if err != nil || n != 1 {
+				t.Fatalf("RescueExpired after the lease = %d, %v; want 1, nil", n, err)
+			}
+			s := getSend(t, env, id)
+			if st := str(s, "status"); st != string(core.StatusUnknown) {
+				t.Errorf("status %q, want unknown", st)
+			}
+			if ev := eventTypes(s); ev[len(ev)-1] != "unknown" {
+				t.Errorf("events %v, want a final unknown event", ev)
+			}
+			if str(s, "last_error") == "" {
+				t.Errorf("last_error is empty; want the reason it is unknown")
+			}
+			// A second pass finds nothing more to do.
+			if n, err := env.Server.Deliver.RescueExpired(ctx); err != nil || n != 0 {
+				t.Errorf("second RescueExpired = %d, %v; want 0, nil", n, err)
+			}
+		})
+
+		t.Run("an attempt that finds it sending", func(t *testing.T) {
+			id := send(t, env, sendoncetest.Mail("bob@example.com", "job runs again"))
+			forceSending(t, env, id, env.Clock.Now().Add(time.Hour))
+			if err := env.Server.Deliver.Attempt(ctx, id, 1, 8); err != nil {
+				t.Fatalf("Attempt: %v", err)
+			}
+			s := getSend(t, env, id)
+			if st := str(s, "status"); st != string(core.StatusUnknown) {
+				t.Errorf("status %q, want unknown", st)
+			}
+			if ev := eventTypes(s); ev[len(ev)-1] != "unknown" || slices.Contains(ev, "attempt_started") {
+				t.Errorf("events %v, want unknown and no new attempt", ev)
+			}
+			if got := attempts(t, s); got != 0 {
+				t.Errorf("attempts = %d, want 0", got)
+			}
+			// And running it again leaves the decision alone.
+			if err := env.Server.Deliver.Attempt(ctx, id, 2, 8); err != nil {
+				t.Fatalf("Attempt again: %v", err)
+			}
+			if st := str(getSend(t, env, id), "status"); st != string(core.StatusUnknown) {
+				t.Errorf("status %q after another attempt, want unknown", st)
+			}
+		})
+
+		if c := env.SMTP.Connections(); c != 0 {
+			t.Errorf("SMTP connections = %d, want 0: nothing may be sent", c)
 		}
 	})
-
-	t.Run("an attempt that finds it sending", func(t *testing.T) {
-		id := send(t, env, sendoncetest.Mail("bob@example.com", "job runs again"))
-		forceSending(t, env, id, env.Clock.Now().Add(time.Hour))
-		if err := env.Server.Deliver.Attempt(ctx, id, 1, 8); err != nil {
-			t.Fatalf("Attempt: %v", err)
-		}
-		s := getSend(t, env, id)
-		if st := str(s, "status"); st != string(core.StatusUnknown) {
-			t.Errorf("status %q, want unknown", st)
-		}
-		if ev := eventTypes(s); ev[len(ev)-1] != "unknown" || slices.Contains(ev, "attempt_started") {
-			t.Errorf("events %v, want unknown and no new attempt", ev)
-		}
-		if got := attempts(t, s); got != 0 {
-			t.Errorf("attempts = %d, want 0", got)
-		}
-		// And running it again leaves the decision alone.
-		if err := env.Server.Deliver.Attempt(ctx, id, 2, 8); err != nil {
-			t.Fatalf("Attempt again: %v", err)
-		}
-		if st := str(getSend(t, env, id), "status"); st != string(core.StatusUnknown) {
-			t.Errorf("status %q after another attempt, want unknown", st)
-		}
-	})
-
-	if c := env.SMTP.Connections(); c != 0 {
-		t.Errorf("SMTP connections = %d, want 0: nothing may be sent", c)
-	}
 }
 
 func TestBackoff_StaysWithinEqualJitterBounds(t *testing.T) {
@@ -615,71 +623,65 @@ func TestBackoff_StaysWithinEqualJitterBounds(t *testing.T) {
 }
 
 func TestDeliver_SuppressedRecipientIsNotAttempted(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, RetryBase: retryBase})
-	if _, err := env.Server.Store.W.ExecContext(context.Background(),
-		"INSERT INTO suppressions (tenant,address,reason,created_at) VALUES ('default','x@example.com','test',0)"); err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range map[string]map[string]any{
-		"to":  sendoncetest.Mail("X Person <x@example.com>", "suppressed"),
-		"bcc": {"to": "ok@example.com", "bcc": []string{"y@example.com", "x@example.com"}, "subject": "suppressed bcc", "text": "x"},
-	} {
-		id := send(t, env, body)
-		s := env.WaitStatus(t, id, waitLong, core.StatusFailed)
-		if got := attempts(t, s); got != 0 {
-			t.Errorf("%s: attempts = %d, want 0", name, got)
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: retryBase})
+		env.Exec(t, "INSERT INTO suppressions (tenant,address,reason,created_at) VALUES ('default','x@example.com','test',0)")
+		for name, body := range map[string]map[string]any{
+			"to":  sendoncetest.Mail("X Person <x@example.com>", "suppressed"),
+			"bcc": {"to": "ok@example.com", "bcc": []string{"y@example.com", "x@example.com"}, "subject": "suppressed bcc", "text": "x"},
+		} {
+			id := send(t, env, body)
+			s := env.WaitStatus(t, id, waitLong, core.StatusFailed)
+			if got := attempts(t, s); got != 0 {
+				t.Errorf("%s: attempts = %d, want 0", name, got)
+			}
+			if le := str(s, "last_error"); !strings.Contains(le, "x@example.com") {
+				t.Errorf("%s: last_error = %q, want it to name the suppressed address", name, le)
+			}
+			if ev := eventTypes(s); !slices.Contains(ev, "suppressed") || slices.Contains(ev, "attempt_started") {
+				t.Errorf("%s: events %v, want suppressed and no attempt", name, ev)
+			}
 		}
-		if le := str(s, "last_error"); !strings.Contains(le, "x@example.com") {
-			t.Errorf("%s: last_error = %q, want it to name the suppressed address", name, le)
+		time.Sleep(settle)
+		if c, n := env.SMTP.Connections(), len(env.SMTP.Messages()); c != 0 || n != 0 {
+			t.Errorf("SMTP connections = %d, messages = %d; want nothing delivered", c, n)
 		}
-		if ev := eventTypes(s); !slices.Contains(ev, "suppressed") || slices.Contains(ev, "attempt_started") {
-			t.Errorf("%s: events %v, want suppressed and no attempt", name, ev)
-		}
-	}
-	time.Sleep(settle)
-	if c, n := env.SMTP.Connections(), len(env.SMTP.Messages()); c != 0 || n != 0 {
-		t.Errorf("SMTP connections = %d, messages = %d; want nothing delivered", c, n)
-	}
+	})
 }
 
 // liveJobs counts delivery jobs of the send that River will still run.
 func liveJobs(t *testing.T, env *sendoncetest.Env, id string) int {
 	t.Helper()
-	var n int
-	err := env.Server.Store.W.QueryRowContext(context.Background(), `SELECT count(*) FROM river_job
+	return env.QueryInt(t, `SELECT count(*) FROM river_job
 		WHERE kind = 'sendonce.deliver' AND CAST(args AS TEXT) LIKE '%' || ? || '%'
-		AND state IN ('available', 'scheduled', 'retryable', 'pending')`, id).Scan(&n)
-	if err != nil {
-		t.Fatalf("count jobs: %v", err)
-	}
-	return n
+		AND state IN ('available', 'scheduled', 'retryable', 'pending')`, id)
 }
 
 func TestStop_AcceptedSendsAreNeverLost(t *testing.T) {
-	t.Parallel()
-	t.Run("relay up", func(t *testing.T) {
-		// Most sends go out before Stop; none may go out twice.
-		t.Parallel()
-		stopAndRestart(t, nil, -1)
-	})
-	t.Run("relay failing", func(t *testing.T) {
-		// Every send is still queued (waiting for a retry) at Stop: only
-		// the restarted instance can deliver them.
-		t.Parallel()
-		stopAndRestart(t, &smtptest.Behaviour{DataErr: reply451}, 0)
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		t.Run("relay up", func(t *testing.T) {
+			// Most sends go out before Stop; none may go out twice.
+			t.Parallel()
+			stopAndRestart(t, backend, nil, -1)
+		})
+		t.Run("relay failing", func(t *testing.T) {
+			// Every send is still queued (waiting for a retry) at Stop: only
+			// the restarted instance can deliver them.
+			t.Parallel()
+			stopAndRestart(t, backend, &smtptest.Behaviour{DataErr: reply451}, 0)
+		})
 	})
 }
 
 // stopAndRestart accepts sends, stops the instance at once, then restarts
 // it on the same database with a working relay. wantBefore is how many must
 // have been delivered before the stop, -1 for any number.
-func stopAndRestart(t *testing.T, relay *smtptest.Behaviour, wantBefore int) {
+func stopAndRestart(t *testing.T, backend sendoncetest.Backend, relay *smtptest.Behaviour, wantBefore int) {
 	base := retryBase
 	if relay != nil {
 		base = 200 * time.Millisecond // a few retries before Stop, far from MaxAttempts
 	}
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, RetryBase: base})
+	env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: base})
 	if relay != nil {
 		env.SMTP.SetBehaviour(*relay)
 	}
@@ -719,7 +721,7 @@ func stopAndRestart(t *testing.T, relay *smtptest.Behaviour, wantBefore int) {
 	}
 	env.Close()
 
-	env2 := sendoncetest.Start(t, sendoncetest.Options{DBPath: env.DBPath, SMTP: true, RetryBase: retryBase})
+	env2 := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, DB: env.DB, SMTP: true, RetryBase: retryBase})
 	for _, id := range ids {
 		env2.WaitStatus(t, id, waitLong, core.StatusSent)
 	}
@@ -734,61 +736,63 @@ func stopAndRestart(t *testing.T, relay *smtptest.Behaviour, wantBefore int) {
 }
 
 func TestStop_FinishesAnAttemptInFlight(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, RetryBase: retryBase})
-	env.SMTP.SetBehaviour(smtptest.Behaviour{DelayData: 300 * time.Millisecond})
-	id := send(t, env, sendoncetest.Mail("ann@example.com", "slow relay"))
-	env.WaitStatus(t, id, waitLong, core.StatusSending)
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: retryBase})
+		env.SMTP.SetBehaviour(smtptest.Behaviour{DelayData: 300 * time.Millisecond})
+		id := send(t, env, sendoncetest.Mail("ann@example.com", "slow relay"))
+		env.WaitStatus(t, id, waitLong, core.StatusSending)
 
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	if err := env.Server.Stop(ctx); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	s, err := env.Server.Store.Send(ctx, "default", id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Status != core.StatusSent || s.Attempts != 1 {
-		t.Errorf("after Stop the in-flight send is %s with %d attempts, want sent after 1", s.Status, s.Attempts)
-	}
-	if n := len(env.SMTP.Messages()); n != 1 {
-		t.Errorf("SMTP server got %d messages, want 1", n)
-	}
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		if err := env.Server.Stop(ctx); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		s, err := env.Server.Store.Send(ctx, "default", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Status != core.StatusSent || s.Attempts != 1 {
+			t.Errorf("after Stop the in-flight send is %s with %d attempts, want sent after 1", s.Status, s.Attempts)
+		}
+		if n := len(env.SMTP.Messages()); n != 1 {
+			t.Errorf("SMTP server got %d messages, want 1", n)
+		}
+	})
 }
 
 // A stalled attempt that finishes after the rescuer declared its send
 // unknown does not move the send out of unknown (reconcile is the only way
 // out); what it saw is kept as an event for whoever reconciles.
 func TestDeliver_LateResultAfterRescueStaysUnknown(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, NoWorkers: true, Lease: time.Minute})
-	env.SMTP.SetBehaviour(smtptest.Behaviour{DelayData: 700 * time.Millisecond})
-	id := send(t, env, sendoncetest.Mail("ann@example.com", "late"))
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, NoWorkers: true, Lease: time.Minute})
+		env.SMTP.SetBehaviour(smtptest.Behaviour{DelayData: 700 * time.Millisecond})
+		id := send(t, env, sendoncetest.Mail("ann@example.com", "late"))
 
-	ctx := context.Background()
-	done := make(chan error, 1)
-	go func() { done <- env.Server.Deliver.Attempt(ctx, id, 1, 8) }()
-	// Wait until the attempt holds the send, then let its lease run out.
-	deadline := time.Now().Add(waitLong)
-	for str(getSend(t, env, id), "status") != string(core.StatusSending) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	env.Clock.Advance(2 * time.Minute)
-	if n, err := env.Server.Deliver.RescueExpired(ctx); err != nil || n != 1 {
-		t.Fatalf("RescueExpired = %d, %v; want 1", n, err)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("attempt: %v", err)
-	}
-	s := getSend(t, env, id)
-	if st := str(s, "status"); st != string(core.StatusUnknown) {
-		t.Fatalf("status %q after a late 250, want unknown", st)
-	}
-	if ev := eventTypes(s); countOf(ev, "late_attempt_result") != 1 {
-		t.Fatalf("events %v: want one late_attempt_result", ev)
-	}
-	if n := len(env.SMTP.Messages()); n != 1 {
-		t.Fatalf("relay got %d messages, want 1", n)
-	}
+		ctx := context.Background()
+		done := make(chan error, 1)
+		go func() { done <- env.Server.Deliver.Attempt(ctx, id, 1, 8) }()
+		// Wait until the attempt holds the send, then let its lease run out.
+		deadline := time.Now().Add(waitLong)
+		for str(getSend(t, env, id), "status") != string(core.StatusSending) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		env.Clock.Advance(2 * time.Minute)
+		if n, err := env.Server.Deliver.RescueExpired(ctx); err != nil || n != 1 {
+			t.Fatalf("RescueExpired = %d, %v; want 1", n, err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("attempt: %v", err)
+		}
+		s := getSend(t, env, id)
+		if st := str(s, "status"); st != string(core.StatusUnknown) {
+			t.Fatalf("status %q after a late 250, want unknown", st)
+		}
+		if ev := eventTypes(s); countOf(ev, "late_attempt_result") != 1 {
+			t.Fatalf("events %v: want one late_attempt_result", ev)
+		}
+		if n := len(env.SMTP.Messages()); n != 1 {
+			t.Fatalf("relay got %d messages, want 1", n)
+		}
+	})
 }

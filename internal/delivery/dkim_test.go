@@ -59,103 +59,106 @@ func verifyDKIM(t *testing.T, dns *dnstest.Server, data []byte) []*msgdkim.Verif
 // verifier, reading the record the API said to publish from a DNS server,
 // passes it, and fails it once its body or subject is altered.
 func TestDKIM_SignedMessageVerifiesAgainstThePublishedKey(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, RetryBase: retryBase, SecretKey: testSecret})
-	record := addDomain(t, env, map[string]string{"domain": "Signed.Test"}) // RSA-2048 by default
-	dns := dnstest.Start(t, record)
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: retryBase, SecretKey: testSecret})
+		record := addDomain(t, env, map[string]string{"domain": "Signed.Test"}) // RSA-2048 by default
+		dns := dnstest.Start(t, record)
 
-	id := send(t, env, map[string]any{
-		"from": "News <news@signed.test>", "to": "ann@example.com", "cc": "bob@example.net",
-		"subject": "Signed — ünïcødé", "text": "Hello, signed world.\n\nSecond paragraph.",
+		id := send(t, env, map[string]any{
+			"from": "News <news@signed.test>", "to": "ann@example.com", "cc": "bob@example.net",
+			"subject": "Signed — ünïcødé", "text": "Hello, signed world.\n\nSecond paragraph.",
+		})
+		env.WaitStatus(t, id, waitLong, core.StatusSent)
+		msgs := env.SMTP.Messages()
+		if len(msgs) != 1 {
+			t.Fatalf("relay got %d messages, want 1", len(msgs))
+		}
+		data := msgs[0].Data
+
+		vs := verifyDKIM(t, dns, data)
+		if len(vs) != 1 || vs[0].Err != nil || vs[0].Domain != "signed.test" {
+			t.Fatalf("verifications = %+v (first error %v), want one passing signature of signed.test", vs, vs[0].Err)
+		}
+		for _, h := range []string{"From", "To", "Cc", "Subject", "Date", "Message-Id", "Mime-Version", "Content-Type"} {
+			if !slices.ContainsFunc(vs[0].HeaderKeys, func(k string) bool { return strings.EqualFold(k, h) }) {
+				t.Errorf("the signature does not cover %s: h=%v", h, vs[0].HeaderKeys)
+			}
+		}
+		if !bytes.Contains(data, []byte("c=relaxed/relaxed")) {
+			t.Errorf("signature is not relaxed/relaxed:\n%s", data)
+		}
+
+		for name, tampered := range map[string][]byte{
+			"body":    bytes.Replace(data, []byte("Second paragraph."), []byte("Second paragraph!"), 1),
+			"subject": bytes.Replace(data, []byte("\r\nSubject: "), []byte("\r\nSubject: Re: "), 1),
+		} {
+			if bytes.Equal(tampered, data) {
+				t.Fatalf("%s: the tampering changed nothing", name)
+			}
+			vs := verifyDKIM(t, dns, tampered)
+			if len(vs) != 1 || vs[0].Err == nil {
+				t.Errorf("tampered %s: verifications = %+v, want one failing signature", name, vs)
+			}
+		}
 	})
-	env.WaitStatus(t, id, waitLong, core.StatusSent)
-	msgs := env.SMTP.Messages()
-	if len(msgs) != 1 {
-		t.Fatalf("relay got %d messages, want 1", len(msgs))
-	}
-	data := msgs[0].Data
-
-	vs := verifyDKIM(t, dns, data)
-	if len(vs) != 1 || vs[0].Err != nil || vs[0].Domain != "signed.test" {
-		t.Fatalf("verifications = %+v (first error %v), want one passing signature of signed.test", vs, vs[0].Err)
-	}
-	for _, h := range []string{"From", "To", "Cc", "Subject", "Date", "Message-Id", "Mime-Version", "Content-Type"} {
-		if !slices.ContainsFunc(vs[0].HeaderKeys, func(k string) bool { return strings.EqualFold(k, h) }) {
-			t.Errorf("the signature does not cover %s: h=%v", h, vs[0].HeaderKeys)
-		}
-	}
-	if !bytes.Contains(data, []byte("c=relaxed/relaxed")) {
-		t.Errorf("signature is not relaxed/relaxed:\n%s", data)
-	}
-
-	for name, tampered := range map[string][]byte{
-		"body":    bytes.Replace(data, []byte("Second paragraph."), []byte("Second paragraph!"), 1),
-		"subject": bytes.Replace(data, []byte("\r\nSubject: "), []byte("\r\nSubject: Re: "), 1),
-	} {
-		if bytes.Equal(tampered, data) {
-			t.Fatalf("%s: the tampering changed nothing", name)
-		}
-		vs := verifyDKIM(t, dns, tampered)
-		if len(vs) != 1 || vs[0].Err == nil {
-			t.Errorf("tampered %s: verifications = %+v, want one failing signature", name, vs)
-		}
-	}
 }
 
 // TestDKIM_OnlyMailFromTheTenantsDomainIsSigned: a From domain the tenant
 // has not added, or that another tenant added, is sent unsigned.
 func TestDKIM_OnlyMailFromTheTenantsDomainIsSigned(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, RetryBase: retryBase})
-	_, other := env.NewKey(t, app.NewKeyParams{Name: "other", Tenant: "other", Scopes: []core.Scope{core.ScopeSend, core.ScopeRead, core.ScopeAdmin}})
-	r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/domains", Key: other, Body: map[string]string{"domain": "theirs.test", "algorithm": "ed25519"}})
-	if r.Status != http.StatusCreated {
-		t.Fatalf("POST /v1/domains: %d %s", r.Status, r.Body)
-	}
-	for _, from := range []string{"a@theirs.test", "b@unknown.test"} {
-		id := send(t, env, map[string]any{"from": from, "to": "ann@example.com", "subject": "x", "text": "y"})
-		env.WaitStatus(t, id, waitLong, core.StatusSent)
-	}
-	for _, m := range env.SMTP.Messages() {
-		if bytes.Contains(m.Data, []byte("DKIM-Signature")) {
-			t.Errorf("message from %s is signed:\n%s", m.From, m.Data)
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: retryBase})
+		_, other := env.NewKey(t, app.NewKeyParams{Name: "other", Tenant: "other", Scopes: []core.Scope{core.ScopeSend, core.ScopeRead, core.ScopeAdmin}})
+		r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/domains", Key: other, Body: map[string]string{"domain": "theirs.test", "algorithm": "ed25519"}})
+		if r.Status != http.StatusCreated {
+			t.Fatalf("POST /v1/domains: %d %s", r.Status, r.Body)
 		}
-	}
+		for _, from := range []string{"a@theirs.test", "b@unknown.test"} {
+			id := send(t, env, map[string]any{"from": from, "to": "ann@example.com", "subject": "x", "text": "y"})
+			env.WaitStatus(t, id, waitLong, core.StatusSent)
+		}
+		for _, m := range env.SMTP.Messages() {
+			if bytes.Contains(m.Data, []byte("DKIM-Signature")) {
+				t.Errorf("message from %s is signed:\n%s", m.From, m.Data)
+			}
+		}
+	})
 }
 
 // TestDKIM_KeyThatCannotBeOpenedIsATemporaryFailure: a key sealed under
 // another secret fails the attempt as temporary (the secret may be fixed),
 // nothing reaches the relay, and the error says why without key material.
 func TestDKIM_KeyThatCannotBeOpenedIsATemporaryFailure(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, RetryBase: retryBase, MaxAttempts: 2, SecretKey: testSecret})
-	key, err := dkim.GenerateKey(dkim.Ed25519)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sealed, err := dkim.Seal(key, strings.Repeat("another secret ", 3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, _ := key.DNSRecord("s1", "locked.test")
-	err = env.Server.Store.InTx(context.Background(), func(tx core.Tx) error {
-		return tx.InsertDomain(context.Background(), &core.Domain{Tenant: "default", Domain: "locked.test", Selector: "s1",
-			Algorithm: "ed25519", PrivateKey: sealed, PublicRecord: rec.Value, CreatedAt: env.Clock.Now()})
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: retryBase, MaxAttempts: 2, SecretKey: testSecret})
+		key, err := dkim.GenerateKey(dkim.Ed25519)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sealed, err := dkim.Seal(key, strings.Repeat("another secret ", 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, _ := key.DNSRecord("s1", "locked.test")
+		err = env.Server.Store.InTx(context.Background(), func(tx core.Tx) error {
+			return tx.InsertDomain(context.Background(), &core.Domain{Tenant: "default", Domain: "locked.test", Selector: "s1",
+				Algorithm: "ed25519", PrivateKey: sealed, PublicRecord: rec.Value, CreatedAt: env.Clock.Now()})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := send(t, env, map[string]any{"from": "a@locked.test", "to": "ann@example.com", "subject": "x", "text": "y"})
+		s := env.WaitStatus(t, id, waitLong, core.StatusFailed)
+		if n := countOf(eventTypes(getSend(t, env, id)), "attempt_failed"); n != 1 {
+			t.Errorf("%d attempt_failed events, want 1 (temporary, then gave up)", n)
+		}
+		if last := str(s, "last_error"); !strings.Contains(last, "sign") || !strings.Contains(last, "SENDONCE_SECRET_KEY") || strings.Contains(last, "PRIVATE KEY") {
+			t.Errorf("last_error = %q", last)
+		}
+		if attempts(t, s) != 0 || len(env.SMTP.Messages()) != 0 {
+			t.Errorf("attempts = %d, relay messages = %d; want 0 and 0", attempts(t, s), len(env.SMTP.Messages()))
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := send(t, env, map[string]any{"from": "a@locked.test", "to": "ann@example.com", "subject": "x", "text": "y"})
-	s := env.WaitStatus(t, id, waitLong, core.StatusFailed)
-	if n := countOf(eventTypes(getSend(t, env, id)), "attempt_failed"); n != 1 {
-		t.Errorf("%d attempt_failed events, want 1 (temporary, then gave up)", n)
-	}
-	if last := str(s, "last_error"); !strings.Contains(last, "sign") || !strings.Contains(last, "SENDONCE_SECRET_KEY") || strings.Contains(last, "PRIVATE KEY") {
-		t.Errorf("last_error = %q", last)
-	}
-	if attempts(t, s) != 0 || len(env.SMTP.Messages()) != 0 {
-		t.Errorf("attempts = %d, relay messages = %d; want 0 and 0", attempts(t, s), len(env.SMTP.Messages()))
-	}
 }
 
 // TestMX_DeliversToTheExchangerTheZoneNames: with --transport mx, the
@@ -163,29 +166,30 @@ func TestDKIM_KeyThatCannotBeOpenedIsATemporaryFailure(t *testing.T) {
 // names (a test server on 127.0.0.1), and a domain that does not exist
 // fails permanently without an attempt reaching anyone.
 func TestMX_DeliversToTheExchangerTheZoneNames(t *testing.T) {
-	t.Parallel()
-	dns := dnstest.Start(t,
-		"rcpt.test. MX 10 mx1.rcpt.test.",
-		"mx1.rcpt.test. A 127.0.0.1",
-	)
-	env := sendoncetest.Start(t, sendoncetest.Options{MX: true, RetryBase: retryBase, DNSResolver: dns.Addr()})
-	id := send(t, env, map[string]any{"to": "Ann <ann@rcpt.test>", "subject": "direct", "text": "via MX"})
-	s := env.WaitStatus(t, id, waitLong, core.StatusSent)
-	msgs := env.SMTP.Messages()
-	if len(msgs) != 1 || !slices.Equal(msgs[0].To, []string{"ann@rcpt.test"}) || msgs[0].MessageID != bareID(str(s, "message_id")) {
-		t.Fatalf("exchanger got %+v", msgs)
-	}
-	var askedMX bool
-	for _, q := range dns.Queries() {
-		askedMX = askedMX || (q.Name == "rcpt.test." && q.Type == "MX")
-	}
-	if !askedMX {
-		t.Errorf("no MX query for rcpt.test: %+v", dns.Queries())
-	}
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		dns := dnstest.Start(t,
+			"rcpt.test. MX 10 mx1.rcpt.test.",
+			"mx1.rcpt.test. A 127.0.0.1",
+		)
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, MX: true, RetryBase: retryBase, DNSResolver: dns.Addr()})
+		id := send(t, env, map[string]any{"to": "Ann <ann@rcpt.test>", "subject": "direct", "text": "via MX"})
+		s := env.WaitStatus(t, id, waitLong, core.StatusSent)
+		msgs := env.SMTP.Messages()
+		if len(msgs) != 1 || !slices.Equal(msgs[0].To, []string{"ann@rcpt.test"}) || msgs[0].MessageID != bareID(str(s, "message_id")) {
+			t.Fatalf("exchanger got %+v", msgs)
+		}
+		var askedMX bool
+		for _, q := range dns.Queries() {
+			askedMX = askedMX || (q.Name == "rcpt.test." && q.Type == "MX")
+		}
+		if !askedMX {
+			t.Errorf("no MX query for rcpt.test: %+v", dns.Queries())
+		}
 
-	id = send(t, env, map[string]any{"to": "bob@nowhere.test", "subject": "lost", "text": "x"})
-	s = env.WaitStatus(t, id, waitLong, core.StatusFailed)
-	if !strings.Contains(str(s, "last_error"), "does not exist") || attempts(t, s) != 0 {
-		t.Errorf("send to a missing domain: last_error %q, attempts %d", str(s, "last_error"), attempts(t, s))
-	}
+		id = send(t, env, map[string]any{"to": "bob@nowhere.test", "subject": "lost", "text": "x"})
+		s = env.WaitStatus(t, id, waitLong, core.StatusFailed)
+		if !strings.Contains(str(s, "last_error"), "does not exist") || attempts(t, s) != 0 {
+			t.Errorf("send to a missing domain: last_error %q, attempts %d", str(s, "last_error"), attempts(t, s))
+		}
+	})
 }

@@ -36,6 +36,8 @@ func statusOf(code string) int {
 		return http.StatusUnauthorized
 	case core.CodeForbidden:
 		return http.StatusForbidden
+	case core.CodeRateLimited:
+		return http.StatusTooManyRequests
 	case codePayloadTooLarge:
 		return http.StatusRequestEntityTooLarge
 	case codeMethodNotAllow:

@@ -149,6 +149,7 @@ func (s *Server) handleSend(ctx context.Context, tx core.Tx, key *core.APIKey, r
 		return 0, nil, err
 	}
 	if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
+		noteRateLimit(ctx, err)
 		return 0, nil, err
 	}
 	return http.StatusOK, viewSend(send), nil
@@ -194,6 +195,9 @@ func (s *Server) handleListSends(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := core.SendFilter{IdempotencyKey: q.Get("idempotency_key"), Status: core.Status(q.Get("status")), Limit: limit, After: q.Get("after")}
+	if key.Agent {
+		f.APIKeyID = key.ID // an agent lists only its own sends
+	}
 	if f.Status != "" && !f.Status.Valid() {
 		writeError(w, r, s.logger, core.Errorf(core.CodeValidation, "status", "unknown status %q", f.Status))
 		return

@@ -1,9 +1,10 @@
 package httpapi_test
 
 // These tests prove the rules of the API contract, section 3 (idempotency),
-// one test per rule, against a whole running instance: real SQLite, real
-// River workers, real HTTP on 127.0.0.1 and, where delivery is counted, a
-// recording SMTP server as the relay. Nothing of ours is mocked; the only
+// one test per rule, against a whole running instance: a real database
+// (each test runs on SQLite and on PostgreSQL, see sendoncetest.EachBackend),
+// real River workers, real HTTP on 127.0.0.1 and, where delivery is counted,
+// a recording SMTP server as the relay. Nothing of ours is mocked; the only
 // seam used is the store's enqueuer (to make acceptance fail with a 5xx),
 // and a few tests call the store directly to play a request that is still
 // running, or a process that died holding a key.
@@ -301,107 +302,111 @@ func TestIdempotency_ReplaysByteForByte(t *testing.T) {
 // The fingerprint is the SHA-256 of the RFC 8785 form: member order, white
 // space and string escapes do not make a different request.
 func TestIdempotency_FingerprintIsCanonical(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{})
-	body := []byte(`{"to":"bob@example.com","subject":"Hi","text":"x","tags":{"a":"1","b":"2"}}`)
-	same := []byte("{\n  \"tags\" : { \"b\":\"2\",\t\"a\":\"1\" },\r\n  \"text\": \"x\", \"subject\": \"\\u0048i\",\n  \"to\" : \"bob@example.com\"\n}\n")
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+		body := []byte(`{"to":"bob@example.com","subject":"Hi","text":"x","tags":{"a":"1","b":"2"}}`)
+		same := []byte("{\n  \"tags\" : { \"b\":\"2\",\t\"a\":\"1\" },\r\n  \"text\": \"x\", \"subject\": \"\\u0048i\",\n  \"to\" : \"bob@example.com\"\n}\n")
 
-	first := post(t, env, env.AdminKey, "canonical-1", body)
-	requireOriginal(t, first, http.StatusOK)
-	requireReplayOf(t, first, post(t, env, env.AdminKey, "canonical-1", same))
-	if l := listByKey(t, env, env.AdminKey, "canonical-1"); len(l) != 1 {
-		t.Fatalf("%d sends with the key, want 1", len(l))
-	}
+		first := post(t, env, env.AdminKey, "canonical-1", body)
+		requireOriginal(t, first, http.StatusOK)
+		requireReplayOf(t, first, post(t, env, env.AdminKey, "canonical-1", same))
+		if l := listByKey(t, env, env.AdminKey, "canonical-1"); len(l) != 1 {
+			t.Fatalf("%d sends with the key, want 1", len(l))
+		}
+	})
 }
 
 // Same key, different body: 422 idempotency_key_reused and nothing runs,
 // whether the first request has finished or is still running.
 func TestIdempotency_ReusedKeyWithOtherBodyIs422(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{})
-	a, b := mail(t, "carol@example.com", "first body"), mail(t, "carol@example.com", "second body")
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+		a, b := mail(t, "carol@example.com", "first body"), mail(t, "carol@example.com", "second body")
 
-	t.Run("finished", func(t *testing.T) {
-		first := post(t, env, env.AdminKey, "reused-1", a)
-		requireOriginal(t, first, http.StatusOK)
-		requireError(t, post(t, env, env.AdminKey, "reused-1", b), http.StatusUnprocessableEntity, "idempotency_key_reused")
-		l := listByKey(t, env, env.AdminKey, "reused-1")
-		if len(l) != 1 || l[0]["subject"] != "first body" {
-			t.Fatalf("sends with the key: %v, want only the first", l)
+		t.Run("finished", func(t *testing.T) {
+			first := post(t, env, env.AdminKey, "reused-1", a)
+			requireOriginal(t, first, http.StatusOK)
+			requireError(t, post(t, env, env.AdminKey, "reused-1", b), http.StatusUnprocessableEntity, "idempotency_key_reused")
+			l := listByKey(t, env, env.AdminKey, "reused-1")
+			if len(l) != 1 || l[0]["subject"] != "first body" {
+				t.Fatalf("sends with the key: %v, want only the first", l)
+			}
+			// The key still replays its first outcome.
+			requireReplayOf(t, first, post(t, env, env.AdminKey, "reused-1", a))
+		})
+
+		t.Run("in flight", func(t *testing.T) {
+			sc := sendScope("reused-2")
+			token := reserve(t, env, sc, a, env.Clock.Now(), time.Minute)
+			requireError(t, post(t, env, env.AdminKey, "reused-2", b), http.StatusUnprocessableEntity, "idempotency_key_reused")
+			if l := listByKey(t, env, env.AdminKey, "reused-2"); len(l) != 0 {
+				t.Fatalf("a refused request created %d sends", len(l))
+			}
+			release(t, env, sc, token)
+		})
+
+		if n := deliveryJobs(t, env); n != 1 {
+			t.Errorf("%d delivery jobs enqueued, want 1", n)
 		}
-		// The key still replays its first outcome.
-		requireReplayOf(t, first, post(t, env, env.AdminKey, "reused-1", a))
 	})
-
-	t.Run("in flight", func(t *testing.T) {
-		sc := sendScope("reused-2")
-		token := reserve(t, env, sc, a, env.Clock.Now(), time.Minute)
-		requireError(t, post(t, env, env.AdminKey, "reused-2", b), http.StatusUnprocessableEntity, "idempotency_key_reused")
-		if l := listByKey(t, env, env.AdminKey, "reused-2"); len(l) != 0 {
-			t.Fatalf("a refused request created %d sends", len(l))
-		}
-		release(t, env, sc, token)
-	})
-
-	if n := deliveryJobs(t, env); n != 1 {
-		t.Errorf("%d delivery jobs enqueued, want 1", n)
-	}
 }
 
 // Same key and body while the first is running: 409 idempotency_key_in_use
 // with Retry-After: 1, and nothing is stored for it.
 func TestIdempotency_InFlightIs409(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{})
-	body := mail(t, "dave@example.com", "in flight")
-	sc := sendScope("inflight-1")
-	token := reserve(t, env, sc, body, env.Clock.Now(), time.Minute)
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+		body := mail(t, "dave@example.com", "in flight")
+		sc := sendScope("inflight-1")
+		token := reserve(t, env, sc, body, env.Clock.Now(), time.Minute)
 
-	for range 2 {
-		r := post(t, env, env.AdminKey, "inflight-1", body)
-		requireError(t, r, http.StatusConflict, "idempotency_key_in_use")
-		if got := r.Header.Get("Retry-After"); got != "1" {
-			t.Fatalf("Retry-After %q, want \"1\"", got)
+		for range 2 {
+			r := post(t, env, env.AdminKey, "inflight-1", body)
+			requireError(t, r, http.StatusConflict, "idempotency_key_in_use")
+			if got := r.Header.Get("Retry-After"); got != "1" {
+				t.Fatalf("Retry-After %q, want \"1\"", got)
+			}
 		}
-	}
-	// The 409s changed nothing: the holder's reservation is intact (its
-	// token still releases it) and no send exists.
-	if n := count(t, env, `SELECT count(*) FROM idempotency_keys WHERE key = ? AND token = ? AND state = 'in_flight'`, sc.Key, token); n != 1 {
-		t.Fatalf("the holder's reservation is gone or changed")
-	}
-	if l := listByKey(t, env, env.AdminKey, "inflight-1"); len(l) != 0 {
-		t.Fatalf("%d sends while in flight, want 0", len(l))
-	}
-	release(t, env, sc, token)
+		// The 409s changed nothing: the holder's reservation is intact (its
+		// token still releases it) and no send exists.
+		if n := count(t, env, `SELECT count(*) FROM idempotency_keys WHERE key = ? AND token = ? AND state = 'in_flight'`, sc.Key, token); n != 1 {
+			t.Fatalf("the holder's reservation is gone or changed")
+		}
+		if l := listByKey(t, env, env.AdminKey, "inflight-1"); len(l) != 0 {
+			t.Fatalf("%d sends while in flight, want 0", len(l))
+		}
+		release(t, env, sc, token)
 
-	r := post(t, env, env.AdminKey, "inflight-1", body)
-	requireOriginal(t, r, http.StatusOK)
-	if l := listByKey(t, env, env.AdminKey, "inflight-1"); len(l) != 1 {
-		t.Fatalf("%d sends, want 1", len(l))
-	}
+		r := post(t, env, env.AdminKey, "inflight-1", body)
+		requireOriginal(t, r, http.StatusOK)
+		if l := listByKey(t, env, env.AdminKey, "inflight-1"); len(l) != 1 {
+			t.Fatalf("%d sends, want 1", len(l))
+		}
+	})
 }
 
 // 8 concurrent requests with one key: one send, one delivered message; each
 // answer is the original, a replay of it, or 409.
 func TestIdempotency_ConcurrentDuplicatesSendOnce(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true})
-	body := mail(t, "erin@example.com", "concurrent")
-	rs, errs := concurrently(env, "concurrent-1", body, 8)
-	for _, err := range errs {
-		t.Fatal(err)
-	}
-	original := checkRace(t, rs)
-	requireDeliveredOnce(t, env, sendID(t, original))
-	if l := listByKey(t, env, env.AdminKey, "concurrent-1"); len(l) != 1 {
-		t.Fatalf("%d sends with the key, want 1", len(l))
-	}
-	if n := len(env.SMTP.Messages()); n != 1 {
-		t.Errorf("SMTP server got %d messages, want 1", n)
-	}
-	if n := deliveryJobs(t, env); n != 1 {
-		t.Errorf("%d delivery jobs enqueued, want 1", n)
-	}
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true})
+		body := mail(t, "erin@example.com", "concurrent")
+		rs, errs := concurrently(env, "concurrent-1", body, 8)
+		for _, err := range errs {
+			t.Fatal(err)
+		}
+		original := checkRace(t, rs)
+		requireDeliveredOnce(t, env, sendID(t, original))
+		if l := listByKey(t, env, env.AdminKey, "concurrent-1"); len(l) != 1 {
+			t.Fatalf("%d sends with the key, want 1", len(l))
+		}
+		if n := len(env.SMTP.Messages()); n != 1 {
+			t.Errorf("SMTP server got %d messages, want 1", n)
+		}
+		if n := deliveryJobs(t, env); n != 1 {
+			t.Errorf("%d delivery jobs enqueued, want 1", n)
+		}
+	})
 }
 
 // concurrently starts n identical requests at once (behind a barrier) and
@@ -468,95 +473,96 @@ func checkRace(t testing.TB, rs []*sendoncetest.Response) *sendoncetest.Response
 // 200 keys, 8 concurrent requests each: 200 sends, 200 messages, no
 // Message-ID twice.
 func TestIdempotency_ManyKeysConcurrentlySendEachOnce(t *testing.T) {
-	t.Parallel()
-	const (
-		keys      = 200
-		perKey    = 8
-		keyGroups = 64 / perKey // at most 64 requests in flight
-	)
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true})
-	var (
-		wg        sync.WaitGroup
-		sem       = make(chan struct{}, keyGroups)
-		mu        sync.Mutex
-		originals = map[string]string{} // send id -> key
-		failures  []string
-	)
-	for i := range keys {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			key := fmt.Sprintf("many-%03d", i)
-			// No t.Fatal off the test goroutine: rec collects failures.
-			rec := &recorder{TB: t}
-			var original *sendoncetest.Response
-			var errs []error
-			func() {
-				defer rec.recoverFatal()
-				var rs []*sendoncetest.Response
-				rs, errs = concurrently(env, key, mail(rec, fmt.Sprintf("user%d@example.com", i), "many "+key), perKey)
-				if len(errs) == 0 {
-					original = checkRace(rec, rs)
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		const (
+			keys      = 200
+			perKey    = 8
+			keyGroups = 64 / perKey // at most 64 requests in flight
+		)
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true})
+		var (
+			wg        sync.WaitGroup
+			sem       = make(chan struct{}, keyGroups)
+			mu        sync.Mutex
+			originals = map[string]string{} // send id -> key
+			failures  []string
+		)
+		for i := range keys {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				key := fmt.Sprintf("many-%03d", i)
+				// No t.Fatal off the test goroutine: rec collects failures.
+				rec := &recorder{TB: t}
+				var original *sendoncetest.Response
+				var errs []error
+				func() {
+					defer rec.recoverFatal()
+					var rs []*sendoncetest.Response
+					rs, errs = concurrently(env, key, mail(rec, fmt.Sprintf("user%d@example.com", i), "many "+key), perKey)
+					if len(errs) == 0 {
+						original = checkRace(rec, rs)
+					}
+				}()
+				mu.Lock()
+				defer mu.Unlock()
+				for _, err := range errs {
+					failures = append(failures, err.Error())
+				}
+				failures = append(failures, rec.failures...)
+				if original != nil {
+					var s struct{ ID string }
+					_ = json.Unmarshal(original.Body, &s)
+					originals[s.ID] = key
 				}
 			}()
-			mu.Lock()
-			defer mu.Unlock()
-			for _, err := range errs {
-				failures = append(failures, err.Error())
+		}
+		wg.Wait()
+		for i, f := range failures {
+			if i == 10 {
+				t.Fatalf("... and %d more failures", len(failures)-10)
 			}
-			failures = append(failures, rec.failures...)
-			if original != nil {
-				var s struct{ ID string }
-				_ = json.Unmarshal(original.Body, &s)
-				originals[s.ID] = key
+			t.Error(f)
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+		if len(originals) != keys {
+			t.Fatalf("%d distinct sends in the original answers, want %d", len(originals), keys)
+		}
+
+		sends := allSends(t, env, env.AdminKey)
+		if len(sends) != keys {
+			t.Fatalf("%d sends, want %d", len(sends), keys)
+		}
+		msgIDs := map[string]bool{}
+		for _, s := range sends {
+			id, _ := s["id"].(string)
+			if originals[id] == "" || originals[id] != s["idempotency_key"] {
+				t.Fatalf("send %s (key %v) is not one of the original answers", id, s["idempotency_key"])
 			}
-		}()
-	}
-	wg.Wait()
-	for i, f := range failures {
-		if i == 10 {
-			t.Fatalf("... and %d more failures", len(failures)-10)
+			msgIDs[strings.Trim(s["message_id"].(string), "<>")] = true
 		}
-		t.Error(f)
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
-	if len(originals) != keys {
-		t.Fatalf("%d distinct sends in the original answers, want %d", len(originals), keys)
-	}
+		if n := deliveryJobs(t, env); n != keys {
+			t.Fatalf("%d delivery jobs enqueued, want %d", n, keys)
+		}
 
-	sends := allSends(t, env, env.AdminKey)
-	if len(sends) != keys {
-		t.Fatalf("%d sends, want %d", len(sends), keys)
-	}
-	msgIDs := map[string]bool{}
-	for _, s := range sends {
-		id, _ := s["id"].(string)
-		if originals[id] == "" || originals[id] != s["idempotency_key"] {
-			t.Fatalf("send %s (key %v) is not one of the original answers", id, s["idempotency_key"])
+		waitMessages(t, env, keys, 60*time.Second)
+		msgs := env.SMTP.Messages()
+		if len(msgs) != keys {
+			t.Fatalf("SMTP server got %d messages, want %d", len(msgs), keys)
 		}
-		msgIDs[strings.Trim(s["message_id"].(string), "<>")] = true
-	}
-	if n := deliveryJobs(t, env); n != keys {
-		t.Fatalf("%d delivery jobs enqueued, want %d", n, keys)
-	}
-
-	waitMessages(t, env, keys, 60*time.Second)
-	msgs := env.SMTP.Messages()
-	if len(msgs) != keys {
-		t.Fatalf("SMTP server got %d messages, want %d", len(msgs), keys)
-	}
-	for id, n := range env.SMTP.MessageIDCounts() {
-		if n != 1 {
-			t.Errorf("Message-ID %s delivered %d times", id, n)
+		for id, n := range env.SMTP.MessageIDCounts() {
+			if n != 1 {
+				t.Errorf("Message-ID %s delivered %d times", id, n)
+			}
+			if !msgIDs[id] {
+				t.Errorf("Message-ID %s belongs to no send", id)
+			}
 		}
-		if !msgIDs[id] {
-			t.Errorf("Message-ID %s belongs to no send", id)
-		}
-	}
+	})
 }
 
 // recorder is a testing.TB for goroutines: Fatal and Error are recorded,
@@ -595,479 +601,489 @@ func (r *recorder) recoverFatal() {
 // A 4xx the handler returns (here a validation error) is the key's first
 // outcome: it replays, and the key cannot be reused with a corrected body.
 func TestIdempotency_ValidationErrorIsStoredAndReplayed(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{})
-	bad := mustJSON(t, map[string]any{"to": "frank@example.com", "text": "no subject"})
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+		bad := mustJSON(t, map[string]any{"to": "frank@example.com", "text": "no subject"})
 
-	first := post(t, env, env.AdminKey, "validation-1", bad)
-	requireError(t, first, http.StatusUnprocessableEntity, "validation_error")
-	if p := first.JSON(t)["error"].(map[string]any)["param"]; p != "subject" {
-		t.Fatalf("param %v, want subject", p)
-	}
-	requireReplayOf(t, first, post(t, env, env.AdminKey, "validation-1", bad))
+		first := post(t, env, env.AdminKey, "validation-1", bad)
+		requireError(t, first, http.StatusUnprocessableEntity, "validation_error")
+		if p := first.JSON(t)["error"].(map[string]any)["param"]; p != "subject" {
+			t.Fatalf("param %v, want subject", p)
+		}
+		requireReplayOf(t, first, post(t, env, env.AdminKey, "validation-1", bad))
 
-	fixed := mail(t, "frank@example.com", "now with a subject")
-	requireError(t, post(t, env, env.AdminKey, "validation-1", fixed), http.StatusUnprocessableEntity, "idempotency_key_reused")
-	if l := listByKey(t, env, env.AdminKey, "validation-1"); len(l) != 0 {
-		t.Fatalf("%d sends, want 0", len(l))
-	}
+		fixed := mail(t, "frank@example.com", "now with a subject")
+		requireError(t, post(t, env, env.AdminKey, "validation-1", fixed), http.StatusUnprocessableEntity, "idempotency_key_reused")
+		if l := listByKey(t, env, env.AdminKey, "validation-1"); len(l) != 0 {
+			t.Fatalf("%d sends, want 0", len(l))
+		}
+	})
 }
 
 // 401, 403, 409, 413 and 400 invalid_json are not stored, whether the auth
 // layer, the body reader or the handler itself refused: the same key then
 // runs afresh with a valid request.
 func TestIdempotency_RefusalsAreNotStored(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{})
-	_, readOnly := env.NewKey(t, app.NewKeyParams{Name: "read only", Scopes: []core.Scope{core.ScopeRead}})
-	_, otherMailbox := env.NewKey(t, app.NewKeyParams{Name: "other mailbox", Scopes: []core.Scope{core.ScopeSend}, Mailboxes: []string{"other"}})
-	huge := mustJSON(t, map[string]any{"to": "gina@example.com", "subject": "huge", "text": strings.Repeat("x", 2<<20)})
-	mailbox := func(id string) []byte {
-		return mustJSON(t, map[string]any{"id": id, "address": id + "@example.com"})
-	}
-	created := env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: "refused-setup", Body: mailbox("taken")})
-	requireOriginal(t, created, http.StatusCreated)
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+		_, readOnly := env.NewKey(t, app.NewKeyParams{Name: "read only", Scopes: []core.Scope{core.ScopeRead}})
+		_, otherMailbox := env.NewKey(t, app.NewKeyParams{Name: "other mailbox", Scopes: []core.Scope{core.ScopeSend}, Mailboxes: []string{"other"}})
+		huge := mustJSON(t, map[string]any{"to": "gina@example.com", "subject": "huge", "text": strings.Repeat("x", 2<<20)})
+		mailbox := func(id string) []byte {
+			return mustJSON(t, map[string]any{"id": id, "address": id + "@example.com"})
+		}
+		created := env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: "refused-setup", Body: mailbox("taken")})
+		requireOriginal(t, created, http.StatusCreated)
 
-	tests := []struct {
-		name   string
-		path   string
-		apiKey string
-		body   []byte
-		status int
-		code   string
-		// valid is a different, valid body for the same path: had the
-		// refusal been stored, it would get 422 or a replay.
-		valid      []byte
-		wantStatus int
-	}{
-		{"401 no API key", sendPath, "", mail(t, "gina@example.com", "a"), http.StatusUnauthorized, "unauthorized", nil, http.StatusOK},
-		{"401 unknown API key", sendPath, "so_unknown_secret", mail(t, "gina@example.com", "b"), http.StatusUnauthorized, "unauthorized", nil, http.StatusOK},
-		{"403 no send scope", sendPath, readOnly, mail(t, "gina@example.com", "c"), http.StatusForbidden, "forbidden", nil, http.StatusOK},
-		{"403 from the handler: mailbox not allowed", sendPath, otherMailbox, mail(t, "gina@example.com", "d"), http.StatusForbidden, "forbidden", nil, http.StatusOK},
-		{"413 body over 1 MiB", sendPath, env.AdminKey, huge, http.StatusRequestEntityTooLarge, "payload_too_large", nil, http.StatusOK},
-		{"400 invalid_json", sendPath, env.AdminKey, []byte(`{"to": "gina@example.com", "subject": `), http.StatusBadRequest, "invalid_json", nil, http.StatusOK},
-		{"409 from the handler: mailbox exists", "/v1/mailboxes", env.AdminKey, mailbox("taken"), http.StatusConflict, "conflict", mailbox("fresh"), http.StatusCreated},
-	}
-	for i, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			key := fmt.Sprintf("refused-%d", i)
-			r := env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: tc.path, Key: tc.apiKey, IdemKey: key, Body: tc.body})
-			requireError(t, r, tc.status, tc.code)
-			if n := idempotencyRows(t, env, key); n != 0 {
-				t.Fatalf("%d idempotency rows after %d, want 0", n, tc.status)
-			}
-			valid := tc.valid
-			if valid == nil {
-				valid = mail(t, "gina@example.com", "valid "+key)
-			}
-			r = env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: tc.path, Key: env.AdminKey, IdemKey: key, Body: valid})
-			requireOriginal(t, r, tc.wantStatus)
-		})
-	}
+		tests := []struct {
+			name   string
+			path   string
+			apiKey string
+			body   []byte
+			status int
+			code   string
+			// valid is a different, valid body for the same path: had the
+			// refusal been stored, it would get 422 or a replay.
+			valid      []byte
+			wantStatus int
+		}{
+			{"401 no API key", sendPath, "", mail(t, "gina@example.com", "a"), http.StatusUnauthorized, "unauthorized", nil, http.StatusOK},
+			{"401 unknown API key", sendPath, "so_unknown_secret", mail(t, "gina@example.com", "b"), http.StatusUnauthorized, "unauthorized", nil, http.StatusOK},
+			{"403 no send scope", sendPath, readOnly, mail(t, "gina@example.com", "c"), http.StatusForbidden, "forbidden", nil, http.StatusOK},
+			{"403 from the handler: mailbox not allowed", sendPath, otherMailbox, mail(t, "gina@example.com", "d"), http.StatusForbidden, "forbidden", nil, http.StatusOK},
+			{"413 body over 1 MiB", sendPath, env.AdminKey, huge, http.StatusRequestEntityTooLarge, "payload_too_large", nil, http.StatusOK},
+			{"400 invalid_json", sendPath, env.AdminKey, []byte(`{"to": "gina@example.com", "subject": `), http.StatusBadRequest, "invalid_json", nil, http.StatusOK},
+			{"409 from the handler: mailbox exists", "/v1/mailboxes", env.AdminKey, mailbox("taken"), http.StatusConflict, "conflict", mailbox("fresh"), http.StatusCreated},
+		}
+		for i, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				key := fmt.Sprintf("refused-%d", i)
+				r := env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: tc.path, Key: tc.apiKey, IdemKey: key, Body: tc.body})
+				requireError(t, r, tc.status, tc.code)
+				if n := idempotencyRows(t, env, key); n != 0 {
+					t.Fatalf("%d idempotency rows after %d, want 0", n, tc.status)
+				}
+				valid := tc.valid
+				if valid == nil {
+					valid = mail(t, "gina@example.com", "valid "+key)
+				}
+				r = env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: tc.path, Key: env.AdminKey, IdemKey: key, Body: valid})
+				requireOriginal(t, r, tc.wantStatus)
+			})
+		}
+	})
 }
 
 // A 5xx is not stored and its transaction rolled back: no send, no job, the
 // key free; a retry with the same key runs afresh and sends once.
 func TestIdempotency_ServerErrorRollsBackAndFreesKey(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true})
-	failures := []struct {
-		name    string
-		enqueue sqlstore.Enqueuer
-	}{
-		{"enqueue fails", func(context.Context, any, string) error { return errors.New("injected") }},
-		{"enqueue panics", func(context.Context, any, string) error { panic("injected") }},
-	}
-	for i, tc := range failures {
-		t.Run(tc.name, func(t *testing.T) {
-			key := fmt.Sprintf("fail-%d", i)
-			body := mail(t, "hank@example.com", "after a 500")
-			sendsBefore, jobsBefore := count(t, env, `SELECT count(*) FROM sends`), deliveryJobs(t, env)
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true})
+		failures := []struct {
+			name    string
+			enqueue sqlstore.Enqueuer
+		}{
+			{"enqueue fails", func(context.Context, any, string) error { return errors.New("injected") }},
+			{"enqueue panics", func(context.Context, any, string) error { panic("injected") }},
+		}
+		for i, tc := range failures {
+			t.Run(tc.name, func(t *testing.T) {
+				key := fmt.Sprintf("fail-%d", i)
+				body := mail(t, "hank@example.com", "after a 500")
+				sendsBefore, jobsBefore := count(t, env, `SELECT count(*) FROM sends`), deliveryJobs(t, env)
 
-			env.Server.Store.SetEnqueuer(tc.enqueue)
-			r := post(t, env, env.AdminKey, key, body)
-			env.Server.Store.SetEnqueuer(env.Server.Queue.Enqueue)
-			requireError(t, r, http.StatusInternalServerError, "internal_error")
-			if strings.Contains(string(r.Body), "injected") {
-				t.Errorf("an internal error is shown to the client: %s", r.Body)
-			}
-			if l := listByKey(t, env, env.AdminKey, key); len(l) != 0 {
-				t.Fatalf("%d sends after a 500, want 0 (rolled back)", len(l))
-			}
-			if n := count(t, env, `SELECT count(*) FROM sends`); n != sendsBefore {
-				t.Fatalf("%d send rows after a 500, want %d", n, sendsBefore)
-			}
-			if n := deliveryJobs(t, env); n != jobsBefore {
-				t.Fatalf("%d delivery jobs after a 500, want %d", n, jobsBefore)
-			}
-			if n := idempotencyRows(t, env, key); n != 0 {
-				t.Fatalf("the key is still held after a 500 (%d rows)", n)
-			}
+				env.Server.Store.SetEnqueuer(tc.enqueue)
+				r := post(t, env, env.AdminKey, key, body)
+				env.Server.Store.SetEnqueuer(env.Server.Queue.Enqueue)
+				requireError(t, r, http.StatusInternalServerError, "internal_error")
+				if strings.Contains(string(r.Body), "injected") {
+					t.Errorf("an internal error is shown to the client: %s", r.Body)
+				}
+				if l := listByKey(t, env, env.AdminKey, key); len(l) != 0 {
+					t.Fatalf("%d sends after a 500, want 0 (rolled back)", len(l))
+				}
+				if n := count(t, env, `SELECT count(*) FROM sends`); n != sendsBefore {
+					t.Fatalf("%d send rows after a 500, want %d", n, sendsBefore)
+				}
+				if n := deliveryJobs(t, env); n != jobsBefore {
+					t.Fatalf("%d delivery jobs after a 500, want %d", n, jobsBefore)
+				}
+				if n := idempotencyRows(t, env, key); n != 0 {
+					t.Fatalf("the key is still held after a 500 (%d rows)", n)
+				}
 
-			retry := post(t, env, env.AdminKey, key, body)
-			requireOriginal(t, retry, http.StatusOK)
-			requireDeliveredOnce(t, env, sendID(t, retry))
-			if l := listByKey(t, env, env.AdminKey, key); len(l) != 1 {
-				t.Fatalf("%d sends, want 1", len(l))
-			}
-		})
-	}
-	if n := len(env.SMTP.Messages()); n != len(failures) {
-		t.Errorf("SMTP server got %d messages, want %d", n, len(failures))
-	}
+				retry := post(t, env, env.AdminKey, key, body)
+				requireOriginal(t, retry, http.StatusOK)
+				requireDeliveredOnce(t, env, sendID(t, retry))
+				if l := listByKey(t, env, env.AdminKey, key); len(l) != 1 {
+					t.Fatalf("%d sends, want 1", len(l))
+				}
+			})
+		}
+		if n := len(env.SMTP.Messages()); n != len(failures) {
+			t.Errorf("SMTP server got %d messages, want %d", n, len(failures))
+		}
+	})
 }
 
 // A reservation whose holder died is taken over after its lease, and the
 // dead holder's late work can never commit (so never enqueue a second
 // delivery).
 func TestIdempotency_ExpiredLeaseIsTakenOver(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{})
-	ctx := context.Background()
-	body := mail(t, "ivy@example.com", "lease")
-	deadKey, _ := env.NewKey(t, app.NewKeyParams{Name: "dead process", Scopes: []core.Scope{core.ScopeSend}})
-	// deadLease is the dead holder's lease: long enough that a loaded
-	// machine does not run it out before the first retry, and with both
-	// advances well within the delivery's attempt lease (30s).
-	const deadLease = 5 * time.Second
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+		ctx := context.Background()
+		body := mail(t, "ivy@example.com", "lease")
+		deadKey, _ := env.NewKey(t, app.NewKeyParams{Name: "dead process", Scopes: []core.Scope{core.ScopeSend}})
+		// deadLease is the dead holder's lease: long enough that a loaded
+		// machine does not run it out before the first retry, and with both
+		// advances well within the delivery's attempt lease (30s).
+		const deadLease = 5 * time.Second
 
-	// lateCompletion is what the dead holder would do if it woke up: accept
-	// its send and complete the key with its old token, in one transaction.
-	lateCompletion := func(t *testing.T, sc idempotency.Scope, token string) error {
-		t.Helper()
-		send, err := env.Server.Service.PrepareSend(ctx, deadKey, sc.Key, &app.SendRequest{
-			To: []string{"ivy@example.com"}, Subject: "lease", Text: "late"})
-		if err != nil {
-			t.Fatalf("prepare send: %v", err)
-		}
-		now := env.Clock.Now()
-		stale := idempotency.Response{Status: http.StatusOK, ContentType: "application/json", Body: []byte(`{"stale":true}`)}
-		return env.Server.Store.InTx(ctx, func(tx core.Tx) error {
-			if err := env.Server.Service.AcceptSend(ctx, tx, deadKey, send); err != nil {
-				return err
+		// lateCompletion is what the dead holder would do if it woke up: accept
+		// its send and complete the key with its old token, in one transaction.
+		lateCompletion := func(t *testing.T, sc idempotency.Scope, token string) error {
+			t.Helper()
+			send, err := env.Server.Service.PrepareSend(ctx, deadKey, sc.Key, &app.SendRequest{
+				To: []string{"ivy@example.com"}, Subject: "lease", Text: "late"})
+			if err != nil {
+				t.Fatalf("prepare send: %v", err)
 			}
-			return tx.CompleteIdempotency(ctx, sc, token, stale, now, now.Add(time.Hour))
+			now := env.Clock.Now()
+			stale := idempotency.Response{Status: http.StatusOK, ContentType: "application/json", Body: []byte(`{"stale":true}`)}
+			return env.Server.Store.InTx(ctx, func(tx core.Tx) error {
+				if err := env.Server.Service.AcceptSend(ctx, tx, deadKey, send); err != nil {
+					return err
+				}
+				return tx.CompleteIdempotency(ctx, sc, token, stale, now, now.Add(time.Hour))
+			})
+		}
+
+		t.Run("retry after the lease", func(t *testing.T) {
+			sc := sendScope("lease-1")
+			oldToken := reserve(t, env, sc, body, env.Clock.Now(), deadLease)
+			requireError(t, post(t, env, env.AdminKey, sc.Key, body), http.StatusConflict, "idempotency_key_in_use")
+			env.Clock.Advance(deadLease + time.Second)
+			first := post(t, env, env.AdminKey, sc.Key, body)
+			requireOriginal(t, first, http.StatusOK)
+
+			if err := lateCompletion(t, sc, oldToken); !errors.Is(err, idempotency.ErrReservationLost) {
+				t.Fatalf("the dead holder's completion: %v, want ErrReservationLost", err)
+			}
+			requireReplayOf(t, first, post(t, env, env.AdminKey, sc.Key, body))
+			if l := listByKey(t, env, env.AdminKey, sc.Key); len(l) != 1 {
+				t.Fatalf("%d sends, want 1", len(l))
+			}
 		})
-	}
 
-	t.Run("retry after the lease", func(t *testing.T) {
-		sc := sendScope("lease-1")
-		oldToken := reserve(t, env, sc, body, env.Clock.Now(), deadLease)
-		requireError(t, post(t, env, env.AdminKey, sc.Key, body), http.StatusConflict, "idempotency_key_in_use")
-		env.Clock.Advance(deadLease + time.Second)
-		first := post(t, env, env.AdminKey, sc.Key, body)
-		requireOriginal(t, first, http.StatusOK)
+		t.Run("taken over and still running", func(t *testing.T) {
+			sc := sendScope("lease-2")
+			oldToken := reserve(t, env, sc, body, env.Clock.Now(), deadLease)
+			env.Clock.Advance(deadLease + time.Second)
+			newToken := reserve(t, env, sc, body, env.Clock.Now(), time.Minute)
+			if err := lateCompletion(t, sc, oldToken); !errors.Is(err, idempotency.ErrReservationLost) {
+				t.Fatalf("the dead holder's completion: %v, want ErrReservationLost", err)
+			}
+			// The new holder still holds the key.
+			requireError(t, post(t, env, env.AdminKey, sc.Key, body), http.StatusConflict, "idempotency_key_in_use")
+			if l := listByKey(t, env, env.AdminKey, sc.Key); len(l) != 0 {
+				t.Fatalf("the dead holder's send committed (%d sends)", len(l))
+			}
+			release(t, env, sc, newToken)
+		})
 
-		if err := lateCompletion(t, sc, oldToken); !errors.Is(err, idempotency.ErrReservationLost) {
-			t.Fatalf("the dead holder's completion: %v, want ErrReservationLost", err)
-		}
-		requireReplayOf(t, first, post(t, env, env.AdminKey, sc.Key, body))
-		if l := listByKey(t, env, env.AdminKey, sc.Key); len(l) != 1 {
-			t.Fatalf("%d sends, want 1", len(l))
+		if n := deliveryJobs(t, env); n != 1 {
+			t.Errorf("%d delivery jobs enqueued, want 1", n)
 		}
 	})
-
-	t.Run("taken over and still running", func(t *testing.T) {
-		sc := sendScope("lease-2")
-		oldToken := reserve(t, env, sc, body, env.Clock.Now(), deadLease)
-		env.Clock.Advance(deadLease + time.Second)
-		newToken := reserve(t, env, sc, body, env.Clock.Now(), time.Minute)
-		if err := lateCompletion(t, sc, oldToken); !errors.Is(err, idempotency.ErrReservationLost) {
-			t.Fatalf("the dead holder's completion: %v, want ErrReservationLost", err)
-		}
-		// The new holder still holds the key.
-		requireError(t, post(t, env, env.AdminKey, sc.Key, body), http.StatusConflict, "idempotency_key_in_use")
-		if l := listByKey(t, env, env.AdminKey, sc.Key); len(l) != 0 {
-			t.Fatalf("the dead holder's send committed (%d sends)", len(l))
-		}
-		release(t, env, sc, newToken)
-	})
-
-	if n := deliveryJobs(t, env); n != 1 {
-		t.Errorf("%d delivery jobs enqueued, want 1", n)
-	}
 }
 
 // Past the TTL a key is new; the purge removes its row; the sends keep their
 // idempotency_key.
 func TestIdempotency_KeyExpiresAfterTTL(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{TTL: time.Hour})
-	body := mail(t, "jack@example.com", "ttl")
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, TTL: time.Hour})
+		body := mail(t, "jack@example.com", "ttl")
 
-	first := post(t, env, env.AdminKey, "ttl-1", body)
-	requireOriginal(t, first, http.StatusOK)
-	id1 := sendID(t, first)
-	// Let delivery finish before moving the clock, so that no attempt's
-	// lease runs out under it.
-	env.WaitStatus(t, id1, deliveryTimeout, core.StatusSent)
-	env.Clock.Advance(59 * time.Minute)
-	requireReplayOf(t, first, post(t, env, env.AdminKey, "ttl-1", body))
+		first := post(t, env, env.AdminKey, "ttl-1", body)
+		requireOriginal(t, first, http.StatusOK)
+		id1 := sendID(t, first)
+		// Let delivery finish before moving the clock, so that no attempt's
+		// lease runs out under it.
+		env.WaitStatus(t, id1, deliveryTimeout, core.StatusSent)
+		env.Clock.Advance(59 * time.Minute)
+		requireReplayOf(t, first, post(t, env, env.AdminKey, "ttl-1", body))
 
-	env.Clock.Advance(61 * time.Minute)
-	second := post(t, env, env.AdminKey, "ttl-1", body)
-	requireOriginal(t, second, http.StatusOK)
-	id2 := sendID(t, second)
-	if id2 == id1 {
-		t.Fatalf("after the TTL the same send %s came back", id1)
-	}
-	env.WaitStatus(t, id2, deliveryTimeout, core.StatusSent)
+		env.Clock.Advance(61 * time.Minute)
+		second := post(t, env, env.AdminKey, "ttl-1", body)
+		requireOriginal(t, second, http.StatusOK)
+		id2 := sendID(t, second)
+		if id2 == id1 {
+			t.Fatalf("after the TTL the same send %s came back", id1)
+		}
+		env.WaitStatus(t, id2, deliveryTimeout, core.StatusSent)
 
-	ctx := context.Background()
-	if n, err := env.Server.Store.PurgeIdempotency(ctx, env.Clock.Now()); err != nil || n != 0 {
-		t.Fatalf("purge within the TTL: %d, %v; want 0 purged", n, err)
-	}
-	if n := idempotencyRows(t, env, "ttl-1"); n != 1 {
-		t.Fatalf("%d rows for the key, want 1", n)
-	}
-	env.Clock.Advance(2 * time.Hour)
-	// The periodic purge job may beat this call to it; either way the row
-	// must be gone.
-	if _, err := env.Server.Store.PurgeIdempotency(ctx, env.Clock.Now()); err != nil {
-		t.Fatalf("purge past the TTL: %v", err)
-	}
-	if n := idempotencyRows(t, env, "ttl-1"); n != 0 {
-		t.Fatalf("%d rows for the key after the purge, want 0", n)
-	}
+		ctx := context.Background()
+		if n, err := env.Server.Store.PurgeIdempotency(ctx, env.Clock.Now()); err != nil || n != 0 {
+			t.Fatalf("purge within the TTL: %d, %v; want 0 purged", n, err)
+		}
+		if n := idempotencyRows(t, env, "ttl-1"); n != 1 {
+			t.Fatalf("%d rows for the key, want 1", n)
+		}
+		env.Clock.Advance(2 * time.Hour)
+		// The periodic purge job may beat this call to it; either way the row
+		// must be gone.
+		if _, err := env.Server.Store.PurgeIdempotency(ctx, env.Clock.Now()); err != nil {
+			t.Fatalf("purge past the TTL: %v", err)
+		}
+		if n := idempotencyRows(t, env, "ttl-1"); n != 0 {
+			t.Fatalf("%d rows for the key after the purge, want 0", n)
+		}
 
-	l := listByKey(t, env, env.AdminKey, "ttl-1")
-	if len(l) != 2 || l[0]["id"] != id2 || l[1]["id"] != id1 {
-		t.Fatalf("sends with the key: %v, want %s and %s", l, id2, id1)
-	}
+		l := listByKey(t, env, env.AdminKey, "ttl-1")
+		if len(l) != 2 || l[0]["id"] != id2 || l[1]["id"] != id1 {
+			t.Fatalf("sends with the key: %v, want %s and %s", l, id2, id1)
+		}
+	})
 }
 
 // The scope is tenant + method + route (with path parameters): not the API
 // key, and not the key alone.
 func TestIdempotency_ScopeIsTenantMethodAndRoute(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{})
-	body := mail(t, "kate@example.com", "scope")
-	first := post(t, env, env.AdminKey, "scope-1", body)
-	requireOriginal(t, first, http.StatusOK)
-	idA := sendID(t, first)
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+		body := mail(t, "kate@example.com", "scope")
+		first := post(t, env, env.AdminKey, "scope-1", body)
+		requireOriginal(t, first, http.StatusOK)
+		idA := sendID(t, first)
 
-	t.Run("other tenant", func(t *testing.T) {
-		_, keyB := env.NewKey(t, app.NewKeyParams{Name: "tenant b", Tenant: "b", Scopes: []core.Scope{core.ScopeSend, core.ScopeRead}})
-		rb := post(t, env, keyB, "scope-1", body)
-		requireOriginal(t, rb, http.StatusOK)
-		idB := sendID(t, rb)
-		if idB == idA {
-			t.Fatalf("tenant b got tenant a's send %s", idA)
-		}
-		requireError(t, env.Do(t, sendoncetest.Request{Method: http.MethodGet, Path: "/v1/sends/" + idA, Key: keyB}), http.StatusNotFound, "not_found")
-		if l := listByKey(t, env, keyB, "scope-1"); len(l) != 1 || l[0]["id"] != idB {
-			t.Fatalf("tenant b lists %v by the key, want only %s", l, idB)
-		}
-		if l := listByKey(t, env, env.AdminKey, "scope-1"); len(l) != 1 || l[0]["id"] != idA {
-			t.Fatalf("tenant a lists %v by the key, want only %s", l, idA)
-		}
-	})
-
-	t.Run("rotated API key", func(t *testing.T) {
-		_, rotated := env.NewKey(t, app.NewKeyParams{Name: "rotated", Scopes: []core.Scope{core.ScopeSend}})
-		requireReplayOf(t, first, post(t, env, rotated, "scope-1", body))
-	})
-
-	t.Run("other route", func(t *testing.T) {
-		mb := mustJSON(t, map[string]any{"id": "scope-mb", "address": "scope@example.com"})
-		r := env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: "scope-1", Body: mb})
-		requireOriginal(t, r, http.StatusCreated)
-		requireReplayOf(t, r, env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: "scope-1", Body: mb}))
-	})
-
-	t.Run("other path parameter", func(t *testing.T) {
-		_, pending := env.NewKey(t, app.NewKeyParams{Name: "needs approval", Scopes: []core.Scope{core.ScopeSend}, RequiresApproval: true})
-		var ids []string
-		for i := range 2 {
-			r := post(t, env, pending, fmt.Sprintf("scope-pending-%d", i), mail(t, "kate@example.com", "pending"))
-			requireOriginal(t, r, http.StatusOK)
-			if st := r.JSON(t)["status"]; st != string(core.StatusPendingApproval) {
-				t.Fatalf("status %v, want pending_approval", st)
+		t.Run("other tenant", func(t *testing.T) {
+			_, keyB := env.NewKey(t, app.NewKeyParams{Name: "tenant b", Tenant: "b", Scopes: []core.Scope{core.ScopeSend, core.ScopeRead}})
+			rb := post(t, env, keyB, "scope-1", body)
+			requireOriginal(t, rb, http.StatusOK)
+			idB := sendID(t, rb)
+			if idB == idA {
+				t.Fatalf("tenant b got tenant a's send %s", idA)
 			}
-			ids = append(ids, sendID(t, r))
-		}
-		// One Idempotency-Key, two sends: the send id is part of the
-		// scope, so the second approval is not a replay of the first.
-		for _, id := range ids {
-			r := env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: "/v1/sends/" + id + "/approve", Key: env.AdminKey, IdemKey: "scope-approve"})
-			requireOriginal(t, r, http.StatusOK)
-			if got := sendID(t, r); got != id {
-				t.Fatalf("approving %s answered for %s", id, got)
+			requireError(t, env.Do(t, sendoncetest.Request{Method: http.MethodGet, Path: "/v1/sends/" + idA, Key: keyB}), http.StatusNotFound, "not_found")
+			if l := listByKey(t, env, keyB, "scope-1"); len(l) != 1 || l[0]["id"] != idB {
+				t.Fatalf("tenant b lists %v by the key, want only %s", l, idB)
 			}
-		}
+			if l := listByKey(t, env, env.AdminKey, "scope-1"); len(l) != 1 || l[0]["id"] != idA {
+				t.Fatalf("tenant a lists %v by the key, want only %s", l, idA)
+			}
+		})
+
+		t.Run("rotated API key", func(t *testing.T) {
+			_, rotated := env.NewKey(t, app.NewKeyParams{Name: "rotated", Scopes: []core.Scope{core.ScopeSend}})
+			requireReplayOf(t, first, post(t, env, rotated, "scope-1", body))
+		})
+
+		t.Run("other route", func(t *testing.T) {
+			mb := mustJSON(t, map[string]any{"id": "scope-mb", "address": "scope@example.com"})
+			r := env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: "scope-1", Body: mb})
+			requireOriginal(t, r, http.StatusCreated)
+			requireReplayOf(t, r, env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: "scope-1", Body: mb}))
+		})
+
+		t.Run("other path parameter", func(t *testing.T) {
+			_, pending := env.NewKey(t, app.NewKeyParams{Name: "needs approval", Scopes: []core.Scope{core.ScopeSend}, RequiresApproval: true})
+			var ids []string
+			for i := range 2 {
+				r := post(t, env, pending, fmt.Sprintf("scope-pending-%d", i), mail(t, "kate@example.com", "pending"))
+				requireOriginal(t, r, http.StatusOK)
+				if st := r.JSON(t)["status"]; st != string(core.StatusPendingApproval) {
+					t.Fatalf("status %v, want pending_approval", st)
+				}
+				ids = append(ids, sendID(t, r))
+			}
+			// One Idempotency-Key, two sends: the send id is part of the
+			// scope, so the second approval is not a replay of the first.
+			for _, id := range ids {
+				r := env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: "/v1/sends/" + id + "/approve", Key: env.AdminKey, IdemKey: "scope-approve"})
+				requireOriginal(t, r, http.StatusOK)
+				if got := sendID(t, r); got != id {
+					t.Fatalf("approving %s answered for %s", id, got)
+				}
+			}
+		})
 	})
 }
 
 // The key's syntax: 1 to 255 visible ASCII characters, or a structured-field
 // string of them; anything else is 400 idempotency_key_invalid.
 func TestIdempotency_KeySyntax(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{})
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
 
-	t.Run("255 characters", func(t *testing.T) {
-		key := strings.Repeat("k", 254) + "!"
-		r := post(t, env, env.AdminKey, key, mail(t, "leo@example.com", "long key"))
-		requireOriginal(t, r, http.StatusOK)
-		if l := listByKey(t, env, env.AdminKey, key); len(l) != 1 || l[0]["idempotency_key"] != key {
-			t.Fatalf("sends with the key: %v", l)
-		}
-	})
-
-	t.Run("255 characters quoted", func(t *testing.T) {
-		key := strings.Repeat("q", 254) + "!"
-		r := doHeader(t, env, []string{`"` + key + `"`}, mail(t, "leo@example.com", "long quoted key"))
-		requireOriginal(t, r, http.StatusOK)
-		if got := r.JSON(t)["idempotency_key"]; got != key {
-			t.Fatalf("idempotency_key %v, want the unquoted key", got)
-		}
-	})
-
-	invalid := []struct {
-		name   string
-		values []string
-	}{
-		{"256 characters", []string{strings.Repeat("k", 256)}},
-		{"256 characters quoted", []string{`"` + strings.Repeat("k", 256) + `"`}},
-		{"empty", []string{""}},
-		{"space", []string{"has space"}},
-		{"non-ASCII", []string{"clé-1"}},
-		{"twice", []string{"twice-1", "twice-1"}},
-		{"empty sf-string", []string{`""`}},
-		{"unterminated sf-string", []string{`"abc`}},
-	}
-	for _, tc := range invalid {
-		t.Run(tc.name, func(t *testing.T) {
-			before := count(t, env, `SELECT count(*) FROM idempotency_keys`)
-			r := doHeader(t, env, tc.values, mail(t, "leo@example.com", "invalid key"))
-			requireError(t, r, http.StatusBadRequest, "idempotency_key_invalid")
-			if p := r.JSON(t)["error"].(map[string]any)["param"]; p != "Idempotency-Key" {
-				t.Errorf("param %v, want Idempotency-Key", p)
-			}
-			if after := count(t, env, `SELECT count(*) FROM idempotency_keys`); after != before {
-				t.Fatalf("an invalid key was stored")
+		t.Run("255 characters", func(t *testing.T) {
+			key := strings.Repeat("k", 254) + "!"
+			r := post(t, env, env.AdminKey, key, mail(t, "leo@example.com", "long key"))
+			requireOriginal(t, r, http.StatusOK)
+			if l := listByKey(t, env, env.AdminKey, key); len(l) != 1 || l[0]["idempotency_key"] != key {
+				t.Fatalf("sends with the key: %v", l)
 			}
 		})
-	}
 
-	t.Run("structured-field string", func(t *testing.T) {
-		body := mail(t, "leo@example.com", "sf-string")
-		first := doHeader(t, env, []string{"sf-abc"}, body)
-		requireOriginal(t, first, http.StatusOK)
-		requireReplayOf(t, first, doHeader(t, env, []string{`"sf-abc"`}, body))
-		// And the other way round.
-		second := doHeader(t, env, []string{`"sf-def"`}, body)
-		requireOriginal(t, second, http.StatusOK)
-		requireReplayOf(t, second, doHeader(t, env, []string{"sf-def"}, body))
-		if l := listByKey(t, env, env.AdminKey, "sf-abc"); len(l) != 1 {
-			t.Fatalf("%d sends with key sf-abc, want 1", len(l))
+		t.Run("255 characters quoted", func(t *testing.T) {
+			key := strings.Repeat("q", 254) + "!"
+			r := doHeader(t, env, []string{`"` + key + `"`}, mail(t, "leo@example.com", "long quoted key"))
+			requireOriginal(t, r, http.StatusOK)
+			if got := r.JSON(t)["idempotency_key"]; got != key {
+				t.Fatalf("idempotency_key %v, want the unquoted key", got)
+			}
+		})
+
+		invalid := []struct {
+			name   string
+			values []string
+		}{
+			{"256 characters", []string{strings.Repeat("k", 256)}},
+			{"256 characters quoted", []string{`"` + strings.Repeat("k", 256) + `"`}},
+			{"empty", []string{""}},
+			{"space", []string{"has space"}},
+			{"non-ASCII", []string{"clé-1"}},
+			{"twice", []string{"twice-1", "twice-1"}},
+			{"empty sf-string", []string{`""`}},
+			{"unterminated sf-string", []string{`"abc`}},
+		}
+		for _, tc := range invalid {
+			t.Run(tc.name, func(t *testing.T) {
+				before := count(t, env, `SELECT count(*) FROM idempotency_keys`)
+				r := doHeader(t, env, tc.values, mail(t, "leo@example.com", "invalid key"))
+				requireError(t, r, http.StatusBadRequest, "idempotency_key_invalid")
+				if p := r.JSON(t)["error"].(map[string]any)["param"]; p != "Idempotency-Key" {
+					t.Errorf("param %v, want Idempotency-Key", p)
+				}
+				if after := count(t, env, `SELECT count(*) FROM idempotency_keys`); after != before {
+					t.Fatalf("an invalid key was stored")
+				}
+			})
+		}
+
+		t.Run("structured-field string", func(t *testing.T) {
+			body := mail(t, "leo@example.com", "sf-string")
+			first := doHeader(t, env, []string{"sf-abc"}, body)
+			requireOriginal(t, first, http.StatusOK)
+			requireReplayOf(t, first, doHeader(t, env, []string{`"sf-abc"`}, body))
+			// And the other way round.
+			second := doHeader(t, env, []string{`"sf-def"`}, body)
+			requireOriginal(t, second, http.StatusOK)
+			requireReplayOf(t, second, doHeader(t, env, []string{"sf-def"}, body))
+			if l := listByKey(t, env, env.AdminKey, "sf-abc"); len(l) != 1 {
+				t.Fatalf("%d sends with key sf-abc, want 1", len(l))
+			}
+		})
+
+		if n := count(t, env, `SELECT count(*) FROM sends`); n != 4 {
+			t.Errorf("%d sends, want 4 (one per valid key)", n)
 		}
 	})
-
-	if n := count(t, env, `SELECT count(*) FROM sends`); n != 4 {
-		t.Errorf("%d sends, want 4 (one per valid key)", n)
-	}
 }
 
 // POST /v1/send without a key: 400 idempotency_key_required, unless the
 // requirement is off; then every request is a new send.
 func TestIdempotency_MissingKey(t *testing.T) {
-	t.Parallel()
-	body := mail(t, "mia@example.com", "no key")
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		body := mail(t, "mia@example.com", "no key")
 
-	t.Run("required", func(t *testing.T) {
-		t.Parallel()
-		env := sendoncetest.Start(t, sendoncetest.Options{})
-		r := post(t, env, env.AdminKey, "", body)
-		requireError(t, r, http.StatusBadRequest, "idempotency_key_required")
-		if n := count(t, env, `SELECT count(*) FROM sends`); n != 0 {
-			t.Fatalf("%d sends, want 0", n)
-		}
-	})
+		t.Run("required", func(t *testing.T) {
+			t.Parallel()
+			env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+			r := post(t, env, env.AdminKey, "", body)
+			requireError(t, r, http.StatusBadRequest, "idempotency_key_required")
+			if n := count(t, env, `SELECT count(*) FROM sends`); n != 0 {
+				t.Fatalf("%d sends, want 0", n)
+			}
+		})
 
-	t.Run("optional", func(t *testing.T) {
-		t.Parallel()
-		env := sendoncetest.Start(t, sendoncetest.Options{AllowNoKey: true})
-		r1 := post(t, env, env.AdminKey, "", body)
-		requireOriginal(t, r1, http.StatusOK)
-		r2 := post(t, env, env.AdminKey, "", body)
-		requireOriginal(t, r2, http.StatusOK)
-		if sendID(t, r1) == sendID(t, r2) {
-			t.Fatalf("two requests without a key made one send")
-		}
-		if l := allSends(t, env, env.AdminKey); len(l) != 2 {
-			t.Fatalf("%d sends, want 2", len(l))
-		}
-		if n := count(t, env, `SELECT count(*) FROM idempotency_keys`); n != 0 {
-			t.Fatalf("%d idempotency rows without a key, want 0", n)
-		}
+		t.Run("optional", func(t *testing.T) {
+			t.Parallel()
+			env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, AllowNoKey: true})
+			r1 := post(t, env, env.AdminKey, "", body)
+			requireOriginal(t, r1, http.StatusOK)
+			r2 := post(t, env, env.AdminKey, "", body)
+			requireOriginal(t, r2, http.StatusOK)
+			if sendID(t, r1) == sendID(t, r2) {
+				t.Fatalf("two requests without a key made one send")
+			}
+			if l := allSends(t, env, env.AdminKey); len(l) != 2 {
+				t.Fatalf("%d sends, want 2", len(l))
+			}
+			if n := count(t, env, `SELECT count(*) FROM idempotency_keys`); n != 0 {
+				t.Fatalf("%d idempotency rows without a key, want 0", n)
+			}
+		})
 	})
 }
 
 // A stored response survives a restart, and replays under the new process's
 // own API key of the same tenant.
 func TestIdempotency_ReplaysAfterRestart(t *testing.T) {
-	t.Parallel()
-	old := sendoncetest.Start(t, sendoncetest.Options{})
-	body := mail(t, "nina@example.com", "restart")
-	first := post(t, old, old.AdminKey, "restart-1", body)
-	requireOriginal(t, first, http.StatusOK)
-	old.WaitStatus(t, sendID(t, first), deliveryTimeout, core.StatusSent)
-	old.Close()
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		old := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+		body := mail(t, "nina@example.com", "restart")
+		first := post(t, old, old.AdminKey, "restart-1", body)
+		requireOriginal(t, first, http.StatusOK)
+		old.WaitStatus(t, sendID(t, first), deliveryTimeout, core.StatusSent)
+		old.Close()
 
-	env := sendoncetest.Start(t, sendoncetest.Options{DBPath: old.DBPath})
-	requireReplayOf(t, first, post(t, env, env.AdminKey, "restart-1", body))
-	if l := listByKey(t, env, env.AdminKey, "restart-1"); len(l) != 1 {
-		t.Fatalf("%d sends after the restart, want 1", len(l))
-	}
-	inbox := env.Do(t, sendoncetest.Request{Method: http.MethodGet, Path: "/v1/inbox", Key: env.AdminKey})
-	if inbox.Status != http.StatusOK {
-		t.Fatalf("inbox: %d %s", inbox.Status, inbox.Body)
-	}
-	if l := listData(t, inbox); len(l) != 1 {
-		t.Fatalf("%d captured messages, want 1", len(l))
-	}
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, DB: old.DB})
+		requireReplayOf(t, first, post(t, env, env.AdminKey, "restart-1", body))
+		if l := listByKey(t, env, env.AdminKey, "restart-1"); len(l) != 1 {
+			t.Fatalf("%d sends after the restart, want 1", len(l))
+		}
+		inbox := env.Do(t, sendoncetest.Request{Method: http.MethodGet, Path: "/v1/inbox", Key: env.AdminKey})
+		if inbox.Status != http.StatusOK {
+			t.Fatalf("inbox: %d %s", inbox.Status, inbox.Body)
+		}
+		if l := listData(t, inbox); len(l) != 1 {
+			t.Fatalf("%d captured messages, want 1", len(l))
+		}
+	})
 }
 
 // The idempotency metrics count first acceptances, replays and both kinds of
 // conflict.
 func TestIdempotency_Metrics(t *testing.T) {
-	t.Parallel()
-	env := sendoncetest.Start(t, sendoncetest.Options{})
-	a, b := mail(t, "omar@example.com", "a"), mail(t, "omar@example.com", "b")
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+		a, b := mail(t, "omar@example.com", "a"), mail(t, "omar@example.com", "b")
 
-	first := post(t, env, env.AdminKey, "m-1", a)
-	requireOriginal(t, first, http.StatusOK)                                // accepted
-	requireOriginal(t, post(t, env, env.AdminKey, "m-2", b), http.StatusOK) // accepted
-	for range 3 {
-		requireReplayOf(t, first, post(t, env, env.AdminKey, "m-1", a)) // replays
-	}
-	requireError(t, post(t, env, env.AdminKey, "m-1", b), http.StatusUnprocessableEntity, "idempotency_key_reused")
-	bad := mustJSON(t, map[string]any{"to": "omar@example.com", "text": "no subject"})
-	invalid := post(t, env, env.AdminKey, "m-3", bad)
-	requireError(t, invalid, http.StatusUnprocessableEntity, "validation_error") // stored, not accepted
-	requireReplayOf(t, invalid, post(t, env, env.AdminKey, "m-3", bad))          // a replay
-	sc := sendScope("m-4")
-	token := reserve(t, env, sc, a, env.Clock.Now(), time.Minute)
-	for range 2 {
-		requireError(t, post(t, env, env.AdminKey, "m-4", a), http.StatusConflict, "idempotency_key_in_use")
-	}
-	release(t, env, sc, token)
-	requireOriginal(t, post(t, env, env.AdminKey, "m-4", a), http.StatusOK) // accepted
-
-	r := env.Do(t, sendoncetest.Request{Method: http.MethodGet, Path: "/metrics"})
-	if r.Status != http.StatusOK {
-		t.Fatalf("metrics: %d", r.Status)
-	}
-	for series, want := range map[string]float64{
-		`sendonce_sends_accepted_total`:                         3,
-		`sendonce_idempotent_replays_total`:                     4,
-		`sendonce_idempotency_conflicts_total{reason="in_use"}`: 2,
-		`sendonce_idempotency_conflicts_total{reason="reused"}`: 1,
-	} {
-		if got := metric(t, r.Body, series); got != want {
-			t.Errorf("%s = %v, want %v", series, got, want)
+		first := post(t, env, env.AdminKey, "m-1", a)
+		requireOriginal(t, first, http.StatusOK)                                // accepted
+		requireOriginal(t, post(t, env, env.AdminKey, "m-2", b), http.StatusOK) // accepted
+		for range 3 {
+			requireReplayOf(t, first, post(t, env, env.AdminKey, "m-1", a)) // replays
 		}
-	}
+		requireError(t, post(t, env, env.AdminKey, "m-1", b), http.StatusUnprocessableEntity, "idempotency_key_reused")
+		bad := mustJSON(t, map[string]any{"to": "omar@example.com", "text": "no subject"})
+		invalid := post(t, env, env.AdminKey, "m-3", bad)
+		requireError(t, invalid, http.StatusUnprocessableEntity, "validation_error") // stored, not accepted
+		requireReplayOf(t, invalid, post(t, env, env.AdminKey, "m-3", bad))          // a replay
+		sc := sendScope("m-4")
+		token := reserve(t, env, sc, a, env.Clock.Now(), time.Minute)
+		for range 2 {
+			requireError(t, post(t, env, env.AdminKey, "m-4", a), http.StatusConflict, "idempotency_key_in_use")
+		}
+		release(t, env, sc, token)
+		requireOriginal(t, post(t, env, env.AdminKey, "m-4", a), http.StatusOK) // accepted
+
+		r := env.Do(t, sendoncetest.Request{Method: http.MethodGet, Path: "/metrics"})
+		if r.Status != http.StatusOK {
+			t.Fatalf("metrics: %d", r.Status)
+		}
+		for series, want := range map[string]float64{
+			`sendonce_sends_accepted_total`:                         3,
+			`sendonce_idempotent_replays_total`:                     4,
+			`sendonce_idempotency_conflicts_total{reason="in_use"}`: 2,
+			`sendonce_idempotency_conflicts_total{reason="reused"}`: 1,
+		} {
+			if got := metric(t, r.Body, series); got != want {
+				t.Errorf("%s = %v, want %v", series, got, want)
+			}
+		}
+	})
 }
 
 // metric returns the value of one series in a Prometheus text exposition.

@@ -25,6 +25,40 @@ type postOpts struct {
 	emptyBody bool
 	// committed runs after a 2xx response committed (metrics).
 	committed func()
+	// maxKeyLen is the longest Idempotency-Key the route accepts. Defaults
+	// to idempotency.MaxKeyLen (the native API's 255).
+	maxKeyLen int
+	// errs writes the route's errors in its style's shape (Resend's on
+	// /emails). Defaults to the native error body.
+	errs errorStyle
+}
+
+// errorStyle turns an error (a *core.Error with a native code, or any
+// other, internal one) into a route style's status and body.
+type errorStyle func(r *http.Request, logger *slog.Logger, err error) (int, any)
+
+// nativeErrors is the error body of /v1: errorResponse.
+func nativeErrors(r *http.Request, logger *slog.Logger, err error) (int, any) {
+	return errorResponse(r, logger, err)
+}
+
+func (o postOpts) keyLen() int {
+	if o.maxKeyLen > 0 {
+		return o.maxKeyLen
+	}
+	return idempotency.MaxKeyLen
+}
+
+func (o postOpts) style() errorStyle {
+	if o.errs == nil {
+		return nativeErrors
+	}
+	return o.errs
+}
+
+func (o postOpts) writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
+	status, body := o.style()(r, logger, err)
+	writeJSON(w, status, body)
 }
 
 // emptyFingerprint is what a body-less request on a route whose body is
@@ -54,24 +88,24 @@ func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
 		key := apiKeyFrom(ctx)
 		body, err := s.readBody(w, r)
 		if err != nil {
-			writeError(w, r, s.logger, err)
+			o.writeError(w, r, s.logger, err)
 			return
 		}
-		idemKey, present, err := idempotency.KeyFromHeader(r.Header, idempotency.MaxKeyLen)
+		idemKey, present, err := idempotency.KeyFromHeader(r.Header, o.keyLen())
 		if err != nil {
-			writeError(w, r, s.logger, apiError(codeKeyInvalid, "Idempotency-Key", fmt.Sprintf(
-				"Idempotency-Key must be 1 to %d visible ASCII characters (0x21-0x7E), or a quoted structured-field string of them", idempotency.MaxKeyLen)))
+			o.writeError(w, r, s.logger, apiError(codeKeyInvalid, "Idempotency-Key", fmt.Sprintf(
+				"Idempotency-Key must be 1 to %d visible ASCII characters (0x21-0x7E), or a quoted structured-field string of them", o.keyLen())))
 			return
 		}
 		if !present && o.requireKey {
-			writeError(w, r, s.logger, apiError(codeKeyRequired, "Idempotency-Key",
+			o.writeError(w, r, s.logger, apiError(codeKeyRequired, "Idempotency-Key",
 				"this route needs an Idempotency-Key header: make one per logical send (a UUID), store it, and reuse it on every retry"))
 			return
 		}
 		fp := emptyFingerprint
 		if len(body) > 0 || !o.emptyBody {
 			if fp, err = idempotency.Fingerprint(body); err != nil {
-				writeError(w, r, s.logger, apiError(core.CodeInvalidJSON, "", "the request body is not valid JSON"))
+				o.writeError(w, r, s.logger, apiError(core.CodeInvalidJSON, "", "the request body is not valid JSON"))
 				return
 			}
 		}
@@ -83,7 +117,7 @@ func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
 		sc := idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: idemKey}
 		d, err := s.store.ReserveIdempotency(ctx, sc, fp, s.svc.Now(), s.cfg.ReservationLease)
 		if err != nil {
-			writeError(w, r, s.logger, fmt.Errorf("reserve idempotency key: %w", err))
+			o.writeError(w, r, s.logger, fmt.Errorf("reserve idempotency key: %w", err))
 			return
 		}
 		switch d.Outcome {
@@ -96,16 +130,16 @@ func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
 		case idempotency.InUse:
 			s.conflict("in_use")
 			w.Header().Set("Retry-After", "1")
-			writeError(w, r, s.logger, apiError(codeKeyInUse, "Idempotency-Key",
+			o.writeError(w, r, s.logger, apiError(codeKeyInUse, "Idempotency-Key",
 				"a request with this Idempotency-Key is still being processed; retry after a second"))
 		case idempotency.Mismatch:
 			s.conflict("reused")
-			writeError(w, r, s.logger, apiError(codeKeyReused, "Idempotency-Key",
+			o.writeError(w, r, s.logger, apiError(codeKeyReused, "Idempotency-Key",
 				"this Idempotency-Key was already used with a different request body"))
 		case idempotency.Proceed:
 			s.runTx(w, r, key, body, h, &reservation{scope: sc, token: d.Token}, o)
 		default:
-			writeError(w, r, s.logger, fmt.Errorf("idempotency: unexpected outcome %v", d.Outcome))
+			o.writeError(w, r, s.logger, fmt.Errorf("idempotency: unexpected outcome %v", d.Outcome))
 		}
 	})
 }
@@ -150,9 +184,7 @@ func (s *Server) runTx(w http.ResponseWriter, r *http.Request, key *core.APIKey,
 	err := s.store.InTx(ctx, func(tx core.Tx) error {
 		status, v, herr := h(ctx, tx, key, r, body)
 		if herr != nil {
-			eb := errorBody{}
-			status, eb = errorResponse(r, s.logger, herr)
-			v = eb
+			status, v = o.style()(r, s.logger, herr)
 		}
 		out = rollback{status: status, body: marshal(v)}
 		if !idempotency.ShouldStore(status) {
@@ -183,9 +215,9 @@ func (s *Server) runTx(w http.ResponseWriter, r *http.Request, key *core.APIKey,
 		committed = true // nothing of ours left to release
 		s.conflict("in_use")
 		w.Header().Set("Retry-After", "1")
-		writeError(w, r, s.logger, apiError(codeKeyInUse, "Idempotency-Key",
+		o.writeError(w, r, s.logger, apiError(codeKeyInUse, "Idempotency-Key",
 			"a request with this Idempotency-Key is still being processed; retry after a second"))
 	default:
-		writeError(w, r, s.logger, err)
+		o.writeError(w, r, s.logger, err)
 	}
 }

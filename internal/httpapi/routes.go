@@ -10,9 +10,10 @@ import (
 // answers have the API's error shape.
 const notFoundPattern = "/v1/"
 
-// routes is the whole API surface.
-func (s *Server) routes() {
-	m := s.mux
+// routes is the whole API surface. It returns the registered patterns,
+// which the OpenAPI test holds against openapi.json.
+func (s *Server) routes() []string {
+	m := &patternMux{ServeMux: s.mux}
 	m.HandleFunc("GET /healthz", s.handleHealthz)
 	if s.metrics != nil {
 		m.Handle("GET /metrics", s.metrics.Handler())
@@ -23,7 +24,9 @@ func (s *Server) routes() {
 			s.metrics.SendsAccepted.Inc()
 		}
 	}
-	m.Handle("POST /v1/send", s.auth(core.ScopeSend, s.idempotent(postOpts{requireKey: s.cfg.RequireIdempotencyKey, committed: accepted}, s.handleSend)))
+	m.Handle("POST /v1/send", s.auth(core.ScopeSend, s.audited(s.idempotent(postOpts{requireKey: s.cfg.RequireIdempotencyKey, committed: accepted}, s.handleSend))))
+	m.Handle("POST /v1/send/preview", s.auth(core.ScopeSend, http.HandlerFunc(s.handlePreviewSend)))
+	m.Handle("GET /v1/audit", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleListAudit)))
 	m.Handle("GET /v1/sends", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListSends)))
 	m.Handle("GET /v1/sends/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetSend)))
 	m.Handle("POST /v1/sends/{id}/reconcile", s.auth(core.ScopeAdmin, s.idempotent(postOpts{}, s.handleReconcile)))
@@ -49,5 +52,16 @@ func (s *Server) routes() {
 	m.Handle("GET /v1/inbox/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInbox)))
 	m.Handle("GET /v1/inbox/{id}/raw", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInboxRaw)))
 
+	// Compatibility surfaces (API contract, section 7; docs/compatibility.md).
+	statusCache := newStatusCache()
+	m.Handle("POST /api/public/v1/mailboxes/{id}/send", s.auth(core.ScopeSend, s.idempotent(postOpts{committed: accepted}, s.handleMailboxSend)))
+	m.Handle("GET /api/public/v1/sends/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetSend)))
+	m.Handle("GET /api/public/v1/mailboxes/{id}/status", s.auth(core.ScopeRead, s.handleMailboxStatus(statusCache)))
+	m.Handle("POST /emails", s.resendPost(s.handleResendSend))
+	m.Handle("POST /emails/batch", s.resendPost(s.handleResendBatch))
+	m.Handle("GET /emails/{id}", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendGet)))
+	m.HandleFunc("GET /openapi.json", handleOpenAPI)
+
 	m.HandleFunc(notFoundPattern, s.handleNotFound)
+	return m.patterns
 }

@@ -27,6 +27,10 @@ type Config struct {
 	ReservationLease time.Duration
 	// MaxBodyBytes bounds a request body. Defaults to 1 MiB.
 	MaxBodyBytes int64
+	// DefaultTransport is the server's --transport ("capture", "mx" or an
+	// smtp:// URL): the relay GET /api/public/v1/mailboxes/{id}/status
+	// checks for mailboxes without their own. Defaults to "capture".
+	DefaultTransport string
 }
 
 // Server is the HTTP API.

@@ -157,6 +157,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	store.SetEnqueuer(q.Enqueue)
 	h := httpapi.NewServer(svc, m, httpapi.Config{
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.AttemptLease,
+		DefaultTransport: cfg.Transport,
 	}, logger)
 	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h}, nil
 }

@@ -12,16 +12,18 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-const keyColumns = `id, tenant, name, secret_hash, scopes, mailboxes, requires_approval, created_at, revoked_at`
+const keyColumns = `id, tenant, name, secret_hash, scopes, mailboxes, requires_approval, created_at, revoked_at,
+	agent, allow_recipients, max_per_hour, max_per_day`
 
 func scanKey(r rowScanner) (*core.APIKey, error) {
 	var (
-		k                 core.APIKey
-		scopes, mailboxes string
-		createdAt         int64
-		revokedAt         sql.NullInt64
+		k                        core.APIKey
+		scopes, mailboxes, allow string
+		createdAt                int64
+		revokedAt                sql.NullInt64
 	)
-	err := r.Scan(&k.ID, &k.Tenant, &k.Name, &k.SecretHash, &scopes, &mailboxes, &k.RequiresApproval, &createdAt, &revokedAt)
+	err := r.Scan(&k.ID, &k.Tenant, &k.Name, &k.SecretHash, &scopes, &mailboxes, &k.RequiresApproval, &createdAt, &revokedAt,
+		&k.Agent, &allow, &k.MaxPerHour, &k.MaxPerDay)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, core.ErrNotFound
 	}
@@ -36,6 +38,11 @@ func scanKey(r rowScanner) (*core.APIKey, error) {
 	for _, m := range strings.Split(mailboxes, ",") {
 		if m != "" {
 			k.Mailboxes = append(k.Mailboxes, m)
+		}
+	}
+	for _, a := range strings.Split(allow, ",") {
+		if a != "" {
+			k.AllowRecipients = append(k.AllowRecipients, a)
 		}
 	}
 	k.CreatedAt, k.RevokedAt = fromMicros(createdAt), fromNullMicros(revokedAt)
@@ -73,9 +80,10 @@ func (t *Tx) InsertAPIKey(ctx context.Context, k *core.APIKey) error {
 	for i, s := range k.Scopes {
 		scopes[i] = string(s)
 	}
-	_, err := t.q.exec(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.q.exec(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		k.ID, k.Tenant, k.Name, k.SecretHash, strings.Join(scopes, ","), strings.Join(k.Mailboxes, ","),
-		k.RequiresApproval, micros(k.CreatedAt), nullMicros(k.RevokedAt))
+		k.RequiresApproval, micros(k.CreatedAt), nullMicros(k.RevokedAt),
+		k.Agent, strings.Join(k.AllowRecipients, ","), k.MaxPerHour, k.MaxPerDay)
 	if err != nil {
 		return fmt.Errorf("insert api key: %w", err)
 	}

@@ -15,11 +15,14 @@ import (
 //go:embed migrations/postgres/*.sql
 var postgresMigrations embed.FS
 
-// PostgresOptions tunes the connection pool and the start-up migration.
+// PostgresOptions tunes the connection pools and the start-up migration.
 type PostgresOptions struct {
-	// MaxConns bounds the pool. Defaults to 20.
+	// MaxConns bounds the connections of the process, shared out between
+	// the two pools: a quarter (at least one) for reads outside
+	// transactions, the rest (at least one) for transactions and the
+	// queue. Defaults to 20.
 	MaxConns int32
-	// MinConns are kept open. Defaults to 2.
+	// MinConns are kept open in the transaction pool. Defaults to 2.
 	MinConns int32
 	// AlsoMigrate runs under the same migration lock after the store's own
 	// schema (the queue's schema). Optional.
@@ -37,27 +40,41 @@ func OpenPostgres(ctx context.Context, url string, o PostgresOptions) (*Store, e
 	if err != nil {
 		return nil, fmt.Errorf("postgres url: %w", redactedErr(err))
 	}
-	cfg.MaxConns = 20
+	cfg.MaxConnIdleTime = 5 * time.Minute
+	// Two pools, as on SQLite (one writer, a pool of readers): code running
+	// inside a write transaction reads through the store (a mailbox, a
+	// template, a suppression) while it holds its connection. Were the
+	// reads drawn from the same pool, as many transactions as connections
+	// would each wait for a second one, and none would ever get it.
+	total := int32(20)
 	if o.MaxConns > 0 {
-		cfg.MaxConns = o.MaxConns
+		total = o.MaxConns
 	}
+	rcfg := cfg.Copy()
+	rcfg.MaxConns = max(1, total/4)
+	rcfg.MinConns = 1
+	cfg.MaxConns = max(1, total-rcfg.MaxConns)
 	cfg.MinConns = min(2, cfg.MaxConns)
 	if o.MinConns > 0 {
 		cfg.MinConns = min(o.MinConns, cfg.MaxConns)
 	}
-	cfg.MaxConnIdleTime = 5 * time.Minute
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect postgres: %w", redactedErr(err))
 	}
+	rpool, err := pgxpool.NewWithConfig(ctx, rcfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect postgres: %w", redactedErr(err))
+	}
 	rb := &rebinder{}
 	s := &Store{
-		dialect: Postgres, PG: pool, rebind: rb,
-		w: pgxQuerier{db: pool, rebind: rb}, r: pgxQuerier{db: pool, rebind: rb},
+		dialect: Postgres, PG: pool, PGRead: rpool, rebind: rb,
+		w: pgxQuerier{db: pool, rebind: rb}, r: pgxQuerier{db: rpool, rebind: rb},
 		forUpdate: " FOR UPDATE", skipLocked: " FOR UPDATE SKIP LOCKED",
 	}
 	if err := s.migratePostgres(ctx, o.AlsoMigrate); err != nil {
-		pool.Close()
+		s.Close()
 		return nil, err
 	}
 	return s, nil

@@ -14,7 +14,7 @@ import (
 
 const sendColumns = `id, tenant, idempotency_key, mailbox_id, status, from_addr, to_addrs, cc_addrs, bcc_addrs,
 	reply_to, subject, text_body, html_body, headers, tags, template_id, message_id, attempts, last_error,
-	attempt_token, lease_until, created_at, updated_at, sent_at`
+	attempt_token, lease_until, created_at, updated_at, sent_at, in_reply_to, refs, forward_raw`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -22,13 +22,14 @@ func scanSend(r rowScanner) (*core.Send, error) {
 	var (
 		s                                            core.Send
 		idemKey, templateID, lastError, attemptToken sql.NullString
-		to, cc, bcc, replyTo, headers, tags          string
+		inReplyTo                                    sql.NullString
+		to, cc, bcc, replyTo, headers, tags, refs    string
 		leaseUntil, sentAt                           sql.NullInt64
 		createdAt, updatedAt                         int64
 	)
 	err := r.Scan(&s.ID, &s.Tenant, &idemKey, &s.MailboxID, &s.Status, &s.From, &to, &cc, &bcc,
 		&replyTo, &s.Subject, &s.Text, &s.HTML, &headers, &tags, &templateID, &s.MessageID, &s.Attempts, &lastError,
-		&attemptToken, &leaseUntil, &createdAt, &updatedAt, &sentAt)
+		&attemptToken, &leaseUntil, &createdAt, &updatedAt, &sentAt, &inReplyTo, &refs, &s.Forward)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, core.ErrNotFound
 	}
@@ -36,12 +37,13 @@ func scanSend(r rowScanner) (*core.Send, error) {
 		return nil, fmt.Errorf("scan send: %w", err)
 	}
 	s.IdempotencyKey, s.TemplateID, s.LastError, s.AttemptToken = idemKey.String, templateID.String, lastError.String, attemptToken.String
+	s.InReplyTo = inReplyTo.String
 	s.LeaseUntil, s.SentAt = fromNullMicros(leaseUntil), fromNullMicros(sentAt)
 	s.CreatedAt, s.UpdatedAt = fromMicros(createdAt), fromMicros(updatedAt)
 	for _, f := range []struct {
 		src string
 		dst any
-	}{{to, &s.To}, {cc, &s.Cc}, {bcc, &s.Bcc}, {replyTo, &s.ReplyTo}, {headers, &s.Headers}, {tags, &s.Tags}} {
+	}{{to, &s.To}, {cc, &s.Cc}, {bcc, &s.Bcc}, {replyTo, &s.ReplyTo}, {headers, &s.Headers}, {tags, &s.Tags}, {refs, &s.References}} {
 		if err := json.Unmarshal([]byte(f.src), f.dst); err != nil {
 			return nil, fmt.Errorf("decode send %s: %w", s.ID, err)
 		}
@@ -72,12 +74,13 @@ func (t *Tx) InsertSend(ctx context.Context, s *core.Send) error {
 		tags = map[string]string{}
 	}
 	_, err := t.q.exec(ctx, `INSERT INTO sends (`+sendColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, s.Tenant, nullString(s.IdempotencyKey), s.MailboxID, s.Status, s.From,
 		jsonText(nonNil(s.To)), jsonText(nonNil(s.Cc)), jsonText(nonNil(s.Bcc)), jsonText(nonNil(s.ReplyTo)),
 		s.Subject, s.Text, s.HTML, jsonText(nonNil(s.Headers)), jsonText(tags), nullString(s.TemplateID), s.MessageID,
 		s.Attempts, nullString(s.LastError), nullString(s.AttemptToken), nullMicros(s.LeaseUntil),
-		micros(s.CreatedAt), micros(s.UpdatedAt), nullMicros(s.SentAt))
+		micros(s.CreatedAt), micros(s.UpdatedAt), nullMicros(s.SentAt),
+		nullString(s.InReplyTo), jsonText(nonNil(s.References)), s.Forward)
 	if err != nil {
 		return fmt.Errorf("insert send: %w", err)
 	}
@@ -173,6 +176,9 @@ func (s *Store) ListSends(ctx context.Context, tenant string, f core.SendFilter)
 	}
 	if f.After != "" {
 		where, args = append(where, "id < ?"), append(args, f.After)
+	}
+	if f.APIKeyID != "" {
+		where, args = append(where, "api_key_id = ?"), append(args, f.APIKeyID)
 	}
 	limit := f.Limit
 	args = append(args, limit+1)

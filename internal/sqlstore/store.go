@@ -30,9 +30,10 @@ type Store struct {
 	// W is SQLite's single-connection write pool (River uses it too).
 	W   *sql.DB
 	rdb *sql.DB
-	// PG is the PostgreSQL pool (River uses it too).
-	PG     *pgxpool.Pool
-	rebind *rebinder
+	// PG is the PostgreSQL pool for transactions (River uses it too);
+	// PGRead serves the reads outside them.
+	PG, PGRead *pgxpool.Pool
+	rebind     *rebinder
 
 	enqueue Enqueuer
 }
@@ -47,6 +48,7 @@ func (s *Store) SetEnqueuer(e Enqueuer) { s.enqueue = e }
 // Close closes the pools.
 func (s *Store) Close() error {
 	if s.PG != nil {
+		s.PGRead.Close()
 		s.PG.Close()
 		return nil
 	}
@@ -114,7 +116,7 @@ func (s *Store) begin(ctx context.Context) (*Tx, func(context.Context) error, fu
 // readTx runs fn on one read-only snapshot.
 func (s *Store) readTx(ctx context.Context, fn func(q querier) error) error {
 	if s.PG != nil {
-		tx, err := s.PG.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead})
+		tx, err := s.PGRead.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead})
 		if err != nil {
 			return fmt.Errorf("begin read: %w", err)
 		}

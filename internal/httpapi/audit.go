@@ -1,0 +1,240 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sendonce/sendonce/idempotency"
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// IntentHeader carries an agent's intent on POST /v1/send: the canonical
+// JSON the MCP server derived the Idempotency-Key from. The server does not
+// trust it for anything; it writes it to the audit log.
+const IntentHeader = "Sendonce-Intent"
+
+// maxIntentLen bounds the intent header.
+const maxIntentLen = 2048
+
+// intentFrom reads the intent header: absent is "", else one JSON object of
+// at most maxIntentLen bytes with no control characters (CR and LF
+// included).
+func intentFrom(h http.Header) (string, error) {
+	vs := h.Values(IntentHeader)
+	if len(vs) == 0 {
+		return "", nil
+	}
+	bad := apiError(core.CodeValidation, IntentHeader, IntentHeader+" must be given once: one JSON object of at most "+
+		strconv.Itoa(maxIntentLen)+" bytes without control characters")
+	v := vs[0]
+	if len(vs) > 1 || v == "" || len(v) > maxIntentLen {
+		return "", bad
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] == 0x7f {
+			return "", bad
+		}
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(v), &obj); err != nil || obj == nil {
+		return "", bad
+	}
+	return v, nil
+}
+
+type auditCtxKey struct{}
+
+// auditRecorder sees the response of an audited request: its status and
+// body, and adds Retry-After to a 429 a send cap caused.
+type auditRecorder struct {
+	http.ResponseWriter
+	status     int
+	body       bytes.Buffer
+	keep       bool // copy the body (audited requests only)
+	retryAfter time.Duration
+}
+
+func (a *auditRecorder) WriteHeader(status int) {
+	if a.status != 0 {
+		return
+	}
+	a.status = status
+	if status == http.StatusTooManyRequests && a.retryAfter > 0 && a.Header().Get("Retry-After") == "" {
+		a.Header().Set("Retry-After", strconv.Itoa(int((a.retryAfter+time.Second-1)/time.Second)))
+	}
+	a.ResponseWriter.WriteHeader(status)
+}
+
+func (a *auditRecorder) Write(b []byte) (int, error) {
+	if a.status == 0 {
+		a.WriteHeader(http.StatusOK)
+	}
+	if a.keep && a.body.Len() < 64<<10 {
+		a.body.Write(b)
+	}
+	return a.ResponseWriter.Write(b)
+}
+
+// noteRateLimit lets the send handler tell the recorder how long a capped
+// key must wait.
+func noteRateLimit(ctx context.Context, err error) {
+	var rl *app.RateLimitError
+	if rec, ok := ctx.Value(auditCtxKey{}).(*auditRecorder); ok && errors.As(err, &rl) {
+		rec.retryAfter = rl.RetryAfter
+	}
+}
+
+// audited wraps POST /v1/send: a request by an agent key, or one carrying
+// an intent, is written to the audit log with its outcome, whatever it is
+// (accepted, replayed, refused by a guardrail, invalid). The entry is
+// written after the response is decided, in its own transaction: a refused
+// send's transaction rolled back, its audit entry does not.
+func (s *Server) audited(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		key := apiKeyFrom(ctx)
+		intent, ierr := intentFrom(r.Header)
+		audit := key.Agent || intent != "" || ierr != nil
+		rec := &auditRecorder{ResponseWriter: w, keep: audit}
+		if ierr != nil {
+			writeError(rec, r, s.logger, ierr)
+		} else {
+			next.ServeHTTP(rec, r.WithContext(context.WithValue(ctx, auditCtxKey{}, rec)))
+		}
+		if audit {
+			s.writeAudit(ctx, key, r, intent, rec)
+		}
+	})
+}
+
+func (s *Server) writeAudit(ctx context.Context, key *core.APIKey, r *http.Request, intent string, rec *auditRecorder) {
+	idemKey, _, err := idempotency.KeyFromHeader(r.Header, idempotency.MaxKeyLen)
+	if err != nil {
+		idemKey = ""
+	}
+	e := &core.AuditEntry{
+		ID: app.NewID("aud_"), Tenant: key.Tenant, APIKeyID: key.ID, At: s.svc.Now(), Route: r.Method + " " + r.URL.Path,
+		Intent: intent, IdempotencyKey: idemKey, Status: rec.status,
+	}
+	var body struct {
+		ID    string `json:"id"`
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(rec.body.Bytes(), &body)
+	switch {
+	case rec.status >= 200 && rec.status < 300:
+		e.Outcome, e.SendID = "created", body.ID
+		if rec.Header().Get("Idempotent-Replayed") == "true" {
+			e.Outcome = "replayed"
+		}
+	case rec.status >= 500:
+		e.Outcome, e.Code = "error", body.Error.Code
+	default:
+		e.Outcome, e.Code, e.Detail = "refused", body.Error.Code, body.Error.Message
+	}
+	wctx := context.WithoutCancel(ctx)
+	if err := s.store.InTx(wctx, func(tx core.Tx) error { return tx.InsertAudit(wctx, e) }); err != nil {
+		s.logger.ErrorContext(wctx, "write audit entry", slog.Any("error", err))
+	}
+}
+
+type auditView struct {
+	ID             string          `json:"id"`
+	Object         string          `json:"object"`
+	At             string          `json:"at"`
+	APIKeyID       string          `json:"api_key_id"`
+	Route          string          `json:"route"`
+	Intent         json.RawMessage `json:"intent"`
+	IdempotencyKey *string         `json:"idempotency_key"`
+	Status         int             `json:"status"`
+	Outcome        string          `json:"outcome"`
+	Code           *string         `json:"code"`
+	SendID         *string         `json:"send_id"`
+	Detail         *string         `json:"detail"`
+}
+
+// handleListAudit is GET /v1/audit (admin): the tenant's audit log, newest
+// first, ?limit=N&after=CURSOR.
+func (s *Server) handleListAudit(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, err := parseLimit(q.Get("limit"))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	entries, next, err := s.store.ListAudit(r.Context(), apiKeyFrom(r.Context()).Tenant, limit, q.Get("after"))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	out := listView[auditView]{Object: "list", Data: []auditView{}, Next: optString(next)}
+	for _, e := range entries {
+		intent := json.RawMessage("null")
+		if e.Intent != "" && json.Valid([]byte(e.Intent)) {
+			intent = json.RawMessage(e.Intent)
+		}
+		out.Data = append(out.Data, auditView{
+			ID: e.ID, Object: "audit_entry", At: rfc3339(e.At), APIKeyID: e.APIKeyID, Route: e.Route, Intent: intent,
+			IdempotencyKey: optString(e.IdempotencyKey), Status: e.Status, Outcome: e.Outcome, Code: optString(e.Code),
+			SendID: optString(e.SendID), Detail: optString(e.Detail),
+		})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+type previewView struct {
+	Object          string   `json:"object"`
+	MailboxID       string   `json:"mailbox_id"`
+	From            string   `json:"from"`
+	To              []string `json:"to"`
+	Cc              []string `json:"cc"`
+	Bcc             []string `json:"bcc"`
+	ReplyTo         []string `json:"reply_to"`
+	Subject         string   `json:"subject"`
+	Text            string   `json:"text"`
+	HTML            string   `json:"html"`
+	TemplateID      *string  `json:"template_id"`
+	RequireApproval bool     `json:"requires_approval"`
+}
+
+// handlePreviewSend is POST /v1/send/preview (scope send): the message
+// POST /v1/send would accept for this body and key, rendered, or the error
+// it would answer (caps aside). It writes nothing and needs no
+// Idempotency-Key.
+func (s *Server) handlePreviewSend(w http.ResponseWriter, r *http.Request) {
+	key := apiKeyFrom(r.Context())
+	body, err := s.readBody(w, r)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	var req sendRequest
+	if err := decodeStrict(body, &req); err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	send, err := s.svc.PreviewSend(r.Context(), key, &app.SendRequest{
+		To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: req.MailboxID,
+		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
+		Headers: req.Headers, Tags: req.Tags,
+	})
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, previewView{
+		Object: "send_preview", MailboxID: send.MailboxID, From: send.From, To: list(send.To), Cc: list(send.Cc),
+		Bcc: list(send.Bcc), ReplyTo: list(send.ReplyTo), Subject: send.Subject, Text: send.Text, HTML: send.HTML,
+		TemplateID: optString(send.TemplateID), RequireApproval: key.RequiresApproval,
+	})
+}

@@ -1,0 +1,34 @@
+package httpapi
+
+import (
+	"errors"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+func TestResendErrors_MapsTheIdempotencyErrors(t *testing.T) {
+	r := httptest.NewRequest("POST", "/emails", nil)
+	logger := slog.New(slog.DiscardHandler)
+	for _, tt := range []struct {
+		err    error
+		status int
+		name   string
+	}{
+		{apiError(codeKeyInvalid, "Idempotency-Key", "x"), 400, "invalid_idempotency_key"},
+		{apiError(codeKeyReused, "Idempotency-Key", "x"), 409, "invalid_idempotent_request"},
+		{apiError(codeKeyInUse, "Idempotency-Key", "x"), 409, "concurrent_idempotent_requests"},
+		{core.Errorf(core.CodeValidation, "to", "bad"), 422, "validation_error"},
+		{core.ErrNotFound, 404, "not_found"},
+		{apiError(codePayloadTooLarge, "", "x"), 413, "payload_too_large"},
+		{errors.New("boom"), 500, "internal_server_error"},
+	} {
+		status, body := resendErrors(r, logger, tt.err)
+		b, ok := body.(resendError)
+		if status != tt.status || !ok || b.Name != tt.name || b.StatusCode != tt.status {
+			t.Errorf("%v: got %d %+v, want %d %s", tt.err, status, body, tt.status, tt.name)
+		}
+	}
+}

@@ -1,0 +1,242 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/delivery"
+	"github.com/sendonce/sendonce/internal/transport"
+)
+
+// The Mailera-style routes under /api/public/v1 (API contract, section 7).
+// They speak the native error body and idempotency rules; the mailbox id is
+// part of the path, so it is part of every key's scope.
+
+// mailboxSendRequest is the body of POST /api/public/v1/mailboxes/{id}/send:
+// the native send body without mailbox_id (the path names it), plus mode
+// and the reply and forward fields.
+type mailboxSendRequest struct {
+	sendRequest
+	Mode       string   `json:"mode"`
+	InReplyTo  string   `json:"in_reply_to"`
+	References []string `json:"references"`
+	OriginalID string   `json:"original_id"`
+}
+
+func (s *Server) handleMailboxSend(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	var req mailboxSendRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return 0, nil, err
+	}
+	mailboxID := r.PathValue("id")
+	if req.MailboxID != "" && req.MailboxID != mailboxID {
+		return 0, nil, core.Errorf(core.CodeValidation, "mailbox_id", "the mailbox is the one in the path; leave mailbox_id out")
+	}
+	for _, f := range []struct {
+		name string
+		list addrList
+	}{{"to", req.To}, {"cc", req.Cc}, {"bcc", req.Bcc}, {"reply_to", req.ReplyTo}} {
+		if len(f.list) > app.MaxRecipients {
+			return 0, nil, core.Errorf(core.CodeValidation, f.name, "at most %d addresses", app.MaxRecipients)
+		}
+	}
+	sr := &app.SendRequest{
+		To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: mailboxID,
+		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
+		Headers: req.Headers, Tags: req.Tags, References: req.References,
+	}
+	mode := req.Mode
+	if mode == "" {
+		mode = app.ModeSend
+	}
+	switch mode {
+	case app.ModeSend, app.ModeReply, app.ModeForward:
+	default:
+		return 0, nil, core.Errorf(core.CodeValidation, "mode", "mode must be send, reply or forward")
+	}
+	if mode != app.ModeReply && (req.InReplyTo != "" || len(req.References) > 0) {
+		return 0, nil, core.Errorf(core.CodeValidation, "in_reply_to", "in_reply_to and references need mode reply")
+	}
+	if mode != app.ModeForward && req.OriginalID != "" {
+		return 0, nil, core.Errorf(core.CodeValidation, "original_id", "original_id needs mode forward")
+	}
+	switch mode {
+	case app.ModeReply:
+		if req.InReplyTo == "" {
+			return 0, nil, core.Errorf(core.CodeValidation, "in_reply_to", "a reply needs in_reply_to: the Message-ID it answers")
+		}
+		sr.InReplyTo = req.InReplyTo
+	case app.ModeForward:
+		if req.OriginalID == "" {
+			return 0, nil, core.Errorf(core.CodeValidation, "original_id", "a forward needs original_id: a send (snd_…) or inbox message (msg_…) id")
+		}
+		raw, subject, err := s.original(ctx, key.Tenant, req.OriginalID)
+		if err != nil {
+			return 0, nil, err
+		}
+		sr.Forward = raw
+		if sr.Subject == "" && sr.TemplateID == "" {
+			sr.Subject = subject
+		}
+		if sr.Text == "" && sr.HTML == "" && sr.TemplateID == "" {
+			sr.Text = "Forwarded message attached."
+		}
+	}
+	send, err := s.svc.PrepareSend(ctx, key, idemKeyFrom(ctx), sr)
+	if err != nil {
+		return 0, nil, err
+	}
+	switch mode {
+	case app.ModeReply:
+		send.Subject = app.ReplySubject(send.Subject)
+	case app.ModeForward:
+		send.Subject = app.ForwardSubject(send.Subject)
+	}
+	if len(send.Subject) > app.MaxSubjectLen {
+		return 0, nil, core.Errorf(core.CodeValidation, "subject", "subject is longer than %d bytes", app.MaxSubjectLen)
+	}
+	if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, viewSend(send), nil
+}
+
+// original returns the whole message to forward and its subject: a send,
+// rendered as its attempts render it (without a DKIM signature), or a
+// message of the capture inbox, as kept.
+func (s *Server) original(ctx context.Context, tenant, id string) ([]byte, string, error) {
+	notFound := core.Errorf(core.CodeValidation, "original_id", "no send or inbox message %q", id)
+	switch {
+	case strings.HasPrefix(id, "snd_"):
+		send, err := s.store.Send(ctx, tenant, id)
+		if errors.Is(err, core.ErrNotFound) {
+			return nil, "", notFound
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		raw, _, err := delivery.Render(send)
+		if err != nil {
+			return nil, "", err
+		}
+		return raw, send.Subject, nil
+	case strings.HasPrefix(id, "msg_"):
+		m, err := s.store.InboxMessage(ctx, tenant, id)
+		if errors.Is(err, core.ErrNotFound) {
+			return nil, "", notFound
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		return m.Raw, m.Subject, nil
+	}
+	return nil, "", notFound
+}
+
+// statusTTL is how long a mailbox status is reused, so that the route
+// cannot be used to hammer a relay.
+const statusTTL = 5 * time.Second
+
+// probeTimeout bounds one status check.
+const probeTimeout = 10 * time.Second
+
+type mailboxStatus struct {
+	MailboxID string  `json:"mailbox_id"`
+	CanSend   bool    `json:"can_send"`
+	CheckedAt string  `json:"checked_at"`
+	Error     *string `json:"error"`
+}
+
+// statusCache keeps one recent check per mailbox and relay. A caller that
+// finds a check running waits for it instead of starting another.
+type statusCache struct {
+	mu      sync.Mutex
+	entries map[string]*statusEntry
+}
+
+type statusEntry struct {
+	mu  sync.Mutex // held while probing
+	at  time.Time
+	err error
+}
+
+func newStatusCache() *statusCache { return &statusCache{entries: map[string]*statusEntry{}} }
+
+func (c *statusCache) entry(k string) *statusEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[k]
+	if !ok {
+		if len(c.entries) > 10000 { // bounded: forget everything rather than grow
+			clear(c.entries)
+		}
+		e = &statusEntry{}
+		c.entries[k] = e
+	}
+	return e
+}
+
+// handleMailboxStatus answers whether the mailbox can log in to its relay
+// now. It says nothing about any send.
+func (s *Server) handleMailboxStatus(cache *statusCache) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		key := apiKeyFrom(ctx)
+		id := r.PathValue("id")
+		if !key.MayUseMailbox(id) {
+			writeError(w, r, s.logger, core.Errorf(core.CodeForbidden, "", "this API key may not use mailbox %q", id))
+			return
+		}
+		mb, err := s.svc.Mailbox(ctx, key.Tenant, id)
+		if err != nil {
+			writeError(w, r, s.logger, err)
+			return
+		}
+		now := s.svc.Now()
+		out := mailboxStatus{MailboxID: mb.ID, CanSend: true, CheckedAt: rfc3339(now)}
+		url := mb.Transport
+		if url == "" {
+			url = s.cfg.DefaultTransport
+		}
+		switch {
+		case mb.ReceiveOnly:
+			out.CanSend, out.Error = false, optString("mailbox is receive-only")
+		case url == "" || url == "capture" || url == "mx":
+			// No relay to log in to: capture keeps mail locally, mx talks
+			// to each recipient's exchanger.
+		default:
+			e := cache.entry(key.Tenant + "\x00" + mb.ID + "\x00" + url)
+			e.mu.Lock()
+			if e.at.IsZero() || now.Sub(e.at) >= statusTTL || now.Before(e.at) {
+				e.err = probe(ctx, url)
+				e.at = s.svc.Now()
+			}
+			at, perr := e.at, e.err
+			e.mu.Unlock()
+			out.CheckedAt = rfc3339(at)
+			if perr != nil {
+				out.CanSend, out.Error = false, optString(perr.Error())
+			}
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+func probe(ctx context.Context, url string) error {
+	cfg, err := transport.ParseSMTPURL(url)
+	if err != nil {
+		return err
+	}
+	cfg.DialTimeout, cfg.CommandTimeout = probeTimeout, probeTimeout
+	// The check outlives a caller who hangs up: the others waiting for it
+	// get its answer.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
+	defer cancel()
+	return transport.Probe(pctx, cfg)
+}

@@ -1,0 +1,295 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/mail"
+	"sort"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// The Resend-compatible routes: POST /emails, POST /emails/batch and
+// GET /emails/{id}, with Resend's field names, error body and idempotency
+// errors, so that Resend's client libraries work by changing their base
+// URL. docs/compatibility.md lists what still differs.
+
+// resendMaxKeyLen is Resend's limit on an Idempotency-Key.
+const resendMaxKeyLen = 256
+
+// resendMaxBatch is how many emails one batch may hold.
+const resendMaxBatch = 100
+
+// resendError is Resend's error body.
+type resendError struct {
+	StatusCode int    `json:"statusCode"`
+	Name       string `json:"name"`
+	Message    string `json:"message"`
+}
+
+// resendErrors is the errorStyle of the Resend routes: the native codes
+// mapped to Resend's names and statuses.
+func resendErrors(r *http.Request, logger *slog.Logger, err error) (int, any) {
+	var e *core.Error
+	if !errors.As(err, &e) || e.Code == core.CodeInternal {
+		status, _ := errorResponse(r, logger, err) // logs it
+		return status, resendError{StatusCode: status, Name: "internal_server_error", Message: "internal error; nothing was stored, a retry with the same Idempotency-Key runs afresh"}
+	}
+	status, name := statusOf(e.Code), e.Code
+	switch e.Code {
+	case codeKeyInvalid:
+		status, name = http.StatusBadRequest, "invalid_idempotency_key"
+	case codeKeyReused:
+		status, name = http.StatusConflict, "invalid_idempotent_request"
+	case codeKeyInUse:
+		status, name = http.StatusConflict, "concurrent_idempotent_requests"
+	case core.CodeValidation, core.CodeTemplateMissingVar:
+		status, name = http.StatusUnprocessableEntity, "validation_error"
+	case core.CodeInvalidJSON:
+		status, name = http.StatusBadRequest, "invalid_json"
+	case core.CodeForbidden:
+		status, name = http.StatusForbidden, "validation_error"
+	case core.CodeUnauthorized:
+		name = "invalid_api_key"
+		if r.Header.Get("Authorization") == "" {
+			name = "missing_api_key"
+		}
+	case core.CodeNotFound:
+		name = "not_found"
+	}
+	msg := e.Message
+	if e.Param != "" && e.Code == core.CodeValidation {
+		msg = fmt.Sprintf("%s (field %s)", e.Message, e.Param)
+	}
+	return status, resendError{StatusCode: status, Name: name, Message: msg}
+}
+
+func writeResendError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
+	status, body := resendErrors(r, logger, err)
+	writeJSON(w, status, body)
+}
+
+// resendAuth is auth with Resend's error body: 401 for a missing or unknown
+// key, 403 restricted_api_key for a key without the scope.
+func (s *Server) resendAuth(scope core.Scope, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secret, ok := bearer(r.Header)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sendonce"`)
+			writeResendError(w, r, s.logger, app.ErrUnauthorized)
+			return
+		}
+		key, err := s.svc.Authenticate(r.Context(), secret)
+		if err != nil {
+			if core.ErrorCode(err) == core.CodeUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="sendonce"`)
+			}
+			writeResendError(w, r, s.logger, err)
+			return
+		}
+		if !key.Has(scope) {
+			writeJSON(w, http.StatusForbidden, resendError{StatusCode: http.StatusForbidden, Name: "restricted_api_key",
+				Message: fmt.Sprintf("this API key lacks the %q scope", scope)})
+			return
+		}
+		if lw, ok := w.(*loggingWriter); ok {
+			lw.keyID = app.KeyFingerprint(key)
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), apiKeyCtx, key)))
+	})
+}
+
+func (s *Server) resendPost(h txHandler) http.Handler {
+	return s.resendAuth(core.ScopeSend, s.idempotent(postOpts{maxKeyLen: resendMaxKeyLen, errs: resendErrors, committed: s.acceptedMetric}, h))
+}
+
+func (s *Server) acceptedMetric() {
+	if s.metrics != nil {
+		s.metrics.SendsAccepted.Inc()
+	}
+}
+
+type resendTag struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// resendEmail is Resend's send-email body.
+type resendEmail struct {
+	From        string            `json:"from"`
+	To          addrList          `json:"to"`
+	Subject     string            `json:"subject"`
+	Cc          addrList          `json:"cc"`
+	Bcc         addrList          `json:"bcc"`
+	ReplyTo     addrList          `json:"reply_to"`
+	HTML        string            `json:"html"`
+	Text        string            `json:"text"`
+	Headers     map[string]string `json:"headers"`
+	Tags        []resendTag       `json:"tags"`
+	ScheduledAt *string           `json:"scheduled_at"`
+	Attachments json.RawMessage   `json:"attachments"`
+	Template    *struct {
+		ID        string         `json:"id"`
+		Variables map[string]any `json:"variables"`
+	} `json:"template"`
+}
+
+// prepareResend validates one email and renders it into a send.
+func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendEmail) (*core.Send, error) {
+	if e.ScheduledAt != nil {
+		return nil, core.Errorf(core.CodeValidation, "scheduled_at", "scheduling is not supported by sendonce: send when the email is due")
+	}
+	if len(e.Attachments) > 0 && string(e.Attachments) != "null" && string(e.Attachments) != "[]" {
+		return nil, core.Errorf(core.CodeValidation, "attachments", "attachments are not supported by sendonce")
+	}
+	if e.From == "" {
+		return nil, core.Errorf(core.CodeValidation, "from", "from is required")
+	}
+	for _, f := range []struct {
+		name string
+		list addrList
+	}{{"to", e.To}, {"cc", e.Cc}, {"bcc", e.Bcc}, {"reply_to", e.ReplyTo}} {
+		if len(f.list) > app.MaxRecipients {
+			return nil, core.Errorf(core.CodeValidation, f.name, "at most %d addresses", app.MaxRecipients)
+		}
+	}
+	var tags map[string]string
+	for _, t := range e.Tags {
+		if tags == nil {
+			tags = map[string]string{}
+		}
+		if _, dup := tags[t.Name]; dup {
+			return nil, core.Errorf(core.CodeValidation, "tags", "tag %q is given twice", t.Name)
+		}
+		tags[t.Name] = t.Value
+	}
+	mailboxID := core.DefaultMailboxID
+	if a, err := mail.ParseAddress(e.From); err == nil {
+		if mailboxID, err = s.svc.MailboxForAddress(ctx, key.Tenant, a.Address); err != nil {
+			return nil, err
+		}
+	}
+	sr := &app.SendRequest{
+		To: e.To, Cc: e.Cc, Bcc: e.Bcc, ReplyTo: e.ReplyTo, From: e.From, MailboxID: mailboxID,
+		Subject: e.Subject, Text: e.Text, HTML: e.HTML, Headers: e.Headers, Tags: tags,
+	}
+	if e.Template != nil {
+		sr.TemplateID, sr.Variables = e.Template.ID, e.Template.Variables
+		if sr.Variables == nil {
+			sr.Variables = map[string]any{}
+		}
+	}
+	return s.svc.PrepareSend(ctx, key, idemKeyFrom(ctx), sr)
+}
+
+type resendID struct {
+	ID string `json:"id"`
+}
+
+func (s *Server) handleResendSend(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	var e resendEmail
+	if err := decodeStrict(body, &e); err != nil {
+		return 0, nil, err
+	}
+	send, err := s.prepareResend(ctx, key, &e)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, resendID{ID: send.ID}, nil
+}
+
+// handleResendBatch accepts up to 100 emails all or none (Resend's strict
+// validation): one transaction, one idempotency key for the whole batch.
+func (s *Server) handleResendBatch(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	if v := r.Header.Get("X-Batch-Validation"); v != "" && v != "strict" {
+		return 0, nil, core.Errorf(core.CodeValidation, "x-batch-validation", "only strict batch validation is supported: a batch is accepted whole or not at all")
+	}
+	var emails []resendEmail
+	if err := decodeStrict(body, &emails); err != nil {
+		return 0, nil, err
+	}
+	if len(emails) == 0 || len(emails) > resendMaxBatch {
+		return 0, nil, core.Errorf(core.CodeValidation, "", "a batch holds 1 to %d emails", resendMaxBatch)
+	}
+	sends := make([]*core.Send, 0, len(emails))
+	for i := range emails {
+		send, err := s.prepareResend(ctx, key, &emails[i])
+		if err != nil {
+			var ce *core.Error
+			if errors.As(err, &ce) && ce.Code != core.CodeInternal {
+				return 0, nil, &core.Error{Code: ce.Code, Param: fmt.Sprintf("[%d].%s", i, ce.Param), Message: fmt.Sprintf("email %d: %s", i, ce.Message)}
+			}
+			return 0, nil, err
+		}
+		sends = append(sends, send)
+	}
+	out := struct {
+		Data []resendID `json:"data"`
+	}{Data: make([]resendID, 0, len(sends))}
+	for _, send := range sends {
+		if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
+			return 0, nil, err
+		}
+		out.Data = append(out.Data, resendID{ID: send.ID})
+	}
+	return http.StatusOK, out, nil
+}
+
+// resendEmailView is Resend's email object.
+type resendEmailView struct {
+	Object      string      `json:"object"`
+	ID          string      `json:"id"`
+	To          []string    `json:"to"`
+	From        string      `json:"from"`
+	CreatedAt   string      `json:"created_at"`
+	Subject     string      `json:"subject"`
+	HTML        *string     `json:"html"`
+	Text        *string     `json:"text"`
+	Bcc         []string    `json:"bcc"`
+	Cc          []string    `json:"cc"`
+	ReplyTo     []string    `json:"reply_to"`
+	LastEvent   string      `json:"last_event"`
+	ScheduledAt *string     `json:"scheduled_at"`
+	Tags        []resendTag `json:"tags"`
+}
+
+// resendEvent maps a send's status to Resend's last_event. sendonce's
+// "sent" (the next hop answered 250) is Resend's "delivered" only for
+// direct mx delivery, so it stays "sent"; unknown has no Resend name.
+func resendEvent(st core.Status) string {
+	switch st {
+	case core.StatusPendingApproval, core.StatusQueued, core.StatusSending:
+		return "queued"
+	}
+	return string(st)
+}
+
+func (s *Server) handleResendGet(w http.ResponseWriter, r *http.Request) {
+	send, err := s.store.Send(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	v := resendEmailView{
+		Object: "email", ID: send.ID, To: list(send.To), From: send.From, CreatedAt: rfc3339(send.CreatedAt),
+		Subject: send.Subject, HTML: optString(send.HTML), Text: optString(send.Text), Bcc: list(send.Bcc),
+		Cc: list(send.Cc), ReplyTo: list(send.ReplyTo), LastEvent: resendEvent(send.Status), Tags: []resendTag{},
+	}
+	for n, val := range send.Tags {
+		v.Tags = append(v.Tags, resendTag{Name: n, Value: val})
+	}
+	slicesSortTags(v.Tags)
+	writeJSON(w, http.StatusOK, v)
+}
+
+func slicesSortTags(t []resendTag) {
+	sort.Slice(t, func(i, j int) bool { return t[i].Name < t[j].Name })
+}
