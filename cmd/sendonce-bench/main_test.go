@@ -18,8 +18,11 @@ func TestLoad_NewAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Requests cut off by the end of the run are not counted but may still
+	// complete on the server: at most one per client.
+	time.Sleep(200 * time.Millisecond)
 	sends := env.QueryInt(t, `SELECT count(*) FROM sends`)
-	if res.Requests == 0 || res.Errors != 0 || res.Statuses["200"] != res.Requests || sends != res.Requests {
+	if res.Requests == 0 || res.Errors != 0 || res.Statuses["200"] != res.Requests || sends < res.Requests || sends > res.Requests+c.concurrency {
 		t.Fatalf("new: %+v, %d sends in the database", res, sends)
 	}
 	if !(res.P50 > 0 && res.P50 <= res.P99 && res.P99 <= res.P999) {

@@ -73,10 +73,12 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
 }
 
-// RegisterPool exposes a pgx pool's figures, read at every scrape.
-func RegisterPool(reg *prometheus.Registry, stat func() *pgxpool.Stat) {
-	gauge := func(name, help string, v func(s *pgxpool.Stat) float64) {
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
+// RegisterPool exposes a pgx pool's figures, read at every scrape, labelled
+// with the pool's name (the store keeps a write and a read pool).
+func RegisterPool(reg *prometheus.Registry, name string, stat func() *pgxpool.Stat) {
+	labels := prometheus.Labels{"pool": name}
+	gauge := func(metric, help string, v func(s *pgxpool.Stat) float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metric, Help: help, ConstLabels: labels},
 			func() float64 { return v(stat()) }))
 	}
 	gauge("sendonce_db_pool_max_conns", "Connections the pool may open.", func(s *pgxpool.Stat) float64 { return float64(s.MaxConns()) })
@@ -84,9 +86,9 @@ func RegisterPool(reg *prometheus.Registry, stat func() *pgxpool.Stat) {
 	gauge("sendonce_db_pool_acquired_conns", "Connections in use now.", func(s *pgxpool.Stat) float64 { return float64(s.AcquiredConns()) })
 	gauge("sendonce_db_pool_idle_conns", "Idle connections now.", func(s *pgxpool.Stat) float64 { return float64(s.IdleConns()) })
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "sendonce_db_pool_acquire_wait_seconds_total", Help: "Time spent waiting for a connection.",
+		Name: "sendonce_db_pool_acquire_wait_seconds_total", Help: "Time spent waiting for a connection.", ConstLabels: labels,
 	}, func() float64 { return stat().AcquireDuration().Seconds() }))
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "sendonce_db_pool_empty_acquire_total", Help: "Acquires that had to wait for a connection.",
+		Name: "sendonce_db_pool_empty_acquire_total", Help: "Acquires that had to wait for a connection.", ConstLabels: labels,
 	}, func() float64 { return float64(stat().EmptyAcquireCount()) }))
 }

@@ -133,7 +133,8 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	}
 	m := metrics.New(store.QueueDepth)
 	if store.PG != nil {
-		metrics.RegisterPool(m.Registry, store.PG.Stat)
+		metrics.RegisterPool(m.Registry, "write", store.PG.Stat)
+		metrics.RegisterPool(m.Registry, "read", store.PGRead.Stat)
 	}
 	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Now: cfg.Now}, logger)
 	d, err := delivery.NewDeliverer(svc, delivery.Config{
