@@ -92,40 +92,58 @@ type attempt struct {
 	client      *smtp.Client
 }
 
-func (a *attempt) run(ctx context.Context, env Envelope, raw []byte) error {
+// session takes a relay session as far as a Deliver and a Probe share:
+// connect, greeting, TLS as configured, EHLO, AUTH. The caller must call
+// done when finished with the client; on error everything is closed.
+func (a *attempt) session(ctx context.Context) (c *smtp.Client, nc net.Conn, done func(), err error) {
 	cfg := a.cfg
 	dialer := net.Dialer{Timeout: cfg.DialTimeout}
 	rawConn, err := dialer.DialContext(ctx, "tcp", net.JoinHostPort(cfg.Host, cfg.Port))
 	if err != nil {
-		return a.fail(ctx, err)
+		return nil, nil, nil, a.fail(ctx, err)
 	}
-	defer rawConn.Close()
 	// go-smtp has no context: closing the socket is the only way to abort a
 	// blocked read or write. Closing is safe while other goroutines use it.
 	stop := context.AfterFunc(ctx, func() { rawConn.Close() })
-	defer stop()
+	done = func() {
+		stop()
+		rawConn.Close()
+	}
+	failed := func(err error) (*smtp.Client, net.Conn, func(), error) {
+		e := a.fail(ctx, err) // may still say QUIT: close afterwards
+		done()
+		return nil, nil, nil, e
+	}
 
 	conn, err := a.open(ctx, rawConn)
 	if err != nil {
-		return a.fail(ctx, err)
+		return failed(err)
 	}
-
-	c := smtp.NewClient(conn.client)
+	c = smtp.NewClient(conn.client)
 	a.client = c
 	c.CommandTimeout = cfg.CommandTimeout
 	c.SubmissionTimeout = cfg.DataTimeout
 
 	a.stage = StageEHLO
 	if err := c.Hello(cfg.HELOName); err != nil {
-		return a.fail(ctx, err)
+		return failed(err)
 	}
-
 	if cfg.Username != "" {
 		a.stage = StageAuth
 		if err := a.auth(c, conn.secure); err != nil {
-			return a.fail(ctx, err)
+			return failed(err)
 		}
 	}
+	return c, conn.client, done, nil
+}
+
+func (a *attempt) run(ctx context.Context, env Envelope, raw []byte) error {
+	cfg := a.cfg
+	c, nc, done, err := a.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 
 	a.stage = StageMail
 	opts := &smtp.MailOptions{Size: int64(len(raw))}
@@ -157,7 +175,7 @@ func (a *attempt) run(ctx context.Context, env Envelope, raw []byte) error {
 	// go-smtp sets no deadline while the body is written, and only its own
 	// SubmissionTimeout for the final reply; one deadline bounds both.
 	deadline := time.Now().Add(cfg.DataTimeout)
-	if err := conn.client.SetDeadline(deadline); err != nil {
+	if err := nc.SetDeadline(deadline); err != nil {
 		return a.fail(ctx, err)
 	}
 	if _, err := w.Write(raw); err != nil {
