@@ -11,10 +11,13 @@ require (
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/oklog/ulid/v2 v2.1.2
 	github.com/prometheus/client_golang v1.25.0
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/riverdriver/riversqlite v0.51.2
 	modernc.org/sqlite v1.62.0
 )
+
+require go.uber.org/atomic v1.12.0 // indirect
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -1,6 +1,83 @@
 // Package idempotency implements the Idempotency-Key state machine that
 // sendonce uses for every POST that creates something (see the API contract,
-// section 3, and the IETF httpapi Idempotency-Key draft).
+// section 3, and the IETF httpapi Idempotency-Key draft), and a net/http
+// middleware that gives any Go service the same behaviour.
+//
+// # The middleware in five minutes
+//
+// Clients send a header Idempotency-Key (a UUID they make once per logical
+// operation and reuse on every retry). Wrap the handlers that must not run
+// twice:
+//
+//	store := idempotency.NewMemoryStore() // one process; see below for others
+//	mw := idempotency.Middleware(store, &idempotency.Options{
+//		RequireKey: true,                                        // 400 without a key
+//		Tenant:     func(r *http.Request) string { return accountID(r) },
+//	})
+//	mux.Handle("POST /orders", mw(createOrder))
+//
+// Then, for a POST or PATCH with a key (other requests pass through):
+//
+//   - The first request reserves the key and runs the handler. Its response
+//     is buffered; if its status is stored (every 2xx, and every 4xx but
+//     401, 403, 409, 413 and 429) it is saved with the key and sent.
+//   - A retry with the same key and the same JSON body (compared by SHA-256
+//     of its RFC 8785 canonical form, so key order and white space do not
+//     matter) gets the stored response byte for byte, same status and
+//     Content-Type, plus Idempotent-Replayed: true. The handler does not
+//     run.
+//   - A retry while the first request still runs gets 409
+//     idempotency_key_in_use with Retry-After: 1.
+//   - The same key with another body gets 422 idempotency_key_reused.
+//   - A 5xx, a panic, or a response larger than Options.MaxResponseBytes
+//     is not stored: the key is released and a retry runs afresh. A
+//     process that dies mid-request loses its reservation after
+//     Options.Lease (30 s); completed keys replay for Options.TTL (24 h).
+//   - Bad keys get 400 idempotency_key_invalid, a body that is not JSON
+//     400 invalid_json, all as {"error":{"code","message","param"}}
+//     (Options.ErrorWriter changes the shape).
+//
+// Reserve-or-replay is one atomic step in every store: there is no window
+// between "is there a response?" and "take the lock" in which a second
+// request can slip through, which is the bug of the common "GET the cache,
+// SET NX a lock, run, SET the response, DEL the lock" middleware (the
+// package's race test reproduces its duplicates).
+//
+// # Choosing a store
+//
+//   - MemoryStore: a single process, and unit tests of your own handlers.
+//   - RedisStore: several processes; works on one Redis or a Redis Cluster.
+//     Redis cannot make your side effect and the stored response one
+//     transaction: if the handler did its work but the response was not
+//     stored (a crash, a 5xx after the write), a retry runs it again. Give
+//     your own table a unique constraint on the key (ScopeFromContext) and
+//     answer a conflict with what the first run created.
+//   - SQLStore (SQLite or PostgreSQL): see below.
+//
+// SQLStore gives the real guarantee when your data lives in the same
+// database: call Migrate once at start and set Options.RunInTx. The
+// handler then writes in the transaction that also stores its response:
+//
+//	db, _ := sql.Open("pgx", dsn) // or "sqlite" with _txlock=immediate
+//	_ = idempotency.Migrate(ctx, db, idempotency.PostgreSQL)
+//	store := idempotency.NewSQLStore(db, idempotency.PostgreSQL)
+//	mw := idempotency.Middleware(store, &idempotency.Options{RunInTx: true})
+//	mux.Handle("POST /orders", mw(idempotency.WithTx(
+//		func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
+//			// Writes go through tx: they commit together with the stored
+//			// response, or roll back on a 5xx, a panic or a lost lease.
+//			if _, err := tx.ExecContext(r.Context(), "INSERT INTO orders (item) VALUES ($1)", "book"); err != nil {
+//				http.Error(w, "internal error", http.StatusInternalServerError)
+//				return
+//			}
+//			w.WriteHeader(http.StatusCreated)
+//		})))
+//
+// Either the order and its stored response both commit or neither does, so
+// a retry can never create the order twice, even after a crash. Call
+// SQLStore.Purge now and then to drop expired keys.
+//
+// # The state machine underneath
 //
 // A request's key is scoped (tenant, method, route, key). The first request
 // with a scoped key reserves it for a lease; the handler then runs and its
