@@ -32,6 +32,7 @@ type Config struct {
 	SecretKey   string
 	DNSResolver string
 	DBMaxConns  int
+	Redis       string
 	Retention   time.Duration
 }
 
@@ -117,6 +118,7 @@ func serverFlags(e *envFlags, c *Config) {
 	e.integer(&c.MaxAttempts, "max-attempts", "SENDONCE_MAX_ATTEMPTS", 8, "delivery attempts before failed")
 	e.dur(&c.AttemptLease, "attempt-lease", "SENDONCE_ATTEMPT_LEASE", 30*time.Second, "how long a worker may hold an attempt before it counts as dead")
 	e.str(&c.Role, "role", "SENDONCE_ROLE", "all", "api, worker or all")
+	e.str(&c.Redis, "redis", "SENDONCE_REDIS", "", "optional redis://… replay cache and in-flight lock in front of the database (the database stays the source of truth)")
 	e.integer(&c.DBMaxConns, "db-max-conns", "SENDONCE_DB_MAX_CONNS", 20, "PostgreSQL connection pool size of this process")
 	e.dur(&c.Retention, "retention", "SENDONCE_RETENTION", 30*24*time.Hour, "how long finished sends (sent, failed, canceled) are kept")
 	e.integer(&c.Workers, "workers", "SENDONCE_WORKERS", 20, "delivery attempts running at once in this process")

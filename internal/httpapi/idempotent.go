@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/core"
@@ -115,10 +116,20 @@ func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
 		}
 		r = r.WithContext(context.WithValue(ctx, idemKeyCtx, idemKey))
 		sc := idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: idemKey}
+		frontToken, handled := s.frontReserve(w, r, o, sc, fp)
+		if handled {
+			return
+		}
 		d, err := s.store.ReserveIdempotency(ctx, sc, fp, s.svc.Now(), s.cfg.ReservationLease)
 		if err != nil {
+			s.frontRelease(ctx, sc, frontToken)
 			o.writeError(w, r, s.logger, fmt.Errorf("reserve idempotency key: %w", err))
 			return
+		}
+		if d.Outcome != idempotency.Proceed {
+			// The database decided; the front cache only keeps what this
+			// process completes (so its expiry always matches the database's).
+			s.frontRelease(ctx, sc, frontToken)
 		}
 		switch d.Outcome {
 		case idempotency.Replay:
@@ -137,7 +148,7 @@ func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
 			o.writeError(w, r, s.logger, apiError(codeKeyReused, "Idempotency-Key",
 				"this Idempotency-Key was already used with a different request body"))
 		case idempotency.Proceed:
-			s.runTx(w, r, key, body, h, &reservation{scope: sc, token: d.Token}, o)
+			s.runTx(w, r, key, body, h, &reservation{scope: sc, token: d.Token, frontToken: frontToken}, o)
 		default:
 			o.writeError(w, r, s.logger, fmt.Errorf("idempotency: unexpected outcome %v", d.Outcome))
 		}
@@ -159,8 +170,64 @@ func (s *Server) conflict(reason string) {
 }
 
 type reservation struct {
-	scope idempotency.Scope
-	token string
+	scope      idempotency.Scope
+	token      string
+	frontToken string // the front cache's reservation, "" without one
+}
+
+// frontReserve asks the optional front cache (Redis) first, so that a retry
+// storm is answered without touching the database. The database stays the
+// source of truth: any error here falls through to it, and a key the cache
+// does not know is decided by the database. handled means the answer was
+// written.
+func (s *Server) frontReserve(w http.ResponseWriter, r *http.Request, o postOpts, sc idempotency.Scope, fp string) (token string, handled bool) {
+	if s.cfg.Front == nil {
+		return "", false
+	}
+	d, err := s.cfg.Front.Reserve(r.Context(), sc, fp, s.svc.Now(), s.cfg.ReservationLease)
+	if err != nil {
+		s.logger.WarnContext(r.Context(), "front idempotency cache unavailable; using the database", slog.Any("error", err))
+		return "", false
+	}
+	switch d.Outcome {
+	case idempotency.Replay:
+		if s.metrics != nil {
+			s.metrics.IdempotentReplays.Inc()
+		}
+		w.Header().Set("Idempotent-Replayed", "true")
+		writeRaw(w, d.Response.Status, d.Response.ContentType, d.Response.Body)
+	case idempotency.InUse:
+		s.conflict("in_use")
+		w.Header().Set("Retry-After", "1")
+		o.writeError(w, r, s.logger, apiError(codeKeyInUse, "Idempotency-Key",
+			"a request with this Idempotency-Key is still being processed; retry after a second"))
+	case idempotency.Mismatch:
+		s.conflict("reused")
+		o.writeError(w, r, s.logger, apiError(codeKeyReused, "Idempotency-Key",
+			"this Idempotency-Key was already used with a different request body"))
+	default:
+		return d.Token, false
+	}
+	return "", true
+}
+
+func (s *Server) frontRelease(ctx context.Context, sc idempotency.Scope, token string) {
+	if token == "" {
+		return
+	}
+	if err := s.cfg.Front.Release(context.WithoutCancel(ctx), sc, token); err != nil {
+		s.logger.WarnContext(ctx, "release front idempotency reservation", slog.Any("error", err))
+	}
+}
+
+func (s *Server) frontComplete(ctx context.Context, sc idempotency.Scope, token string, resp idempotency.Response, now time.Time) {
+	if token == "" {
+		return
+	}
+	if err := s.cfg.Front.Complete(context.WithoutCancel(ctx), sc, token, resp, now, now.Add(s.cfg.IdempotencyTTL)); err != nil {
+		// Not fatal: the database holds the response and replays it.
+		s.logger.WarnContext(ctx, "store response in the front idempotency cache", slog.Any("error", err))
+	}
 }
 
 // runTx runs h in one transaction with the completion of the reservation
@@ -180,7 +247,12 @@ func (s *Server) runTx(w http.ResponseWriter, r *http.Request, key *core.APIKey,
 		if err := s.store.ReleaseIdempotency(rctx, res.scope, res.token); err != nil {
 			s.logger.ErrorContext(rctx, "release idempotency key", slog.Any("error", err))
 		}
+		s.frontRelease(rctx, res.scope, res.frontToken)
 	}()
+	var (
+		stored   idempotency.Response
+		storedAt time.Time
+	)
 	err := s.store.InTx(ctx, func(tx core.Tx) error {
 		status, v, herr := h(ctx, tx, key, r, body)
 		if herr != nil {
@@ -196,6 +268,7 @@ func (s *Server) runTx(w http.ResponseWriter, r *http.Request, key *core.APIKey,
 			if err := tx.CompleteIdempotency(ctx, res.scope, res.token, resp, now, now.Add(s.cfg.IdempotencyTTL)); err != nil {
 				return err
 			}
+			stored, storedAt = resp, now
 		}
 		return nil
 	})
@@ -203,6 +276,9 @@ func (s *Server) runTx(w http.ResponseWriter, r *http.Request, key *core.APIKey,
 	switch {
 	case err == nil:
 		committed = true
+		if res != nil {
+			s.frontComplete(ctx, res.scope, res.frontToken, stored, storedAt)
+		}
 		if out.status >= 200 && out.status < 300 && o.committed != nil {
 			o.committed()
 		}
@@ -212,7 +288,8 @@ func (s *Server) runTx(w http.ResponseWriter, r *http.Request, key *core.APIKey,
 	case errors.Is(err, idempotency.ErrReservationLost):
 		// Our lease ran out and another request took the key over; our
 		// work rolled back, theirs decides.
-		committed = true // nothing of ours left to release
+		committed = true // nothing of ours left to release in the database
+		s.frontRelease(ctx, res.scope, res.frontToken)
 		s.conflict("in_use")
 		w.Header().Set("Retry-After", "1")
 		o.writeError(w, r, s.logger, apiError(codeKeyInUse, "Idempotency-Key",

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"github.com/sendonce/sendonce/idempotency"
 	"io"
 	"log/slog"
 	"net/http"
@@ -25,6 +26,10 @@ type Config struct {
 	// ReservationLease is how long a running request holds its key before
 	// a retry may take over. Defaults to 30s.
 	ReservationLease time.Duration
+	// Front is an optional idempotency store (Redis) consulted before the
+	// database, so that retry storms are answered from memory. The
+	// database remains the source of truth. Defaults to none.
+	Front idempotency.Store
 	// MaxBodyBytes bounds a request body. Defaults to 1 MiB.
 	MaxBodyBytes int64
 	// DefaultTransport is the server's --transport ("capture", "mx" or an

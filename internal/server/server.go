@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redis/go-redis/v9"
+	"github.com/sendonce/sendonce/idempotency"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -28,6 +30,11 @@ type Config struct {
 	DBMaxConns int
 	// Retention is how long finished sends are kept. Defaults to 30 days.
 	Retention time.Duration
+	// Redis ("redis://…") puts a replay cache and in-flight lock in front
+	// of the database's idempotency records. Optional; off by default.
+	Redis string
+	// RedisPrefix prefixes every Redis key. Defaults to "sendonce:idem:".
+	RedisPrefix string
 	// Transport is "capture", "mx" or an smtp:// URL. Defaults to "capture".
 	Transport string
 	// SecretKey seals stored DKIM keys (SENDONCE_SECRET_KEY): empty, or at
@@ -70,6 +77,7 @@ type Server struct {
 	Metrics *metrics.Metrics
 	Handler http.Handler
 	started bool
+	redis   *redis.Client
 }
 
 // New opens the database (creating and migrating it when needed) and wires
@@ -156,11 +164,33 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		return nil, err
 	}
 	store.SetEnqueuer(q.Enqueue)
+	var front idempotency.Store
+	var rdb *redis.Client
+	if cfg.Redis != "" {
+		opts, err := redis.ParseURL(cfg.Redis)
+		if err != nil {
+			return nil, fmt.Errorf("--redis: %w", err)
+		}
+		rdb = redis.NewClient(opts)
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = rdb.Ping(pctx).Err()
+		cancel()
+		if err != nil {
+			rdb.Close()
+			return nil, fmt.Errorf("--redis: %w", err)
+		}
+		prefix := cfg.RedisPrefix
+		if prefix == "" {
+			prefix = "sendonce:idem:"
+		}
+		front = idempotency.NewRedisStore(rdb, prefix)
+	}
 	h := httpapi.NewServer(svc, m, httpapi.Config{
+		Front:                 front,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.AttemptLease,
 		DefaultTransport: cfg.Transport,
 	}, logger)
-	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h}, nil
+	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h, redis: rdb}, nil
 }
 
 // Start starts the delivery workers (if this instance runs any).
@@ -183,5 +213,9 @@ func (s *Server) Stop(ctx context.Context) error {
 
 // Close stops the workers if needed and closes the database.
 func (s *Server) Close(ctx context.Context) error {
-	return errors.Join(s.Stop(ctx), s.Store.Close())
+	err := errors.Join(s.Stop(ctx), s.Store.Close())
+	if s.redis != nil {
+		err = errors.Join(err, s.redis.Close())
+	}
+	return err
 }

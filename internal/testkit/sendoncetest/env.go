@@ -81,6 +81,10 @@ func EachBackend(t *testing.T, fn func(t *testing.T, b Backend)) {
 type Options struct {
 	// Backend is the database; default SQLite.
 	Backend Backend
+	// Redis puts the Redis replay cache in front (SENDONCE_TEST_REDIS_URL,
+	// with a prefix of this instance's own); the test is skipped, saying
+	// how to enable it, when no Redis is configured.
+	Redis bool
 	// DB reuses a database (restart tests): Env.DB of an earlier instance.
 	DB string
 	// SMTP starts a recording SMTP server and makes it the transport;
@@ -114,6 +118,8 @@ type Env struct {
 	Server *server.Server
 	SMTP   *smtptest.Server
 	Clock  *Clock
+	// RedisPrefix is this instance's Redis key prefix (Options.Redis).
+	RedisPrefix string
 	// DB is the --db value; DBPath the SQLite file (empty on PostgreSQL).
 	DB     string
 	DBPath string
@@ -145,6 +151,18 @@ func Start(t testing.TB, o Options) *Env {
 		}
 		e.DB = "sqlite:" + e.DBPath
 	}
+	var redisURL, redisPrefix string
+	if o.Redis {
+		redisURL = os.Getenv("SENDONCE_TEST_REDIS_URL")
+		if redisURL == "" {
+			if os.Getenv("CI") != "" {
+				t.Fatal("SENDONCE_TEST_REDIS_URL is not set; .ci/run sets it")
+			}
+			t.Skip("Redis tests skipped: set SENDONCE_TEST_REDIS_URL=redis://127.0.0.1:6379/0 to run them")
+		}
+		redisPrefix = "sendonce-test:" + app.NewID("") + ":"
+		e.RedisPrefix = redisPrefix
+	}
 	transport := "capture"
 	if o.SMTP || o.MX {
 		e.SMTP = smtptest.Start(t, smtptest.Options{})
@@ -155,7 +173,7 @@ func Start(t testing.TB, o Options) *Env {
 		transport, mxPort = "mx", e.SMTP.Port
 	}
 	cfg := server.Config{
-		DB: e.DB, Transport: transport, DBMaxConns: 8, From: "sender@example.com",
+		DB: e.DB, Transport: transport, DBMaxConns: 8, Redis: redisURL, RedisPrefix: redisPrefix, From: "sender@example.com",
 		IdempotencyTTL: o.TTL, RequireIdempotencyKey: !o.AllowNoKey, RetryBase: o.RetryBase, MaxAttempts: o.MaxAttempts,
 		AttemptLease: o.Lease, Work: !o.NoWorkers, PollInterval: o.PollInterval, Now: e.Clock.Now,
 		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort, MXAllowLoopback: o.MX,
