@@ -60,7 +60,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
-	s := &Store{dialect: SQLite, W: w, rdb: r, w: sqlQuerier{db: w}, r: sqlQuerier{db: r}}
+	wstmts, rstmts := newStmtCache(w), newStmtCache(r)
+	s := &Store{dialect: SQLite, W: w, rdb: r, w: sqlQuerier{db: w, stmts: wstmts}, r: sqlQuerier{db: r, stmts: rstmts},
+		wstmts: wstmts, rstmts: rstmts}
 	if err := s.migrateSQLite(ctx); err != nil {
 		s.Close()
 		return nil, err

@@ -30,6 +30,9 @@ type Store struct {
 	// W is SQLite's single-connection write pool (River uses it too).
 	W   *sql.DB
 	rdb *sql.DB
+	// wstmts and rstmts keep SQLite's prepared statements (pgx caches its
+	// own per connection).
+	wstmts, rstmts *stmtCache
 	// PG is the PostgreSQL pool for transactions (River uses it too);
 	// PGRead serves the reads outside them.
 	PG, PGRead *pgxpool.Pool
@@ -52,6 +55,8 @@ func (s *Store) Close() error {
 		s.PG.Close()
 		return nil
 	}
+	s.wstmts.close()
+	s.rstmts.close()
 	return errors.Join(s.rdb.Close(), s.W.Close())
 }
 
@@ -109,8 +114,18 @@ func (s *Store) begin(ctx context.Context) (*Tx, func(context.Context) error, fu
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	commit := func(context.Context) error { return tx.Commit() }
-	return &Tx{q: sqlQuerier{db: tx}, raw: tx, s: s}, commit, func() { _ = tx.Rollback() }, nil
+	// Statements this transaction could not take from the cache are
+	// prepared once it ends, when the connection is free.
+	commit := func(ctx context.Context) error {
+		err := tx.Commit()
+		s.wstmts.prepareWanted(ctx)
+		return err
+	}
+	rollback := func() {
+		_ = tx.Rollback()
+		s.wstmts.prepareWanted(context.Background())
+	}
+	return &Tx{q: sqlQuerier{db: tx, stmts: s.wstmts, tx: tx}, raw: tx, s: s}, commit, rollback, nil
 }
 
 // readTx runs fn on one read-only snapshot.
