@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -19,14 +21,19 @@ type cluster struct {
 
 var listening = regexp.MustCompile(`msg=listening addr=(\S+)`)
 
-// spawn starts n API processes and one worker on db, and makes an API key.
-func spawn(ctx context.Context, bin, db string, n int) (*cluster, error) {
+// spawn starts n API processes and one worker on db with the transport
+// ("" for the capture inbox), and makes an API key.
+func spawn(ctx context.Context, bin, db, transport string, n int) (*cluster, error) {
 	if db == "" {
 		return nil, fmt.Errorf("--spawn-api needs --db")
 	}
 	cl := &cluster{}
 	start := func(role string) (string, error) {
-		cmd := exec.CommandContext(ctx, bin, "serve", "--db", db, "--role", role, "--addr", "127.0.0.1:0", "--log-level", "info")
+		args := []string{"serve", "--db", db, "--role", role, "--addr", "127.0.0.1:0", "--log-level", "info"}
+		if transport != "" {
+			args = append(args, "--transport", transport)
+		}
+		cmd := exec.CommandContext(ctx, bin, args...)
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
 			return "", err
@@ -81,6 +88,36 @@ func spawn(ctx context.Context, bin, db string, n int) (*cluster, error) {
 		cl.urls = append(cl.urls, "http://"+a)
 	}
 	return cl, nil
+}
+
+// peakRSSKiB is the largest peak resident set size (VmHWM) of the running
+// processes, in KiB; 0 when /proc does not tell.
+func (c *cluster) peakRSSKiB() int64 {
+	var peak int64
+	for _, p := range c.procs {
+		if kib := vmHWM(p.Process.Pid); kib > peak {
+			peak = kib
+		}
+	}
+	return peak
+}
+
+// vmHWM reads the VmHWM line of /proc/PID/status (Linux); 0 elsewhere.
+func vmHWM(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(v) // "123456 kB"
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 func (c *cluster) stop() {

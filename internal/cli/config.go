@@ -34,6 +34,9 @@ type Config struct {
 	DBMaxConns  int
 	Redis       string
 	Retention   time.Duration
+	// Pprof, when set, serves net/http/pprof on this separate address.
+	// Off by default; it must not be reachable from outside the host.
+	Pprof string
 }
 
 // envFlags defines flags whose defaults come from the environment, and
@@ -126,6 +129,7 @@ func serverFlags(e *envFlags, c *Config) {
 	e.str(&c.LogFormat, "log-format", "SENDONCE_LOG_FORMAT", "text", "text or json")
 	e.str(&c.LogLevel, "log-level", "SENDONCE_LOG_LEVEL", "info", "debug, info, warn or error")
 	e.str(&c.DNSResolver, "dns-resolver", "SENDONCE_DNS_RESOLVER", "", "DNS server HOST:PORT for the mx transport and DNS checks (default: the first nameserver of /etc/resolv.conf)")
+	e.str(&c.Pprof, "pprof", "SENDONCE_PPROF", "", "serve net/http/pprof on this separate address, e.g. 127.0.0.1:6060 (off by default; never expose it: profiles reveal memory contents)")
 	c.SecretKey = e.getenv("SENDONCE_SECRET_KEY")
 }
 

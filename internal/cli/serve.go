@@ -54,6 +54,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer s.Store.Close()
 
+	if cfg.Pprof != "" {
+		stopPprof, err := startPprof(cfg.Pprof, logger)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
+
 	var srv *http.Server
 	serveErr := make(chan error, 1)
 	if cfg.Role != "worker" {

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/textproto"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/emersion/go-smtp"
+)
+
+// sinkTimeout bounds every read and write of a sink session, and how long
+// close waits for the handlers.
+const sinkTimeout = 30 * time.Second
+
+// sink is the load tool's SMTP server on 127.0.0.1: it answers 250 to
+// everything and counts messages per recipient, with the time of the last
+// one and how many Message-IDs it saw more than once.
+type sink struct {
+	addr string
+	srv  *smtp.Server
+	ln   net.Listener
+	done chan struct{}
+
+	mu    sync.Mutex
+	total int
+	rcpts map[string]*rcptCount
+}
+
+type rcptCount struct {
+	n    int
+	last time.Time
+	ids  map[string]int
+	dups int
+}
+
+// startSink listens on 127.0.0.1:0 and serves until close.
+func startSink() (*sink, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("sink: listen: %w", err)
+	}
+	s := &sink{addr: ln.Addr().String(), ln: ln, done: make(chan struct{}), rcpts: map[string]*rcptCount{}}
+	srv := smtp.NewServer(s)
+	srv.Domain = "localhost"
+	srv.AllowInsecureAuth = true
+	srv.EnableSMTPUTF8 = true
+	srv.ReadTimeout = sinkTimeout
+	srv.WriteTimeout = sinkTimeout
+	srv.MaxMessageBytes = 10 << 20
+	srv.ErrorLog = log.New(io.Discard, "", 0)
+	s.srv = srv
+	go func() {
+		defer close(s.done)
+		_ = srv.Serve(ln)
+	}()
+	return s, nil
+}
+
+// close stops accepting, then waits (bounded) for the sessions to end.
+func (s *sink) close() {
+	s.ln.Close()
+	<-s.done
+	ctx, cancel := context.WithTimeout(context.Background(), sinkTimeout)
+	defer cancel()
+	_ = s.srv.Shutdown(ctx)
+}
+
+// count says how many messages reached rcpt, when the last did, and how
+// many of them repeated a Message-ID already seen.
+func (s *sink) count(rcpt string) (n, dups int, last time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.rcpts[strings.ToLower(rcpt)]
+	if c == nil {
+		return 0, 0, time.Time{}
+	}
+	return c.n, c.dups, c.last
+}
+
+// messages is how many messages the sink accepted in all.
+func (s *sink) messages() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
+}
+
+func (s *sink) record(to []string, id string) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total++
+	for _, r := range to {
+		r = strings.ToLower(r)
+		c := s.rcpts[r]
+		if c == nil {
+			c = &rcptCount{ids: map[string]int{}}
+			s.rcpts[r] = c
+		}
+		c.n++
+		c.last = now
+		if id != "" {
+			if c.ids[id]++; c.ids[id] > 1 {
+				c.dups++
+			}
+		}
+	}
+}
+
+// NewSession implements smtp.Backend.
+func (s *sink) NewSession(*smtp.Conn) (smtp.Session, error) { return &sinkSession{s: s}, nil }
+
+type sinkSession struct {
+	s  *sink
+	to []string
+}
+
+func (ss *sinkSession) Mail(string, *smtp.MailOptions) error { return nil }
+
+func (ss *sinkSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	ss.to = append(ss.to, to)
+	return nil
+}
+
+// Data reads the header block for the Message-ID and discards the rest.
+func (ss *sinkSession) Data(r io.Reader) error {
+	br := bufio.NewReader(r)
+	h, err := textproto.NewReader(br).ReadMIMEHeader()
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("sink: reading header: %w", err)
+	}
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		return fmt.Errorf("sink: reading body: %w", err)
+	}
+	id := strings.Trim(strings.TrimSpace(h.Get("Message-Id")), "<>")
+	ss.s.record(ss.to, id)
+	return nil
+}
+
+func (ss *sinkSession) Reset()        { ss.to = nil }
+func (ss *sinkSession) Logout() error { return nil }
