@@ -132,25 +132,12 @@ func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
 			s.frontRelease(ctx, sc, frontToken)
 		}
 		switch d.Outcome {
-		case idempotency.Replay:
-			if s.metrics != nil {
-				s.metrics.IdempotentReplays.Inc()
-			}
-			w.Header().Set("Idempotent-Replayed", "true")
-			writeRaw(w, d.Response.Status, d.Response.ContentType, d.Response.Body)
-		case idempotency.InUse:
-			s.conflict("in_use")
-			w.Header().Set("Retry-After", "1")
-			o.writeError(w, r, s.logger, apiError(codeKeyInUse, "Idempotency-Key",
-				"a request with this Idempotency-Key is still being processed; retry after a second"))
-		case idempotency.Mismatch:
-			s.conflict("reused")
-			o.writeError(w, r, s.logger, apiError(codeKeyReused, "Idempotency-Key",
-				"this Idempotency-Key was already used with a different request body"))
 		case idempotency.Proceed:
 			s.runTx(w, r, key, body, h, &reservation{scope: sc, token: d.Token, frontToken: frontToken}, o)
 		default:
-			o.writeError(w, r, s.logger, fmt.Errorf("idempotency: unexpected outcome %v", d.Outcome))
+			if !s.answer(w, r, o, d) {
+				o.writeError(w, r, s.logger, fmt.Errorf("idempotency: unexpected outcome %v", d.Outcome))
+			}
 		}
 	})
 }
@@ -189,6 +176,15 @@ func (s *Server) frontReserve(w http.ResponseWriter, r *http.Request, o postOpts
 		s.logger.WarnContext(r.Context(), "front idempotency cache unavailable; using the database", slog.Any("error", err))
 		return "", false
 	}
+	if s.answer(w, r, o, d) {
+		return "", true
+	}
+	return d.Token, false
+}
+
+// answer writes the response for a decision that ends the request —
+// replay, in use, reused key — and reports whether it did.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, o postOpts, d idempotency.Decision) bool {
 	switch d.Outcome {
 	case idempotency.Replay:
 		if s.metrics != nil {
@@ -206,9 +202,9 @@ func (s *Server) frontReserve(w http.ResponseWriter, r *http.Request, o postOpts
 		o.writeError(w, r, s.logger, apiError(codeKeyReused, "Idempotency-Key",
 			"this Idempotency-Key was already used with a different request body"))
 	default:
-		return d.Token, false
+		return false
 	}
-	return "", true
+	return true
 }
 
 func (s *Server) frontRelease(ctx context.Context, sc idempotency.Scope, token string) {
@@ -290,10 +286,7 @@ func (s *Server) runTx(w http.ResponseWriter, r *http.Request, key *core.APIKey,
 		// work rolled back, theirs decides.
 		committed = true // nothing of ours left to release in the database
 		s.frontRelease(ctx, res.scope, res.frontToken)
-		s.conflict("in_use")
-		w.Header().Set("Retry-After", "1")
-		o.writeError(w, r, s.logger, apiError(codeKeyInUse, "Idempotency-Key",
-			"a request with this Idempotency-Key is still being processed; retry after a second"))
+		s.answer(w, r, o, idempotency.Decision{Outcome: idempotency.InUse})
 	default:
 		o.writeError(w, r, s.logger, err)
 	}
