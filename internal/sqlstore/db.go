@@ -51,6 +51,16 @@ type sqlQuerier struct {
 	}
 	stmts *stmtCache
 	tx    *sql.Tx // set when db is this transaction
+	// detached statements ignore their context's cancellation (see
+	// groupCommit); they still see its values.
+	detached bool
+}
+
+func (q sqlQuerier) ctx(ctx context.Context) context.Context {
+	if q.detached {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 func (q sqlQuerier) stmt(ctx context.Context, s string) (*sql.Stmt, bool) {
@@ -76,6 +86,7 @@ func (q sqlQuerier) stmt(ctx context.Context, s string) (*sql.Stmt, bool) {
 }
 
 func (q sqlQuerier) exec(ctx context.Context, s string, args ...any) (int64, error) {
+	ctx = q.ctx(ctx)
 	var (
 		res sql.Result
 		err error
@@ -92,6 +103,7 @@ func (q sqlQuerier) exec(ctx context.Context, s string, args ...any) (int64, err
 }
 
 func (q sqlQuerier) queryRow(ctx context.Context, s string, args ...any) row {
+	ctx = q.ctx(ctx)
 	if st, ok := q.stmt(ctx, s); ok {
 		return st.QueryRowContext(ctx, args...)
 	}
@@ -99,6 +111,7 @@ func (q sqlQuerier) queryRow(ctx context.Context, s string, args ...any) row {
 }
 
 func (q sqlQuerier) query(ctx context.Context, s string, args ...any) (rows, error) {
+	ctx = q.ctx(ctx)
 	if st, ok := q.stmt(ctx, s); ok {
 		return st.QueryContext(ctx, args...)
 	}

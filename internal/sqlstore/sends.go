@@ -124,6 +124,9 @@ func (t *Tx) EnqueueDelivery(ctx context.Context, sendID string) error {
 	if t.s.enqueue == nil {
 		return errors.New("enqueue delivery: no queue is wired to the store")
 	}
+	if t.detached {
+		ctx = context.WithoutCancel(ctx)
+	}
 	if err := t.s.enqueue(ctx, t.raw, sendID); err != nil {
 		return fmt.Errorf("enqueue delivery: %w", err)
 	}

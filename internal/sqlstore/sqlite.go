@@ -67,6 +67,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	s.gc = newGroupCommit(s, DefaultMaxBatch)
 	return s, nil
 }
 

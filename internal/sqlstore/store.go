@@ -39,6 +39,7 @@ type Store struct {
 	rebind     *rebinder
 
 	enqueue Enqueuer
+	gc      *groupCommit // SQLite's batching writer
 }
 
 // Dialect says which database the store runs on.
@@ -54,6 +55,9 @@ func (s *Store) Close() error {
 		s.PGRead.Close()
 		s.PG.Close()
 		return nil
+	}
+	if s.gc != nil {
+		s.gc.close()
 	}
 	s.wstmts.close()
 	s.rstmts.close()
@@ -74,12 +78,21 @@ type Tx struct {
 	q   querier
 	raw any // *sql.Tx or pgx.Tx, for code that must join it (the queue)
 	s   *Store
+	// detached: part of a shared (group-committed) transaction, whose
+	// statements must not be interrupted by one caller's cancellation.
+	detached bool
 }
 
 // InTx runs fn in one write transaction: commit when fn returns nil, roll
 // back otherwise (and when fn panics).
+//
+// On SQLite, concurrent calls share one transaction and its commit (see
+// groupCommit); each still returns only once its own work is durable.
 func (s *Store) InTx(ctx context.Context, fn func(tx core.Tx) error) error {
-	t, commit, rollback, err := s.begin(ctx)
+	if s.gc != nil {
+		return s.gc.do(ctx, fn)
+	}
+	t, commit, rollback, err := s.beginPG(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -101,7 +114,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx core.Tx) error) error {
 	return nil
 }
 
-func (s *Store) begin(ctx context.Context) (*Tx, func(context.Context) error, func(), error) {
+func (s *Store) beginPG(ctx context.Context) (*Tx, func(context.Context) error, func(), error) {
 	if s.PG != nil {
 		tx, err := s.PG.Begin(ctx)
 		if err != nil {
@@ -110,22 +123,7 @@ func (s *Store) begin(ctx context.Context) (*Tx, func(context.Context) error, fu
 		rollback := func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }
 		return &Tx{q: pgxQuerier{db: tx, rebind: s.rebind}, raw: tx, s: s}, tx.Commit, rollback, nil
 	}
-	tx, err := s.W.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	// Statements this transaction could not take from the cache are
-	// prepared once it ends, when the connection is free.
-	commit := func(ctx context.Context) error {
-		err := tx.Commit()
-		s.wstmts.prepareWanted(ctx)
-		return err
-	}
-	rollback := func() {
-		_ = tx.Rollback()
-		s.wstmts.prepareWanted(context.Background())
-	}
-	return &Tx{q: sqlQuerier{db: tx, stmts: s.wstmts, tx: tx}, raw: tx, s: s}, commit, rollback, nil
+	return nil, nil, nil, errors.New("begin: no PostgreSQL pool (SQLite transactions go through the group commit)")
 }
 
 // readTx runs fn on one read-only snapshot.

@@ -1,0 +1,202 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// ErrClosed is returned by InTx once the store is closing.
+var ErrClosed = errors.New("store is closed")
+
+// DefaultMaxBatch bounds how many write transactions one SQLite commit
+// carries. Larger batches stop paying off once the fsync is shared by a few
+// dozen; the bound keeps one batch's latency small.
+const DefaultMaxBatch = 64
+
+// groupCommit runs the write transactions of many goroutines in shared
+// SQLite transactions: one fsync for a batch instead of one per request.
+//
+// Batches form naturally, without an added delay: while one batch commits
+// (the fsync), the transactions that arrive wait and make up the next one.
+// Each transaction runs inside its own SAVEPOINT, so one that fails rolls
+// back alone; each caller returns only after the batch that holds its work
+// has committed, so durability is exactly that of a transaction of its own
+// (synchronous=FULL).
+type groupCommit struct {
+	store    *Store
+	db       *sql.DB
+	stmts    *stmtCache
+	reqs     chan *txReq // unbuffered: a request received is always answered
+	maxBatch int
+	stop     chan struct{}
+	stopOnce sync.Once
+	stopped  chan struct{}
+	batches  func(n int) // observes batch sizes (metrics, tests); may be nil
+}
+
+type txReq struct {
+	ctx      context.Context
+	fn       func(core.Tx) error
+	err      error
+	panicked any
+	pending  bool // fn succeeded; its fate is the batch's commit
+	done     chan struct{}
+}
+
+func newGroupCommit(s *Store, maxBatch int) *groupCommit {
+	if maxBatch < 1 {
+		maxBatch = DefaultMaxBatch
+	}
+	g := &groupCommit{
+		store: s, db: s.W, stmts: s.wstmts, reqs: make(chan *txReq), maxBatch: maxBatch,
+		stop: make(chan struct{}), stopped: make(chan struct{}),
+	}
+	go g.run()
+	return g
+}
+
+// do runs fn in the next batch and returns once that batch has committed
+// or fn's part of it has rolled back. A panic in fn is raised again here,
+// in the caller's goroutine.
+func (g *groupCommit) do(ctx context.Context, fn func(core.Tx) error) error {
+	r := &txReq{ctx: ctx, fn: fn, done: make(chan struct{})}
+	select {
+	case g.reqs <- r:
+	case <-g.stop:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Received: the answer always comes, and must be waited for even when
+	// ctx ends, since the work may commit.
+	<-r.done
+	if r.panicked != nil {
+		panic(r.panicked)
+	}
+	return r.err
+}
+
+func (g *groupCommit) close() {
+	g.stopOnce.Do(func() { close(g.stop) })
+	<-g.stopped
+}
+
+func (g *groupCommit) run() {
+	defer close(g.stopped)
+	batch := make([]*txReq, 0, g.maxBatch)
+	for {
+		select {
+		case r := <-g.reqs:
+			batch = append(batch[:0], r)
+		case <-g.stop:
+			return
+		}
+	fill:
+		for len(batch) < g.maxBatch {
+			select {
+			case r := <-g.reqs:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		g.runBatch(batch)
+		clear(batch) // let the finished requests go
+	}
+}
+
+func (g *groupCommit) runBatch(batch []*txReq) {
+	defer func() {
+		for _, r := range batch {
+			close(r.done)
+		}
+	}()
+	if g.batches != nil {
+		g.batches(len(batch))
+	}
+	// Not a caller's context: one caller going away must not cancel the
+	// transaction the others share.
+	ctx := context.Background()
+	tx, err := g.db.BeginTx(ctx, nil)
+	if err != nil {
+		failAll(batch, fmt.Errorf("begin: %w", err))
+		return
+	}
+	defer g.stmts.prepareWanted(ctx)
+	// detached: statements ignore their caller's cancellation. Interrupting
+	// a statement makes SQLite roll back the whole transaction — every
+	// other caller's work in it too.
+	t := &Tx{q: sqlQuerier{db: tx, stmts: g.stmts, tx: tx, detached: true}, raw: tx, s: g.store, detached: true}
+	single := len(batch) == 1
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err // its caller left before its turn: nothing ran
+			continue
+		}
+		if !single {
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT gc"); err != nil {
+				_ = tx.Rollback()
+				failAll(batch, fmt.Errorf("savepoint: %w", err))
+				return
+			}
+		}
+		r.err, r.panicked = call(r.fn, t)
+		if r.err == nil && r.panicked == nil {
+			r.pending = true
+			if !single {
+				if _, err := tx.ExecContext(ctx, "RELEASE gc"); err != nil {
+					_ = tx.Rollback()
+					failAll(batch, fmt.Errorf("release savepoint: %w", err))
+					return
+				}
+			}
+			continue
+		}
+		if single {
+			_ = tx.Rollback()
+			return
+		}
+		// Undo this one's part only. If even that fails the transaction is
+		// not trustworthy any more: nothing of the batch commits.
+		if err := rollbackTo(ctx, tx); err != nil {
+			_ = tx.Rollback()
+			failAll(batch, fmt.Errorf("roll back to savepoint: %w", err))
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		failAll(batch, fmt.Errorf("commit: %w", err))
+	}
+}
+
+// failAll gives every request whose work was still to commit the batch's
+// error: none of it committed.
+func failAll(batch []*txReq, err error) {
+	for _, r := range batch {
+		if r.pending || (r.err == nil && r.panicked == nil) {
+			r.pending, r.err = false, err
+		}
+	}
+}
+
+func call(fn func(core.Tx) error, t core.Tx) (err error, panicked any) {
+	defer func() {
+		if p := recover(); p != nil {
+			panicked = p
+		}
+	}()
+	return fn(t), nil
+}
+
+func rollbackTo(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, "ROLLBACK TO gc"); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, "RELEASE gc")
+	return err
+}

@@ -1,0 +1,237 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// openGC opens a SQLite store with a scratch table and records the size of
+// every batch its group commit runs.
+func openGC(t *testing.T) (*Store, func() []int) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "gc.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Exec(ctx, `CREATE TABLE gc_rows (id TEXT PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		sizes []int
+	)
+	s.gc.batches = func(n int) {
+		mu.Lock()
+		sizes = append(sizes, n)
+		mu.Unlock()
+	}
+	return s, func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]int(nil), sizes...)
+	}
+}
+
+func insertRow(ctx context.Context, tx core.Tx, id string) error {
+	_, err := tx.(*Tx).q.exec(ctx, `INSERT INTO gc_rows (id) VALUES (?)`, id)
+	return err
+}
+
+func rowExists(t *testing.T, s *Store, id string) bool {
+	t.Helper()
+	var n int
+	if err := s.QueryRow(context.Background(), `SELECT count(*) FROM gc_rows WHERE id = ?`, id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// holdWriter occupies the group commit with one transaction until the
+// returned function is called, so that the transactions started meanwhile
+// queue up and form one batch.
+func holdWriter(t *testing.T, s *Store) (release func()) {
+	t.Helper()
+	entered, gate := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.InTx(context.Background(), func(tx core.Tx) error {
+			close(entered)
+			<-gate
+			return insertRow(context.Background(), tx, "holder")
+		})
+	}()
+	<-entered
+	return func() {
+		close(gate)
+		if err := <-done; err != nil {
+			t.Errorf("holder: %v", err)
+		}
+	}
+}
+
+// One failing transaction in a shared commit rolls back alone; the others
+// in its batch commit, and each caller gets its own result.
+func TestGroupCommit_FailureRollsBackAlone(t *testing.T) {
+	s, sizes := openGC(t)
+	ctx := context.Background()
+	release := holdWriter(t, s)
+
+	const n = 12
+	errBoom := errors.New("boom")
+	results := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			results[i] = s.InTx(ctx, func(tx core.Tx) error {
+				if err := insertRow(ctx, tx, fmt.Sprint("row-", i)); err != nil {
+					return err
+				}
+				if i%4 == 1 {
+					return errBoom // after its insert: the insert must go too
+				}
+				return nil
+			})
+		})
+	}
+	time.Sleep(200 * time.Millisecond) // let the callers queue behind the holder
+	release()
+	wg.Wait()
+
+	for i := range n {
+		id := fmt.Sprint("row-", i)
+		if i%4 == 1 {
+			if !errors.Is(results[i], errBoom) {
+				t.Errorf("%s: %v, want its own error", id, results[i])
+			}
+			if rowExists(t, s, id) {
+				t.Errorf("%s: a failed transaction's insert committed", id)
+			}
+			continue
+		}
+		if results[i] != nil {
+			t.Errorf("%s: %v", id, results[i])
+		}
+		if !rowExists(t, s, id) {
+			t.Errorf("%s: a successful transaction's insert is missing", id)
+		}
+	}
+	if m := maxOf(sizes()); m < 2 {
+		t.Fatalf("batch sizes %v: the queued transactions never shared a commit", sizes())
+	}
+}
+
+// A panic in one transaction of a batch is raised in its own caller and
+// leaves the rest of the batch to commit.
+func TestGroupCommit_PanicStaysWithItsCaller(t *testing.T) {
+	s, sizes := openGC(t)
+	ctx := context.Background()
+	release := holdWriter(t, s)
+
+	var wg sync.WaitGroup
+	var recovered any
+	wg.Go(func() {
+		defer func() { recovered = recover() }()
+		_ = s.InTx(ctx, func(tx core.Tx) error {
+			if err := insertRow(ctx, tx, "panicker"); err != nil {
+				return err
+			}
+			panic("handler bug")
+		})
+	})
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() {
+			errs[i] = s.InTx(ctx, func(tx core.Tx) error { return insertRow(ctx, tx, fmt.Sprint("ok-", i)) })
+		})
+	}
+	time.Sleep(200 * time.Millisecond)
+	release()
+	wg.Wait()
+
+	if recovered != "handler bug" {
+		t.Fatalf("caller recovered %v, want the handler's panic", recovered)
+	}
+	if rowExists(t, s, "panicker") {
+		t.Fatal("the panicking transaction's insert committed")
+	}
+	for i, err := range errs {
+		if err != nil || !rowExists(t, s, fmt.Sprint("ok-", i)) {
+			t.Errorf("ok-%d: err %v, committed %v", i, err, rowExists(t, s, fmt.Sprint("ok-", i)))
+		}
+	}
+	if maxOf(sizes()) < 2 {
+		t.Fatalf("batch sizes %v: no shared commit was exercised", sizes())
+	}
+}
+
+// A caller whose context ends while its work runs in a shared transaction
+// must not interrupt that transaction: SQLite would roll back every other
+// caller's work with it.
+func TestGroupCommit_CancelDoesNotAbortTheBatch(t *testing.T) {
+	s, sizes := openGC(t)
+	release := holdWriter(t, s)
+
+	var wg sync.WaitGroup
+	cctx, cancel := context.WithCancel(context.Background())
+	var cancelledErr error
+	wg.Go(func() {
+		cancelledErr = s.InTx(cctx, func(tx core.Tx) error {
+			// The client goes away while a statement of ours runs.
+			time.AfterFunc(20*time.Millisecond, cancel)
+			_, err := tx.(*Tx).q.exec(cctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000)
+				INSERT INTO gc_rows (id) SELECT 'cancelled' FROM c WHERE x = 1000000`)
+			return err
+		})
+	})
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() {
+			ctx := context.Background()
+			errs[i] = s.InTx(ctx, func(tx core.Tx) error { return insertRow(ctx, tx, fmt.Sprint("other-", i)) })
+		})
+	}
+	time.Sleep(200 * time.Millisecond)
+	release()
+	wg.Wait()
+
+	for i, err := range errs {
+		if err != nil || !rowExists(t, s, fmt.Sprint("other-", i)) {
+			t.Errorf("other-%d: err %v: another caller's cancellation cost it its commit", i, err)
+		}
+	}
+	// The cancelled caller's own work either committed whole (and it was
+	// told so) or not at all.
+	if (cancelledErr == nil) != rowExists(t, s, "cancelled") {
+		t.Errorf("cancelled caller: err %v but committed=%v", cancelledErr, rowExists(t, s, "cancelled"))
+	}
+	if maxOf(sizes()) < 2 {
+		t.Fatalf("batch sizes %v: no shared commit was exercised", sizes())
+	}
+}
+
+// After Close, InTx refuses rather than hanging.
+func TestGroupCommit_ClosedStoreRefuses(t *testing.T) {
+	s, _ := openGC(t)
+	s.gc.close()
+	err := s.InTx(context.Background(), func(tx core.Tx) error { return nil })
+	if !errors.Is(err, ErrClosed) {
+		t.Fatalf("InTx after close: %v, want ErrClosed", err)
+	}
+}
+
+func maxOf(xs []int) int {
+	m := 0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
