@@ -33,6 +33,7 @@ type Config struct {
 	DNSResolver string
 	DBMaxConns  int
 	Redis       string
+	ReplayCache int
 	Retention   time.Duration
 	// Pprof, when set, serves net/http/pprof on this separate address.
 	// Off by default; it must not be reachable from outside the host.
@@ -122,6 +123,7 @@ func serverFlags(e *envFlags, c *Config) {
 	e.dur(&c.AttemptLease, "attempt-lease", "SENDONCE_ATTEMPT_LEASE", 30*time.Second, "how long a worker may hold an attempt before it counts as dead")
 	e.str(&c.Role, "role", "SENDONCE_ROLE", "all", "api, worker or all")
 	e.str(&c.Redis, "redis", "SENDONCE_REDIS", "", "optional redis://… replay cache and in-flight lock in front of the database (the database stays the source of truth)")
+	e.integer(&c.ReplayCache, "replay-cache", "SENDONCE_REPLAY_CACHE", 10000, "completed idempotency keys kept in memory to answer replays without a database read (0 turns it off)")
 	e.integer(&c.DBMaxConns, "db-max-conns", "SENDONCE_DB_MAX_CONNS", 20, "PostgreSQL connection pool size of this process")
 	e.dur(&c.Retention, "retention", "SENDONCE_RETENTION", 30*24*time.Hour, "how long finished sends (sent, failed, canceled) are kept")
 	e.integer(&c.Workers, "workers", "SENDONCE_WORKERS", 20, "delivery attempts running at once in this process")

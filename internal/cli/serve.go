@@ -48,6 +48,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
 		AttemptLease: cfg.AttemptLease, Work: cfg.Role != "api", Workers: cfg.Workers, PollInterval: cfg.PollInterval,
 		SecretKey: cfg.SecretKey, DNSResolver: cfg.DNSResolver, DBMaxConns: cfg.DBMaxConns, Retention: cfg.Retention, Redis: cfg.Redis,
+		ReplayCache: replayCacheSize(cfg.ReplayCache),
 	}, logger)
 	if err != nil {
 		return err
@@ -130,4 +131,13 @@ func redactTransport(t string) string {
 		return "smtp://xxxxx@" + t[i+1:]
 	}
 	return t
+}
+
+// replayCacheSize maps the flag (0 = off) onto server.Config's (0 = the
+// default, negative = off).
+func replayCacheSize(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }

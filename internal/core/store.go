@@ -47,6 +47,10 @@ type Store interface {
 	// idempotency.Decide says Proceed, writes a reservation that holds for
 	// lease.
 	ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time, lease time.Duration) (idempotency.Decision, error)
+	// CompletedIdempotency returns the scoped key's record when it is
+	// completed (nil otherwise), read without the write lock: a completed
+	// record does not change until it expires.
+	CompletedIdempotency(ctx context.Context, sc idempotency.Scope) (*idempotency.Record, error)
 	// ReleaseIdempotency drops a reservation without storing anything.
 	ReleaseIdempotency(ctx context.Context, sc idempotency.Scope, token string) error
 	// PurgeIdempotency deletes keys whose replay time ended before now, and
@@ -68,6 +72,10 @@ type Store interface {
 
 // Tx is one database transaction.
 type Tx interface {
+	// ReserveIdempotency decides the scoped key inside the transaction; on
+	// Proceed the key is held until the transaction ends, and for lease
+	// after it should it commit without completing the key.
+	ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time, lease time.Duration) (idempotency.Decision, error)
 	InsertAPIKey(ctx context.Context, k *APIKey) error
 	RevokeAPIKey(ctx context.Context, id string, at time.Time) error
 

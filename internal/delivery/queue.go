@@ -110,7 +110,7 @@ type QueueConfig struct {
 type Queue struct {
 	d      *Deliverer
 	work   bool
-	insert func(ctx context.Context, tx any, sendID string) error
+	insert func(ctx context.Context, tx any, sendIDs []string) error
 	start  func(ctx context.Context) error
 	stop   func(ctx context.Context) error
 }
@@ -199,12 +199,12 @@ func NewSQLiteQueue(db *sql.DB, d *Deliverer, qc QueueConfig, logger *slog.Logge
 	}
 	opts := &river.InsertOpts{MaxAttempts: d.cfg.MaxAttempts}
 	return &Queue{d: d, work: qc.Work, start: client.Start, stop: client.Stop,
-		insert: func(ctx context.Context, tx any, sendID string) error {
+		insert: func(ctx context.Context, tx any, sendIDs []string) error {
 			sqlTx, ok := tx.(*sql.Tx)
 			if !ok {
 				return fmt.Errorf("enqueue: want *sql.Tx, got %T", tx)
 			}
-			_, err := client.InsertTx(ctx, sqlTx, DeliverArgs{SendID: sendID}, opts)
+			_, err := client.InsertManyFastTx(ctx, sqlTx, insertParams(sendIDs, opts))
 			return err
 		}}, nil
 }
@@ -219,20 +219,28 @@ func NewPostgresQueue(pool *pgxpool.Pool, d *Deliverer, qc QueueConfig, logger *
 	}
 	opts := &river.InsertOpts{MaxAttempts: d.cfg.MaxAttempts}
 	return &Queue{d: d, work: qc.Work, start: client.Start, stop: client.Stop,
-		insert: func(ctx context.Context, tx any, sendID string) error {
+		insert: func(ctx context.Context, tx any, sendIDs []string) error {
 			pgTx, ok := tx.(pgx.Tx)
 			if !ok {
 				return fmt.Errorf("enqueue: want pgx.Tx, got %T", tx)
 			}
-			_, err := client.InsertTx(ctx, pgTx, DeliverArgs{SendID: sendID}, opts)
+			_, err := client.InsertManyFastTx(ctx, pgTx, insertParams(sendIDs, opts))
 			return err
 		}}, nil
 }
 
-// Enqueue inserts a delivery job in tx (a *sql.Tx on SQLite, a pgx.Tx on
-// PostgreSQL).
-func (q *Queue) Enqueue(ctx context.Context, tx any, sendID string) error {
-	return q.insert(ctx, tx, sendID)
+// Enqueue inserts the sends' delivery jobs in tx (a *sql.Tx on SQLite, a
+// pgx.Tx on PostgreSQL).
+func (q *Queue) Enqueue(ctx context.Context, tx any, sendIDs []string) error {
+	return q.insert(ctx, tx, sendIDs)
+}
+
+func insertParams(sendIDs []string, opts *river.InsertOpts) []river.InsertManyParams {
+	ps := make([]river.InsertManyParams, len(sendIDs))
+	for i, id := range sendIDs {
+		ps[i] = river.InsertManyParams{Args: DeliverArgs{SendID: id}, InsertOpts: opts}
+	}
+	return ps
 }
 
 // Start starts the workers (when this process runs any).

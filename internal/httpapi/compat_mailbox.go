@@ -29,21 +29,21 @@ type mailboxSendRequest struct {
 	OriginalID string   `json:"original_id"`
 }
 
-func (s *Server) handleMailboxSend(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error) {
 	var req mailboxSendRequest
 	if err := decodeStrict(body, &req); err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	mailboxID := r.PathValue("id")
 	if req.MailboxID != "" && req.MailboxID != mailboxID {
-		return 0, nil, core.Errorf(core.CodeValidation, "mailbox_id", "the mailbox is the one in the path; leave mailbox_id out")
+		return nil, core.Errorf(core.CodeValidation, "mailbox_id", "the mailbox is the one in the path; leave mailbox_id out")
 	}
 	for _, f := range []struct {
 		name string
 		list addrList
 	}{{"to", req.To}, {"cc", req.Cc}, {"bcc", req.Bcc}, {"reply_to", req.ReplyTo}} {
 		if len(f.list) > app.MaxRecipients {
-			return 0, nil, core.Errorf(core.CodeValidation, f.name, "at most %d addresses", app.MaxRecipients)
+			return nil, core.Errorf(core.CodeValidation, f.name, "at most %d addresses", app.MaxRecipients)
 		}
 	}
 	sr := &app.SendRequest{
@@ -58,27 +58,27 @@ func (s *Server) handleMailboxSend(ctx context.Context, tx core.Tx, key *core.AP
 	switch mode {
 	case app.ModeSend, app.ModeReply, app.ModeForward:
 	default:
-		return 0, nil, core.Errorf(core.CodeValidation, "mode", "mode must be send, reply or forward")
+		return nil, core.Errorf(core.CodeValidation, "mode", "mode must be send, reply or forward")
 	}
 	if mode != app.ModeReply && (req.InReplyTo != "" || len(req.References) > 0) {
-		return 0, nil, core.Errorf(core.CodeValidation, "in_reply_to", "in_reply_to and references need mode reply")
+		return nil, core.Errorf(core.CodeValidation, "in_reply_to", "in_reply_to and references need mode reply")
 	}
 	if mode != app.ModeForward && req.OriginalID != "" {
-		return 0, nil, core.Errorf(core.CodeValidation, "original_id", "original_id needs mode forward")
+		return nil, core.Errorf(core.CodeValidation, "original_id", "original_id needs mode forward")
 	}
 	switch mode {
 	case app.ModeReply:
 		if req.InReplyTo == "" {
-			return 0, nil, core.Errorf(core.CodeValidation, "in_reply_to", "a reply needs in_reply_to: the Message-ID it answers")
+			return nil, core.Errorf(core.CodeValidation, "in_reply_to", "a reply needs in_reply_to: the Message-ID it answers")
 		}
 		sr.InReplyTo = req.InReplyTo
 	case app.ModeForward:
 		if req.OriginalID == "" {
-			return 0, nil, core.Errorf(core.CodeValidation, "original_id", "a forward needs original_id: a send (snd_…) or inbox message (msg_…) id")
+			return nil, core.Errorf(core.CodeValidation, "original_id", "a forward needs original_id: a send (snd_…) or inbox message (msg_…) id")
 		}
 		raw, subject, err := s.original(ctx, key.Tenant, req.OriginalID)
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		sr.Forward = raw
 		if sr.Subject == "" && sr.TemplateID == "" {
@@ -90,7 +90,7 @@ func (s *Server) handleMailboxSend(ctx context.Context, tx core.Tx, key *core.AP
 	}
 	send, err := s.svc.PrepareSend(ctx, key, idemKeyFrom(ctx), sr)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	switch mode {
 	case app.ModeReply:
@@ -99,12 +99,9 @@ func (s *Server) handleMailboxSend(ctx context.Context, tx core.Tx, key *core.AP
 		send.Subject = app.ForwardSubject(send.Subject)
 	}
 	if len(send.Subject) > app.MaxSubjectLen {
-		return 0, nil, core.Errorf(core.CodeValidation, "subject", "subject is longer than %d bytes", app.MaxSubjectLen)
+		return nil, core.Errorf(core.CodeValidation, "subject", "subject is longer than %d bytes", app.MaxSubjectLen)
 	}
-	if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, viewSend(send), nil
+	return s.acceptStep(key, send), nil
 }
 
 // original returns the whole message to forward and its subject: a send,

@@ -191,33 +191,35 @@ type resendID struct {
 	ID string `json:"id"`
 }
 
-func (s *Server) handleResendSend(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+func (s *Server) handleResendSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error) {
 	var e resendEmail
 	if err := decodeStrict(body, &e); err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	send, err := s.prepareResend(ctx, key, &e)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
-	if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, resendID{ID: send.ID}, nil
+	return func(ctx context.Context, tx core.Tx) (int, any, error) {
+		if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, resendID{ID: send.ID}, nil
+	}, nil
 }
 
 // handleResendBatch accepts up to 100 emails all or none (Resend's strict
 // validation): one transaction, one idempotency key for the whole batch.
-func (s *Server) handleResendBatch(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error) {
 	if v := r.Header.Get("X-Batch-Validation"); v != "" && v != "strict" {
-		return 0, nil, core.Errorf(core.CodeValidation, "x-batch-validation", "only strict batch validation is supported: a batch is accepted whole or not at all")
+		return nil, core.Errorf(core.CodeValidation, "x-batch-validation", "only strict batch validation is supported: a batch is accepted whole or not at all")
 	}
 	var emails []resendEmail
 	if err := decodeStrict(body, &emails); err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	if len(emails) == 0 || len(emails) > resendMaxBatch {
-		return 0, nil, core.Errorf(core.CodeValidation, "", "a batch holds 1 to %d emails", resendMaxBatch)
+		return nil, core.Errorf(core.CodeValidation, "", "a batch holds 1 to %d emails", resendMaxBatch)
 	}
 	sends := make([]*core.Send, 0, len(emails))
 	for i := range emails {
@@ -225,22 +227,24 @@ func (s *Server) handleResendBatch(ctx context.Context, tx core.Tx, key *core.AP
 		if err != nil {
 			var ce *core.Error
 			if errors.As(err, &ce) && ce.Code != core.CodeInternal {
-				return 0, nil, &core.Error{Code: ce.Code, Param: fmt.Sprintf("[%d].%s", i, ce.Param), Message: fmt.Sprintf("email %d: %s", i, ce.Message)}
+				return nil, &core.Error{Code: ce.Code, Param: fmt.Sprintf("[%d].%s", i, ce.Param), Message: fmt.Sprintf("email %d: %s", i, ce.Message)}
 			}
-			return 0, nil, err
+			return nil, err
 		}
 		sends = append(sends, send)
 	}
-	out := struct {
-		Data []resendID `json:"data"`
-	}{Data: make([]resendID, 0, len(sends))}
-	for _, send := range sends {
-		if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
-			return 0, nil, err
+	return func(ctx context.Context, tx core.Tx) (int, any, error) {
+		out := struct {
+			Data []resendID `json:"data"`
+		}{Data: make([]resendID, 0, len(sends))}
+		for _, send := range sends {
+			if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
+				return 0, nil, err
+			}
+			out.Data = append(out.Data, resendID{ID: send.ID})
 		}
-		out.Data = append(out.Data, resendID{ID: send.ID})
-	}
-	return http.StatusOK, out, nil
+		return http.StatusOK, out, nil
+	}, nil
 }
 
 // resendEmailView is Resend's email object.

@@ -127,17 +127,17 @@ func jsonKind(k string) string {
 	return "number"
 }
 
-func (s *Server) handleSend(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+func (s *Server) handleSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error) {
 	var req sendRequest
 	if err := decodeStrict(body, &req); err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	for _, f := range []struct {
 		name string
 		list addrList
 	}{{"to", req.To}, {"cc", req.Cc}, {"bcc", req.Bcc}, {"reply_to", req.ReplyTo}} {
 		if len(f.list) > app.MaxRecipients {
-			return 0, nil, core.Errorf(core.CodeValidation, f.name, "at most %d addresses", app.MaxRecipients)
+			return nil, core.Errorf(core.CodeValidation, f.name, "at most %d addresses", app.MaxRecipients)
 		}
 	}
 	send, err := s.svc.PrepareSend(ctx, key, idemKeyFrom(ctx), &app.SendRequest{
@@ -146,13 +146,21 @@ func (s *Server) handleSend(ctx context.Context, tx core.Tx, key *core.APIKey, r
 		Headers: req.Headers, Tags: req.Tags,
 	})
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
-	if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
-		noteRateLimit(ctx, err)
-		return 0, nil, err
+	return s.acceptStep(key, send), nil
+}
+
+// acceptStep is the write step of the send routes: record the prepared
+// send (row, event, delivery job) and answer with it.
+func (s *Server) acceptStep(key *core.APIKey, send *core.Send) writeStep {
+	return func(ctx context.Context, tx core.Tx) (int, any, error) {
+		if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
+			noteRateLimit(ctx, err)
+			return 0, nil, err
+		}
+		return http.StatusOK, viewSend(send), nil
 	}
-	return http.StatusOK, viewSend(send), nil
 }
 
 func (s *Server) handleGetSend(w http.ResponseWriter, r *http.Request) {

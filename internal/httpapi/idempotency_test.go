@@ -683,8 +683,8 @@ func TestIdempotency_ServerErrorRollsBackAndFreesKey(t *testing.T) {
 			name    string
 			enqueue sqlstore.Enqueuer
 		}{
-			{"enqueue fails", func(context.Context, any, string) error { return errors.New("injected") }},
-			{"enqueue panics", func(context.Context, any, string) error { panic("injected") }},
+			{"enqueue fails", func(context.Context, any, []string) error { return errors.New("injected") }},
+			{"enqueue panics", func(context.Context, any, []string) error { panic("injected") }},
 		}
 		for i, tc := range failures {
 			t.Run(tc.name, func(t *testing.T) {
@@ -1102,4 +1102,30 @@ func metric(t testing.TB, exposition []byte, series string) float64 {
 	}
 	t.Fatalf("no series %s in /metrics", series)
 	return 0
+}
+
+// A replay is answered from the process's cache of completed keys, without
+// the database: proven by removing the database's record first. Without
+// the cache the same request is new again, which shows the removal counts.
+func TestIdempotency_ReplayCacheAnswersWithoutTheDatabase(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		for _, cached := range []bool{true, false} {
+			env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, NoReplayCache: !cached, NoWorkers: true})
+			body := mail(t, "cora@example.com", "cached")
+			first := post(t, env, env.AdminKey, "cache-1", body)
+			requireOriginal(t, first, http.StatusOK)
+			env.Exec(t, `DELETE FROM idempotency_keys WHERE key = ?`, "cache-1")
+			again := post(t, env, env.AdminKey, "cache-1", body)
+			if cached {
+				requireReplayOf(t, first, again)
+				requireError(t, post(t, env, env.AdminKey, "cache-1", mail(t, "cora@example.com", "other")),
+					http.StatusUnprocessableEntity, "idempotency_key_reused")
+				continue
+			}
+			requireOriginal(t, again, http.StatusOK)
+			if l := listByKey(t, env, env.AdminKey, "cache-1"); len(l) != 2 {
+				t.Fatalf("without the cache: %d sends, want 2 (the record was gone)", len(l))
+			}
+		}
+	})
 }

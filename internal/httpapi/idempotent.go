@@ -12,10 +12,24 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// txHandler does a POST's work inside the transaction that will also store
-// its idempotent response. A non-nil error is turned into the API's error
-// response; a 5xx rolls everything back.
-type txHandler func(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (status int, v any, err error)
+// txHandler does a POST's work in two steps. The first runs outside any
+// transaction — parsing, validating, rendering: the CPU work, which
+// concurrent requests do in parallel — and returns the second, which runs
+// inside the transaction that also reserves the key and stores the
+// response (on SQLite one shared, group-committed transaction, so the step
+// must only write). An error from either step is turned into the API's
+// error response; a 5xx rolls everything back.
+type txHandler func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error)
+
+type writeStep func(ctx context.Context, tx core.Tx) (status int, v any, err error)
+
+// inTx is a txHandler whose work all happens in the transaction (the
+// admin routes: small, and reading what they change).
+func inTx(h func(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error)) txHandler {
+	return func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error) {
+		return func(ctx context.Context, tx core.Tx) (int, any, error) { return h(ctx, tx, key, r, body) }, nil
+	}
+}
 
 // postOpts says how one POST route treats the Idempotency-Key.
 type postOpts struct {
@@ -116,30 +130,38 @@ func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
 		}
 		r = r.WithContext(context.WithValue(ctx, idemKeyCtx, idemKey))
 		sc := idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: idemKey}
+		// A completed key is answered without a write: from this process's
+		// cache, or from the database's read pool.
+		if s.answerCompleted(w, r, o, sc, fp) {
+			return
+		}
 		frontToken, handled := s.frontReserve(w, r, o, sc, fp)
 		if handled {
 			return
 		}
-		d, err := s.store.ReserveIdempotency(ctx, sc, fp, s.svc.Now(), s.cfg.ReservationLease)
-		if err != nil {
-			s.frontRelease(ctx, sc, frontToken)
-			o.writeError(w, r, s.logger, fmt.Errorf("reserve idempotency key: %w", err))
-			return
-		}
-		if d.Outcome != idempotency.Proceed {
-			// The database decided; the front cache only keeps what this
-			// process completes (so its expiry always matches the database's).
-			s.frontRelease(ctx, sc, frontToken)
-		}
-		switch d.Outcome {
-		case idempotency.Proceed:
-			s.runTx(w, r, key, body, h, &reservation{scope: sc, token: d.Token, frontToken: frontToken}, o)
-		default:
-			if !s.answer(w, r, o, d) {
-				o.writeError(w, r, s.logger, fmt.Errorf("idempotency: unexpected outcome %v", d.Outcome))
-			}
-		}
+		s.runTx(w, r, key, body, h, &reservation{scope: sc, fingerprint: fp, frontToken: frontToken}, o)
 	})
+}
+
+// answerCompleted answers a replay or a reused key from a completed record
+// (the replay cache's, else the database's read pool) and reports whether
+// it did. Anything else — a new key, one in flight, one expired — is
+// decided inside the write transaction.
+func (s *Server) answerCompleted(w http.ResponseWriter, r *http.Request, o postOpts, sc idempotency.Scope, fp string) bool {
+	now := s.svc.Now()
+	rec := s.replays.get(sc, now)
+	if rec == nil {
+		var err error
+		if rec, err = s.store.CompletedIdempotency(r.Context(), sc); err != nil || rec == nil {
+			return false // an error here is met again, and reported, on the write path
+		}
+		s.replays.put(sc, rec, now)
+	}
+	d := idempotency.Decision{Outcome: idempotency.Decide(rec, fp, now), Response: rec.Response}
+	if d.Outcome != idempotency.Replay && d.Outcome != idempotency.Mismatch {
+		return false
+	}
+	return s.answer(w, r, o, d)
 }
 
 const idemKeyCtx ctxKey = 2
@@ -157,9 +179,9 @@ func (s *Server) conflict(reason string) {
 }
 
 type reservation struct {
-	scope      idempotency.Scope
-	token      string
-	frontToken string // the front cache's reservation, "" without one
+	scope       idempotency.Scope
+	fingerprint string
+	frontToken  string // the front cache's reservation, "" without one
 }
 
 // frontReserve asks the optional front cache (Redis) first, so that a retry
@@ -226,31 +248,50 @@ func (s *Server) frontComplete(ctx context.Context, sc idempotency.Scope, token 
 	}
 }
 
-// runTx runs h in one transaction with the completion of the reservation
-// (when there is one). Responses that are not stored roll back, and the
-// reservation is released so that a retry runs afresh.
+// errDecided ends a transaction in which the key was found completed, in
+// flight or reused: nothing of it may commit.
+var errDecided = errors.New("idempotency key decided")
+
+// runTx runs h's first step, then, in one transaction, reserves the key
+// (when there is one), runs h's write step and stores its response. A
+// response that is not stored rolls it all back — the reservation too, so
+// a retry runs afresh; so does a panic.
 func (s *Server) runTx(w http.ResponseWriter, r *http.Request, key *core.APIKey, body []byte, h txHandler, res *reservation, o postOpts) {
 	ctx := r.Context()
-	var out rollback
 	committed := false
-	defer func() {
-		if committed || res == nil {
-			return
-		}
-		// Release even when the handler panicked or the client went away:
-		// the reservation must not outlive this request.
-		rctx := context.WithoutCancel(ctx)
-		if err := s.store.ReleaseIdempotency(rctx, res.scope, res.token); err != nil {
-			s.logger.ErrorContext(rctx, "release idempotency key", slog.Any("error", err))
-		}
-		s.frontRelease(rctx, res.scope, res.frontToken)
-	}()
+	if res != nil {
+		defer func() {
+			if !committed {
+				// Even when the handler panicked or the client went away:
+				// the front cache's reservation must not outlive this request.
+				s.frontRelease(context.WithoutCancel(ctx), res.scope, res.frontToken)
+			}
+		}()
+	}
+	write, perr := h(ctx, key, r, body)
 	var (
+		out      rollback
+		decided  idempotency.Decision
 		stored   idempotency.Response
 		storedAt time.Time
 	)
 	err := s.store.InTx(ctx, func(tx core.Tx) error {
-		status, v, herr := h(ctx, tx, key, r, body)
+		var token string
+		if res != nil {
+			d, err := tx.ReserveIdempotency(ctx, res.scope, res.fingerprint, s.svc.Now(), s.cfg.ReservationLease)
+			if err != nil {
+				return err
+			}
+			if d.Outcome != idempotency.Proceed {
+				decided = d
+				return errDecided
+			}
+			token = d.Token
+		}
+		status, v, herr := 0, any(nil), perr
+		if herr == nil {
+			status, v, herr = write(ctx, tx)
+		}
 		if herr != nil {
 			status, v = o.style()(r, s.logger, herr)
 		}
@@ -261,7 +302,7 @@ func (s *Server) runTx(w http.ResponseWriter, r *http.Request, key *core.APIKey,
 		if res != nil {
 			resp := idempotency.Response{Status: status, ContentType: "application/json", Body: out.body}
 			now := s.svc.Now()
-			if err := tx.CompleteIdempotency(ctx, res.scope, res.token, resp, now, now.Add(s.cfg.IdempotencyTTL)); err != nil {
+			if err := tx.CompleteIdempotency(ctx, res.scope, token, resp, now, now.Add(s.cfg.IdempotencyTTL)); err != nil {
 				return err
 			}
 			stored, storedAt = resp, now
@@ -273,19 +314,25 @@ func (s *Server) runTx(w http.ResponseWriter, r *http.Request, key *core.APIKey,
 	case err == nil:
 		committed = true
 		if res != nil {
+			s.replays.put(res.scope, &idempotency.Record{
+				State: idempotency.StateCompleted, Fingerprint: res.fingerprint,
+				ExpiresAt: storedAt.Add(s.cfg.IdempotencyTTL), Response: &stored,
+			}, storedAt)
 			s.frontComplete(ctx, res.scope, res.frontToken, stored, storedAt)
 		}
 		if out.status >= 200 && out.status < 300 && o.committed != nil {
 			o.committed()
 		}
 		writeRaw(w, out.status, "application/json", out.body)
+	case errors.Is(err, errDecided):
+		if !s.answer(w, r, o, decided) {
+			o.writeError(w, r, s.logger, fmt.Errorf("idempotency: unexpected outcome %v", decided.Outcome))
+		}
 	case errors.As(err, &rb):
 		writeRaw(w, rb.status, "application/json", rb.body)
 	case errors.Is(err, idempotency.ErrReservationLost):
 		// Our lease ran out and another request took the key over; our
 		// work rolled back, theirs decides.
-		committed = true // nothing of ours left to release in the database
-		s.frontRelease(ctx, res.scope, res.frontToken)
 		s.answer(w, r, o, idempotency.Decision{Outcome: idempotency.InUse})
 	default:
 		o.writeError(w, r, s.logger, err)

@@ -30,6 +30,10 @@ type Config struct {
 	// database, so that retry storms are answered from memory. The
 	// database remains the source of truth. Defaults to none.
 	Front idempotency.Store
+	// ReplayCacheEntries bounds the in-memory cache of completed keys that
+	// answers replays without a database read. 0 means
+	// DefaultReplayCacheEntries; negative turns the cache off.
+	ReplayCacheEntries int
 	// MaxBodyBytes bounds a request body. Defaults to 1 MiB.
 	MaxBodyBytes int64
 	// DefaultTransport is the server's --transport ("capture", "mx" or an
@@ -46,6 +50,7 @@ type Server struct {
 	cfg     Config
 	logger  *slog.Logger
 	mux     *http.ServeMux
+	replays *replayCache
 }
 
 // NewServer returns the API as an http.Handler.
@@ -62,7 +67,8 @@ func NewServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Lo
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, mux: http.NewServeMux()}
+	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, mux: http.NewServeMux(),
+		replays: newReplayCache(cfg.ReplayCacheEntries)}
 	s.routes()
 	return s.logRequests(s.mux)
 }

@@ -35,6 +35,10 @@ type Config struct {
 	Redis string
 	// RedisPrefix prefixes every Redis key. Defaults to "sendonce:idem:".
 	RedisPrefix string
+	// ReplayCache bounds the in-process cache of completed idempotency
+	// keys that answers replays without a database read: 0 means
+	// httpapi.DefaultReplayCacheEntries, negative turns it off.
+	ReplayCache int
 	// Transport is "capture", "mx" or an smtp:// URL. Defaults to "capture".
 	Transport string
 	// SecretKey seals stored DKIM keys (SENDONCE_SECRET_KEY): empty, or at
@@ -188,7 +192,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	h := httpapi.NewServer(svc, m, httpapi.Config{
 		Front:                 front,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.AttemptLease,
-		DefaultTransport: cfg.Transport,
+		DefaultTransport: cfg.Transport, ReplayCacheEntries: cfg.ReplayCache,
 	}, logger)
 	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h, redis: rdb}, nil
 }

@@ -131,15 +131,21 @@ func (g *groupCommit) runBatch(batch []*txReq) {
 	// detached: statements ignore their caller's cancellation. Interrupting
 	// a statement makes SQLite roll back the whole transaction — every
 	// other caller's work in it too.
-	t := &Tx{q: sqlQuerier{db: tx, stmts: g.stmts, tx: tx, detached: true}, raw: tx, s: g.store, detached: true}
+	//
+	// The batch's delivery jobs are inserted together just before the
+	// commit: River's insert is costly to run (and parse) once per send.
+	var jobs []string
+	q := sqlQuerier{db: tx, stmts: g.stmts, tx: tx, detached: true}
+	t := &Tx{q: q, raw: tx, s: g.store, detached: true, jobs: &jobs}
 	single := len(batch) == 1
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			r.err = err // its caller left before its turn: nothing ran
 			continue
 		}
+		mark := len(jobs)
 		if !single {
-			if _, err := tx.ExecContext(ctx, "SAVEPOINT gc"); err != nil {
+			if _, err := q.exec(ctx, "SAVEPOINT gc"); err != nil {
 				_ = tx.Rollback()
 				failAll(batch, fmt.Errorf("savepoint: %w", err))
 				return
@@ -149,7 +155,7 @@ func (g *groupCommit) runBatch(batch []*txReq) {
 		if r.err == nil && r.panicked == nil {
 			r.pending = true
 			if !single {
-				if _, err := tx.ExecContext(ctx, "RELEASE gc"); err != nil {
+				if _, err := q.exec(ctx, "RELEASE gc"); err != nil {
 					_ = tx.Rollback()
 					failAll(batch, fmt.Errorf("release savepoint: %w", err))
 					return
@@ -157,15 +163,23 @@ func (g *groupCommit) runBatch(batch []*txReq) {
 			}
 			continue
 		}
+		jobs = jobs[:mark]
 		if single {
 			_ = tx.Rollback()
 			return
 		}
 		// Undo this one's part only. If even that fails the transaction is
 		// not trustworthy any more: nothing of the batch commits.
-		if err := rollbackTo(ctx, tx); err != nil {
+		if err := rollbackTo(ctx, q); err != nil {
 			_ = tx.Rollback()
 			failAll(batch, fmt.Errorf("roll back to savepoint: %w", err))
+			return
+		}
+	}
+	if len(jobs) > 0 {
+		if err := g.enqueue(ctx, tx, jobs); err != nil {
+			_ = tx.Rollback()
+			failAll(batch, fmt.Errorf("enqueue delivery: %w", err))
 			return
 		}
 	}
@@ -174,11 +188,13 @@ func (g *groupCommit) runBatch(batch []*txReq) {
 	}
 }
 
-// failAll gives every request whose work was still to commit the batch's
-// error: none of it committed.
+// failAll gives every request that ran in the batch the batch's error:
+// none of its work committed, and even an answer that wrote nothing (a
+// replay found in the batch) may rest on another request's work that did
+// not commit either. A panic stays a panic.
 func failAll(batch []*txReq, err error) {
 	for _, r := range batch {
-		if r.pending || (r.err == nil && r.panicked == nil) {
+		if r.panicked == nil && !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, context.DeadlineExceeded) {
 			r.pending, r.err = false, err
 		}
 	}
@@ -193,10 +209,25 @@ func call(fn func(core.Tx) error, t core.Tx) (err error, panicked any) {
 	return fn(t), nil
 }
 
-func rollbackTo(ctx context.Context, tx *sql.Tx) error {
-	if _, err := tx.ExecContext(ctx, "ROLLBACK TO gc"); err != nil {
+func rollbackTo(ctx context.Context, q sqlQuerier) error {
+	if _, err := q.exec(ctx, "ROLLBACK TO gc"); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, "RELEASE gc")
+	_, err := q.exec(ctx, "RELEASE gc")
 	return err
+}
+
+// enqueue inserts the batch's delivery jobs. A panic in the queue is
+// turned into the batch's error: it belongs to no single caller, and must
+// not take the writer down.
+func (g *groupCommit) enqueue(ctx context.Context, tx *sql.Tx, jobs []string) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	if g.store.enqueue == nil {
+		return errors.New("no queue is wired to the store")
+	}
+	return g.store.enqueue(ctx, tx, jobs)
 }

@@ -2,9 +2,12 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,9 +189,9 @@ func TestGroupCommit_CancelDoesNotAbortTheBatch(t *testing.T) {
 	wg.Go(func() {
 		cancelledErr = s.InTx(cctx, func(tx core.Tx) error {
 			// The client goes away while a statement of ours runs.
-			time.AfterFunc(20*time.Millisecond, cancel)
-			_, err := tx.(*Tx).q.exec(cctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000)
-				INSERT INTO gc_rows (id) SELECT 'cancelled' FROM c WHERE x = 1000000`)
+			time.AfterFunc(5*time.Millisecond, cancel)
+			_, err := tx.(*Tx).q.exec(cctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200000)
+				INSERT INTO gc_rows (id) SELECT 'cancelled' FROM c WHERE x = 200000`)
 			return err
 		})
 	})
@@ -234,4 +237,98 @@ func maxOf(xs []int) int {
 		m = max(m, x)
 	}
 	return m
+}
+
+// When a batch's commit fails, every request in it is told so — also one
+// whose own answer wrote nothing (a replay may rest on another request's
+// work in the same batch).
+func TestGroupCommit_FailedCommitFailsEveryone(t *testing.T) {
+	s, sizes := openGC(t)
+	ctx := context.Background()
+	// A deferred foreign key is checked at COMMIT: an orphan makes the
+	// commit itself fail.
+	if _, err := s.Exec(ctx, `CREATE TABLE gc_child (id TEXT PRIMARY KEY,
+		parent TEXT REFERENCES gc_rows (id) DEFERRABLE INITIALLY DEFERRED)`); err != nil {
+		t.Fatal(err)
+	}
+	release := holdWriter(t, s)
+	errAnswered := errors.New("answered without writing")
+	var wg sync.WaitGroup
+	var orphanErr, writerErr, readerErr error
+	wg.Go(func() {
+		orphanErr = s.InTx(ctx, func(tx core.Tx) error {
+			_, err := tx.(*Tx).q.exec(ctx, `INSERT INTO gc_child (id, parent) VALUES ('c', 'nobody')`)
+			return err
+		})
+	})
+	wg.Go(func() {
+		writerErr = s.InTx(ctx, func(tx core.Tx) error { return insertRow(ctx, tx, "writer") })
+	})
+	wg.Go(func() {
+		readerErr = s.InTx(ctx, func(tx core.Tx) error { return errAnswered })
+	})
+	time.Sleep(200 * time.Millisecond)
+	release()
+	wg.Wait()
+	if sz := sizes(); len(sz) != 2 || sz[1] != 3 {
+		t.Fatalf("batch sizes %v, want [1 3]", sz)
+	}
+	for name, err := range map[string]error{"orphan": orphanErr, "writer": writerErr, "reader": readerErr} {
+		if err == nil || errors.Is(err, errAnswered) || !strings.Contains(err.Error(), "commit") {
+			t.Errorf("%s: %v, want the failed commit", name, err)
+		}
+	}
+	if rowExists(t, s, "writer") {
+		t.Fatal("a row of the failed batch committed")
+	}
+}
+
+// A batch's delivery jobs are inserted in one call, in its transaction,
+// and only for the work that commits: a rolled-back request's job goes
+// with it.
+func TestGroupCommit_JobsOnePerBatchOnlyForCommittedWork(t *testing.T) {
+	s, sizes := openGC(t)
+	ctx := context.Background()
+	var (
+		mu    sync.Mutex
+		calls [][]string
+	)
+	s.SetEnqueuer(func(_ context.Context, tx any, ids []string) error {
+		if _, ok := tx.(*sql.Tx); !ok {
+			t.Errorf("enqueue outside the batch's transaction: %T", tx)
+		}
+		mu.Lock()
+		calls = append(calls, append([]string(nil), ids...))
+		mu.Unlock()
+		return nil
+	})
+	release := holdWriter(t, s)
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Go(func() {
+			id := fmt.Sprint("send-", i)
+			_ = s.InTx(ctx, func(tx core.Tx) error {
+				if err := tx.EnqueueDelivery(ctx, id); err != nil {
+					return err
+				}
+				if i == 3 {
+					return errors.New("rolled back after enqueueing")
+				}
+				return nil
+			})
+		})
+	}
+	time.Sleep(200 * time.Millisecond)
+	release()
+	wg.Wait()
+	var got []string
+	for _, c := range calls {
+		got = append(got, c...)
+	}
+	if len(got) != 5 || slices.Contains(got, "send-3") {
+		t.Fatalf("jobs enqueued %v, want the 5 committed sends without send-3", got)
+	}
+	if len(calls) >= 5 {
+		t.Fatalf("%d enqueue calls for batch sizes %v: jobs were not inserted per batch", len(calls), sizes())
+	}
 }

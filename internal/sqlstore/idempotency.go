@@ -11,17 +11,14 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// ReserveIdempotency implements core.Store. Read and write happen in one
-// write transaction, so no second request can slip between them.
+// ReserveIdempotency implements core.Store: a lookup without the write
+// lock, then Tx.ReserveIdempotency in a transaction of its own.
 func (s *Store) ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time, lease time.Duration) (idempotency.Decision, error) {
-	// Fast path without the write lock: a completed key's record does not
-	// change until it expires, so a replay (or a mismatch) read from a read
-	// connection is final. A retry storm is then served by the read pool.
-	rec, err := readIdempotency(ctx, s.r, sc, "")
+	rec, err := s.CompletedIdempotency(ctx, sc)
 	if err != nil {
 		return idempotency.Decision{}, err
 	}
-	if rec != nil && rec.State == idempotency.StateCompleted {
+	if rec != nil {
 		switch o := idempotency.Decide(rec, fingerprint, now); o {
 		case idempotency.Replay:
 			return idempotency.Decision{Outcome: o, Response: rec.Response}, nil
@@ -30,47 +27,66 @@ func (s *Store) ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fi
 		}
 	}
 	var d idempotency.Decision
-	err = s.InTx(ctx, func(ct core.Tx) error {
-		tx := ct.(*Tx).q
-		token := idempotency.NewToken()
-		// Insert first: the primary key decides between concurrent first
-		// requests on either database (PostgreSQL makes the loser wait for
-		// the winner's commit, then do nothing).
-		n, err := tx.exec(ctx, `INSERT INTO idempotency_keys
-			(tenant, method, route, key, fingerprint, state, token, locked_until, created_at)
-			VALUES (?, ?, ?, ?, ?, 'in_flight', ?, ?, ?)
-			ON CONFLICT (tenant, method, route, key) DO NOTHING`,
-			sc.Tenant, sc.Method, sc.Route, sc.Key, fingerprint, token, micros(now.Add(lease)), micros(now))
-		if err != nil {
-			return fmt.Errorf("reserve idempotency key: %w", err)
-		}
-		if n == 1 {
-			d = idempotency.Decision{Outcome: idempotency.Proceed, Token: token}
-			return nil
-		}
-		rec, err := readIdempotency(ctx, tx, sc, s.forUpdate)
-		if err != nil {
-			return err
-		}
-		d.Outcome = idempotency.Decide(rec, fingerprint, now)
-		switch d.Outcome {
-		case idempotency.Replay:
-			d.Response = rec.Response
-		case idempotency.Proceed:
-			// Expired, or its holder's lease ran out: take it over.
-			d.Token = token
-			_, err := tx.exec(ctx, `UPDATE idempotency_keys SET fingerprint = ?, state = 'in_flight', token = ?,
-				locked_until = ?, status = NULL, content_type = NULL, body = NULL, created_at = ?,
-				completed_at = NULL, expires_at = NULL
-				WHERE tenant = ? AND method = ? AND route = ? AND key = ?`,
-				fingerprint, token, micros(now.Add(lease)), micros(now), sc.Tenant, sc.Method, sc.Route, sc.Key)
-			if err != nil {
-				return fmt.Errorf("take over idempotency key: %w", err)
-			}
-		}
-		return nil
+	err = s.InTx(ctx, func(tx core.Tx) error {
+		var err error
+		d, err = tx.ReserveIdempotency(ctx, sc, fingerprint, now, lease)
+		return err
 	})
 	return d, err
+}
+
+// CompletedIdempotency implements core.Store. It needs no write lock: a
+// completed key's record does not change until it expires, so a replay (or
+// a mismatch) decided on it is final. A retry storm is then served by the
+// read pool.
+func (s *Store) CompletedIdempotency(ctx context.Context, sc idempotency.Scope) (*idempotency.Record, error) {
+	rec, err := readIdempotency(ctx, s.r, sc, "")
+	if err != nil || rec == nil || rec.State != idempotency.StateCompleted {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// ReserveIdempotency implements core.Tx: it decides the key inside the
+// transaction and, on Proceed, holds it until the transaction ends (and
+// for lease after, should it commit without completing it).
+func (t *Tx) ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time, lease time.Duration) (idempotency.Decision, error) {
+	token := idempotency.NewToken()
+	// Insert first: the primary key decides between concurrent first
+	// requests on either database (PostgreSQL makes the loser wait for the
+	// winner's commit, then do nothing).
+	n, err := t.q.exec(ctx, `INSERT INTO idempotency_keys
+		(tenant, method, route, key, fingerprint, state, token, locked_until, created_at)
+		VALUES (?, ?, ?, ?, ?, 'in_flight', ?, ?, ?)
+		ON CONFLICT (tenant, method, route, key) DO NOTHING`,
+		sc.Tenant, sc.Method, sc.Route, sc.Key, fingerprint, token, micros(now.Add(lease)), micros(now))
+	if err != nil {
+		return idempotency.Decision{}, fmt.Errorf("reserve idempotency key: %w", err)
+	}
+	if n == 1 {
+		return idempotency.Decision{Outcome: idempotency.Proceed, Token: token}, nil
+	}
+	rec, err := readIdempotency(ctx, t.q, sc, t.s.forUpdate)
+	if err != nil {
+		return idempotency.Decision{}, err
+	}
+	d := idempotency.Decision{Outcome: idempotency.Decide(rec, fingerprint, now)}
+	switch d.Outcome {
+	case idempotency.Replay:
+		d.Response = rec.Response
+	case idempotency.Proceed:
+		// Expired, or its holder's lease ran out: take it over.
+		d.Token = token
+		_, err := t.q.exec(ctx, `UPDATE idempotency_keys SET fingerprint = ?, state = 'in_flight', token = ?,
+			locked_until = ?, status = NULL, content_type = NULL, body = NULL, created_at = ?,
+			completed_at = NULL, expires_at = NULL
+			WHERE tenant = ? AND method = ? AND route = ? AND key = ?`,
+			fingerprint, token, micros(now.Add(lease)), micros(now), sc.Tenant, sc.Method, sc.Route, sc.Key)
+		if err != nil {
+			return idempotency.Decision{}, fmt.Errorf("take over idempotency key: %w", err)
+		}
+	}
+	return d, nil
 }
 
 func readIdempotency(ctx context.Context, q querier, sc idempotency.Scope, suffix string) (*idempotency.Record, error) {

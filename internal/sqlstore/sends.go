@@ -124,10 +124,11 @@ func (t *Tx) EnqueueDelivery(ctx context.Context, sendID string) error {
 	if t.s.enqueue == nil {
 		return errors.New("enqueue delivery: no queue is wired to the store")
 	}
-	if t.detached {
-		ctx = context.WithoutCancel(ctx)
+	if t.jobs != nil {
+		*t.jobs = append(*t.jobs, sendID)
+		return nil
 	}
-	if err := t.s.enqueue(ctx, t.raw, sendID); err != nil {
+	if err := t.s.enqueue(ctx, t.raw, []string{sendID}); err != nil {
 		return fmt.Errorf("enqueue delivery: %w", err)
 	}
 	return nil

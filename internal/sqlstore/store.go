@@ -12,10 +12,11 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// Enqueuer inserts a delivery job inside tx (a *sql.Tx on SQLite, a pgx.Tx
-// on PostgreSQL). The queue provides it; the store calls it from
-// Tx.EnqueueDelivery so that a send and its job commit together.
-type Enqueuer func(ctx context.Context, tx any, sendID string) error
+// Enqueuer inserts delivery jobs inside tx (a *sql.Tx on SQLite, a pgx.Tx
+// on PostgreSQL). The queue provides it; the store calls it for
+// Tx.EnqueueDelivery so that a send and its job commit together — on
+// SQLite once per group commit, for all of the batch's sends at once.
+type Enqueuer func(ctx context.Context, tx any, sendIDs []string) error
 
 // Store implements core.Store on SQLite or PostgreSQL. The SQL is shared;
 // only opening, migrating and beginning transactions differ.
@@ -81,6 +82,9 @@ type Tx struct {
 	// detached: part of a shared (group-committed) transaction, whose
 	// statements must not be interrupted by one caller's cancellation.
 	detached bool
+	// jobs collects a group commit's delivery jobs, inserted in one
+	// statement before it commits; nil: insert at once.
+	jobs *[]string
 }
 
 // InTx runs fn in one write transaction: commit when fn returns nil, roll

@@ -85,6 +85,9 @@ type Options struct {
 	// with a prefix of this instance's own); the test is skipped, saying
 	// how to enable it, when no Redis is configured.
 	Redis bool
+	// NoReplayCache turns the in-process replay cache off, for tests that
+	// must see the database (or Redis) answer.
+	NoReplayCache bool
 	// DB reuses a database (restart tests): Env.DB of an earlier instance.
 	DB string
 	// SMTP starts a recording SMTP server and makes it the transport;
@@ -177,6 +180,9 @@ func Start(t testing.TB, o Options) *Env {
 		IdempotencyTTL: o.TTL, RequireIdempotencyKey: !o.AllowNoKey, RetryBase: o.RetryBase, MaxAttempts: o.MaxAttempts,
 		AttemptLease: o.Lease, Work: !o.NoWorkers, PollInterval: o.PollInterval, Now: e.Clock.Now,
 		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort, MXAllowLoopback: o.MX,
+	}
+	if o.NoReplayCache {
+		cfg.ReplayCache = -1
 	}
 	if cfg.RetryBase == 0 {
 		cfg.RetryBase = 20 * time.Millisecond

@@ -1,0 +1,85 @@
+package httpapi
+
+import (
+	"sync"
+	"time"
+
+	"github.com/sendonce/sendonce/idempotency"
+)
+
+// DefaultReplayCacheEntries is how many completed keys a process keeps in
+// memory for replays when Config.ReplayCacheEntries is 0.
+const DefaultReplayCacheEntries = 10000
+
+// maxCachedBody keeps large stored responses out of the cache: it is for
+// the common, small answer of a send, and its memory stays bounded
+// (entries × this, at worst about 160 MiB; typical answers are under 1 KiB).
+const maxCachedBody = 16 << 10
+
+// replayCache keeps completed idempotency records of this process, so that
+// a retry storm is answered without touching the database.
+//
+// It can never answer wrongly: a completed record does not change in the
+// database until it expires (a key is only ever taken over after its
+// expiry, and only in-flight reservations are released), the cache honours
+// that expiry, and its key is the whole scope — tenant, method, route and
+// key — so no tenant sees another's response. Eviction is first in, first
+// out: a storm's keys are the newest.
+type replayCache struct {
+	mu    sync.Mutex
+	max   int
+	m     map[idempotency.Scope]*idempotency.Record
+	order []idempotency.Scope // ring of the keys in m, oldest at next
+	next  int
+}
+
+// newReplayCache returns a cache of at most n records; nil (no cache) when
+// n < 0.
+func newReplayCache(n int) *replayCache {
+	if n < 0 {
+		return nil
+	}
+	if n == 0 {
+		n = DefaultReplayCacheEntries
+	}
+	return &replayCache{max: n, m: make(map[idempotency.Scope]*idempotency.Record, n)}
+}
+
+// get returns the completed record of sc, nil when the cache has none or
+// it expired by now.
+func (c *replayCache) get(sc idempotency.Scope, now time.Time) *idempotency.Record {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rec := c.m[sc]
+	if rec != nil && !now.Before(rec.ExpiresAt) {
+		delete(c.m, sc) // its slot in the ring is reused in turn
+		return nil
+	}
+	return rec
+}
+
+// put keeps a completed, unexpired record. The record must not be changed
+// afterwards.
+func (c *replayCache) put(sc idempotency.Scope, rec *idempotency.Record, now time.Time) {
+	if c == nil || rec.State != idempotency.StateCompleted || rec.Response == nil ||
+		len(rec.Response.Body) > maxCachedBody || !now.Before(rec.ExpiresAt) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[sc]; ok {
+		c.m[sc] = rec
+		return
+	}
+	if len(c.order) < c.max {
+		c.order = append(c.order, sc)
+	} else {
+		delete(c.m, c.order[c.next])
+		c.order[c.next] = sc
+		c.next = (c.next + 1) % c.max
+	}
+	c.m[sc] = rec
+}

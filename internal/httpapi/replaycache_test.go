@@ -1,0 +1,85 @@
+package httpapi
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/idempotency"
+)
+
+func completed(body string, expires time.Time) *idempotency.Record {
+	return &idempotency.Record{
+		State: idempotency.StateCompleted, Fingerprint: "fp", ExpiresAt: expires,
+		Response: &idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte(body)},
+	}
+}
+
+func scopeN(i int) idempotency.Scope {
+	return idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: fmt.Sprint("k", i)}
+}
+
+// The cache holds at most its bound, dropping the oldest first.
+func TestReplayCache_BoundedOldestOut(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := newReplayCache(3)
+	for i := range 5 {
+		c.put(scopeN(i), completed(fmt.Sprint(i), now.Add(time.Hour)), now)
+	}
+	if len(c.m) != 3 {
+		t.Fatalf("%d entries, want 3", len(c.m))
+	}
+	for i := range 5 {
+		got := c.get(scopeN(i), now)
+		if want := i >= 2; (got != nil) != want {
+			t.Errorf("key %d cached=%v, want %v", i, got != nil, want)
+		}
+	}
+}
+
+// An expired record is never served, and is not taken in.
+func TestReplayCache_HonoursExpiry(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := newReplayCache(10)
+	c.put(scopeN(1), completed("a", now.Add(time.Minute)), now)
+	if c.get(scopeN(1), now.Add(59*time.Second)) == nil {
+		t.Fatal("not served before its expiry")
+	}
+	if c.get(scopeN(1), now.Add(time.Minute)) != nil {
+		t.Fatal("served at its expiry")
+	}
+	c.put(scopeN(2), completed("b", now), now)
+	if c.get(scopeN(2), now.Add(-time.Second)) != nil {
+		t.Fatal("took in a record already expired")
+	}
+}
+
+// Scopes differing only by tenant (or route) never share an entry, large
+// responses and unfinished records stay out, and a nil cache is off.
+func TestReplayCache_ScopeSizeAndOff(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := newReplayCache(10)
+	a := idempotency.Scope{Tenant: "a", Method: "POST", Route: "/v1/send", Key: "same"}
+	b := a
+	b.Tenant = "b"
+	c.put(a, completed("tenant a", now.Add(time.Hour)), now)
+	if c.get(b, now) != nil {
+		t.Fatal("tenant b got tenant a's response")
+	}
+	c.put(scopeN(1), completed(strings.Repeat("x", maxCachedBody+1), now.Add(time.Hour)), now)
+	if c.get(scopeN(1), now) != nil {
+		t.Fatal("cached a response larger than the bound")
+	}
+	inflight := completed("x", now.Add(time.Hour))
+	inflight.State = idempotency.StateInFlight
+	c.put(scopeN(2), inflight, now)
+	if c.get(scopeN(2), now) != nil {
+		t.Fatal("cached an in-flight record")
+	}
+	var off *replayCache = newReplayCache(-1)
+	off.put(a, completed("x", now.Add(time.Hour)), now)
+	if off.get(a, now) != nil {
+		t.Fatal("a disabled cache answered")
+	}
+}
