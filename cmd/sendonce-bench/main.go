@@ -6,6 +6,7 @@
 //	sendonce-bench --url http://127.0.0.1:8787 --key so_… --mode new --duration 10s
 //	sendonce-bench --spawn-api 3 --db postgres://…/bench --mode new
 //	sendonce-bench --spawn-api 1 --db sqlite:/tmp/b/s.db --sendonce ./sendonce --mode all --json out.json
+//	sendonce-bench --baseline 127.0.0.1:8788   # the bare net/http yardstick
 //
 // Modes: new (a fresh Idempotency-Key per request), replay (the same keys
 // again), storm (N keys × K concurrent duplicates, then every key looked up:
@@ -97,8 +98,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.spawnAPI, "spawn-api", 0, "start this many `sendonce serve --role api` processes (plus one worker) on --db")
 	fs.StringVar(&c.db, "db", "", "database for --spawn-api (sqlite:PATH or postgres://…)")
 	fs.StringVar(&c.binary, "sendonce", "sendonce", "the sendonce binary for --spawn-api")
+	baseline := fs.String("baseline", "", "only serve the yardstick — bare net/http answering a JSON POST — on this address, for wrk or this tool")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *baseline != "" {
+		return serveBaseline(ctx, *baseline, stdout)
 	}
 	c.urls = strings.Split(urls, ",")
 	c.to = "bench@example.com"

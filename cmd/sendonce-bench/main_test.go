@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/smtp"
 	"os"
 	"path/filepath"
@@ -175,5 +178,28 @@ func TestRun_DeliveryNeedsSpawn(t *testing.T) {
 	err := run(context.Background(), []string{"--mode", "delivery", "--key", "x"}, &out, &out)
 	if err == nil || !strings.Contains(err.Error(), "--spawn-api") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The yardstick answers a JSON POST with JSON and refuses what is not one.
+func TestBaselineHandler(t *testing.T) {
+	srv := httptest.NewServer(baselineHandler())
+	defer srv.Close()
+	res, err := http.Post(srv.URL, "application/json", strings.NewReader(`{"to":"a@example.com"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !json.Valid(b) || res.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("%d %q %s", res.StatusCode, res.Header.Get("Content-Type"), b)
+	}
+	res, err = http.Post(srv.URL, "application/json", strings.NewReader(`{not json`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 400 {
+		t.Fatalf("bad JSON: %d, want 400", res.StatusCode)
 	}
 }

@@ -38,6 +38,7 @@ type Service struct {
 	store  core.Store
 	cfg    Config
 	logger *slog.Logger
+	keys   keyCache
 }
 
 // New returns a Service.
@@ -132,6 +133,7 @@ func (s *Service) CreateKey(ctx context.Context, p NewKeyParams) (*core.APIKey, 
 
 // RevokeKey revokes a key at once.
 func (s *Service) RevokeKey(ctx context.Context, id string) error {
+	defer s.keys.forget(id) // after the commit: no reader can cache the old record past it
 	return s.store.InTx(ctx, func(tx core.Tx) error { return tx.RevokeAPIKey(ctx, id, s.Now()) })
 }
 
@@ -149,12 +151,20 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*core.APIKey
 	if !ok || id == "" || len(id) > 64 {
 		return nil, ErrUnauthorized
 	}
-	k, err := s.store.APIKey(ctx, id)
-	if errors.Is(err, core.ErrNotFound) {
-		return nil, ErrUnauthorized
-	}
-	if err != nil {
-		return nil, fmt.Errorf("authenticate: %w", err)
+	// The cache's clock is the machine's, not the service clock (which
+	// tests may stop): it bounds staleness in real time.
+	now := time.Now()
+	k := s.keys.get(id, now)
+	if k == nil {
+		var err error
+		k, err = s.store.APIKey(ctx, id)
+		if errors.Is(err, core.ErrNotFound) {
+			return nil, ErrUnauthorized
+		}
+		if err != nil {
+			return nil, fmt.Errorf("authenticate: %w", err)
+		}
+		s.keys.put(k, now)
 	}
 	if subtle.ConstantTimeCompare(k.SecretHash, hashSecret(secret)) != 1 || k.RevokedAt != nil {
 		return nil, ErrUnauthorized

@@ -979,3 +979,30 @@ func TestOps_HealthzAndMetrics(t *testing.T) {
 		}
 	})
 }
+
+// A revoked key stops working: at once when revoked through this process,
+// and within app.KeyCacheTTL when another process (sendonce keys revoke)
+// revoked it in the database, though this one had it cached.
+func TestAuth_RevocationTakesEffect(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		a := newSendAPI(t, sendoncetest.Options{Backend: backend, NoWorkers: true})
+		scopes := []core.Scope{core.ScopeRead}
+
+		here, hereSecret := a.NewKey(t, app.NewKeyParams{Name: "here", Scopes: scopes})
+		if r := a.get(hereSecret, "/v1/sends"); r.Status != http.StatusOK {
+			t.Fatalf("before revocation: %d", r.Status)
+		}
+		if err := a.Server.Service.RevokeKey(context.Background(), here.ID); err != nil {
+			t.Fatal(err)
+		}
+		a.wantError("revoked here", a.get(hereSecret, "/v1/sends"), http.StatusUnauthorized, core.CodeUnauthorized, "")
+
+		there, thereSecret := a.NewKey(t, app.NewKeyParams{Name: "there", Scopes: scopes})
+		if r := a.get(thereSecret, "/v1/sends"); r.Status != http.StatusOK {
+			t.Fatalf("before revocation: %d", r.Status)
+		}
+		a.Exec(t, `UPDATE api_keys SET revoked_at = ? WHERE id = ?`, time.Now().UnixMicro(), there.ID)
+		time.Sleep(app.KeyCacheTTL + 100*time.Millisecond)
+		a.wantError("revoked by another process", a.get(thereSecret, "/v1/sends"), http.StatusUnauthorized, core.CodeUnauthorized, "")
+	})
+}
