@@ -21,6 +21,9 @@ type Metrics struct {
 	IdempotencyConflicts *prometheus.CounterVec // reason: in_use | reused
 	DeliveryAttempts     *prometheus.CounterVec // outcome: sent | tempfail | permfail | unknown
 	HTTPRequests         *prometheus.CounterVec // code
+	// GroupCommitSize observes how many write transactions each SQLite
+	// commit carried (only on SQLite).
+	GroupCommitSize prometheus.Histogram
 }
 
 // New registers the metrics. queueDepth is read at every scrape.
@@ -43,6 +46,10 @@ func New(queueDepth func(ctx context.Context) (int, error)) *Metrics {
 		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sendonce_http_requests_total", Help: "HTTP requests by status code.",
 		}, []string{"code"}),
+		GroupCommitSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "sendonce_db_group_commit_size", Help: "Write transactions that shared one SQLite commit.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+		}),
 	}
 	for _, r := range []string{"in_use", "reused"} {
 		m.IdempotencyConflicts.WithLabelValues(r)
@@ -50,7 +57,7 @@ func New(queueDepth func(ctx context.Context) (int, error)) *Metrics {
 	for _, o := range []string{"sent", "tempfail", "permfail", "unknown"} {
 		m.DeliveryAttempts.WithLabelValues(o)
 	}
-	reg.MustRegister(m.SendsAccepted, m.IdempotentReplays, m.IdempotencyConflicts, m.DeliveryAttempts, m.HTTPRequests,
+	reg.MustRegister(m.SendsAccepted, m.IdempotentReplays, m.IdempotencyConflicts, m.DeliveryAttempts, m.HTTPRequests, m.GroupCommitSize,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if queueDepth != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -39,6 +39,15 @@ type groupCommit struct {
 	batches  func(n int) // observes batch sizes (metrics, tests); may be nil
 }
 
+// ObserveGroupCommits has fn called with the number of transactions of
+// every SQLite commit (for metrics). Call it once, before the store is
+// used; it does nothing on PostgreSQL.
+func (s *Store) ObserveGroupCommits(fn func(n int)) {
+	if s.gc != nil {
+		s.gc.batches = fn
+	}
+}
+
 type txReq struct {
 	ctx      context.Context
 	fn       func(core.Tx) error
