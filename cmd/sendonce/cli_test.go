@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/app"
 )
 
 func authGet(t *testing.T, url, secret string) int {
@@ -45,8 +48,11 @@ func TestKeys_CreateListRevokeWhileServing(t *testing.T) {
 		t.Fatalf("keys list shows the secret:\n%s", list)
 	}
 	run(t, binPath, "keys", "revoke", "--db", db, id)
+	// The server had the key cached: revocation by another process takes
+	// effect within app.KeyCacheTTL (a second).
+	time.Sleep(app.KeyCacheTTL + 100*time.Millisecond)
 	if code := authGet(t, p.url+"/v1/sends", secret); code != http.StatusUnauthorized {
-		t.Fatalf("revoked key: %d, want 401", code)
+		t.Fatalf("revoked key after %s: %d, want 401", app.KeyCacheTTL, code)
 	}
 	if strings.Contains(p.logText(), secret) {
 		t.Fatal("the server log contains an API key secret")

@@ -53,7 +53,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	defer s.Store.Close()
+	// Last: ends the relays' pooled sessions (QUIT) and closes the
+	// database, after the workers stopped below.
+	defer func() { _ = s.Close(context.WithoutCancel(ctx)) }()
 
 	if cfg.Pprof != "" {
 		stopPprof, err := startPprof(cfg.Pprof, logger)

@@ -117,9 +117,33 @@ func (d *Deliverer) smtpTransport(url string) (transport.Transport, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Relays are long-lived: keep their sessions for the next message,
+	// as many as may be open at once.
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = DefaultRelaySessions
+	}
+	cfg.MaxIdle = cfg.MaxSessions
 	t := transport.NewSMTP(cfg)
 	d.smtp[url] = t
 	return t, nil
+}
+
+// DefaultRelaySessions bounds the sessions open to one relay when its URL
+// has no max_sessions.
+const DefaultRelaySessions = 20
+
+// Close ends the relays' idle sessions. Call it after the workers stopped.
+func (d *Deliverer) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	for url, t := range d.smtp {
+		if c, ok := t.(interface{ Close() error }); ok {
+			errs = append(errs, c.Close())
+		}
+		delete(d.smtp, url)
+	}
+	return errors.Join(errs...)
 }
 
 // transportFor picks the send's mailbox transport or the default.

@@ -215,9 +215,12 @@ func waitMessage(t *testing.T, srv *smtptest.Server, messageID string) smtptest.
 
 func TestCompat_MaileraRoutes(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, AllowNoKey: true})
+		// The relays first: cleanups run last-first, and the server must
+		// have ended its pooled sessions to them before they check that no
+		// client is left.
 		good := smtptest.Start(t, smtptest.Options{Username: "sales", Password: "right-pass"})
 		bad := smtptest.Start(t, smtptest.Options{Username: "sales", Password: "other-pass"})
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, AllowNoKey: true})
 		do := func(method, path, idem string, body any) *sendoncetest.Response {
 			return env.Do(t, sendoncetest.Request{Method: method, Path: path, Key: env.AdminKey, IdemKey: idem, Body: body})
 		}

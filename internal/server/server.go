@@ -219,7 +219,7 @@ func (s *Server) Stop(ctx context.Context) error {
 
 // Close stops the workers if needed and closes the database.
 func (s *Server) Close(ctx context.Context) error {
-	err := errors.Join(s.Stop(ctx), s.Store.Close())
+	err := errors.Join(s.Stop(ctx), s.Deliver.Close(), s.Store.Close())
 	if s.redis != nil {
 		err = errors.Join(err, s.redis.Close())
 	}

@@ -64,9 +64,28 @@ type SMTPConfig struct {
 	DialTimeout    time.Duration // TCP connect and implicit TLS handshake
 	CommandTimeout time.Duration // each command and its reply
 	DataTimeout    time.Duration // the whole body plus the final reply
+
+	// MaxIdle is how many sessions are kept open between messages and
+	// reused (after an RSET that proves them alive). 0 closes every session
+	// after its message, as a one-shot client should.
+	MaxIdle int
+	// MaxSessions bounds the sessions open to the relay at once; a Deliver
+	// beyond it waits for one to finish. 0 means no bound.
+	MaxSessions int
+	// IdleTimeout closes a session that waited this long for its next
+	// message; relays drop idle clients after a minute or so. Defaults to
+	// 30s.
+	IdleTimeout time.Duration
+	// MaxSessionAge closes a session this old instead of reusing it again.
+	// Defaults to 5 minutes.
+	MaxSessionAge time.Duration
 }
 
-// ParseSMTPURL parses smtp://[user:pass@]host[:port][?tls=none|starttls|tls]
+// MaxSessionsLimit is the largest max_sessions an SMTP URL may ask for.
+const MaxSessionsLimit = 1000
+
+// ParseSMTPURL parses
+// smtp://[user:pass@]host[:port][?tls=none|starttls|tls][&max_sessions=N]
 // or smtps://… (meaning tls=tls). User and password are URL-decoded. The port
 // defaults to 25, or 465 with implicit TLS. Errors never quote the password.
 func ParseSMTPURL(s string) (SMTPConfig, error) {
@@ -106,13 +125,21 @@ func ParseSMTPURL(s string) (SMTPConfig, error) {
 		return cfg, fmt.Errorf("transport: invalid SMTP URL query: %w", err)
 	}
 	for key, vals := range q {
+		if len(vals) != 1 {
+			return cfg, fmt.Errorf("transport: invalid SMTP URL: %s given more than once", key)
+		}
+		if key == "max_sessions" {
+			n, err := strconv.Atoi(vals[0])
+			if err != nil || n < 1 || n > MaxSessionsLimit {
+				return cfg, fmt.Errorf("transport: invalid SMTP URL: max_sessions must be 1 to %d", MaxSessionsLimit)
+			}
+			cfg.MaxSessions = n
+			continue
+		}
 		// Unknown parameters are refused because a typo such as "tsl=tls"
 		// would otherwise silently weaken security.
 		if key != "tls" {
 			return cfg, fmt.Errorf("transport: invalid SMTP URL: unknown parameter %q", key)
-		}
-		if len(vals) != 1 {
-			return cfg, errors.New("transport: invalid SMTP URL: tls given more than once")
 		}
 		mode := TLSMode(strings.ToLower(vals[0]))
 		if mode == TLSOpportunistic || !mode.valid() {
@@ -201,6 +228,12 @@ func (c SMTPConfig) withDefaults() SMTPConfig {
 	}
 	if c.DataTimeout <= 0 {
 		c.DataTimeout = DefaultDataTimeout
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 30 * time.Second
+	}
+	if c.MaxSessionAge <= 0 {
+		c.MaxSessionAge = 5 * time.Minute
 	}
 	return c
 }

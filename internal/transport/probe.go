@@ -16,14 +16,17 @@ func Probe(ctx context.Context, cfg SMTPConfig) error {
 		return &Error{Class: Temporary, Stage: StageDial, Err: fmt.Errorf("invalid transport configuration: %w", err)}
 	}
 	a := &attempt{cfg: &cfg, stage: StageDial}
-	c, _, done, err := a.session(ctx)
+	ss, stop, err := a.session(ctx)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer func() {
+		stop()
+		ss.raw.Close()
+	}()
 	a.stage = StageQuit
-	c.CommandTimeout = min(cfg.CommandTimeout, quitTimeout)
-	if err := c.Quit(); err != nil {
+	ss.c.CommandTimeout = min(cfg.CommandTimeout, quitTimeout)
+	if err := ss.c.Quit(); err != nil {
 		return a.fail(ctx, err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/textproto"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/emersion/go-sasl"
@@ -20,19 +21,95 @@ import (
 // server must not hold the attempt for a full CommandTimeout.
 const quitTimeout = 10 * time.Second
 
-// SMTP delivers to one relay over SMTP. It is safe for concurrent use; each
-// Deliver uses its own connection.
+// SMTP delivers to one relay over SMTP. It is safe for concurrent use.
+//
+// With MaxIdle set it keeps sessions open between messages: a session
+// whose message was accepted goes back to the pool, and the next Deliver
+// takes it, says RSET — which also proves it still alive — and sends its
+// message without a new connect, greeting, TLS handshake, EHLO and AUTH.
+// A session that failed in any way is closed, never reused. A session
+// found dead at RSET costs nothing but a new one: no message was started
+// on it. MaxSessions bounds the sessions open at once.
 type SMTP struct {
 	cfg SMTPConfig
+	sem chan struct{} // one token per open session; nil: no bound
+
+	mu     sync.Mutex
+	idle   []*session // most recently used last
+	closed bool
 }
 
 var _ Transport = (*SMTP)(nil)
+
+// session is an open, authenticated relay session between messages.
+type session struct {
+	c      *smtp.Client
+	nc     net.Conn // the connection go-smtp uses (deadlines)
+	raw    net.Conn // the socket (closing aborts everything)
+	opened time.Time
+	idled  time.Time
+}
 
 // NewSMTP returns a relay transport. Configuration errors (no host, unknown
 // TLS mode) are reported by Deliver as Temporary errors at the dial stage,
 // since they are fixed by the operator, not by changing the message.
 func NewSMTP(cfg SMTPConfig) *SMTP {
-	return &SMTP{cfg: cfg.withDefaults()}
+	s := &SMTP{cfg: cfg.withDefaults()}
+	if s.cfg.MaxSessions > 0 {
+		s.sem = make(chan struct{}, s.cfg.MaxSessions)
+	}
+	return s
+}
+
+// Close ends the idle sessions (with QUIT) and stops keeping new ones.
+func (s *SMTP) Close() error {
+	s.mu.Lock()
+	idle := s.idle
+	s.idle, s.closed = nil, true
+	s.mu.Unlock()
+	for _, ss := range idle {
+		s.quit(ss)
+	}
+	return nil
+}
+
+func (s *SMTP) quit(ss *session) {
+	ss.c.CommandTimeout = min(s.cfg.CommandTimeout, quitTimeout)
+	_ = ss.c.Quit()
+	ss.raw.Close()
+}
+
+// take returns an idle session young enough to reuse, nil when there is
+// none; it closes the ones past their time.
+func (s *SMTP) take() *session {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.idle) > 0 {
+		ss := s.idle[len(s.idle)-1]
+		s.idle = s.idle[:len(s.idle)-1]
+		if now.Sub(ss.idled) < s.cfg.IdleTimeout && now.Sub(ss.opened) < s.cfg.MaxSessionAge {
+			return ss
+		}
+		ss.raw.Close() // the relay may have dropped it already: no QUIT
+	}
+	return nil
+}
+
+// put keeps a session whose message was accepted, or ends it.
+func (s *SMTP) put(ss *session) {
+	now := time.Now()
+	if err := ss.nc.SetDeadline(time.Time{}); err == nil && now.Sub(ss.opened) < s.cfg.MaxSessionAge {
+		s.mu.Lock()
+		if !s.closed && len(s.idle) < s.cfg.MaxIdle {
+			ss.idled = now
+			s.idle = append(s.idle, ss)
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+	}
+	s.quit(ss)
 }
 
 // Deliver sends one message. It returns nil only when the server answered
@@ -49,8 +126,47 @@ func (s *SMTP) Deliver(ctx context.Context, env Envelope, raw []byte) error {
 	if stage, err := checkEnvelope(env); err != nil {
 		return &Error{Class: Permanent, Stage: stage, Err: err}
 	}
+	if s.sem != nil {
+		select {
+		case s.sem <- struct{}{}:
+			defer func() { <-s.sem }()
+		case <-ctx.Done():
+			return &Error{Class: Temporary, Stage: StageDial, Err: fmt.Errorf("waiting for a free session: %w", context.Cause(ctx))}
+		}
+	}
+	for ss := s.take(); ss != nil; ss = s.take() {
+		a := &attempt{cfg: &s.cfg, stage: StageRset, reached: true, client: ss.c}
+		stop := context.AfterFunc(ctx, func() { ss.raw.Close() })
+		ss.c.CommandTimeout = s.cfg.CommandTimeout
+		if err := ss.c.Reset(); err != nil {
+			// Dead or confused: nothing of this message was sent on it.
+			stop()
+			ss.raw.Close()
+			if ctx.Err() != nil {
+				return a.fail(ctx, err)
+			}
+			continue
+		}
+		err := a.transaction(ctx, ss, env, raw)
+		if !stop() || err != nil {
+			ss.raw.Close()
+			return err
+		}
+		s.put(ss)
+		return nil
+	}
 	a := &attempt{cfg: &s.cfg, stage: StageDial}
-	return a.run(ctx, env, raw)
+	ss, stop, err := a.session(ctx)
+	if err != nil {
+		return err
+	}
+	err = a.transaction(ctx, ss, env, raw)
+	if !stop() || err != nil {
+		ss.raw.Close()
+		return err
+	}
+	s.put(ss)
+	return nil
 }
 
 // checkEnvelope refuses envelopes no server could ever accept, so that they
@@ -93,33 +209,32 @@ type attempt struct {
 }
 
 // session takes a relay session as far as a Deliver and a Probe share:
-// connect, greeting, TLS as configured, EHLO, AUTH. The caller must call
-// done when finished with the client; on error everything is closed.
-func (a *attempt) session(ctx context.Context) (c *smtp.Client, nc net.Conn, done func(), err error) {
+// connect, greeting, TLS as configured, EHLO, AUTH. While ctx lives, its
+// end closes the socket; stop ends that watch and reports whether it was
+// still in time (false: the socket is being closed). On error everything
+// is closed.
+func (a *attempt) session(ctx context.Context) (ss *session, stop func() bool, err error) {
 	cfg := a.cfg
 	dialer := net.Dialer{Timeout: cfg.DialTimeout}
 	rawConn, err := dialer.DialContext(ctx, "tcp", net.JoinHostPort(cfg.Host, cfg.Port))
 	if err != nil {
-		return nil, nil, nil, a.fail(ctx, err)
+		return nil, nil, a.fail(ctx, err)
 	}
 	// go-smtp has no context: closing the socket is the only way to abort a
 	// blocked read or write. Closing is safe while other goroutines use it.
-	stop := context.AfterFunc(ctx, func() { rawConn.Close() })
-	done = func() {
+	stop = context.AfterFunc(ctx, func() { rawConn.Close() })
+	failed := func(err error) (*session, func() bool, error) {
+		e := a.fail(ctx, err) // may still say QUIT: close afterwards
 		stop()
 		rawConn.Close()
-	}
-	failed := func(err error) (*smtp.Client, net.Conn, func(), error) {
-		e := a.fail(ctx, err) // may still say QUIT: close afterwards
-		done()
-		return nil, nil, nil, e
+		return nil, nil, e
 	}
 
 	conn, err := a.open(ctx, rawConn)
 	if err != nil {
 		return failed(err)
 	}
-	c = smtp.NewClient(conn.client)
+	c := smtp.NewClient(conn.client)
 	a.client = c
 	c.CommandTimeout = cfg.CommandTimeout
 	c.SubmissionTimeout = cfg.DataTimeout
@@ -134,16 +249,17 @@ func (a *attempt) session(ctx context.Context) (c *smtp.Client, nc net.Conn, don
 			return failed(err)
 		}
 	}
-	return c, conn.client, done, nil
+	now := time.Now()
+	return &session{c: c, nc: conn.client, raw: rawConn, opened: now, idled: now}, stop, nil
 }
 
-func (a *attempt) run(ctx context.Context, env Envelope, raw []byte) error {
+// transaction sends one message on an open session: MAIL, RCPT, DATA. It
+// leaves the session ready for the next message when it returns nil.
+func (a *attempt) transaction(ctx context.Context, ss *session, env Envelope, raw []byte) error {
 	cfg := a.cfg
-	c, nc, done, err := a.session(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
+	c, nc := ss.c, ss.nc
+	c.CommandTimeout = cfg.CommandTimeout
+	c.SubmissionTimeout = cfg.DataTimeout
 
 	a.stage = StageMail
 	opts := &smtp.MailOptions{Size: int64(len(raw))}
@@ -193,11 +309,6 @@ func (a *attempt) run(ctx context.Context, env Envelope, raw []byte) error {
 		}
 	}
 
-	// The message is accepted; QUIT is a courtesy whose failure changes
-	// nothing.
-	a.stage = StageQuit
-	c.CommandTimeout = min(cfg.CommandTimeout, quitTimeout)
-	_ = c.Quit()
 	return nil
 }
 

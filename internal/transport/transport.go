@@ -57,6 +57,7 @@ const (
 	StageData     = "data"     // the DATA command, up to its 354 reply
 	StageDataEnd  = "data-end" // the message body and the reply to its end
 	StageQuit     = "quit"
+	StageRset     = "rset" // RSET on a reused session (a failure there is never the message's)
 )
 
 // Error is every failure Deliver returns.

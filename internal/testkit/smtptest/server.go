@@ -55,8 +55,9 @@ type Options struct {
 	AllowInsecureAuth bool
 }
 
-// Behaviour says how sessions answer. Each session takes a snapshot when it
-// starts (at EHLO, and again after STARTTLS).
+// Behaviour says how sessions answer. Each transaction takes a snapshot
+// when it starts (at MAIL), so a change applies to sessions a client keeps
+// open and reuses, as it would on a real server.
 type Behaviour struct {
 	// MailErr, RcptErr and DataErr answer MAIL, every RCPT, and the end of
 	// DATA with this error (e.g. 451 or 550).
@@ -88,6 +89,7 @@ type Server struct {
 	behaviour Behaviour
 	messages  []Message
 	accepted  int
+	peak      int
 	open      map[*trackedConn]struct{}
 }
 
@@ -205,6 +207,17 @@ func (s *Server) Connections() int {
 	return s.accepted
 }
 
+// PeakConnections returns the most connections that were open at once.
+func (s *Server) PeakConnections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak
+}
+
+// Disconnect closes every client connection from the server's side, as a
+// relay does with clients idle too long.
+func (s *Server) Disconnect() { s.closeAll() }
+
 func (s *Server) openCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -245,6 +258,7 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 	l.s.mu.Lock()
 	l.s.accepted++
 	l.s.open[tc] = struct{}{}
+	l.s.peak = max(l.s.peak, len(l.s.open))
 	l.s.mu.Unlock()
 	return tc, nil
 }
@@ -309,6 +323,9 @@ func (ss *session) Auth(mech string) (sasl.Server, error) {
 }
 
 func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
+	ss.s.mu.Lock()
+	ss.b = ss.s.behaviour
+	ss.s.mu.Unlock()
 	if ss.b.HangUpBeforeData {
 		ss.conn.Conn().Close()
 		return errors.New("smtptest: hung up on MAIL")
