@@ -95,15 +95,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.stormKeys, "storm-keys", 1000, "storm: at most this many keys, each sent --storm-dupes times at once")
 	fs.IntVar(&c.stormDupes, "storm-dupes", 8, "storm: concurrent duplicates per key")
 	fs.StringVar(&c.jsonFile, "json", "", "also write the rows as JSON to this file (- for standard output)")
-	fs.IntVar(&c.spawnAPI, "spawn-api", 0, "start this many `sendonce serve --role api` processes (plus one worker) on --db")
+	fs.IntVar(&c.spawnAPI, "spawn-api", 0, "start this many `sendonce serve --role api` processes (plus one worker) on --db; 1 on SQLite: one process in both roles")
 	fs.StringVar(&c.db, "db", "", "database for --spawn-api (sqlite:PATH or postgres://…)")
 	fs.StringVar(&c.binary, "sendonce", "sendonce", "the sendonce binary for --spawn-api")
+	sinkAddr := fs.String("sink", "", "only serve the built-in SMTP sink on this address (a relay for a server started by hand)")
 	baseline := fs.String("baseline", "", "only serve the yardstick — bare net/http answering a JSON POST — on this address, for wrk or this tool")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *baseline != "" {
 		return serveBaseline(ctx, *baseline, stdout)
+	}
+	if *sinkAddr != "" {
+		return serveSink(ctx, *sinkAddr, stdout)
 	}
 	c.urls = strings.Split(urls, ",")
 	c.to = "bench@example.com"

@@ -42,8 +42,33 @@ type rcptCount struct {
 }
 
 // startSink listens on 127.0.0.1:0 and serves until close.
-func startSink() (*sink, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func startSink() (*sink, error) { return startSinkOn("127.0.0.1:0") }
+
+// serveSink runs the sink alone on addr until ctx ends, printing the
+// messages it took every few seconds: a relay for a sendonce started by
+// hand (--transport smtp://ADDR?tls=none).
+func serveSink(ctx context.Context, addr string, stdout io.Writer) error {
+	s, err := startSinkOn(addr)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	fmt.Fprintf(stdout, "SMTP sink on %s (Ctrl-C stops it)\n", s.addr)
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(stdout, "%d messages\n", s.messages())
+			return nil
+		case <-t.C:
+			fmt.Fprintf(stdout, "%d messages\n", s.messages())
+		}
+	}
+}
+
+func startSinkOn(addr string) (*sink, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("sink: listen: %w", err)
 	}

@@ -22,7 +22,9 @@ type cluster struct {
 var listening = regexp.MustCompile(`msg=listening addr=(\S+)`)
 
 // spawn starts n API processes and one worker on db with the transport
-// ("" for the capture inbox), and makes an API key.
+// ("" for the capture inbox), and makes an API key. One API process on
+// SQLite is instead one process in both roles — sendonce's embedded
+// default: two processes on one SQLite file take turns at its write lock.
 func spawn(ctx context.Context, bin, db, transport string, n int) (*cluster, error) {
 	if db == "" {
 		return nil, fmt.Errorf("--spawn-api needs --db")
@@ -68,8 +70,14 @@ func spawn(ctx context.Context, bin, db, transport string, n int) (*cluster, err
 			return "", fmt.Errorf("%s %s did not start", bin, role)
 		}
 	}
+	single := n == 1 && strings.HasPrefix(db, "sqlite:")
+	first := "worker"
+	if single {
+		first = "all"
+	}
 	// The worker first: it migrates an empty database.
-	if _, err := start("worker"); err != nil {
+	addr, err := start(first)
+	if err != nil {
 		cl.stop()
 		return nil, err
 	}
@@ -79,6 +87,10 @@ func spawn(ctx context.Context, bin, db, transport string, n int) (*cluster, err
 		return nil, fmt.Errorf("keys create: %w", err)
 	}
 	cl.key = strings.TrimSpace(string(out))
+	if single {
+		cl.urls = []string{"http://" + addr}
+		return cl, nil
+	}
 	for range n {
 		a, err := start("api")
 		if err != nil {

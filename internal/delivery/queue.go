@@ -96,7 +96,9 @@ type QueueConfig struct {
 	// Work says whether this process runs delivery workers (role worker or
 	// all). An API-only process only inserts jobs.
 	Work bool
-	// Workers is how many attempts run at once. Defaults to 20.
+	// Workers is how many attempts run at once. Defaults to 100: an attempt
+	// mostly waits (for a commit, for the relay), and each relay bounds its
+	// own sessions (max_sessions).
 	Workers int
 	// PollInterval is how often idle workers look for jobs. Defaults to
 	// 200ms (SQLite has no LISTEN/NOTIFY; this bounds the pickup delay).
@@ -142,7 +144,7 @@ func MigratePostgres(ctx context.Context, pool *pgxpool.Pool) error {
 
 func (qc *QueueConfig) setDefaults() {
 	if qc.Workers <= 0 {
-		qc.Workers = 20
+		qc.Workers = 100
 	}
 	if qc.PollInterval <= 0 {
 		qc.PollInterval = 200 * time.Millisecond
@@ -176,7 +178,9 @@ func riverConfig(d *Deliverer, qc QueueConfig, logger *slog.Logger) *river.Confi
 	rc.Workers = workers
 	rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: qc.Workers}}
 	rc.FetchPollInterval = qc.PollInterval
-	rc.FetchCooldown = min(qc.PollInterval, 50*time.Millisecond)
+	// Under load the workers fetch again this soon after a fetch: with 100
+	// workers and 50 ms, fetching capped delivery near 2,000 messages/s.
+	rc.FetchCooldown = min(qc.PollInterval, 10*time.Millisecond)
 	// Periodic jobs run on the elected leader only: once per cluster.
 	rc.PeriodicJobs = []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(max(d.cfg.AttemptLease/3, time.Second)),

@@ -64,7 +64,7 @@ type Config struct {
 	AttemptLease time.Duration
 	// Work runs delivery workers in this process (roles worker and all).
 	Work bool
-	// Workers defaults to 20; PollInterval to 200ms.
+	// Workers defaults to 100; PollInterval to 200ms.
 	Workers      int
 	PollInterval time.Duration
 	// Now is the clock of the idempotency and delivery rules. Defaults to

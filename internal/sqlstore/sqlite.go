@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite"
 )
 
 //go:embed migrations/sqlite/*.sql
@@ -45,19 +45,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// so a transaction never fails halfway on a lock upgrade.
 	common := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)"
 	u := "file:" + (&url.URL{Path: path}).EscapedPath()
-	w, err := sql.Open("sqlite", u+"?"+common+"&_txlock=immediate")
-	if err != nil {
-		return nil, fmt.Errorf("open sqlite: %w", err)
-	}
+	w := sql.OpenDB(stmtConnector{d: &sqlite.Driver{}, dsn: u + "?" + common + "&_txlock=immediate"})
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	r, err := sql.Open("sqlite", u+"?"+common+"&_pragma=query_only(1)")
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("open sqlite: %w", err)
-	}
+	r := sql.OpenDB(stmtConnector{d: &sqlite.Driver{}, dsn: u + "?" + common + "&_pragma=query_only(1)"})
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
 	wstmts, rstmts := newStmtCache(w), newStmtCache(r)
