@@ -55,17 +55,29 @@ pids+=($!)
 sleep 1
 series baseline http://127.0.0.1:18788
 
-db="sqlite:$work/db/sendonce.db"
-SENDONCE_API_KEY=$("$work/sendonce" keys create --db "$db" --name bench --scopes send,read)
-export SENDONCE_API_KEY
-"$work/sendonce" serve --db "$db" --addr 127.0.0.1:18787 2>"$work/serve.log" &
-pids+=($!)
-sleep 2
+# serve NAME: a fresh sendonce on the embedded defaults (one process, SQLite,
+# the capture inbox), and an API key for it in SENDONCE_API_KEY.
+serve() {
+	local db="sqlite:$work/$1/sendonce.db"
+	SENDONCE_API_KEY=$("$work/sendonce" keys create --db "$db" --name bench --scopes send,read)
+	export SENDONCE_API_KEY
+	"$work/sendonce" serve --db "$db" --addr 127.0.0.1:18787 2>"$work/$1.log" &
+	pids+=($!)
+	sleep 2
+}
+stop() {
+	kill "${pids[-1]}"
+	wait "${pids[-1]}" 2>/dev/null || true
+}
+
+serve new
 series new http://127.0.0.1:18787
+stop
+# A server of its own: the new-key runs leave a delivery backlog behind.
+serve replay
 WRK_KEYS=200 wrkrun http://127.0.0.1:18787 >/dev/null # the replay keys exist from here on
 series replay http://127.0.0.1:18787 WRK_KEYS=200
-kill "${pids[-1]}"
-wait "${pids[-1]}" 2>/dev/null || true
+stop
 
 for i in $(seq "$RUNS"); do
 	rm -rf "$work/b"
