@@ -38,10 +38,13 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := delivery.ValidateTransport(cfg.Transport); err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
-	logger, err := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	blog := newBufferedLog(stderr)
+	defer blog.Close() // last: after the final log lines
+	logger, err := newLogger(blog, cfg.LogFormat, cfg.LogLevel)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
+	logger = slog.New(flushOnWarn{Handler: logger.Handler(), b: blog})
 
 	s, err := server.New(ctx, server.Config{
 		DB: cfg.DB, Transport: cfg.Transport, From: cfg.From, IdempotencyTTL: cfg.IdempotencyTTL,
