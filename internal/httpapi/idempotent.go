@@ -131,32 +131,40 @@ func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
 		r = r.WithContext(context.WithValue(ctx, idemKeyCtx, idemKey))
 		sc := idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: idemKey}
 		// A completed key is answered without a write: from this process's
-		// cache, or from the database's read pool.
-		if s.answerCompleted(w, r, o, sc, fp) {
+		// cache, from the front cache (Redis), or from the database's read
+		// pool, in that order.
+		now := s.svc.Now()
+		if rec := s.replays.get(sc, now); rec != nil && s.answerRecord(w, r, o, rec, fp, now) {
 			return
 		}
 		frontToken, handled := s.frontReserve(w, r, o, sc, fp)
 		if handled {
 			return
 		}
+		if s.answerStored(w, r, o, sc, fp, now) {
+			s.frontRelease(ctx, sc, frontToken)
+			return
+		}
 		s.runTx(w, r, key, body, h, &reservation{scope: sc, fingerprint: fp, frontToken: frontToken}, o)
 	})
 }
 
-// answerCompleted answers a replay or a reused key from a completed record
-// (the replay cache's, else the database's read pool) and reports whether
-// it did. Anything else — a new key, one in flight, one expired — is
-// decided inside the write transaction.
-func (s *Server) answerCompleted(w http.ResponseWriter, r *http.Request, o postOpts, sc idempotency.Scope, fp string) bool {
-	now := s.svc.Now()
-	rec := s.replays.get(sc, now)
-	if rec == nil {
-		var err error
-		if rec, err = s.store.CompletedIdempotency(r.Context(), sc); err != nil || rec == nil {
-			return false // an error here is met again, and reported, on the write path
-		}
-		s.replays.put(sc, rec, now)
+// answerStored answers a replay or a reused key from the database's
+// completed record, read without the write lock, and reports whether it
+// did. Anything else — a new key, one in flight, one expired — is decided
+// inside the write transaction.
+func (s *Server) answerStored(w http.ResponseWriter, r *http.Request, o postOpts, sc idempotency.Scope, fp string, now time.Time) bool {
+	rec, err := s.store.CompletedIdempotency(r.Context(), sc)
+	if err != nil || rec == nil {
+		return false // an error here is met again, and reported, on the write path
 	}
+	s.replays.put(sc, rec, now)
+	return s.answerRecord(w, r, o, rec, fp, now)
+}
+
+// answerRecord answers from a completed record when it decides the
+// request (a replay or a reused key).
+func (s *Server) answerRecord(w http.ResponseWriter, r *http.Request, o postOpts, rec *idempotency.Record, fp string, now time.Time) bool {
 	d := idempotency.Decision{Outcome: idempotency.Decide(rec, fp, now), Response: rec.Response}
 	if d.Outcome != idempotency.Replay && d.Outcome != idempotency.Mismatch {
 		return false
