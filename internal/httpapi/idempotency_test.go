@@ -1129,3 +1129,41 @@ func TestIdempotency_ReplayCacheAnswersWithoutTheDatabase(t *testing.T) {
 		}
 	})
 }
+
+// Concurrent duplicates in one process wait for the first and get its
+// answer from memory: the database writer sees one transaction for the
+// key, not eight.
+func TestIdempotency_ConcurrentDuplicatesCoalesce(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{Backend: sendoncetest.SQLite, NoWorkers: true})
+	commits := func() float64 {
+		r := env.Do(t, sendoncetest.Request{Method: http.MethodGet, Path: "/metrics"})
+		return metric(t, r.Body, "sendonce_db_group_commit_size_sum")
+	}
+	body := mail(t, "cole@example.com", "coalesced")
+	before := commits()
+	const n = 8
+	res := make([]*sendoncetest.Response, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { res[i] = post(t, env, env.AdminKey, "coalesce-1", body) })
+	}
+	wg.Wait()
+	originals := 0
+	for _, r := range res {
+		if r.Status != http.StatusOK {
+			t.Fatalf("status %d: %s", r.Status, r.Body)
+		}
+		if r.Header.Get("Idempotent-Replayed") != "true" {
+			originals++
+		}
+	}
+	if originals != 1 {
+		t.Fatalf("%d original answers, want 1", originals)
+	}
+	if got := commits() - before; got != 1 {
+		t.Fatalf("%v write transactions for %d concurrent duplicates, want 1", got, n)
+	}
+	if l := listByKey(t, env, env.AdminKey, "coalesce-1"); len(l) != 1 {
+		t.Fatalf("%d sends, want 1", len(l))
+	}
+}

@@ -137,6 +137,29 @@ func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
 		if rec := s.replays.get(sc, now); rec != nil && s.answerRecord(w, r, o, rec, fp, now) {
 			return
 		}
+		if s.replays != nil { // the cache is how a waiter gets the first's answer
+			leader, done := s.running.enter(sc)
+			if leader {
+				defer s.running.leave(sc)
+			} else {
+				t := time.NewTimer(s.cfg.ReservationLease)
+				select {
+				case <-done:
+				case <-t.C: // a first that slow: let the database decide
+				case <-ctx.Done():
+				}
+				t.Stop()
+				if ctx.Err() != nil {
+					// The client is gone; nothing was done for it.
+					s.answer(w, r, o, idempotency.Decision{Outcome: idempotency.InUse})
+					return
+				}
+				now = s.svc.Now()
+				if rec := s.replays.get(sc, now); rec != nil && s.answerRecord(w, r, o, rec, fp, now) {
+					return
+				}
+			}
+		}
 		frontToken, handled := s.frontReserve(w, r, o, sc, fp)
 		if handled {
 			return

@@ -51,6 +51,7 @@ type Server struct {
 	logger  *slog.Logger
 	mux     *http.ServeMux
 	replays *replayCache
+	running running
 }
 
 // NewServer returns the API as an http.Handler.
