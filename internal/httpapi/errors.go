@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -73,9 +74,20 @@ func errorResponse(r *http.Request, logger *slog.Logger, err error) (int, errorB
 	if errors.As(err, &e) && e.Code != core.CodeInternal {
 		return statusOf(e.Code), newErrorBody(e.Code, e.Message, e.Param)
 	}
+	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		// Not a fault of ours: the client left while its request waited
+		// (say, for its turn at the database writer). Nobody reads this
+		// answer; the status keeps it out of the 5xx counts.
+		logger.InfoContext(r.Context(), "client went away before the answer", slog.String("path", r.URL.Path))
+		return StatusClientClosedRequest, newErrorBody(core.CodeInternal, "the client closed the request; nothing was stored", "")
+	}
 	logger.ErrorContext(r.Context(), "internal error", slog.String("path", r.URL.Path), slog.Any("error", err))
 	return http.StatusInternalServerError, newErrorBody(core.CodeInternal, "internal error; nothing was stored, a retry with the same Idempotency-Key runs afresh", "")
 }
+
+// StatusClientClosedRequest is what logs and metrics record for a request
+// whose client left before it was answered (nginx's 499).
+const StatusClientClosedRequest = 499
 
 // marshal encodes a response body. HTML escaping is off: addresses like
 // "<a@b>" stay readable, and the content type is JSON, never HTML.
