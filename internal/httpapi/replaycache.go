@@ -12,9 +12,12 @@ import (
 const DefaultReplayCacheEntries = 10000
 
 // maxCachedBody keeps large stored responses out of the cache: it is for
-// the common, small answer of a send, and its memory stays bounded
-// (entries × this, at worst about 160 MiB; typical answers are under 1 KiB).
+// the common, small answer of a send (typically under 1 KiB).
 const maxCachedBody = 16 << 10
+
+// maxCacheBytes bounds the bodies the cache holds in all, whatever the
+// entry bound: at most this much memory goes to replays.
+const maxCacheBytes = 16 << 20
 
 // replayCache keeps completed idempotency records of this process, so that
 // a retry storm is answered without touching the database.
@@ -31,6 +34,7 @@ type replayCache struct {
 	m     map[idempotency.Scope]*idempotency.Record
 	order []idempotency.Scope // ring of the keys in m, oldest at next
 	next  int
+	bytes int // body bytes held
 }
 
 // newReplayCache returns a cache of at most n records; nil (no cache) when
@@ -55,10 +59,17 @@ func (c *replayCache) get(sc idempotency.Scope, now time.Time) *idempotency.Reco
 	defer c.mu.Unlock()
 	rec := c.m[sc]
 	if rec != nil && !now.Before(rec.ExpiresAt) {
-		delete(c.m, sc) // its slot in the ring is reused in turn
+		c.drop(sc) // its slot in the ring is reused in turn
 		return nil
 	}
 	return rec
+}
+
+func (c *replayCache) drop(sc idempotency.Scope) {
+	if rec, ok := c.m[sc]; ok {
+		c.bytes -= len(rec.Response.Body)
+		delete(c.m, sc)
+	}
 }
 
 // put keeps a completed, unexpired record. The record must not be changed
@@ -71,15 +82,26 @@ func (c *replayCache) put(sc idempotency.Scope, rec *idempotency.Record, now tim
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.m[sc]; ok {
+		c.drop(sc)
 		c.m[sc] = rec
+		c.bytes += len(rec.Response.Body)
 		return
 	}
 	if len(c.order) < c.max {
 		c.order = append(c.order, sc)
 	} else {
-		delete(c.m, c.order[c.next])
+		c.drop(c.order[c.next])
 		c.order[c.next] = sc
 		c.next = (c.next + 1) % c.max
 	}
 	c.m[sc] = rec
+	c.bytes += len(rec.Response.Body)
+	// Over the byte budget: drop the oldest until under it (their ring
+	// slots stay, empty, and are reused in turn).
+	for i := 0; c.bytes > maxCacheBytes && i < len(c.order); i++ {
+		old := (c.next + i) % len(c.order)
+		if c.order[old] != sc {
+			c.drop(c.order[old])
+		}
+	}
 }

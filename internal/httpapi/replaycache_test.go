@@ -83,3 +83,28 @@ func TestReplayCache_ScopeSizeAndOff(t *testing.T) {
 		t.Fatal("a disabled cache answered")
 	}
 }
+
+// However many entries it may hold, the cache keeps at most maxCacheBytes
+// of bodies, dropping the oldest first.
+func TestReplayCache_ByteBudget(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := newReplayCache(100000)
+	body := strings.Repeat("x", maxCachedBody)
+	n := maxCacheBytes/maxCachedBody + 10
+	for i := range n {
+		c.put(scopeN(i), completed(body, now.Add(time.Hour)), now)
+	}
+	if c.bytes > maxCacheBytes {
+		t.Fatalf("%d body bytes held, budget %d", c.bytes, maxCacheBytes)
+	}
+	held := 0
+	for _, rec := range c.m {
+		held += len(rec.Response.Body)
+	}
+	if held != c.bytes {
+		t.Fatalf("byte count %d, bodies held %d", c.bytes, held)
+	}
+	if c.get(scopeN(0), now) != nil || c.get(scopeN(n-1), now) == nil {
+		t.Fatal("the oldest were not the ones dropped")
+	}
+}
