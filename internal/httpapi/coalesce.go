@@ -6,41 +6,39 @@ import (
 	"github.com/sendonce/sendonce/idempotency"
 )
 
-// running coalesces concurrent requests for one scoped key within this
-// process: the first runs, the others wait for it and are answered from
-// the replay cache, instead of each taking a turn at the database writer
-// only to find the key decided. In a retry storm (one request and its
-// duplicates arriving together) that keeps seven in eight requests away
-// from the writer.
-//
-// It decides nothing itself: a waiter that finds no stored answer once
-// the first is done (a 5xx rolled back, an answer too large to cache)
-// goes on as if it had come alone, and the database decides.
+// running holds the scoped keys whose first request is running in this
+// process, so that a concurrent duplicate is answered 409
+// idempotency_key_in_use at once (API contract, section 3) instead of
+// taking a turn at the database writer only to find the key held. In a
+// retry storm that keeps the duplicates away from the writer. The database
+// still decides across processes.
 type running struct {
 	mu sync.Mutex
-	m  map[idempotency.Scope]chan struct{}
+	m  map[idempotency.Scope]string // the running request's fingerprint
 }
 
-// enter registers a request for sc. The first gets leader true and must
-// call leave; the others get the channel closed when it does.
-func (r *running) enter(sc idempotency.Scope) (leader bool, done <-chan struct{}) {
+// enter registers a first request for sc with fingerprint fp. When one is
+// running already it returns what the contract answers instead: InUse, or
+// Mismatch when that one has another fingerprint. A request that entered
+// must leave.
+func (r *running) enter(sc idempotency.Scope, fp string) (ok bool, o idempotency.Outcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if ch, ok := r.m[sc]; ok {
-		return false, ch
+	if other, busy := r.m[sc]; busy {
+		if other != fp {
+			return false, idempotency.Mismatch
+		}
+		return false, idempotency.InUse
 	}
 	if r.m == nil {
-		r.m = map[idempotency.Scope]chan struct{}{}
+		r.m = map[idempotency.Scope]string{}
 	}
-	ch := make(chan struct{})
-	r.m[sc] = ch
-	return true, ch
+	r.m[sc] = fp
+	return true, idempotency.Proceed
 }
 
 func (r *running) leave(sc idempotency.Scope) {
 	r.mu.Lock()
-	ch := r.m[sc]
+	defer r.mu.Unlock()
 	delete(r.m, sc)
-	r.mu.Unlock()
-	close(ch)
 }

@@ -1130,10 +1130,10 @@ func TestIdempotency_ReplayCacheAnswersWithoutTheDatabase(t *testing.T) {
 	})
 }
 
-// Concurrent duplicates in one process wait for the first and get its
-// answer from memory: the database writer sees one transaction for the
-// key, not eight.
-func TestIdempotency_ConcurrentDuplicatesCoalesce(t *testing.T) {
+// Concurrent duplicates in one process never reach the database writer:
+// the first runs, the others get 409 (or, once it is done, the replay from
+// memory). The writer sees one transaction for the key, not eight.
+func TestIdempotency_ConcurrentDuplicatesNeverReachTheWriter(t *testing.T) {
 	env := sendoncetest.Start(t, sendoncetest.Options{Backend: sendoncetest.SQLite, NoWorkers: true})
 	commits := func() float64 {
 		r := env.Do(t, sendoncetest.Request{Method: http.MethodGet, Path: "/metrics"})
@@ -1150,10 +1150,12 @@ func TestIdempotency_ConcurrentDuplicatesCoalesce(t *testing.T) {
 	wg.Wait()
 	originals := 0
 	for _, r := range res {
-		if r.Status != http.StatusOK {
+		switch {
+		case r.Status == http.StatusConflict:
+			requireError(t, r, http.StatusConflict, "idempotency_key_in_use")
+		case r.Status != http.StatusOK:
 			t.Fatalf("status %d: %s", r.Status, r.Body)
-		}
-		if r.Header.Get("Idempotent-Replayed") != "true" {
+		case r.Header.Get("Idempotent-Replayed") != "true":
 			originals++
 		}
 	}
@@ -1166,4 +1168,78 @@ func TestIdempotency_ConcurrentDuplicatesCoalesce(t *testing.T) {
 	if l := listByKey(t, env, env.AdminKey, "coalesce-1"); len(l) != 1 {
 		t.Fatalf("%d sends, want 1", len(l))
 	}
+}
+
+// While a first request is still running (here: waiting for the database
+// writer, which a transaction holds), a duplicate gets 409
+// idempotency_key_in_use with Retry-After: 1 at once, and the same key
+// with another body 422; afterwards the duplicate gets the replay.
+func TestIdempotency_FirstStillRunningIs409(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{Backend: sendoncetest.SQLite, NoWorkers: true})
+	body := mail(t, "dina@example.com", "still running")
+	entered, gate := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- env.Server.Store.InTx(context.Background(), func(core.Tx) error {
+			close(entered)
+			<-gate
+			return nil
+		})
+	}()
+	<-entered
+	firstDone := make(chan *sendoncetest.Response, 1)
+	go func() { firstDone <- post(t, env, env.AdminKey, "running-1", body) }()
+	time.Sleep(200 * time.Millisecond) // the first is now waiting for the writer
+
+	safety := time.AfterFunc(5*time.Second, func() { close(gate) }) // a broken build waits here
+	dup := post(t, env, env.AdminKey, "running-1", body)
+	if !safety.Stop() {
+		t.Fatalf("the duplicate waited for the first (then got %d)", dup.Status)
+	}
+	requireError(t, dup, http.StatusConflict, "idempotency_key_in_use")
+	if got := dup.Header.Get("Retry-After"); got != "1" {
+		t.Fatalf("Retry-After %q, want 1", got)
+	}
+	requireError(t, post(t, env, env.AdminKey, "running-1", mail(t, "dina@example.com", "other")),
+		http.StatusUnprocessableEntity, "idempotency_key_reused")
+
+	close(gate)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	first := <-firstDone
+	requireOriginal(t, first, http.StatusOK)
+	requireReplayOf(t, first, post(t, env, env.AdminKey, "running-1", body))
+}
+
+// On PostgreSQL a first request running in another transaction (another
+// process) holds the key: a duplicate gets 409 at once rather than waiting
+// for that transaction.
+func TestIdempotency_KeyHeldByAnotherTransactionIs409(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{Backend: sendoncetest.Postgres, NoWorkers: true})
+	body := mail(t, "eli@example.com", "held elsewhere")
+	sc := sendScope("held-1")
+	entered, gate := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- env.Server.Store.InTx(context.Background(), func(tx core.Tx) error {
+			d, err := tx.ReserveIdempotency(context.Background(), sc, fingerprint(t, body), env.Clock.Now(), time.Minute)
+			if err != nil || d.Outcome != idempotency.Proceed {
+				t.Errorf("holder's reservation: %v %v", d.Outcome, err)
+			}
+			close(entered)
+			<-gate
+			return errors.New("roll back: the holder never completes")
+		})
+	}()
+	<-entered
+	safety := time.AfterFunc(5*time.Second, func() { close(gate) }) // a broken build waits here
+	dup := post(t, env, env.AdminKey, sc.Key, body)
+	if safety.Stop() {
+		close(gate)
+	}
+	<-held
+	requireError(t, dup, http.StatusConflict, "idempotency_key_in_use")
+	// The holder rolled back: the key is free again.
+	requireOriginal(t, post(t, env, env.AdminKey, sc.Key, body), http.StatusOK)
 }

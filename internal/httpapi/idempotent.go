@@ -137,12 +137,6 @@ func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
 		if rec := s.replays.get(sc, now); rec != nil && s.answerRecord(w, r, o, rec, fp, now) {
 			return
 		}
-		leave, answered := s.awaitRunning(w, r, o, sc, fp)
-		if answered {
-			return
-		}
-		defer leave()
-		now = s.svc.Now()
 		frontToken, handled := s.frontReserve(w, r, o, sc, fp)
 		if handled {
 			return
@@ -151,38 +145,17 @@ func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
 			s.frontRelease(ctx, sc, frontToken)
 			return
 		}
+		// A first request for this key still running in this process: the
+		// contract's 409 (422 for another body), answered from memory,
+		// without the database.
+		if ok, outcome := s.running.enter(sc, fp); !ok {
+			s.frontRelease(ctx, sc, frontToken)
+			s.answer(w, r, o, idempotency.Decision{Outcome: outcome})
+			return
+		}
+		defer s.running.leave(sc)
 		s.runTx(w, r, key, body, h, &reservation{scope: sc, fingerprint: fp, frontToken: frontToken}, o)
 	})
-}
-
-// awaitRunning coalesces this request with one for the same key already
-// running in this process (see running): it waits for that one and answers
-// from the replay cache when it can. Otherwise the request goes on, and
-// must call leave when done. Without a replay cache there is nothing to
-// hand an answer over with, and every request goes on alone.
-func (s *Server) awaitRunning(w http.ResponseWriter, r *http.Request, o postOpts, sc idempotency.Scope, fp string) (leave func(), answered bool) {
-	if s.replays == nil {
-		return func() {}, false
-	}
-	leader, done := s.running.enter(sc)
-	if leader {
-		return func() { s.running.leave(sc) }, false
-	}
-	t := time.NewTimer(s.cfg.ReservationLease)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C: // a first that slow: let the database decide
-	case <-r.Context().Done():
-		// The client is gone; nothing was done for it.
-		s.answer(w, r, o, idempotency.Decision{Outcome: idempotency.InUse})
-		return nil, true
-	}
-	now := s.svc.Now()
-	if rec := s.replays.get(sc, now); rec != nil && s.answerRecord(w, r, o, rec, fp, now) {
-		return nil, true
-	}
-	return func() {}, false
 }
 
 // answerStored answers a replay or a reused key from the database's

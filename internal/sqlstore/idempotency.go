@@ -52,9 +52,25 @@ func (s *Store) CompletedIdempotency(ctx context.Context, sc idempotency.Scope) 
 // for lease after, should it commit without completing it).
 func (t *Tx) ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time, lease time.Duration) (idempotency.Decision, error) {
 	token := idempotency.NewToken()
+	if t.s.PG != nil {
+		// A first request still running in another transaction (another
+		// process) holds the key's lock until it ends. Without this the
+		// insert below would wait for it; the contract wants 409 at once.
+		// Every reservation takes the lock, so one taken here means no
+		// uncommitted insert of this key can make the insert wait. Two keys
+		// sharing a 64-bit hash can meet a spurious 409, which a retry
+		// clears.
+		var got bool
+		if err := t.q.queryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0))`,
+			sc.Tenant+"\n"+sc.Method+"\n"+sc.Route+"\n"+sc.Key).Scan(&got); err != nil {
+			return idempotency.Decision{}, fmt.Errorf("lock idempotency key: %w", err)
+		}
+		if !got {
+			return idempotency.Decision{Outcome: idempotency.InUse}, nil
+		}
+	}
 	// Insert first: the primary key decides between concurrent first
-	// requests on either database (PostgreSQL makes the loser wait for the
-	// winner's commit, then do nothing).
+	// requests.
 	n, err := t.q.exec(ctx, `INSERT INTO idempotency_keys
 		(tenant, method, route, key, fingerprint, state, token, locked_until, created_at)
 		VALUES (?, ?, ?, ?, ?, 'in_flight', ?, ?, ?)
