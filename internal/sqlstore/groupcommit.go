@@ -30,7 +30,6 @@ const DefaultMaxBatch = 64
 type groupCommit struct {
 	store    *Store
 	db       *sql.DB
-	stmts    *stmtCache
 	reqs     chan *txReq // unbuffered: a request received is always answered
 	maxBatch int
 	stop     chan struct{}
@@ -62,7 +61,7 @@ func newGroupCommit(s *Store, maxBatch int) *groupCommit {
 		maxBatch = DefaultMaxBatch
 	}
 	g := &groupCommit{
-		store: s, db: s.W, stmts: s.wstmts, reqs: make(chan *txReq), maxBatch: maxBatch,
+		store: s, db: s.W, reqs: make(chan *txReq), maxBatch: maxBatch,
 		stop: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	go g.run()
@@ -136,7 +135,6 @@ func (g *groupCommit) runBatch(batch []*txReq) {
 		failAll(batch, fmt.Errorf("begin: %w", err))
 		return
 	}
-	defer g.stmts.prepareWanted(ctx)
 	// detached: statements ignore their caller's cancellation. Interrupting
 	// a statement makes SQLite roll back the whole transaction — every
 	// other caller's work in it too.
@@ -144,8 +142,8 @@ func (g *groupCommit) runBatch(batch []*txReq) {
 	// The batch's delivery jobs are inserted together just before the
 	// commit: River's insert is costly to run (and parse) once per send.
 	var jobs []string
-	q := sqlQuerier{db: tx, stmts: g.stmts, tx: tx, detached: true}
-	t := &Tx{q: q, raw: tx, s: g.store, detached: true, jobs: &jobs}
+	q := sqlQuerier{db: tx, detached: true}
+	t := &Tx{q: q, raw: tx, s: g.store, jobs: &jobs}
 	single := len(batch) == 1
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {

@@ -53,9 +53,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	r := sql.OpenDB(stmtConnector{d: &sqlite.Driver{}, dsn: u + "?" + common + "&_pragma=query_only(1)"})
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
-	wstmts, rstmts := newStmtCache(w), newStmtCache(r)
-	s := &Store{dialect: SQLite, W: w, rdb: r, w: sqlQuerier{db: w, stmts: wstmts}, r: sqlQuerier{db: r, stmts: rstmts},
-		wstmts: wstmts, rstmts: rstmts}
+	s := &Store{dialect: SQLite, W: w, rdb: r, w: sqlQuerier{db: w}, r: sqlQuerier{db: r}}
 	if err := s.migrateSQLite(ctx); err != nil {
 		s.Close()
 		return nil, err

@@ -31,9 +31,6 @@ type Store struct {
 	// W is SQLite's single-connection write pool (River uses it too).
 	W   *sql.DB
 	rdb *sql.DB
-	// wstmts and rstmts keep SQLite's prepared statements (pgx caches its
-	// own per connection).
-	wstmts, rstmts *stmtCache
 	// PG is the PostgreSQL pool for transactions (River uses it too);
 	// PGRead serves the reads outside them.
 	PG, PGRead *pgxpool.Pool
@@ -60,8 +57,6 @@ func (s *Store) Close() error {
 	if s.gc != nil {
 		s.gc.close()
 	}
-	s.wstmts.close()
-	s.rstmts.close()
 	return errors.Join(s.rdb.Close(), s.W.Close())
 }
 
@@ -79,9 +74,6 @@ type Tx struct {
 	q   querier
 	raw any // *sql.Tx or pgx.Tx, for code that must join it (the queue)
 	s   *Store
-	// detached: part of a shared (group-committed) transaction, whose
-	// statements must not be interrupted by one caller's cancellation.
-	detached bool
 	// jobs collects a group commit's delivery jobs, inserted in one
 	// statement before it commits; nil: insert at once.
 	jobs *[]string
