@@ -24,17 +24,34 @@ type running struct {
 func (r *running) enter(sc idempotency.Scope, fp string) (ok bool, o idempotency.Outcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if other, busy := r.m[sc]; busy {
-		if other != fp {
-			return false, idempotency.Mismatch
-		}
-		return false, idempotency.InUse
+	if o, busy := r.lookup(sc, fp); busy {
+		return false, o
 	}
 	if r.m == nil {
 		r.m = map[idempotency.Scope]string{}
 	}
 	r.m[sc] = fp
 	return true, idempotency.Proceed
+}
+
+// busy says what a request for sc gets while a first one runs (InUse or
+// Mismatch), without registering it; ok is false when none runs.
+func (r *running) busy(sc idempotency.Scope, fp string) (o idempotency.Outcome, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lookup(sc, fp)
+}
+
+// lookup is busy with r.mu held.
+func (r *running) lookup(sc idempotency.Scope, fp string) (idempotency.Outcome, bool) {
+	other, ok := r.m[sc]
+	switch {
+	case !ok:
+		return idempotency.Proceed, false
+	case other != fp:
+		return idempotency.Mismatch, true
+	}
+	return idempotency.InUse, true
 }
 
 func (r *running) leave(sc idempotency.Scope) {

@@ -137,6 +137,12 @@ func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
 		if rec := s.replays.get(sc, now); rec != nil && s.answerRecord(w, r, o, rec, fp, now) {
 			return
 		}
+		// The first request still running in this process: the contract's
+		// 409 (422 for another body) from memory, before any store.
+		if outcome, busy := s.running.busy(sc, fp); busy {
+			s.answer(w, r, o, idempotency.Decision{Outcome: outcome})
+			return
+		}
 		frontToken, handled := s.frontReserve(w, r, o, sc, fp)
 		if handled {
 			return
@@ -145,9 +151,8 @@ func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
 			s.frontRelease(ctx, sc, frontToken)
 			return
 		}
-		// A first request for this key still running in this process: the
-		// contract's 409 (422 for another body), answered from memory,
-		// without the database.
+		// Registered atomically: of two first requests that both got this
+		// far, one runs and the other gets the 409.
 		if ok, outcome := s.running.enter(sc, fp); !ok {
 			s.frontRelease(ctx, sc, frontToken)
 			s.answer(w, r, o, idempotency.Decision{Outcome: outcome})
