@@ -64,7 +64,7 @@ func accept(ctx context.Context, s *server.Server, key *core.APIKey, fp, idemKey
 		return err
 	}
 	return s.Store.InTx(ctx, func(tx core.Tx) error {
-		d, err := tx.ReserveIdempotency(ctx, sc, fp, now, benchLease)
+		d, err := tx.DecideIdempotency(ctx, sc, fp, now)
 		if err != nil {
 			return err
 		}
@@ -75,7 +75,7 @@ func accept(ctx context.Context, s *server.Server, key *core.APIKey, fp, idemKey
 			return err
 		}
 		resp := idempotency.Response{Status: http.StatusOK, ContentType: "application/json", Body: []byte(`{"id":"` + send.ID + `"}`)}
-		return tx.CompleteIdempotency(ctx, sc, d.Token, resp, now, now.Add(24*time.Hour))
+		return tx.PutIdempotency(ctx, sc, fp, d.Token, resp, now, now.Add(24*time.Hour))
 	})
 }
 

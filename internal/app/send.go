@@ -278,9 +278,10 @@ func ValidateTemplate(t *core.Template) error {
 	return nil
 }
 
-// AcceptSend records a prepared send in tx: the row, its first event, and
-// (unless the key requires approval) its delivery job. The caller commits it
-// together with the stored idempotent response.
+// AcceptSend records a prepared send in tx. The row is all an accepted send
+// needs: queued, it is its own delivery job, due at once, and its creation
+// is read from it as the "accepted" event. The caller commits it together
+// with the stored idempotent response.
 func (s *Service) AcceptSend(ctx context.Context, tx core.Tx, key *core.APIKey, send *core.Send) error {
 	now := s.Now()
 	if err := s.checkCaps(ctx, tx, key, now); err != nil {
@@ -301,11 +302,9 @@ func (s *Service) AcceptSend(ctx context.Context, tx core.Tx, key *core.APIKey, 
 			return err
 		}
 	}
-	if err := tx.AddEvent(ctx, send.ID, core.Event{Type: "accepted", At: now, Detail: string(send.Status)}); err != nil {
-		return err
-	}
-	if send.Status == core.StatusQueued {
-		return tx.EnqueueDelivery(ctx, send.ID)
+	if send.Status != core.StatusQueued {
+		// Rare enough to keep the explicit row, which says what it waits for.
+		return tx.AddEvent(ctx, send.ID, core.Event{Type: "accepted", At: now, Detail: string(send.Status)})
 	}
 	return nil
 }
@@ -320,12 +319,12 @@ func addrOf(rendered string) string {
 
 // Approve moves a pending send to queued and enqueues its delivery.
 func (s *Service) Approve(ctx context.Context, tx core.Tx, tenant, id string) (*core.Send, error) {
-	return s.transition(ctx, tx, tenant, id, core.StatusPendingApproval, core.StatusQueued, "approved", true)
+	return s.transition(ctx, tx, tenant, id, core.StatusPendingApproval, core.StatusQueued, "approved")
 }
 
 // Reject cancels a pending send.
 func (s *Service) Reject(ctx context.Context, tx core.Tx, tenant, id string) (*core.Send, error) {
-	return s.transition(ctx, tx, tenant, id, core.StatusPendingApproval, core.StatusCanceled, "rejected", false)
+	return s.transition(ctx, tx, tenant, id, core.StatusPendingApproval, core.StatusCanceled, "rejected")
 }
 
 // Reconcile outcomes.
@@ -340,16 +339,18 @@ const (
 func (s *Service) Reconcile(ctx context.Context, tx core.Tx, tenant, id, outcome string) (*core.Send, error) {
 	switch outcome {
 	case OutcomeSent:
-		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusSent, "reconciled", false)
+		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusSent, "reconciled")
 	case OutcomeFailed:
-		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusFailed, "reconciled", false)
+		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusFailed, "reconciled")
 	case OutcomeResend:
-		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusQueued, "reconciled", true)
+		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusQueued, "reconciled")
 	}
 	return nil, core.Errorf(core.CodeValidation, "outcome", "outcome must be sent, failed or resend")
 }
 
-func (s *Service) transition(ctx context.Context, tx core.Tx, tenant, id string, from, to core.Status, event string, enqueue bool) (*core.Send, error) {
+// transition moves a send from one status to another. Into queued it is due
+// at once, with a fresh retry budget.
+func (s *Service) transition(ctx context.Context, tx core.Tx, tenant, id string, from, to core.Status, event string) (*core.Send, error) {
 	send, err := tx.SendForUpdate(ctx, id)
 	if err != nil {
 		return nil, err
@@ -364,7 +365,10 @@ func (s *Service) transition(ctx context.Context, tx core.Tx, tenant, id string,
 	send.Status, send.UpdatedAt = to, now
 	// A decided attempt no longer holds the send: a late finisher of the old
 	// attempt must not overwrite this decision.
-	send.AttemptToken, send.LeaseUntil = "", nil
+	send.AttemptToken, send.LeaseUntil, send.NextAttemptAt = "", nil, nil
+	if to == core.StatusQueued {
+		send.Tries = 0
+	}
 	if to == core.StatusSent && send.SentAt == nil {
 		send.SentAt = &now
 	}
@@ -373,11 +377,6 @@ func (s *Service) transition(ctx context.Context, tx core.Tx, tenant, id string,
 	}
 	if err := tx.AddEvent(ctx, id, core.Event{Type: event, At: now, Detail: fmt.Sprintf("%s -> %s", from, to)}); err != nil {
 		return nil, err
-	}
-	if enqueue {
-		if err := tx.EnqueueDelivery(ctx, id); err != nil {
-			return nil, err
-		}
 	}
 	return send, nil
 }

@@ -72,30 +72,41 @@ type Store interface {
 
 // Tx is one database transaction.
 type Tx interface {
-	// ReserveIdempotency decides the scoped key inside the transaction; on
-	// Proceed the key is held until the transaction ends, and for lease
-	// after it should it commit without completing the key.
-	ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time, lease time.Duration) (idempotency.Decision, error)
+	// DecideIdempotency decides the scoped key inside the transaction; on
+	// Proceed the key is the transaction's until it ends, and nothing is
+	// written for it until PutIdempotency.
+	DecideIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time) (idempotency.Decision, error)
+	// PutIdempotency stores the decided key's response (the Decision's
+	// token names this completion).
+	PutIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint, token string, resp idempotency.Response, now, expires time.Time) error
 	InsertAPIKey(ctx context.Context, k *APIKey) error
 	RevokeAPIKey(ctx context.Context, id string, at time.Time) error
 
 	InsertSend(ctx context.Context, s *Send) error
 	// SendForUpdate reads the send inside the transaction.
 	SendForUpdate(ctx context.Context, id string) (*Send, error)
-	// UpdateSend writes the mutable fields of s (status, attempts,
-	// last_error, sent_at, updated_at, attempt token, lease).
+	// UpdateSend writes the mutable fields of s (status, attempts, tries,
+	// last_error, sent_at, updated_at, attempt token, lease, next attempt).
+	// A send written queued without a next attempt time is due at once.
 	UpdateSend(ctx context.Context, s *Send) error
-	AddEvent(ctx context.Context, sendID string, e Event) error
-	// EnqueueDelivery schedules one delivery job for the send, in this
-	// transaction.
-	EnqueueDelivery(ctx context.Context, sendID string) error
+	// UpdateAttempt is UpdateSend for an attempt's outcome: it writes only
+	// while the attempt's token still holds the send in sending, and
+	// reports whether it did.
+	UpdateAttempt(ctx context.Context, s *Send, token string) (held bool, err error)
+	// AddEvent appends events to the send's history, in order.
+	AddEvent(ctx context.Context, sendID string, events ...Event) error
+	// ClaimDue takes up to limit queued sends due at now for one attempt
+	// each: they become sending under token until lease, their tries
+	// counted. Oldest due first; on PostgreSQL rows another claimer holds
+	// are skipped.
+	ClaimDue(ctx context.Context, now, lease time.Time, token string, limit int) ([]*Send, error)
 	// ExpiredAttempts returns sends in status sending whose lease ended
 	// before now.
 	ExpiredAttempts(ctx context.Context, now time.Time, limit int) ([]*Send, error)
 
-	// CompleteIdempotency stores the response for the reservation token in
-	// this transaction; idempotency.ErrReservationLost when the token no
-	// longer holds the key.
+	// CompleteIdempotency completes a two-step reservation
+	// (Store.ReserveIdempotency) in this transaction;
+	// idempotency.ErrReservationLost when the token no longer holds the key.
 	CompleteIdempotency(ctx context.Context, sc idempotency.Scope, token string, resp idempotency.Response, now, expires time.Time) error
 
 	PutTemplate(ctx context.Context, t *Template) (created bool, err error)

@@ -53,6 +53,11 @@ type Send struct {
 	// sending, so that a late finisher cannot overwrite a newer decision.
 	AttemptToken string
 	LeaseUntil   *time.Time
+	// Tries counts the attempts begun (the retry budget; Attempts counts
+	// those that reached the relay). NextAttemptAt is when a queued send
+	// is due: the send row is its own delivery job.
+	Tries         int
+	NextAttemptAt *time.Time
 	// InReplyTo is the msg-id (with brackets) a reply answers, "" for none;
 	// References are the thread's earlier msg-ids.
 	InReplyTo  string

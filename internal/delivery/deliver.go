@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/message"
@@ -146,7 +145,8 @@ func (d *Deliverer) Close() error {
 	return errors.Join(errs...)
 }
 
-// transportFor picks the send's mailbox transport or the default.
+// transportFor picks the send's mailbox transport or the default; nil is
+// the capture transport, whose handoff is a write (see handOff).
 func (d *Deliverer) transportFor(ctx context.Context, s *core.Send) (transport.Transport, error) {
 	url := d.cfg.DefaultTransport
 	mb, err := d.svc.Mailbox(ctx, s.Tenant, s.MailboxID)
@@ -158,16 +158,16 @@ func (d *Deliverer) transportFor(ctx context.Context, s *core.Send) (transport.T
 	}
 	switch url {
 	case "capture":
-		return &capture{store: d.store, send: s, now: d.cfg.Now}, nil
+		return nil, nil
 	case "mx":
 		return d.mx, nil
 	}
 	return d.smtpTransport(url)
 }
 
-// attemptBudget is how long the mx transport may take in one attempt: the
-// lease minus a margin (a fifth, at most 5 seconds) in which the outcome is
-// recorded before the rescuer would call the send unknown.
+// attemptBudget is how long one attempt may take, whatever its transport:
+// the lease minus a margin (a fifth, at most 5 seconds) in which the
+// outcome is recorded before the rescuer would call the send unknown.
 func attemptBudget(lease time.Duration) time.Duration {
 	return lease - min(lease/5, 5*time.Second)
 }
@@ -202,147 +202,6 @@ func Backoff(base, maxDelay time.Duration, n int) time.Duration {
 	return half + rand.N(d-half+1)
 }
 
-// ErrRetry is returned (wrapped) when an attempt failed temporarily and the
-// job should run again after the backoff.
-var ErrRetry = errors.New("delivery will be retried")
-
-// Attempt runs one delivery attempt of the send. attempt counts from 1. It
-// returns an error wrapping ErrRetry only when the queue should retry.
-func (d *Deliverer) Attempt(ctx context.Context, sendID string, attempt, maxAttempts int) error {
-	token := idempotency.NewToken()
-	var send *core.Send
-	err := d.store.InTx(ctx, func(tx core.Tx) error {
-		s, err := tx.SendForUpdate(ctx, sendID)
-		if err != nil {
-			return err
-		}
-		now := d.cfg.Now().UTC()
-		switch s.Status {
-		case core.StatusQueued:
-		case core.StatusSending:
-			// An earlier attempt began and never finished: its process died.
-			// Whether the relay got the message is not known.
-			return markUnknown(ctx, tx, s, now, "a worker stopped during an attempt")
-		default:
-			return nil // decided already (sent, failed, unknown, canceled…)
-		}
-		suppressed, err := d.suppressed(ctx, s)
-		if err != nil {
-			return err
-		}
-		if suppressed != "" {
-			s.Status, s.LastError, s.UpdatedAt = core.StatusFailed, "recipient is suppressed: "+suppressed, now
-			if err := tx.UpdateSend(ctx, s); err != nil {
-				return err
-			}
-			return tx.AddEvent(ctx, s.ID, core.Event{Type: "suppressed", At: now, Detail: s.LastError})
-		}
-		lease := now.Add(d.cfg.AttemptLease)
-		s.Status, s.AttemptToken, s.LeaseUntil, s.UpdatedAt = core.StatusSending, token, &lease, now
-		if err := tx.UpdateSend(ctx, s); err != nil {
-			return err
-		}
-		if err := tx.AddEvent(ctx, s.ID, core.Event{Type: "attempt_started", At: now, Detail: fmt.Sprintf("attempt %d", attempt)}); err != nil {
-			return err
-		}
-		send = s
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("begin attempt: %w", err)
-	}
-	if send == nil {
-		return nil
-	}
-
-	derr := d.deliver(ctx, send)
-	class := transport.Class(0)
-	reached := derr == nil
-	var terr *transport.Error
-	if derr != nil {
-		class = transport.ClassOf(derr)
-		if errors.As(derr, &terr) {
-			reached = terr.Reached
-		}
-	}
-	retry := false
-	// The outcome is written even when the attempt's own context ended:
-	// losing it would turn a known result into unknown.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	err = d.store.InTx(wctx, func(tx core.Tx) error {
-		s, err := tx.SendForUpdate(wctx, sendID)
-		if err != nil {
-			return err
-		}
-		if s.AttemptToken != token || s.Status != core.StatusSending {
-			// Our lease ran out and the send was declared unknown (and maybe
-			// reconciled since). Reconcile is the only way out of unknown,
-			// so the late outcome is recorded for the person who decides,
-			// and changes nothing.
-			detail := "a late attempt result arrived after the lease: the relay answered 250"
-			if derr != nil {
-				detail = "a late attempt result arrived after the lease: " + derr.Error()
-			}
-			return tx.AddEvent(wctx, sendID, core.Event{Type: "late_attempt_result", At: d.cfg.Now().UTC(), Detail: detail})
-		}
-		now := d.cfg.Now().UTC()
-		s.AttemptToken, s.LeaseUntil, s.UpdatedAt = "", nil, now
-		if reached {
-			s.Attempts++
-		}
-		var ev core.Event
-		switch {
-		case derr == nil:
-			s.Status, s.SentAt, s.LastError = core.StatusSent, &now, ""
-			ev = core.Event{Type: "sent", Detail: fmt.Sprintf("attempt %d accepted by the next hop", attempt)}
-			d.count("sent")
-		case class == transport.Permanent:
-			s.Status, s.LastError = core.StatusFailed, derr.Error()
-			ev = core.Event{Type: "failed", Detail: derr.Error()}
-			d.count("permfail")
-		case class == transport.Ambiguous:
-			s.Status, s.LastError = core.StatusUnknown, derr.Error()
-			ev = core.Event{Type: "unknown", Detail: derr.Error()}
-			d.count("unknown")
-		case attempt >= maxAttempts:
-			s.Status, s.LastError = core.StatusFailed, fmt.Sprintf("gave up after %d attempts: %v", attempt, derr)
-			ev = core.Event{Type: "failed", Detail: s.LastError}
-			d.count("tempfail")
-		default:
-			s.Status, s.LastError = core.StatusQueued, derr.Error()
-			ev = core.Event{Type: "attempt_failed", Detail: derr.Error()}
-			d.count("tempfail")
-			retry = true
-		}
-		ev.At = now
-		if err := tx.UpdateSend(wctx, s); err != nil {
-			return err
-		}
-		return tx.AddEvent(wctx, sendID, ev)
-	})
-	if err != nil {
-		// The result could not be recorded; the send stays "sending" and the
-		// rescuer will call it unknown, which is the truth as far as the
-		// database knows.
-		return fmt.Errorf("record attempt result: %w", err)
-	}
-	d.logger.LogAttrs(ctx, slog.LevelInfo, "delivery attempt",
-		slog.String("send_id", sendID), slog.Int("attempt", attempt), slog.Bool("ok", derr == nil),
-		slog.String("class", classString(derr, class)))
-	if retry {
-		return fmt.Errorf("%w: %v", ErrRetry, derr)
-	}
-	return nil
-}
-
-func classString(err error, c transport.Class) string {
-	if err == nil {
-		return "sent"
-	}
-	return c.String()
-}
-
 func (d *Deliverer) count(outcome string) {
 	if d.metrics != nil {
 		d.metrics.DeliveryAttempts.WithLabelValues(outcome).Inc()
@@ -366,33 +225,6 @@ func (d *Deliverer) suppressed(ctx context.Context, s *core.Send) (string, error
 		}
 	}
 	return "", nil
-}
-
-func (d *Deliverer) deliver(ctx context.Context, s *core.Send) error {
-	raw, env, err := Render(s)
-	if err != nil {
-		return &transport.Error{Class: transport.Permanent, Stage: "render", Err: err}
-	}
-	// The DKIM signature carries its signing time (t=): the one part of
-	// the message that differs from one attempt to the next.
-	raw, signed, err := d.svc.SignDKIM(ctx, s.Tenant, env.From, raw)
-	if err != nil {
-		// The key may be fixed (or the secret set) before the next attempt.
-		// The error never contains key material.
-		d.logger.WarnContext(ctx, "dkim signing failed", slog.String("send_id", s.ID), slog.Any("error", err))
-		return &transport.Error{Class: transport.Temporary, Stage: "sign", Err: err}
-	}
-	t, err := d.transportFor(ctx, s)
-	if err != nil {
-		return &transport.Error{Class: transport.Temporary, Stage: "dial", Err: err}
-	}
-	if t == d.mx {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, attemptBudget(d.cfg.AttemptLease))
-		defer cancel()
-	}
-	d.logger.LogAttrs(ctx, slog.LevelDebug, "handing over", slog.String("send_id", s.ID), slog.Bool("dkim_signed", signed))
-	return t.Deliver(ctx, env, raw)
 }
 
 // Render builds the message and its envelope from a stored send. It is
@@ -481,24 +313,4 @@ func (d *Deliverer) RescueExpired(ctx context.Context) (int, error) {
 		return nil
 	})
 	return n, err
-}
-
-type capture struct {
-	store core.Store
-	send  *core.Send
-	now   func() time.Time
-}
-
-// Deliver keeps the message in the dev inbox.
-func (c *capture) Deliver(ctx context.Context, env transport.Envelope, raw []byte) error {
-	err := c.store.InTx(ctx, func(tx core.Tx) error {
-		return tx.InsertInboxMessage(ctx, &core.InboxMessage{
-			ID: app.NewID("msg_"), Tenant: c.send.Tenant, SendID: c.send.ID, MessageID: c.send.MessageID,
-			From: env.From, To: env.To, Subject: c.send.Subject, Raw: raw, ReceivedAt: c.now().UTC(),
-		})
-	})
-	if err != nil {
-		return &transport.Error{Class: transport.Temporary, Stage: "capture", Err: err}
-	}
-	return nil
 }

@@ -561,28 +561,18 @@ func TestDeliver_WorkerDiedMidAttemptBecomesUnknown(t *testing.T) {
 			}
 		})
 
-		t.Run("an attempt that finds it sending", func(t *testing.T) {
-			id := send(t, env, sendoncetest.Mail("bob@example.com", "job runs again"))
+		t.Run("a claim never takes a send that is sending", func(t *testing.T) {
+			id := send(t, env, sendoncetest.Mail("bob@example.com", "claimed again"))
 			forceSending(t, env, id, env.Clock.Now().Add(time.Hour))
-			if err := env.Server.Deliver.Attempt(ctx, id, 1, 8); err != nil {
-				t.Fatalf("Attempt: %v", err)
+			if n, err := env.Server.Deliver.RunOnce(ctx); err != nil || n != 0 {
+				t.Fatalf("RunOnce = %d, %v; want no attempt", n, err)
 			}
 			s := getSend(t, env, id)
-			if st := str(s, "status"); st != string(core.StatusUnknown) {
-				t.Errorf("status %q, want unknown", st)
-			}
-			if ev := eventTypes(s); ev[len(ev)-1] != "unknown" || slices.Contains(ev, "attempt_started") {
-				t.Errorf("events %v, want unknown and no new attempt", ev)
+			if st := str(s, "status"); st != string(core.StatusSending) {
+				t.Errorf("status %q, want still sending (only the rescuer decides it)", st)
 			}
 			if got := attempts(t, s); got != 0 {
 				t.Errorf("attempts = %d, want 0", got)
-			}
-			// And running it again leaves the decision alone.
-			if err := env.Server.Deliver.Attempt(ctx, id, 2, 8); err != nil {
-				t.Fatalf("Attempt again: %v", err)
-			}
-			if st := str(getSend(t, env, id), "status"); st != string(core.StatusUnknown) {
-				t.Errorf("status %q after another attempt, want unknown", st)
 			}
 		})
 
@@ -649,12 +639,12 @@ func TestDeliver_SuppressedRecipientIsNotAttempted(t *testing.T) {
 	})
 }
 
-// liveJobs counts delivery jobs of the send that River will still run.
-func liveJobs(t *testing.T, env *sendoncetest.Env, id string) int {
+// due reports whether the send row is a delivery job some claim will take:
+// queued with a time it is due at.
+func due(t *testing.T, env *sendoncetest.Env, id string) bool {
 	t.Helper()
-	return env.QueryInt(t, `SELECT count(*) FROM river_job
-		WHERE kind = 'sendonce.deliver' AND CAST(args AS TEXT) LIKE '%' || ? || '%'
-		AND state IN ('available', 'scheduled', 'retryable', 'pending')`, id)
+	return env.QueryInt(t, `SELECT count(*) FROM sends
+		WHERE id = ? AND status = 'queued' AND next_attempt_at IS NOT NULL`, id) == 1
 }
 
 func TestStop_AcceptedSendsAreNeverLost(t *testing.T) {
@@ -704,8 +694,8 @@ func stopAndRestart(t *testing.T, backend sendoncetest.Backend, relay *smtptest.
 		case core.StatusSent:
 			delivered++
 		case core.StatusQueued:
-			if n := liveJobs(t, env, id); n != 1 {
-				t.Errorf("%s is queued after Stop with %d live delivery jobs, want 1", id, n)
+			if !due(t, env, id) {
+				t.Errorf("%s is queued after Stop but no claim will take it", id)
 			}
 		default:
 			t.Errorf("%s is %s after Stop, want sent or still queued", id, s.Status)
@@ -771,7 +761,10 @@ func TestDeliver_LateResultAfterRescueStaysUnknown(t *testing.T) {
 
 		ctx := context.Background()
 		done := make(chan error, 1)
-		go func() { done <- env.Server.Deliver.Attempt(ctx, id, 1, 8) }()
+		go func() {
+			_, err := env.Server.Deliver.RunOnce(ctx)
+			done <- err
+		}()
 		// Wait until the attempt holds the send, then let its lease run out.
 		deadline := time.Now().Add(waitLong)
 		for str(getSend(t, env, id), "status") != string(core.StatusSending) && time.Now().Before(deadline) {

@@ -8,21 +8,12 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 )
-
-// DeliverArgs is the job that makes one delivery attempt of a send.
-type DeliverArgs struct {
-	SendID string `json:"send_id"`
-}
-
-// Kind implements river.JobArgs.
-func (DeliverArgs) Kind() string { return "sendonce.deliver" }
 
 // RescueArgs is the periodic job that turns expired attempts into unknown.
 type RescueArgs struct{}
@@ -36,29 +27,6 @@ type PurgeArgs struct{}
 
 // Kind implements river.JobArgs.
 func (PurgeArgs) Kind() string { return "sendonce.purge" }
-
-type deliverWorker struct {
-	river.WorkerDefaults[DeliverArgs]
-	d *Deliverer
-}
-
-func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
-	err := w.d.Attempt(ctx, job.Args.SendID, job.Attempt, job.MaxAttempts)
-	if err != nil && !errors.Is(err, ErrRetry) {
-		w.d.logger.ErrorContext(ctx, "delivery attempt", slog.String("send_id", job.Args.SendID), slog.Any("error", err))
-	}
-	return err
-}
-
-func (w *deliverWorker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
-	// River schedules on the wall clock, whatever clock the deliverer was
-	// given.
-	return time.Now().Add(Backoff(w.d.cfg.RetryBase, w.d.cfg.MaxRetryDelay, job.Attempt))
-}
-
-// Timeout bounds one attempt by its lease: a healthy worker finishes (or
-// gives up) before the rescuer would call its send unknown.
-func (w *deliverWorker) Timeout(*river.Job[DeliverArgs]) time.Duration { return w.d.cfg.AttemptLease }
 
 type rescueWorker struct {
 	river.WorkerDefaults[RescueArgs]
@@ -100,22 +68,30 @@ type QueueConfig struct {
 	// mostly waits (for a commit, for the relay), and each relay bounds its
 	// own sessions (max_sessions).
 	Workers int
-	// PollInterval is how often idle workers look for jobs. Defaults to
-	// 200ms (SQLite has no LISTEN/NOTIFY; this bounds the pickup delay).
+	// PollInterval is how often an idle scheduler looks for due sends.
+	// Defaults to 200ms. Sends accepted in this process wake it at once;
+	// this bounds the pickup of retries and of sends accepted elsewhere.
 	PollInterval time.Duration
 	// PurgeInterval is how often expired idempotency keys are purged.
 	// Defaults to 1 minute.
 	PurgeInterval time.Duration
 }
 
-// Queue is the River client, on either database.
+// Queue runs delivery in this process: the Scheduler, which claims due
+// sends from the send rows themselves, and River for the periodic
+// housekeeping (rescue, purge), which its leader election runs once per
+// cluster.
 type Queue struct {
-	d      *Deliverer
-	work   bool
-	insert func(ctx context.Context, tx any, sendIDs []string) error
-	start  func(ctx context.Context) error
-	stop   func(ctx context.Context) error
+	d     *Deliverer
+	work  bool
+	sched *Scheduler
+	start func(ctx context.Context) error
+	stop  func(ctx context.Context) error
 }
+
+// housekeepingPoll is how often River looks for housekeeping jobs: they
+// are periodic, not latency-bound, and each look is a write on SQLite.
+const housekeepingPoll = time.Second
 
 // MigrateSQLite applies River's own schema to the SQLite database.
 func MigrateSQLite(ctx context.Context, db *sql.DB) error {
@@ -160,27 +136,16 @@ func riverConfig(d *Deliverer, qc QueueConfig, logger *slog.Logger) *river.Confi
 		// River reports its routine at info; only its warnings matter here.
 		Logger:      slog.New(warnOnly{logger.Handler()}).With(slog.String("component", "river")),
 		MaxAttempts: d.cfg.MaxAttempts,
-		// A job still "running" this long after its timeout belongs to a
-		// dead process. Re-running it is safe: an attempt that finds its
-		// send in sending declares it unknown instead of sending again,
-		// and a send still queued (its process died before the attempt
-		// began) is attempted. River checks every 30 s.
-		RescueStuckJobsAfter: d.cfg.AttemptLease + 5*time.Second,
-		JobTimeout:           d.cfg.AttemptLease,
 	}
 	if !qc.Work {
 		return rc
 	}
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &deliverWorker{d: d})
 	river.AddWorker(workers, &rescueWorker{d: d})
 	river.AddWorker(workers, &purgeWorker{d: d})
 	rc.Workers = workers
-	rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: qc.Workers}}
-	rc.FetchPollInterval = qc.PollInterval
-	// Under load the workers fetch again this soon after a fetch: with 100
-	// workers and 50 ms, fetching capped delivery near 2,000 messages/s.
-	rc.FetchCooldown = min(qc.PollInterval, 10*time.Millisecond)
+	rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}}
+	rc.FetchPollInterval = housekeepingPoll
 	// Periodic jobs run on the elected leader only: once per cluster.
 	rc.PeriodicJobs = []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(max(d.cfg.AttemptLease/3, time.Second)),
@@ -193,59 +158,44 @@ func riverConfig(d *Deliverer, qc QueueConfig, logger *slog.Logger) *river.Confi
 	return rc
 }
 
-// NewSQLiteQueue builds the River client on the store's single write
-// connection.
-func NewSQLiteQueue(db *sql.DB, d *Deliverer, qc QueueConfig, logger *slog.Logger) (*Queue, error) {
+// staleDeliverKind is the River job kind that carried deliveries before the
+// send rows did; such jobs left in a database are dropped at start (their
+// sends are queued rows, claimed like any other).
+const staleDeliverKind = "sendonce.deliver"
+
+// NewSQLiteQueue builds delivery on the store's single write connection.
+func NewSQLiteQueue(ctx context.Context, db *sql.DB, d *Deliverer, qc QueueConfig, logger *slog.Logger) (*Queue, error) {
 	qc.setDefaults()
+	if _, err := db.ExecContext(ctx, `DELETE FROM river_job WHERE kind = ?`, staleDeliverKind); err != nil {
+		return nil, fmt.Errorf("drop stale delivery jobs: %w", err)
+	}
 	client, err := river.NewClient(riversqlite.New(db), riverConfig(d, qc, logger))
 	if err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
 	}
-	opts := &river.InsertOpts{MaxAttempts: d.cfg.MaxAttempts}
-	return &Queue{d: d, work: qc.Work, start: client.Start, stop: client.Stop,
-		insert: func(ctx context.Context, tx any, sendIDs []string) error {
-			sqlTx, ok := tx.(*sql.Tx)
-			if !ok {
-				return fmt.Errorf("enqueue: want *sql.Tx, got %T", tx)
-			}
-			_, err := client.InsertManyFastTx(ctx, sqlTx, insertParams(sendIDs, opts))
-			return err
-		}}, nil
+	return newQueue(d, qc, client.Start, client.Stop, logger), nil
 }
 
-// NewPostgresQueue builds the River client on a pgx pool; River uses
-// LISTEN/NOTIFY there, so jobs are picked up without waiting for a poll.
-func NewPostgresQueue(pool *pgxpool.Pool, d *Deliverer, qc QueueConfig, logger *slog.Logger) (*Queue, error) {
+// NewPostgresQueue builds delivery on a pgx pool.
+func NewPostgresQueue(ctx context.Context, pool *pgxpool.Pool, d *Deliverer, qc QueueConfig, logger *slog.Logger) (*Queue, error) {
 	qc.setDefaults()
+	if _, err := pool.Exec(ctx, `DELETE FROM river_job WHERE kind = $1`, staleDeliverKind); err != nil {
+		return nil, fmt.Errorf("drop stale delivery jobs: %w", err)
+	}
 	client, err := river.NewClient(riverpgxv5.New(pool), riverConfig(d, qc, logger))
 	if err != nil {
 		return nil, fmt.Errorf("river client: %w", err)
 	}
-	opts := &river.InsertOpts{MaxAttempts: d.cfg.MaxAttempts}
-	return &Queue{d: d, work: qc.Work, start: client.Start, stop: client.Stop,
-		insert: func(ctx context.Context, tx any, sendIDs []string) error {
-			pgTx, ok := tx.(pgx.Tx)
-			if !ok {
-				return fmt.Errorf("enqueue: want pgx.Tx, got %T", tx)
-			}
-			_, err := client.InsertManyFastTx(ctx, pgTx, insertParams(sendIDs, opts))
-			return err
-		}}, nil
+	return newQueue(d, qc, client.Start, client.Stop, logger), nil
 }
 
-// Enqueue inserts the sends' delivery jobs in tx (a *sql.Tx on SQLite, a
-// pgx.Tx on PostgreSQL).
-func (q *Queue) Enqueue(ctx context.Context, tx any, sendIDs []string) error {
-	return q.insert(ctx, tx, sendIDs)
+func newQueue(d *Deliverer, qc QueueConfig, start, stop func(context.Context) error, logger *slog.Logger) *Queue {
+	return &Queue{d: d, work: qc.Work, start: start, stop: stop,
+		sched: NewScheduler(d, qc.Workers, qc.PollInterval, logger)}
 }
 
-func insertParams(sendIDs []string, opts *river.InsertOpts) []river.InsertManyParams {
-	ps := make([]river.InsertManyParams, len(sendIDs))
-	for i, id := range sendIDs {
-		ps[i] = river.InsertManyParams{Args: DeliverArgs{SendID: id}, InsertOpts: opts}
-	}
-	return ps
-}
+// Notify tells this process's scheduler that a send became due.
+func (q *Queue) Notify() { q.sched.Notify() }
 
 // Start starts the workers (when this process runs any).
 func (q *Queue) Start(ctx context.Context) error {
@@ -253,8 +203,9 @@ func (q *Queue) Start(ctx context.Context) error {
 		return nil
 	}
 	if err := q.start(ctx); err != nil {
-		return fmt.Errorf("start queue: %w", err)
+		return fmt.Errorf("start housekeeping: %w", err)
 	}
+	q.sched.Start()
 	return nil
 }
 
@@ -263,7 +214,7 @@ func (q *Queue) Stop(ctx context.Context) error {
 	if !q.work {
 		return nil
 	}
-	return q.stop(ctx)
+	return errors.Join(q.sched.Stop(ctx), q.stop(ctx))
 }
 
 // warnOnly drops records below warning.

@@ -26,7 +26,6 @@ import (
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/sqlstore"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
@@ -180,7 +179,7 @@ func count(t testing.TB, env *sendoncetest.Env, query string, args ...any) int {
 // can ever happen.
 func deliveryJobs(t testing.TB, env *sendoncetest.Env) int {
 	t.Helper()
-	return count(t, env, `SELECT count(*) FROM river_job WHERE kind = 'sendonce.deliver'`)
+	return count(t, env, `SELECT count(*) FROM sends WHERE status NOT IN ('pending_approval', 'canceled')`)
 }
 
 // idempotencyRows counts the stored rows of one key, whatever their scope.
@@ -679,12 +678,14 @@ func TestIdempotency_RefusalsAreNotStored(t *testing.T) {
 func TestIdempotency_ServerErrorRollsBackAndFreesKey(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true})
+		// The database refuses a write of the accept's transaction: the send
+		// row itself, or the stored answer after the send was written.
 		failures := []struct {
-			name    string
-			enqueue sqlstore.Enqueuer
+			name  string
+			table string
 		}{
-			{"enqueue fails", func(context.Context, any, []string) error { return errors.New("injected") }},
-			{"enqueue panics", func(context.Context, any, []string) error { panic("injected") }},
+			{"send row refused", "sends"},
+			{"stored answer refused", "idempotency_keys"},
 		}
 		for i, tc := range failures {
 			t.Run(tc.name, func(t *testing.T) {
@@ -692,11 +693,11 @@ func TestIdempotency_ServerErrorRollsBackAndFreesKey(t *testing.T) {
 				body := mail(t, "hank@example.com", "after a 500")
 				sendsBefore, jobsBefore := count(t, env, `SELECT count(*) FROM sends`), deliveryJobs(t, env)
 
-				env.Server.Store.SetEnqueuer(tc.enqueue)
+				restore := env.FailWrites(t, tc.table)
 				r := post(t, env, env.AdminKey, key, body)
-				env.Server.Store.SetEnqueuer(env.Server.Queue.Enqueue)
+				restore()
 				requireError(t, r, http.StatusInternalServerError, "internal_error")
-				if strings.Contains(string(r.Body), "injected") {
+				if strings.Contains(string(r.Body), "injected") || strings.Contains(string(r.Body), "fault") {
 					t.Errorf("an internal error is shown to the client: %s", r.Body)
 				}
 				if l := listByKey(t, env, env.AdminKey, key); len(l) != 0 {
@@ -1223,7 +1224,7 @@ func TestIdempotency_KeyHeldByAnotherTransactionIs409(t *testing.T) {
 	held := make(chan error, 1)
 	go func() {
 		held <- env.Server.Store.InTx(context.Background(), func(tx core.Tx) error {
-			d, err := tx.ReserveIdempotency(context.Background(), sc, fingerprint(t, body), env.Clock.Now(), time.Minute)
+			d, err := tx.DecideIdempotency(context.Background(), sc, fingerprint(t, body), env.Clock.Now())
 			if err != nil || d.Outcome != idempotency.Proceed {
 				t.Errorf("holder's reservation: %v %v", d.Outcome, err)
 			}

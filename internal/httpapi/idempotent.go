@@ -300,7 +300,7 @@ func (s *Server) runTx(w http.ResponseWriter, r *http.Request, key *core.APIKey,
 	err := s.store.InTx(ctx, func(tx core.Tx) error {
 		var token string
 		if res != nil {
-			d, err := tx.ReserveIdempotency(ctx, res.scope, res.fingerprint, s.svc.Now(), s.cfg.ReservationLease)
+			d, err := tx.DecideIdempotency(ctx, res.scope, res.fingerprint, s.svc.Now())
 			if err != nil {
 				return err
 			}
@@ -324,7 +324,7 @@ func (s *Server) runTx(w http.ResponseWriter, r *http.Request, key *core.APIKey,
 		if res != nil {
 			resp := idempotency.Response{Status: status, ContentType: "application/json", Body: out.body}
 			now := s.svc.Now()
-			if err := tx.CompleteIdempotency(ctx, res.scope, token, resp, now, now.Add(s.cfg.IdempotencyTTL)); err != nil {
+			if err := tx.PutIdempotency(ctx, res.scope, res.fingerprint, token, resp, now, now.Add(s.cfg.IdempotencyTTL)); err != nil {
 				return err
 			}
 			stored, storedAt = resp, now

@@ -756,11 +756,7 @@ func TestSends_ListFiltersAndPaginates(t *testing.T) {
 		}
 		// Deliver two of them (capture) by running their attempts directly.
 		sent := created[1:3]
-		for _, id := range sent {
-			if err := a.Server.Deliver.Attempt(context.Background(), id, 1, 8); err != nil {
-				t.Fatalf("Attempt: %v", err)
-			}
-		}
+		a.DeliverNow(t, sent...)
 		queued := []string{created[0], created[3], created[4]}
 		if m := a.get("", "/metrics"); !bytes.Contains(m.Body, []byte("\nsendonce_queue_depth 3\n")) {
 			t.Errorf("/metrics does not report the 3 queued sends as sendonce_queue_depth 3")

@@ -162,14 +162,14 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	qc := delivery.QueueConfig{Work: cfg.Work, Workers: cfg.Workers, PollInterval: cfg.PollInterval}
 	var q *delivery.Queue
 	if store.PG != nil {
-		q, err = delivery.NewPostgresQueue(store.PG, d, qc, logger)
+		q, err = delivery.NewPostgresQueue(ctx, store.PG, d, qc, logger)
 	} else {
-		q, err = delivery.NewSQLiteQueue(store.W, d, qc, logger)
+		q, err = delivery.NewSQLiteQueue(ctx, store.W, d, qc, logger)
 	}
 	if err != nil {
 		return nil, err
 	}
-	store.SetEnqueuer(q.Enqueue)
+	store.OnDue(q.Notify)
 	var front idempotency.Store
 	var rdb *redis.Client
 	if cfg.Redis != "" {

@@ -138,19 +138,15 @@ func (g *groupCommit) runBatch(batch []*txReq) {
 	// detached: statements ignore their caller's cancellation. Interrupting
 	// a statement makes SQLite roll back the whole transaction — every
 	// other caller's work in it too.
-	//
-	// The batch's delivery jobs are inserted together just before the
-	// commit: River's insert is costly to run (and parse) once per send.
-	var jobs []string
 	q := sqlQuerier{db: tx, detached: true}
-	t := &Tx{q: q, raw: tx, s: g.store, jobs: &jobs}
+	woke := false
 	single := len(batch) == 1
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			r.err = err // its caller left before its turn: nothing ran
 			continue
 		}
-		mark := len(jobs)
+		t := &Tx{q: q, s: g.store}
 		if !single {
 			if _, err := q.exec(ctx, "SAVEPOINT gc"); err != nil {
 				_ = tx.Rollback()
@@ -161,6 +157,7 @@ func (g *groupCommit) runBatch(batch []*txReq) {
 		r.err, r.panicked = call(r.fn, t)
 		if r.err == nil && r.panicked == nil {
 			r.pending = true
+			woke = woke || t.woke
 			if !single {
 				if _, err := q.exec(ctx, "RELEASE gc"); err != nil {
 					_ = tx.Rollback()
@@ -170,7 +167,6 @@ func (g *groupCommit) runBatch(batch []*txReq) {
 			}
 			continue
 		}
-		jobs = jobs[:mark]
 		if single {
 			_ = tx.Rollback()
 			return
@@ -183,15 +179,12 @@ func (g *groupCommit) runBatch(batch []*txReq) {
 			return
 		}
 	}
-	if len(jobs) > 0 {
-		if err := g.enqueue(ctx, tx, jobs); err != nil {
-			_ = tx.Rollback()
-			failAll(batch, fmt.Errorf("enqueue delivery: %w", err))
-			return
-		}
-	}
 	if err := tx.Commit(); err != nil {
 		failAll(batch, fmt.Errorf("commit: %w", err))
+		return
+	}
+	if woke {
+		g.store.woke()
 	}
 }
 
@@ -222,19 +215,4 @@ func rollbackTo(ctx context.Context, q sqlQuerier) error {
 	}
 	_, err := q.exec(ctx, "RELEASE gc")
 	return err
-}
-
-// enqueue inserts the batch's delivery jobs. A panic in the queue is
-// turned into the batch's error: it belongs to no single caller, and must
-// not take the writer down.
-func (g *groupCommit) enqueue(ctx context.Context, tx *sql.Tx, jobs []string) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
-		}
-	}()
-	if g.store.enqueue == nil {
-		return errors.New("no queue is wired to the store")
-	}
-	return g.store.enqueue(ctx, tx, jobs)
 }

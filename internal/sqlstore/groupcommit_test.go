@@ -2,13 +2,12 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -283,52 +282,56 @@ func TestGroupCommit_FailedCommitFailsEveryone(t *testing.T) {
 	}
 }
 
-// A batch's delivery jobs are inserted in one call, in its transaction,
-// and only for the work that commits: a rolled-back request's job goes
-// with it.
-func TestGroupCommit_JobsOnePerBatchOnlyForCommittedWork(t *testing.T) {
+// A batch that wrote due sends wakes the claimer once, after its commit,
+// and only for work that committed: a batch whose only due send rolled
+// back wakes nobody.
+func TestGroupCommit_WakesOncePerBatchOnlyForCommittedDueSends(t *testing.T) {
 	s, sizes := openGC(t)
 	ctx := context.Background()
-	var (
-		mu    sync.Mutex
-		calls [][]string
-	)
-	s.SetEnqueuer(func(_ context.Context, tx any, ids []string) error {
-		if _, ok := tx.(*sql.Tx); !ok {
-			t.Errorf("enqueue outside the batch's transaction: %T", tx)
+	var wakes atomic.Int64
+	s.OnDue(func() {
+		if !rowExists(t, s, "holder") {
+			t.Error("woken before the batch committed")
 		}
-		mu.Lock()
-		calls = append(calls, append([]string(nil), ids...))
-		mu.Unlock()
-		return nil
+		wakes.Add(1)
 	})
+	due := func(tx core.Tx, id string, st core.Status) error {
+		now := time.Now()
+		return tx.InsertSend(ctx, &core.Send{ID: id, Tenant: "t", MailboxID: "default", Status: st,
+			From: "me@example.com", MessageID: "<" + id + "@example.com>", CreatedAt: now, UpdatedAt: now})
+	}
 	release := holdWriter(t, s)
 	var wg sync.WaitGroup
 	for i := range 6 {
 		wg.Go(func() {
-			id := fmt.Sprint("send-", i)
 			_ = s.InTx(ctx, func(tx core.Tx) error {
-				if err := tx.EnqueueDelivery(ctx, id); err != nil {
+				if err := due(tx, fmt.Sprint("snd_", i), core.StatusQueued); err != nil {
 					return err
 				}
-				if i == 3 {
-					return errors.New("rolled back after enqueueing")
-				}
-				return nil
+				return insertRow(ctx, tx, fmt.Sprint("row-", i))
 			})
 		})
 	}
 	time.Sleep(200 * time.Millisecond)
 	release()
 	wg.Wait()
-	var got []string
-	for _, c := range calls {
-		got = append(got, c...)
+	if n := wakes.Load(); n < 1 || int(n) > len(sizes())-1 {
+		t.Fatalf("%d wakes for batch sizes %v: want one per batch that wrote due sends", n, sizes())
 	}
-	if len(got) != 5 || slices.Contains(got, "send-3") {
-		t.Fatalf("jobs enqueued %v, want the 5 committed sends without send-3", got)
+	before := wakes.Load()
+	err := s.InTx(ctx, func(tx core.Tx) error {
+		if err := due(tx, "snd_rolled", core.StatusQueued); err != nil {
+			return err
+		}
+		return errors.New("rolled back")
+	})
+	if err == nil || wakes.Load() != before {
+		t.Fatalf("a rolled-back due send woke the claimer (err %v)", err)
 	}
-	if len(calls) >= 5 {
-		t.Fatalf("%d enqueue calls for batch sizes %v: jobs were not inserted per batch", len(calls), sizes())
+	if err := s.InTx(ctx, func(tx core.Tx) error { return due(tx, "snd_pending", core.StatusPendingApproval) }); err != nil {
+		t.Fatal(err)
+	}
+	if wakes.Load() != before {
+		t.Fatal("a send that is not due woke the claimer")
 	}
 }

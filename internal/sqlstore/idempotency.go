@@ -11,8 +11,9 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// ReserveIdempotency implements core.Store: a lookup without the write
-// lock, then Tx.ReserveIdempotency in a transaction of its own.
+// ReserveIdempotency implements core.Store, the two-step reservation of
+// the public idempotency API (reserve, work, complete): a lookup without
+// the write lock, then an in-flight row in a transaction of its own.
 func (s *Store) ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time, lease time.Duration) (idempotency.Decision, error) {
 	rec, err := s.CompletedIdempotency(ctx, sc)
 	if err != nil {
@@ -29,7 +30,7 @@ func (s *Store) ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fi
 	var d idempotency.Decision
 	err = s.InTx(ctx, func(tx core.Tx) error {
 		var err error
-		d, err = tx.ReserveIdempotency(ctx, sc, fingerprint, now, lease)
+		d, err = tx.(*Tx).reserveInTx(ctx, sc, fingerprint, now, lease)
 		return err
 	})
 	return d, err
@@ -47,19 +48,18 @@ func (s *Store) CompletedIdempotency(ctx context.Context, sc idempotency.Scope) 
 	return rec, nil
 }
 
-// ReserveIdempotency implements core.Tx: it decides the key inside the
-// transaction and, on Proceed, holds it until the transaction ends (and
-// for lease after, should it commit without completing it).
-func (t *Tx) ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time, lease time.Duration) (idempotency.Decision, error) {
-	token := idempotency.NewToken()
+// DecideIdempotency implements core.Tx: it reads the scoped key inside the
+// transaction and decides the request. On Proceed the key is the
+// transaction's until it ends — SQLite's writer excludes every other one;
+// on PostgreSQL a transaction-scoped advisory lock does — so nothing is
+// written for it until PutIdempotency stores the answer: one row write per
+// accepted request.
+func (t *Tx) DecideIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time) (idempotency.Decision, error) {
 	if t.s.PG != nil {
 		// A first request still running in another transaction (another
-		// process) holds the key's lock until it ends. Without this the
-		// insert below would wait for it; the contract wants 409 at once.
-		// Every reservation takes the lock, so one taken here means no
-		// uncommitted insert of this key can make the insert wait. Two keys
-		// sharing a 64-bit hash can meet a spurious 409, which a retry
-		// clears.
+		// process) holds the key's lock until it ends; the contract wants
+		// 409 at once rather than a wait. Two keys sharing a 64-bit hash
+		// can meet a spurious 409, which a retry clears.
 		var got bool
 		if err := t.q.queryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0))`,
 			sc.Tenant+"\n"+sc.Method+"\n"+sc.Route+"\n"+sc.Key).Scan(&got); err != nil {
@@ -68,19 +68,6 @@ func (t *Tx) ReserveIdempotency(ctx context.Context, sc idempotency.Scope, finge
 		if !got {
 			return idempotency.Decision{Outcome: idempotency.InUse}, nil
 		}
-	}
-	// Insert first: the primary key decides between concurrent first
-	// requests.
-	n, err := t.q.exec(ctx, `INSERT INTO idempotency_keys
-		(tenant, method, route, key, fingerprint, state, token, locked_until, created_at)
-		VALUES (?, ?, ?, ?, ?, 'in_flight', ?, ?, ?)
-		ON CONFLICT (tenant, method, route, key) DO NOTHING`,
-		sc.Tenant, sc.Method, sc.Route, sc.Key, fingerprint, token, micros(now.Add(lease)), micros(now))
-	if err != nil {
-		return idempotency.Decision{}, fmt.Errorf("reserve idempotency key: %w", err)
-	}
-	if n == 1 {
-		return idempotency.Decision{Outcome: idempotency.Proceed, Token: token}, nil
 	}
 	rec, err := readIdempotency(ctx, t.q, sc, t.s.forUpdate)
 	if err != nil {
@@ -91,16 +78,50 @@ func (t *Tx) ReserveIdempotency(ctx context.Context, sc idempotency.Scope, finge
 	case idempotency.Replay:
 		d.Response = rec.Response
 	case idempotency.Proceed:
-		// Expired, or its holder's lease ran out: take it over.
-		d.Token = token
-		_, err := t.q.exec(ctx, `UPDATE idempotency_keys SET fingerprint = ?, state = 'in_flight', token = ?,
-			locked_until = ?, status = NULL, content_type = NULL, body = NULL, created_at = ?,
-			completed_at = NULL, expires_at = NULL
-			WHERE tenant = ? AND method = ? AND route = ? AND key = ?`,
-			fingerprint, token, micros(now.Add(lease)), micros(now), sc.Tenant, sc.Method, sc.Route, sc.Key)
-		if err != nil {
-			return idempotency.Decision{}, fmt.Errorf("take over idempotency key: %w", err)
-		}
+		// Also for a record past its expiry or an abandoned reservation:
+		// PutIdempotency overwrites it, and a late completion of the old
+		// reservation fails on its token.
+		d.Token = idempotency.NewToken()
+	}
+	return d, nil
+}
+
+// PutIdempotency implements core.Tx: the decided key's completed record,
+// written once, in the transaction that did the request's work.
+func (t *Tx) PutIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint, token string, resp idempotency.Response, now, expires time.Time) error {
+	_, err := t.q.exec(ctx, `INSERT INTO idempotency_keys
+		(tenant, method, route, key, fingerprint, state, token, locked_until, status, content_type, body,
+		 created_at, completed_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, 'completed', ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, method, route, key) DO UPDATE SET fingerprint = excluded.fingerprint,
+		 state = 'completed', token = excluded.token, locked_until = excluded.locked_until,
+		 status = excluded.status, content_type = excluded.content_type, body = excluded.body,
+		 created_at = excluded.created_at, completed_at = excluded.completed_at, expires_at = excluded.expires_at`,
+		sc.Tenant, sc.Method, sc.Route, sc.Key, fingerprint, token, micros(now), resp.Status, resp.ContentType, resp.Body,
+		micros(now), micros(now), micros(expires))
+	if err != nil {
+		return fmt.Errorf("store idempotent response: %w", err)
+	}
+	return nil
+}
+
+// reserveInTx is the two-step reservation (Store.ReserveIdempotency): an
+// in-flight row that holds the key for lease, committed on its own.
+func (t *Tx) reserveInTx(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time, lease time.Duration) (idempotency.Decision, error) {
+	d, err := t.DecideIdempotency(ctx, sc, fingerprint, now)
+	if err != nil || d.Outcome != idempotency.Proceed {
+		return d, err
+	}
+	_, err = t.q.exec(ctx, `INSERT INTO idempotency_keys
+		(tenant, method, route, key, fingerprint, state, token, locked_until, created_at)
+		VALUES (?, ?, ?, ?, ?, 'in_flight', ?, ?, ?)
+		ON CONFLICT (tenant, method, route, key) DO UPDATE SET fingerprint = excluded.fingerprint,
+		 state = 'in_flight', token = excluded.token, locked_until = excluded.locked_until,
+		 status = NULL, content_type = NULL, body = NULL, created_at = excluded.created_at,
+		 completed_at = NULL, expires_at = NULL`,
+		sc.Tenant, sc.Method, sc.Route, sc.Key, fingerprint, d.Token, micros(now.Add(lease)), micros(now))
+	if err != nil {
+		return idempotency.Decision{}, fmt.Errorf("reserve idempotency key: %w", err)
 	}
 	return d, nil
 }

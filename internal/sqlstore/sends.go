@@ -14,7 +14,7 @@ import (
 
 const sendColumns = `id, tenant, idempotency_key, mailbox_id, status, from_addr, to_addrs, cc_addrs, bcc_addrs,
 	reply_to, subject, text_body, html_body, headers, tags, template_id, message_id, attempts, last_error,
-	attempt_token, lease_until, created_at, updated_at, sent_at, in_reply_to, refs, forward_raw`
+	attempt_token, lease_until, created_at, updated_at, sent_at, in_reply_to, refs, forward_raw, tries, next_attempt_at`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -24,12 +24,12 @@ func scanSend(r rowScanner) (*core.Send, error) {
 		idemKey, templateID, lastError, attemptToken sql.NullString
 		inReplyTo                                    sql.NullString
 		to, cc, bcc, replyTo, headers, tags, refs    string
-		leaseUntil, sentAt                           sql.NullInt64
+		leaseUntil, sentAt, nextAttempt              sql.NullInt64
 		createdAt, updatedAt                         int64
 	)
 	err := r.Scan(&s.ID, &s.Tenant, &idemKey, &s.MailboxID, &s.Status, &s.From, &to, &cc, &bcc,
 		&replyTo, &s.Subject, &s.Text, &s.HTML, &headers, &tags, &templateID, &s.MessageID, &s.Attempts, &lastError,
-		&attemptToken, &leaseUntil, &createdAt, &updatedAt, &sentAt, &inReplyTo, &refs, &s.Forward)
+		&attemptToken, &leaseUntil, &createdAt, &updatedAt, &sentAt, &inReplyTo, &refs, &s.Forward, &s.Tries, &nextAttempt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, core.ErrNotFound
 	}
@@ -38,7 +38,7 @@ func scanSend(r rowScanner) (*core.Send, error) {
 	}
 	s.IdempotencyKey, s.TemplateID, s.LastError, s.AttemptToken = idemKey.String, templateID.String, lastError.String, attemptToken.String
 	s.InReplyTo = inReplyTo.String
-	s.LeaseUntil, s.SentAt = fromNullMicros(leaseUntil), fromNullMicros(sentAt)
+	s.LeaseUntil, s.SentAt, s.NextAttemptAt = fromNullMicros(leaseUntil), fromNullMicros(sentAt), fromNullMicros(nextAttempt)
 	s.CreatedAt, s.UpdatedAt = fromMicros(createdAt), fromMicros(updatedAt)
 	for _, f := range []struct {
 		src string
@@ -74,17 +74,34 @@ func (t *Tx) InsertSend(ctx context.Context, s *core.Send) error {
 		tags = map[string]string{}
 	}
 	_, err := t.q.exec(ctx, `INSERT INTO sends (`+sendColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, s.Tenant, nullString(s.IdempotencyKey), s.MailboxID, s.Status, s.From,
 		jsonText(nonNil(s.To)), jsonText(nonNil(s.Cc)), jsonText(nonNil(s.Bcc)), jsonText(nonNil(s.ReplyTo)),
 		s.Subject, s.Text, s.HTML, jsonText(nonNil(s.Headers)), jsonText(tags), nullString(s.TemplateID), s.MessageID,
 		s.Attempts, nullString(s.LastError), nullString(s.AttemptToken), nullMicros(s.LeaseUntil),
 		micros(s.CreatedAt), micros(s.UpdatedAt), nullMicros(s.SentAt),
-		nullString(s.InReplyTo), jsonText(nonNil(s.References)), s.Forward)
+		nullString(s.InReplyTo), jsonText(nonNil(s.References)), s.Forward, s.Tries, t.due(s))
 	if err != nil {
 		return fmt.Errorf("insert send: %w", err)
 	}
 	return nil
+}
+
+// due is the next_attempt_at to store for s: a queued send without one is
+// due at once. Writing a due send wakes this process's claimer after the
+// commit.
+func (t *Tx) due(s *core.Send) sql.NullInt64 {
+	if s.Status != core.StatusQueued {
+		return nullMicros(s.NextAttemptAt)
+	}
+	if s.NextAttemptAt == nil {
+		at := s.UpdatedAt
+		s.NextAttemptAt = &at
+	}
+	if !s.NextAttemptAt.After(s.UpdatedAt) {
+		t.woke = true // due now; a retry later is found by the poll
+	}
+	return nullMicros(s.NextAttemptAt)
 }
 
 // SendForUpdate implements core.Tx: the row stays locked until the
@@ -97,9 +114,9 @@ func (t *Tx) SendForUpdate(ctx context.Context, id string) (*core.Send, error) {
 // UpdateSend implements core.Tx.
 func (t *Tx) UpdateSend(ctx context.Context, s *core.Send) error {
 	n, err := t.q.exec(ctx, `UPDATE sends SET status = ?, attempts = ?, last_error = ?, attempt_token = ?,
-		lease_until = ?, updated_at = ?, sent_at = ? WHERE id = ?`,
+		lease_until = ?, updated_at = ?, sent_at = ?, tries = ?, next_attempt_at = ? WHERE id = ?`,
 		s.Status, s.Attempts, nullString(s.LastError), nullString(s.AttemptToken), nullMicros(s.LeaseUntil),
-		micros(s.UpdatedAt), nullMicros(s.SentAt), s.ID)
+		micros(s.UpdatedAt), nullMicros(s.SentAt), s.Tries, t.due(s), s.ID)
 	if err != nil {
 		return fmt.Errorf("update send: %w", err)
 	}
@@ -109,29 +126,47 @@ func (t *Tx) UpdateSend(ctx context.Context, s *core.Send) error {
 	return nil
 }
 
-// AddEvent implements core.Tx.
-func (t *Tx) AddEvent(ctx context.Context, sendID string, e core.Event) error {
-	_, err := t.q.exec(ctx, `INSERT INTO send_events (send_id, type, at, detail) VALUES (?, ?, ?, ?)`,
-		sendID, e.Type, micros(e.At), e.Detail)
+// UpdateAttempt implements core.Tx.
+func (t *Tx) UpdateAttempt(ctx context.Context, s *core.Send, token string) (bool, error) {
+	n, err := t.q.exec(ctx, `UPDATE sends SET status = ?, attempts = ?, last_error = ?, attempt_token = ?,
+		lease_until = ?, updated_at = ?, sent_at = ?, tries = ?, next_attempt_at = ?
+		WHERE id = ? AND attempt_token = ? AND status = 'sending'`,
+		s.Status, s.Attempts, nullString(s.LastError), nullString(s.AttemptToken), nullMicros(s.LeaseUntil),
+		micros(s.UpdatedAt), nullMicros(s.SentAt), s.Tries, t.due(s), s.ID, token)
 	if err != nil {
+		return false, fmt.Errorf("record attempt: %w", err)
+	}
+	return n == 1, nil
+}
+
+// AddEvent implements core.Tx: one statement for all of them.
+func (t *Tx) AddEvent(ctx context.Context, sendID string, events ...core.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 4*len(events))
+	for _, e := range events {
+		args = append(args, sendID, e.Type, micros(e.At), e.Detail)
+	}
+	q := `INSERT INTO send_events (send_id, type, at, detail) VALUES (?, ?, ?, ?)` +
+		strings.Repeat(`, (?, ?, ?, ?)`, len(events)-1)
+	if _, err := t.q.exec(ctx, q, args...); err != nil {
 		return fmt.Errorf("add event: %w", err)
 	}
 	return nil
 }
 
-// EnqueueDelivery implements core.Tx.
-func (t *Tx) EnqueueDelivery(ctx context.Context, sendID string) error {
-	if t.s.enqueue == nil {
-		return errors.New("enqueue delivery: no queue is wired to the store")
+// ClaimDue implements core.Tx: one statement claims the batch.
+func (t *Tx) ClaimDue(ctx context.Context, now, lease time.Time, token string, limit int) ([]*core.Send, error) {
+	rows, err := t.q.query(ctx, `UPDATE sends SET status = 'sending', attempt_token = ?, lease_until = ?,
+		tries = tries + 1, next_attempt_at = NULL, updated_at = ?
+		WHERE id IN (SELECT id FROM sends WHERE status = 'queued' AND next_attempt_at <= ?
+			ORDER BY next_attempt_at LIMIT ?`+t.s.skipLocked+`)
+		RETURNING `+sendColumns, token, micros(lease), micros(now), micros(now), limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim due sends: %w", err)
 	}
-	if t.jobs != nil {
-		*t.jobs = append(*t.jobs, sendID)
-		return nil
-	}
-	if err := t.s.enqueue(ctx, t.raw, []string{sendID}); err != nil {
-		return fmt.Errorf("enqueue delivery: %w", err)
-	}
-	return nil
+	return collectSends(rows)
 }
 
 // ExpiredAttempts implements core.Tx.
@@ -223,6 +258,7 @@ func (s *Store) SendWithEvents(ctx context.Context, tenant, id string) (*core.Se
 			return err
 		}
 		events, err = sendEvents(ctx, q, tenant, id)
+		events = withCreation(send, events)
 		return err
 	})
 	if err != nil {
@@ -254,6 +290,15 @@ func sendEvents(ctx context.Context, q querier, tenant, id string) ([]core.Event
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	return out, nil
+}
+
+// withCreation puts the send's creation first in its history: a queued
+// send's acceptance is its row (AcceptSend writes no event for it).
+func withCreation(s *core.Send, events []core.Event) []core.Event {
+	if len(events) > 0 && events[0].Type == "accepted" {
+		return events
+	}
+	return append([]core.Event{{Type: "accepted", At: s.CreatedAt, Detail: string(core.StatusQueued)}}, events...)
 }
 
 // QueueDepth implements core.Store.

@@ -43,7 +43,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// synchronous(FULL): an acknowledged accept survives power loss, not
 	// only a process crash. _txlock=immediate takes the write lock at BEGIN,
 	// so a transaction never fails halfway on a lock upgrade.
-	common := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)"
+	common := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_pragma=temp_store(MEMORY)"
 	u := "file:" + (&url.URL{Path: path}).EscapedPath()
 	w := sql.OpenDB(stmtConnector{d: &sqlite.Driver{}, dsn: u + "?" + common + "&_txlock=immediate"})
 	w.SetMaxOpenConns(1)

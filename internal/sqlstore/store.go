@@ -12,12 +12,6 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// Enqueuer inserts delivery jobs inside tx (a *sql.Tx on SQLite, a pgx.Tx
-// on PostgreSQL). The queue provides it; the store calls it for
-// Tx.EnqueueDelivery so that a send and its job commit together — on
-// SQLite once per group commit, for all of the batch's sends at once.
-type Enqueuer func(ctx context.Context, tx any, sendIDs []string) error
-
 // Store implements core.Store on SQLite or PostgreSQL. The SQL is shared;
 // only opening, migrating and beginning transactions differ.
 type Store struct {
@@ -36,16 +30,24 @@ type Store struct {
 	PG, PGRead *pgxpool.Pool
 	rebind     *rebinder
 
-	enqueue Enqueuer
-	gc      *groupCommit // SQLite's batching writer
+	// onDue is called after a commit that made a send due (see OnDue).
+	onDue func()
+	gc    *groupCommit // SQLite's batching writer
 }
 
 // Dialect says which database the store runs on.
 func (s *Store) Dialect() Dialect { return s.dialect }
 
-// SetEnqueuer wires the queue in. It must be called before the first
-// EnqueueDelivery; wiring happens once, at start.
-func (s *Store) SetEnqueuer(e Enqueuer) { s.enqueue = e }
+// OnDue has fn called after every commit that wrote a queued send, so that
+// this process's claimer looks at once instead of at its next poll. Call
+// it once, before the store is used.
+func (s *Store) OnDue(fn func()) { s.onDue = fn }
+
+func (s *Store) woke() {
+	if s.onDue != nil {
+		s.onDue()
+	}
+}
 
 // Close closes the pools.
 func (s *Store) Close() error {
@@ -72,11 +74,9 @@ func (s *Store) Ping(ctx context.Context) error {
 // Tx is one write transaction.
 type Tx struct {
 	q   querier
-	raw any // *sql.Tx or pgx.Tx, for code that must join it (the queue)
 	s   *Store
-	// jobs collects a group commit's delivery jobs, inserted in one
-	// statement before it commits; nil: insert at once.
-	jobs *[]string
+	// woke: this transaction wrote a queued send (Store.OnDue).
+	woke bool
 }
 
 // InTx runs fn in one write transaction: commit when fn returns nil, roll
@@ -107,6 +107,9 @@ func (s *Store) InTx(ctx context.Context, fn func(tx core.Tx) error) error {
 	if err := commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	if t.woke {
+		s.woke()
+	}
 	return nil
 }
 
@@ -117,7 +120,7 @@ func (s *Store) beginPG(ctx context.Context) (*Tx, func(context.Context) error, 
 			return nil, nil, nil, err
 		}
 		rollback := func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }
-		return &Tx{q: pgxQuerier{db: tx, rebind: s.rebind}, raw: tx, s: s}, tx.Commit, rollback, nil
+		return &Tx{q: pgxQuerier{db: tx, rebind: s.rebind}, s: s}, tx.Commit, rollback, nil
 	}
 	return nil, nil, nil, errors.New("begin: no PostgreSQL pool (SQLite transactions go through the group commit)")
 }
