@@ -121,11 +121,11 @@ type outcome struct {
 	status  core.Status
 	event   string
 	detail  string
-	reached bool   // the attempt reached the relay: counted in attempts
+	reached bool // the attempt reached the relay: counted in attempts
 	// attempted: a handoff was tried (not so for a suppressed recipient).
 	attempted bool
-	retry   bool   // queued again, after the backoff
-	metric  string // sendonce_delivery_attempts_total's outcome label
+	retry     bool   // queued again, after the backoff
+	metric    string // sendonce_delivery_attempts_total's outcome label
 }
 
 // outcomeOf decides an attempt's outcome from the transport's error (nil:

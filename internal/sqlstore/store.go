@@ -73,8 +73,8 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Tx is one write transaction.
 type Tx struct {
-	q   querier
-	s   *Store
+	q querier
+	s *Store
 	// woke: this transaction wrote a queued send (Store.OnDue).
 	woke bool
 }
