@@ -116,6 +116,12 @@ func (d *Deliverer) handOff(ctx context.Context, s *core.Send) (err error, inTx 
 	return t.Deliver(ctx, env, raw), nil
 }
 
+// recordBudget is how long an attempt's outcome may take to be written:
+// the margin attemptBudget leaves inside the lease, at least a second.
+func recordBudget(lease time.Duration) time.Duration {
+	return max(lease-attemptBudget(lease), time.Second)
+}
+
 // outcome is what an attempt's result does to its send.
 type outcome struct {
 	status  core.Status
@@ -161,9 +167,9 @@ func outcomeOf(err error, attempt, maxAttempts int) outcome {
 // reconciled since — changes nothing: reconcile is the only way out of
 // unknown, so the late result is kept as an event for whoever decides.
 func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o outcome, inTx func(core.Tx) error) error {
-	// Written even when the attempt's own context ended: losing it would
-	// turn a known result into unknown.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	// Written even when the attempt's own context ended, and within the
+	// lease: losing it would turn a known result into unknown.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordBudget(d.cfg.AttemptLease))
 	defer cancel()
 	now := d.cfg.Now().UTC()
 	next := *s
@@ -179,7 +185,7 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 		at := now.Add(Backoff(d.cfg.RetryBase, d.cfg.MaxRetryDelay, s.Tries))
 		next.NextAttemptAt = &at
 	}
-	return d.store.InTx(wctx, func(tx core.Tx) error {
+	write := func(tx core.Tx) error {
 		held, err := tx.UpdateAttempt(wctx, &next, token)
 		if err != nil {
 			return err
@@ -201,5 +207,20 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 		return tx.AddEvent(wctx, s.ID,
 			core.Event{Type: "attempt_started", At: s.UpdatedAt, Detail: fmt.Sprintf("attempt %d", s.Tries)},
 			core.Event{Type: o.event, At: now, Detail: o.detail})
-	})
+	}
+	// A database that fails for a moment must not turn a known outcome
+	// into unknown: keep trying until the write budget ends.
+	wait := 50 * time.Millisecond
+	for {
+		err := d.store.InTx(wctx, write)
+		if err == nil || wctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-wctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }

@@ -19,16 +19,27 @@ var faultSeq atomic.Int64
 // real failure.
 func (e *Env) FailWrites(t testing.TB, table string) (restore func()) {
 	t.Helper()
+	return e.failOps(t, table, "INSERT", "UPDATE")
+}
+
+// FailUpdates is FailWrites for UPDATEs alone: new rows still go in.
+func (e *Env) FailUpdates(t testing.TB, table string) (restore func()) {
+	t.Helper()
+	return e.failOps(t, table, "UPDATE")
+}
+
+func (e *Env) failOps(t testing.TB, table string, ops ...string) (restore func()) {
+	t.Helper()
 	name := fmt.Sprintf("sendoncetest_fail_%s_%d", table, faultSeq.Add(1))
 	var create, drop []string
 	if e.Server.Store.PG != nil {
 		create = []string{
 			`CREATE OR REPLACE FUNCTION ` + name + `() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RAISE EXCEPTION ''injected fault''; END'`,
-			`CREATE TRIGGER ` + name + ` BEFORE INSERT OR UPDATE ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION ` + name + `()`,
+			`CREATE TRIGGER ` + name + ` BEFORE ` + strings.Join(ops, " OR ") + ` ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION ` + name + `()`,
 		}
 		drop = []string{`DROP TRIGGER IF EXISTS ` + name + ` ON ` + table, `DROP FUNCTION IF EXISTS ` + name + `()`}
 	} else {
-		for _, op := range []string{"INSERT", "UPDATE"} {
+		for _, op := range ops {
 			create = append(create, `CREATE TRIGGER `+name+`_`+op+` BEFORE `+op+` ON `+table+
 				` BEGIN SELECT RAISE(ABORT, 'injected fault'); END`)
 			drop = append(drop, `DROP TRIGGER IF EXISTS `+name+`_`+op)
