@@ -1,105 +1,591 @@
 #!/usr/bin/env bash
-# Measures sendonce against the bare net/http yardstick on this machine, in
-# one run, with wrk (apt-get install wrk) driving both the same way, and
-# sendonce-bench for the storm and delivery. Prints every run and the
-# medians. Everything listens on 127.0.0.1 only.
+# bench/compare.sh — sendonce against its yardsticks, on this machine, in one
+# run. Every row is a ratio against a yardstick measured in the same run:
+# RUNS rounds (default 3) alternate sendonce and the yardstick, each round
+# gives a ratio, and the row is the median of those ratios.
 #
-#   bench/compare.sh            # 3 runs of 8 s each
-#   RUNS=5 DURATION=10s bench/compare.sh
+#   accept    new-key accepts, sendonce on its embedded defaults (one process,
+#             SQLite, delivery to the capture inbox running) vs the
+#             Redis-lock design (bench/redislock: Express + node-redis with a
+#             redis-server of its own, no persistence). wrk -t2 -c50 with
+#             bench/wrk/accept.lua (a fresh Idempotency-Key per request), a
+#             WARMUP before every measured round, the side not measured is
+#             paused (SIGSTOP). Only 200 answers count (ok_rps).
+#   replay    replays of 200 keys per wrk thread (bench/wrk/send.lua,
+#             WRK_KEYS=200) vs bare net/http decoding the JSON POST and
+#             answering JSON (sendonce-bench --baseline). 2xx answers/s.
+#   delivery  a backlog of BACKLOG accepted sends (made by `serve --role api`,
+#             which does not deliver), then `serve` started on the same
+#             database relaying to smtp-sink, timed from its start until its
+#             sendonce_queue_depth gauge reads 0; vs smtp-source pushing
+#             BACKLOG messages into the same smtp-sink (20 sessions, reused).
+#   postgres  3 `serve --role api` + 1 `--role worker` on a fresh database,
+#             3 wrk (-t1 -c17 each, accept.lua) summed, vs pgbench inserting
+#             one row per transaction (-c 32 -j 2) into a fresh table.
+#             PG_ACCEPT_SQL=1 adds pgbench running bench/pgbench/accept.sql
+#             (one accept's statements, PostgreSQL alone) — the statements
+#             follow the schema, so check them after a schema change.
+#             Skipped when pg_isready fails.
+#   storm     sendonce-bench --mode storm (1,000 keys × 8 concurrent
+#             duplicates, then every key looked up): p99 and duplicates.
+#             No yardstick; the contract is 0 duplicates.
+#
+# Usage (from anywhere; it builds both binaries from this tree first):
+#
+#   bench/compare.sh                                   # everything, RUNS=3
+#   RUNS=1 DURATION=3s BACKLOG=3000 bench/compare.sh   # a quick check
+#   ONLY="accept replay" bench/compare.sh              # some sections
+#
+# Environment (defaults): ONLY ("accept replay delivery postgres storm"),
+# RUNS (3), DURATION (10s, per measured round; seconds or minutes), WARMUP
+# (5s), CONNS (64: replay and storm concurrency), BACKLOG (20000),
+# DRAIN_TIMEOUT (300 s), PGURL (postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable;
+# the script creates and drops databases named sendonce_bench_*),
+# PG_ACCEPT_SQL (0), SENDONCE_BIN and SENDONCE_BENCH_BIN (prebuilt binaries
+# instead of building this tree, e.g. while it does not build).
+#
+# Needs: go, wrk, curl, python3; node + npm and redis-server (accept; the
+# first run does `npm ci` in bench/redislock, from the npm registry);
+# smtp-sink and smtp-source (postfix; delivery); psql, pgbench, pg_isready
+# (postgres). Everything listens on, and talks to, 127.0.0.1 only; every
+# wait is bounded; every process it starts is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 
+ONLY=${ONLY:-accept replay delivery postgres storm}
 RUNS=${RUNS:-3}
-DURATION=${DURATION:-8s}
+DURATION=${DURATION:-10s}
+WARMUP=${WARMUP:-5s}
 CONNS=${CONNS:-64}
-command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
+BACKLOG=${BACKLOG:-20000}
+DRAIN_TIMEOUT=${DRAIN_TIMEOUT:-300}
+PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
+PG_ACCEPT_SQL=${PG_ACCEPT_SQL:-0}
 
+# Ports, all on 127.0.0.1.
+P_SENDONCE=18787 P_BASELINE=18788 P_YARD=18790 P_REDIS=6390
+P_PGAPI=(18791 18792 18793) P_BACKLOG=18794 P_SINK=2526
+
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+die() {
+	echo "compare.sh: $*" >&2
+	exit 1
+}
+need() { for t in "$@"; do command -v "$t" >/dev/null || die "$t is needed"; done; }
+
+# secs D: "10s", "2m" or "7" → whole seconds.
+secs() {
+	case $1 in
+	*m) echo $((${1%m} * 60)) ;;
+	*s) echo "${1%s}" ;;
+	*) echo "$1" ;;
+	esac
+}
+DUR_S=$(secs "$DURATION")
+WARM_S=$(secs "$WARMUP")
+[[ $RUNS =~ ^[1-9][0-9]*$ && $DUR_S =~ ^[1-9][0-9]*$ && $WARM_S =~ ^[0-9]+$ && $BACKLOG =~ ^[1-9][0-9]*$ ]] ||
+	die "RUNS, DURATION, WARMUP and BACKLOG must be positive whole numbers (DURATION/WARMUP: Ns or Nm)"
+
+for w in $ONLY; do
+	[[ " accept replay delivery postgres storm " == *" $w "* ]] || die "ONLY: unknown section $w (accept replay delivery postgres storm)"
+done
+need wrk curl python3
 work=$(mktemp -d)
-pids=()
+pids=()     # every long-running process started here
+pgdbs=()    # every scratch database created here
+
+# stop PID...: continue (it may be paused), TERM, wait at most 30 s, KILL.
+stop() {
+	local p i
+	for p in "$@"; do
+		kill -CONT "$p" 2>/dev/null || true
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in "$@"; do
+		for i in $(seq 300); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+}
 cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
+	set +e
+	((${#pids[@]})) && stop "${pids[@]}"
+	for d in "${pgdbs[@]}"; do
+		psql "$PGURL" -qAtX -c "DROP DATABASE IF EXISTS $d WITH (FORCE)" >/dev/null 2>&1
+	done
 	rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
+trap 'echo "compare.sh: line $LINENO: a command failed (exit $?)" >&2' ERR
 
-go build -o "$work/sendonce" ./cmd/sendonce
-go build -o "$work/sendonce-bench" ./cmd/sendonce-bench
-echo "machine: $(nproc) cores, $(uname -sr), $(date -u +%FT%TZ)"
-
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-
-# wrkrun URL [env...]: one wrk run, prints "req/s p99ms".
-wrkrun() {
-	local url=$1
+# start LOG CMD...: CMD in the background, its output to LOG; sets $started.
+start() {
+	local log=$1
 	shift
-	env "$@" wrk -t2 -c"$CONNS" -d"$DURATION" -s bench/wrk/send.lua "$url" |
-		awk '/Requests\/sec/ {r=$2} /^p50/ {p=$4} END {printf "%d %s\n", r, p}'
+	"$@" >"$log" 2>&1 &
+	started=$!
+	pids+=("$started")
 }
-
-# series NAME URL [env...]: RUNS runs, then the medians.
-series() {
-	local name=$1 url=$2
-	shift 2
-	local out="$work/$name.txt"
-	: >"$out"
-	for _ in $(seq "$RUNS"); do
-		wrkrun "$url" "$@" | tee -a "$out" | sed "s/^/  $name: req\/s, p99 ms: /"
+forget() { # forget PID...: drop stopped processes from $pids
+	local p q keep=()
+	for p in "${pids[@]}"; do
+		for q in "$@"; do [[ $p == "$q" ]] && continue 2; done
+		keep+=("$p")
 	done
-	printf '%-10s median %8.0f req/s   p99 %6.2f ms\n' "$name" \
-		"$(cut -d' ' -f1 "$out" | median)" "$(cut -d' ' -f2 "$out" | sed 's/ms//' | median)" | tee -a "$work/summary"
+	pids=("${keep[@]}")
+}
+halt() { stop "$@" && forget "$@"; }
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# wait_http URL PID: until URL answers any HTTP status (at most 30 s) while PID lives.
+wait_http() {
+	local i
+	for i in $(seq 300); do
+		kill -0 "$2" 2>/dev/null || return 1
+		[[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1") != 000 ]] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# metric ADDR NAME: one sample of sendonce's /metrics ("" if absent).
+metric() { { curl -s --max-time 5 "http://$1/metrics" || true; } | awk -v n="$2" '$1 == n {print $2}'; }
+
+median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# field KEY LINE: KEY=VALUE out of a RESULT line.
+field() { tr ' ' '\n' <<<"$2" | awk -F= -v k="$1" '$1 == k {print $2}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.3f", a / b; else print "nan"}'; }
+row() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$work/summary.tsv"; } # what, sendonce, yardstick, ratio
+
+# accept URL SECRET CONNS THREADS DUR: one wrk run of accept.lua; prints its RESULT line.
+accept() {
+	local out
+	out=$(timeout $(($(secs "$5") + 60)) wrk -t"$4" -c"$3" -d"$5" -s bench/wrk/accept.lua "$1" -- "$2" 2>&1) || true
+	grep '^RESULT ' <<<"$out" || echo "RESULT rps=0 ok_rps=0 requests=0 ok200=0 non200=0 first_non200=0 sock_errors=0 secs=0 p50_ms=0 p99_ms=0 wrk_failed=1"
+}
+describe() { # describe RESULT: the figures of one round
+	printf 'ok_rps %8.0f  p50 %7.2f ms  p99 %7.2f ms  non-200 %s (first %s)  socket errors %s' \
+		"$(field ok_rps "$1")" "$(field p50_ms "$1")" "$(field p99_ms "$1")" \
+		"$(field non200 "$1")" "$(field first_non200 "$1")" "$(field sock_errors "$1")"
 }
 
-"$work/sendonce-bench" --baseline 127.0.0.1:18788 >/dev/null &
-pids+=($!)
-sleep 1
-series baseline http://127.0.0.1:18788
-
-# serve NAME: a fresh sendonce on the embedded defaults (one process, SQLite,
-# the capture inbox), and an API key for it in SENDONCE_API_KEY.
-serve() {
-	local db="sqlite:$work/$1/sendonce.db"
-	SENDONCE_API_KEY=$("$work/sendonce" keys create --db "$db" --name bench --scopes send,read)
-	export SENDONCE_API_KEY
-	"$work/sendonce" serve --db "$db" --addr 127.0.0.1:18787 2>"$work/$1.log" &
-	pids+=($!)
-	sleep 2
+# The machine may be shared (another engineer's go test, say): `mark` takes a
+# snapshot and `others` prints the share of all CPUs that processes outside
+# this script's tree used since, in percent, and records it for the summary.
+# Busy = user + nice + system of /proc/stat (interrupt time left out: the
+# loopback traffic's softirq belongs to no process). The processes named in
+# $ours (the postgres section sets "postgres": the server's backends) count
+# as this script's.
+ours=""
+cpu_snap() {
+	python3 - "$$" "$ours" <<-'EOF'
+		import os, sys, time
+		root, ours = int(sys.argv[1]), set(sys.argv[2].split())
+		busy = sum(int(x) for x in open("/proc/stat").readline().split()[1:4])
+		procs, named = {}, set()
+		for d in os.listdir("/proc"):
+		    if d.isdigit():
+		        try:
+		            st = open(f"/proc/{d}/stat").read()
+		        except OSError:
+		            continue
+		        f = st[st.rfind(")") + 2:].split()
+		        procs[int(d)] = (int(f[1]), sum(int(x) for x in f[11:15]))  # ppid; utime stime cutime cstime
+		        if st[st.find("(") + 1:st.rfind(")")] in ours:
+		            named.add(int(d))
+		tree, grew = {root} | named, True
+		while grew:
+		    grew = False
+		    for pid, (ppid, _) in procs.items():
+		        if ppid in tree and pid not in tree:
+		            tree.add(pid)
+		            grew = True
+		mine = sum(procs[p][1] for p in tree if p in procs)
+		print(busy, mine, time.monotonic(), os.sysconf("SC_CLK_TCK"), os.cpu_count())
+	EOF
 }
-stop() {
-	kill "${pids[-1]}"
-	wait "${pids[-1]}" 2>/dev/null || true
+mark() { snap=$(cpu_snap); }
+others() {
+	local pct
+	pct=$(awk -v a="$snap" -v b="$(cpu_snap)" 'BEGIN {split(a, x); split(b, y)
+		w = (y[3] - x[3]) * y[4] * y[5]; o = (y[1] - x[1]) - (y[2] - x[2])
+		printf "%.0f", (w > 0 && o > 0) ? 100 * o / w : 0}')
+	echo "$pct" >>"$work/others.txt"
+	echo "$pct"
 }
 
-serve new
-series new http://127.0.0.1:18787
-stop
-# A server of its own: the new-key runs leave a delivery backlog behind.
-serve replay
-WRK_KEYS=200 wrkrun http://127.0.0.1:18787 >/dev/null # the replay keys exist from here on
-series replay http://127.0.0.1:18787 WRK_KEYS=200
-stop
+# newdb DIR: a fresh SQLite database under $work/DIR with an API key; sets $db and $key.
+newdb() {
+	rm -rf "${work:?}/$1"
+	mkdir -p "$work/$1"
+	db="sqlite:$work/$1/s.db"
+	key=$("$work/sendonce" keys create --db "$db" --name bench --scopes send,read)
+}
 
-for i in $(seq "$RUNS"); do
-	rm -rf "$work/b"
-	mkdir -p "$work/b"
-	"$work/sendonce-bench" --spawn-api 1 --db "sqlite:$work/b/s.db" --sendonce "$work/sendonce" \
-		--mode storm --duration "$DURATION" --concurrency "$CONNS" --json "$work/storm$i.json" >/dev/null
-	rm -rf "$work/b"
-	mkdir -p "$work/b"
-	"$work/sendonce-bench" --spawn-api 1 --db "sqlite:$work/b/s.db" --sendonce "$work/sendonce" \
-		--mode delivery --duration "$DURATION" --concurrency "$CONNS" --json "$work/delivery$i.json" >/dev/null
+for p in $P_SENDONCE $P_BASELINE $P_YARD $P_REDIS "${P_PGAPI[@]}" $P_BACKLOG $P_SINK; do
+	port_free "$p" || die "127.0.0.1:$p is in use; this script needs it"
 done
-python3 - "$work" "$RUNS" <<'EOF'
-import json, statistics, sys
-work, runs = sys.argv[1], int(sys.argv[2])
-def rows(kind):
-    return [r for i in range(1, runs + 1) for r in json.load(open(f"{work}/{kind}{i}.json"))]
-storm, dl = rows("storm"), rows("delivery")
-print("storm      median p99 %.1f ms (p50 %.1f ms), duplicates %d, peak RSS %d MiB" % (
-    statistics.median(r["p99_ns"] for r in storm) / 1e6, statistics.median(r["p50_ns"] for r in storm) / 1e6,
-    sum(r.get("duplicates") or 0 for r in storm), max(r.get("peak_rss_kib", 0) for r in storm + dl) // 1024))
-print("delivery   median %.0f messages/s (accepted -> 250 at the sink), duplicates %d" % (
-    statistics.median(r["delivered_per_second"] for r in dl), sum(r.get("duplicates") or 0 for r in dl)))
-EOF
+
+if [[ -n ${SENDONCE_BIN:-} || -n ${SENDONCE_BENCH_BIN:-} ]]; then
+	[[ -x ${SENDONCE_BIN:-} && -x ${SENDONCE_BENCH_BIN:-} ]] || die "SENDONCE_BIN and SENDONCE_BENCH_BIN must both name executables"
+	echo "using prebuilt $SENDONCE_BIN and $SENDONCE_BENCH_BIN (not this tree)"
+	cp "$SENDONCE_BIN" "$work/sendonce"
+	cp "$SENDONCE_BENCH_BIN" "$work/sendonce-bench"
+else
+	need go
+	echo "building sendonce and sendonce-bench from $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- . ':!bench' 2>/dev/null || echo ' (with uncommitted changes)')"
+	go build -o "$work/sendonce" ./cmd/sendonce
+	go build -o "$work/sendonce-bench" ./cmd/sendonce-bench
+fi
+echo "machine: $(nproc) cores, $(uname -sr), load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
+echo "RUNS=$RUNS DURATION=$DURATION WARMUP=$WARMUP ONLY=\"$ONLY\""
+: >"$work/summary.tsv"
+
+# ---------------------------------------------------------------- accept
+if want accept; then
+	need node npm redis-server
+	echo
+	echo "== new-key accepts: sendonce (SQLite, one process, capture delivery) vs the Redis-lock design"
+	if [[ ! -d bench/redislock/node_modules ]]; then
+		(cd bench/redislock && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci in bench/redislock failed"
+	fi
+	start "$work/redis.log" redis-server --bind 127.0.0.1 --port $P_REDIS --save "" --appendonly no --dir "$work"
+	redis_pid=$started
+	for _ in $(seq 50); do
+		(exec 3<>/dev/tcp/127.0.0.1/$P_REDIS) 2>/dev/null && break
+		sleep 0.1
+	done
+	start "$work/yard.log" env PORT=$P_YARD REDIS_URL=redis://127.0.0.1:$P_REDIS SEND_DELAY_MS=0 node bench/redislock/server.js
+	yard_pid=$started
+	wait_http "http://127.0.0.1:$P_YARD/" "$yard_pid" || die "the Redis-lock yardstick did not start: $(cat "$work/yard.log")"
+
+	newdb accept
+	start "$work/accept-sendonce.log" "$work/sendonce" serve --db "$db" --transport capture --addr 127.0.0.1:$P_SENDONCE
+	so_pid=$started
+	wait_http "http://127.0.0.1:$P_SENDONCE/healthz" "$so_pid" || die "sendonce did not start: $(cat "$work/accept-sendonce.log")"
+	kill -STOP "$redis_pid" "$yard_pid"
+
+	: >"$work/accept.txt"
+	for i in $(seq "$RUNS"); do
+		kill -CONT "$so_pid"
+		((WARM_S)) && accept "http://127.0.0.1:$P_SENDONCE/v1/send" "$key" 50 2 "${WARM_S}s" >/dev/null
+		mark
+		s=$(accept "http://127.0.0.1:$P_SENDONCE/v1/send" "$key" 50 2 "$DURATION")
+		o=$(others)
+		kill -STOP "$so_pid"
+		echo "  round $i  sendonce    $(describe "$s")  others ${o}% CPU"
+		kill -CONT "$redis_pid" "$yard_pid"
+		((WARM_S)) && accept "http://127.0.0.1:$P_YARD/v1/send" "" 50 2 "${WARM_S}s" >/dev/null
+		mark
+		y=$(accept "http://127.0.0.1:$P_YARD/v1/send" "" 50 2 "$DURATION")
+		o=$(others)
+		kill -STOP "$redis_pid" "$yard_pid"
+		echo "  round $i  redis-lock  $(describe "$y")  others ${o}% CPU"
+		r=$(ratio "$(field ok_rps "$s")" "$(field ok_rps "$y")")
+		echo "  round $i  ratio $r"
+		echo "$(field ok_rps "$s") $(field p99_ms "$s") $(field ok_rps "$y") $(field p99_ms "$y") $r" >>"$work/accept.txt"
+	done
+	m() { cut -d' ' -f"$1" "$work/accept.txt" | median; }
+	printf '  median: sendonce %.0f ok/s (p99 %.1f ms), redis-lock %.0f ok/s (p99 %.1f ms), ratio %s\n' "$(m 1)" "$(m 2)" "$(m 3)" "$(m 4)" "$(m 5)"
+	row "new-key accepts, SQLite, one process (ok/s, p99)" "$(printf '%.0f/s, p99 %.1f ms' "$(m 1)" "$(m 2)")" \
+		"$(printf 'Redis-lock %.0f/s, p99 %.1f ms' "$(m 3)" "$(m 4)")" "$(m 5)"
+	halt "$so_pid" "$yard_pid" "$redis_pid"
+fi
+
+# ---------------------------------------------------------------- replay
+# wrk_send URL: one wrk run of send.lua (SENDONCE_API_KEY, WRK_KEYS from the
+# environment); prints "2xx/s p99_ms".
+wrk_send() {
+	local out
+	out=$(timeout $(($(secs "$2") + 60)) wrk -t2 -c"$CONNS" -d"$2" -s bench/wrk/send.lua "$1" 2>&1) || true
+	awk '/ requests in / {n=$1; t=$4; sub(/s,$/, "", t); if (t ~ /ms$/) {sub(/ms$/, "", t); t/=1000}}
+	     /Non-2xx or 3xx responses:/ {bad=$NF}
+	     /Socket errors:/ {for (i=1; i<=NF; i++) if ($i ~ /^[0-9]+,?$/) {v=$i; sub(/,/, "", v); se+=v}}
+	     /^p50 / {p=$4; sub(/ms$/, "", p)}
+	     END {if (t > 0) printf "%.0f %s\n", (n-bad-se)/t, p; else print "0 0"}' <<<"$out"
+}
+if want replay; then
+	echo
+	echo "== replays: sendonce (SQLite, one process, 200 keys per wrk thread) vs bare net/http"
+	start "$work/baseline.log" "$work/sendonce-bench" --baseline 127.0.0.1:$P_BASELINE
+	base_pid=$started
+	wait_http "http://127.0.0.1:$P_BASELINE/" "$base_pid" || die "the baseline did not start"
+	newdb replay
+	start "$work/replay-sendonce.log" "$work/sendonce" serve --db "$db" --transport capture --addr 127.0.0.1:$P_SENDONCE
+	so_pid=$started
+	wait_http "http://127.0.0.1:$P_SENDONCE/healthz" "$so_pid" || die "sendonce did not start"
+	export SENDONCE_API_KEY=$key WRK_KEYS=200
+	: >"$work/replay.txt"
+	for i in $(seq "$RUNS"); do
+		kill -STOP "$base_pid"
+		kill -CONT "$so_pid"
+		# The first warm-up also makes the 400 keys; from then on, all replays.
+		wrk_send "http://127.0.0.1:$P_SENDONCE" "$(((WARM_S > 2) ? WARM_S : 2))s" >/dev/null
+		mark
+		read -r s sp <<<"$(wrk_send "http://127.0.0.1:$P_SENDONCE" "$DURATION")"
+		os=$(others)
+		kill -STOP "$so_pid"
+		kill -CONT "$base_pid"
+		((WARM_S)) && wrk_send "http://127.0.0.1:$P_BASELINE" "${WARM_S}s" >/dev/null
+		mark
+		read -r b bp <<<"$(wrk_send "http://127.0.0.1:$P_BASELINE" "$DURATION")"
+		ob=$(others)
+		r=$(ratio "$s" "$b")
+		printf '  round %d  sendonce %8.0f 2xx/s (p99 %s ms)   net/http %8.0f 2xx/s (p99 %s ms)   ratio %s   others %s%%/%s%% CPU\n' \
+			"$i" "$s" "$sp" "$b" "$bp" "$r" "$os" "$ob"
+		echo "$s $sp $b $bp $r" >>"$work/replay.txt"
+	done
+	unset SENDONCE_API_KEY WRK_KEYS
+	m() { cut -d' ' -f"$1" "$work/replay.txt" | median; }
+	printf '  median: sendonce %.0f/s (p99 %.1f ms), net/http %.0f/s (p99 %.1f ms), ratio %s\n' "$(m 1)" "$(m 2)" "$(m 3)" "$(m 4)" "$(m 5)"
+	row "replays, SQLite, one process (2xx/s, p99)" "$(printf '%.0f/s, p99 %.1f ms' "$(m 1)" "$(m 2)")" \
+		"$(printf 'bare net/http %.0f/s, p99 %.1f ms' "$(m 3)" "$(m 4)")" "$(m 5)"
+	halt "$so_pid" "$base_pid"
+fi
+
+# ---------------------------------------------------------------- delivery
+if want delivery; then
+	need smtp-sink smtp-source
+	echo
+	echo "== delivery of a backlog of $BACKLOG: sendonce (SQLite, one process) -> smtp-sink vs smtp-source -> smtp-sink"
+	# -u nobody: smtp-sink refuses to run as root without it.
+	start "$work/sink.log" smtp-sink -u nobody -m 1000 127.0.0.1:$P_SINK 1000
+	sink_pid=$started
+	for _ in $(seq 50); do
+		(exec 3<>/dev/tcp/127.0.0.1/$P_SINK) 2>/dev/null && break
+		sleep 0.1
+	done
+	kill -0 "$sink_pid" 2>/dev/null || die "smtp-sink did not start: $(cat "$work/sink.log")"
+	: >"$work/delivery.txt"
+	for i in $(seq "$RUNS"); do
+		# The backlog: accepts into a fresh database by an API-only process.
+		newdb "delivery$i"
+		start "$work/backlog$i.log" "$work/sendonce" serve --role api --db "$db" --addr 127.0.0.1:$P_BACKLOG
+		api_pid=$started
+		wait_http "http://127.0.0.1:$P_BACKLOG/healthz" "$api_pid" || die "sendonce --role api did not start"
+		# wrk for 1 s, then for as long as the rate so far says is missing.
+		chunk=1 rate=0
+		for _ in $(seq 30); do
+			depth=$(metric 127.0.0.1:$P_BACKLOG sendonce_queue_depth)
+			depth=${depth%.*}
+			((${depth:-0} >= BACKLOG)) && break
+			a=$(accept "http://127.0.0.1:$P_BACKLOG/v1/send" "$key" 50 2 "${chunk}s")
+			rate=$(field ok_rps "$a")
+			chunk=$(awk -v r="$rate" -v d="${depth:-0}" -v n="$BACKLOG" -v c="$chunk" \
+				'BEGIN {m = (r > 0) ? (n - d - r * c) / r : 1; m = int(m + 0.999); print (m < 1) ? 1 : (m > 30) ? 30 : m}')
+		done
+		depth=$(metric 127.0.0.1:$P_BACKLOG sendonce_queue_depth)
+		depth=${depth%.*}
+		depth=${depth:-0}
+		halt "$api_pid"
+		((depth >= BACKLOG)) || die "made a backlog of only $depth sends"
+
+		# sendonce delivers it: timed from the process start to queue depth 0.
+		mark
+		t0=$(date +%s.%N)
+		start "$work/drain$i.log" "$work/sendonce" serve --db "$db" --addr 127.0.0.1:$P_BACKLOG \
+			--transport "smtp://127.0.0.1:$P_SINK?tls=none"
+		drain_pid=$started
+		left=$depth
+		while :; do
+			left=$(metric 127.0.0.1:$P_BACKLOG sendonce_queue_depth)
+			[[ $left == 0 ]] && break
+			kill -0 "$drain_pid" 2>/dev/null || die "sendonce died while delivering: $(tail -5 "$work/drain$i.log")"
+			awk -v t0="$t0" -v now="$(date +%s.%N)" -v max="$DRAIN_TIMEOUT" 'BEGIN {exit !(now - t0 > max)}' &&
+				die "backlog not delivered after $DRAIN_TIMEOUT s (queue depth ${left:-?})"
+			sleep 0.05
+		done
+		t1=$(date +%s.%N)
+		os=$(others)
+		sent=$(metric 127.0.0.1:$P_BACKLOG 'sendonce_delivery_attempts_total{outcome="sent"}')
+		tempfail=$(metric 127.0.0.1:$P_BACKLOG 'sendonce_delivery_attempts_total{outcome="tempfail"}')
+		halt "$drain_pid"
+		s=$(awk -v n="$depth" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", n / (b - a)}')
+		st=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}')
+
+		# The yardstick: the same number of messages by smtp-source.
+		mark
+		t0=$(date +%s.%N)
+		timeout "$DRAIN_TIMEOUT" smtp-source -s 20 -m "$depth" -d -M bench.localhost 127.0.0.1:$P_SINK ||
+			die "smtp-source failed"
+		t1=$(date +%s.%N)
+		oy=$(others)
+		y=$(awk -v n="$depth" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", n / (b - a)}')
+		yt=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}')
+		r=$(ratio "$s" "$y")
+		printf '  round %d  backlog %d  sendonce %.0f msg/s (%s s, sent %s, tempfail %s)   smtp-source %.0f msg/s (%s s)   ratio %s   others %s%%/%s%% CPU\n' \
+			"$i" "$depth" "$s" "$st" "$sent" "$tempfail" "$y" "$yt" "$r" "$os" "$oy"
+		echo "$s $y $r" >>"$work/delivery.txt"
+		rm -rf "${work:?}/delivery$i"
+	done
+	halt "$sink_pid"
+	m() { cut -d' ' -f"$1" "$work/delivery.txt" | median; }
+	printf '  median: sendonce %.0f msg/s, smtp-source %.0f msg/s, ratio %s\n' "$(m 1)" "$(m 2)" "$(m 3)"
+	row "delivery of a backlog of >= $BACKLOG, SQLite, one process (msg/s)" "$(printf '%.0f/s' "$(m 1)")" \
+		"$(printf 'smtp-source -> smtp-sink %.0f/s' "$(m 2)")" "$(m 3)"
+fi
+
+# ---------------------------------------------------------------- postgres
+# pgurl DB: PGURL with its database replaced.
+pgurl() { python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' "$PGURL" "$1"; }
+# pgdb: a fresh scratch database; prints its name.
+pgdb() {
+	local name
+	name=sendonce_bench_$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
+	psql "$PGURL" -qAtX -v ON_ERROR_STOP=1 -c "CREATE DATABASE $name" >/dev/null
+	echo "$name"
+}
+# tps LOG: pgbench's tps figure.
+tps() { awk '/^tps = / {print $3; exit}' "$1"; }
+# three DUR: 3 wrk at once, one per API process, 17 connections each (51 in
+# all); their RESULT lines in $work/pgwrk-PORT.txt.
+three() {
+	local p w=()
+	for p in "${P_PGAPI[@]}"; do
+		accept "http://127.0.0.1:$p/v1/send" "$key" 17 1 "$1" >"$work/pgwrk-$p.txt" &
+		w+=($!)
+	done
+	wait "${w[@]}" || true
+}
+if want postgres; then
+	echo
+	echo "== PostgreSQL: sendonce (3 --role api + 1 --role worker, capture delivery) vs pgbench one-row INSERT"
+	if ! command -v pg_isready >/dev/null || ! command -v psql >/dev/null || ! command -v pgbench >/dev/null; then
+		echo "  skipped: psql, pgbench and pg_isready are needed"
+		row "PostgreSQL accepts" "skipped" "no psql/pgbench" "-"
+	elif ! pg_isready -q -d "$PGURL" -t 5; then
+		echo "  skipped: pg_isready fails for $PGURL"
+		row "PostgreSQL accepts" "skipped" "pg_isready failed" "-"
+	else
+		cat >"$work/one-row.sql" <<-'EOF'
+			INSERT INTO t (id, body, created_at) VALUES (gen_random_uuid()::text, repeat('x', 200), now());
+		EOF
+		ours=postgres
+		ydb=$(pgdb)
+		pgdbs+=("$ydb")
+		: >"$work/postgres.txt"
+		for i in $(seq "$RUNS"); do
+			# The yardstick, on a fresh table.
+			psql "$(pgurl "$ydb")" -qAtX -v ON_ERROR_STOP=1 \
+				-c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS t" -c "CREATE TABLE t (id text primary key, body text, created_at timestamptz)" >/dev/null
+			((WARM_S)) && timeout $((WARM_S + 60)) pgbench -n -c 32 -j 2 -T "$WARM_S" -f "$work/one-row.sql" "$(pgurl "$ydb")" >/dev/null 2>&1
+			mark
+			timeout $((DUR_S + 60)) pgbench -n -c 32 -j 2 -T "$DUR_S" -f "$work/one-row.sql" "$(pgurl "$ydb")" >"$work/pgbench$i.log" 2>&1 ||
+				die "pgbench failed: $(tail -3 "$work/pgbench$i.log")"
+			oy=$(others)
+			y=$(tps "$work/pgbench$i.log")
+
+			# sendonce on a fresh database: the worker first (it migrates).
+			sdb=$(pgdb)
+			pgdbs+=("$sdb")
+			start "$work/pg-worker$i.log" "$work/sendonce" serve --role worker --db "$(pgurl "$sdb")" --transport capture
+			worker_pid=$started
+			for _ in $(seq 300); do
+				grep -q 'worker started' "$work/pg-worker$i.log" && break
+				kill -0 "$worker_pid" 2>/dev/null || die "the worker died: $(tail -5 "$work/pg-worker$i.log")"
+				sleep 0.1
+			done
+			grep -q 'worker started' "$work/pg-worker$i.log" || die "the worker did not start"
+			key=$("$work/sendonce" keys create --db "$(pgurl "$sdb")" --name bench --scopes send,read)
+			api_pids=()
+			for p in "${P_PGAPI[@]}"; do
+				start "$work/pg-api$i-$p.log" "$work/sendonce" serve --role api --db "$(pgurl "$sdb")" --addr 127.0.0.1:"$p"
+				api_pids+=("$started")
+				wait_http "http://127.0.0.1:$p/healthz" "$started" || die "sendonce --role api did not start"
+			done
+			((WARM_S)) && three "${WARM_S}s"
+			mark
+			three "$DURATION"
+			os=$(others)
+			read -r s sp bad <<<"$(for p in "${P_PGAPI[@]}"; do
+				l=$(cat "$work/pgwrk-$p.txt")
+				echo "$(field ok_rps "$l") $(field p99_ms "$l") $(field non200 "$l")"
+			done | awk '{s+=$1; if ($2>p) p=$2; b+=$3} END {printf "%.1f %.3f %d\n", s, p, b}')"
+
+			if ((PG_ACCEPT_SQL)) && ((i == RUNS)); then
+				# PostgreSQL alone running one accept's statements, on the migrated database.
+				if timeout $((DUR_S + 60)) pgbench -n -c 32 -j 2 -T "$DUR_S" -f bench/pgbench/accept.sql "$(pgurl "$sdb")" >"$work/pgaccept.log" 2>&1; then
+					pa=$(tps "$work/pgaccept.log")
+				else
+					pa=""
+					echo "  pgbench accept.sql failed (its statements may not match the schema): $(grep -m1 ERROR "$work/pgaccept.log" || tail -1 "$work/pgaccept.log")"
+				fi
+			fi
+			halt "${api_pids[@]}" "$worker_pid"
+			psql "$PGURL" -qAtX -c "DROP DATABASE IF EXISTS $sdb WITH (FORCE)" >/dev/null || true
+
+			r=$(ratio "$s" "$y")
+			printf '  round %d  sendonce %.0f ok/s (worst p99 of the 3 wrk %.1f ms, non-200 %s)   pgbench %.0f tps   ratio %s   others %s%%/%s%% CPU\n' \
+				"$i" "$s" "$sp" "$bad" "$y" "$r" "$os" "$oy"
+			echo "$s $sp $y $r" >>"$work/postgres.txt"
+		done
+		m() { cut -d' ' -f"$1" "$work/postgres.txt" | median; }
+		printf '  median: sendonce %.0f ok/s (p99 %.1f ms), pgbench one-row INSERT %.0f tps, ratio %s\n' "$(m 1)" "$(m 2)" "$(m 3)" "$(m 4)"
+		row "PostgreSQL, 3 api + 1 worker, new keys (ok/s, p99)" "$(printf '%.0f/s, p99 %.1f ms' "$(m 1)" "$(m 2)")" \
+			"$(printf 'pgbench one-row INSERT %.0f tps' "$(m 3)")" "$(m 4)"
+		if ((PG_ACCEPT_SQL)); then
+			if [[ -n ${pa:-} ]]; then
+				s=$(tail -1 "$work/postgres.txt" | cut -d' ' -f1)
+				echo "  PostgreSQL alone, accept.sql: $(printf '%.0f' "$pa") tps (against round $RUNS's sendonce $(printf '%.0f' "$s") ok/s)"
+				row "PostgreSQL, new keys vs one accept's SQL alone (last round)" "$(printf '%.0f/s' "$s")" \
+					"$(printf 'pgbench accept.sql %.0f tps' "$pa")" "$(ratio "$s" "$pa")"
+			else
+				row "PostgreSQL, new keys vs one accept's SQL alone" "-" "accept.sql failed" "-"
+			fi
+		fi
+		ours=""
+	fi
+fi
+
+# ---------------------------------------------------------------- storm
+if want storm; then
+	echo
+	echo "== retry storm: sendonce-bench --mode storm, SQLite, one process, $CONNS concurrent"
+	for i in $(seq "$RUNS"); do
+		rm -rf "${work:?}/storm"
+		mkdir -p "$work/storm"
+		mark
+		timeout $((DUR_S + 300)) "$work/sendonce-bench" --spawn-api 1 --db "sqlite:$work/storm/s.db" --sendonce "$work/sendonce" \
+			--mode storm --duration "$DURATION" --concurrency "$CONNS" --json "$work/storm$i.json" >"$work/storm$i.log" 2>&1 ||
+			die "sendonce-bench storm failed: $(tail -5 "$work/storm$i.log")"
+		o=$(others)
+		python3 - "$work/storm$i.json" "$i" "$o" <<-'EOF'
+			import json, sys
+			r = json.load(open(sys.argv[1]))[0]
+			print("  round %s  p50 %.1f ms  p99 %.1f ms  requests %d  duplicates %s  statuses %s  others %s%% CPU" % (
+			    sys.argv[2], r["p50_ns"] / 1e6, r["p99_ns"] / 1e6, r["requests"], r.get("duplicates"), r.get("statuses"), sys.argv[3]))
+		EOF
+	done
+	python3 - "$work" "$RUNS" >>"$work/summary.tsv" <<-'EOF'
+		import json, statistics, sys
+		work, runs = sys.argv[1], int(sys.argv[2])
+		rows = [json.load(open(f"{work}/storm{i}.json"))[0] for i in range(1, runs + 1)]
+		dup = sum(r.get("duplicates") or 0 for r in rows)
+		print("retry storm, 1,000 keys x 8 duplicates (p99, duplicates)\tp99 %.1f ms (p50 %.1f ms), %d duplicates\tnone (contract: 0 duplicates)\t-" % (
+		    statistics.median(r["p99_ns"] for r in rows) / 1e6, statistics.median(r["p50_ns"] for r in rows) / 1e6, dup))
+	EOF
+	tail -1 "$work/summary.tsv" | cut -f2 | sed 's/^/  median: /'
+fi
+
 echo
-cat "$work/summary"
+echo "== summary: RUNS=$RUNS DURATION=$DURATION, ratio = median of the per-round ratios sendonce / yardstick"
+python3 - "$work/summary.tsv" <<-'EOF'
+	import sys
+	rows = [("what", "sendonce", "yardstick, same run", "ratio")]
+	rows += [tuple(l.rstrip("\n").split("\t")) for l in open(sys.argv[1]) if l.strip()]
+	w = [max(len(r[i]) for r in rows) for i in range(4)]
+	for n, r in enumerate(rows):
+	    print("| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(r)) + " |")
+	    if n == 0:
+	        print("|" + "|".join("-" * (x + 2) for x in w) + "|")
+EOF
+if [[ -s $work/others.txt ]]; then
+	worst=$(sort -n "$work/others.txt" | tail -1)
+	note=""
+	((worst > 10)) && note=" — disturbed: run again on a quiet machine"
+	echo "CPU used outside this script during the measured rounds: at most ${worst}% of the machine$note"
+fi
