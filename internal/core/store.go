@@ -9,7 +9,8 @@ import (
 
 // Store is the database. Reads run outside transactions; every write runs in
 // a Tx handed to the function given to InTx, which commits when that function
-// returns nil and rolls back otherwise.
+// returns nil and rolls back otherwise. That function may run more than once
+// before it commits: it acts only through tx and on variables of its own.
 type Store interface {
 	InTx(ctx context.Context, fn func(tx Tx) error) error
 

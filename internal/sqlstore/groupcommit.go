@@ -127,65 +127,87 @@ func (g *groupCommit) runBatch(batch []*txReq) {
 	if g.batches != nil {
 		g.batches(len(batch))
 	}
+	// Optimistic first: no savepoints, which cost two statements and a
+	// copy of every page a transaction touches. When one transaction
+	// fails, all of it rolls back and the others run again, each in a
+	// savepoint of its own; those that failed keep their answer.
+	if g.runTxs(batch, false) {
+		for _, r := range batch {
+			r.pending = false
+		}
+		g.runTxs(batch, true)
+	}
+}
+
+// runTxs runs the batch's transactions (those that have no answer yet) in one
+// SQLite transaction and commits it. With savepoints, a transaction that
+// fails is undone alone; without, the first failure rolls everything back
+// and runTxs reports rerun: the others' work may have read the failed one's
+// writes, so they all run again.
+func (g *groupCommit) runTxs(batch []*txReq, savepoints bool) (rerun bool) {
 	// Not a caller's context: one caller going away must not cancel the
 	// transaction the others share.
 	ctx := context.Background()
 	tx, err := g.db.BeginTx(ctx, nil)
 	if err != nil {
 		failAll(batch, fmt.Errorf("begin: %w", err))
-		return
+		return false
 	}
 	// detached: statements ignore their caller's cancellation. Interrupting
 	// a statement makes SQLite roll back the whole transaction — every
 	// other caller's work in it too.
 	q := sqlQuerier{db: tx, detached: true}
 	woke := false
-	single := len(batch) == 1
+	savepoints = savepoints && len(batch) > 1
 	for _, r := range batch {
+		if r.err != nil || r.panicked != nil {
+			continue // answered by an earlier run
+		}
 		if err := r.ctx.Err(); err != nil {
 			r.err = err // its caller left before its turn: nothing ran
 			continue
 		}
-		t := &Tx{q: q, s: g.store}
-		if !single {
+		if savepoints {
 			if _, err := q.exec(ctx, "SAVEPOINT gc"); err != nil {
 				_ = tx.Rollback()
 				failAll(batch, fmt.Errorf("savepoint: %w", err))
-				return
+				return false
 			}
 		}
+		t := &Tx{q: q, s: g.store}
 		r.err, r.panicked = call(r.fn, t)
 		if r.err == nil && r.panicked == nil {
 			r.pending = true
 			woke = woke || t.woke
-			if !single {
+			if savepoints {
 				if _, err := q.exec(ctx, "RELEASE gc"); err != nil {
 					_ = tx.Rollback()
 					failAll(batch, fmt.Errorf("release savepoint: %w", err))
-					return
+					return false
 				}
 			}
 			continue
 		}
-		if single {
+		if !savepoints {
 			_ = tx.Rollback()
-			return
+			return len(batch) > 1
 		}
 		// Undo this one's part only. If even that fails the transaction is
 		// not trustworthy any more: nothing of the batch commits.
 		if err := rollbackTo(ctx, q); err != nil {
 			_ = tx.Rollback()
 			failAll(batch, fmt.Errorf("roll back to savepoint: %w", err))
-			return
+			return false
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		failAll(batch, fmt.Errorf("commit: %w", err))
-		return
+		return false
 	}
 	if woke {
 		g.store.woke()
 	}
+	return false
 }
 
 // failAll gives every request that ran in the batch the batch's error:

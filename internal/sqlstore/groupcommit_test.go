@@ -335,3 +335,54 @@ func TestGroupCommit_WakesOncePerBatchOnlyForCommittedDueSends(t *testing.T) {
 		t.Fatal("a send that is not due woke the claimer")
 	}
 }
+
+// A batch runs without savepoints until one of its transactions fails;
+// then the others run again, each in a savepoint, and each commits once.
+// The failed one is not run again and none of its writes commit.
+func TestGroupCommit_FailureRerunsTheOthersOnce(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		s, sizes := openGC(t)
+		ctx := context.Background()
+		var runs [6]atomic.Int64
+		release := holdWriter(t, s)
+		var wg sync.WaitGroup
+		for i := range 6 {
+			if i == 5 {
+				time.Sleep(50 * time.Millisecond) // the failing one comes last in its batch
+			}
+			wg.Go(func() {
+				_ = s.InTx(ctx, func(tx core.Tx) error {
+					runs[i].Add(1)
+					if err := insertRow(ctx, tx, fmt.Sprint("r", i)); err != nil {
+						return err
+					}
+					if fail && i == 5 {
+						return errors.New("refused after writing")
+					}
+					return nil
+				})
+			})
+		}
+		time.Sleep(200 * time.Millisecond)
+		release()
+		wg.Wait()
+		if sz := sizes(); len(sz) != 2 || sz[1] != 6 {
+			t.Fatalf("batch sizes %v, want the holder then one batch of 6", sz)
+		}
+		for i := range 6 {
+			want, exists := int64(1), true
+			if fail {
+				want = 2
+				if i == 5 {
+					want, exists = 1, false
+				}
+			}
+			if n := runs[i].Load(); n != want {
+				t.Errorf("fail=%v: transaction %d ran %d times, want %d", fail, i, n, want)
+			}
+			if rowExists(t, s, fmt.Sprint("r", i)) != exists {
+				t.Errorf("fail=%v: row of transaction %d committed = %v, want %v", fail, i, !exists, exists)
+			}
+		}
+	}
+}

@@ -83,7 +83,10 @@ type Tx struct {
 // back otherwise (and when fn panics).
 //
 // On SQLite, concurrent calls share one transaction and its commit (see
-// groupCommit); each still returns only once its own work is durable.
+// groupCommit); each still returns only once its own work is durable. fn
+// may then run more than once (when another call in its batch failed):
+// only its last run's writes commit, so fn must not act outside tx except
+// by setting variables it owns.
 func (s *Store) InTx(ctx context.Context, fn func(tx core.Tx) error) error {
 	if s.gc != nil {
 		return s.gc.do(ctx, fn)
