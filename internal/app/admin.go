@@ -54,5 +54,6 @@ func (s *Service) CreateMailbox(ctx context.Context, tx core.Tx, m *core.Mailbox
 	}
 	m.Address = a.Address
 	m.CreatedAt = s.Now()
+	s.mailboxes.forget(m.Tenant + "\x00" + m.ID) // "default" may be cached as the built-in one
 	return tx.InsertMailbox(ctx, m)
 }

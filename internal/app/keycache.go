@@ -3,8 +3,6 @@ package app
 import (
 	"sync"
 	"time"
-
-	"github.com/sendonce/sendonce/internal/core"
 )
 
 // KeyCacheTTL is how long an API key read from the database is trusted
@@ -13,43 +11,50 @@ import (
 // through this process takes effect at once.
 const KeyCacheTTL = time.Second
 
-// maxCachedKeys bounds the cache; past it the cache starts over.
-const maxCachedKeys = 10000
+// MailboxCacheTTL is how long a resolved mailbox is reused: every accept
+// and every attempt resolves one. A mailbox created through this process
+// is seen at once; through another, within this time.
+const MailboxCacheTTL = time.Second
 
-// keyCache saves the database read that authenticating every request
-// would otherwise cost (a quarter of a replay's CPU). It holds key records
-// by id; the secret is still hashed and compared in constant time on every
-// request. Unknown ids are not cached.
-type keyCache struct {
-	mu sync.Mutex
-	m  map[string]cachedKey
+// maxCached bounds each cache; past it the cache starts over.
+const maxCached = 10000
+
+// ttlCache keeps records read from the database for a short time, to save
+// the read that every request would otherwise cost (for API keys a quarter
+// of a replay's CPU). Values are shared: never modified after they are
+// read. Misses are not cached.
+type ttlCache[V any] struct {
+	mu  sync.Mutex
+	ttl time.Duration
+	m   map[string]cached[V]
 }
 
-type cachedKey struct {
-	k     *core.APIKey // shared: never modified after it is read
+type cached[V any] struct {
+	v     V
 	until time.Time
 }
 
-func (c *keyCache) get(id string, now time.Time) *core.APIKey {
+func (c *ttlCache[V]) get(id string, now time.Time) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[id]
 	if !ok || !now.Before(e.until) {
-		return nil
+		var zero V
+		return zero, false
 	}
-	return e.k
+	return e.v, true
 }
 
-func (c *keyCache) put(k *core.APIKey, now time.Time) {
+func (c *ttlCache[V]) put(id string, v V, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxCachedKeys {
-		c.m = make(map[string]cachedKey)
+	if c.m == nil || len(c.m) >= maxCached {
+		c.m = make(map[string]cached[V])
 	}
-	c.m[k.ID] = cachedKey{k: k, until: now.Add(KeyCacheTTL)}
+	c.m[id] = cached[V]{v: v, until: now.Add(c.ttl)}
 }
 
-func (c *keyCache) forget(id string) {
+func (c *ttlCache[V]) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, id)

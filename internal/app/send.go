@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	texttemplate "text/template"
+	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/message"
@@ -43,12 +44,22 @@ type SendRequest struct {
 
 // Mailbox resolves a tenant's mailbox; the default one exists for every
 // tenant even when nobody stored it.
+// Every accept and every attempt resolves one: it is cached for
+// MailboxCacheTTL.
 func (s *Service) Mailbox(ctx context.Context, tenant, id string) (*core.Mailbox, error) {
+	now := time.Now() // the cache's clock is the machine's, as the key cache's
+	if m, ok := s.mailboxes.get(tenant+"\x00"+id, now); ok {
+		return m, nil
+	}
 	m, err := s.store.Mailbox(ctx, tenant, id)
 	if errors.Is(err, core.ErrNotFound) && id == core.DefaultMailboxID {
-		return &core.Mailbox{Tenant: tenant, ID: core.DefaultMailboxID, Address: s.cfg.DefaultFrom}, nil
+		m, err = &core.Mailbox{Tenant: tenant, ID: core.DefaultMailboxID, Address: s.cfg.DefaultFrom}, nil
 	}
-	return m, err
+	if err != nil {
+		return nil, err
+	}
+	s.mailboxes.put(tenant+"\x00"+id, m, now)
+	return m, nil
 }
 
 // PrepareSend validates a request for key and renders it into a send that is

@@ -35,10 +35,11 @@ type Config struct {
 
 // Service implements the use cases.
 type Service struct {
-	store  core.Store
-	cfg    Config
-	logger *slog.Logger
-	keys   keyCache
+	store     core.Store
+	cfg       Config
+	logger    *slog.Logger
+	keys      ttlCache[*core.APIKey]
+	mailboxes ttlCache[*core.Mailbox]
 }
 
 // New returns a Service.
@@ -52,7 +53,8 @@ func New(store core.Store, cfg Config, logger *slog.Logger) *Service {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: store, cfg: cfg, logger: logger}
+	return &Service{store: store, cfg: cfg, logger: logger,
+		keys: ttlCache[*core.APIKey]{ttl: KeyCacheTTL}, mailboxes: ttlCache[*core.Mailbox]{ttl: MailboxCacheTTL}}
 }
 
 // Now returns the service clock's time in UTC.
@@ -154,8 +156,8 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*core.APIKey
 	// The cache's clock is the machine's, not the service clock (which
 	// tests may stop): it bounds staleness in real time.
 	now := time.Now()
-	k := s.keys.get(id, now)
-	if k == nil {
+	k, ok := s.keys.get(id, now)
+	if !ok {
 		var err error
 		k, err = s.store.APIKey(ctx, id)
 		if errors.Is(err, core.ErrNotFound) {
@@ -164,7 +166,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*core.APIKey
 		if err != nil {
 			return nil, fmt.Errorf("authenticate: %w", err)
 		}
-		s.keys.put(k, now)
+		s.keys.put(id, k, now)
 	}
 	if subtle.ConstantTimeCompare(k.SecretHash, hashSecret(secret)) != 1 || k.RevokedAt != nil {
 		return nil, ErrUnauthorized

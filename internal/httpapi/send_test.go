@@ -1002,3 +1002,18 @@ func TestAuth_RevocationTakesEffect(t *testing.T) {
 		a.wantError("revoked by another process", a.get(thereSecret, "/v1/sends"), http.StatusUnauthorized, core.CodeUnauthorized, "")
 	})
 }
+
+// Mailboxes are cached for a second per process, misses are not: a
+// mailbox created through this process is used at once, also by the send
+// right after one that failed because it did not exist yet.
+func TestMailboxes_CreatedMailboxIsUsedAtOnce(t *testing.T) {
+	a := newSendAPI(t, sendoncetest.Options{NoWorkers: true})
+	body := map[string]any{"mailbox_id": "c", "to": "ann@example.com", "subject": "c", "text": "c"}
+	a.wantError("before it exists", a.post(a.AdminKey, "/v1/send", body), http.StatusUnprocessableEntity, core.CodeValidation, "mailbox_id")
+	if r := a.post(a.AdminKey, "/v1/mailboxes", map[string]any{"id": "c", "address": "c@example.com", "name": "Team C"}); r.Status != http.StatusCreated {
+		t.Fatalf("create mailbox c: %d %s", r.Status, r.Body)
+	}
+	if from := a.sendOK(a.AdminKey, body)["from"]; from != `"Team C" <c@example.com>` {
+		t.Fatalf("from %v right after mailbox c was created, want it", from)
+	}
+}
