@@ -506,6 +506,9 @@ if want postgres; then
 				echo "$(field ok_rps "$l") $(field p99_ms "$l") $(field non200 "$l")"
 			done | awk '{s+=$1; if ($2>p) p=$2; b+=$3} END {printf "%.1f %.3f %d\n", s, p, b}')"
 
+			# Stopped first: their pools (20 connections each) and pgbench's 32
+			# clients together pass a default max_connections of 100.
+			halt "${api_pids[@]}" "$worker_pid"
 			if ((PG_ACCEPT_SQL)) && ((i == RUNS)); then
 				# PostgreSQL alone running one accept's statements, on the migrated database.
 				if timeout $((DUR_S + 60)) pgbench -n -c 32 -j 2 -T "$DUR_S" -f bench/pgbench/accept.sql "$(pgurl "$sdb")" >"$work/pgaccept.log" 2>&1; then
@@ -515,7 +518,6 @@ if want postgres; then
 					echo "  pgbench accept.sql failed (its statements may not match the schema): $(grep -m1 ERROR "$work/pgaccept.log" || tail -1 "$work/pgaccept.log")"
 				fi
 			fi
-			halt "${api_pids[@]}" "$worker_pid"
 			psql "$PGURL" -qAtX -c "DROP DATABASE IF EXISTS $sdb WITH (FORCE)" >/dev/null || true
 
 			r=$(ratio "$s" "$y")
