@@ -30,6 +30,10 @@
 #             duplicates, then every key looked up): p99 and duplicates.
 #             No yardstick; the contract is 0 duplicates.
 #
+# Each measured leg also prints "others N% CPU": the share of the machine
+# that processes outside this script used meanwhile; the last line flags a
+# run where that passed 10% (a shared machine: rerun when it is quiet).
+#
 # Usage (from anywhere; it builds both binaries from this tree first):
 #
 #   bench/compare.sh                                   # everything, RUNS=3
