@@ -126,6 +126,14 @@ type Options struct {
 	// ErrorWriter writes the middleware's own errors. Defaults to
 	// WriteJSONError.
 	ErrorWriter ErrorWriter
+	// Front is an optional store shared by processes that answers
+	// replays before Store is asked (a RedisStore in front of an
+	// SQLStore); see Config.Front.
+	Front Store
+	// ReplayCacheEntries keeps up to this many completed records in the
+	// process's memory, answering replays without a store call. Defaults
+	// to 0: none.
+	ReplayCacheEntries int
 	// Logger receives store failures that cannot be answered to the
 	// client (a failed release). Defaults to slog.Default().
 	Logger *slog.Logger
@@ -134,8 +142,6 @@ type Options struct {
 }
 
 const (
-	defaultTTL      = 24 * time.Hour
-	defaultLease    = 30 * time.Second
 	defaultMaxBytes = 1 << 20
 	// cleanupTimeout bounds the store calls made after the client's
 	// context may have ended (complete, commit, release).
@@ -156,10 +162,10 @@ func (o Options) withDefaults() Options {
 		o.MaxKeyLen = MaxKeyLen
 	}
 	if o.TTL <= 0 {
-		o.TTL = defaultTTL
+		o.TTL = DefaultTTL
 	}
 	if o.Lease <= 0 {
-		o.Lease = defaultLease
+		o.Lease = DefaultLease
 	}
 	if o.ShouldStore == nil {
 		o.ShouldStore = ShouldStore
@@ -251,7 +257,8 @@ func Middleware(store Store, opts *Options) func(http.Handler) http.Handler {
 		o = *opts
 	}
 	o = o.withDefaults()
-	m := &middleware{store: store, o: o}
+	m := &middleware{o: o, engine: NewEngine(Config{Store: store, Front: o.Front,
+		ReplayCacheEntries: o.ReplayCacheEntries, TTL: o.TTL, Lease: o.Lease, Now: o.Now, Logger: o.Logger})}
 	if o.RunInTx {
 		txs, ok := store.(TxStore)
 		if !ok {
@@ -267,9 +274,9 @@ func Middleware(store Store, opts *Options) func(http.Handler) http.Handler {
 }
 
 type middleware struct {
-	store Store
-	txs   TxStore // non-nil under RunInTx
-	o     Options
+	engine *Engine
+	txs    TxStore // non-nil under RunInTx
+	o      Options
 }
 
 func (m *middleware) fail(w http.ResponseWriter, r *http.Request, e *Error) {
@@ -314,7 +321,7 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			next.ServeHTTP(w, r)
 			return
 		}
-		m.run(w, r, next, nil, "")
+		m.run(w, r, next, nil)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, m.o.MaxRequestBytes))
@@ -337,12 +344,12 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	r.ContentLength = int64(len(body))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	sc := Scope{Tenant: m.o.Tenant(r), Method: r.Method, Route: m.o.Route(r), Key: key}
-	d, err := m.store.Reserve(r.Context(), sc, fp, m.o.Now(), m.o.Lease)
+	t, err := m.engine.Begin(r.Context(), sc, fp)
 	if err != nil {
-		m.fail(w, r, internal(fmt.Errorf("reserve: %w", err)))
+		m.fail(w, r, internal(err))
 		return
 	}
-	switch d.Outcome {
+	switch d := t.Decision; d.Outcome {
 	case Replay:
 		writeReplay(w, d.Response)
 	case InUse:
@@ -350,7 +357,7 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	case Mismatch:
 		m.fail(w, r, errReused)
 	case Proceed:
-		m.run(w, r, next, &sc, d.Token)
+		m.run(w, r, next, t)
 	default:
 		m.fail(w, r, internal(fmt.Errorf("store returned outcome %v", d.Outcome)))
 	}
@@ -368,8 +375,8 @@ func writeReplay(w http.ResponseWriter, resp *Response) {
 }
 
 // run runs the handler with a buffered response and commits the outcome.
-// sc is nil for a request without a key (under RunInTx only).
-func (m *middleware) run(w http.ResponseWriter, r *http.Request, next http.Handler, sc *Scope, token string) {
+// t is nil for a request without a key (under RunInTx only).
+func (m *middleware) run(w http.ResponseWriter, r *http.Request, next http.Handler, t *Ticket) {
 	// The outcome is decided here, not by the client's connection: store
 	// calls after the handler use a context that outlives a disconnect.
 	bg := context.WithoutCancel(r.Context())
@@ -378,14 +385,14 @@ func (m *middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 	if m.txs != nil {
 		var err error
 		if tx, err = m.txs.BeginTx(bg); err != nil {
-			m.release(bg, sc, token)
+			t.release(bg)
 			m.fail(w, r, internal(fmt.Errorf("begin: %w", err)))
 			return
 		}
 		ctx = context.WithValue(ctx, txCtxKey, tx)
 	}
-	if sc != nil {
-		ctx = context.WithValue(ctx, scopeCtxKey, *sc)
+	if t != nil {
+		ctx = context.WithValue(ctx, scopeCtxKey, t.Scope())
 	}
 	buf := &bufferedWriter{w: w, header: make(http.Header), limit: m.o.MaxResponseBytes, passthrough: tx == nil}
 	returned := false
@@ -399,7 +406,7 @@ func (m *middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 		if tx != nil {
 			_ = tx.Rollback()
 		}
-		m.release(bg, sc, token)
+		t.release(bg)
 		if p != nil {
 			panic(p)
 		}
@@ -415,76 +422,68 @@ func (m *middleware) run(w http.ResponseWriter, r *http.Request, next http.Handl
 		resp.ContentType = http.DetectContentType(resp.Body)
 		buf.header.Set("Content-Type", resp.ContentType)
 	}
-	cctx, cancel := context.WithTimeout(bg, cleanupTimeout)
-	defer cancel()
-
 	if tx != nil {
-		if !stored {
-			_ = tx.Rollback()
-			m.release(bg, sc, token)
-			if buf.overflow {
-				m.fail(w, r, internal(fmt.Errorf("response body over MaxResponseBytes (%d); rolled back", m.o.MaxResponseBytes)))
-				return
-			}
-			buf.flush()
-			return
-		}
-		if sc != nil {
-			now := m.o.Now()
-			if err := m.txs.CompleteTx(cctx, tx, *sc, token, resp, now, now.Add(m.o.TTL)); err != nil {
-				_ = tx.Rollback()
-				if errors.Is(err, ErrReservationLost) {
-					// Our lease ran out and another request took the key
-					// over; our writes rolled back, theirs decide.
-					m.fail(w, r, errInUse)
-					return
-				}
-				m.release(bg, sc, token)
-				m.fail(w, r, internal(fmt.Errorf("complete: %w", err)))
-				return
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			// If the commit did happen after all, the key is completed and
-			// the release does nothing.
-			m.release(bg, sc, token)
-			m.fail(w, r, internal(fmt.Errorf("commit: %w", err)))
-			return
-		}
-		buf.flush()
+		m.finishTx(w, r, buf, tx, t, resp, stored)
 		return
 	}
-
 	// Without a shared transaction the handler's side effects have
 	// happened whatever we store: its response is the truth for this
 	// request and is always sent.
-	if sc != nil {
+	if t != nil {
 		if !stored {
-			m.release(bg, sc, token)
-		} else {
-			now := m.o.Now()
-			if err := m.store.Complete(cctx, *sc, token, resp, now, now.Add(m.o.TTL)); err != nil {
-				if !errors.Is(err, ErrReservationLost) {
-					m.release(bg, sc, token)
-				}
-				m.o.Logger.ErrorContext(r.Context(), "idempotency: response not stored; a retry will run the handler again",
-					slog.Any("error", err))
-			}
+			t.Release(bg)
+		} else if err := t.Complete(bg, resp); err != nil {
+			m.o.Logger.ErrorContext(r.Context(), "idempotency: response not stored; a retry will run the handler again",
+				slog.Any("error", err))
 		}
 	}
 	buf.flush()
 }
 
-func (m *middleware) release(ctx context.Context, sc *Scope, token string) {
-	if sc == nil {
+// finishTx commits the handler's transaction with its stored response, or
+// rolls it back when the response is not stored.
+func (m *middleware) finishTx(w http.ResponseWriter, r *http.Request, buf *bufferedWriter, tx *sql.Tx, t *Ticket, resp Response, stored bool) {
+	bg := context.WithoutCancel(r.Context())
+	if !stored {
+		_ = tx.Rollback()
+		t.release(bg)
+		if buf.overflow {
+			m.fail(w, r, internal(fmt.Errorf("response body over MaxResponseBytes (%d); rolled back", m.o.MaxResponseBytes)))
+			return
+		}
+		buf.flush()
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
-	defer cancel()
-	if err := m.store.Release(ctx, *sc, token); err != nil {
-		// The reservation then ends with its lease.
-		m.o.Logger.ErrorContext(ctx, "idempotency: release key", slog.Any("error", err))
+	if t != nil {
+		cctx, cancel := context.WithTimeout(bg, cleanupTimeout)
+		defer cancel()
+		now := m.o.Now()
+		if err := m.txs.CompleteTx(cctx, tx, t.Scope(), t.Token(), resp, now, now.Add(m.o.TTL)); err != nil {
+			_ = tx.Rollback()
+			if errors.Is(err, ErrReservationLost) {
+				// Our lease ran out and another request took the key
+				// over; our writes rolled back, theirs decide.
+				t.token = ""
+				t.release(bg)
+				m.fail(w, r, errInUse)
+				return
+			}
+			t.release(bg)
+			m.fail(w, r, internal(fmt.Errorf("complete: %w", err)))
+			return
+		}
 	}
+	if err := tx.Commit(); err != nil {
+		// If the commit did happen after all, the key is completed and
+		// the release does nothing.
+		t.release(bg)
+		m.fail(w, r, internal(fmt.Errorf("commit: %w", err)))
+		return
+	}
+	if t != nil {
+		t.Committed(bg, &resp)
+	}
+	buf.flush()
 }
 
 // bufferedWriter holds the handler's response until the middleware has

@@ -117,10 +117,16 @@ func NewToken() string {
 	return hex.EncodeToString(b[:])
 }
 
+// statusClientClosedRequest is nginx's 499, which servers (sendonce among
+// them) log for a request whose client left before the answer.
+const statusClientClosedRequest = 499
+
 // ShouldStore reports whether a response with this status is stored as the
 // key's outcome: every 2xx and every 4xx the handler itself returns, except
-// those that say nothing final about the request (401, 403, 409, 413, 429).
-// 5xx is never stored: its transaction rolled back, so a retry runs afresh.
+// those that say nothing final about the request (401, 403, 409, 413, 429,
+// and 499, nginx's "client closed the request": nobody read it, and the
+// work it interrupted rolled back). 5xx is never stored: its transaction
+// rolled back, so a retry runs afresh.
 func ShouldStore(status int) bool {
 	switch {
 	case status >= 200 && status < 300:
@@ -128,7 +134,7 @@ func ShouldStore(status int) bool {
 	case status >= 400 && status < 500:
 		switch status {
 		case http.StatusUnauthorized, http.StatusForbidden, http.StatusConflict,
-			http.StatusRequestEntityTooLarge, http.StatusTooManyRequests:
+			http.StatusRequestEntityTooLarge, http.StatusTooManyRequests, statusClientClosedRequest:
 			return false
 		}
 		return true

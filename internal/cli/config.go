@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
 )
 
@@ -116,7 +117,7 @@ func serverFlags(e *envFlags, c *Config) {
 	dbFlag(e, &c.DB)
 	e.str(&c.Transport, "transport", "SENDONCE_TRANSPORT", "capture", "capture (local dev inbox), smtp://[user:pass@]host:port[?tls=none|starttls|tls] (relay) or mx (direct to the recipients' mail exchangers)")
 	e.str(&c.From, "from", "SENDONCE_FROM", "sendonce@localhost", "default From of the default mailbox")
-	e.dur(&c.IdempotencyTTL, "idempotency-ttl", "SENDONCE_IDEMPOTENCY_TTL", 24*time.Hour, "how long a key replays")
+	e.dur(&c.IdempotencyTTL, "idempotency-ttl", "SENDONCE_IDEMPOTENCY_TTL", idempotency.DefaultTTL, "how long a key replays")
 	e.boolean(&c.RequireIdempotencyKey, "require-idempotency-key", "SENDONCE_REQUIRE_IDEMPOTENCY_KEY", true, "whether POST /v1/send rejects a request without a key")
 	e.dur(&c.RetryBase, "retry-base", "SENDONCE_RETRY_BASE", 5*time.Second, "first retry delay; attempt n waits base·2^(n−1) with jitter, capped at 1h")
 	e.integer(&c.MaxAttempts, "max-attempts", "SENDONCE_MAX_ATTEMPTS", 8, "delivery attempts before failed")

@@ -73,13 +73,10 @@ type Store interface {
 
 // Tx is one database transaction.
 type Tx interface {
-	// DecideIdempotency decides the scoped key inside the transaction; on
-	// Proceed the key is the transaction's until it ends, and nothing is
-	// written for it until PutIdempotency.
-	DecideIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time) (idempotency.Decision, error)
-	// PutIdempotency stores the decided key's response (the Decision's
-	// token names this completion).
-	PutIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint, token string, resp idempotency.Response, now, expires time.Time) error
+	// TxRecords decides an Idempotency-Key and stores its answer inside
+	// the transaction: the durable tier of the server's
+	// idempotency.Engine.
+	idempotency.TxRecords
 	InsertAPIKey(ctx context.Context, k *APIKey) error
 	RevokeAPIKey(ctx context.Context, id string, at time.Time) error
 

@@ -1,14 +1,12 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
-	"time"
+	"strings"
 
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
@@ -49,102 +47,29 @@ func intentFrom(h http.Header) (string, error) {
 	return v, nil
 }
 
-type auditCtxKey struct{}
-
-// auditRecorder sees the response of an audited request: its status and
-// body, and adds Retry-After to a 429 a send cap caused.
-type auditRecorder struct {
-	http.ResponseWriter
-	status     int
-	body       bytes.Buffer
-	keep       bool // copy the body (audited requests only)
-	retryAfter time.Duration
-}
-
-func (a *auditRecorder) WriteHeader(status int) {
-	if a.status != 0 {
-		return
-	}
-	a.status = status
-	if status == http.StatusTooManyRequests && a.retryAfter > 0 && a.Header().Get("Retry-After") == "" {
-		a.Header().Set("Retry-After", strconv.Itoa(int((a.retryAfter+time.Second-1)/time.Second)))
-	}
-	a.ResponseWriter.WriteHeader(status)
-}
-
-func (a *auditRecorder) Write(b []byte) (int, error) {
-	if a.status == 0 {
-		a.WriteHeader(http.StatusOK)
-	}
-	if a.keep && a.body.Len() < 64<<10 {
-		a.body.Write(b)
-	}
-	return a.ResponseWriter.Write(b)
-}
-
-// noteRateLimit lets the send handler tell the recorder how long a capped
-// key must wait.
-func noteRateLimit(ctx context.Context, err error) {
-	var rl *app.RateLimitError
-	if rec, ok := ctx.Value(auditCtxKey{}).(*auditRecorder); ok && errors.As(err, &rl) {
-		rec.retryAfter = rl.RetryAfter
-	}
-}
-
-// audited wraps POST /v1/send: a request by an agent key, or one carrying
-// an intent, is written to the audit log with its outcome, whatever it is
-// (accepted, replayed, refused by a guardrail, invalid). The entry is
-// written after the response is decided, in its own transaction: a refused
+// writeAudit writes an audited request's entry with its result, whatever
+// it is (accepted, replayed, refused by a guardrail, invalid). It runs
+// after the response is decided, in a transaction of its own: a refused
 // send's transaction rolled back, its audit entry does not.
-func (s *Server) audited(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		key := apiKeyFrom(ctx)
-		intent, ierr := intentFrom(r.Header)
-		audit := key.Agent || intent != "" || ierr != nil
-		rec := &auditRecorder{ResponseWriter: w, keep: audit}
-		if ierr != nil {
-			writeError(rec, r, s.logger, ierr)
-		} else {
-			next.ServeHTTP(rec, r.WithContext(context.WithValue(ctx, auditCtxKey{}, rec)))
-		}
-		if audit {
-			s.writeAudit(ctx, key, r, intent, rec)
-		}
-	})
-}
-
-func (s *Server) writeAudit(ctx context.Context, key *core.APIKey, r *http.Request, intent string, rec *auditRecorder) {
-	idemKey, _, err := idempotency.KeyFromHeader(r.Header, idempotency.MaxKeyLen)
-	if err != nil {
-		idemKey = ""
-	}
+func (s *Server) writeAudit(r *http.Request, key *core.APIKey, intent string, res result) {
 	e := &core.AuditEntry{
 		ID: app.NewID("aud_"), Tenant: key.Tenant, APIKeyID: key.ID, At: s.svc.Now(), Route: r.Method + " " + r.URL.Path,
-		Intent: intent, IdempotencyKey: idemKey, Status: rec.status,
+		Intent: intent, IdempotencyKey: res.idemKey, Status: res.status, SendID: strings.Join(res.sendIDs, ","),
 	}
-	var body struct {
-		ID    string `json:"id"`
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	_ = json.Unmarshal(rec.body.Bytes(), &body)
 	switch {
-	case rec.status >= 200 && rec.status < 300:
-		e.Outcome, e.SendID = "created", body.ID
-		if rec.Header().Get("Idempotent-Replayed") == "true" {
+	case res.status >= 200 && res.status < 300:
+		e.Outcome = "created"
+		if res.outcome == idempotency.Replay {
 			e.Outcome = "replayed"
 		}
-	case rec.status >= 500:
-		e.Outcome, e.Code = "error", body.Error.Code
+	case res.status >= 500:
+		e.Outcome, e.Code = "error", res.code
 	default:
-		e.Outcome, e.Code, e.Detail = "refused", body.Error.Code, body.Error.Message
+		e.Outcome, e.Code, e.Detail = "refused", res.code, res.message
 	}
-	wctx := context.WithoutCancel(ctx)
-	if err := s.store.InTx(wctx, func(tx core.Tx) error { return tx.InsertAudit(wctx, e) }); err != nil {
-		s.logger.ErrorContext(wctx, "write audit entry", slog.Any("error", err))
+	ctx := context.WithoutCancel(r.Context())
+	if err := s.store.InTx(ctx, func(tx core.Tx) error { return tx.InsertAudit(ctx, e) }); err != nil {
+		s.logger.ErrorContext(ctx, "write audit entry", slog.Any("error", err))
 	}
 }
 

@@ -105,7 +105,7 @@ func (s *Server) resendAuth(scope core.Scope, next http.Handler) http.Handler {
 }
 
 func (s *Server) resendPost(h txHandler) http.Handler {
-	return s.resendAuth(core.ScopeSend, s.idempotent(postOpts{maxKeyLen: resendMaxKeyLen, errs: resendErrors, committed: s.acceptedMetric}, h))
+	return s.resendAuth(core.ScopeSend, s.idempotent(postOpts{maxKeyLen: resendMaxKeyLen, errs: resendErrors, committed: s.acceptedMetric, audit: true}, h))
 }
 
 func (s *Server) acceptedMetric() {
@@ -234,9 +234,7 @@ func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *htt
 		sends = append(sends, send)
 	}
 	return func(ctx context.Context, tx core.Tx) (int, any, error) {
-		out := struct {
-			Data []resendID `json:"data"`
-		}{Data: make([]resendID, 0, len(sends))}
+		out := resendBatchView{Data: make([]resendID, 0, len(sends))}
 		for _, send := range sends {
 			if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
 				return 0, nil, err
@@ -245,6 +243,19 @@ func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *htt
 		}
 		return http.StatusOK, out, nil
 	}, nil
+}
+
+// resendBatchView is Resend's answer to a batch.
+type resendBatchView struct {
+	Data []resendID `json:"data"`
+}
+
+func (v resendBatchView) createdSendIDs() []string {
+	ids := make([]string, len(v.Data))
+	for i, d := range v.Data {
+		ids[i] = d.ID
+	}
+	return ids
 }
 
 // resendEmailView is Resend's email object.

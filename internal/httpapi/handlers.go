@@ -156,7 +156,6 @@ func (s *Server) handleSend(ctx context.Context, key *core.APIKey, r *http.Reque
 func (s *Server) acceptStep(key *core.APIKey, send *core.Send) writeStep {
 	return func(ctx context.Context, tx core.Tx) (int, any, error) {
 		if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
-			noteRateLimit(ctx, err)
 			return 0, nil, err
 		}
 		return http.StatusOK, viewSend(send), nil

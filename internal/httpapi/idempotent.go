@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/core"
@@ -46,6 +45,9 @@ type postOpts struct {
 	// errs writes the route's errors in its style's shape (Resend's on
 	// /emails). Defaults to the native error body.
 	errs errorStyle
+	// audit writes the request of an agent key, or one carrying an
+	// intent, to the audit log with its result (the send routes).
+	audit bool
 }
 
 // errorStyle turns an error (a *core.Error with a native code, or any
@@ -71,11 +73,6 @@ func (o postOpts) style() errorStyle {
 	return o.errs
 }
 
-func (o postOpts) writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
-	status, body := o.style()(r, logger, err)
-	writeJSON(w, status, body)
-}
-
 // emptyFingerprint is what a body-less request on a route whose body is
 // optional counts as: the empty object, so that no body and {} are the same
 // request.
@@ -87,103 +84,70 @@ var emptyFingerprint = func() string {
 	return fp
 }()
 
-// rollback carries a response that must not commit.
-type rollback struct {
-	status int
-	body   []byte
-}
-
-func (rollback) Error() string { return "rolled back" }
-
 // idempotent wraps a POST handler with the rules of the API contract,
-// section 3. The stored response commits in the handler's own transaction.
+// section 3, on the server's idempotency engine: the stored response
+// commits in the handler's own transaction. What was answered is one typed
+// result, which the audit log and the metrics take as it is.
 func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		key := apiKeyFrom(ctx)
-		body, err := s.readBody(w, r)
-		if err != nil {
-			o.writeError(w, r, s.logger, err)
-			return
+		key := apiKeyFrom(r.Context())
+		intent, ierr := "", error(nil)
+		if o.audit {
+			intent, ierr = intentFrom(r.Header)
 		}
-		idemKey, present, err := idempotency.KeyFromHeader(r.Header, o.keyLen())
-		if err != nil {
-			o.writeError(w, r, s.logger, apiError(codeKeyInvalid, "Idempotency-Key", fmt.Sprintf(
-				"Idempotency-Key must be 1 to %d visible ASCII characters (0x21-0x7E), or a quoted structured-field string of them", o.keyLen())))
-			return
+		var res result
+		if ierr != nil {
+			res = s.refusal(r, o, ierr)
+		} else {
+			res = s.decideAndRun(w, r, o, h)
 		}
-		if !present && o.requireKey {
-			o.writeError(w, r, s.logger, apiError(codeKeyRequired, "Idempotency-Key",
-				"this route needs an Idempotency-Key header: make one per logical send (a UUID), store it, and reuse it on every retry"))
-			return
+		s.respond(w, res)
+		s.observe(o, res)
+		if o.audit && (key.Agent || intent != "" || ierr != nil) {
+			s.writeAudit(r, key, intent, res)
 		}
-		fp := emptyFingerprint
-		if len(body) > 0 || !o.emptyBody {
-			if fp, err = idempotency.Fingerprint(body); err != nil {
-				o.writeError(w, r, s.logger, apiError(core.CodeInvalidJSON, "", "the request body is not valid JSON"))
-				return
-			}
-		}
-		if !present {
-			s.runTx(w, r, key, body, h, nil, o)
-			return
-		}
-		r = r.WithContext(context.WithValue(ctx, idemKeyCtx, idemKey))
-		sc := idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: idemKey}
-		// A completed key is answered without a write: from this process's
-		// cache, from the front cache (Redis), or from the database's read
-		// pool, in that order.
-		now := s.svc.Now()
-		if rec := s.replays.get(sc, now); rec != nil && s.answerRecord(w, r, o, rec, fp, now) {
-			return
-		}
-		// The first request still running in this process: the contract's
-		// 409 (422 for another body) from memory, before any store.
-		if outcome, busy := s.running.busy(sc, fp); busy {
-			s.answer(w, r, o, idempotency.Decision{Outcome: outcome})
-			return
-		}
-		frontToken, handled := s.frontReserve(w, r, o, sc, fp)
-		if handled {
-			return
-		}
-		if s.answerStored(w, r, o, sc, fp, now) {
-			s.frontRelease(ctx, sc, frontToken)
-			return
-		}
-		// Registered atomically: of two first requests that both got this
-		// far, one runs and the other gets the 409.
-		if ok, outcome := s.running.enter(sc, fp); !ok {
-			s.frontRelease(ctx, sc, frontToken)
-			s.answer(w, r, o, idempotency.Decision{Outcome: outcome})
-			return
-		}
-		defer s.running.leave(sc)
-		s.runTx(w, r, key, body, h, &reservation{scope: sc, fingerprint: fp, frontToken: frontToken}, o)
 	})
 }
 
-// answerStored answers a replay or a reused key from the database's
-// completed record, read without the write lock, and reports whether it
-// did. Anything else — a new key, one in flight, one expired — is decided
-// inside the write transaction.
-func (s *Server) answerStored(w http.ResponseWriter, r *http.Request, o postOpts, sc idempotency.Scope, fp string, now time.Time) bool {
-	rec, err := s.store.CompletedIdempotency(r.Context(), sc)
-	if err != nil || rec == nil {
-		return false // an error here is met again, and reported, on the write path
+// decideAndRun reads and fingerprints the request, asks the engine, and
+// runs the handler when the key (or its absence) lets it.
+func (s *Server) decideAndRun(w http.ResponseWriter, r *http.Request, o postOpts, h txHandler) result {
+	ctx := r.Context()
+	key := apiKeyFrom(ctx)
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return s.refusal(r, o, err)
 	}
-	s.replays.put(sc, rec, now)
-	return s.answerRecord(w, r, o, rec, fp, now)
-}
-
-// answerRecord answers from a completed record when it decides the
-// request (a replay or a reused key).
-func (s *Server) answerRecord(w http.ResponseWriter, r *http.Request, o postOpts, rec *idempotency.Record, fp string, now time.Time) bool {
-	d := idempotency.Decision{Outcome: idempotency.Decide(rec, fp, now), Response: rec.Response}
-	if d.Outcome != idempotency.Replay && d.Outcome != idempotency.Mismatch {
-		return false
+	idemKey, present, err := idempotency.KeyFromHeader(r.Header, o.keyLen())
+	if err != nil {
+		return s.refusal(r, o, apiError(codeKeyInvalid, "Idempotency-Key", fmt.Sprintf(
+			"Idempotency-Key must be 1 to %d visible ASCII characters (0x21-0x7E), or a quoted structured-field string of them", o.keyLen())))
 	}
-	return s.answer(w, r, o, d)
+	if !present && o.requireKey {
+		return s.refusal(r, o, apiError(codeKeyRequired, "Idempotency-Key",
+			"this route needs an Idempotency-Key header: make one per logical send (a UUID), store it, and reuse it on every retry"))
+	}
+	fp := emptyFingerprint
+	if len(body) > 0 || !o.emptyBody {
+		if fp, err = idempotency.Fingerprint(body); err != nil {
+			return s.refusal(r, o, apiError(core.CodeInvalidJSON, "", "the request body is not valid JSON"))
+		}
+	}
+	if !present {
+		return s.runTx(r, key, body, h, nil, o)
+	}
+	r = r.WithContext(context.WithValue(ctx, idemKeyCtx, idemKey))
+	sc := idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: idemKey}
+	var res result
+	if t, err := s.idem.Begin(ctx, sc, fp); err != nil {
+		res = s.refusal(r, o, err)
+	} else if t.Decision.Outcome != idempotency.Proceed {
+		res = s.decided(r, o, t.Decision)
+	} else {
+		res = s.runTx(r, key, body, h, t, o)
+	}
+	res.idemKey = idemKey
+	return res
 }
 
 const idemKeyCtx ctxKey = 2
@@ -194,113 +158,45 @@ func idemKeyFrom(ctx context.Context) string {
 	return k
 }
 
-func (s *Server) conflict(reason string) {
-	if s.metrics != nil {
-		s.metrics.IdempotencyConflicts.WithLabelValues(reason).Inc()
-	}
-}
+// Ends of a transaction in which nothing may commit.
+var (
+	errDecided   = errors.New("idempotency key decided")      // found completed, in flight or reused
+	errRefused   = errors.New("write step refused")           // the handler's error: its writes roll back
+	errNotStored = errors.New("response is not to be stored") // a status the contract does not store
+)
 
-type reservation struct {
-	scope       idempotency.Scope
-	fingerprint string
-	frontToken  string // the front cache's reservation, "" without one
-}
-
-// frontReserve asks the optional front cache (Redis) first, so that a retry
-// storm is answered without touching the database. The database stays the
-// source of truth: any error here falls through to it, and a key the cache
-// does not know is decided by the database. handled means the answer was
-// written.
-func (s *Server) frontReserve(w http.ResponseWriter, r *http.Request, o postOpts, sc idempotency.Scope, fp string) (token string, handled bool) {
-	if s.cfg.Front == nil {
-		return "", false
-	}
-	d, err := s.cfg.Front.Reserve(r.Context(), sc, fp, s.svc.Now(), s.cfg.ReservationLease)
-	if err != nil {
-		s.logger.WarnContext(r.Context(), "front idempotency cache unavailable; using the database", slog.Any("error", err))
-		return "", false
-	}
-	if s.answer(w, r, o, d) {
-		return "", true
-	}
-	return d.Token, false
-}
-
-// answer writes the response for a decision that ends the request —
-// replay, in use, reused key — and reports whether it did.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, o postOpts, d idempotency.Decision) bool {
-	switch d.Outcome {
-	case idempotency.Replay:
-		if s.metrics != nil {
-			s.metrics.IdempotentReplays.Inc()
-		}
-		w.Header().Set("Idempotent-Replayed", "true")
-		writeRaw(w, d.Response.Status, d.Response.ContentType, d.Response.Body)
-	case idempotency.InUse:
-		s.conflict("in_use")
-		w.Header().Set("Retry-After", "1")
-		o.writeError(w, r, s.logger, apiError(codeKeyInUse, "Idempotency-Key",
-			"a request with this Idempotency-Key is still being processed; retry after a second"))
-	case idempotency.Mismatch:
-		s.conflict("reused")
-		o.writeError(w, r, s.logger, apiError(codeKeyReused, "Idempotency-Key",
-			"this Idempotency-Key was already used with a different request body"))
-	default:
-		return false
-	}
-	return true
-}
-
-func (s *Server) frontRelease(ctx context.Context, sc idempotency.Scope, token string) {
-	if token == "" {
-		return
-	}
-	if err := s.cfg.Front.Release(context.WithoutCancel(ctx), sc, token); err != nil {
-		s.logger.WarnContext(ctx, "release front idempotency reservation", slog.Any("error", err))
-	}
-}
-
-func (s *Server) frontComplete(ctx context.Context, sc idempotency.Scope, token string, resp idempotency.Response, now time.Time) {
-	if token == "" {
-		return
-	}
-	if err := s.cfg.Front.Complete(context.WithoutCancel(ctx), sc, token, resp, now, now.Add(s.cfg.IdempotencyTTL)); err != nil {
-		// Not fatal: the database holds the response and replays it.
-		s.logger.WarnContext(ctx, "store response in the front idempotency cache", slog.Any("error", err))
-	}
-}
-
-// errDecided ends a transaction in which the key was found completed, in
-// flight or reused: nothing of it may commit.
-var errDecided = errors.New("idempotency key decided")
-
-// runTx runs h's first step, then, in one transaction, reserves the key
+// runTx runs h's first step, then, in one transaction, decides the key
 // (when there is one), runs h's write step and stores its response. A
-// response that is not stored rolls it all back — the reservation too, so
-// a retry runs afresh; so does a panic.
-func (s *Server) runTx(w http.ResponseWriter, r *http.Request, key *core.APIKey, body []byte, h txHandler, res *reservation, o postOpts) {
+// response that is not stored rolls it all back, so a retry runs afresh.
+// A refusal of the write step (a 4xx after some writes, say the tenth
+// email of a batch) rolls back its writes and is stored alone: "all or
+// none" holds for what the key's answer says.
+func (s *Server) runTx(r *http.Request, key *core.APIKey, body []byte, h txHandler, t *idempotency.Ticket, o postOpts) result {
 	ctx := r.Context()
 	committed := false
-	if res != nil {
-		defer func() {
-			if !committed {
-				// Even when the handler panicked or the client went away:
-				// the front cache's reservation must not outlive this request.
-				s.frontRelease(context.WithoutCancel(ctx), res.scope, res.frontToken)
-			}
-		}()
-	}
+	defer func() {
+		if !committed && t != nil {
+			// Also when the handler panicked: the ticket must not outlive
+			// this request.
+			t.Release(ctx)
+		}
+	}()
 	write, perr := h(ctx, key, r, body)
+	if perr != nil {
+		out := s.refusal(r, o, perr)
+		committed = s.storeAlone(r, o, t, &out)
+		return out
+	}
 	var (
-		out      rollback
-		decided  idempotency.Decision
-		stored   idempotency.Response
-		storedAt time.Time
+		out     result
+		decided idempotency.Decision
 	)
 	err := s.store.InTx(ctx, func(tx core.Tx) error {
-		var token string
-		if res != nil {
-			d, err := tx.DecideIdempotency(ctx, res.scope, res.fingerprint, s.svc.Now())
+		// May run more than once (group commit reruns a batch): start
+		// from nothing each time.
+		out, decided = result{}, idempotency.Decision{}
+		if t != nil {
+			d, err := t.Decide(ctx, tx)
 			if err != nil {
 				return err
 			}
@@ -308,55 +204,67 @@ func (s *Server) runTx(w http.ResponseWriter, r *http.Request, key *core.APIKey,
 				decided = d
 				return errDecided
 			}
-			token = d.Token
 		}
-		status, v, herr := 0, any(nil), perr
-		if herr == nil {
-			status, v, herr = write(ctx, tx)
-		}
+		status, v, herr := write(ctx, tx)
 		if herr != nil {
-			status, v = o.style()(r, s.logger, herr)
+			out = s.refusal(r, o, herr)
+			return errRefused
 		}
-		out = rollback{status: status, body: marshal(v)}
+		out = result{status: status, body: marshal(v), outcome: idempotency.Proceed, sendIDs: sendIDsOf(v)}
 		if !idempotency.ShouldStore(status) {
-			return out
+			return errNotStored
 		}
-		if res != nil {
-			resp := idempotency.Response{Status: status, ContentType: "application/json", Body: out.body}
-			now := s.svc.Now()
-			if err := tx.PutIdempotency(ctx, res.scope, res.fingerprint, token, resp, now, now.Add(s.cfg.IdempotencyTTL)); err != nil {
-				return err
-			}
-			stored, storedAt = resp, now
+		if t != nil {
+			return t.Put(ctx, tx, out.response())
 		}
 		return nil
 	})
-	var rb rollback
 	switch {
 	case err == nil:
-		committed = true
-		if res != nil {
-			s.replays.put(res.scope, &idempotency.Record{
-				State: idempotency.StateCompleted, Fingerprint: res.fingerprint,
-				ExpiresAt: storedAt.Add(s.cfg.IdempotencyTTL), Response: &stored,
-			}, storedAt)
-			s.frontComplete(ctx, res.scope, res.frontToken, stored, storedAt)
+		out.stored, committed = true, true
+		if t != nil {
+			t.Committed(ctx, nil)
 		}
-		if out.status >= 200 && out.status < 300 && o.committed != nil {
-			o.committed()
-		}
-		writeRaw(w, out.status, "application/json", out.body)
+		return out
 	case errors.Is(err, errDecided):
-		if !s.answer(w, r, o, decided) {
-			o.writeError(w, r, s.logger, fmt.Errorf("idempotency: unexpected outcome %v", decided.Outcome))
-		}
-	case errors.As(err, &rb):
-		writeRaw(w, rb.status, "application/json", rb.body)
-	case errors.Is(err, idempotency.ErrReservationLost):
-		// Our lease ran out and another request took the key over; our
-		// work rolled back, theirs decides.
-		s.answer(w, r, o, idempotency.Decision{Outcome: idempotency.InUse})
-	default:
-		o.writeError(w, r, s.logger, err)
+		return s.decided(r, o, decided)
+	case errors.Is(err, errRefused):
+		committed = s.storeAlone(r, o, t, &out)
+		return out
+	case errors.Is(err, errNotStored):
+		return out
 	}
+	return s.refusal(r, o, err)
+}
+
+// storeAlone stores a refusal that wrote nothing as the key's answer, in a
+// transaction of its own, and reports whether it committed. A refusal that
+// is not to be stored (or has no key) is left as it is.
+func (s *Server) storeAlone(r *http.Request, o postOpts, t *idempotency.Ticket, out *result) bool {
+	if t == nil || !idempotency.ShouldStore(out.status) {
+		return false
+	}
+	ctx := r.Context()
+	var decided idempotency.Decision
+	err := s.store.InTx(ctx, func(tx core.Tx) error {
+		d, err := t.Decide(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if decided = d; d.Outcome != idempotency.Proceed {
+			return errDecided
+		}
+		return t.Put(ctx, tx, out.response())
+	})
+	switch {
+	case err == nil:
+		out.stored = true
+		t.Committed(ctx, nil)
+		return true
+	case errors.Is(err, errDecided):
+		*out = s.decided(r, o, decided)
+	default:
+		*out = s.refusal(r, o, err)
+	}
+	return false
 }

@@ -24,7 +24,7 @@ func (s *Server) routes() []string {
 			s.metrics.SendsAccepted.Inc()
 		}
 	}
-	m.Handle("POST /v1/send", s.auth(core.ScopeSend, s.audited(s.idempotent(postOpts{requireKey: s.cfg.RequireIdempotencyKey, committed: accepted}, s.handleSend))))
+	m.Handle("POST /v1/send", s.auth(core.ScopeSend, s.idempotent(postOpts{requireKey: s.cfg.RequireIdempotencyKey, committed: accepted, audit: true}, s.handleSend)))
 	m.Handle("POST /v1/send/preview", s.auth(core.ScopeSend, http.HandlerFunc(s.handlePreviewSend)))
 	m.Handle("GET /v1/audit", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleListAudit)))
 	m.Handle("GET /v1/sends", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListSends)))
@@ -54,7 +54,7 @@ func (s *Server) routes() []string {
 
 	// Compatibility surfaces (API contract, section 7; docs/compatibility.md).
 	statusCache := newStatusCache()
-	m.Handle("POST /api/public/v1/mailboxes/{id}/send", s.auth(core.ScopeSend, s.idempotent(postOpts{committed: accepted}, s.handleMailboxSend)))
+	m.Handle("POST /api/public/v1/mailboxes/{id}/send", s.auth(core.ScopeSend, s.idempotent(postOpts{committed: accepted, audit: true}, s.handleMailboxSend)))
 	m.Handle("GET /api/public/v1/sends/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetSend)))
 	m.Handle("GET /api/public/v1/mailboxes/{id}/status", s.auth(core.ScopeRead, s.handleMailboxStatus(statusCache)))
 	m.Handle("POST /emails", s.resendPost(s.handleResendSend))

@@ -21,10 +21,11 @@ type Config struct {
 	// RequireIdempotencyKey makes POST /v1/send refuse requests without a
 	// key. Defaults to false here; the binary's flag defaults to true.
 	RequireIdempotencyKey bool
-	// IdempotencyTTL is how long a completed key replays. Defaults to 24h.
+	// IdempotencyTTL is how long a completed key replays. Defaults to
+	// idempotency.DefaultTTL.
 	IdempotencyTTL time.Duration
 	// ReservationLease is how long a running request holds its key before
-	// a retry may take over. Defaults to 30s.
+	// a retry may take over. Defaults to idempotency.DefaultLease.
 	ReservationLease time.Duration
 	// Front is an optional idempotency store (Redis) consulted before the
 	// database, so that retry storms are answered from memory. The
@@ -32,7 +33,7 @@ type Config struct {
 	Front idempotency.Store
 	// ReplayCacheEntries bounds the in-memory cache of completed keys that
 	// answers replays without a database read. 0 means
-	// DefaultReplayCacheEntries; negative turns the cache off.
+	// idempotency.DefaultReplayCacheEntries; negative turns the cache off.
 	ReplayCacheEntries int
 	// MaxBodyBytes bounds a request body. Defaults to 1 MiB.
 	MaxBodyBytes int64
@@ -50,28 +51,36 @@ type Server struct {
 	cfg     Config
 	logger  *slog.Logger
 	mux     *http.ServeMux
-	replays *replayCache
-	running running
+	idem    *idempotency.Engine
 }
 
 // NewServer returns the API as an http.Handler.
 func NewServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) http.Handler {
-	if cfg.IdempotencyTTL <= 0 {
-		cfg.IdempotencyTTL = 24 * time.Hour
-	}
-	if cfg.ReservationLease <= 0 {
-		cfg.ReservationLease = 30 * time.Second
-	}
+	s := newServer(svc, m, cfg, logger)
+	s.routes()
+	return s.logRequests(s.mux)
+}
+
+func newServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, mux: http.NewServeMux(),
-		replays: newReplayCache(cfg.ReplayCacheEntries)}
-	s.routes()
-	return s.logRequests(s.mux)
+	cache := cfg.ReplayCacheEntries
+	if cache == 0 {
+		cache = idempotency.DefaultReplayCacheEntries
+	}
+	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, mux: http.NewServeMux()}
+	// The durable tier is decided inside each request's own transaction
+	// (core.Tx is an idempotency.TxRecords); the read pool answers
+	// completed keys before any write.
+	s.idem = idempotency.NewEngine(idempotency.Config{
+		Lookup: s.store.CompletedIdempotency, Front: cfg.Front, ReplayCacheEntries: cache,
+		TTL: cfg.IdempotencyTTL, Lease: cfg.ReservationLease, Now: svc.Now, Logger: logger,
+	})
+	return s
 }
 
 type ctxKey int

@@ -37,7 +37,7 @@ type Config struct {
 	RedisPrefix string
 	// ReplayCache bounds the in-process cache of completed idempotency
 	// keys that answers replays without a database read: 0 means
-	// httpapi.DefaultReplayCacheEntries, negative turns it off.
+	// idempotency.DefaultReplayCacheEntries, negative turns it off.
 	ReplayCache int
 	// Transport is "capture", "mx" or an smtp:// URL. Defaults to "capture".
 	Transport string

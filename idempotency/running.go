@@ -1,9 +1,7 @@
-package httpapi
+package idempotency
 
 import (
 	"sync"
-
-	"github.com/sendonce/sendonce/idempotency"
 )
 
 // running holds the scoped keys whose first request is running in this
@@ -14,47 +12,47 @@ import (
 // still decides across processes.
 type running struct {
 	mu sync.Mutex
-	m  map[idempotency.Scope]string // the running request's fingerprint
+	m  map[Scope]string // the running request's fingerprint
 }
 
 // enter registers a first request for sc with fingerprint fp. When one is
 // running already it returns what the contract answers instead: InUse, or
 // Mismatch when that one has another fingerprint. A request that entered
 // must leave.
-func (r *running) enter(sc idempotency.Scope, fp string) (ok bool, o idempotency.Outcome) {
+func (r *running) enter(sc Scope, fp string) (ok bool, o Outcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if o, busy := r.lookup(sc, fp); busy {
 		return false, o
 	}
 	if r.m == nil {
-		r.m = map[idempotency.Scope]string{}
+		r.m = map[Scope]string{}
 	}
 	r.m[sc] = fp
-	return true, idempotency.Proceed
+	return true, Proceed
 }
 
 // busy says what a request for sc gets while a first one runs (InUse or
 // Mismatch), without registering it; ok is false when none runs.
-func (r *running) busy(sc idempotency.Scope, fp string) (o idempotency.Outcome, ok bool) {
+func (r *running) busy(sc Scope, fp string) (o Outcome, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lookup(sc, fp)
 }
 
 // lookup is busy with r.mu held.
-func (r *running) lookup(sc idempotency.Scope, fp string) (idempotency.Outcome, bool) {
+func (r *running) lookup(sc Scope, fp string) (Outcome, bool) {
 	other, ok := r.m[sc]
 	switch {
 	case !ok:
-		return idempotency.Proceed, false
+		return Proceed, false
 	case other != fp:
-		return idempotency.Mismatch, true
+		return Mismatch, true
 	}
-	return idempotency.InUse, true
+	return InUse, true
 }
 
-func (r *running) leave(sc idempotency.Scope) {
+func (r *running) leave(sc Scope) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.m, sc)

@@ -1,23 +1,21 @@
-package httpapi
+package idempotency
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sendonce/sendonce/idempotency"
 )
 
-func completed(body string, expires time.Time) *idempotency.Record {
-	return &idempotency.Record{
-		State: idempotency.StateCompleted, Fingerprint: "fp", ExpiresAt: expires,
-		Response: &idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte(body)},
+func completed(body string, expires time.Time) *Record {
+	return &Record{
+		State: StateCompleted, Fingerprint: "fp", ExpiresAt: expires,
+		Response: &Response{Status: 200, ContentType: "application/json", Body: []byte(body)},
 	}
 }
 
-func scopeN(i int) idempotency.Scope {
-	return idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: fmt.Sprint("k", i)}
+func scopeN(i int) Scope {
+	return Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: fmt.Sprint("k", i)}
 }
 
 // The cache holds at most its bound, dropping the oldest first.
@@ -60,7 +58,7 @@ func TestReplayCache_HonoursExpiry(t *testing.T) {
 func TestReplayCache_ScopeSizeAndOff(t *testing.T) {
 	now := time.Unix(1000, 0)
 	c := newReplayCache(10)
-	a := idempotency.Scope{Tenant: "a", Method: "POST", Route: "/v1/send", Key: "same"}
+	a := Scope{Tenant: "a", Method: "POST", Route: "/v1/send", Key: "same"}
 	b := a
 	b.Tenant = "b"
 	c.put(a, completed("tenant a", now.Add(time.Hour)), now)
@@ -72,7 +70,7 @@ func TestReplayCache_ScopeSizeAndOff(t *testing.T) {
 		t.Fatal("cached a response larger than the bound")
 	}
 	inflight := completed("x", now.Add(time.Hour))
-	inflight.State = idempotency.StateInFlight
+	inflight.State = StateInFlight
 	c.put(scopeN(2), inflight, now)
 	if c.get(scopeN(2), now) != nil {
 		t.Fatal("cached an in-flight record")

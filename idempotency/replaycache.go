@@ -1,14 +1,12 @@
-package httpapi
+package idempotency
 
 import (
 	"sync"
 	"time"
-
-	"github.com/sendonce/sendonce/idempotency"
 )
 
 // DefaultReplayCacheEntries is how many completed keys a process keeps in
-// memory for replays when Config.ReplayCacheEntries is 0.
+// memory for replays when Config.ReplayCacheEntries is 0 (the server's default; the middleware keeps none unless asked).
 const DefaultReplayCacheEntries = 10000
 
 // maxCachedBody keeps large stored responses out of the cache: it is for
@@ -31,8 +29,8 @@ const maxCacheBytes = 16 << 20
 type replayCache struct {
 	mu    sync.Mutex
 	max   int
-	m     map[idempotency.Scope]*idempotency.Record
-	order []idempotency.Scope // ring of the keys in m, oldest at next
+	m     map[Scope]*Record
+	order []Scope // ring of the keys in m, oldest at next
 	next  int
 	bytes int // body bytes held
 }
@@ -46,12 +44,12 @@ func newReplayCache(n int) *replayCache {
 	if n == 0 {
 		n = DefaultReplayCacheEntries
 	}
-	return &replayCache{max: n, m: make(map[idempotency.Scope]*idempotency.Record, n)}
+	return &replayCache{max: n, m: make(map[Scope]*Record, n)}
 }
 
 // get returns the completed record of sc, nil when the cache has none or
 // it expired by now.
-func (c *replayCache) get(sc idempotency.Scope, now time.Time) *idempotency.Record {
+func (c *replayCache) get(sc Scope, now time.Time) *Record {
 	if c == nil {
 		return nil
 	}
@@ -65,7 +63,7 @@ func (c *replayCache) get(sc idempotency.Scope, now time.Time) *idempotency.Reco
 	return rec
 }
 
-func (c *replayCache) drop(sc idempotency.Scope) {
+func (c *replayCache) drop(sc Scope) {
 	if rec, ok := c.m[sc]; ok {
 		c.bytes -= len(rec.Response.Body)
 		delete(c.m, sc)
@@ -74,8 +72,8 @@ func (c *replayCache) drop(sc idempotency.Scope) {
 
 // put keeps a completed, unexpired record. The record must not be changed
 // afterwards.
-func (c *replayCache) put(sc idempotency.Scope, rec *idempotency.Record, now time.Time) {
-	if c == nil || rec.State != idempotency.StateCompleted || rec.Response == nil ||
+func (c *replayCache) put(sc Scope, rec *Record, now time.Time) {
+	if c == nil || rec.State != StateCompleted || rec.Response == nil ||
 		len(rec.Response.Body) > maxCachedBody || !now.Before(rec.ExpiresAt) {
 		return
 	}

@@ -1,0 +1,166 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sendonce/sendonce/idempotency"
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// result is what an idempotent POST answered, typed: the response is
+// written from it, and the audit log and the metrics record it as it is,
+// without reading the response back.
+type result struct {
+	status      int
+	contentType string // "" is application/json
+	body        []byte
+	// outcome is the key's: Proceed when the handler ran (with or without
+	// a key), Replay, InUse or Mismatch; 0 when the request was refused
+	// before (a bad key, body or intent).
+	outcome idempotency.Outcome
+	// idemKey is the request's Idempotency-Key, "" when it had none (or
+	// an invalid one).
+	idemKey string
+	// stored: the answer committed (with its key, when there is one).
+	stored bool
+	// sendIDs are the sends the answer names (created, or replayed).
+	sendIDs []string
+	// code and message of an error answer.
+	code, message string
+	// retryAfter is sent as Retry-After (409 in use, 429 past a cap).
+	retryAfter time.Duration
+}
+
+func (res result) response() idempotency.Response {
+	return idempotency.Response{Status: res.status, ContentType: "application/json", Body: res.body}
+}
+
+// refusal is the result of an error, in the route's error style.
+func (s *Server) refusal(r *http.Request, o postOpts, err error) result {
+	status, v := o.style()(r, s.logger, err)
+	res := result{status: status, body: marshal(v)}
+	var ce *core.Error
+	if errors.As(err, &ce) && ce.Code != core.CodeInternal {
+		res.code, res.message = ce.Code, ce.Message
+	} else if status >= 500 {
+		res.code = core.CodeInternal
+	}
+	var rl *app.RateLimitError
+	if errors.As(err, &rl) {
+		res.retryAfter = rl.RetryAfter
+	}
+	return res
+}
+
+// decided is the result of a key the engine answered without running the
+// handler.
+func (s *Server) decided(r *http.Request, o postOpts, d idempotency.Decision) result {
+	var res result
+	switch d.Outcome {
+	case idempotency.Replay:
+		res = result{status: d.Response.Status, contentType: d.Response.ContentType, body: d.Response.Body}
+		res.sendIDs, res.code, res.message = readAnswer(d.Response.Body)
+	case idempotency.InUse:
+		res = s.refusal(r, o, apiError(codeKeyInUse, "Idempotency-Key",
+			"a request with this Idempotency-Key is still being processed; retry after a second"))
+		res.retryAfter = time.Second
+	case idempotency.Mismatch:
+		res = s.refusal(r, o, apiError(codeKeyReused, "Idempotency-Key",
+			"this Idempotency-Key was already used with a different request body"))
+	default:
+		return s.refusal(r, o, errors.New("idempotency: unexpected outcome "+d.Outcome.String()))
+	}
+	res.outcome = d.Outcome
+	return res
+}
+
+// respond writes res.
+func (s *Server) respond(w http.ResponseWriter, res result) {
+	if res.outcome == idempotency.Replay {
+		w.Header().Set(idempotency.ReplayedHeader, "true")
+	}
+	if res.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((res.retryAfter+time.Second-1)/time.Second)))
+	}
+	ct := res.contentType
+	if ct == "" {
+		ct = "application/json"
+	}
+	writeRaw(w, res.status, ct, res.body)
+}
+
+// observe counts res in the metrics.
+func (s *Server) observe(o postOpts, res result) {
+	switch res.outcome {
+	case idempotency.Replay:
+		if s.metrics != nil {
+			s.metrics.IdempotentReplays.Inc()
+		}
+	case idempotency.InUse:
+		s.conflict("in_use")
+	case idempotency.Mismatch:
+		s.conflict("reused")
+	case idempotency.Proceed:
+		if res.stored && res.status >= 200 && res.status < 300 && o.committed != nil {
+			o.committed()
+		}
+	}
+}
+
+func (s *Server) conflict(reason string) {
+	if s.metrics != nil {
+		s.metrics.IdempotencyConflicts.WithLabelValues(reason).Inc()
+	}
+}
+
+// sender is a response value that names the sends it created.
+type sender interface{ createdSendIDs() []string }
+
+func sendIDsOf(v any) []string {
+	if s, ok := v.(sender); ok {
+		return s.createdSendIDs()
+	}
+	return nil
+}
+
+func (v *sendView) createdSendIDs() []string { return []string{v.ID} }
+func (v resendID) createdSendIDs() []string  { return []string{v.ID} }
+
+// readAnswer reads the send ids, or the error, of a stored answer: a
+// replay has no typed value, only the bytes it replays. Every route's
+// answer has one of these shapes: {"id"}, {"data":[{"id"}]}, or an error
+// (native {"error":{…}} or Resend's {"name","message"}).
+func readAnswer(body []byte) (ids []string, code, message string) {
+	var a struct {
+		ID   string `json:"id"`
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+		Error *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+		Name    string `json:"name"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(body, &a) != nil {
+		return nil, "", ""
+	}
+	switch {
+	case a.Error != nil:
+		return nil, a.Error.Code, a.Error.Message
+	case a.Name != "":
+		return nil, a.Name, a.Message
+	case a.ID != "":
+		return []string{a.ID}, "", ""
+	}
+	for _, d := range a.Data {
+		ids = append(ids, d.ID)
+	}
+	return ids, "", ""
+}
