@@ -20,7 +20,7 @@
 //
 //   - The first request reserves the key and runs the handler. Its response
 //     is buffered; if its status is stored (every 2xx, and every 4xx but
-//     401, 403, 409, 413 and 429) it is saved with the key and sent.
+//     401, 403, 409, 413, 429 and 499) it is saved with the key and sent.
 //   - A retry with the same key and the same JSON body (compared by SHA-256
 //     of its RFC 8785 canonical form, so key order and white space do not
 //     matter) gets the stored response byte for byte, same status and
@@ -76,6 +76,34 @@
 // Either the order and its stored response both commit or neither does, so
 // a retry can never create the order twice, even after a crash. Call
 // SQLStore.Purge now and then to drop expired keys.
+//
+// # One engine
+//
+// The middleware is a thin HTTP shell around Engine, which sendonce's own
+// server uses too. An Engine answers the one question — what does a
+// request with this scoped key and fingerprint get: Proceed with a ticket,
+// Replay, InUse or Mismatch — by asking composable tiers, cheapest first:
+// an in-process replay cache (Config.ReplayCacheEntries), the first
+// requests running in this process, an optional shared front store
+// (Config.Front, e.g. Redis in front of SQL), a lock-free Lookup of the
+// durable record, and the durable tier. The durable tier is either a
+// two-step Store (Reserve before the work, Complete after) or, with
+// Config.Store nil, a TxRecords that decides and writes the key inside the
+// caller's own transaction: one record write per request, committed with
+// the work (Ticket.Decide, Ticket.Put, Ticket.Committed).
+//
+//	e := idempotency.NewEngine(idempotency.Config{Lookup: readCompleted, ReplayCacheEntries: 10000})
+//	t, err := e.Begin(ctx, scope, fingerprint)
+//	if t.Decision.Outcome != idempotency.Proceed { /* answer it */ }
+//	err = db.InTx(ctx, func(tx Tx) error {
+//		if d, err := t.Decide(ctx, tx); err != nil || d.Outcome != idempotency.Proceed { ... }
+//		// ... the work, in tx ...
+//		return t.Put(ctx, tx, resp)
+//	})
+//	if err == nil { t.Committed(ctx, nil) } else { t.Release(ctx) }
+//
+// Package idempotencytest is the conformance suite every store runs:
+// RunStore for a Store, RunTx for a TxRecords.
 //
 // # The state machine underneath
 //
