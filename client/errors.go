@@ -21,8 +21,12 @@ const (
 	CodeForbidden          = "forbidden"
 	CodeInternal           = "internal_error"
 	CodePayloadTooLarge    = "payload_too_large"
-	CodeKeyRequired        = "idempotency_key_required"
-	CodeKeyInvalid         = "idempotency_key_invalid"
+	CodeMethodNotAllowed   = "method_not_allowed"
+	// CodeRateLimited: the key reached a send cap; Error.RetryAfter says
+	// when it may send again. Retried after that wait.
+	CodeRateLimited = "rate_limited"
+	CodeKeyRequired = "idempotency_key_required"
+	CodeKeyInvalid  = "idempotency_key_invalid"
 	// CodeKeyInUse: a request with the same key is still running. Retried.
 	CodeKeyInUse = "idempotency_key_in_use"
 	// CodeKeyReused: the key was used before with a different body. The

@@ -128,24 +128,14 @@ func (s *Service) checkCaps(ctx context.Context, tx core.Tx, key *core.APIKey, n
 		}
 		if n >= c.max {
 			retry := max(oldest.Add(c.window).Sub(now), time.Second)
-			return &RateLimitError{
-				Err:        core.Errorf(core.CodeRateLimited, "", "this API key may create at most %d sends per %s; it has created %d", c.max, c.name, n),
-				RetryAfter: retry,
-			}
+			// RetryAfter: when the oldest counted send leaves the window.
+			e := core.Errorf(core.CodeRateLimited, "", "this API key may create at most %d sends per %s; it has created %d", c.max, c.name, n)
+			e.RetryAfter = retry
+			return e
 		}
 	}
 	return nil
 }
-
-// RateLimitError is a refused send past a cap; RetryAfter says when the
-// oldest counted send leaves the window.
-type RateLimitError struct {
-	Err        *core.Error
-	RetryAfter time.Duration
-}
-
-func (e *RateLimitError) Error() string { return e.Err.Error() }
-func (e *RateLimitError) Unwrap() error { return e.Err }
 
 // tracksKey reports whether sends of the key record their key (for caps and
 // for an agent's own list).

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes that callers (HTTP mapping, the client SDK) branch on.
@@ -26,6 +27,9 @@ type Error struct {
 	Code    string
 	Message string
 	Param   string
+	// RetryAfter, when set, is how long the caller should wait before it
+	// tries again (a send cap's window, say): HTTP's Retry-After.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {

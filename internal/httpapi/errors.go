@@ -6,45 +6,59 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 
+	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// API error codes that exist only at the HTTP layer.
+// API error codes of the HTTP layer. Those about the Idempotency-Key and
+// the body's size are the idempotency package's (its middleware answers
+// them too); the application's are core's.
 const (
-	codeKeyRequired     = "idempotency_key_required"
-	codeKeyInvalid      = "idempotency_key_invalid"
-	codeKeyInUse        = "idempotency_key_in_use"
-	codeKeyReused       = "idempotency_key_reused"
-	codePayloadTooLarge = "payload_too_large"
+	codeKeyRequired     = idempotency.CodeKeyRequired
+	codeKeyInvalid      = idempotency.CodeKeyInvalid
+	codeKeyInUse        = idempotency.CodeKeyInUse
+	codeKeyReused       = idempotency.CodeKeyReused
+	codePayloadTooLarge = idempotency.CodePayloadTooLarge
 	codeMethodNotAllow  = "method_not_allowed"
 )
 
-// statusOf is the one map from application error codes to HTTP statuses.
-// The client SDK reverses it.
+// errorStatus is the one table from error codes to HTTP statuses: the
+// server answers with it, and the client SDK's codes are held against it
+// (client's TestCodes_MatchTheServersTable). A code not in it is a 500.
+var errorStatus = map[string]int{
+	core.CodeValidation:         http.StatusUnprocessableEntity,
+	core.CodeTemplateMissingVar: http.StatusUnprocessableEntity,
+	codeKeyReused:               http.StatusUnprocessableEntity,
+	core.CodeInvalidJSON:        http.StatusBadRequest,
+	codeKeyRequired:             http.StatusBadRequest,
+	codeKeyInvalid:              http.StatusBadRequest,
+	core.CodeNotFound:           http.StatusNotFound,
+	core.CodeInvalidState:       http.StatusConflict,
+	core.CodeConflict:           http.StatusConflict,
+	codeKeyInUse:                http.StatusConflict,
+	core.CodeUnauthorized:       http.StatusUnauthorized,
+	core.CodeForbidden:          http.StatusForbidden,
+	core.CodeRateLimited:        http.StatusTooManyRequests,
+	codePayloadTooLarge:         http.StatusRequestEntityTooLarge,
+	codeMethodNotAllow:          http.StatusMethodNotAllowed,
+	core.CodeInternal:           http.StatusInternalServerError,
+}
+
+// statusOf maps an application error code to its HTTP status.
 func statusOf(code string) int {
-	switch code {
-	case core.CodeValidation, core.CodeTemplateMissingVar, codeKeyReused:
-		return http.StatusUnprocessableEntity
-	case core.CodeInvalidJSON, codeKeyRequired, codeKeyInvalid:
-		return http.StatusBadRequest
-	case core.CodeNotFound:
-		return http.StatusNotFound
-	case core.CodeInvalidState, core.CodeConflict, codeKeyInUse:
-		return http.StatusConflict
-	case core.CodeUnauthorized:
-		return http.StatusUnauthorized
-	case core.CodeForbidden:
-		return http.StatusForbidden
-	case core.CodeRateLimited:
-		return http.StatusTooManyRequests
-	case codePayloadTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case codeMethodNotAllow:
-		return http.StatusMethodNotAllowed
+	if s, ok := errorStatus[code]; ok {
+		return s
 	}
 	return http.StatusInternalServerError
+}
+
+// ErrorStatuses returns a copy of the code-to-status table, for the
+// client's test and the API reference's.
+func ErrorStatuses() map[string]int {
+	return maps.Clone(errorStatus)
 }
 
 type errorBody struct {

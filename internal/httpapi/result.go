@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/idempotency"
-	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 )
 
@@ -46,13 +45,9 @@ func (s *Server) refusal(r *http.Request, o postOpts, err error) result {
 	res := result{status: status, body: marshal(v)}
 	var ce *core.Error
 	if errors.As(err, &ce) && ce.Code != core.CodeInternal {
-		res.code, res.message = ce.Code, ce.Message
+		res.code, res.message, res.retryAfter = ce.Code, ce.Message, ce.RetryAfter
 	} else if status >= 500 {
 		res.code = core.CodeInternal
-	}
-	var rl *app.RateLimitError
-	if errors.As(err, &rl) {
-		res.retryAfter = rl.RetryAfter
 	}
 	return res
 }
