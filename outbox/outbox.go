@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sendonce/sendonce/client"
+	"github.com/sendonce/sendonce/idempotency"
 )
 
 // State is where a task stands.
@@ -188,7 +189,7 @@ func (c *Config) setDefaults() {
 		c.RetryMax = c.RetryBase
 	}
 	if c.KeyTTL <= 0 {
-		c.KeyTTL = 24 * time.Hour
+		c.KeyTTL = idempotency.DefaultTTL // the server's default
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -54,8 +54,13 @@ type Config struct {
 	MXAllowLoopback bool
 	// From is the default mailbox's address. Defaults to "sendonce@localhost".
 	From string
-	// IdempotencyTTL defaults to 24h.
+	// IdempotencyTTL defaults to idempotency.DefaultTTL.
 	IdempotencyTTL time.Duration
+	// ReservationLease is how long a running first request holds its key
+	// in the front store (Redis) before another process may take it over.
+	// Its own setting, not the delivery attempt's lease: the two bound
+	// different things. Defaults to idempotency.DefaultLease.
+	ReservationLease time.Duration
 	// RequireIdempotencyKey: whether POST /v1/send needs a key.
 	RequireIdempotencyKey bool
 	// RetryBase defaults to 5s; MaxAttempts to 8; AttemptLease to 30s.
@@ -193,7 +198,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	}
 	h := httpapi.NewServer(svc, m, httpapi.Config{
 		Front:                 front,
-		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.AttemptLease,
+		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.ReservationLease,
 		DefaultTransport: cfg.Transport, ReplayCacheEntries: cfg.ReplayCache,
 	}, logger)
 	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h, redis: rdb}, nil
