@@ -148,11 +148,7 @@ func (s *Server) handlePreviewSend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.logger, err)
 		return
 	}
-	send, err := s.svc.PreviewSend(r.Context(), key, &app.SendRequest{
-		To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: req.MailboxID,
-		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
-		Headers: req.Headers, Tags: req.Tags,
-	})
+	send, err := s.svc.PreviewSend(r.Context(), key, req.toApp(req.MailboxID))
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return

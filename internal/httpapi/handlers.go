@@ -77,6 +77,17 @@ type sendRequest struct {
 	Tags       map[string]string `json:"tags"`
 }
 
+// toApp is the request as the application takes it (the one mapping of
+// the native body; app checks every field, the recipient counts
+// included). mailboxID is the body's, or the path's on the Mailera route.
+func (req *sendRequest) toApp(mailboxID string) *app.SendRequest {
+	return &app.SendRequest{
+		To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: mailboxID,
+		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
+		Headers: req.Headers, Tags: req.Tags,
+	}
+}
+
 // decodeStrict decodes a JSON object into v. Unknown fields are refused
 // (422), so that a misspelt field ("suject") is not silently dropped.
 func decodeStrict(body []byte, v any) error {
@@ -132,19 +143,7 @@ func (s *Server) handleSend(ctx context.Context, key *core.APIKey, r *http.Reque
 	if err := decodeStrict(body, &req); err != nil {
 		return nil, err
 	}
-	for _, f := range []struct {
-		name string
-		list addrList
-	}{{"to", req.To}, {"cc", req.Cc}, {"bcc", req.Bcc}, {"reply_to", req.ReplyTo}} {
-		if len(f.list) > app.MaxRecipients {
-			return nil, core.Errorf(core.CodeValidation, f.name, "at most %d addresses", app.MaxRecipients)
-		}
-	}
-	send, err := s.svc.PrepareSend(ctx, key, idemKeyFrom(ctx), &app.SendRequest{
-		To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: req.MailboxID,
-		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
-		Headers: req.Headers, Tags: req.Tags,
-	})
+	send, err := s.svc.PrepareSend(ctx, key, idemKeyFrom(ctx), req.toApp(req.MailboxID))
 	if err != nil {
 		return nil, err
 	}
