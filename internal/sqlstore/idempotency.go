@@ -91,25 +91,29 @@ func (t *Tx) DecideIdempotency(ctx context.Context, sc idempotency.Scope, finger
 }
 
 // lockIdempotency takes the scoped key's transaction-scoped advisory lock
-// and, when it got it, reads (and row-locks) the key's record. A first
-// request still running in another transaction (another process) holds the
-// lock until it ends; the contract wants 409 at once rather than a wait.
-// Two keys sharing a 64-bit hash can meet a spurious 409, which a retry
-// clears.
-//
-// Two statements, not one: in READ COMMITTED a statement reads as of its
-// start, so a read in the statement that takes the lock would miss the
-// record of a holder that committed (and let the lock go) in between.
+// and, when it got it, reads (and row-locks) the key's record: one round
+// trip, through the function of migration 0006 (a plain statement would
+// read as of its start, before the lock). A first request still running in
+// another transaction (another process) holds the lock until it ends; the
+// contract wants 409 at once rather than a wait. Two keys sharing a 64-bit
+// hash can meet a spurious 409, which a retry clears.
 func lockIdempotency(ctx context.Context, q querier, sc idempotency.Scope) (got bool, rec *idempotency.Record, err error) {
-	if err := q.queryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0))`,
-		sc.Tenant+"\n"+sc.Method+"\n"+sc.Route+"\n"+sc.Key).Scan(&got); err != nil {
+	var (
+		fingerprint, state, token sql.NullString
+		f                         recordFields
+	)
+	err = q.queryRow(ctx, `SELECT got, `+idempotencyColumns+` FROM sendonce_lock_idempotency_key(?, ?, ?, ?, ?)`,
+		sc.Tenant+"\n"+sc.Method+"\n"+sc.Route+"\n"+sc.Key, sc.Tenant, sc.Method, sc.Route, sc.Key).
+		Scan(&got, &fingerprint, &state, &token, &f.lockedUntil, &f.expiresAt, &f.status, &f.contentType, &f.body)
+	if err != nil {
 		return false, nil, fmt.Errorf("lock idempotency key: %w", err)
 	}
-	if !got {
-		return false, nil, nil
+	if !got || !state.Valid {
+		return got, nil, nil
 	}
-	rec, err = readIdempotency(ctx, q, sc, " FOR UPDATE")
-	return true, rec, err
+	rec = &idempotency.Record{Fingerprint: fingerprint.String, State: idempotency.State(state.String), Token: token.String}
+	f.fill(rec)
+	return true, rec, nil
 }
 
 const (
