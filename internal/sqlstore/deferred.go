@@ -66,11 +66,20 @@ func (d *deferredRows) hasKey(sc idempotency.Scope) bool {
 // both databases' limits (29 per send row; SQLite allows 32,766).
 const maxRowsPerStatement = 256
 
-// flush writes the waiting rows, sends first.
-func (d *deferredRows) flush(ctx context.Context, q querier) error {
-	if d == nil || d.err != nil {
-		return d.errOrNil()
+// statement is one SQL text with its arguments.
+type statement struct {
+	sql  string
+	args []any
+	what string // for errors
+}
+
+// take returns the statements that write the waiting rows — sends first,
+// each table's rows sorted — and forgets the rows.
+func (d *deferredRows) take() []statement {
+	if d == nil {
+		return nil
 	}
+	var out []statement
 	for _, t := range []struct {
 		rows             *[]deferredRow
 		what, head, tail string
@@ -81,15 +90,32 @@ func (d *deferredRows) flush(ctx context.Context, q querier) error {
 		}
 		slices.SortFunc(rows, func(a, b deferredRow) int { return cmp.Compare(a.key, b.key) })
 		for chunk := range slices.Chunk(rows, maxRowsPerStatement) {
-			if err := insertRows(ctx, q, t.head, t.tail, chunk); err != nil {
-				d.err = fmt.Errorf("write the batch's %s: %w", t.what, err)
-				return d.err
-			}
+			st := insertStatement(t.head, t.tail, chunk)
+			st.what = t.what
+			out = append(out, st)
 		}
-		clear(rows)
-		*t.rows = rows[:0]
+		*t.rows = nil
+	}
+	return out
+}
+
+// flush writes the waiting rows.
+func (d *deferredRows) flush(ctx context.Context, q querier) error {
+	if d == nil || d.err != nil {
+		return d.errOrNil()
+	}
+	for _, st := range d.take() {
+		if _, err := q.exec(ctx, st.sql, st.args...); err != nil {
+			return d.fail(st, err)
+		}
 	}
 	return nil
+}
+
+// fail records that st failed: every later flush reports it too.
+func (d *deferredRows) fail(st statement, err error) error {
+	d.err = fmt.Errorf("write the batch's %s: %w", st.what, err)
+	return d.err
 }
 
 func (d *deferredRows) errOrNil() error {
@@ -99,8 +125,8 @@ func (d *deferredRows) errOrNil() error {
 	return d.err
 }
 
-// insertRows runs head VALUES (…), (…) tail with the rows' values.
-func insertRows(ctx context.Context, q querier, head, tail string, rows []deferredRow) error {
+// insertStatement is head VALUES (…), (…) tail with the rows' values.
+func insertStatement(head, tail string, rows []deferredRow) statement {
 	n := len(rows[0].args)
 	tuple := "(?" + strings.Repeat(", ?", n-1) + ")"
 	var b strings.Builder
@@ -115,8 +141,7 @@ func insertRows(ctx context.Context, q querier, head, tail string, rows []deferr
 		args = append(args, r.args...)
 	}
 	b.WriteString(tail)
-	_, err := q.exec(ctx, b.String(), args...)
-	return err
+	return statement{sql: b.String(), args: args}
 }
 
 // flushingQuerier writes a batch's deferred rows before each statement.

@@ -53,10 +53,12 @@ type groupCommit struct {
 	batches   func(n int) // observes batch sizes (metrics, tests); may be nil
 }
 
-// batchTx is the database transaction a batch shares.
+// batchTx is the database transaction a batch shares. commit writes the
+// batch's deferred rows, then commits; it tells a failure to write them
+// (flushErr: the transaction is still open) from a failed commit.
 type batchTx struct {
 	q        querier
-	commit   func() error
+	commit   func(ctx context.Context, d *deferredRows) (flushErr, err error)
 	rollback func()
 }
 
@@ -232,14 +234,15 @@ func (g *groupCommit) runTxs(batch []*txReq, savepoints bool) (batchEnd, error) 
 		}
 		woke = woke || (r.pending && t.woke)
 	}
-	if err := deferred.flush(ctx, btx.q); err != nil {
+	flushErr, err := btx.commit(ctx, deferred)
+	if flushErr != nil {
 		btx.rollback()
-		if retryable(err) {
-			return batchRetry, err
+		if retryable(flushErr) {
+			return batchRetry, flushErr
 		}
-		return batchRerun, err // in savepoints, the guilty one fails alone
+		return batchRerun, flushErr // in savepoints, the guilty one fails alone
 	}
-	if err := btx.commit(); err != nil {
+	if err != nil {
 		if retryable(err) {
 			return batchRetry, err
 		}

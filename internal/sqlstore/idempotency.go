@@ -143,7 +143,8 @@ func (t *Tx) PutIdempotency(ctx context.Context, sc idempotency.Scope, fingerpri
 		t.deferred.addKey(sc, args)
 		return nil
 	}
-	if err := insertRows(ctx, t.q, putKeyHead, putKeyTail, []deferredRow{{args: args}}); err != nil {
+	st := insertStatement(putKeyHead, putKeyTail, []deferredRow{{args: args}})
+	if _, err := t.q.exec(ctx, st.sql, st.args...); err != nil {
 		return fmt.Errorf("store idempotent response: %w", err)
 	}
 	return nil

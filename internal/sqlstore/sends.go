@@ -86,7 +86,8 @@ func (t *Tx) InsertSend(ctx context.Context, s *core.Send) error {
 		t.deferred.addSend(s.ID, args)
 		return nil
 	}
-	if err := insertRows(ctx, t.q, insertSendHead, "", []deferredRow{{args: args}}); err != nil {
+	st := insertStatement(insertSendHead, "", []deferredRow{{args: args}})
+	if _, err := t.q.exec(ctx, st.sql, st.args...); err != nil {
 		return fmt.Errorf("insert send: %w", err)
 	}
 	return nil

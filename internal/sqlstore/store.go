@@ -116,19 +116,16 @@ func (s *Store) beginSQLite(ctx context.Context) (batchTx, error) {
 	// detached: statements ignore their caller's cancellation. Interrupting
 	// a statement makes SQLite roll back the whole transaction — every
 	// other caller's work in it too.
-	return batchTx{q: sqlQuerier{db: tx, detached: true}, commit: tx.Commit, rollback: func() { _ = tx.Rollback() }}, nil
-}
-
-// beginPostgres begins a batch's transaction on a connection of its own.
-func (s *Store) beginPostgres(ctx context.Context) (batchTx, error) {
-	tx, err := s.PG.Begin(ctx)
-	if err != nil {
-		return batchTx{}, err
-	}
+	q := sqlQuerier{db: tx, detached: true}
 	return batchTx{
-		q:        pgxQuerier{db: tx, rebind: s.rebind, detached: true},
-		commit:   func() error { return tx.Commit(ctx) },
-		rollback: func() { _ = tx.Rollback(ctx) },
+		q: q,
+		commit: func(ctx context.Context, d *deferredRows) (error, error) {
+			if err := d.flush(ctx, q); err != nil {
+				return err, nil
+			}
+			return nil, tx.Commit()
+		},
+		rollback: func() { _ = tx.Rollback() },
 	}, nil
 }
 
