@@ -21,8 +21,8 @@ type Metrics struct {
 	IdempotencyConflicts *prometheus.CounterVec // reason: in_use | reused
 	DeliveryAttempts     *prometheus.CounterVec // outcome: sent | tempfail | permfail | unknown
 	HTTPRequests         *prometheus.CounterVec // code
-	// GroupCommitSize observes how many write transactions each SQLite
-	// commit carried (only on SQLite).
+	// GroupCommitSize observes how many write transactions each commit
+	// carried (a batch of the group commit, on either database).
 	GroupCommitSize prometheus.Histogram
 }
 
@@ -47,7 +47,7 @@ func New(queueDepth func(ctx context.Context) (int, error)) *Metrics {
 			Name: "sendonce_http_requests_total", Help: "HTTP requests by status code.",
 		}, []string{"code"}),
 		GroupCommitSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "sendonce_db_group_commit_size", Help: "Write transactions that shared one SQLite commit.",
+			Name: "sendonce_db_group_commit_size", Help: "Write transactions that shared one commit.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 		}),
 	}

@@ -152,9 +152,8 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if store.PG != nil {
 		metrics.RegisterPool(m.Registry, "write", store.PG.Stat)
 		metrics.RegisterPool(m.Registry, "read", store.PGRead.Stat)
-	} else {
-		store.ObserveGroupCommits(func(n int) { m.GroupCommitSize.Observe(float64(n)) })
 	}
+	store.ObserveGroupCommits(func(n int) { m.GroupCommitSize.Observe(float64(n)) })
 	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Now: cfg.Now}, logger)
 	d, err := delivery.NewDeliverer(svc, delivery.Config{
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,

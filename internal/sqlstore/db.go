@@ -83,10 +83,20 @@ type pgxQuerier struct {
 		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	}
 	rebind *rebinder
+	// detached statements ignore their context's cancellation (see
+	// groupCommit): a batch's transaction is shared.
+	detached bool
+}
+
+func (q pgxQuerier) ctx(ctx context.Context) context.Context {
+	if q.detached {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 func (q pgxQuerier) exec(ctx context.Context, s string, args ...any) (int64, error) {
-	tag, err := q.db.Exec(ctx, q.rebind.do(s), args...)
+	tag, err := q.db.Exec(q.ctx(ctx), q.rebind.do(s), args...)
 	if err != nil {
 		return 0, err
 	}
@@ -94,11 +104,11 @@ func (q pgxQuerier) exec(ctx context.Context, s string, args ...any) (int64, err
 }
 
 func (q pgxQuerier) queryRow(ctx context.Context, s string, args ...any) row {
-	return pgxRow{q.db.QueryRow(ctx, q.rebind.do(s), args...)}
+	return pgxRow{q.db.QueryRow(q.ctx(ctx), q.rebind.do(s), args...)}
 }
 
 func (q pgxQuerier) query(ctx context.Context, s string, args ...any) (rows, error) {
-	r, err := q.db.Query(ctx, q.rebind.do(s), args...)
+	r, err := q.db.Query(q.ctx(ctx), q.rebind.do(s), args...)
 	if err != nil {
 		return nil, err
 	}

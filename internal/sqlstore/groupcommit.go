@@ -2,45 +2,68 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/sendonce/sendonce/internal/core"
 )
 
 // ErrClosed is returned by InTx once the store is closing.
 var ErrClosed = errors.New("store is closed")
 
-// DefaultMaxBatch bounds how many write transactions one SQLite commit
-// carries. Larger batches stop paying off once the fsync is shared by a few
-// dozen; the bound keeps one batch's latency small.
+// DefaultMaxBatch bounds how many write transactions one commit carries.
+// Larger batches stop paying off once the commit is shared by a few dozen;
+// the bound keeps one batch's latency small.
 const DefaultMaxBatch = 64
 
+// maxBatchTries bounds how often a batch that met a deadlock or a
+// serialization failure (PostgreSQL) runs again before its callers are
+// told.
+const maxBatchTries = 5
+
 // groupCommit runs the write transactions of many goroutines in shared
-// SQLite transactions: one fsync for a batch instead of one per request.
+// database transactions: one commit (one fsync) for a batch instead of one
+// per request.
 //
-// Batches form naturally, without an added delay: while one batch commits
-// (the fsync), the transactions that arrive wait and make up the next one.
-// Each transaction runs inside its own SAVEPOINT, so one that fails rolls
-// back alone; each caller returns only after the batch that holds its work
-// has committed, so durability is exactly that of a transaction of its own
-// (synchronous=FULL).
+// Batches form naturally, without an added delay: while one batch commits,
+// the transactions that arrive wait and make up the next one. A batch first
+// runs without savepoints; when one of its transactions fails, it all rolls
+// back and the others run again, each in a SAVEPOINT of its own, so one that
+// fails rolls back alone. Each caller returns only after the batch that
+// holds its work has committed, so durability is exactly that of a
+// transaction of its own.
+//
+// SQLite has one lane (its one writer); PostgreSQL has a few, each batch
+// on a connection of its own. There, two processes' batches can deadlock
+// on each other's rows: the batch that PostgreSQL picks as the victim runs
+// again from the start (maxBatchTries).
 type groupCommit struct {
 	store    *Store
-	db       *sql.DB
+	begin    func(ctx context.Context) (batchTx, error)
 	reqs     chan *txReq // unbuffered: a request received is always answered
 	maxBatch int
-	stop     chan struct{}
-	stopOnce sync.Once
-	stopped  chan struct{}
-	batches  func(n int) // observes batch sizes (metrics, tests); may be nil
+	// deferRows: the batch's send rows and key records wait in deferredRows
+	// and are written as multi-row statements.
+	deferRows bool
+	stop      chan struct{}
+	stopOnce  sync.Once
+	stopped   sync.WaitGroup
+	batches   func(n int) // observes batch sizes (metrics, tests); may be nil
+}
+
+// batchTx is the database transaction a batch shares. commit writes the
+// batch's deferred rows, then commits; it tells a failure to write them
+// (flushErr: the transaction is still open) from a failed commit.
+type batchTx struct {
+	q        querier
+	commit   func(ctx context.Context, d *deferredRows) (flushErr, err error)
+	rollback func()
 }
 
 // ObserveGroupCommits has fn called with the number of transactions of
-// every SQLite commit (for metrics). Call it once, before the store is
-// used; it does nothing on PostgreSQL.
+// every batch (for metrics). Call it once, before the store is used.
 func (s *Store) ObserveGroupCommits(fn func(n int)) {
 	if s.gc != nil {
 		s.gc.batches = fn
@@ -56,15 +79,17 @@ type txReq struct {
 	done     chan struct{}
 }
 
-func newGroupCommit(s *Store, maxBatch int) *groupCommit {
+func newGroupCommit(s *Store, maxBatch, lanes int, deferRows bool, begin func(context.Context) (batchTx, error)) *groupCommit {
 	if maxBatch < 1 {
 		maxBatch = DefaultMaxBatch
 	}
 	g := &groupCommit{
-		store: s, db: s.W, reqs: make(chan *txReq), maxBatch: maxBatch,
-		stop: make(chan struct{}), stopped: make(chan struct{}),
+		store: s, begin: begin, reqs: make(chan *txReq), maxBatch: maxBatch, deferRows: deferRows,
+		stop: make(chan struct{}),
 	}
-	go g.run()
+	for range max(1, lanes) {
+		g.stopped.Go(g.run)
+	}
 	return g
 }
 
@@ -91,11 +116,10 @@ func (g *groupCommit) do(ctx context.Context, fn func(core.Tx) error) error {
 
 func (g *groupCommit) close() {
 	g.stopOnce.Do(func() { close(g.stop) })
-	<-g.stopped
+	g.stopped.Wait()
 }
 
 func (g *groupCommit) run() {
-	defer close(g.stopped)
 	batch := make([]*txReq, 0, g.maxBatch)
 	for {
 		select {
@@ -118,6 +142,15 @@ func (g *groupCommit) run() {
 	}
 }
 
+// batchEnd is how one run of a batch ended.
+type batchEnd int
+
+const (
+	batchDone  batchEnd = iota // committed, or every request has its answer
+	batchRerun                 // a transaction failed: run the others in savepoints
+	batchRetry                 // deadlock or serialization failure: run it all again
+)
+
 func (g *groupCommit) runBatch(batch []*txReq) {
 	defer func() {
 		for _, r := range batch {
@@ -127,38 +160,53 @@ func (g *groupCommit) runBatch(batch []*txReq) {
 	if g.batches != nil {
 		g.batches(len(batch))
 	}
-	// Optimistic first: no savepoints, which cost two statements and a
-	// copy of every page a transaction touches. When one transaction
-	// fails, all of it rolls back and the others run again, each in a
-	// savepoint of its own; those that failed keep their answer.
-	if g.runTxs(batch, false) {
-		for _, r := range batch {
-			r.pending = false
+	// Optimistic first: no savepoints, which cost two statements each (and
+	// on SQLite a copy of every page a transaction touches).
+	savepoints := false
+	for try := 1; ; try++ {
+		end, cause := g.runTxs(batch, savepoints)
+		switch end {
+		case batchDone:
+			return
+		case batchRerun:
+			savepoints = true
+		case batchRetry:
+			if try == maxBatchTries {
+				failAll(batch, fmt.Errorf("gave up after %d tries: %w", try, cause))
+				return
+			}
 		}
-		g.runTxs(batch, true)
+		// Nothing of this run committed. Those that failed on their own keep
+		// their answer; the deadlock's victim and the rest run again.
+		for _, r := range batch {
+			if r.pending || (r.err != nil && retryable(r.err)) {
+				r.pending, r.err = false, nil
+			}
+		}
 	}
 }
 
-// runTxs runs the batch's transactions (those that have no answer yet) in one
-// SQLite transaction and commits it. With savepoints, a transaction that
-// fails is undone alone; without, the first failure rolls everything back
-// and runTxs reports rerun: the others' work may have read the failed one's
-// writes, so they all run again.
-func (g *groupCommit) runTxs(batch []*txReq, savepoints bool) (rerun bool) {
+// runTxs runs the batch's transactions (those that have no answer yet) in
+// one database transaction and commits it. With savepoints, a transaction
+// that fails is undone alone; without, the first failure rolls everything
+// back and runTxs reports batchRerun: the others' work may have read the
+// failed one's writes, so they all run again.
+func (g *groupCommit) runTxs(batch []*txReq, savepoints bool) (batchEnd, error) {
 	// Not a caller's context: one caller going away must not cancel the
-	// transaction the others share.
+	// transaction the others share (and the querier is detached: SQLite
+	// rolls the whole transaction back when a statement is interrupted).
 	ctx := context.Background()
-	tx, err := g.db.BeginTx(ctx, nil)
+	btx, err := g.begin(ctx)
 	if err != nil {
 		failAll(batch, fmt.Errorf("begin: %w", err))
-		return false
+		return batchDone, nil
 	}
-	// detached: statements ignore their caller's cancellation. Interrupting
-	// a statement makes SQLite roll back the whole transaction — every
-	// other caller's work in it too.
-	q := sqlQuerier{db: tx, detached: true}
-	woke := false
+	var deferred *deferredRows
+	if g.deferRows && !savepoints && len(batch) > 1 {
+		deferred = &deferredRows{}
+	}
 	savepoints = savepoints && len(batch) > 1
+	woke := false
 	for _, r := range batch {
 		if r.err != nil || r.panicked != nil {
 			continue // answered by an earlier run
@@ -167,47 +215,74 @@ func (g *groupCommit) runTxs(batch []*txReq, savepoints bool) (rerun bool) {
 			r.err = err // its caller left before its turn: nothing ran
 			continue
 		}
-		if savepoints {
-			if _, err := q.exec(ctx, "SAVEPOINT gc"); err != nil {
-				_ = tx.Rollback()
-				failAll(batch, fmt.Errorf("savepoint: %w", err))
-				return false
+		t := newTx(g.store, btx.q, deferred)
+		ok, err := g.runOne(ctx, btx.q, t, r, savepoints)
+		if err != nil {
+			btx.rollback()
+			failAll(batch, err)
+			return batchDone, nil
+		}
+		if !ok {
+			btx.rollback()
+			switch {
+			case r.err != nil && retryable(r.err):
+				return batchRetry, r.err
+			case len(batch) > 1:
+				return batchRerun, nil
 			}
+			return batchDone, nil // alone in its batch: its answer is final
 		}
-		t := &Tx{q: q, s: g.store}
-		r.err, r.panicked = call(r.fn, t)
-		if r.err == nil && r.panicked == nil {
-			r.pending = true
-			woke = woke || t.woke
-			if savepoints {
-				if _, err := q.exec(ctx, "RELEASE gc"); err != nil {
-					_ = tx.Rollback()
-					failAll(batch, fmt.Errorf("release savepoint: %w", err))
-					return false
-				}
-			}
-			continue
-		}
-		if !savepoints {
-			_ = tx.Rollback()
-			return len(batch) > 1
-		}
-		// Undo this one's part only. If even that fails the transaction is
-		// not trustworthy any more: nothing of the batch commits.
-		if err := rollbackTo(ctx, q); err != nil {
-			_ = tx.Rollback()
-			failAll(batch, fmt.Errorf("roll back to savepoint: %w", err))
-			return false
-		}
+		woke = woke || (r.pending && t.woke)
 	}
-	if err := tx.Commit(); err != nil {
+	flushErr, err := btx.commit(ctx, deferred)
+	if flushErr != nil {
+		btx.rollback()
+		if retryable(flushErr) {
+			return batchRetry, flushErr
+		}
+		return batchRerun, flushErr // in savepoints, the guilty one fails alone
+	}
+	if err != nil {
+		if retryable(err) {
+			return batchRetry, err
+		}
 		failAll(batch, fmt.Errorf("commit: %w", err))
-		return false
+		return batchDone, nil
 	}
 	if woke {
 		g.store.woke()
 	}
-	return false
+	return batchDone, nil
+}
+
+// runOne runs one request's fn on t. ok: the batch goes on (fn succeeded,
+// or failed and was undone alone in its savepoint); otherwise the batch's
+// transaction must be rolled back. An error fails the whole batch.
+func (g *groupCommit) runOne(ctx context.Context, q querier, t *Tx, r *txReq, savepoints bool) (ok bool, err error) {
+	if savepoints {
+		if _, err := q.exec(ctx, "SAVEPOINT gc"); err != nil {
+			return false, fmt.Errorf("savepoint: %w", err)
+		}
+	}
+	r.err, r.panicked = call(r.fn, t)
+	if r.err == nil && r.panicked == nil {
+		r.pending = true
+		if savepoints {
+			if _, err := q.exec(ctx, "RELEASE gc"); err != nil {
+				return false, fmt.Errorf("release savepoint: %w", err)
+			}
+		}
+		return true, nil
+	}
+	if !savepoints || (r.err != nil && retryable(r.err)) {
+		return false, nil
+	}
+	// Undo this one's part only. If even that fails the transaction is not
+	// trustworthy any more: nothing of the batch commits.
+	if err := rollbackTo(ctx, q); err != nil {
+		return false, fmt.Errorf("roll back to savepoint: %w", err)
+	}
+	return true, nil
 }
 
 // failAll gives every request that ran in the batch the batch's error:
@@ -222,6 +297,14 @@ func failAll(batch []*txReq, err error) {
 	}
 }
 
+// retryable reports a PostgreSQL deadlock (40P01) or serialization failure
+// (40001): the transaction was not wrong, only unlucky, and the same work
+// can run again.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
 func call(fn func(core.Tx) error, t core.Tx) (err error, panicked any) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -231,10 +314,10 @@ func call(fn func(core.Tx) error, t core.Tx) (err error, panicked any) {
 	return fn(t), nil
 }
 
-func rollbackTo(ctx context.Context, q sqlQuerier) error {
-	if _, err := q.exec(ctx, "ROLLBACK TO gc"); err != nil {
+func rollbackTo(ctx context.Context, q querier) error {
+	if _, err := q.exec(ctx, "ROLLBACK TO SAVEPOINT gc"); err != nil {
 		return err
 	}
-	_, err := q.exec(ctx, "RELEASE gc")
+	_, err := q.exec(ctx, "RELEASE SAVEPOINT gc")
 	return err
 }

@@ -12,19 +12,45 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 )
 
-// openGC opens a SQLite store with a scratch table and records the size of
-// every batch its group commit runs.
-func openGC(t *testing.T) (*Store, func() []int) {
+// gcBackends are the databases the group commit runs on: SQLite always,
+// PostgreSQL when SENDONCE_TEST_POSTGRES_URL names a server (with one write
+// lane, so that batches form as on SQLite).
+var gcBackends = []string{"sqlite", "postgres"}
+
+// forEachGC runs fn as a subtest per database on a store with a scratch
+// table, recording the size of every batch its group commit runs.
+func forEachGC(t *testing.T, fn func(t *testing.T, s *Store, sizes func() []int)) {
+	t.Helper()
+	for _, name := range gcBackends {
+		t.Run(name, func(t *testing.T) {
+			s, sizes := openGC(t, name)
+			fn(t, s, sizes)
+		})
+	}
+}
+
+// openGC opens a store with a scratch table and records the size of every
+// batch its group commit runs.
+func openGC(t *testing.T, backend string) (*Store, func() []int) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "gc.db"))
+	var (
+		s   *Store
+		err error
+	)
+	if backend == "postgres" {
+		s, err = OpenPostgres(ctx, pgtest.NewDatabase(t), PostgresOptions{WriteLanes: 1})
+	} else {
+		s, err = Open(ctx, filepath.Join(t.TempDir(), "gc.db"))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if _, err := s.Exec(ctx, `CREATE TABLE gc_rows (id TEXT PRIMARY KEY)`); err != nil {
+	if _, err := s.Exec(ctx, `CREATE TABLE gc_rows (id TEXT PRIMARY KEY, v INTEGER NOT NULL DEFAULT 0)`); err != nil {
 		t.Fatal(err)
 	}
 	var (
@@ -83,7 +109,10 @@ func holdWriter(t *testing.T, s *Store) (release func()) {
 // One failing transaction in a shared commit rolls back alone; the others
 // in its batch commit, and each caller gets its own result.
 func TestGroupCommit_FailureRollsBackAlone(t *testing.T) {
-	s, sizes := openGC(t)
+	forEachGC(t, testFailureRollsBackAlone)
+}
+
+func testFailureRollsBackAlone(t *testing.T, s *Store, sizes func() []int) {
 	ctx := context.Background()
 	release := holdWriter(t, s)
 
@@ -134,7 +163,10 @@ func TestGroupCommit_FailureRollsBackAlone(t *testing.T) {
 // A panic in one transaction of a batch is raised in its own caller and
 // leaves the rest of the batch to commit.
 func TestGroupCommit_PanicStaysWithItsCaller(t *testing.T) {
-	s, sizes := openGC(t)
+	forEachGC(t, testPanicStaysWithItsCaller)
+}
+
+func testPanicStaysWithItsCaller(t *testing.T, s *Store, sizes func() []int) {
 	ctx := context.Background()
 	release := holdWriter(t, s)
 
@@ -179,7 +211,10 @@ func TestGroupCommit_PanicStaysWithItsCaller(t *testing.T) {
 // must not interrupt that transaction: SQLite would roll back every other
 // caller's work with it.
 func TestGroupCommit_CancelDoesNotAbortTheBatch(t *testing.T) {
-	s, sizes := openGC(t)
+	forEachGC(t, testCancelDoesNotAbortTheBatch)
+}
+
+func testCancelDoesNotAbortTheBatch(t *testing.T, s *Store, sizes func() []int) {
 	release := holdWriter(t, s)
 
 	var wg sync.WaitGroup
@@ -222,12 +257,13 @@ func TestGroupCommit_CancelDoesNotAbortTheBatch(t *testing.T) {
 
 // After Close, InTx refuses rather than hanging.
 func TestGroupCommit_ClosedStoreRefuses(t *testing.T) {
-	s, _ := openGC(t)
-	s.gc.close()
-	err := s.InTx(context.Background(), func(tx core.Tx) error { return nil })
-	if !errors.Is(err, ErrClosed) {
-		t.Fatalf("InTx after close: %v, want ErrClosed", err)
-	}
+	forEachGC(t, func(t *testing.T, s *Store, _ func() []int) {
+		s.gc.close()
+		err := s.InTx(context.Background(), func(tx core.Tx) error { return nil })
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("InTx after close: %v, want ErrClosed", err)
+		}
+	})
 }
 
 func maxOf(xs []int) int {
@@ -242,7 +278,10 @@ func maxOf(xs []int) int {
 // whose own answer wrote nothing (a replay may rest on another request's
 // work in the same batch).
 func TestGroupCommit_FailedCommitFailsEveryone(t *testing.T) {
-	s, sizes := openGC(t)
+	forEachGC(t, testFailedCommitFailsEveryone)
+}
+
+func testFailedCommitFailsEveryone(t *testing.T, s *Store, sizes func() []int) {
 	ctx := context.Background()
 	// A deferred foreign key is checked at COMMIT: an orphan makes the
 	// commit itself fail.
@@ -286,7 +325,10 @@ func TestGroupCommit_FailedCommitFailsEveryone(t *testing.T) {
 // and only for work that committed: a batch whose only due send rolled
 // back wakes nobody.
 func TestGroupCommit_WakesOncePerBatchOnlyForCommittedDueSends(t *testing.T) {
-	s, sizes := openGC(t)
+	forEachGC(t, testWakesOncePerBatch)
+}
+
+func testWakesOncePerBatch(t *testing.T, s *Store, sizes func() []int) {
 	ctx := context.Background()
 	var wakes atomic.Int64
 	s.OnDue(func() {
@@ -340,8 +382,14 @@ func TestGroupCommit_WakesOncePerBatchOnlyForCommittedDueSends(t *testing.T) {
 // then the others run again, each in a savepoint, and each commits once.
 // The failed one is not run again and none of its writes commit.
 func TestGroupCommit_FailureRerunsTheOthersOnce(t *testing.T) {
+	for _, name := range gcBackends {
+		t.Run(name, func(t *testing.T) { testFailureRerunsTheOthersOnce(t, name) })
+	}
+}
+
+func testFailureRerunsTheOthersOnce(t *testing.T, backend string) {
 	for _, fail := range []bool{false, true} {
-		s, sizes := openGC(t)
+		s, sizes := openGC(t, backend)
 		ctx := context.Background()
 		var runs [6]atomic.Int64
 		release := holdWriter(t, s)

@@ -55,22 +55,26 @@ func (s *Store) CompletedIdempotency(ctx context.Context, sc idempotency.Scope) 
 // written for it until PutIdempotency stores the answer: one row write per
 // accepted request.
 func (t *Tx) DecideIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time) (idempotency.Decision, error) {
+	// The batch's deferred rows matter only when this key is among them
+	// (another transaction of the batch completed it).
+	q := t.direct
+	if t.deferred.hasKey(sc) {
+		q = t.q
+	}
+	var (
+		rec *idempotency.Record
+		err error
+	)
 	if t.s.PG != nil {
-		// A first request still running in another transaction (another
-		// process) holds the key's lock until it ends; the contract wants
-		// 409 at once rather than a wait. Two keys sharing a 64-bit hash
-		// can meet a spurious 409, which a retry clears.
 		var got bool
-		if err := t.q.queryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0))`,
-			sc.Tenant+"\n"+sc.Method+"\n"+sc.Route+"\n"+sc.Key).Scan(&got); err != nil {
-			return idempotency.Decision{}, fmt.Errorf("lock idempotency key: %w", err)
+		got, rec, err = lockIdempotency(ctx, q, sc)
+		if err != nil {
+			return idempotency.Decision{}, err
 		}
 		if !got {
 			return idempotency.Decision{Outcome: idempotency.InUse}, nil
 		}
-	}
-	rec, err := readIdempotency(ctx, t.q, sc, t.s.forUpdate)
-	if err != nil {
+	} else if rec, err = readIdempotency(ctx, q, sc, ""); err != nil {
 		return idempotency.Decision{}, err
 	}
 	d := idempotency.Decision{Outcome: idempotency.Decide(rec, fingerprint, now)}
@@ -86,20 +90,61 @@ func (t *Tx) DecideIdempotency(ctx context.Context, sc idempotency.Scope, finger
 	return d, nil
 }
 
-// PutIdempotency implements core.Tx: the decided key's completed record,
-// written once, in the transaction that did the request's work.
-func (t *Tx) PutIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint, token string, resp idempotency.Response, now, expires time.Time) error {
-	_, err := t.q.exec(ctx, `INSERT INTO idempotency_keys
+// lockIdempotency takes the scoped key's transaction-scoped advisory lock
+// and, when it got it, reads (and row-locks) the key's record: one round
+// trip, through the function of migration 0006 (a plain statement would
+// read as of its start, before the lock). A first request still running in
+// another transaction (another process) holds the lock until it ends; the
+// contract wants 409 at once rather than a wait. Two keys sharing a 64-bit
+// hash can meet a spurious 409, which a retry clears.
+func lockIdempotency(ctx context.Context, q querier, sc idempotency.Scope) (got bool, rec *idempotency.Record, err error) {
+	var (
+		fingerprint, state, token sql.NullString
+		f                         recordFields
+	)
+	err = q.queryRow(ctx, `SELECT got, `+idempotencyColumns+` FROM sendonce_lock_idempotency_key(?, ?, ?, ?, ?)`,
+		sc.Tenant+"\n"+sc.Method+"\n"+sc.Route+"\n"+sc.Key, sc.Tenant, sc.Method, sc.Route, sc.Key).
+		Scan(&got, &fingerprint, &state, &token, &f.lockedUntil, &f.expiresAt, &f.status, &f.contentType, &f.body)
+	if err != nil {
+		return false, nil, fmt.Errorf("lock idempotency key: %w", err)
+	}
+	if !got || !state.Valid {
+		return got, nil, nil
+	}
+	rec = &idempotency.Record{Fingerprint: fingerprint.String, State: idempotency.State(state.String), Token: token.String}
+	f.fill(rec)
+	return true, rec, nil
+}
+
+const (
+	putKeyHead = `INSERT INTO idempotency_keys
 		(tenant, method, route, key, fingerprint, state, token, locked_until, status, content_type, body,
-		 created_at, completed_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, 'completed', ?, ?, ?, ?, ?, ?, ?, ?)
+		 created_at, completed_at, expires_at) VALUES `
+	putKeyTail = `
 		ON CONFLICT (tenant, method, route, key) DO UPDATE SET fingerprint = excluded.fingerprint,
 		 state = 'completed', token = excluded.token, locked_until = excluded.locked_until,
 		 status = excluded.status, content_type = excluded.content_type, body = excluded.body,
-		 created_at = excluded.created_at, completed_at = excluded.completed_at, expires_at = excluded.expires_at`,
-		sc.Tenant, sc.Method, sc.Route, sc.Key, fingerprint, token, micros(now), resp.Status, resp.ContentType, resp.Body,
-		micros(now), micros(now), micros(expires))
-	if err != nil {
+		 created_at = excluded.created_at, completed_at = excluded.completed_at, expires_at = excluded.expires_at`
+)
+
+// PutIdempotency implements core.Tx: the decided key's completed record,
+// written once, in the transaction that did the request's work. In a batch
+// it waits for the batch's multi-row insert (deferredRows).
+func (t *Tx) PutIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint, token string, resp idempotency.Response, now, expires time.Time) error {
+	args := []any{sc.Tenant, sc.Method, sc.Route, sc.Key, fingerprint, "completed", token, micros(now),
+		resp.Status, resp.ContentType, resp.Body, micros(now), micros(now), micros(expires)}
+	if t.deferred != nil {
+		if t.deferred.hasKey(sc) {
+			// One statement must not write a row twice (PostgreSQL refuses).
+			if err := t.deferred.flush(ctx, t.direct); err != nil {
+				return err
+			}
+		}
+		t.deferred.addKey(sc, args)
+		return nil
+	}
+	st := insertStatement(putKeyHead, putKeyTail, []deferredRow{{args: args}})
+	if _, err := t.q.exec(ctx, st.sql, st.args...); err != nil {
 		return fmt.Errorf("store idempotent response: %w", err)
 	}
 	return nil
@@ -126,32 +171,43 @@ func (t *Tx) reserveInTx(ctx context.Context, sc idempotency.Scope, fingerprint 
 	return d, nil
 }
 
+const idempotencyColumns = `fingerprint, state, token, locked_until, expires_at, status, content_type, body`
+
+// recordFields are the columns of a record that need converting.
+type recordFields struct {
+	lockedUntil sql.NullInt64
+	expiresAt   sql.NullInt64
+	status      sql.NullInt64
+	contentType sql.NullString
+	body        []byte
+}
+
+func (f *recordFields) fill(rec *idempotency.Record) {
+	rec.LockedUntil = fromMicros(f.lockedUntil.Int64)
+	if f.expiresAt.Valid {
+		rec.ExpiresAt = fromMicros(f.expiresAt.Int64)
+	}
+	if rec.State == idempotency.StateCompleted {
+		rec.Response = &idempotency.Response{Status: int(f.status.Int64), ContentType: f.contentType.String, Body: f.body}
+	}
+}
+
 func readIdempotency(ctx context.Context, q querier, sc idempotency.Scope, suffix string) (*idempotency.Record, error) {
 	var (
-		rec         idempotency.Record
-		lockedUntil int64
-		expiresAt   sql.NullInt64
-		status      sql.NullInt64
-		contentType sql.NullString
-		body        []byte
+		rec idempotency.Record
+		f   recordFields
 	)
-	err := q.queryRow(ctx, `SELECT fingerprint, state, token, locked_until, expires_at, status, content_type, body
+	err := q.queryRow(ctx, `SELECT `+idempotencyColumns+`
 		FROM idempotency_keys WHERE tenant = ? AND method = ? AND route = ? AND key = ?`+suffix,
 		sc.Tenant, sc.Method, sc.Route, sc.Key).
-		Scan(&rec.Fingerprint, &rec.State, &rec.Token, &lockedUntil, &expiresAt, &status, &contentType, &body)
+		Scan(&rec.Fingerprint, &rec.State, &rec.Token, &f.lockedUntil, &f.expiresAt, &f.status, &f.contentType, &f.body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read idempotency key: %w", err)
 	}
-	rec.LockedUntil = fromMicros(lockedUntil)
-	if expiresAt.Valid {
-		rec.ExpiresAt = fromMicros(expiresAt.Int64)
-	}
-	if rec.State == idempotency.StateCompleted {
-		rec.Response = &idempotency.Response{Status: int(status.Int64), ContentType: contentType.String, Body: body}
-	}
+	f.fill(&rec)
 	return &rec, nil
 }
 

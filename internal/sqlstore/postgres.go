@@ -24,10 +24,19 @@ type PostgresOptions struct {
 	MaxConns int32
 	// MinConns are kept open in the transaction pool. Defaults to 2.
 	MinConns int32
+	// WriteLanes is how many batches of write transactions (see InTx) run
+	// at once, each on a connection of the transaction pool. Defaults to
+	// DefaultWriteLanes.
+	WriteLanes int
 	// AlsoMigrate runs under the same migration lock after the store's own
 	// schema (the queue's schema). Optional.
 	AlsoMigrate func(ctx context.Context, pool *pgxpool.Pool) error
 }
+
+// DefaultWriteLanes is how many write batches a process runs at once on
+// PostgreSQL: while one commits (waits for its WAL flush), the next runs
+// its statements.
+const DefaultWriteLanes = 2
 
 // migrationLockID is the advisory lock every sendonce process takes while it
 // migrates, so that processes starting together on an empty database do not
@@ -77,6 +86,11 @@ func OpenPostgres(ctx context.Context, url string, o PostgresOptions) (*Store, e
 		s.Close()
 		return nil, err
 	}
+	lanes := DefaultWriteLanes
+	if o.WriteLanes > 0 {
+		lanes = o.WriteLanes
+	}
+	s.gc = newGroupCommit(s, DefaultMaxBatch, lanes, true, s.beginPostgres)
 	return s, nil
 }
 

@@ -67,21 +67,27 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// InsertSend implements core.Tx.
+const insertSendHead = `INSERT INTO sends (` + sendColumns + `) VALUES `
+
+// InsertSend implements core.Tx. In a batch the row waits for the batch's
+// multi-row insert (deferredRows).
 func (t *Tx) InsertSend(ctx context.Context, s *core.Send) error {
 	tags := s.Tags
 	if tags == nil {
 		tags = map[string]string{}
 	}
-	_, err := t.q.exec(ctx, `INSERT INTO sends (`+sendColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		s.ID, s.Tenant, nullString(s.IdempotencyKey), s.MailboxID, s.Status, s.From,
+	args := []any{s.ID, s.Tenant, nullString(s.IdempotencyKey), s.MailboxID, s.Status, s.From,
 		jsonText(nonNil(s.To)), jsonText(nonNil(s.Cc)), jsonText(nonNil(s.Bcc)), jsonText(nonNil(s.ReplyTo)),
 		s.Subject, s.Text, s.HTML, jsonText(nonNil(s.Headers)), jsonText(tags), nullString(s.TemplateID), s.MessageID,
 		s.Attempts, nullString(s.LastError), nullString(s.AttemptToken), nullMicros(s.LeaseUntil),
 		micros(s.CreatedAt), micros(s.UpdatedAt), nullMicros(s.SentAt),
-		nullString(s.InReplyTo), jsonText(nonNil(s.References)), s.Forward, s.Tries, t.due(s))
-	if err != nil {
+		nullString(s.InReplyTo), jsonText(nonNil(s.References)), s.Forward, s.Tries, t.due(s)}
+	if t.deferred != nil {
+		t.deferred.addSend(s.ID, args)
+		return nil
+	}
+	st := insertStatement(insertSendHead, "", []deferredRow{{args: args}})
+	if _, err := t.q.exec(ctx, st.sql, st.args...); err != nil {
 		return fmt.Errorf("insert send: %w", err)
 	}
 	return nil

@@ -62,7 +62,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
-	s.gc = newGroupCommit(s, DefaultMaxBatch)
+	s.gc = newGroupCommit(s, DefaultMaxBatch, 1, deferRowsSQLite, s.beginSQLite)
 	return s, nil
 }
 

@@ -32,7 +32,7 @@ type Store struct {
 
 	// onDue is called after a commit that made a send due (see OnDue).
 	onDue func()
-	gc    *groupCommit // SQLite's batching writer
+	gc    *groupCommit // the batching writer
 }
 
 // Dialect says which database the store runs on.
@@ -51,13 +51,13 @@ func (s *Store) woke() {
 
 // Close closes the pools.
 func (s *Store) Close() error {
+	if s.gc != nil {
+		s.gc.close()
+	}
 	if s.PG != nil {
 		s.PGRead.Close()
 		s.PG.Close()
 		return nil
-	}
-	if s.gc != nil {
-		s.gc.close()
 	}
 	return errors.Join(s.rdb.Close(), s.W.Close())
 }
@@ -71,61 +71,62 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Tx is one write transaction.
+// Tx is one write transaction: one caller's share of a batch (see
+// groupCommit).
 type Tx struct {
-	q querier
-	s *Store
+	// q runs statements, writing the batch's deferred rows first; direct
+	// runs them as they are (for reads that the deferred rows cannot
+	// change).
+	q, direct querier
+	// deferred holds the send rows and key records that the batch writes
+	// as multi-row statements; nil when each is written at once.
+	deferred *deferredRows
+	s        *Store
 	// woke: this transaction wrote a queued send (Store.OnDue).
 	woke bool
+}
+
+func newTx(s *Store, q querier, d *deferredRows) *Tx {
+	t := &Tx{q: q, direct: q, deferred: d, s: s}
+	if d != nil {
+		t.q = flushingQuerier{q: q, d: d}
+	}
+	return t
 }
 
 // InTx runs fn in one write transaction: commit when fn returns nil, roll
 // back otherwise (and when fn panics).
 //
-// On SQLite, concurrent calls share one transaction and its commit (see
+// Concurrent calls share one database transaction and its commit (see
 // groupCommit); each still returns only once its own work is durable. fn
-// may then run more than once (when another call in its batch failed):
-// only its last run's writes commit, so fn must not act outside tx except
-// by setting variables it owns.
+// may then run more than once (when another call in its batch failed, or
+// the batch met a deadlock on PostgreSQL): only its last run's writes
+// commit, so fn must not act outside tx except by setting variables it
+// owns.
 func (s *Store) InTx(ctx context.Context, fn func(tx core.Tx) error) error {
-	if s.gc != nil {
-		return s.gc.do(ctx, fn)
-	}
-	t, commit, rollback, err := s.beginPG(ctx)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer func() {
-		// A panicking fn must not keep a connection (on SQLite, the only
-		// write connection).
-		if p := recover(); p != nil {
-			rollback()
-			panic(p)
-		}
-	}()
-	if err := fn(t); err != nil {
-		rollback()
-		return err
-	}
-	if err := commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	if t.woke {
-		s.woke()
-	}
-	return nil
+	return s.gc.do(ctx, fn)
 }
 
-func (s *Store) beginPG(ctx context.Context) (*Tx, func(context.Context) error, func(), error) {
-	if s.PG != nil {
-		tx, err := s.PG.Begin(ctx)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		rollback := func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }
-		return &Tx{q: pgxQuerier{db: tx, rebind: s.rebind}, s: s}, tx.Commit, rollback, nil
+// beginSQLite begins a batch's transaction on the one write connection.
+func (s *Store) beginSQLite(ctx context.Context) (batchTx, error) {
+	tx, err := s.W.BeginTx(ctx, nil)
+	if err != nil {
+		return batchTx{}, err
 	}
-	return nil, nil, nil, errors.New("begin: no PostgreSQL pool (SQLite transactions go through the group commit)")
+	// detached: statements ignore their caller's cancellation. Interrupting
+	// a statement makes SQLite roll back the whole transaction — every
+	// other caller's work in it too.
+	q := sqlQuerier{db: tx, detached: true}
+	return batchTx{
+		q: q,
+		commit: func(ctx context.Context, d *deferredRows) (error, error) {
+			if err := d.flush(ctx, q); err != nil {
+				return err, nil
+			}
+			return nil, tx.Commit()
+		},
+		rollback: func() { _ = tx.Rollback() },
+	}, nil
 }
 
 // readTx runs fn on one read-only snapshot.

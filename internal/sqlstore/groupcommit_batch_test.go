@@ -1,0 +1,313 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/idempotency"
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/testkit/pgtest"
+)
+
+// runAsBatch runs fns as one batch of s's group commit, in this order, and
+// returns their answers.
+func runAsBatch(s *Store, fns ...func(tx core.Tx) error) []error {
+	batch := make([]*txReq, len(fns))
+	for i, fn := range fns {
+		batch[i] = &txReq{ctx: context.Background(), fn: fn, done: make(chan struct{})}
+	}
+	s.gc.runBatch(batch)
+	errs := make([]error, len(fns))
+	for i, r := range batch {
+		<-r.done
+		errs[i] = r.err
+	}
+	return errs
+}
+
+func testSend(id string) *core.Send {
+	now := time.Now()
+	return &core.Send{ID: id, Tenant: "t", MailboxID: "default", Status: core.StatusQueued,
+		From: "me@example.com", MessageID: "<" + id + "@example.com>", CreatedAt: now, UpdatedAt: now}
+}
+
+func countRows(t *testing.T, s *Store, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := s.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A batch defers its send rows and key records to multi-row inserts; a
+// later transaction of the same batch still reads them: the send by id,
+// the key (decided again) as a replay.
+func TestGroupCommit_DeferredRowsAreSeenByLaterTransactions(t *testing.T) {
+	forEachGC(t, func(t *testing.T, s *Store, _ func() []int) {
+		ctx := context.Background()
+		now := time.Now()
+		k1 := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "k1"}
+		k2 := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "k2"}
+		resp := idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte(`{"id":"a"}`)}
+		accept := func(sc idempotency.Scope, id string) func(core.Tx) error {
+			return func(tx core.Tx) error {
+				d, err := tx.DecideIdempotency(ctx, sc, "fp", now)
+				if err != nil || d.Outcome != idempotency.Proceed {
+					return fmt.Errorf("decide %s: %v %v", sc.Key, d.Outcome, err)
+				}
+				if err := tx.InsertSend(ctx, testSend(id)); err != nil {
+					return err
+				}
+				return tx.PutIdempotency(ctx, sc, "fp", d.Token, resp, now, now.Add(time.Hour))
+			}
+		}
+		var runs atomic.Int64
+		errs := runAsBatch(s,
+			accept(k1, "snd_a"),
+			func(tx core.Tx) error {
+				runs.Add(1)
+				if tx.(*Tx).deferred == nil {
+					return errors.New("the batch did not defer its rows")
+				}
+				if _, err := tx.SendForUpdate(ctx, "snd_a"); err != nil {
+					return fmt.Errorf("send of an earlier transaction: %w", err)
+				}
+				d, err := tx.DecideIdempotency(ctx, k1, "fp", now)
+				if err != nil || d.Outcome != idempotency.Replay || string(d.Response.Body) != `{"id":"a"}` {
+					return fmt.Errorf("key of an earlier transaction: %v %v", d.Outcome, err)
+				}
+				return nil
+			},
+			accept(k2, "snd_b"),
+		)
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("transaction %d: %v", i, err)
+			}
+		}
+		if runs.Load() != 1 {
+			t.Errorf("the reader ran %d times, want once (no failure, no rerun)", runs.Load())
+		}
+		if n := countRows(t, s, `SELECT count(*) FROM sends WHERE id IN ('snd_a', 'snd_b')`); n != 2 {
+			t.Errorf("%d of 2 sends committed", n)
+		}
+		if n := countRows(t, s, `SELECT count(*) FROM idempotency_keys WHERE state = 'completed'`); n != 2 {
+			t.Errorf("%d of 2 key records committed", n)
+		}
+	})
+}
+
+// A deferred insert that fails (here a duplicate send id) fails only the
+// transaction that wrote it: the batch runs again with savepoints.
+func TestGroupCommit_FailedDeferredInsertFailsOnlyItsTransaction(t *testing.T) {
+	forEachGC(t, func(t *testing.T, s *Store, _ func() []int) {
+		ctx := context.Background()
+		var runs [3]atomic.Int64
+		insert := func(i int, id string) func(core.Tx) error {
+			return func(tx core.Tx) error {
+				runs[i].Add(1)
+				return tx.InsertSend(ctx, testSend(id))
+			}
+		}
+		errs := runAsBatch(s, insert(0, "snd_dup"), insert(1, "snd_ok"), insert(2, "snd_dup"))
+		if errs[0] != nil || errs[1] != nil {
+			t.Errorf("the innocent transactions failed: %v, %v", errs[0], errs[1])
+		}
+		if errs[2] == nil {
+			t.Error("the duplicate insert succeeded")
+		}
+		for i := range runs {
+			if n := runs[i].Load(); n != 2 {
+				t.Errorf("transaction %d ran %d times, want 2 (deferred, then in a savepoint)", i, n)
+			}
+		}
+		if n := countRows(t, s, `SELECT count(*) FROM sends`); n != 2 {
+			t.Errorf("%d sends committed, want snd_dup once and snd_ok", n)
+		}
+	})
+}
+
+// A caller gets its answer only once the commit that holds its work is
+// done, also while a later transaction of its batch still runs.
+func TestGroupCommit_AnswersOnlyAfterTheCommit(t *testing.T) {
+	forEachGC(t, func(t *testing.T, s *Store, _ func() []int) {
+		ctx := context.Background()
+		release := holdWriter(t, s)
+		first := make(chan error, 1)
+		go func() { first <- s.InTx(ctx, func(tx core.Tx) error { return insertRow(ctx, tx, "first") }) }()
+		time.Sleep(50 * time.Millisecond) // first in the batch
+		entered, gate := make(chan struct{}), make(chan struct{})
+		second := make(chan error, 1)
+		go func() {
+			second <- s.InTx(ctx, func(tx core.Tx) error {
+				close(entered)
+				<-gate
+				return insertRow(ctx, tx, "second")
+			})
+		}()
+		time.Sleep(50 * time.Millisecond)
+		release()
+		<-entered
+		select {
+		case err := <-first:
+			t.Fatalf("first answered (%v) before its batch committed", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if rowExists(t, s, "first") {
+			t.Fatal("first's row is visible before its batch committed")
+		}
+		close(gate)
+		if err := <-first; err != nil || !rowExists(t, s, "first") {
+			t.Fatalf("first: %v, committed %v", err, rowExists(t, s, "first"))
+		}
+		if err := <-second; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// openPGPair opens two stores (two processes) on one fresh database, with
+// a scratch table.
+func openPGPair(t *testing.T) (a, b *Store) {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	var stores [2]*Store
+	for i := range stores {
+		s, err := OpenPostgres(ctx, url, PostgresOptions{WriteLanes: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	if _, err := stores[0].Exec(ctx, `CREATE TABLE gc_rows (id TEXT PRIMARY KEY, v INTEGER NOT NULL DEFAULT 0)`); err != nil {
+		t.Fatal(err)
+	}
+	return stores[0], stores[1]
+}
+
+// Two processes' batches that lock the same rows in opposite orders
+// deadlock; PostgreSQL aborts one, and that batch runs again and commits:
+// no caller sees the deadlock.
+func TestPostgres_BatchesRetryADeadlock(t *testing.T) {
+	pgtest.URL(t)
+	t.Parallel()
+	a, b := openPGPair(t)
+	ctx := context.Background()
+	if _, err := a.Exec(ctx, `INSERT INTO gc_rows (id) VALUES ('x'), ('y')`); err != nil {
+		t.Fatal(err)
+	}
+	bump := func(tx core.Tx, id string) error {
+		_, err := tx.(*Tx).q.exec(ctx, `UPDATE gc_rows SET v = v + 1 WHERE id = ?`, id)
+		return err
+	}
+	var (
+		aHolds, bHolds = make(chan struct{}), make(chan struct{})
+		aOnce, bOnce   sync.Once
+		runs           atomic.Int64
+	)
+	// wait lets the first statement of the other batch run first (the
+	// retried batch finds the channel closed long ago).
+	wait := func(c chan struct{}) error {
+		select {
+		case <-c:
+			return nil
+		case <-time.After(10 * time.Second):
+			return errors.New("the other batch never took its first row")
+		}
+	}
+	batch := func(s *Store, first, second string, mine, theirs chan struct{}, once *sync.Once) []error {
+		return runAsBatch(s,
+			func(tx core.Tx) error {
+				runs.Add(1)
+				err := bump(tx, first)
+				once.Do(func() { close(mine) })
+				return err
+			},
+			func(tx core.Tx) error {
+				runs.Add(1)
+				if err := wait(theirs); err != nil {
+					return err
+				}
+				return bump(tx, second)
+			},
+		)
+	}
+	var errsA, errsB []error
+	var wg sync.WaitGroup
+	wg.Go(func() { errsA = batch(a, "x", "y", aHolds, bHolds, &aOnce) })
+	wg.Go(func() { errsB = batch(b, "y", "x", bHolds, aHolds, &bOnce) })
+	wg.Wait()
+	for i, err := range append(errsA, errsB...) {
+		if err != nil {
+			t.Errorf("transaction %d: %v", i, err)
+		}
+	}
+	if n := runs.Load(); n < 6 {
+		t.Errorf("%d runs of the 4 transactions: no batch ran again after the deadlock", n)
+	}
+	if n := countRows(t, a, `SELECT count(*) FROM gc_rows WHERE v = 2`); n != 2 {
+		t.Errorf("%d of the 2 rows bumped once by each batch", n)
+	}
+}
+
+// A key decided in one process's open batch is in use for another
+// process, at once; once the first commits, the second replays it.
+func TestPostgres_DuplicateInAnotherProcessIsInUseAtOnce(t *testing.T) {
+	pgtest.URL(t)
+	t.Parallel()
+	a, b := openPGPair(t)
+	ctx := context.Background()
+	now := time.Now()
+	sc := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "dup"}
+	resp := idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte(`{}`)}
+	decided, gate := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- a.InTx(ctx, func(tx core.Tx) error {
+			d, err := tx.DecideIdempotency(ctx, sc, "fp", now)
+			if err != nil || d.Outcome != idempotency.Proceed {
+				return fmt.Errorf("first: %v %v", d.Outcome, err)
+			}
+			close(decided)
+			<-gate
+			if err := tx.InsertSend(ctx, testSend("snd_first")); err != nil {
+				return err
+			}
+			return tx.PutIdempotency(ctx, sc, "fp", d.Token, resp, now, now.Add(time.Hour))
+		})
+	}()
+	<-decided
+	decide := func() idempotency.Outcome {
+		var o idempotency.Outcome
+		start := time.Now()
+		if err := b.InTx(ctx, func(tx core.Tx) error {
+			d, err := tx.DecideIdempotency(ctx, sc, "fp", now)
+			o = d.Outcome
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if time.Since(start) > 2*time.Second {
+			t.Errorf("the second process waited %v for its answer", time.Since(start))
+		}
+		return o
+	}
+	if o := decide(); o != idempotency.InUse {
+		t.Fatalf("while the first runs: %v, want in use", o)
+	}
+	close(gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if o := decide(); o != idempotency.Replay {
+		t.Fatalf("after the first committed: %v, want replay", o)
+	}
+}
