@@ -15,6 +15,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/outbound"
 )
 
 // Config holds what the use cases need from the server's settings.
@@ -29,6 +30,10 @@ type Config struct {
 	// DNSResolver is the "host:port" DNS server of domain checks. Defaults
 	// to the first nameserver of /etc/resolv.conf.
 	DNSResolver string
+	// Outbound (--outbound-allow) judges the destinations a tenant chooses
+	// through the API (mailbox relays) and the mx transport's exchangers.
+	// nil allows global unicast addresses only.
+	Outbound *outbound.Policy
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -180,3 +185,6 @@ func KeyFingerprint(k *core.APIKey) string {
 	h := sha256.Sum256([]byte(k.ID))
 	return hex.EncodeToString(h[:4])
 }
+
+// Outbound is the policy for connections made on a tenant's behalf.
+func (s *Service) Outbound() *outbound.Policy { return s.cfg.Outbound }

@@ -23,7 +23,8 @@ type Config struct {
 	// "capture".
 	DefaultTransport string
 	// MX configures the mx transport. Its timeouts are capped so that an
-	// attempt ends before its lease (see attemptBudget).
+	// attempt ends before its lease (see attemptBudget). A nil MX.Policy
+	// is the service's outbound policy.
 	MX transport.MXConfig
 	// RetryBase is the first retry delay; attempt n waits RetryBase·2^(n−1),
 	// with jitter, capped at MaxRetryDelay. Defaults to 5 seconds.
@@ -82,9 +83,12 @@ type Deliverer struct {
 func NewDeliverer(svc *app.Service, cfg Config, m *metrics.Metrics, logger *slog.Logger) (*Deliverer, error) {
 	cfg.setDefaults()
 	d := &Deliverer{svc: svc, store: svc.Store(), cfg: cfg, metrics: m, logger: logger, smtp: map[string]transport.Transport{}}
+	if cfg.MX.Policy == nil {
+		cfg.MX.Policy = svc.Outbound()
+	}
 	d.mx = transport.NewMX(boundMX(cfg.MX, attemptBudget(cfg.AttemptLease)))
 	if cfg.DefaultTransport != "capture" && cfg.DefaultTransport != "mx" {
-		if _, err := d.smtpTransport(cfg.DefaultTransport); err != nil {
+		if _, err := d.smtpTransport(cfg.DefaultTransport, false); err != nil {
 			return nil, err
 		}
 	}
@@ -103,10 +107,18 @@ func ValidateTransport(s string) error {
 	return nil
 }
 
-func (d *Deliverer) smtpTransport(url string) (transport.Transport, error) {
+// smtpTransport returns the relay transport of url. A relay a tenant set on
+// a mailbox (tenant true) dials through the outbound policy; the
+// operator's --transport is trusted. The two never share a pool, even for
+// the same URL.
+func (d *Deliverer) smtpTransport(url string, tenant bool) (transport.Transport, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if t, ok := d.smtp[url]; ok {
+	key := url
+	if tenant {
+		key = "tenant\x00" + url
+	}
+	if t, ok := d.smtp[key]; ok {
 		return t, nil
 	}
 	if err := ValidateTransport(url); err != nil {
@@ -122,8 +134,11 @@ func (d *Deliverer) smtpTransport(url string) (transport.Transport, error) {
 		cfg.MaxSessions = DefaultRelaySessions
 	}
 	cfg.MaxIdle = cfg.MaxSessions
+	if tenant {
+		cfg.DialContext = d.svc.Outbound().DialContext
+	}
 	t := transport.NewSMTP(cfg)
-	d.smtp[url] = t
+	d.smtp[key] = t
 	return t, nil
 }
 
@@ -154,7 +169,8 @@ func (d *Deliverer) transportFor(ctx context.Context, s *core.Send) (transport.T
 		return nil, err
 	}
 	if mb != nil && mb.Transport != "" {
-		url = mb.Transport
+		// Set through the API: always an smtp:// URL (CreateMailbox).
+		return d.smtpTransport(mb.Transport, true)
 	}
 	switch url {
 	case "capture":
@@ -162,7 +178,7 @@ func (d *Deliverer) transportFor(ctx context.Context, s *core.Send) (transport.T
 	case "mx":
 		return d.mx, nil
 	}
-	return d.smtpTransport(url)
+	return d.smtpTransport(url, false)
 }
 
 // attemptBudget is how long one attempt may take, whatever its transport:

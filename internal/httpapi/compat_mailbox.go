@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/delivery"
+	"github.com/sendonce/sendonce/internal/outbound"
 	"github.com/sendonce/sendonce/internal/transport"
 )
 
@@ -197,9 +199,10 @@ func (s *Server) handleMailboxStatus(cache *statusCache) http.HandlerFunc {
 		}
 		now := s.svc.Now()
 		out := mailboxStatus{MailboxID: mb.ID, CanSend: true, CheckedAt: rfc3339(now)}
-		url := mb.Transport
+		url, policy := mb.Transport, s.svc.Outbound()
 		if url == "" {
-			url = s.cfg.DefaultTransport
+			// The operator's relay is trusted: no policy.
+			url, policy = s.cfg.DefaultTransport, nil
 		}
 		switch {
 		case mb.ReceiveOnly:
@@ -211,29 +214,56 @@ func (s *Server) handleMailboxStatus(cache *statusCache) http.HandlerFunc {
 			e := cache.entry(key.Tenant + "\x00" + mb.ID + "\x00" + url)
 			e.mu.Lock()
 			if e.at.IsZero() || now.Sub(e.at) >= statusTTL || now.Before(e.at) {
-				e.err = probe(ctx, url)
+				e.err = probe(ctx, url, policy)
 				e.at = s.svc.Now()
 			}
 			at, perr := e.at, e.err
 			e.mu.Unlock()
 			out.CheckedAt = rfc3339(at)
 			if perr != nil {
-				out.CanSend, out.Error = false, optString(perr.Error())
+				out.CanSend, out.Error = false, optString(describeProbe(perr))
 			}
 		}
 		writeJSON(w, http.StatusOK, out)
 	}
 }
 
-func probe(ctx context.Context, url string) error {
+// probe logs in to the relay at url. With a policy (a relay a tenant set),
+// it connects only where the policy allows.
+func probe(ctx context.Context, url string, policy *outbound.Policy) error {
 	cfg, err := transport.ParseSMTPURL(url)
 	if err != nil {
 		return err
 	}
 	cfg.DialTimeout, cfg.CommandTimeout = probeTimeout, probeTimeout
+	if policy != nil {
+		cfg.DialContext = policy.DialContext
+	}
 	// The check outlives a caller who hangs up: the others waiting for it
 	// get its answer.
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
 	defer cancel()
 	return transport.Probe(pctx, cfg)
+}
+
+// describeProbe says why a status check failed in classes only: the stage
+// and the SMTP code, never the relay's text, and for connections that did
+// not reach an SMTP server only refused, timed out, blocked and the like.
+// Anything more would let a tenant map the network around sendonce (is
+// that port open, what runs there).
+func describeProbe(err error) string {
+	var te *transport.Error
+	switch {
+	case errors.Is(err, outbound.ErrBlocked):
+		return outbound.FailBlocked
+	case !errors.As(err, &te):
+		return "the relay could not be checked"
+	case te.Code != 0:
+		return fmt.Sprintf("the relay answered %d at %s", te.Code, te.Stage)
+	case !te.Reached:
+		return outbound.Describe(te.Err)
+	case te.Stage == transport.StageTLS:
+		return outbound.FailTLS
+	}
+	return "the session failed at " + te.Stage
 }
