@@ -109,6 +109,11 @@ func (s *Service) PrepareSend(ctx context.Context, key *core.APIKey, idemKey str
 	if err != nil {
 		return nil, err
 	}
+	// A key limited to mailboxes sends only from those (API contract,
+	// section 2): the mailbox's address, under any display name.
+	if len(key.Mailboxes) > 0 && !strings.EqualFold(fromAddr.Address, mb.Address) {
+		return nil, core.Errorf(core.CodeForbidden, "from", "this API key may send only as its mailbox's address %s", mb.Address)
+	}
 	send.From = FormatAddress(fromAddr)
 
 	subject, text, html := r.Subject, r.Text, r.HTML
