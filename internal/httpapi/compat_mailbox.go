@@ -78,7 +78,7 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 		if req.OriginalID == "" {
 			return nil, core.Errorf(core.CodeValidation, "original_id", "a forward needs original_id: a send (snd_…) or inbox message (msg_…) id")
 		}
-		raw, subject, err := s.original(ctx, key.Tenant, req.OriginalID)
+		raw, subject, err := s.original(ctx, key, req.OriginalID)
 		if err != nil {
 			return nil, err
 		}
@@ -108,34 +108,63 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 
 // original returns the whole message to forward and its subject: a send,
 // rendered as its attempts render it (without a DKIM signature), or a
-// message of the capture inbox, as kept.
-func (s *Server) original(ctx context.Context, tenant, id string) ([]byte, string, error) {
+// message of the capture inbox, as kept. Forwarding shows the original to
+// whoever gets the forward, so it is a read: the key needs the read scope,
+// and a key limited to mailboxes (agent keys are) sees only the sends of
+// those mailboxes and their inbox copies; others answer as unknown ids, so
+// that a refusal says nothing of what exists.
+func (s *Server) original(ctx context.Context, key *core.APIKey, id string) ([]byte, string, error) {
+	if !key.Has(core.ScopeRead) {
+		return nil, "", core.Errorf(core.CodeForbidden, "original_id", "forwarding needs an API key with the read scope")
+	}
 	notFound := core.Errorf(core.CodeValidation, "original_id", "no send or inbox message %q", id)
+	var (
+		raw     []byte
+		subject string
+		sendID  = id
+	)
 	switch {
 	case strings.HasPrefix(id, "snd_"):
-		send, err := s.store.Send(ctx, tenant, id)
-		if errors.Is(err, core.ErrNotFound) {
-			return nil, "", notFound
-		}
-		if err != nil {
-			return nil, "", err
-		}
-		raw, _, err := delivery.Render(send)
-		if err != nil {
-			return nil, "", err
-		}
-		return raw, send.Subject, nil
 	case strings.HasPrefix(id, "msg_"):
-		m, err := s.store.InboxMessage(ctx, tenant, id)
+		m, err := s.store.InboxMessage(ctx, key.Tenant, id)
 		if errors.Is(err, core.ErrNotFound) {
 			return nil, "", notFound
 		}
 		if err != nil {
 			return nil, "", err
 		}
-		return m.Raw, m.Subject, nil
+		raw, subject, sendID = m.Raw, m.Subject, m.SendID
+		if len(key.Mailboxes) == 0 {
+			break
+		}
+		if sendID == "" {
+			return nil, "", notFound
+		}
+	default:
+		return nil, "", notFound
 	}
-	return nil, "", notFound
+	if raw == nil || len(key.Mailboxes) > 0 {
+		send, err := s.store.Send(ctx, key.Tenant, sendID)
+		if errors.Is(err, core.ErrNotFound) {
+			return nil, "", notFound
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if !key.MayUseMailbox(send.MailboxID) {
+			return nil, "", notFound
+		}
+		if raw == nil {
+			if raw, _, err = delivery.Render(send); err != nil {
+				return nil, "", err
+			}
+			subject = send.Subject
+		}
+	}
+	if len(raw) > app.MaxForwardBytes {
+		return nil, "", core.Errorf(core.CodeValidation, "original_id", "the original message is larger than %d bytes, the most a forward may attach", app.MaxForwardBytes)
+	}
+	return raw, subject, nil
 }
 
 // statusTTL is how long a mailbox status is reused, so that the route
