@@ -48,6 +48,7 @@ func (s *Service) Mailbox(ctx context.Context, tenant, id string) (*core.Mailbox
 	if m, ok := s.mailboxes.get(tenant+"\x00"+id, now); ok {
 		return m, nil
 	}
+	gen := s.mailboxes.generation()
 	m, err := s.store.Mailbox(ctx, tenant, id)
 	if errors.Is(err, core.ErrNotFound) && id == core.DefaultMailboxID {
 		m, err = &core.Mailbox{Tenant: tenant, ID: core.DefaultMailboxID, Address: s.cfg.DefaultFrom}, nil
@@ -55,7 +56,7 @@ func (s *Service) Mailbox(ctx context.Context, tenant, id string) (*core.Mailbox
 	if err != nil {
 		return nil, err
 	}
-	s.mailboxes.put(tenant+"\x00"+id, m, now)
+	s.mailboxes.put(tenant+"\x00"+id, m, now, gen)
 	return m, nil
 }
 

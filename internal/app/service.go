@@ -163,6 +163,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*core.APIKey
 	now := time.Now()
 	k, ok := s.keys.get(id, now)
 	if !ok {
+		gen := s.keys.generation()
 		var err error
 		k, err = s.store.APIKey(ctx, id)
 		if errors.Is(err, core.ErrNotFound) {
@@ -171,7 +172,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*core.APIKey
 		if err != nil {
 			return nil, fmt.Errorf("authenticate: %w", err)
 		}
-		s.keys.put(id, k, now)
+		s.keys.put(id, k, now, gen)
 	}
 	if subtle.ConstantTimeCompare(k.SecretHash, hashSecret(secret)) != 1 || k.RevokedAt != nil {
 		return nil, ErrUnauthorized
