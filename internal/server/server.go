@@ -31,6 +31,9 @@ type Config struct {
 	DBMaxConns int
 	// Retention is how long finished sends are kept. Defaults to 30 days.
 	Retention time.Duration
+	// AuditRetention is how long audit entries are kept. Defaults to 90
+	// days.
+	AuditRetention time.Duration
 	// Redis ("redis://…") puts a replay cache and in-flight lock in front
 	// of the database's idempotency records. Optional; off by default.
 	Redis string
@@ -160,7 +163,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Now: cfg.Now}, logger)
 	d, err := delivery.NewDeliverer(svc, delivery.Config{
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
-		AttemptLease: cfg.AttemptLease, Retention: cfg.Retention, Now: cfg.Now,
+		AttemptLease: cfg.AttemptLease, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
 		MX: transport.MXConfig{Resolver: resolver, Port: cfg.MXPort},
 	}, m, logger)
 	if err != nil {
