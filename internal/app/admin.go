@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"net/netip"
 	"regexp"
+	"strings"
 
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/message"
@@ -48,8 +50,16 @@ func (s *Service) CreateMailbox(ctx context.Context, tx core.Tx, m *core.Mailbox
 		return core.Errorf(core.CodeValidation, "name", "name must not contain CR or LF")
 	}
 	if m.Transport != "" {
-		if _, err := transport.ParseSMTPURL(m.Transport); err != nil {
+		cfg, err := transport.ParseSMTPURL(m.Transport)
+		if err != nil {
 			return core.Errorf(core.CodeValidation, "transport", "transport must be an smtp:// URL: %v", err)
+		}
+		// An address literal is judged now; a name is judged each time it
+		// is dialled, on what it resolves to then.
+		if ip, err := netip.ParseAddr(strings.Trim(cfg.Host, "[]")); err == nil {
+			if err := s.cfg.Outbound.Check(ip); err != nil {
+				return core.Errorf(core.CodeValidation, "transport", "the relay's address is not one sendonce may connect to (loopback, private and reserved ranges need the operator's --outbound-allow)")
+			}
 		}
 	}
 	m.Address = a.Address

@@ -16,8 +16,12 @@ const (
 
 // Limits on threading and forwarding.
 const (
-	MaxReferences   = 50
-	MaxForwardBytes = 10 << 20
+	MaxReferences = 50
+	// MaxForwardBytes bounds the original a forward attaches: as large as a
+	// request body may be, so that a small forward request stores no more
+	// than a send could have carried (a chain of forwards grew the stored
+	// message by a third each time).
+	MaxForwardBytes = 1 << 20
 )
 
 // NormalizeMsgID returns id with angle brackets (a caller may leave them
@@ -81,7 +85,7 @@ func applyThread(send *core.Send, r *SendRequest) error {
 		send.References = append(send.References, id)
 	}
 	if len(r.Forward) > MaxForwardBytes {
-		return core.Errorf(core.CodeValidation, "forward_id", "the original message is larger than %d bytes", MaxForwardBytes)
+		return core.Errorf(core.CodeValidation, "original_id", "the original message is larger than %d bytes", MaxForwardBytes)
 	}
 	send.Forward = r.Forward
 	return nil

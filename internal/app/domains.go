@@ -98,16 +98,15 @@ type AddDomainParams struct {
 	Algorithm string // "rsa2048" (the default) or "ed25519"
 }
 
-// AddDomain generates a DKIM key for a new sending domain and stores it in
-// tx, sealed with Config.SecretKey when one is set. CodeValidation for a bad
-// name, selector or algorithm; CodeConflict when the tenant has the domain
-// already (one selector per domain: remove it first to replace the key).
-// DomainRecords gives the records to publish.
+// PrepareDomain validates a new sending domain and generates its DKIM key,
+// sealed with Config.SecretKey when one is set; AddDomain stores it.
+// CodeValidation for a bad name, selector or algorithm. DomainRecords
+// gives the records to publish.
 //
-// An RSA-2048 key takes tens of milliseconds to generate; the caller's
-// transaction (and so SQLite's one writer) is held meanwhile, which is
-// acceptable for a rare administrative action.
-func (s *Service) AddDomain(ctx context.Context, tx core.Tx, p AddDomainParams) (*core.Domain, error) {
+// It touches no database: an RSA-2048 key takes tens to hundreds of
+// milliseconds to generate, and inside a transaction it would hold
+// SQLite's one writer, stalling every tenant's writes meanwhile.
+func (s *Service) PrepareDomain(p AddDomainParams) (*core.Domain, error) {
 	name, err := NormalizeDomain(p.Domain)
 	if err != nil {
 		return nil, err
@@ -135,14 +134,18 @@ func (s *Service) AddDomain(ctx context.Context, tx core.Tx, p AddDomainParams) 
 	if err != nil {
 		return nil, err
 	}
-	d := &core.Domain{
+	return &core.Domain{
 		Tenant: cmp.Or(p.Tenant, "default"), Domain: name, Selector: selector, Algorithm: string(alg),
-		PrivateKey: sealed, PublicRecord: rec.Value, CreatedAt: s.Now(),
-	}
-	if err := tx.InsertDomain(ctx, d); err != nil {
-		return nil, err
-	}
-	return d, nil
+		PrivateKey: sealed, PublicRecord: rec.Value,
+	}, nil
+}
+
+// AddDomain stores a domain PrepareDomain made. CodeConflict when the
+// tenant has the domain already (one selector per domain: remove it first
+// to replace the key).
+func (s *Service) AddDomain(ctx context.Context, tx core.Tx, d *core.Domain) error {
+	d.CreatedAt = s.Now()
+	return tx.InsertDomain(ctx, d)
 }
 
 // Domain returns the tenant's sending domain, whatever form of the name is

@@ -1,11 +1,15 @@
 package app_test
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/server"
 )
 
 func TestNormalizeDomain(t *testing.T) {
@@ -55,5 +59,48 @@ func TestResolverAddrAndSecretKey(t *testing.T) {
 	}
 	if err := app.CheckSecretKey("too-short-secret"); err == nil || strings.Contains(err.Error(), "too-short-secret") {
 		t.Errorf("short secret: %v (the error must not quote it)", err)
+	}
+}
+
+// TestAddDomain_KeyGeneratedOutsideTheTransaction: generating an RSA-2048
+// key takes tens to hundreds of milliseconds, and inside a transaction it
+// held SQLite's one writer, stalling every tenant's writes. PrepareDomain
+// generates it with no database at all (the service here has none); the
+// transaction only inserts, in a fraction of the generation's time.
+func TestAddDomain_KeyGeneratedOutsideTheTransaction(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	d, err := app.New(nil, app.Config{}, nil).PrepareDomain(app.AddDomainParams{Domain: "example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prepared := time.Since(start)
+	if d.Algorithm != "rsa2048" || len(d.PrivateKey) == 0 || !strings.HasPrefix(d.PublicRecord, "v=DKIM1") {
+		t.Fatalf("prepared domain %+v", d)
+	}
+
+	srv, err := server.New(ctx, server.Config{DB: "sqlite:" + filepath.Join(t.TempDir(), "s.db"), Transport: "capture"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Close(cctx)
+	})
+	var inTx time.Duration
+	err = srv.Store.InTx(ctx, func(tx core.Tx) error {
+		start := time.Now()
+		defer func() { inTx = time.Since(start) }()
+		return srv.Service.AddDomain(ctx, tx, d)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inTx > prepared/2 {
+		t.Errorf("the transaction took %v, the key generation %v: the writer is held for the generation", inTx, prepared)
+	}
+	if got, err := srv.Service.Domain(ctx, "default", "example.com"); err != nil || got.PublicRecord != d.PublicRecord {
+		t.Fatalf("stored domain %+v, %v", got, err)
 	}
 }

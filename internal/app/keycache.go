@@ -23,10 +23,17 @@ const maxCached = 10000
 // the read that every request would otherwise cost (for API keys a quarter
 // of a replay's CPU). Values are shared: never modified after they are
 // read. Misses are not cached.
+//
+// A forget must win over a fill that read the database before it: a
+// reader that fetched a key, then lost the CPU while the key was revoked
+// and forgotten, would otherwise put the old record back for a whole TTL.
+// So every forget bumps a generation, a reader takes the generation
+// before its read, and put keeps the value only if no forget came since.
 type ttlCache[V any] struct {
 	mu  sync.Mutex
 	ttl time.Duration
 	m   map[string]cached[V]
+	gen uint64 // forgets so far
 }
 
 type cached[V any] struct {
@@ -45,9 +52,22 @@ func (c *ttlCache[V]) get(id string, now time.Time) (V, bool) {
 	return e.v, true
 }
 
-func (c *ttlCache[V]) put(id string, v V, now time.Time) {
+// generation is what a reader takes before it reads the database, to give
+// to put.
+func (c *ttlCache[V]) generation() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.gen
+}
+
+// put caches v unless a forget happened since gen was taken: then v may
+// be older than what that forget stood for.
+func (c *ttlCache[V]) put(id string, v V, now time.Time, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen {
+		return
+	}
 	if c.m == nil || len(c.m) >= maxCached {
 		c.m = make(map[string]cached[V])
 	}
@@ -57,5 +77,6 @@ func (c *ttlCache[V]) put(id string, v V, now time.Time) {
 func (c *ttlCache[V]) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gen++
 	delete(c.m, id)
 }

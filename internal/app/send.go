@@ -1,15 +1,12 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	htmltemplate "html/template"
 	"net/mail"
 	"sort"
 	"strings"
-	texttemplate "text/template"
 	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
@@ -51,6 +48,7 @@ func (s *Service) Mailbox(ctx context.Context, tenant, id string) (*core.Mailbox
 	if m, ok := s.mailboxes.get(tenant+"\x00"+id, now); ok {
 		return m, nil
 	}
+	gen := s.mailboxes.generation()
 	m, err := s.store.Mailbox(ctx, tenant, id)
 	if errors.Is(err, core.ErrNotFound) && id == core.DefaultMailboxID {
 		m, err = &core.Mailbox{Tenant: tenant, ID: core.DefaultMailboxID, Address: s.cfg.DefaultFrom}, nil
@@ -58,7 +56,7 @@ func (s *Service) Mailbox(ctx context.Context, tenant, id string) (*core.Mailbox
 	if err != nil {
 		return nil, err
 	}
-	s.mailboxes.put(tenant+"\x00"+id, m, now)
+	s.mailboxes.put(tenant+"\x00"+id, m, now, gen)
 	return m, nil
 }
 
@@ -111,6 +109,11 @@ func (s *Service) PrepareSend(ctx context.Context, key *core.APIKey, idemKey str
 	fromAddr, err := parseAddress("from", from)
 	if err != nil {
 		return nil, err
+	}
+	// A key limited to mailboxes sends only from those (API contract,
+	// section 2): the mailbox's address, under any display name.
+	if len(key.Mailboxes) > 0 && !strings.EqualFold(fromAddr.Address, mb.Address) {
+		return nil, core.Errorf(core.CodeForbidden, "from", "this API key may send only as its mailbox's address %s", mb.Address)
 	}
 	send.From = FormatAddress(fromAddr)
 
@@ -216,77 +219,6 @@ func FormatAddress(a *mail.Address) string {
 	}
 	name := strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(a.Name)
 	return `"` + name + `" <` + a.Address + `>`
-}
-
-// RenderTemplate renders t with vars: text/template for the subject and the
-// text part, html/template (contextual escaping) for the HTML part. A
-// variable the template uses but vars lacks is CodeTemplateMissingVar.
-func RenderTemplate(t *core.Template, vars map[string]any) (subject, text, html string, err error) {
-	if vars == nil {
-		vars = map[string]any{}
-	}
-	if subject, err = execText("subject", t.Subject, vars); err != nil {
-		return "", "", "", err
-	}
-	if text, err = execText("text", t.Text, vars); err != nil {
-		return "", "", "", err
-	}
-	if t.HTML != "" {
-		ht, perr := htmltemplate.New("html").Option("missingkey=error").Parse(t.HTML)
-		if perr != nil {
-			return "", "", "", core.Errorf(core.CodeValidation, "template_id", "template html does not parse: %v", perr)
-		}
-		var b bytes.Buffer
-		if xerr := ht.Execute(&b, vars); xerr != nil {
-			return "", "", "", templateExecError(xerr)
-		}
-		html = b.String()
-	}
-	return subject, text, html, nil
-}
-
-func execText(name, src string, vars map[string]any) (string, error) {
-	if src == "" {
-		return "", nil
-	}
-	tt, err := texttemplate.New(name).Option("missingkey=error").Parse(src)
-	if err != nil {
-		return "", core.Errorf(core.CodeValidation, "template_id", "template %s does not parse: %v", name, err)
-	}
-	var b bytes.Buffer
-	if err := tt.Execute(&b, vars); err != nil {
-		return "", templateExecError(err)
-	}
-	return b.String(), nil
-}
-
-func templateExecError(err error) error {
-	msg := err.Error()
-	if strings.Contains(msg, "map has no entry for key") {
-		// text/template words it as `map has no entry for key "name"`.
-		_, key, _ := strings.Cut(msg, "map has no entry for key ")
-		return core.Errorf(core.CodeTemplateMissingVar, "variables", "the template uses variable %s, which the request lacks", key)
-	}
-	return core.Errorf(core.CodeValidation, "variables", "template could not be rendered: %v", err)
-}
-
-// ValidateTemplate checks that a template parses.
-func ValidateTemplate(t *core.Template) error {
-	if t.Subject == "" {
-		return core.Errorf(core.CodeValidation, "subject", "subject is required")
-	}
-	if t.Text == "" && t.HTML == "" {
-		return core.Errorf(core.CodeValidation, "text", "text or html is required")
-	}
-	for _, f := range []struct{ name, src string }{{"subject", t.Subject}, {"text", t.Text}} {
-		if _, err := texttemplate.New(f.name).Parse(f.src); err != nil {
-			return core.Errorf(core.CodeValidation, f.name, "does not parse: %v", err)
-		}
-	}
-	if _, err := htmltemplate.New("html").Parse(t.HTML); err != nil {
-		return core.Errorf(core.CodeValidation, "html", "does not parse: %v", err)
-	}
-	return nil
 }
 
 // AcceptSend records a prepared send in tx. The row is all an accepted send

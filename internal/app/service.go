@@ -15,6 +15,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/outbound"
 )
 
 // Config holds what the use cases need from the server's settings.
@@ -29,6 +30,10 @@ type Config struct {
 	// DNSResolver is the "host:port" DNS server of domain checks. Defaults
 	// to the first nameserver of /etc/resolv.conf.
 	DNSResolver string
+	// Outbound (--outbound-allow) judges the destinations a tenant chooses
+	// through the API (mailbox relays) and the mx transport's exchangers.
+	// nil allows global unicast addresses only.
+	Outbound *outbound.Policy
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -158,6 +163,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*core.APIKey
 	now := time.Now()
 	k, ok := s.keys.get(id, now)
 	if !ok {
+		gen := s.keys.generation()
 		var err error
 		k, err = s.store.APIKey(ctx, id)
 		if errors.Is(err, core.ErrNotFound) {
@@ -166,7 +172,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*core.APIKey
 		if err != nil {
 			return nil, fmt.Errorf("authenticate: %w", err)
 		}
-		s.keys.put(id, k, now)
+		s.keys.put(id, k, now, gen)
 	}
 	if subtle.ConstantTimeCompare(k.SecretHash, hashSecret(secret)) != 1 || k.RevokedAt != nil {
 		return nil, ErrUnauthorized
@@ -180,3 +186,6 @@ func KeyFingerprint(k *core.APIKey) string {
 	h := sha256.Sum256([]byte(k.ID))
 	return hex.EncodeToString(h[:4])
 }
+
+// Outbound is the policy for connections made on a tenant's behalf.
+func (s *Service) Outbound() *outbound.Policy { return s.cfg.Outbound }

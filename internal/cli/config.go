@@ -36,6 +36,10 @@ type Config struct {
 	Redis       string
 	ReplayCache int
 	Retention   time.Duration
+	// AuditRetention is --audit-retention.
+	AuditRetention time.Duration
+	// OutboundAllow is --outbound-allow (see server.Config).
+	OutboundAllow string
 	// Pprof, when set, serves net/http/pprof on this separate address.
 	// Off by default; it must not be reachable from outside the host.
 	Pprof string
@@ -127,11 +131,13 @@ func serverFlags(e *envFlags, c *Config) {
 	e.integer(&c.ReplayCache, "replay-cache", "SENDONCE_REPLAY_CACHE", 10000, "completed idempotency keys kept in memory to answer replays without a database read (0 turns it off)")
 	e.integer(&c.DBMaxConns, "db-max-conns", "SENDONCE_DB_MAX_CONNS", 20, "PostgreSQL connection pool size of this process")
 	e.dur(&c.Retention, "retention", "SENDONCE_RETENTION", 30*24*time.Hour, "how long finished sends (sent, failed, canceled) are kept")
+	e.dur(&c.AuditRetention, "audit-retention", "SENDONCE_AUDIT_RETENTION", 90*24*time.Hour, "how long audit entries (agent key requests) are kept; at least 48h, since the per-day caps count them")
 	e.integer(&c.Workers, "workers", "SENDONCE_WORKERS", 100, "delivery attempts running at once in this process")
 	e.dur(&c.PollInterval, "poll-interval", "SENDONCE_POLL_INTERVAL", 200*time.Millisecond, "how often idle workers look for new jobs")
 	e.str(&c.LogFormat, "log-format", "SENDONCE_LOG_FORMAT", "text", "text or json")
 	e.str(&c.LogLevel, "log-level", "SENDONCE_LOG_LEVEL", "info", "debug, info, warn or error")
 	e.str(&c.DNSResolver, "dns-resolver", "SENDONCE_DNS_RESOLVER", "", "DNS server HOST:PORT for the mx transport and DNS checks (default: the first nameserver of /etc/resolv.conf)")
+	e.str(&c.OutboundAllow, "outbound-allow", "SENDONCE_OUTBOUND_ALLOW", "", "comma-separated CIDR prefixes, or \"private\", that relays set through the API and mx exchangers may reach besides public addresses (default: public addresses only; --transport is always trusted)")
 	e.str(&c.Pprof, "pprof", "SENDONCE_PPROF", "", "serve net/http/pprof on this separate address, e.g. 127.0.0.1:6060 (off by default; never expose it: profiles reveal memory contents)")
 	c.SecretKey = e.getenv("SENDONCE_SECRET_KEY")
 }
@@ -147,6 +153,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxAttempts < 1 || c.Workers < 1 || c.DBMaxConns < 1 {
 		return fmt.Errorf("--max-attempts, --workers and --db-max-conns must be at least 1")
+	}
+	if c.AuditRetention < 48*time.Hour {
+		return fmt.Errorf("--audit-retention must be at least 48h: the agent keys' per-day caps count audit entries")
 	}
 	if c.Retention < c.IdempotencyTTL {
 		return fmt.Errorf("--retention must be at least --idempotency-ttl: a replayable key's send must still exist")

@@ -69,13 +69,13 @@ func runDomains(ctx context.Context, args []string, getenv func(string) string, 
 		}
 		defer store.Close()
 		svc := app.New(store, app.Config{SecretKey: secret}, nil)
-		var d *core.Domain
-		err = store.InTx(ctx, func(tx core.Tx) error {
-			var err error
-			d, err = svc.AddDomain(ctx, tx, app.AddDomainParams{Tenant: tenant, Domain: pos[0], Selector: selector, Algorithm: algorithm})
-			return err
-		})
+		// The key is generated before the transaction: a running server
+		// shares SQLite's one writer with this command.
+		d, err := svc.PrepareDomain(app.AddDomainParams{Tenant: tenant, Domain: pos[0], Selector: selector, Algorithm: algorithm})
 		if err != nil {
+			return err
+		}
+		if err := store.InTx(ctx, func(tx core.Tx) error { return svc.AddDomain(ctx, tx, d) }); err != nil {
 			return err
 		}
 		recs, err := app.DomainRecords(d)

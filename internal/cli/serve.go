@@ -50,8 +50,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		DB: cfg.DB, Transport: cfg.Transport, From: cfg.From, IdempotencyTTL: cfg.IdempotencyTTL,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
 		AttemptLease: cfg.AttemptLease, Work: cfg.Role != "api", Workers: cfg.Workers, PollInterval: cfg.PollInterval,
-		SecretKey: cfg.SecretKey, DNSResolver: cfg.DNSResolver, DBMaxConns: cfg.DBMaxConns, Retention: cfg.Retention, Redis: cfg.Redis,
-		ReplayCache: replayCacheSize(cfg.ReplayCache),
+		SecretKey: cfg.SecretKey, DNSResolver: cfg.DNSResolver, DBMaxConns: cfg.DBMaxConns, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Redis: cfg.Redis,
+		ReplayCache: replayCacheSize(cfg.ReplayCache), OutboundAllow: cfg.OutboundAllow,
 	}, logger)
 	if err != nil {
 		return err

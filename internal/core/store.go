@@ -61,6 +61,8 @@ type Store interface {
 	// PurgeSends deletes finished sends (sent, failed, canceled) created
 	// before the cutoff, with their events and captured messages.
 	PurgeSends(ctx context.Context, before time.Time) (int, error)
+	// PurgeAudit deletes audit entries made before the cutoff.
+	PurgeAudit(ctx context.Context, before time.Time) (int, error)
 
 	// QueueDepth counts sends waiting for or in a delivery attempt.
 	QueueDepth(ctx context.Context) (int, error)

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/mail"
-	"sync"
 	"time"
 
 	"github.com/sendonce/sendonce/internal/app"
@@ -23,7 +22,8 @@ type Config struct {
 	// "capture".
 	DefaultTransport string
 	// MX configures the mx transport. Its timeouts are capped so that an
-	// attempt ends before its lease (see attemptBudget).
+	// attempt ends before its lease (see attemptBudget). A nil MX.Policy
+	// is the service's outbound policy.
 	MX transport.MXConfig
 	// RetryBase is the first retry delay; attempt n waits RetryBase·2^(n−1),
 	// with jitter, capped at MaxRetryDelay. Defaults to 5 seconds.
@@ -36,6 +36,9 @@ type Config struct {
 	AttemptLease time.Duration
 	// Retention is how long finished sends are kept. Defaults to 30 days.
 	Retention time.Duration
+	// AuditRetention is how long audit entries are kept. Defaults to 90
+	// days.
+	AuditRetention time.Duration
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -59,6 +62,9 @@ func (c *Config) setDefaults() {
 	if c.Retention <= 0 {
 		c.Retention = 30 * 24 * time.Hour
 	}
+	if c.AuditRetention <= 0 {
+		c.AuditRetention = DefaultAuditRetention
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -74,17 +80,19 @@ type Deliverer struct {
 
 	mx *transport.MX
 
-	mu   sync.Mutex
-	smtp map[string]transport.Transport // by URL
+	relays relays
 }
 
 // NewDeliverer returns a Deliverer. It validates the default transport.
 func NewDeliverer(svc *app.Service, cfg Config, m *metrics.Metrics, logger *slog.Logger) (*Deliverer, error) {
 	cfg.setDefaults()
-	d := &Deliverer{svc: svc, store: svc.Store(), cfg: cfg, metrics: m, logger: logger, smtp: map[string]transport.Transport{}}
+	d := &Deliverer{svc: svc, store: svc.Store(), cfg: cfg, metrics: m, logger: logger, relays: relays{m: map[string]*relay{}, now: time.Now}}
+	if cfg.MX.Policy == nil {
+		cfg.MX.Policy = svc.Outbound()
+	}
 	d.mx = transport.NewMX(boundMX(cfg.MX, attemptBudget(cfg.AttemptLease)))
 	if cfg.DefaultTransport != "capture" && cfg.DefaultTransport != "mx" {
-		if _, err := d.smtpTransport(cfg.DefaultTransport); err != nil {
+		if _, err := d.smtpTransport(cfg.DefaultTransport, false); err != nil {
 			return nil, err
 		}
 	}
@@ -103,47 +111,12 @@ func ValidateTransport(s string) error {
 	return nil
 }
 
-func (d *Deliverer) smtpTransport(url string) (transport.Transport, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if t, ok := d.smtp[url]; ok {
-		return t, nil
-	}
-	if err := ValidateTransport(url); err != nil {
-		return nil, err
-	}
-	cfg, err := transport.ParseSMTPURL(url)
-	if err != nil {
-		return nil, err
-	}
-	// Relays are long-lived: keep their sessions for the next message,
-	// as many as may be open at once.
-	if cfg.MaxSessions == 0 {
-		cfg.MaxSessions = DefaultRelaySessions
-	}
-	cfg.MaxIdle = cfg.MaxSessions
-	t := transport.NewSMTP(cfg)
-	d.smtp[url] = t
-	return t, nil
-}
+// DefaultAuditRetention is how long audit entries are kept by default.
+const DefaultAuditRetention = 90 * 24 * time.Hour
 
 // DefaultRelaySessions bounds the sessions open to one relay when its URL
 // has no max_sessions.
 const DefaultRelaySessions = 20
-
-// Close ends the relays' idle sessions. Call it after the workers stopped.
-func (d *Deliverer) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var errs []error
-	for url, t := range d.smtp {
-		if c, ok := t.(interface{ Close() error }); ok {
-			errs = append(errs, c.Close())
-		}
-		delete(d.smtp, url)
-	}
-	return errors.Join(errs...)
-}
 
 // transportFor picks the send's mailbox transport or the default; nil is
 // the capture transport, whose handoff is a write (see handOff).
@@ -154,7 +127,8 @@ func (d *Deliverer) transportFor(ctx context.Context, s *core.Send) (transport.T
 		return nil, err
 	}
 	if mb != nil && mb.Transport != "" {
-		url = mb.Transport
+		// Set through the API: always an smtp:// URL (CreateMailbox).
+		return d.smtpTransport(mb.Transport, true)
 	}
 	switch url {
 	case "capture":
@@ -162,7 +136,7 @@ func (d *Deliverer) transportFor(ctx context.Context, s *core.Send) (transport.T
 	case "mx":
 		return d.mx, nil
 	}
-	return d.smtpTransport(url)
+	return d.smtpTransport(url, false)
 }
 
 // attemptBudget is how long one attempt may take, whatever its transport:

@@ -53,8 +53,12 @@ func (w *purgeWorker) Work(ctx context.Context, _ *river.Job[PurgeArgs]) error {
 		return err
 	}
 	sends, err := w.d.store.PurgeSends(ctx, now.Add(-w.d.cfg.Retention))
-	if keys > 0 || sends > 0 {
-		w.d.logger.InfoContext(ctx, "purged", slog.Int("idempotency_keys", keys), slog.Int("sends", sends))
+	if err != nil {
+		return err
+	}
+	audit, err := w.d.store.PurgeAudit(ctx, now.Add(-w.d.cfg.AuditRetention))
+	if keys > 0 || sends > 0 || audit > 0 {
+		w.d.logger.InfoContext(ctx, "purged", slog.Int("idempotency_keys", keys), slog.Int("sends", sends), slog.Int("audit_entries", audit))
 	}
 	return err
 }

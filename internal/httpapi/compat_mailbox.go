@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/delivery"
+	"github.com/sendonce/sendonce/internal/outbound"
 	"github.com/sendonce/sendonce/internal/transport"
 )
 
@@ -76,7 +78,7 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 		if req.OriginalID == "" {
 			return nil, core.Errorf(core.CodeValidation, "original_id", "a forward needs original_id: a send (snd_…) or inbox message (msg_…) id")
 		}
-		raw, subject, err := s.original(ctx, key.Tenant, req.OriginalID)
+		raw, subject, err := s.original(ctx, key, req.OriginalID)
 		if err != nil {
 			return nil, err
 		}
@@ -106,34 +108,63 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 
 // original returns the whole message to forward and its subject: a send,
 // rendered as its attempts render it (without a DKIM signature), or a
-// message of the capture inbox, as kept.
-func (s *Server) original(ctx context.Context, tenant, id string) ([]byte, string, error) {
+// message of the capture inbox, as kept. Forwarding shows the original to
+// whoever gets the forward, so it is a read: the key needs the read scope,
+// and a key limited to mailboxes (agent keys are) sees only the sends of
+// those mailboxes and their inbox copies; others answer as unknown ids, so
+// that a refusal says nothing of what exists.
+func (s *Server) original(ctx context.Context, key *core.APIKey, id string) ([]byte, string, error) {
+	if !key.Has(core.ScopeRead) {
+		return nil, "", core.Errorf(core.CodeForbidden, "original_id", "forwarding needs an API key with the read scope")
+	}
 	notFound := core.Errorf(core.CodeValidation, "original_id", "no send or inbox message %q", id)
+	var (
+		raw     []byte
+		subject string
+		sendID  = id
+	)
 	switch {
 	case strings.HasPrefix(id, "snd_"):
-		send, err := s.store.Send(ctx, tenant, id)
-		if errors.Is(err, core.ErrNotFound) {
-			return nil, "", notFound
-		}
-		if err != nil {
-			return nil, "", err
-		}
-		raw, _, err := delivery.Render(send)
-		if err != nil {
-			return nil, "", err
-		}
-		return raw, send.Subject, nil
 	case strings.HasPrefix(id, "msg_"):
-		m, err := s.store.InboxMessage(ctx, tenant, id)
+		m, err := s.store.InboxMessage(ctx, key.Tenant, id)
 		if errors.Is(err, core.ErrNotFound) {
 			return nil, "", notFound
 		}
 		if err != nil {
 			return nil, "", err
 		}
-		return m.Raw, m.Subject, nil
+		raw, subject, sendID = m.Raw, m.Subject, m.SendID
+		if len(key.Mailboxes) == 0 {
+			break
+		}
+		if sendID == "" {
+			return nil, "", notFound
+		}
+	default:
+		return nil, "", notFound
 	}
-	return nil, "", notFound
+	if raw == nil || len(key.Mailboxes) > 0 {
+		send, err := s.store.Send(ctx, key.Tenant, sendID)
+		if errors.Is(err, core.ErrNotFound) {
+			return nil, "", notFound
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if !key.MayUseMailbox(send.MailboxID) {
+			return nil, "", notFound
+		}
+		if raw == nil {
+			if raw, _, err = delivery.Render(send); err != nil {
+				return nil, "", err
+			}
+			subject = send.Subject
+		}
+	}
+	if len(raw) > app.MaxForwardBytes {
+		return nil, "", core.Errorf(core.CodeValidation, "original_id", "the original message is larger than %d bytes, the most a forward may attach", app.MaxForwardBytes)
+	}
+	return raw, subject, nil
 }
 
 // statusTTL is how long a mailbox status is reused, so that the route
@@ -197,9 +228,10 @@ func (s *Server) handleMailboxStatus(cache *statusCache) http.HandlerFunc {
 		}
 		now := s.svc.Now()
 		out := mailboxStatus{MailboxID: mb.ID, CanSend: true, CheckedAt: rfc3339(now)}
-		url := mb.Transport
+		url, policy := mb.Transport, s.svc.Outbound()
 		if url == "" {
-			url = s.cfg.DefaultTransport
+			// The operator's relay is trusted: no policy.
+			url, policy = s.cfg.DefaultTransport, nil
 		}
 		switch {
 		case mb.ReceiveOnly:
@@ -211,29 +243,56 @@ func (s *Server) handleMailboxStatus(cache *statusCache) http.HandlerFunc {
 			e := cache.entry(key.Tenant + "\x00" + mb.ID + "\x00" + url)
 			e.mu.Lock()
 			if e.at.IsZero() || now.Sub(e.at) >= statusTTL || now.Before(e.at) {
-				e.err = probe(ctx, url)
+				e.err = probe(ctx, url, policy)
 				e.at = s.svc.Now()
 			}
 			at, perr := e.at, e.err
 			e.mu.Unlock()
 			out.CheckedAt = rfc3339(at)
 			if perr != nil {
-				out.CanSend, out.Error = false, optString(perr.Error())
+				out.CanSend, out.Error = false, optString(describeProbe(perr))
 			}
 		}
 		writeJSON(w, http.StatusOK, out)
 	}
 }
 
-func probe(ctx context.Context, url string) error {
+// probe logs in to the relay at url. With a policy (a relay a tenant set),
+// it connects only where the policy allows.
+func probe(ctx context.Context, url string, policy *outbound.Policy) error {
 	cfg, err := transport.ParseSMTPURL(url)
 	if err != nil {
 		return err
 	}
 	cfg.DialTimeout, cfg.CommandTimeout = probeTimeout, probeTimeout
+	if policy != nil {
+		cfg.DialContext = policy.DialContext
+	}
 	// The check outlives a caller who hangs up: the others waiting for it
 	// get its answer.
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
 	defer cancel()
 	return transport.Probe(pctx, cfg)
+}
+
+// describeProbe says why a status check failed in classes only: the stage
+// and the SMTP code, never the relay's text, and for connections that did
+// not reach an SMTP server only refused, timed out, blocked and the like.
+// Anything more would let a tenant map the network around sendonce (is
+// that port open, what runs there).
+func describeProbe(err error) string {
+	var te *transport.Error
+	switch {
+	case errors.Is(err, outbound.ErrBlocked):
+		return outbound.FailBlocked
+	case !errors.As(err, &te):
+		return "the relay could not be checked"
+	case te.Code != 0:
+		return fmt.Sprintf("the relay answered %d at %s", te.Code, te.Stage)
+	case !te.Reached:
+		return outbound.Describe(te.Err)
+	case te.Stage == transport.StageTLS:
+		return outbound.FailTLS
+	}
+	return "the session failed at " + te.Stage
 }

@@ -44,24 +44,31 @@ func viewDomain(d *core.Domain) (domainView, error) {
 	return v, nil
 }
 
-func (s *Server) handleAddDomain(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+// handleAddDomain generates the DKIM key before the transaction (see
+// app.PrepareDomain); the write step only inserts it.
+func (s *Server) handleAddDomain(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error) {
 	var req struct {
 		Domain    string `json:"domain"`
 		Selector  string `json:"selector"`
 		Algorithm string `json:"algorithm"`
 	}
 	if err := decodeStrict(body, &req); err != nil {
-		return 0, nil, err
+		return nil, err
 	}
-	d, err := s.svc.AddDomain(ctx, tx, app.AddDomainParams{Tenant: key.Tenant, Domain: req.Domain, Selector: req.Selector, Algorithm: req.Algorithm})
+	d, err := s.svc.PrepareDomain(app.AddDomainParams{Tenant: key.Tenant, Domain: req.Domain, Selector: req.Selector, Algorithm: req.Algorithm})
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
-	v, err := viewDomain(d)
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusCreated, v, nil
+	return func(ctx context.Context, tx core.Tx) (int, any, error) {
+		if err := s.svc.AddDomain(ctx, tx, d); err != nil {
+			return 0, nil, err
+		}
+		v, err := viewDomain(d)
+		if err != nil {
+			return 0, nil, err
+		}
+		return http.StatusCreated, v, nil
+	}, nil
 }
 
 func (s *Server) handleGetDomain(w http.ResponseWriter, r *http.Request) {

@@ -42,7 +42,7 @@ func (s *Server) routes() []string {
 	m.Handle("GET /v1/mailboxes/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetMailbox)))
 	m.Handle("GET /v1/mailboxes", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListMailboxes)))
 
-	m.Handle("POST /v1/domains", s.auth(core.ScopeAdmin, s.idempotent(postOpts{}, inTx(s.handleAddDomain))))
+	m.Handle("POST /v1/domains", s.auth(core.ScopeAdmin, s.idempotent(postOpts{}, s.handleAddDomain)))
 	m.Handle("GET /v1/domains", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListDomains)))
 	m.Handle("GET /v1/domains/{domain}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetDomain)))
 	m.Handle("DELETE /v1/domains/{domain}", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleDeleteDomain)))

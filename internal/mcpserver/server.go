@@ -2,10 +2,13 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -100,10 +103,32 @@ func (s *Server) RunStdio(ctx context.Context) error {
 	return err
 }
 
+// MinHTTPTokenLen is the shortest bearer token HTTPHandler accepts.
+const MinHTTPTokenLen = 32
+
 // HTTPHandler serves streamable HTTP (the MCP endpoint is the handler's
-// root).
-func (s *Server) HTTPHandler() http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, nil)
+// root) to callers who present "Authorization: Bearer <token>". Whoever
+// reaches the endpoint acts with the agent's API key, so it is never
+// served without a token; others get 401. token must be at least
+// MinHTTPTokenLen bytes.
+func (s *Server) HTTPHandler(token string) (http.Handler, error) {
+	if len(token) < MinHTTPTokenLen {
+		return nil, fmt.Errorf("the MCP HTTP bearer token must be at least %d characters", MinHTTPTokenLen)
+	}
+	want := sha256.Sum256([]byte(token))
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, nil)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		// Hashes have one length: the comparison says nothing of the
+		// token's length or prefix.
+		sum := sha256.Sum256([]byte(got))
+		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sendonce-mcp"`)
+			http.Error(w, "missing or invalid bearer token", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}), nil
 }
 
 const instructions = `sendonce sends email at most once per intent. Describe every email with an intent: ` +

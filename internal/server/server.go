@@ -17,6 +17,7 @@ import (
 	"github.com/sendonce/sendonce/internal/delivery"
 	"github.com/sendonce/sendonce/internal/httpapi"
 	"github.com/sendonce/sendonce/internal/metrics"
+	"github.com/sendonce/sendonce/internal/outbound"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 	"github.com/sendonce/sendonce/internal/transport"
 )
@@ -30,6 +31,9 @@ type Config struct {
 	DBMaxConns int
 	// Retention is how long finished sends are kept. Defaults to 30 days.
 	Retention time.Duration
+	// AuditRetention is how long audit entries are kept. Defaults to 90
+	// days.
+	AuditRetention time.Duration
 	// Redis ("redis://…") puts a replay cache and in-flight lock in front
 	// of the database's idempotency records. Optional; off by default.
 	Redis string
@@ -47,11 +51,13 @@ type Config struct {
 	// DNSResolver ("host:port") is queried by the mx transport and domain
 	// checks. Defaults to the first nameserver of /etc/resolv.conf.
 	DNSResolver string
-	// MXPort and MXAllowLoopback are for tests of the mx transport: the
-	// exchangers' SMTP port (default 25) and whether loopback exchangers
-	// are allowed (default not). Not user settings.
-	MXPort          string
-	MXAllowLoopback bool
+	// OutboundAllow is --outbound-allow: the address ranges, besides
+	// global unicast, that connections made on a tenant's behalf (mailbox
+	// relays, mx exchangers) may reach, as outbound.Parse reads them.
+	OutboundAllow string
+	// MXPort is for tests of the mx transport: the exchangers' SMTP port
+	// (default 25). Not a user setting.
+	MXPort string
 	// From is the default mailbox's address. Defaults to "sendonce@localhost".
 	From string
 	// IdempotencyTTL defaults to idempotency.DefaultTTL.
@@ -154,11 +160,15 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		metrics.RegisterPool(m.Registry, "read", store.PGRead.Stat)
 	}
 	store.ObserveGroupCommits(func(n int) { m.GroupCommitSize.Observe(float64(n)) })
-	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Now: cfg.Now}, logger)
+	policy, err := outbound.Parse(cfg.OutboundAllow)
+	if err != nil {
+		return nil, fmt.Errorf("--outbound-allow: %w", err)
+	}
+	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Now: cfg.Now}, logger)
 	d, err := delivery.NewDeliverer(svc, delivery.Config{
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
-		AttemptLease: cfg.AttemptLease, Retention: cfg.Retention, Now: cfg.Now,
-		MX: transport.MXConfig{Resolver: resolver, Port: cfg.MXPort, AllowLoopback: cfg.MXAllowLoopback},
+		AttemptLease: cfg.AttemptLease, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
+		MX: transport.MXConfig{Resolver: resolver, Port: cfg.MXPort},
 	}, m, logger)
 	if err != nil {
 		return nil, err

@@ -11,9 +11,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/core"
@@ -657,6 +660,32 @@ func TestSuppressions_AreCaseInsensitive(t *testing.T) {
 		}
 		if got, _ := s.IsSuppressed(ctx, "other", "x@example.com"); got {
 			t.Errorf("suppressed in another tenant")
+		}
+	})
+}
+
+// TestPurgeAudit_DropsOnlyOldEntries: the audit log was never purged; the
+// periodic purge now drops entries older than the audit retention.
+func TestPurgeAudit_DropsOnlyOldEntries(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s *sqlstore.Store) {
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		old, recent := now.Add(-100*24*time.Hour), now.Add(-time.Hour)
+		inTx(t, s, func(ctx context.Context, tx core.Tx) error {
+			for i, when := range []time.Time{old, old.Add(time.Minute), recent} {
+				id := "aud_" + strings.ToLower(ulid.MustNew(ulid.Timestamp(when), ulid.DefaultEntropy()).String())
+				e := &core.AuditEntry{ID: id, Tenant: "default", APIKeyID: "k", At: when, Route: "POST /v1/send", Status: 200, Outcome: fmt.Sprint("ok", i)}
+				if err := tx.InsertAudit(ctx, e); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		n, err := s.PurgeAudit(context.Background(), now.Add(-90*24*time.Hour))
+		if err != nil || n != 2 {
+			t.Fatalf("PurgeAudit = %d, %v; want 2", n, err)
+		}
+		if left := queryInt(t, s, `SELECT COUNT(*) FROM audit_log`); left != 1 {
+			t.Fatalf("%d entries left, want the recent one", left)
 		}
 	})
 }

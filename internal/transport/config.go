@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -59,6 +60,12 @@ type SMTPConfig struct {
 	TLS TLSMode
 	// TLSConfig is optional; it is cloned, and ServerName defaults to Host.
 	TLSConfig *tls.Config
+
+	// DialContext opens the TCP connection to Host:Port. Defaults to a
+	// net.Dialer with DialTimeout. Relays a tenant configured through the
+	// API dial through an outbound.Policy here; the operator's --transport
+	// is trusted and dials directly.
+	DialContext func(ctx context.Context, network, address string) (net.Conn, error)
 
 	HELOName       string        // defaults to "localhost"
 	DialTimeout    time.Duration // TCP connect and implicit TLS handshake
@@ -251,4 +258,16 @@ func (c SMTPConfig) tlsConfig() *tls.Config {
 		tc.MinVersion = tls.VersionTLS12
 	}
 	return tc
+}
+
+// dial opens the TCP connection, within DialTimeout.
+func (c SMTPConfig) dial(ctx context.Context) (net.Conn, error) {
+	addr := net.JoinHostPort(c.Host, c.Port)
+	if c.DialContext == nil {
+		d := net.Dialer{Timeout: c.DialTimeout}
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	dctx, cancel := context.WithTimeout(ctx, c.DialTimeout)
+	defer cancel()
+	return c.DialContext(dctx, "tcp", addr)
 }

@@ -1,6 +1,7 @@
 package transport_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -35,7 +36,7 @@ func TestParseSMTPURL(t *testing.T) {
 			t.Errorf("ParseSMTPURL(%q): %v", tt.in, err)
 			continue
 		}
-		if got != tt.want {
+		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("ParseSMTPURL(%q) = %+v, want %+v", tt.in, got, tt.want)
 		}
 	}
@@ -95,7 +96,7 @@ func TestRedacted(t *testing.T) {
 			t.Fatalf("ParseSMTPURL(%q): %v", tt.in, err)
 		}
 		got := cfg.Redacted()
-		if got != tt.want {
+		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("Redacted(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 		if cfg.Password != "" && strings.Contains(got, cfg.Password) {
@@ -110,7 +111,7 @@ func TestRedacted(t *testing.T) {
 		if cfg.Password != "" {
 			back.Password = cfg.Password
 		}
-		if back != cfg {
+		if !reflect.DeepEqual(back, cfg) {
 			t.Errorf("round trip of %q: got %+v, want %+v", tt.in, back, cfg)
 		}
 	}

@@ -12,9 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/emersion/go-smtp"
 	"github.com/miekg/dns"
 	"golang.org/x/net/idna"
+
+	"github.com/sendonce/sendonce/internal/outbound"
 )
 
 // StageResolve is the DNS lookup of a recipient domain's mail exchangers
@@ -67,10 +68,13 @@ type MXConfig struct {
 	// DialTimeout. Tests use it to map exchanger addresses to their
 	// servers.
 	DialContext func(ctx context.Context, network, address string) (net.Conn, error)
-	// AllowLoopback allows mail exchangers on loopback addresses. By
-	// default they are skipped, so a domain whose MX points at 127.0.0.1
-	// cannot make sendonce deliver to itself or to local services.
-	AllowLoopback bool
+	// Policy says which exchanger addresses may be dialled. nil allows
+	// global unicast only (see package outbound): a domain whose MX points
+	// at 127.0.0.1, at a private network or at ::ffff:0.0.0.0 cannot make
+	// sendonce deliver to itself or to internal mail hosts. Each address is
+	// judged before it is tried and, with the default dialer, again at
+	// connect time.
+	Policy *outbound.Policy
 
 	DNSTimeout     time.Duration // each DNS query; defaults to 10 seconds
 	DialTimeout    time.Duration // defaults to 30 seconds
@@ -328,7 +332,7 @@ func (m *MX) prepare(ctx context.Context, res *mxResolver, env Envelope, g rcptG
 	case lookupErr != nil:
 		return nil, &Error{Class: Temporary, Stage: StageResolve, Err: fmt.Errorf("%s: looking up its mail exchangers: %w", g.domain, lookupErr)}
 	case skipped > 0:
-		return nil, &Error{Class: Permanent, Stage: StageResolve, Err: fmt.Errorf("%s: its mail exchangers have only loopback, unspecified or multicast addresses", g.domain)}
+		return nil, &Error{Class: Permanent, Stage: StageResolve, Err: fmt.Errorf("%s: its mail exchangers have only addresses the outbound policy refuses (loopback, private, reserved; see --outbound-allow)", g.domain)}
 	}
 	return nil, &Error{Class: Permanent, Stage: StageResolve, Err: fmt.Errorf("%s: no mail exchanger has an address", g.domain)}
 }
@@ -367,13 +371,11 @@ func (m *MX) exchangers(ctx context.Context, res *mxResolver, domain string) ([]
 }
 
 func (m *MX) usable(ip netip.Addr) bool {
-	if ip.IsUnspecified() || ip.IsMulticast() {
-		return false
-	}
-	return m.cfg.AllowLoopback || !ip.IsLoopback()
+	return m.cfg.Policy.Check(ip) == nil
 }
 
-// open connects to one exchanger address and runs the session up to RCPT.
+// open connects to one exchanger address and runs the session up to RCPT,
+// with the relay transport's steps.
 func (m *MX) open(ctx context.Context, host string, ip netip.Addr, from string, rcpts []string, size int) (*mxSession, error) {
 	cfg := m.cfg
 	tc := &tls.Config{}
@@ -384,115 +386,55 @@ func (m *MX) open(ctx context.Context, host string, ip netip.Addr, from string, 
 	if !cfg.VerifyTLS {
 		tc.InsecureSkipVerify = true
 	}
+	dial := cfg.DialContext
+	if dial == nil {
+		dial = cfg.Policy.Dialer(cfg.DialTimeout).DialContext
+	}
 	scfg := &SMTPConfig{
 		Host: ip.String(), Port: cfg.Port, TLS: TLSOpportunistic, TLSConfig: tc, HELOName: cfg.HELOName,
-		DialTimeout: cfg.DialTimeout, CommandTimeout: cfg.CommandTimeout, DataTimeout: cfg.DataTimeout,
+		DialContext: dial, DialTimeout: cfg.DialTimeout, CommandTimeout: cfg.CommandTimeout, DataTimeout: cfg.DataTimeout,
 	}
 	a := &attempt{cfg: scfg, stage: StageDial}
 	s := &mxSession{a: a, host: host, ip: ip, rcpts: rcpts}
-	fail := func(err error) error {
-		e := a.fail(ctx, err).(*Error)
-		e.Err = fmt.Errorf("mail exchanger %s [%s]: %w", host, ip, e.Err)
+	ss, stop, err := a.session(ctx)
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	s.ss, s.stop = ss, stop
+	if err := a.envelope(ctx, ss, Envelope{From: from, To: rcpts}, size); err != nil {
 		s.close()
-		return e
-	}
-
-	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
-	defer cancel()
-	addr := net.JoinHostPort(ip.String(), cfg.Port)
-	var err error
-	if cfg.DialContext != nil {
-		s.conn, err = cfg.DialContext(dctx, "tcp", addr)
-	} else {
-		d := net.Dialer{Timeout: cfg.DialTimeout}
-		s.conn, err = d.DialContext(dctx, "tcp", addr)
-	}
-	if err != nil {
-		return nil, fail(err)
-	}
-	conn := s.conn
-	s.stop = context.AfterFunc(ctx, func() { conn.Close() })
-
-	oc, err := a.open(ctx, conn)
-	if err != nil {
-		return nil, fail(err)
-	}
-	s.secure = oc.secure
-	c := smtp.NewClient(oc.client)
-	a.client = c
-	c.CommandTimeout = cfg.CommandTimeout
-	c.SubmissionTimeout = cfg.DataTimeout
-	s.client = oc.client
-
-	a.stage = StageEHLO
-	if err := c.Hello(cfg.HELOName); err != nil {
-		return nil, fail(err)
-	}
-	a.stage = StageMail
-	opts := &smtp.MailOptions{Size: int64(size)}
-	if !isASCII(from) || !allASCII(rcpts) {
-		if ok, _ := c.Extension("SMTPUTF8"); !ok {
-			return nil, fail(permanent{errors.New("envelope has non-ASCII addresses and the server does not support SMTPUTF8")})
-		}
-		opts.UTF8 = true
-	}
-	if err := c.Mail(from, opts); err != nil {
-		return nil, fail(err)
-	}
-	a.stage = StageRcpt
-	for _, to := range rcpts {
-		if err := c.Rcpt(to, nil); err != nil {
-			return nil, fail(fmt.Errorf("recipient <%s>: %w", to, err))
-		}
+		return nil, s.wrap(err)
 	}
 	return s, nil
 }
 
 // mxSession is a session taken up to the accepted RCPTs.
 type mxSession struct {
-	a      *attempt
-	host   string
-	ip     netip.Addr
-	rcpts  []string
-	conn   net.Conn    // the TCP connection
-	client net.Conn    // what go-smtp reads and writes
-	stop   func() bool // cancels the close-on-context
-	secure bool
-	done   bool
+	a     *attempt
+	host  string
+	ip    netip.Addr
+	rcpts []string
+	ss    *session
+	stop  func() bool // cancels the close-on-context
+	done  bool
+}
+
+// wrap names the exchanger in an *Error from the shared steps.
+func (s *mxSession) wrap(err error) error {
+	e := err.(*Error)
+	e.Err = fmt.Errorf("mail exchanger %s [%s]: %w", s.host, s.ip, e.Err)
+	return e
 }
 
 // commit sends the message, like the second half of the relay's attempt.
 func (s *mxSession) commit(ctx context.Context, raw []byte) error {
-	a, c := s.a, s.a.client
-	fail := func(err error) error {
-		e := a.fail(ctx, err).(*Error)
-		e.Err = fmt.Errorf("mail exchanger %s [%s]: %w", s.host, s.ip, e.Err)
+	if err := s.a.data(ctx, s.ss, raw); err != nil {
 		s.close()
-		return e
+		return s.wrap(err)
 	}
-	a.stage = StageData
-	w, err := c.Data()
-	if err != nil {
-		return fail(err)
-	}
-	a.dataStarted = true
-	a.stage = StageDataEnd
-	deadline := time.Now().Add(a.cfg.DataTimeout)
-	if err := s.client.SetDeadline(deadline); err != nil {
-		return fail(err)
-	}
-	if _, err := w.Write(raw); err != nil {
-		return fail(err)
-	}
-	c.SubmissionTimeout = max(time.Until(deadline), time.Millisecond)
-	if err := w.Close(); err != nil {
-		var se *smtp.SMTPError
-		if !errors.As(err, &se) || se.Code/100 != 2 {
-			return fail(err)
-		}
-	}
-	a.stage = StageQuit
-	c.CommandTimeout = min(a.cfg.CommandTimeout, quitTimeout)
+	s.a.stage = StageQuit
+	c := s.ss.c
+	c.CommandTimeout = min(s.a.cfg.CommandTimeout, quitTimeout)
 	_ = c.Quit()
 	s.close()
 	return nil
@@ -501,27 +443,23 @@ func (s *mxSession) commit(ctx context.Context, raw []byte) error {
 // abort ends a session that will not send: QUIT before DATA discards the
 // transaction.
 func (s *mxSession) abort(ctx context.Context) {
-	if s.done {
+	if s.done || s.ss == nil {
 		return
 	}
-	if c := s.a.client; c != nil && ctx.Err() == nil {
-		c.CommandTimeout = min(s.a.cfg.CommandTimeout, quitTimeout)
-		_ = c.Quit()
+	if ctx.Err() == nil {
+		s.ss.c.CommandTimeout = min(s.a.cfg.CommandTimeout, quitTimeout)
+		_ = s.ss.c.Quit()
 	}
 	s.close()
 }
 
 func (s *mxSession) close() {
-	if s.done {
+	if s.done || s.ss == nil {
 		return
 	}
 	s.done = true
-	if s.stop != nil {
-		s.stop()
-	}
-	if s.conn != nil {
-		s.conn.Close()
-	}
+	s.stop()
+	s.ss.raw.Close()
 }
 
 // resolver returns the configured resolver, or the system's.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/sendonce/sendonce/internal/outbound"
 	"github.com/sendonce/sendonce/internal/testkit/dnstest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 	"github.com/sendonce/sendonce/internal/transport"
@@ -34,8 +35,15 @@ func mxConfig(dnsSrv *dnstest.Server) transport.MXConfig {
 		DialTimeout:    2 * time.Second,
 		CommandTimeout: 5 * time.Second,
 		DataTimeout:    5 * time.Second,
+		// Fixture addresses come from the documentation ranges, which the
+		// default policy refuses like any address that is not global.
+		Policy: outbound.MustParse("192.0.2.0/24,198.51.100.0/24,2001:db8::/32"),
 	}
 }
+
+// loopbackOK is mxConfig's policy plus loopback, where the test servers
+// listen.
+var loopbackOK = outbound.MustParse("192.0.2.0/24,198.51.100.0/24,2001:db8::/32,127.0.0.0/8,::1/128")
 
 // mxMessage is a message with a Message-ID, CRLF line endings and a line
 // that needs dot-stuffing.
@@ -104,7 +112,7 @@ func TestMXDeliver(t *testing.T) {
 	srv := smtptest.Start(t, smtptest.Options{})
 	dnsSrv := dnstest.Start(t, "example.test. MX 10 mx.example.test.", "mx.example.test. A 127.0.0.1")
 	cfg := mxConfig(dnsSrv)
-	cfg.Port, cfg.AllowLoopback = srv.Port, true
+	cfg.Port, cfg.Policy = srv.Port, loopbackOK
 	env := transport.Envelope{From: "sender@sendonce.test", To: []string{"alice@example.test", "bob@EXAMPLE.TEST."}}
 	if err := transport.NewMX(cfg).Deliver(context.Background(), env, mxMessage("mx-1@sendonce.test")); err != nil {
 		t.Fatalf("Deliver: %v", err)
@@ -133,7 +141,7 @@ func TestMXDeliverStartTLS(t *testing.T) {
 		"verified.test. MX 10 localhost.", "localhost. A 127.0.0.1",
 	)
 	cfg := mxConfig(dnsSrv)
-	cfg.Port, cfg.AllowLoopback = srv.Port, true
+	cfg.Port, cfg.Policy = srv.Port, loopbackOK
 
 	// Opportunistic: STARTTLS offered, so used, certificate not verified.
 	if err := transport.NewMX(cfg).Deliver(context.Background(), transport.Envelope{From: "s@sendonce.test", To: []string{"a@self.test"}}, mxMessage("tls-1@sendonce.test")); err != nil {
@@ -364,7 +372,10 @@ func TestMXDeliverResolution(t *testing.T) {
 	}
 	for _, tt := range tests {
 		cfg := mxConfig(dnsSrv)
-		cfg.Port, cfg.AllowLoopback = srv.Port, tt.loopback
+		cfg.Port = srv.Port
+		if tt.loopback {
+			cfg.Policy = loopbackOK
+		}
 		before := srv.Connections()
 		err := transport.NewMX(cfg).Deliver(context.Background(), transport.Envelope{From: "s@sendonce.test", To: []string{tt.rcpt}}, mxMessage(tt.rcpt))
 		if tt.class == 0 {
@@ -397,7 +408,7 @@ func TestMXDeliverDNSOverTCP(t *testing.T) {
 		TruncateUDP: true,
 	})
 	cfg := mxConfig(dnsSrv)
-	cfg.Port, cfg.AllowLoopback = srv.Port, true
+	cfg.Port, cfg.Policy = srv.Port, loopbackOK
 	if err := transport.NewMX(cfg).Deliver(context.Background(), transport.Envelope{From: "s@sendonce.test", To: []string{"u@tcp.test"}}, mxMessage("tcp@sendonce.test")); err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}
@@ -573,7 +584,7 @@ func TestMXDeliverContextCancelledDuringData(t *testing.T) {
 	srv := smtptest.Start(t, smtptest.Options{})
 	srv.SetBehaviour(smtptest.Behaviour{DelayData: 5 * time.Second})
 	cfg := mxConfig(dnstest.Start(t, "slow.test. MX 10 mx.slow.test.", "mx.slow.test. A 127.0.0.1"))
-	cfg.Port, cfg.AllowLoopback = srv.Port, true
+	cfg.Port, cfg.Policy = srv.Port, loopbackOK
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -587,7 +598,7 @@ func TestMXDeliverContextCancelledDuringData(t *testing.T) {
 func TestMXDeliverConcurrent(t *testing.T) {
 	srv := smtptest.Start(t, smtptest.Options{})
 	cfg := mxConfig(dnstest.Start(t, "con.test. MX 10 mx.con.test.", "mx.con.test. A 127.0.0.1"))
-	cfg.Port, cfg.AllowLoopback = srv.Port, true
+	cfg.Port, cfg.Policy = srv.Port, loopbackOK
 	tr := transport.NewMX(cfg)
 	const n = 6
 	errs := make(chan error, n)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+
+	"github.com/sendonce/sendonce/internal/outbound"
 )
 
 // quitTimeout bounds the courtesy QUIT: once the outcome is known, a slow
@@ -215,8 +217,7 @@ type attempt struct {
 // is closed.
 func (a *attempt) session(ctx context.Context) (ss *session, stop func() bool, err error) {
 	cfg := a.cfg
-	dialer := net.Dialer{Timeout: cfg.DialTimeout}
-	rawConn, err := dialer.DialContext(ctx, "tcp", net.JoinHostPort(cfg.Host, cfg.Port))
+	rawConn, err := cfg.dial(ctx)
 	if err != nil {
 		return nil, nil, a.fail(ctx, err)
 	}
@@ -256,13 +257,23 @@ func (a *attempt) session(ctx context.Context) (ss *session, stop func() bool, e
 // transaction sends one message on an open session: MAIL, RCPT, DATA. It
 // leaves the session ready for the next message when it returns nil.
 func (a *attempt) transaction(ctx context.Context, ss *session, env Envelope, raw []byte) error {
+	if err := a.envelope(ctx, ss, env, len(raw)); err != nil {
+		return err
+	}
+	return a.data(ctx, ss, raw)
+}
+
+// envelope says MAIL and RCPT: after it, the session holds a transaction
+// that QUIT or RSET discards without a trace. The relay and the mx
+// transport share it.
+func (a *attempt) envelope(ctx context.Context, ss *session, env Envelope, size int) error {
 	cfg := a.cfg
-	c, nc := ss.c, ss.nc
+	c := ss.c
 	c.CommandTimeout = cfg.CommandTimeout
 	c.SubmissionTimeout = cfg.DataTimeout
 
 	a.stage = StageMail
-	opts := &smtp.MailOptions{Size: int64(len(raw))}
+	opts := &smtp.MailOptions{Size: int64(size)}
 	if !isASCII(env.From) || !allASCII(env.To) {
 		if ok, _ := c.Extension("SMTPUTF8"); !ok {
 			return a.fail(ctx, permanent{errors.New("envelope has non-ASCII addresses and the server does not support SMTPUTF8")})
@@ -279,7 +290,14 @@ func (a *attempt) transaction(ctx context.Context, ss *session, env Envelope, ra
 			return a.fail(ctx, fmt.Errorf("recipient <%s>: %w", to, err))
 		}
 	}
+	return nil
+}
 
+// data sends the message of the transaction envelope opened. From the 354
+// on, a lost connection leaves the outcome unknown (Ambiguous).
+func (a *attempt) data(ctx context.Context, ss *session, raw []byte) error {
+	cfg := a.cfg
+	c, nc := ss.c, ss.nc
 	a.stage = StageData
 	w, err := c.Data()
 	if err != nil {
@@ -308,7 +326,6 @@ func (a *attempt) transaction(ctx context.Context, ss *session, env Envelope, ra
 			return a.fail(ctx, err)
 		}
 	}
-
 	return nil
 }
 
@@ -337,6 +354,10 @@ func (a *attempt) fail(ctx context.Context, err error) error {
 	case errors.As(err, &perm):
 		e.Class = Permanent
 		e.Err = perm.err
+	case errors.Is(err, outbound.ErrBlocked):
+		// The destination is not one sendonce may reach: no retry will
+		// change that until the operator changes --outbound-allow.
+		e.Class = Permanent
 	case a.dataStarted:
 		e.Class = Ambiguous
 	default:

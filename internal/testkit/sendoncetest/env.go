@@ -110,9 +110,13 @@ type Options struct {
 	// DNSResolver ("host:port", a dnstest server) is queried by the mx
 	// transport and the domain checks.
 	DNSResolver string
-	// MX makes the transport mx, with loopback exchangers allowed and
-	// reached at the recording SMTP server's port (SMTP is implied).
+	// MX makes the transport mx, with exchangers reached at the recording
+	// SMTP server's port (SMTP is implied).
 	MX bool
+	// StrictOutbound runs with the default --outbound-allow (global
+	// unicast only). Without it, loopback is allowed, where test servers
+	// listen.
+	StrictOutbound bool
 }
 
 // Env is a running instance.
@@ -179,7 +183,10 @@ func Start(t testing.TB, o Options) *Env {
 		DB: e.DB, Transport: transport, DBMaxConns: 8, Redis: redisURL, RedisPrefix: redisPrefix, From: "sender@example.com",
 		IdempotencyTTL: o.TTL, RequireIdempotencyKey: !o.AllowNoKey, RetryBase: o.RetryBase, MaxAttempts: o.MaxAttempts,
 		AttemptLease: o.Lease, Work: !o.NoWorkers, PollInterval: o.PollInterval, Now: e.Clock.Now,
-		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort, MXAllowLoopback: o.MX,
+		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort,
+	}
+	if !o.StrictOutbound {
+		cfg.OutboundAllow = "127.0.0.0/8,::1"
 	}
 	if o.NoReplayCache {
 		cfg.ReplayCache = -1
