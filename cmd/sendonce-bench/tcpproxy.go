@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// tcpProxy is the soak's TCP proxy on 127.0.0.1, between sendonce and a
+// server it depends on (the SMTP sink, PostgreSQL). It passes bytes both
+// ways until told to fault:
+//
+//   - cut closes every open connection and refuses new ones until pass;
+//   - dropReplies (SMTP only) forwards a message's final dot to the sink
+//     and then swallows the sink's reply and closes the connection: the
+//     sink took the message, sendonce never hears so.
+type tcpProxy struct {
+	addr   string
+	target string
+	ln     net.Listener
+	done   chan struct{}
+
+	cutting atomic.Bool
+	// dropP is the chance, in 1/1000, that a message's reply is dropped.
+	dropP   atomic.Int32
+	chance  func(perMille int32) bool
+	dropped atomic.Int64
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+}
+
+// proxyDialTimeout bounds the proxy's connect to its target; proxyLinger is
+// how long a muted connection stays open after the dot, so that the
+// target's reply arrives and is swallowed before the close.
+const (
+	proxyDialTimeout = 5 * time.Second
+	proxyLinger      = 300 * time.Millisecond
+)
+
+// startProxy listens on 127.0.0.1:0 and forwards to target. chance decides
+// each dropReplies draw (the soak's seeded source).
+func startProxy(target string, chance func(perMille int32) bool) (*tcpProxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("proxy: listen: %w", err)
+	}
+	p := &tcpProxy{addr: ln.Addr().String(), target: target, ln: ln, done: make(chan struct{}),
+		chance: chance, conns: map[net.Conn]struct{}{}}
+	go p.serve()
+	return p, nil
+}
+
+func (p *tcpProxy) serve() {
+	defer close(p.done)
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		if p.cutting.Load() {
+			c.Close()
+			continue
+		}
+		go p.handle(c)
+	}
+}
+
+func (p *tcpProxy) track(c net.Conn, on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if on {
+		p.conns[c] = struct{}{}
+	} else {
+		delete(p.conns, c)
+	}
+}
+
+func (p *tcpProxy) handle(client net.Conn) {
+	server, err := net.DialTimeout("tcp", p.target, proxyDialTimeout)
+	if err != nil {
+		client.Close()
+		return
+	}
+	p.track(client, true)
+	p.track(server, true)
+	defer func() {
+		client.Close()
+		server.Close()
+		p.track(client, false)
+		p.track(server, false)
+	}()
+	var muted atomic.Bool
+	up := make(chan struct{})
+	go func() {
+		defer close(up)
+		p.upstream(client, server, &muted)
+	}()
+	// Downstream: the target's replies, unless muted.
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := server.Read(buf)
+		if n > 0 && !muted.Load() {
+			if _, werr := client.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	client.Close()
+	<-up
+}
+
+// upstream copies client → server, watching for the end of a message's
+// data ("\r\n.\r\n": a line that is a lone dot, which dot-stuffing keeps
+// out of the body). When a draw says drop, the connection is muted before
+// the dot goes out, so the reply can never slip through, and closed a
+// moment later.
+func (p *tcpProxy) upstream(client, server net.Conn, muted *atomic.Bool) {
+	defer server.Close()
+	buf := make([]byte, 32<<10)
+	var tail []byte // the last bytes of the previous read
+	for {
+		n, err := client.Read(buf)
+		if n > 0 {
+			if perMille := p.dropP.Load(); perMille > 0 && !muted.Load() {
+				window := append(tail, buf[:n]...)
+				if bytes.Contains(window, []byte("\r\n.\r\n")) && p.chance(perMille) {
+					muted.Store(true)
+					p.dropped.Add(1)
+					time.AfterFunc(proxyLinger, func() { client.Close(); server.Close() })
+				}
+				tail = append(tail[:0], window[max(0, len(window)-4):]...)
+			}
+			if _, werr := server.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return // EOF or a closed connection: the session is over
+		}
+	}
+}
+
+// cut closes every open connection and refuses new ones until pass.
+func (p *tcpProxy) cut() {
+	p.cutting.Store(true)
+	p.mu.Lock()
+	conns := make([]net.Conn, 0, len(p.conns))
+	for c := range p.conns {
+		conns = append(conns, c)
+	}
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// pass ends a cut and stops dropping replies.
+func (p *tcpProxy) pass() {
+	p.cutting.Store(false)
+	p.dropP.Store(0)
+}
+
+// dropReplies drops each message's reply with this chance (1/1000).
+func (p *tcpProxy) dropReplies(perMille int32) { p.dropP.Store(perMille) }
+
+func (p *tcpProxy) close() {
+	p.ln.Close()
+	<-p.done
+	p.cut()
+}
