@@ -76,6 +76,10 @@ type Deliverer struct {
 
 	mu   sync.Mutex
 	smtp map[string]transport.Transport // by URL
+
+	// onSlotFree, when set (by the Scheduler), is called when an attempt
+	// gave its relay session back, before its outcome is written.
+	onSlotFree func()
 }
 
 // NewDeliverer returns a Deliverer. It validates the default transport.
