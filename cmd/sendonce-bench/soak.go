@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sendonce/sendonce/internal/testkit/tcpproxy"
 )
 
 // soakConfig is the soak mode's settings (--mode soak).
@@ -34,6 +36,9 @@ type soakConfig struct {
 	settle time.Duration
 	giveUp time.Duration
 }
+
+// soakPGConns bounds each soak process's PostgreSQL connections.
+const soakPGConns = 5
 
 // soakReport is what a soak prints (and writes with --json).
 type soakReport struct {
@@ -110,11 +115,11 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 	}
 	defer sk.close()
 	sk.faults = &sinkFaults{pick: inj.pick, late: c.lease}
-	smtpPx, err := startProxy(sk.addr, g.chance)
+	smtpPx, err := tcpproxy.Start(sk.addr, g.chance)
 	if err != nil {
 		return err
 	}
-	defer smtpPx.close()
+	defer smtpPx.Close()
 	inj.smtpPx = smtpPx
 	inj.kinds = []string{faultKill, faultStop, faultSink451, faultSink550, faultHangUp, faultLate, faultDropReply}
 
@@ -133,19 +138,23 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 			}
 		}()
 		u, _ := url.Parse(direct)
-		pgPx, err := startProxy(u.Host, g.chance)
+		pgPx, err := tcpproxy.Start(u.Host, g.chance)
 		if err != nil {
 			return err
 		}
-		defer pgPx.close()
+		defer pgPx.Close()
 		inj.pgPx = pgPx
 		inj.kinds = append(inj.kinds, faultPGCut)
-		u.Host = pgPx.addr
+		u.Host = pgPx.Addr
 		db, keysDB = u.String(), direct
 	}
-	common := []string{"--db", db, "--transport", "smtp://" + smtpPx.addr + "?tls=none",
+	common := []string{"--db", db, "--transport", "smtp://" + smtpPx.Addr + "?tls=none",
 		"--attempt-lease", c.lease.String(), "--retry-base", "200ms", "--max-attempts", "10",
 		"--poll-interval", "50ms", "--log-level", "info"}
+	if pg {
+		// The PostgreSQL server may be shared: a few connections each.
+		common = append(common, "--db-max-conns", fmt.Sprint(soakPGConns))
+	}
 	var apiNodes []*node
 	if pg {
 		// A worker first: it migrates the empty database.

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sendonce/sendonce/internal/testkit/tcpproxy"
 )
 
 // The fault kinds of the soak's schedule.
@@ -51,8 +53,8 @@ type injector struct {
 	kinds  []string
 	nodes  []*node
 	sinkFx *sinkFaults
-	smtpPx *tcpProxy
-	pgPx   *tcpProxy // nil on SQLite
+	smtpPx *tcpproxy.Proxy
+	pgPx   *tcpproxy.Proxy // nil on SQLite
 	lease  time.Duration
 	logger *slog.Logger
 
@@ -139,14 +141,14 @@ func (in *injector) apply(ctx context.Context, kind string) {
 		in.setSink(sinkAccept, 0)
 	case faultDropReply:
 		in.logger.Info("fault", slog.String("kind", kind), slog.Duration("for", window))
-		in.smtpPx.dropReplies(500)
+		in.smtpPx.DropReplies(500)
 		sleepCtx(ctx, window)
-		in.smtpPx.pass()
+		in.smtpPx.Pass()
 	case faultPGCut:
 		in.logger.Info("fault", slog.String("kind", kind), slog.Duration("for", window))
-		in.pgPx.cut()
+		in.pgPx.Cut()
 		sleepCtx(ctx, window)
-		in.pgPx.pass()
+		in.pgPx.Pass()
 	}
 }
 
@@ -167,9 +169,9 @@ func (in *injector) restart(ctx context.Context, n *node) {
 // back to normal.
 func (in *injector) heal(ctx context.Context) {
 	in.setSink(sinkAccept, 0)
-	in.smtpPx.pass()
+	in.smtpPx.Pass()
 	if in.pgPx != nil {
-		in.pgPx.pass()
+		in.pgPx.Pass()
 	}
 	for _, n := range in.nodes {
 		n.signal(syscall.SIGCONT)

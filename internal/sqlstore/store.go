@@ -93,7 +93,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx core.Tx) error) error {
 	}
 	t, commit, rollback, err := s.beginPG(ctx)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return fmt.Errorf("begin: %w", pgUnavailable(err))
 	}
 	defer func() {
 		// A panicking fn must not keep a connection (on SQLite, the only
@@ -108,7 +108,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx core.Tx) error) error {
 		return err
 	}
 	if err := commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("commit: %w", pgUnavailable(err))
 	}
 	if t.woke {
 		s.woke()
@@ -133,7 +133,7 @@ func (s *Store) readTx(ctx context.Context, fn func(q querier) error) error {
 	if s.PG != nil {
 		tx, err := s.PGRead.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead})
 		if err != nil {
-			return fmt.Errorf("begin read: %w", err)
+			return fmt.Errorf("begin read: %w", pgUnavailable(err))
 		}
 		defer tx.Rollback(context.WithoutCancel(ctx)) // read only: nothing to undo
 		return fn(pgxQuerier{db: tx, rebind: s.rebind})

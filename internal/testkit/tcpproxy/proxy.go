@@ -1,4 +1,9 @@
-package main
+// Package tcpproxy is a TCP proxy on 127.0.0.1 for fault tests and the
+// soak (cmd/sendonce-bench): it sits between sendonce and a server it
+// depends on — PostgreSQL, an SMTP relay — and cuts connections, or drops
+// an SMTP server's reply to the end of a message's data. It needs no
+// *testing.T, so tools can use it too.
+package tcpproxy
 
 import (
 	"bytes"
@@ -9,16 +14,15 @@ import (
 	"time"
 )
 
-// tcpProxy is the soak's TCP proxy on 127.0.0.1, between sendonce and a
-// server it depends on (the SMTP sink, PostgreSQL). It passes bytes both
-// ways until told to fault:
+// Proxy passes bytes both ways until told to fault:
 //
-//   - cut closes every open connection and refuses new ones until pass;
-//   - dropReplies (SMTP only) forwards a message's final dot to the sink
-//     and then swallows the sink's reply and closes the connection: the
-//     sink took the message, sendonce never hears so.
-type tcpProxy struct {
-	addr   string
+//   - Cut closes every open connection and refuses new ones until Pass;
+//   - DropReplies (SMTP only) forwards a message's final dot to the server
+//     and then swallows the server's reply and closes the connection: the
+//     server took the message, the client never hears so.
+type Proxy struct {
+	// Addr is the proxy's "127.0.0.1:port".
+	Addr   string
 	target string
 	ln     net.Listener
 	done   chan struct{}
@@ -41,20 +45,24 @@ const (
 	proxyLinger      = 300 * time.Millisecond
 )
 
-// startProxy listens on 127.0.0.1:0 and forwards to target. chance decides
-// each dropReplies draw (the soak's seeded source).
-func startProxy(target string, chance func(perMille int32) bool) (*tcpProxy, error) {
+// Start listens on 127.0.0.1:0 and forwards to target. chance decides each
+// DropReplies draw (nil: every message's reply is dropped while DropReplies
+// is on).
+func Start(target string, chance func(perMille int32) bool) (*Proxy, error) {
+	if chance == nil {
+		chance = func(int32) bool { return true }
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("proxy: listen: %w", err)
 	}
-	p := &tcpProxy{addr: ln.Addr().String(), target: target, ln: ln, done: make(chan struct{}),
+	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, done: make(chan struct{}),
 		chance: chance, conns: map[net.Conn]struct{}{}}
 	go p.serve()
 	return p, nil
 }
 
-func (p *tcpProxy) serve() {
+func (p *Proxy) serve() {
 	defer close(p.done)
 	for {
 		c, err := p.ln.Accept()
@@ -69,7 +77,7 @@ func (p *tcpProxy) serve() {
 	}
 }
 
-func (p *tcpProxy) track(c net.Conn, on bool) {
+func (p *Proxy) track(c net.Conn, on bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if on {
@@ -79,7 +87,7 @@ func (p *tcpProxy) track(c net.Conn, on bool) {
 	}
 }
 
-func (p *tcpProxy) handle(client net.Conn) {
+func (p *Proxy) handle(client net.Conn) {
 	server, err := net.DialTimeout("tcp", p.target, proxyDialTimeout)
 	if err != nil {
 		client.Close()
@@ -121,7 +129,7 @@ func (p *tcpProxy) handle(client net.Conn) {
 // out of the body). When a draw says drop, the connection is muted before
 // the dot goes out, so the reply can never slip through, and closed a
 // moment later.
-func (p *tcpProxy) upstream(client, server net.Conn, muted *atomic.Bool) {
+func (p *Proxy) upstream(client, server net.Conn, muted *atomic.Bool) {
 	defer server.Close()
 	buf := make([]byte, 32<<10)
 	var tail []byte // the last bytes of the previous read
@@ -147,8 +155,8 @@ func (p *tcpProxy) upstream(client, server net.Conn, muted *atomic.Bool) {
 	}
 }
 
-// cut closes every open connection and refuses new ones until pass.
-func (p *tcpProxy) cut() {
+// Cut closes every open connection and refuses new ones until pass.
+func (p *Proxy) Cut() {
 	p.cutting.Store(true)
 	p.mu.Lock()
 	conns := make([]net.Conn, 0, len(p.conns))
@@ -161,17 +169,21 @@ func (p *tcpProxy) cut() {
 	}
 }
 
-// pass ends a cut and stops dropping replies.
-func (p *tcpProxy) pass() {
+// Pass ends a cut and stops dropping replies.
+func (p *Proxy) Pass() {
 	p.cutting.Store(false)
 	p.dropP.Store(0)
 }
 
-// dropReplies drops each message's reply with this chance (1/1000).
-func (p *tcpProxy) dropReplies(perMille int32) { p.dropP.Store(perMille) }
+// DropReplies drops each message's reply with this chance (1/1000).
+func (p *Proxy) DropReplies(perMille int32) { p.dropP.Store(perMille) }
 
-func (p *tcpProxy) close() {
+// Dropped is how many replies DropReplies swallowed.
+func (p *Proxy) Dropped() int64 { return p.dropped.Load() }
+
+// Close stops the proxy and closes every connection.
+func (p *Proxy) Close() {
 	p.ln.Close()
 	<-p.done
-	p.cut()
+	p.Cut()
 }
