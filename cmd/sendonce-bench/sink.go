@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/textproto"
 	"strings"
@@ -36,6 +37,7 @@ type sink struct {
 	total int
 	rcpts map[string]*rcptCount
 	ids   map[string]int // messages kept per Message-ID
+	began map[string]int // transactions that reached DATA, per Message-ID
 }
 
 // sinkAct is what the sink does with one transaction.
@@ -94,7 +96,7 @@ func startSinkOn(addr string) (*sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sink: listen: %w", err)
 	}
-	s := &sink{addr: ln.Addr().String(), ln: ln, done: make(chan struct{}), rcpts: map[string]*rcptCount{}, ids: map[string]int{}}
+	s := &sink{addr: ln.Addr().String(), ln: ln, done: make(chan struct{}), rcpts: map[string]*rcptCount{}, ids: map[string]int{}, began: map[string]int{}}
 	srv := smtp.NewServer(s)
 	srv.Domain = "localhost"
 	srv.AllowInsecureAuth = true
@@ -139,15 +141,12 @@ func (s *sink) messages() int {
 	return s.total
 }
 
-// idCounts copies the count of kept messages per Message-ID.
-func (s *sink) idCounts() map[string]int {
+// idCounts copies the count of kept messages per Message-ID, and of the
+// transactions that reached DATA (kept or not).
+func (s *sink) idCounts() (kept, began map[string]int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.ids))
-	for id, n := range s.ids {
-		out[id] = n
-	}
-	return out
+	return maps.Clone(s.ids), maps.Clone(s.began)
 }
 
 func (s *sink) record(to []string, id string) {
@@ -214,6 +213,9 @@ func (ss *sinkSession) Data(r io.Reader) error {
 		return fmt.Errorf("sink: reading body: %w", err)
 	}
 	id := strings.Trim(strings.TrimSpace(h.Get("Message-Id")), "<>")
+	ss.s.mu.Lock()
+	ss.s.began[id]++
+	ss.s.mu.Unlock()
 	switch ss.act {
 	case sinkTempFail:
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "sink: try again later (soak fault)"}

@@ -58,12 +58,15 @@ type soakReport struct {
 	Stuck      int `json:"stuck"`
 	SentNotAt  int `json:"sent_not_at_sink"`
 	Other      int `json:"other_violations"`
-	// The unknown sends: whose message reached the sink once, never, or
-	// twice (the reconcile case; not a violation, counted apart).
-	UnknownAtSink    int      `json:"unknown_at_sink"`
-	UnknownNeverLeft int      `json:"unknown_not_at_sink"`
-	UnknownTwice     int      `json:"unknown_delivered_twice"`
-	Findings         []string `json:"findings,omitempty"`
+	// The unknown sends: whose message the sink kept once; whose DATA
+	// began but the sink did not keep it (it hung up); whose attempts
+	// never reached DATA at the sink (the ones unknown should not be);
+	// and kept twice (the reconcile case; not a violation, counted apart).
+	UnknownAtSink        int      `json:"unknown_at_sink"`
+	UnknownLostAfterData int      `json:"unknown_data_began_not_kept"`
+	UnknownNeverLeft     int      `json:"unknown_never_reached_data"`
+	UnknownTwice         int      `json:"unknown_delivered_twice"`
+	Findings             []string `json:"findings,omitempty"`
 }
 
 func (r *soakReport) violations() int {
@@ -285,8 +288,8 @@ func printSoak(w io.Writer, r *soakReport) {
 	fmt.Fprintf(w, "requests:   %s\n", sorted(r.Requests))
 	fmt.Fprintf(w, "faults:     %s\n", sorted(r.Faults))
 	fmt.Fprintf(w, "sends:      %s; %d messages at the sink\n", sorted(r.Statuses), r.AtSink)
-	fmt.Fprintf(w, "unknown:    %d at the sink once, %d never reached it, %d delivered twice (reconcile case)\n",
-		r.UnknownAtSink, r.UnknownNeverLeft, r.UnknownTwice)
+	fmt.Fprintf(w, "unknown:    %d kept by the sink, %d began DATA but not kept, %d never reached DATA, %d delivered twice (reconcile case)\n",
+		r.UnknownAtSink, r.UnknownLostAfterData, r.UnknownNeverLeft, r.UnknownTwice)
 	fmt.Fprintf(w, "violations: duplicates=%d lost=%d stuck=%d sent-not-at-sink=%d other=%d\n",
 		r.Duplicates, r.Lost, r.Stuck, r.SentNotAt, r.Other)
 	for _, f := range r.Findings {

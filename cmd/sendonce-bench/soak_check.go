@@ -82,7 +82,7 @@ func check(ctx context.Context, c soakConfig, cl *clients, sk *sink, rep *soakRe
 
 	all := cl.logicals()
 	rep.Keys, rep.Statuses = len(all), map[string]int{}
-	ids := sk.idCounts()
+	ids, began := sk.idCounts()
 	for _, n := range ids {
 		rep.AtSink += n
 	}
@@ -122,7 +122,7 @@ func check(ctx context.Context, c soakConfig, cl *clients, sk *sink, rep *soakRe
 					mu.Unlock()
 					return
 				}
-				judge(l, list.Data, ids, seen, rep, finding)
+				judge(l, list.Data, ids, began, seen, rep, finding)
 				mu.Unlock()
 			}
 		}()
@@ -144,7 +144,7 @@ func check(ctx context.Context, c soakConfig, cl *clients, sk *sink, rep *soakRe
 
 // judge checks one logical send: its sends in the database and their
 // messages at the sink. It runs under check's lock.
-func judge(l *logical, sends []soakSend, ids map[string]int, seen map[string]bool, rep *soakReport, finding func(string, *logical, string)) {
+func judge(l *logical, sends []soakSend, ids, began map[string]int, seen map[string]bool, rep *soakReport, finding func(string, *logical, string)) {
 	l.mu.Lock()
 	acked, sendID, bodies := l.sendID != "", l.sendID, len(l.bodies)
 	l.mu.Unlock()
@@ -178,8 +178,10 @@ func judge(l *logical, sends []soakSend, ids map[string]int, seen map[string]boo
 			finding("stuck", l, what)
 		case "unknown":
 			switch {
-			case n == 0:
+			case n == 0 && began[id] == 0:
 				rep.UnknownNeverLeft++
+			case n == 0:
+				rep.UnknownLostAfterData++
 			case n == 1:
 				rep.UnknownAtSink++
 			default:
