@@ -25,6 +25,9 @@ const (
 	// CodeRateLimited: the key reached a send cap; Error.RetryAfter says
 	// when it may send again. Retried after that wait.
 	CodeRateLimited = "rate_limited"
+	// CodeUnavailable: the server's database could not be reached for a
+	// moment; nothing was done. Retried after Retry-After.
+	CodeUnavailable = "service_unavailable"
 	CodeKeyRequired = "idempotency_key_required"
 	CodeKeyInvalid  = "idempotency_key_invalid"
 	// CodeKeyInUse: a request with the same key is still running. Retried.

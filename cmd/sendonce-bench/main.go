@@ -13,6 +13,13 @@
 // exactly one send each), delivery (new sends through the sink: accepted →
 // 250 at the sink) and all (the four in turn).
 //
+// Mode soak is the randomized fault soak (see soak.go): it runs sendonce
+// itself, on SQLite (one process) or PostgreSQL (--spawn-api API and
+// --soak-workers worker processes), under a seeded schedule of faults,
+// then heals and checks that nothing was sent twice, lost or left stuck:
+//
+//	sendonce-bench --mode soak --db sqlite:/tmp/soak/s.db --sendonce ./sendonce --duration 30m --seed 7
+//
 // Every request goes to the 127.0.0.1-style addresses you give it or to the
 // processes it started on 127.0.0.1; every phase is bounded by --duration
 // or a count, and every wait by a timeout.
@@ -88,7 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var urls string
 	fs.StringVar(&urls, "url", "http://127.0.0.1:8787", "comma-separated base URLs; requests are spread round robin")
 	fs.StringVar(&c.key, "key", os.Getenv("SENDONCE_API_KEY"), "API key with the send and read scopes (env SENDONCE_API_KEY)")
-	fs.StringVar(&c.mode, "mode", "new", "new, replay, storm, delivery (needs --spawn-api) or all")
+	fs.StringVar(&c.mode, "mode", "new", "new, replay, storm, delivery (needs --spawn-api), all, or soak (the randomized fault soak: needs --db)")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long each mode sends")
 	fs.IntVar(&c.concurrency, "concurrency", 32, "requests in flight")
 	fs.IntVar(&c.replayKeys, "replay-keys", 200, "keys created before a replay run")
@@ -100,8 +107,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.binary, "sendonce", "sendonce", "the sendonce binary for --spawn-api")
 	sinkAddr := fs.String("sink", "", "only serve the built-in SMTP sink on this address (a relay for a server started by hand)")
 	baseline := fs.String("baseline", "", "only serve the yardstick — bare net/http answering a JSON POST — on this address, for wrk or this tool")
+	seed := fs.Uint64("seed", 0, "soak: seed of the fault schedule (0: one from the clock, printed)")
+	soakWorkers := fs.Int("soak-workers", 2, "soak on PostgreSQL: worker processes (API processes: --spawn-api, default 2)")
+	soakDir := fs.String("soak-dir", "", "soak: directory for the database file and the processes' logs (default: a new temporary one)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if c.mode == "soak" {
+		return soakMode(ctx, c, *seed, *soakWorkers, *soakDir, stdout, stderr)
 	}
 	if *baseline != "" {
 		return serveBaseline(ctx, *baseline, stdout)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/textproto"
 	"strings"
@@ -29,9 +30,32 @@ type sink struct {
 	ln   net.Listener
 	done chan struct{}
 
+	// faults, when set, picks what each transaction meets (the soak).
+	faults *sinkFaults
+
 	mu    sync.Mutex
 	total int
 	rcpts map[string]*rcptCount
+	ids   map[string]int // messages kept per Message-ID
+	began map[string]int // transactions that reached DATA, per Message-ID
+}
+
+// sinkAct is what the sink does with one transaction.
+type sinkAct int
+
+const (
+	sinkAccept     sinkAct = iota // 250, kept
+	sinkTempFail                  // 451 to the end of DATA, not kept
+	sinkReject                    // 550 to RCPT
+	sinkHangUpKept                // reads the body, keeps it, hangs up without a reply
+	sinkHangUpLost                // reads the body, drops it, hangs up without a reply
+	sinkLate                      // keeps it and answers 250 only after sinkFaults.late
+)
+
+// sinkFaults lets the soak decide each transaction's fate.
+type sinkFaults struct {
+	pick func() sinkAct // called once per transaction, at MAIL
+	late time.Duration  // how long sinkLate waits (capped by sinkTimeout)
 }
 
 type rcptCount struct {
@@ -72,7 +96,7 @@ func startSinkOn(addr string) (*sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sink: listen: %w", err)
 	}
-	s := &sink{addr: ln.Addr().String(), ln: ln, done: make(chan struct{}), rcpts: map[string]*rcptCount{}}
+	s := &sink{addr: ln.Addr().String(), ln: ln, done: make(chan struct{}), rcpts: map[string]*rcptCount{}, ids: map[string]int{}, began: map[string]int{}}
 	srv := smtp.NewServer(s)
 	srv.Domain = "localhost"
 	srv.AllowInsecureAuth = true
@@ -117,11 +141,22 @@ func (s *sink) messages() int {
 	return s.total
 }
 
+// idCounts copies the count of kept messages per Message-ID, and of the
+// transactions that reached DATA (kept or not).
+func (s *sink) idCounts() (kept, began map[string]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.ids), maps.Clone(s.began)
+}
+
 func (s *sink) record(to []string, id string) {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.total++
+	if id != "" {
+		s.ids[id]++
+	}
 	for _, r := range to {
 		r = strings.ToLower(r)
 		c := s.rcpts[r]
@@ -140,16 +175,29 @@ func (s *sink) record(to []string, id string) {
 }
 
 // NewSession implements smtp.Backend.
-func (s *sink) NewSession(*smtp.Conn) (smtp.Session, error) { return &sinkSession{s: s}, nil }
-
-type sinkSession struct {
-	s  *sink
-	to []string
+func (s *sink) NewSession(c *smtp.Conn) (smtp.Session, error) {
+	return &sinkSession{s: s, conn: c}, nil
 }
 
-func (ss *sinkSession) Mail(string, *smtp.MailOptions) error { return nil }
+type sinkSession struct {
+	s    *sink
+	conn *smtp.Conn
+	to   []string
+	act  sinkAct
+}
+
+func (ss *sinkSession) Mail(string, *smtp.MailOptions) error {
+	ss.act = sinkAccept
+	if f := ss.s.faults; f != nil {
+		ss.act = f.pick()
+	}
+	return nil
+}
 
 func (ss *sinkSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	if ss.act == sinkReject {
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "sink: no such user (soak fault)"}
+	}
 	ss.to = append(ss.to, to)
 	return nil
 }
@@ -165,6 +213,28 @@ func (ss *sinkSession) Data(r io.Reader) error {
 		return fmt.Errorf("sink: reading body: %w", err)
 	}
 	id := strings.Trim(strings.TrimSpace(h.Get("Message-Id")), "<>")
+	ss.s.mu.Lock()
+	ss.s.began[id]++
+	ss.s.mu.Unlock()
+	switch ss.act {
+	case sinkTempFail:
+		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "sink: try again later (soak fault)"}
+	case sinkHangUpKept, sinkHangUpLost:
+		if ss.act == sinkHangUpKept {
+			ss.s.record(ss.to, id)
+		}
+		ss.conn.Conn().Close()
+		return errors.New("sink: hung up after DATA (soak fault)")
+	case sinkLate:
+		ss.s.record(ss.to, id)
+		t := time.NewTimer(min(ss.s.faults.late, sinkTimeout))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ss.s.done:
+		}
+		return nil
+	}
 	ss.s.record(ss.to, id)
 	return nil
 }

@@ -19,6 +19,10 @@ const (
 	CodeInternal           = "internal_error"
 	// CodeRateLimited: a per-key send cap is reached (429).
 	CodeRateLimited = "rate_limited"
+	// CodeUnavailable: the database could not be reached (restarting,
+	// unreachable, out of connections); nothing was done (503 with
+	// Retry-After).
+	CodeUnavailable = "service_unavailable"
 )
 
 // Error is sendonce's one application error: a code from the list above, a
@@ -60,3 +64,34 @@ func ErrorCode(err error) string {
 // ErrNotFound is returned by stores when a row does not exist (for the
 // caller's tenant).
 var ErrNotFound = &Error{Code: CodeNotFound, Message: "not found"}
+
+// ErrUnavailable is the *Error of a store that could not be reached: what
+// a caller is shown when Unavailable marked the failure.
+var ErrUnavailable = &Error{Code: CodeUnavailable,
+	Message: "the database is unavailable for a moment; nothing was stored: retry with the same Idempotency-Key after Retry-After"}
+
+// Unavailable marks err, a failure to reach the store, as ErrUnavailable:
+// errors.As finds ErrUnavailable in its chain (so ErrorCode is
+// CodeUnavailable), while Error and Unwrap keep the cause for the logs.
+// The store decides which of its failures are such; nil stays nil.
+func Unavailable(err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	return &unavailable{err: err}
+}
+
+type unavailable struct{ err error }
+
+func (u *unavailable) Error() string        { return u.err.Error() }
+func (u *unavailable) Unwrap() error        { return u.err }
+func (u *unavailable) Is(target error) bool { return target == ErrUnavailable }
+
+// As makes errors.As(err, &e) with e a *Error find ErrUnavailable.
+func (u *unavailable) As(target any) bool {
+	if e, ok := target.(**Error); ok {
+		*e = ErrUnavailable
+		return true
+	}
+	return false
+}

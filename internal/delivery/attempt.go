@@ -19,37 +19,101 @@ import (
 // outcome, decided by the pure function outcomeOf, written only while the
 // claim still holds the send).
 
-// Claim takes up to n due sends for an attempt each.
-func (d *Deliverer) Claim(ctx context.Context, n int) ([]*core.Send, error) {
+// Claimed is a send claimed for an attempt, with the relay session slot
+// taken for it before the claim (nil when its transport bounds nothing).
+type Claimed struct {
+	Send *core.Send
+	slot *transport.Slot
+}
+
+// Claim takes up to n due sends for an attempt each. When the default
+// transport is a relay with a bound on its sessions, it first takes a free
+// session slot per send and claims no more sends than it got: a send is
+// committed sending only with a session to hand it over on, so a crash
+// cannot leave unknown a send that was only waiting in the pool. short
+// reports that the slots, not n or the due sends, limited the claim.
+func (d *Deliverer) Claim(ctx context.Context, n int) (claimed []Claimed, short bool, err error) {
+	slots, bounded := d.defaultSlots(n)
+	if bounded {
+		short = len(slots) < n
+		if n = len(slots); n == 0 {
+			return nil, true, nil
+		}
+	}
 	var sends []*core.Send
 	token := idempotency.NewToken()
-	err := d.store.InTx(ctx, func(tx core.Tx) error {
+	err = d.store.InTx(ctx, func(tx core.Tx) error {
 		now := d.cfg.Now().UTC()
 		var err error
 		sends, err = tx.ClaimDue(ctx, now, now.Add(d.cfg.AttemptLease), token, n)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim due sends: %w", err)
+		sends = nil
+		err = fmt.Errorf("claim due sends: %w", err)
 	}
-	return sends, nil
+	for i, s := range sends {
+		c := Claimed{Send: s}
+		if bounded {
+			c.slot = slots[i]
+		}
+		claimed = append(claimed, c)
+	}
+	for _, sl := range slots[min(len(sends), len(slots)):] {
+		sl.Release()
+	}
+	return claimed, short, err
+}
+
+// defaultSlots takes up to n free session slots of the default transport
+// when it is a relay; bounded is false when it is not (capture, mx).
+func (d *Deliverer) defaultSlots(n int) (slots []*transport.Slot, bounded bool) {
+	switch d.cfg.DefaultTransport {
+	case "capture", "mx":
+		return nil, false
+	}
+	t, err := d.smtpTransport(d.cfg.DefaultTransport, false)
+	relay, ok := t.(*transport.SMTP)
+	if err != nil || !ok {
+		return nil, false
+	}
+	for range n {
+		sl, ok := relay.TryAcquire()
+		if !ok {
+			break
+		}
+		slots = append(slots, sl)
+	}
+	return slots, true
 }
 
 // RunOnce claims the sends due now and runs their attempts one after the
 // other; it returns how many it ran. Tests and tools drive delivery with
 // it; the Scheduler runs attempts concurrently.
 func (d *Deliverer) RunOnce(ctx context.Context) (int, error) {
-	sends, err := d.Claim(ctx, 100)
-	for _, s := range sends {
-		d.Run(ctx, s)
+	claimed, _, err := d.Claim(ctx, 100)
+	for _, c := range claimed {
+		d.Run(ctx, c)
 	}
-	return len(sends), err
+	return len(claimed), err
 }
+
+// errNoSession says a send's relay had no free session: the attempt was
+// not begun, and the send goes back to the queue for a moment.
+var errNoSession = errors.New("every session to the relay is in use")
+
+// deferDelay is how long a send whose relay had no free session waits
+// before it is due again.
+const deferDelay = 500 * time.Millisecond
 
 // Run makes the attempt of a claimed send and records its outcome. It is
 // bounded by the attempt budget, inside the lease, so that a healthy worker
 // has recorded its outcome before the rescuer would call the send unknown.
-func (d *Deliverer) Run(ctx context.Context, s *core.Send) {
+func (d *Deliverer) Run(ctx context.Context, c Claimed) {
+	s := c.Send
+	if c.slot != nil {
+		defer c.slot.Release() // unused (suppressed, another transport): back to the pool
+	}
 	ctx, cancel := context.WithTimeout(ctx, attemptBudget(d.cfg.AttemptLease))
 	defer cancel()
 	token := s.AttemptToken
@@ -60,12 +124,20 @@ func (d *Deliverer) Run(ctx context.Context, s *core.Send) {
 	)
 	skipped, derr = d.suppressed(ctx, s)
 	if derr == nil && skipped == "" {
-		derr, inTx = d.handOff(ctx, s)
+		derr, inTx = d.handOff(ctx, s, c.slot)
+		if c.slot != nil && d.onSlotFree != nil {
+			// The session is free for the next claim now, while this
+			// outcome is written (on SQLite, in the same group commit).
+			d.onSlotFree()
+		}
 	}
 	o := outcomeOf(derr, s.Tries, d.cfg.MaxAttempts)
 	o.attempted = true
-	if skipped != "" {
+	switch {
+	case skipped != "":
 		o = outcome{status: core.StatusFailed, event: "suppressed", detail: "recipient is suppressed: " + skipped}
+	case errors.Is(derr, errNoSession):
+		o = outcome{status: core.StatusQueued, deferred: true, detail: derr.Error()}
 	}
 	if err := d.record(ctx, s, token, o, inTx); err != nil {
 		// The send stays sending: the rescuer will call it unknown, the
@@ -76,6 +148,9 @@ func (d *Deliverer) Run(ctx context.Context, s *core.Send) {
 	if o.metric != "" {
 		d.count(o.metric)
 	}
+	if o.deferred {
+		return
+	}
 	d.logger.LogAttrs(ctx, slog.LevelInfo, "delivery attempt",
 		slog.String("send_id", s.ID), slog.Int("attempt", s.Tries), slog.Bool("ok", derr == nil && skipped == ""),
 		slog.String("outcome", o.metric))
@@ -85,7 +160,12 @@ func (d *Deliverer) Run(ctx context.Context, s *core.Send) {
 // it in the database: its handoff is a write that joins the outcome's
 // transaction (inTx), so the message is kept exactly when the send is
 // recorded sent.
-func (d *Deliverer) handOff(ctx context.Context, s *core.Send) (err error, inTx func(core.Tx) error) {
+//
+// A relay's message goes out on the slot taken before the claim when it is
+// one of that relay's; otherwise on a slot taken now, without waiting: a
+// send must not wait for a session while it is recorded sending, so with
+// none free it is deferred (errNoSession) before anything was begun.
+func (d *Deliverer) handOff(ctx context.Context, s *core.Send, slot *transport.Slot) (err error, inTx func(core.Tx) error) {
 	raw, env, err := Render(s)
 	if err != nil {
 		return &transport.Error{Class: transport.Permanent, Stage: "render", Err: err}, nil
@@ -113,7 +193,19 @@ func (d *Deliverer) handOff(ctx context.Context, s *core.Send) (err error, inTx 
 		}
 	}
 	d.logger.LogAttrs(ctx, slog.LevelDebug, "handing over", slog.String("send_id", s.ID), slog.Bool("dkim_signed", signed))
-	return t.Deliver(ctx, env, raw), nil
+	relay, ok := t.(*transport.SMTP)
+	if !ok {
+		return t.Deliver(ctx, env, raw), nil
+	}
+	if slot == nil || !slot.Of(relay) {
+		if slot != nil {
+			slot.Release()
+		}
+		if slot, ok = relay.TryAcquire(); !ok {
+			return errNoSession, nil
+		}
+	}
+	return slot.Deliver(ctx, env, raw), nil
 }
 
 // recordBudget is how long an attempt's outcome may take to be written:
@@ -130,8 +222,11 @@ type outcome struct {
 	reached bool // the attempt reached the relay: counted in attempts
 	// attempted: a handoff was tried (not so for a suppressed recipient).
 	attempted bool
-	retry     bool   // queued again, after the backoff
-	metric    string // sendonce_delivery_attempts_total's outcome label
+	retry     bool // queued again, after the backoff
+	// deferred: no attempt was begun (no free relay session); the send is
+	// due again after deferDelay, and the claim's try is given back.
+	deferred bool
+	metric   string // sendonce_delivery_attempts_total's outcome label
 }
 
 // outcomeOf decides an attempt's outcome from the transport's error (nil:
@@ -181,6 +276,9 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 	switch {
 	case o.status == core.StatusSent:
 		next.SentAt, next.LastError = &now, ""
+	case o.deferred:
+		at := now.Add(deferDelay)
+		next.NextAttemptAt, next.Tries, next.LastError = &at, s.Tries-1, s.LastError
 	case o.retry:
 		at := now.Add(Backoff(d.cfg.RetryBase, d.cfg.MaxRetryDelay, s.Tries))
 		next.NextAttemptAt = &at
@@ -198,6 +296,9 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 			if err := inTx(tx); err != nil {
 				return err
 			}
+		}
+		if o.deferred {
+			return nil // nothing happened to tell of
 		}
 		if !o.attempted {
 			return tx.AddEvent(wctx, s.ID, core.Event{Type: o.event, At: now, Detail: o.detail})

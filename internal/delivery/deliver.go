@@ -81,6 +81,10 @@ type Deliverer struct {
 	mx *transport.MX
 
 	relays relays
+
+	// onSlotFree, when set (by the Scheduler), is called when an attempt
+	// gave its relay session back, before its outcome is written.
+	onSlotFree func()
 }
 
 // NewDeliverer returns a Deliverer. It validates the default transport.

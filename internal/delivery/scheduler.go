@@ -42,11 +42,17 @@ type Scheduler struct {
 // once, looking for due sends every poll and whenever Notify is called.
 func NewScheduler(d *Deliverer, workers int, poll time.Duration, logger *slog.Logger) *Scheduler {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Scheduler{
+	s := &Scheduler{
 		d: d, workers: workers, poll: poll, logger: logger,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		attempts: ctx, cancel: cancel, slots: make(chan struct{}, workers),
 	}
+	d.onSlotFree = func() {
+		if s.backlog.Load() {
+			s.Notify() // a relay session is free and more sends are due
+		}
+	}
+	return s
 }
 
 // Notify makes the scheduler look for due sends now (a send was accepted
@@ -70,7 +76,7 @@ func (s *Scheduler) loop() {
 		full := false
 		if free := s.workers - len(s.slots); free > 0 {
 			n := min(free, claimBatch)
-			sends, err := s.d.Claim(s.attempts, n)
+			claimed, short, err := s.d.Claim(s.attempts, n)
 			if err != nil {
 				// The database may be down: nothing was claimed, every due
 				// send is still queued. Try again later, less often.
@@ -81,20 +87,22 @@ func (s *Scheduler) loop() {
 			} else {
 				failures = 0
 			}
-			for _, snd := range sends {
+			for _, c := range claimed {
 				s.slots <- struct{}{}
 				s.running.Add(1)
 				go func() {
 					defer s.running.Done()
-					s.d.Run(s.attempts, snd)
+					s.d.Run(s.attempts, c)
 					<-s.slots
 					if s.backlog.Load() {
 						s.Notify() // a slot is free and more are due
 					}
 				}()
 			}
-			full = len(sends) == n
-			s.backlog.Store(full)
+			full = len(claimed) == n && !short
+			// Held back by the relay's sessions: more may be due, and the
+			// attempt that frees a session wakes the loop (backlog).
+			s.backlog.Store(full || short)
 		}
 		if full {
 			select {

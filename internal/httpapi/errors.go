@@ -42,6 +42,7 @@ var errorStatus = map[string]int{
 	core.CodeUnauthorized:       http.StatusUnauthorized,
 	core.CodeForbidden:          http.StatusForbidden,
 	core.CodeRateLimited:        http.StatusTooManyRequests,
+	core.CodeUnavailable:        http.StatusServiceUnavailable,
 	codePayloadTooLarge:         http.StatusRequestEntityTooLarge,
 	codeMethodNotAllow:          http.StatusMethodNotAllowed,
 	core.CodeInternal:           http.StatusInternalServerError,
@@ -86,6 +87,9 @@ func newErrorBody(code, message, param string) errorBody {
 func errorResponse(r *http.Request, logger *slog.Logger, err error) (int, errorBody) {
 	var e *core.Error
 	if errors.As(err, &e) && e.Code != core.CodeInternal {
+		if e.Code == core.CodeUnavailable {
+			logger.WarnContext(r.Context(), "database unavailable", slog.String("path", r.URL.Path), slog.Any("error", err))
+		}
 		return statusOf(e.Code), newErrorBody(e.Code, e.Message, e.Param)
 	}
 	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
@@ -120,7 +124,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeRaw(w, status, "application/json", marshal(v))
 }
 
+// retryAfterUnavailable is the Retry-After of a 503: a database restart
+// or a cut connection is usually over within seconds.
+const retryAfterUnavailable = "1"
+
 func writeRaw(w http.ResponseWriter, status int, contentType string, body []byte) {
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", retryAfterUnavailable) // every 503 says when to come back
+	}
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

@@ -95,10 +95,12 @@ func (q pgxQuerier) ctx(ctx context.Context) context.Context {
 	return ctx
 }
 
+// Every error of pgxQuerier that says the server is out of reach is
+// marked core.Unavailable (pgUnavailable).
 func (q pgxQuerier) exec(ctx context.Context, s string, args ...any) (int64, error) {
 	tag, err := q.db.Exec(q.ctx(ctx), q.rebind.do(s), args...)
 	if err != nil {
-		return 0, err
+		return 0, pgUnavailable(err)
 	}
 	return tag.RowsAffected(), nil
 }
@@ -110,7 +112,7 @@ func (q pgxQuerier) queryRow(ctx context.Context, s string, args ...any) row {
 func (q pgxQuerier) query(ctx context.Context, s string, args ...any) (rows, error) {
 	r, err := q.db.Query(q.ctx(ctx), q.rebind.do(s), args...)
 	if err != nil {
-		return nil, err
+		return nil, pgUnavailable(err)
 	}
 	return pgxRows{r}, nil
 }
@@ -123,14 +125,16 @@ func (r pgxRow) Scan(dest ...any) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sql.ErrNoRows
 	}
-	return err
+	return pgUnavailable(err)
 }
 
 type pgxRows struct{ pgx.Rows }
 
+func (r pgxRows) Err() error { return pgUnavailable(r.Rows.Err()) }
+
 func (r pgxRows) Close() error {
 	r.Rows.Close()
-	return r.Rows.Err()
+	return pgUnavailable(r.Rows.Err())
 }
 
 // rebinder turns ? placeholders into $1, $2, … once per statement text.

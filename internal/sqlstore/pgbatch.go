@@ -27,7 +27,7 @@ type pgBatchTx struct {
 func (s *Store) beginPostgres(ctx context.Context) (batchTx, error) {
 	conn, err := s.PG.Acquire(ctx)
 	if err != nil {
-		return batchTx{}, err
+		return batchTx{}, pgUnavailable(err)
 	}
 	t := &pgBatchTx{conn: conn, rebind: s.rebind}
 	return batchTx{q: t, commit: t.commit, rollback: t.rollback}, nil
@@ -50,7 +50,7 @@ func (t *pgBatchTx) pipeline(ctx context.Context, sts ...statement) (pgx.BatchRe
 		t.begun = true
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
-			return nil, fmt.Errorf("begin: %w", err)
+			return nil, fmt.Errorf("begin: %w", pgUnavailable(err))
 		}
 	}
 	return br, nil
@@ -59,7 +59,7 @@ func (t *pgBatchTx) pipeline(ctx context.Context, sts ...statement) (pgx.BatchRe
 func (t *pgBatchTx) exec(ctx context.Context, s string, args ...any) (int64, error) {
 	if t.begun {
 		tag, err := t.conn.Exec(context.WithoutCancel(ctx), t.rebind.do(s), args...)
-		return tag.RowsAffected(), err
+		return tag.RowsAffected(), pgUnavailable(err)
 	}
 	br, err := t.pipeline(ctx, statement{sql: s, args: args})
 	if err != nil {
@@ -68,9 +68,9 @@ func (t *pgBatchTx) exec(ctx context.Context, s string, args ...any) (int64, err
 	tag, err := br.Exec()
 	if err != nil {
 		_ = br.Close()
-		return 0, err
+		return 0, pgUnavailable(err)
 	}
-	return tag.RowsAffected(), br.Close()
+	return tag.RowsAffected(), pgUnavailable(br.Close())
 }
 
 func (t *pgBatchTx) queryRow(ctx context.Context, s string, args ...any) row {
@@ -93,7 +93,7 @@ func (t *pgBatchTx) query(ctx context.Context, s string, args ...any) (rows, err
 	}
 	r, err := t.conn.Query(context.WithoutCancel(ctx), t.rebind.do(s), args...)
 	if err != nil {
-		return nil, err
+		return nil, pgUnavailable(err)
 	}
 	return pgxRows{r}, nil
 }
@@ -126,7 +126,7 @@ func (t *pgBatchTx) commit(ctx context.Context, d *deferredRows) (flushErr, err 
 		err = errors.New("the transaction was rolled back")
 	}
 	t.release()
-	return nil, err
+	return nil, pgUnavailable(err)
 }
 
 func (t *pgBatchTx) rollback() {

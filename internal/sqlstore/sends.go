@@ -226,9 +226,8 @@ func (s *Store) ListSends(ctx context.Context, tenant string, f core.SendFilter)
 		where, args = append(where, "api_key_id = ?"), append(args, f.APIKeyID)
 	}
 	limit := f.Limit
-	args = append(args, limit+1)
-	rows, err := s.r.query(ctx, `SELECT `+sendColumns+` FROM sends WHERE `+strings.Join(where, " AND ")+
-		` ORDER BY id DESC LIMIT ?`, args...)
+	q, args := listSendsQuery(where, args, f, limit)
+	rows, err := s.r.query(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list sends: %w", err)
 	}
@@ -242,6 +241,21 @@ func (s *Store) ListSends(ctx context.Context, tenant string, f core.SendFilter)
 		next = sends[limit-1].ID
 	}
 	return sends, next, nil
+}
+
+// listSendsQuery is ListSends' statement. By key, the order is an
+// expression: one key has one send (a few once its key expired and was
+// used again), so the key's index finds them and the handful is sorted;
+// ordering by the bare id let SQLite, which keeps no statistics here,
+// walk every send of the tenant down the (tenant, id) index instead — 3 to
+// 4 seconds a lookup at 340,000 sends (found by the soak).
+func listSendsQuery(where []string, args []any, f core.SendFilter, limit int) (string, []any) {
+	order := "id DESC"
+	if f.IdempotencyKey != "" {
+		order = "id || '' DESC"
+	}
+	return `SELECT ` + sendColumns + ` FROM sends WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY ` + order + ` LIMIT ?`, append(args, limit+1)
 }
 
 // SendEvents implements core.Store.

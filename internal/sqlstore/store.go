@@ -134,7 +134,7 @@ func (s *Store) readTx(ctx context.Context, fn func(q querier) error) error {
 	if s.PG != nil {
 		tx, err := s.PGRead.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead})
 		if err != nil {
-			return fmt.Errorf("begin read: %w", err)
+			return fmt.Errorf("begin read: %w", pgUnavailable(err))
 		}
 		defer tx.Rollback(context.WithoutCancel(ctx)) // read only: nothing to undo
 		return fn(pgxQuerier{db: tx, rebind: s.rebind})

@@ -152,3 +152,38 @@ func TestParseSMTPURL_MaxSessions(t *testing.T) {
 		t.Error("max_sessions twice accepted")
 	}
 }
+
+// A slot is one of the relay's sessions taken without waiting: none is
+// given beyond MaxSessions, a slot delivers like Deliver and frees itself,
+// and releasing twice frees only one.
+func TestSMTPPool_SlotsAreTakenWithoutWaiting(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Options{})
+	s := pooled(t, srv, 1)
+	sl, ok := s.TryAcquire()
+	if !ok || !sl.Of(s) {
+		t.Fatalf("first slot: ok=%v", ok)
+	}
+	if _, ok := s.TryAcquire(); ok {
+		t.Fatal("a second slot beyond max_sessions=1")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := s.Deliver(ctx, testEnvelope, testMessage("waits@sendonce.test")); transport.ClassOf(err) != transport.Temporary {
+		t.Fatalf("Deliver while the slot is held: %v, want a temporary failure once its wait ends", err)
+	}
+	if err := sl.Deliver(context.Background(), testEnvelope, testMessage("slot@sendonce.test")); err != nil {
+		t.Fatalf("deliver on the slot: %v", err)
+	}
+	sl.Release() // again: a no-op
+	a, ok := s.TryAcquire()
+	if !ok {
+		t.Fatal("the slot was not freed by its Deliver")
+	}
+	if _, ok := s.TryAcquire(); ok {
+		t.Fatal("a double Release freed two slots")
+	}
+	a.Release()
+	if c := srv.MessageIDCounts(); len(c) != 1 || c["slot@sendonce.test"] != 1 {
+		t.Fatalf("messages %v, want only the slot's, once", c)
+	}
+}

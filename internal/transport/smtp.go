@@ -122,11 +122,8 @@ func (s *SMTP) put(ss *session) {
 // attempt (4xx Temporary, 5xx Permanent) before DATA, so a retry never sends
 // the message to the recipients that were accepted.
 func (s *SMTP) Deliver(ctx context.Context, env Envelope, raw []byte) error {
-	if err := s.cfg.validate(); err != nil {
-		return &Error{Class: Temporary, Stage: StageDial, Err: fmt.Errorf("invalid transport configuration: %w", err)}
-	}
-	if stage, err := checkEnvelope(env); err != nil {
-		return &Error{Class: Permanent, Stage: stage, Err: err}
+	if err := s.precheck(env); err != nil {
+		return err
 	}
 	if s.sem != nil {
 		select {
@@ -136,6 +133,70 @@ func (s *SMTP) Deliver(ctx context.Context, env Envelope, raw []byte) error {
 			return &Error{Class: Temporary, Stage: StageDial, Err: fmt.Errorf("waiting for a free session: %w", context.Cause(ctx))}
 		}
 	}
+	return s.deliver(ctx, env, raw)
+}
+
+// Slot is one of a relay's MaxSessions, taken without waiting for it.
+// Delivery takes a slot before it commits an attempt as sending, so that
+// no attempt the database calls sending waits for a session: a crash then
+// leaves unknown only attempts that had a session in hand and were about
+// to hand their message over, never ones queued behind the pool.
+type Slot struct {
+	s    *SMTP
+	once sync.Once
+}
+
+// TryAcquire takes one of the relay's MaxSessions if one is free; ok is
+// false when all are in use. Without MaxSessions it always succeeds.
+func (s *SMTP) TryAcquire() (sl *Slot, ok bool) {
+	if s.sem != nil {
+		select {
+		case s.sem <- struct{}{}:
+		default:
+			return nil, false
+		}
+	}
+	return &Slot{s: s}, true
+}
+
+// Of reports whether the slot is one of t's sessions.
+func (sl *Slot) Of(t Transport) bool { return t == Transport(sl.s) }
+
+// Release gives the slot back. It is safe to call more than once, and
+// after Deliver.
+func (sl *Slot) Release() {
+	sl.once.Do(func() {
+		if sl.s.sem != nil {
+			<-sl.s.sem
+		}
+	})
+}
+
+// Deliver sends one message as SMTP.Deliver does, on the slot instead of
+// waiting for one, and releases the slot.
+func (sl *Slot) Deliver(ctx context.Context, env Envelope, raw []byte) error {
+	defer sl.Release()
+	if err := sl.s.precheck(env); err != nil {
+		return err
+	}
+	return sl.s.deliver(ctx, env, raw)
+}
+
+// precheck refuses, before any session is taken, what no session could
+// send: a broken configuration, an impossible envelope.
+func (s *SMTP) precheck(env Envelope) error {
+	if err := s.cfg.validate(); err != nil {
+		return &Error{Class: Temporary, Stage: StageDial, Err: fmt.Errorf("invalid transport configuration: %w", err)}
+	}
+	if stage, err := checkEnvelope(env); err != nil {
+		return &Error{Class: Permanent, Stage: stage, Err: err}
+	}
+	return nil
+}
+
+// deliver sends one message on a pooled session or a new one; the caller
+// holds one of the MaxSessions.
+func (s *SMTP) deliver(ctx context.Context, env Envelope, raw []byte) error {
 	for ss := s.take(); ss != nil; ss = s.take() {
 		a := &attempt{cfg: &s.cfg, stage: StageRset, reached: true, client: ss.c}
 		stop := context.AfterFunc(ctx, func() { ss.raw.Close() })

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sendonce/sendonce/internal/testkit/tcpproxy"
+)
+
+// soakConfig is the soak mode's settings (--mode soak).
+type soakConfig struct {
+	bin      string
+	db       string // sqlite:PATH, or a postgres:// URL of a server the soak may create a database on
+	duration time.Duration
+	seed     uint64
+	clients  int
+	apis     int // PostgreSQL: API processes (SQLite: one process in both roles)
+	workers  int // PostgreSQL: worker processes
+	dir      string
+	lease    time.Duration
+	// settle bounds the wait, after the heal, for every send to leave
+	// queued and sending; giveUp the clients' last retries.
+	settle time.Duration
+	giveUp time.Duration
+}
+
+// soakPGConns bounds each soak process's PostgreSQL connections.
+const soakPGConns = 5
+
+// soakReport is what a soak prints (and writes with --json).
+type soakReport struct {
+	Database  string         `json:"database"`
+	Seed      uint64         `json:"seed"`
+	Duration  string         `json:"duration"`
+	Processes []string       `json:"processes"`
+	Keys      int            `json:"keys"`
+	Acked     int            `json:"acknowledged"`
+	Requests  map[string]int `json:"requests"`
+	Faults    map[string]int `json:"faults"`
+	Statuses  map[string]int `json:"send_statuses"`
+	AtSink    int            `json:"messages_at_sink"`
+	// The violations, each a count; Findings has the histories.
+	Duplicates int `json:"duplicates"`
+	Lost       int `json:"lost"`
+	Stuck      int `json:"stuck"`
+	SentNotAt  int `json:"sent_not_at_sink"`
+	Other      int `json:"other_violations"`
+	// The unknown sends: whose message the sink kept once; whose DATA
+	// began but the sink did not keep it (it hung up); whose attempts
+	// never reached DATA at the sink (the ones unknown should not be);
+	// and kept twice (the reconcile case; not a violation, counted apart).
+	UnknownAtSink        int      `json:"unknown_at_sink"`
+	UnknownLostAfterData int      `json:"unknown_data_began_not_kept"`
+	UnknownNeverLeft     int      `json:"unknown_never_reached_data"`
+	UnknownTwice         int      `json:"unknown_delivered_twice"`
+	Findings             []string `json:"findings,omitempty"`
+}
+
+func (r *soakReport) violations() int {
+	return r.Duplicates + r.Lost + r.Stuck + r.SentNotAt + r.Other
+}
+
+// soakMode checks the flags of --mode soak and runs it.
+func soakMode(ctx context.Context, bc config, seed uint64, workers int, dir string, stdout, stderr io.Writer) error {
+	if bc.db == "" {
+		return errors.New("--mode soak needs --db (sqlite:PATH, or a postgres:// URL on which it may create a database)")
+	}
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	apis := bc.spawnAPI
+	if apis <= 0 {
+		apis = 2
+	}
+	if bc.duration <= 0 || bc.concurrency < 1 || workers < 1 {
+		return errors.New("--duration, --concurrency and --soak-workers must be positive")
+	}
+	c := soakConfig{bin: bc.binary, db: bc.db, duration: bc.duration, seed: seed, clients: bc.concurrency,
+		apis: apis, workers: workers, dir: dir, lease: 3 * time.Second, settle: 3 * time.Minute, giveUp: 30 * time.Second}
+	if c.dir == "" && strings.HasPrefix(bc.db, "sqlite:") {
+		c.dir = filepath.Dir(strings.TrimPrefix(bc.db, "sqlite:"))
+	}
+	return runSoak(ctx, c, bc.jsonFile, stdout, stderr)
+}
+
+// runSoak runs the randomized fault soak and reports; it returns an error
+// when a check failed.
+func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr io.Writer) (err error) {
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if c.dir == "" {
+		d, err := os.MkdirTemp("", "sendonce-soak-")
+		if err != nil {
+			return err
+		}
+		c.dir = d
+	}
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return err
+	}
+	g := newRNG(c.seed)
+	inj := &injector{rng: g, lease: c.lease, logger: logger, counts: map[string]int{}}
+	sk, err := startSink()
+	if err != nil {
+		return err
+	}
+	defer sk.close()
+	sk.faults = &sinkFaults{pick: inj.pick, late: c.lease}
+	smtpPx, err := tcpproxy.Start(sk.addr, g.chance)
+	if err != nil {
+		return err
+	}
+	defer smtpPx.Close()
+	inj.smtpPx = smtpPx
+	inj.kinds = []string{faultKill, faultStop, faultSink451, faultSink550, faultHangUp, faultLate, faultDropReply}
+
+	db, keysDB := c.db, c.db
+	pg := !strings.HasPrefix(c.db, "sqlite:")
+	if pg {
+		direct, cleanup, cerr := createSoakDatabase(ctx, c.db, c.seed)
+		if cerr != nil {
+			return cerr
+		}
+		defer func() {
+			if err == nil {
+				cleanup() // a failed soak keeps its database for a look
+			} else {
+				logger.Warn("soak database kept", slog.String("db", direct))
+			}
+		}()
+		u, _ := url.Parse(direct)
+		pgPx, err := tcpproxy.Start(u.Host, g.chance)
+		if err != nil {
+			return err
+		}
+		defer pgPx.Close()
+		inj.pgPx = pgPx
+		inj.kinds = append(inj.kinds, faultPGCut)
+		u.Host = pgPx.Addr
+		db, keysDB = u.String(), direct
+	}
+	common := []string{"--db", db, "--transport", "smtp://" + smtpPx.Addr + "?tls=none",
+		"--attempt-lease", c.lease.String(), "--retry-base", "200ms", "--max-attempts", "10",
+		"--poll-interval", "50ms", "--log-level", "info"}
+	if pg {
+		// The PostgreSQL server may be shared: a few connections each.
+		common = append(common, "--db-max-conns", fmt.Sprint(soakPGConns))
+	}
+	var apiNodes []*node
+	if pg {
+		// A worker first: it migrates the empty database.
+		for i := range c.workers {
+			inj.nodes = append(inj.nodes, newNode(fmt.Sprintf("worker%d", i+1), "worker", c.bin, c.dir, common))
+		}
+		for i := range c.apis {
+			n := newNode(fmt.Sprintf("api%d", i+1), "api", c.bin, c.dir, common)
+			inj.nodes, apiNodes = append(inj.nodes, n), append(apiNodes, n)
+		}
+	} else {
+		n := newNode("all", "all", c.bin, c.dir, common)
+		inj.nodes, apiNodes = []*node{n}, []*node{n}
+	}
+	rep := &soakReport{Database: strings.SplitN(c.db, ":", 2)[0], Seed: c.seed, Duration: c.duration.String()}
+	for _, n := range inj.nodes {
+		if err := n.start(ctx); err != nil {
+			return err
+		}
+		rep.Processes = append(rep.Processes, n.name)
+	}
+	defer func() {
+		for _, n := range inj.nodes {
+			if err := n.term(); err != nil {
+				logger.Warn("stop", slog.Any("error", err))
+			}
+		}
+	}()
+	out, err := exec.CommandContext(ctx, c.bin, "keys", "create", "--db", keysDB, "--name", "soak", "--scopes", "send,read,admin").Output()
+	if err != nil {
+		return fmt.Errorf("keys create: %w", err)
+	}
+	apiKey := strings.TrimSpace(string(out))
+
+	logger.Info("soak started", slog.Uint64("seed", c.seed), slog.Duration("duration", c.duration),
+		slog.String("db", rep.Database), slog.String("dir", c.dir))
+	start := time.Now()
+	cl := newClients(apiKey, apiNodes, g, start, c.clients)
+	faultCtx, stopFaults := context.WithTimeout(ctx, c.duration)
+	defer stopFaults()
+	newCtx, stopNew := context.WithTimeout(ctx, c.duration)
+	defer stopNew()
+	giveCtx, stopGive := context.WithTimeout(ctx, c.duration+c.giveUp)
+	defer stopGive()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cl.run(newCtx, giveCtx, c.clients)
+	}()
+	inj.run(faultCtx)
+	logger.Info("healing")
+	inj.heal(ctx)
+	<-done
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	logger.Info("clients done; waiting for quiescence", slog.Int("keys", len(cl.logicals())))
+	if err := check(ctx, c, cl, sk, rep, logger); err != nil {
+		return err
+	}
+	rep.Faults, rep.Requests = inj.figures(), cl.statusFigures()
+	printSoak(stdout, rep)
+	if jsonFile != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := writeFile(jsonFile, stdout, append(b, '\n')); err != nil {
+			return err
+		}
+	}
+	if n := rep.violations(); n > 0 {
+		return fmt.Errorf("soak: %d violations (seed %d; logs in %s)", n, c.seed, c.dir)
+	}
+	return nil
+}
+
+func writeFile(file string, stdout io.Writer, b []byte) error {
+	if file == "-" {
+		_, err := stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(file, b, 0o644)
+}
+
+// createSoakDatabase makes a fresh database on the server of admin for
+// this soak; cleanup drops it.
+func createSoakDatabase(ctx context.Context, admin string, seed uint64) (string, func(), error) {
+	name := fmt.Sprintf("sendonce_soak_%d_%d", seed, time.Now().UnixNano())
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, admin)
+	if err != nil {
+		return "", nil, fmt.Errorf("soak: connect to PostgreSQL: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(cctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", nil, fmt.Errorf("soak: create database: %w", err)
+	}
+	u, err := url.Parse(admin)
+	if err != nil {
+		return "", nil, err
+	}
+	u.Path = "/" + name
+	cleanup := func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(dctx, admin); err == nil {
+			_, _ = c.Exec(dctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+			c.Close(dctx)
+		}
+	}
+	return u.String(), cleanup, nil
+}
+
+func printSoak(w io.Writer, r *soakReport) {
+	sorted := func(m map[string]int) string {
+		var ks []string
+		for k := range m {
+			ks = append(ks, k)
+		}
+		slices.Sort(ks)
+		var parts []string
+		for _, k := range ks {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+		}
+		return strings.Join(parts, " ")
+	}
+	fmt.Fprintf(w, "soak on %s, seed %d, %s, processes %s\n", r.Database, r.Seed, r.Duration, strings.Join(r.Processes, ","))
+	fmt.Fprintf(w, "keys:       %d logical sends, %d acknowledged (200)\n", r.Keys, r.Acked)
+	fmt.Fprintf(w, "requests:   %s\n", sorted(r.Requests))
+	fmt.Fprintf(w, "faults:     %s\n", sorted(r.Faults))
+	fmt.Fprintf(w, "sends:      %s; %d messages at the sink\n", sorted(r.Statuses), r.AtSink)
+	fmt.Fprintf(w, "unknown:    %d kept by the sink, %d began DATA but not kept, %d never reached DATA, %d delivered twice (reconcile case)\n",
+		r.UnknownAtSink, r.UnknownLostAfterData, r.UnknownNeverLeft, r.UnknownTwice)
+	fmt.Fprintf(w, "violations: duplicates=%d lost=%d stuck=%d sent-not-at-sink=%d other=%d\n",
+		r.Duplicates, r.Lost, r.Stuck, r.SentNotAt, r.Other)
+	for _, f := range r.Findings {
+		fmt.Fprintln(w, "  "+f)
+	}
+}
+
+var errNoAPI = errors.New("no API process is up")

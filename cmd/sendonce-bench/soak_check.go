@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxFindings bounds how many offending histories a report lists.
+const maxFindings = 30
+
+type soakSend struct {
+	ID        string `json:"id"`
+	Status    string `json:"status"`
+	MessageID string `json:"message_id"`
+	Attempts  int    `json:"attempts"`
+	LastError string `json:"last_error"`
+}
+
+// check waits (bounded) until no send is queued or sending, then checks
+// every logical send against the database (over the API) and the sink.
+func check(ctx context.Context, c soakConfig, cl *clients, sk *sink, rep *soakReport, logger *slog.Logger) error {
+	api := func() (string, error) {
+		if u := cl.anyURL(); u != "" {
+			return u, nil
+		}
+		return "", errNoAPI
+	}
+	hc := &http.Client{Timeout: 10 * time.Second}
+	get := func(path string, v any) error {
+		base, err := api()
+		if err != nil {
+			return err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+cl.apiKey)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			return fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, b)
+		}
+		return json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(v)
+	}
+	// Quiescence: nothing queued or sending any more.
+	deadline := time.Now().Add(c.settle)
+	for {
+		busy := 0
+		var err error
+		for _, st := range []string{"queued", "sending"} {
+			var list struct{ Data []soakSend }
+			if err = get("/v1/sends?limit=100&status="+st, &list); err != nil {
+				break
+			}
+			busy += len(list.Data)
+		}
+		if err == nil && busy == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			logger.Warn("no quiescence before the bound; checking anyway", slog.Duration("settle", c.settle), slog.Any("error", err))
+			break
+		}
+		if !sleepCtx(ctx, 500*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+
+	all := cl.logicals()
+	rep.Keys, rep.Statuses = len(all), map[string]int{}
+	ids, began := sk.idCounts()
+	for _, n := range ids {
+		rep.AtSink += n
+	}
+	var (
+		mu    sync.Mutex
+		seen  = map[string]bool{} // Message-IDs of the sends found
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		fails []error
+	)
+	finding := func(kind string, l *logical, what string) {
+		if len(rep.Findings) < maxFindings {
+			rep.Findings = append(rep.Findings, fmt.Sprintf("%s: %s; %s", kind, what, l.history()))
+		}
+	}
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(all) || ctx.Err() != nil {
+					return
+				}
+				l := all[i]
+				var list struct{ Data []soakSend }
+				var err error
+				for try := 0; try < 5; try++ { // a lookup may meet a process being restarted
+					if err = get("/v1/sends?limit=100&idempotency_key="+url.QueryEscape(l.key), &list); err == nil {
+						break
+					}
+					sleepCtx(ctx, 500*time.Millisecond)
+				}
+				mu.Lock()
+				if err != nil {
+					fails = append(fails, err)
+					mu.Unlock()
+					return
+				}
+				judge(l, list.Data, ids, began, seen, rep, finding)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(fails) > 0 {
+		return fmt.Errorf("soak: look sends up: %w", fails[0])
+	}
+	for id, n := range ids {
+		if !seen[id] {
+			rep.Other++
+			if len(rep.Findings) < maxFindings {
+				rep.Findings = append(rep.Findings, fmt.Sprintf("orphan: Message-ID %s at the sink %d times belongs to no send", id, n))
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// judge checks one logical send: its sends in the database and their
+// messages at the sink. It runs under check's lock.
+func judge(l *logical, sends []soakSend, ids, began map[string]int, seen map[string]bool, rep *soakReport, finding func(string, *logical, string)) {
+	l.mu.Lock()
+	acked, sendID, bodies := l.sendID != "", l.sendID, len(l.bodies)
+	l.mu.Unlock()
+	if acked {
+		rep.Acked++
+	}
+	switch {
+	case acked && len(sends) == 0:
+		rep.Lost++
+		finding("lost", l, "answered 200, no send in the database")
+	case len(sends) > 1:
+		rep.Duplicates += len(sends) - 1
+		finding("duplicate send", l, fmt.Sprintf("%d sends for one key", len(sends)))
+	case acked && sends[0].ID != sendID:
+		rep.Other++
+		finding("send id", l, fmt.Sprintf("answered %s, the database has %s", sendID, sends[0].ID))
+	}
+	if bodies > 1 {
+		rep.Other++
+		finding("replay", l, fmt.Sprintf("%d different 200 bodies", bodies))
+	}
+	for _, s := range sends {
+		id := strings.Trim(s.MessageID, "<>")
+		seen[id] = true
+		n := ids[id]
+		rep.Statuses[s.Status]++
+		what := fmt.Sprintf("send %s %s (attempts %d, last error %q), %d at the sink", s.ID, s.Status, s.Attempts, s.LastError, n)
+		switch s.Status {
+		case "queued", "sending":
+			rep.Stuck++
+			finding("stuck", l, what)
+		case "unknown":
+			switch {
+			case n == 0 && began[id] == 0:
+				rep.UnknownNeverLeft++
+			case n == 0:
+				rep.UnknownLostAfterData++
+			case n == 1:
+				rep.UnknownAtSink++
+			default:
+				rep.UnknownTwice++
+				finding("unknown, delivered twice (reconcile case)", l, what)
+			}
+		case "sent":
+			if n == 0 {
+				rep.SentNotAt++
+				finding("sent, not at the sink", l, what)
+			}
+		default:
+			if n > 0 {
+				// failed (550 or attempts spent): no attempt may have
+				// handed the message over before.
+				rep.Other++
+				finding("at the sink, yet "+s.Status, l, what)
+			}
+		}
+		if n > 1 && s.Status != "unknown" {
+			rep.Duplicates += n - 1
+			finding("Message-ID delivered twice", l, what)
+		}
+	}
+}
