@@ -136,7 +136,7 @@ func (s *Service) PrepareDomain(p AddDomainParams) (*core.Domain, error) {
 	}
 	return &core.Domain{
 		Tenant: cmp.Or(p.Tenant, "default"), Domain: name, Selector: selector, Algorithm: string(alg),
-		PrivateKey: sealed, PublicRecord: rec.Value,
+		PrivateKey: sealed, PublicRecord: rec.Value, Status: core.DomainNotStarted,
 	}, nil
 }
 
@@ -265,6 +265,52 @@ func (s *Service) CheckDomain(ctx context.Context, c DNSCheck) (*dnscheck.Report
 		}
 	}
 	return dnscheck.Check(ctx, opts)
+}
+
+// VerifyStatus is the status a DNS check gives a domain: verified when
+// the DKIM checks found the published key usable and the stored one (no
+// DKIM error, at least one DKIM finding OK), failed otherwise. SPF and
+// DMARC are suggestions and MX is about receiving: they do not decide.
+func VerifyStatus(rep *dnscheck.Report) core.DomainStatus {
+	ok := false
+	for _, f := range rep.Findings {
+		if f.Check != dnscheck.CheckDKIM {
+			continue
+		}
+		if f.Level == dnscheck.Error {
+			return core.DomainFailed
+		}
+		ok = ok || f.Level == dnscheck.OK
+	}
+	if !ok {
+		return core.DomainFailed
+	}
+	return core.DomainVerified
+}
+
+// DomainMailboxes returns the ids of the tenant's mailboxes whose address
+// is at domain (any form of the name): what a key limited to a domain may
+// send from. ErrNotFound when the tenant has no such domain.
+func (s *Service) DomainMailboxes(ctx context.Context, tenant, domain string) ([]string, error) {
+	d, err := s.Domain(ctx, tenant, domain)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := s.store.ListMailboxes(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, m := range ms {
+		at := strings.LastIndexByte(m.Address, '@')
+		if at < 0 {
+			continue
+		}
+		if name, err := NormalizeDomain(m.Address[at+1:]); err == nil && name == d.Domain {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids, nil
 }
 
 // SignDKIM signs raw, an outgoing message from the address from, with the

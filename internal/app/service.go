@@ -100,7 +100,17 @@ type NewKeyParams struct {
 
 // CreateKey stores a new API key and returns it with its secret, which is
 // never stored and cannot be shown again.
-func (s *Service) CreateKey(ctx context.Context, p NewKeyParams) (*core.APIKey, string, error) {
+func (s *Service) CreateKey(ctx context.Context, p NewKeyParams) (k *core.APIKey, secret string, err error) {
+	err = s.store.InTx(ctx, func(tx core.Tx) error {
+		k, secret, err = s.CreateKeyTx(ctx, tx, p)
+		return err
+	})
+	return k, secret, err
+}
+
+// CreateKeyTx is CreateKey in the caller's transaction (an idempotent
+// route stores its answer, the secret included, in the same one).
+func (s *Service) CreateKeyTx(ctx context.Context, tx core.Tx, p NewKeyParams) (*core.APIKey, string, error) {
 	if p.Tenant == "" {
 		p.Tenant = "default"
 	}
@@ -132,10 +142,39 @@ func (s *Service) CreateKey(ctx context.Context, p NewKeyParams) (*core.APIKey, 
 		Scopes: p.Scopes, Mailboxes: p.Mailboxes, RequiresApproval: p.RequiresApproval, CreatedAt: s.Now(),
 		Agent: p.Agent, AllowRecipients: allow, MaxPerHour: p.MaxPerHour, MaxPerDay: p.MaxPerDay,
 	}
-	if err := s.store.InTx(ctx, func(tx core.Tx) error { return tx.InsertAPIKey(ctx, k) }); err != nil {
+	if err := tx.InsertAPIKey(ctx, k); err != nil {
 		return nil, "", fmt.Errorf("create key: %w", err)
 	}
 	return k, secret, nil
+}
+
+// TenantKeys returns the tenant's keys that are not revoked, oldest first.
+func (s *Service) TenantKeys(ctx context.Context, tenant string) ([]*core.APIKey, error) {
+	all, err := s.store.ListAPIKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*core.APIKey
+	for _, k := range all {
+		if k.Tenant == tenant && k.RevokedAt == nil {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// RevokeTenantKey revokes the tenant's key id; ErrNotFound when the tenant
+// has no such key (another tenant's key is not found either) or it is
+// revoked already.
+func (s *Service) RevokeTenantKey(ctx context.Context, tenant, id string) error {
+	k, err := s.store.APIKey(ctx, id)
+	if err != nil {
+		return err
+	}
+	if k.Tenant != tenant || k.RevokedAt != nil {
+		return core.ErrNotFound
+	}
+	return s.RevokeKey(ctx, id)
 }
 
 // RevokeKey revokes a key at once.

@@ -119,6 +119,8 @@ type Tx interface {
 	InsertDomain(ctx context.Context, d *Domain) error
 	// DeleteDomain removes it; ErrNotFound.
 	DeleteDomain(ctx context.Context, tenant, domain string) error
+	// SetDomainStatus records the outcome of a DNS check; ErrNotFound.
+	SetDomainStatus(ctx context.Context, tenant, domain string, status DomainStatus) error
 
 	InsertInboxMessage(ctx context.Context, m *InboxMessage) error
 

@@ -145,11 +145,16 @@ func (k *APIKey) MayUseMailbox(id string) bool {
 
 // Template is a stored message template.
 type Template struct {
-	Tenant    string
-	ID        string
-	Subject   string
-	Text      string
-	HTML      string
+	Tenant  string
+	ID      string
+	Subject string
+	Text    string
+	HTML    string
+	// Compat is what a template made through Resend's /templates carries
+	// beyond sendonce's fields (a JSON object the compatibility layer
+	// owns); "" for native templates. A native PUT that leaves it empty
+	// keeps the stored one.
+	Compat    string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -205,8 +210,22 @@ type Domain struct {
 	// PublicRecord is the value of the DKIM TXT record to publish at
 	// <Selector>._domainkey.<Domain>.
 	PublicRecord string
-	CreatedAt    time.Time
+	// Status is the outcome of the last DNS check (DomainStatus values);
+	// signing does not depend on it.
+	Status    DomainStatus
+	CreatedAt time.Time
 }
+
+// DomainStatus is what the last DNS check of a domain concluded, in the
+// words Resend's API uses for them.
+type DomainStatus string
+
+const (
+	DomainNotStarted DomainStatus = "not_started" // never checked
+	DomainPending    DomainStatus = "pending"     // a check is running
+	DomainVerified   DomainStatus = "verified"    // the published DKIM key is the stored one
+	DomainFailed     DomainStatus = "failed"      // it is missing, wrong, or DNS did not answer
+)
 
 // AuditEntry is one line of the audit log: a send request made by an agent
 // key (or carrying an intent), whatever its outcome.

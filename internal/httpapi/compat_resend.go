@@ -108,6 +108,13 @@ func (s *Server) resendPost(h txHandler) http.Handler {
 	return s.resendAuth(core.ScopeSend, s.idempotent(postOpts{maxKeyLen: resendMaxKeyLen, errs: resendErrors, committed: s.acceptedMetric, audit: true}, h))
 }
 
+// resendManage is an idempotent Resend management POST: admin scope,
+// Resend's key length and error body.
+func (s *Server) resendManage(o postOpts, h txHandler) http.Handler {
+	o.maxKeyLen, o.errs = resendMaxKeyLen, resendErrors
+	return s.resendAuth(core.ScopeAdmin, s.idempotent(o, h))
+}
+
 func (s *Server) acceptedMetric() {
 	if s.metrics != nil {
 		s.metrics.SendsAccepted.Inc()
@@ -146,6 +153,11 @@ func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendE
 	}
 	if len(e.Attachments) > 0 && string(e.Attachments) != "null" && string(e.Attachments) != "[]" {
 		return nil, core.Errorf(core.CodeValidation, "attachments", "attachments are not supported by sendonce")
+	}
+	if e.Template != nil {
+		if err := s.applyTemplateDefaults(ctx, key.Tenant, e); err != nil {
+			return nil, err
+		}
 	}
 	if e.From == "" {
 		return nil, core.Errorf(core.CodeValidation, "from", "from is required")

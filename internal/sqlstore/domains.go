@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,14 +10,14 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-const domainColumns = `tenant, domain, selector, algorithm, private_key, public_record, created_at`
+const domainColumns = `tenant, domain, selector, algorithm, private_key, public_record, status, created_at`
 
 func scanDomain(r rowScanner) (*core.Domain, error) {
 	var (
 		d         core.Domain
 		createdAt int64
 	)
-	err := r.Scan(&d.Tenant, &d.Domain, &d.Selector, &d.Algorithm, &d.PrivateKey, &d.PublicRecord, &createdAt)
+	err := r.Scan(&d.Tenant, &d.Domain, &d.Selector, &d.Algorithm, &d.PrivateKey, &d.PublicRecord, &d.Status, &createdAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, core.ErrNotFound
 	}
@@ -53,9 +54,9 @@ func (s *Store) ListDomains(ctx context.Context, tenant string) ([]*core.Domain,
 // InsertDomain implements core.Tx; core.CodeConflict when the tenant has
 // the domain already.
 func (t *Tx) InsertDomain(ctx context.Context, d *core.Domain) error {
-	n, err := t.q.exec(ctx, `INSERT INTO domains (`+domainColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+	n, err := t.q.exec(ctx, `INSERT INTO domains (`+domainColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, domain) DO NOTHING`,
-		d.Tenant, d.Domain, d.Selector, d.Algorithm, d.PrivateKey, d.PublicRecord, micros(d.CreatedAt))
+		d.Tenant, d.Domain, d.Selector, d.Algorithm, d.PrivateKey, d.PublicRecord, cmp.Or(d.Status, core.DomainNotStarted), micros(d.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("insert domain: %w", err)
 	}
@@ -70,6 +71,18 @@ func (t *Tx) DeleteDomain(ctx context.Context, tenant, domain string) error {
 	n, err := t.q.exec(ctx, `DELETE FROM domains WHERE tenant = ? AND domain = ?`, tenant, domain)
 	if err != nil {
 		return fmt.Errorf("delete domain: %w", err)
+	}
+	if n != 1 {
+		return core.ErrNotFound
+	}
+	return nil
+}
+
+// SetDomainStatus implements core.Tx.
+func (t *Tx) SetDomainStatus(ctx context.Context, tenant, domain string, status core.DomainStatus) error {
+	n, err := t.q.exec(ctx, `UPDATE domains SET status = ? WHERE tenant = ? AND domain = ?`, status, tenant, domain)
+	if err != nil {
+		return fmt.Errorf("set domain status: %w", err)
 	}
 	if n != 1 {
 		return core.ErrNotFound

@@ -102,14 +102,14 @@ func (t *Tx) RevokeAPIKey(ctx context.Context, id string, at time.Time) error {
 	return nil
 }
 
-const templateColumns = `tenant, id, subject, text_body, html_body, created_at, updated_at`
+const templateColumns = `tenant, id, subject, text_body, html_body, compat, created_at, updated_at`
 
 func scanTemplate(r rowScanner) (*core.Template, error) {
 	var (
 		t                    core.Template
 		createdAt, updatedAt int64
 	)
-	err := r.Scan(&t.Tenant, &t.ID, &t.Subject, &t.Text, &t.HTML, &createdAt, &updatedAt)
+	err := r.Scan(&t.Tenant, &t.ID, &t.Subject, &t.Text, &t.HTML, &t.Compat, &createdAt, &updatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, core.ErrNotFound
 	}
@@ -149,10 +149,11 @@ func (t *Tx) PutTemplate(ctx context.Context, tp *core.Template) (bool, error) {
 	if err := t.q.queryRow(ctx, `SELECT count(*) FROM templates WHERE tenant = ? AND id = ?`, tp.Tenant, tp.ID).Scan(&n); err != nil {
 		return false, fmt.Errorf("put template: %w", err)
 	}
-	_, err := t.q.exec(ctx, `INSERT INTO templates (`+templateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+	_, err := t.q.exec(ctx, `INSERT INTO templates (`+templateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, id) DO UPDATE SET subject = excluded.subject, text_body = excluded.text_body,
-		html_body = excluded.html_body, updated_at = excluded.updated_at`,
-		tp.Tenant, tp.ID, tp.Subject, tp.Text, tp.HTML, micros(tp.CreatedAt), micros(tp.UpdatedAt))
+		html_body = excluded.html_body, updated_at = excluded.updated_at,
+		compat = CASE WHEN excluded.compat = '' THEN templates.compat ELSE excluded.compat END`,
+		tp.Tenant, tp.ID, tp.Subject, tp.Text, tp.HTML, tp.Compat, micros(tp.CreatedAt), micros(tp.UpdatedAt))
 	if err != nil {
 		return false, fmt.Errorf("put template: %w", err)
 	}

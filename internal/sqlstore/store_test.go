@@ -593,7 +593,8 @@ func TestTemplatesMailboxesDomains_RoundTrip(t *testing.T) {
 		var created []bool
 		inTx(t, s, func(ctx context.Context, tx core.Tx) error {
 			for _, tp := range []*core.Template{
-				{Tenant: "t", ID: "welcome", Subject: "v1", Text: "x", CreatedAt: at(0), UpdatedAt: at(0)},
+				{Tenant: "t", ID: "welcome", Subject: "v1", Text: "x", Compat: `{"name":"Welcome"}`, CreatedAt: at(0), UpdatedAt: at(0)},
+				// A native replace (no Compat) keeps the stored compat.
 				{Tenant: "t", ID: "welcome", Subject: "v2", Text: "y", HTML: "<p>", CreatedAt: at(5), UpdatedAt: at(5)},
 			} {
 				c, err := tx.PutTemplate(ctx, tp)
@@ -608,7 +609,7 @@ func TestTemplatesMailboxesDomains_RoundTrip(t *testing.T) {
 			t.Errorf("PutTemplate created = %v, want true then false", created)
 		}
 		tp, err := s.Template(ctx, "t", "welcome")
-		if err != nil || tp.Subject != "v2" || tp.HTML != "<p>" || !tp.CreatedAt.Equal(at(0)) || !tp.UpdatedAt.Equal(at(5)) {
+		if err != nil || tp.Subject != "v2" || tp.HTML != "<p>" || tp.Compat != `{"name":"Welcome"}` || !tp.CreatedAt.Equal(at(0)) || !tp.UpdatedAt.Equal(at(5)) {
 			t.Errorf("template after replace: %+v %v", tp, err)
 		}
 		inTx(t, s, func(ctx context.Context, tx core.Tx) error { return tx.DeleteTemplate(ctx, "t", "welcome") })
@@ -630,7 +631,7 @@ func TestTemplatesMailboxesDomains_RoundTrip(t *testing.T) {
 		}
 
 		d := &core.Domain{Tenant: "t", Domain: "example.com", Selector: "s1", Algorithm: "ed25519",
-			PrivateKey: []byte("-----BEGIN PRIVATE KEY-----\n\x00\xff"), PublicRecord: "v=DKIM1; k=ed25519; p=x", CreatedAt: at(2)}
+			PrivateKey: []byte("-----BEGIN PRIVATE KEY-----\n\x00\xff"), PublicRecord: "v=DKIM1; k=ed25519; p=x", Status: core.DomainNotStarted, CreatedAt: at(2)}
 		inTx(t, s, func(ctx context.Context, tx core.Tx) error { return tx.InsertDomain(ctx, d) })
 		err = s.InTx(ctx, func(tx core.Tx) error { return tx.InsertDomain(ctx, d) })
 		if core.ErrorCode(err) != core.CodeConflict {
@@ -638,6 +639,15 @@ func TestTemplatesMailboxesDomains_RoundTrip(t *testing.T) {
 		}
 		if got, err := s.Domain(ctx, "t", "example.com"); err != nil || fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", d) {
 			t.Errorf("domain %+v %v, want %+v", got, err, d)
+		}
+		inTx(t, s, func(ctx context.Context, tx core.Tx) error {
+			return tx.SetDomainStatus(ctx, "t", "example.com", core.DomainVerified)
+		})
+		if got, err := s.Domain(ctx, "t", "example.com"); err != nil || got.Status != core.DomainVerified {
+			t.Errorf("domain after SetDomainStatus: %+v %v", got, err)
+		}
+		if err := s.InTx(ctx, func(tx core.Tx) error { return tx.SetDomainStatus(ctx, "t", "missing.example", core.DomainFailed) }); !errors.Is(err, core.ErrNotFound) {
+			t.Errorf("SetDomainStatus of a missing domain: %v", err)
 		}
 		inTx(t, s, func(ctx context.Context, tx core.Tx) error { return tx.DeleteDomain(ctx, "t", "example.com") })
 		if _, err := s.Domain(ctx, "t", "example.com"); !errors.Is(err, core.ErrNotFound) {

@@ -1,0 +1,124 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"slices"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// Resend's /api-keys on sendonce's keys (app.CreateKeyTx, TenantKeys,
+// RevokeTenantKey). The token is shown once, in the create answer; the
+// database keeps its hash only, and the list never has a secret.
+
+// Resend's permissions as sendonce scopes. sending_access may only send,
+// as in Resend: it cannot read sends back or manage anything.
+var resendPermissions = map[string][]core.Scope{
+	"full_access":    {core.ScopeSend, core.ScopeRead, core.ScopeAdmin},
+	"sending_access": {core.ScopeSend},
+}
+
+type resendKeyCreated struct {
+	ID    string `json:"id"`
+	Token string `json:"token"`
+}
+
+// handleResendCreateKey is the one Resend POST that is not idempotent by
+// key: a replay would have to return the token, and sendonce stores no
+// token, not even in a stored answer. An Idempotency-Key is refused rather
+// than ignored, so that no caller believes a retry is safe.
+func (s *Server) handleResendCreateKey(w http.ResponseWriter, r *http.Request) {
+	if _, present := r.Header[http.CanonicalHeaderKey("Idempotency-Key")]; present {
+		writeResendError(w, r, s.logger, apiError(codeKeyInvalid, "Idempotency-Key",
+			"POST /api-keys takes no Idempotency-Key: its answer holds the token, which sendonce never stores, so it cannot be replayed"))
+		return
+	}
+	body, err := s.readBody(w, r)
+	var created resendKeyCreated
+	if err == nil {
+		err = s.store.InTx(r.Context(), func(tx core.Tx) error {
+			var err error
+			created, err = s.createResendKey(r.Context(), tx, apiKeyFrom(r.Context()), body)
+			return err
+		})
+	}
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, created)
+}
+
+func (s *Server) createResendKey(ctx context.Context, tx core.Tx, key *core.APIKey, body []byte) (resendKeyCreated, error) {
+	var none resendKeyCreated
+	var req struct {
+		Name       string `json:"name"`
+		Permission string `json:"permission"`
+		DomainID   string `json:"domain_id"`
+	}
+	if err := decodeStrict(body, &req); err != nil {
+		return none, err
+	}
+	if req.Permission == "" {
+		req.Permission = "full_access" // Resend's default
+	}
+	scopes, ok := resendPermissions[req.Permission]
+	if !ok {
+		return none, core.Errorf(core.CodeValidation, "permission", "permission is full_access or sending_access")
+	}
+	p := app.NewKeyParams{Name: req.Name, Tenant: key.Tenant, Scopes: scopes, Mailboxes: key.Mailboxes}
+	if req.DomainID != "" {
+		if req.Permission != "sending_access" {
+			return none, core.Errorf(core.CodeValidation, "domain_id", "domain_id limits a sending_access key; a full_access key manages every domain")
+		}
+		ids, err := s.svc.DomainMailboxes(ctx, key.Tenant, req.DomainID)
+		if err != nil {
+			return none, core.Errorf(core.CodeValidation, "domain_id", "domain %q does not exist", req.DomainID)
+		}
+		// A key limited to a domain is limited to the mailboxes at it (and
+		// to those the creating key may use): sendonce authorizes a send
+		// by its mailbox.
+		ids = slices.DeleteFunc(ids, func(id string) bool { return !key.MayUseMailbox(id) })
+		if len(ids) == 0 {
+			return none, core.Errorf(core.CodeValidation, "domain_id",
+				"domain %q has no mailbox this key may use: create one at it (POST /v1/mailboxes) first", req.DomainID)
+		}
+		p.Mailboxes = ids
+	}
+	k, secret, err := s.svc.CreateKeyTx(ctx, tx, p)
+	if err != nil {
+		return none, err
+	}
+	return resendKeyCreated{ID: k.ID, Token: secret}, nil
+}
+
+type resendKeyView struct {
+	ID         string  `json:"id"`
+	Name       string  `json:"name"`
+	CreatedAt  string  `json:"created_at"`
+	LastUsedAt *string `json:"last_used_at"` // sendonce does not record it
+}
+
+func (s *Server) handleResendListKeys(w http.ResponseWriter, r *http.Request) {
+	ks, err := s.svc.TenantKeys(r.Context(), apiKeyFrom(r.Context()).Tenant)
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	out := resendList[resendKeyView]{Object: "list", Data: []resendKeyView{}}
+	for _, k := range ks {
+		out.Data = append(out.Data, resendKeyView{ID: k.ID, Name: k.Name, CreatedAt: rfc3339(k.CreatedAt)})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleResendRemoveKey(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.svc.RevokeTenantKey(r.Context(), apiKeyFrom(r.Context()).Tenant, id); err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resendDeleted{Object: "api_key", ID: id, Deleted: true})
+}
