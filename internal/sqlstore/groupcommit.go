@@ -224,6 +224,11 @@ func (g *groupCommit) runTxs(batch []*txReq, savepoints bool) (batchEnd, error) 
 		}
 		if !ok {
 			btx.rollback()
+			if deferred.errOrNil() != nil && r.panicked == nil {
+				// It failed on a flush of others' rows: its answer is not
+				// its own. It runs again with the rest.
+				r.err = nil
+			}
 			switch {
 			case r.err != nil && retryable(r.err):
 				return batchRetry, r.err
