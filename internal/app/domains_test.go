@@ -9,6 +9,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/dnscheck"
 	"github.com/sendonce/sendonce/internal/server"
 )
 
@@ -102,5 +103,26 @@ func TestAddDomain_KeyGeneratedOutsideTheTransaction(t *testing.T) {
 	}
 	if got, err := srv.Service.Domain(ctx, "default", "example.com"); err != nil || got.PublicRecord != d.PublicRecord {
 		t.Fatalf("stored domain %+v, %v", got, err)
+	}
+}
+
+// TestVerifyStatus: the DKIM findings alone decide a domain's status.
+func TestVerifyStatus(t *testing.T) {
+	t.Parallel()
+	f := func(check string, l dnscheck.Level) dnscheck.Finding { return dnscheck.Finding{Check: check, Level: l} }
+	for _, c := range []struct {
+		name     string
+		findings []dnscheck.Finding
+		want     core.DomainStatus
+	}{
+		{"dkim ok, others failing", []dnscheck.Finding{f(dnscheck.CheckMX, dnscheck.Error), f(dnscheck.CheckDKIM, dnscheck.OK), f(dnscheck.CheckSPF, dnscheck.Error)}, core.DomainVerified},
+		{"dkim ok with a warning", []dnscheck.Finding{f(dnscheck.CheckDKIM, dnscheck.OK), f(dnscheck.CheckDKIM, dnscheck.Warning)}, core.DomainVerified},
+		{"dkim error", []dnscheck.Finding{f(dnscheck.CheckDKIM, dnscheck.OK), f(dnscheck.CheckDKIM, dnscheck.Error)}, core.DomainFailed},
+		{"no dkim finding", []dnscheck.Finding{f(dnscheck.CheckMX, dnscheck.OK)}, core.DomainFailed},
+		{"dkim warning only", []dnscheck.Finding{f(dnscheck.CheckDKIM, dnscheck.Warning)}, core.DomainFailed},
+	} {
+		if got := app.VerifyStatus(&dnscheck.Report{Findings: c.findings}); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
 	}
 }
