@@ -52,6 +52,7 @@ func intentFrom(h http.Header) (string, error) {
 // after the response is decided, in a transaction of its own: a refused
 // send's transaction rolled back, its audit entry does not.
 func (s *Server) writeAudit(r *http.Request, key *core.APIKey, intent string, res result) {
+	res = res.withAnswer()
 	e := &core.AuditEntry{
 		ID: app.NewID("aud_"), Tenant: key.Tenant, APIKeyID: key.ID, At: s.svc.Now(), Route: r.Method + " " + r.URL.Path,
 		Intent: intent, IdempotencyKey: res.idemKey, Status: res.status, SendID: strings.Join(res.sendIDs, ","),
