@@ -47,7 +47,11 @@ func TestDeliver_DatabaseOutageLongerThanTheRetryScheduleStrandsNothing(t *testi
 func TestDeliver_OutcomeWrittenAfterAShortOutage(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: retryBase})
-		env.SMTP.SetBehaviour(smtptest.Behaviour{DelayData: 300 * time.Millisecond})
+		// The relay holds its answer to DATA until the outage is in place,
+		// so the 250 always arrives while the database refuses the
+		// outcome, however slow the machine.
+		hold := make(chan struct{})
+		env.SMTP.SetBehaviour(smtptest.Behaviour{HoldData: hold})
 		var ids []string
 		for i := range 3 {
 			ids = append(ids, send(t, env, sendoncetest.Mail(fmt.Sprintf("w%d@example.com", i), fmt.Sprintf("outcome %d", i))))
@@ -56,7 +60,8 @@ func TestDeliver_OutcomeWrittenAfterAShortOutage(t *testing.T) {
 			env.WaitStatus(t, id, waitLong, core.StatusSending)
 		}
 		restore := env.FailUpdates(t, "sends")
-		time.Sleep(outage) // the relay answered 250 meanwhile
+		close(hold)        // the relay answers 250 now, during the outage
+		time.Sleep(outage) // the outcome writes fail meanwhile
 		for _, id := range ids {
 			if st := str(getSend(t, env, id), "status"); st != string(core.StatusSending) {
 				t.Fatalf("%s is %s during the outage, want sending", id, st)

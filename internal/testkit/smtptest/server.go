@@ -74,6 +74,11 @@ type Behaviour struct {
 	// server accepted it, which is exactly the situation a client must
 	// treat as ambiguous.
 	DelayData time.Duration
+	// HoldData, when set, holds the answer to the end of DATA until the
+	// channel is closed (or the test ends, which answers 421): a test
+	// that must act while a message is being handed over does it before
+	// it closes the channel, whatever the machine's load.
+	HoldData <-chan struct{}
 }
 
 // Server is a running recording SMTP server on 127.0.0.1.
@@ -362,6 +367,13 @@ func (ss *session) Data(r io.Reader) error {
 		defer timer.Stop()
 		select {
 		case <-timer.C:
+		case <-ss.s.closing:
+			return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "smtptest: test over"}
+		}
+	}
+	if ss.b.HoldData != nil {
+		select {
+		case <-ss.b.HoldData:
 		case <-ss.s.closing:
 			return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "smtptest: test over"}
 		}
