@@ -121,13 +121,8 @@ func (n *node) start(ctx context.Context) error {
 func (n *node) signal(sig syscall.Signal) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.cmd == nil {
+	if !n.aliveLocked() {
 		return false
-	}
-	select {
-	case <-n.exited:
-		return false
-	default:
 	}
 	if err := n.cmd.Process.Signal(sig); err != nil {
 		return false
@@ -156,6 +151,11 @@ func (n *node) kill() {
 func (n *node) running() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	return n.aliveLocked()
+}
+
+// aliveLocked is running with n.mu held.
+func (n *node) aliveLocked() bool {
 	if n.cmd == nil {
 		return false
 	}
