@@ -11,10 +11,15 @@ type Status string
 
 const (
 	StatusPendingApproval Status = "pending_approval"
+	StatusScheduled       Status = "scheduled"
 	StatusQueued          Status = "queued"
 	StatusSending         Status = "sending"
 	StatusSent            Status = "sent"
+	StatusDelivered       Status = "delivered"
 	StatusFailed          Status = "failed"
+	StatusBounced         Status = "bounced"
+	StatusComplained      Status = "complained"
+	StatusSuppressed      Status = "suppressed"
 	StatusUnknown         Status = "unknown"
 	StatusCanceled        Status = "canceled"
 )
@@ -22,7 +27,8 @@ const (
 // Valid reports whether s is one of the statuses above.
 func (s Status) Valid() bool {
 	switch s {
-	case StatusPendingApproval, StatusQueued, StatusSending, StatusSent, StatusFailed, StatusUnknown, StatusCanceled:
+	case StatusPendingApproval, StatusScheduled, StatusQueued, StatusSending, StatusSent, StatusDelivered,
+		StatusFailed, StatusBounced, StatusComplained, StatusSuppressed, StatusUnknown, StatusCanceled:
 		return true
 	}
 	return false
@@ -74,10 +80,34 @@ type Header struct {
 
 // Event is one entry of a send's history.
 type Event struct {
-	Type   string
+	// ID is stable and unique ("evt_…"): every webhook delivery of the
+	// event carries it. The store assigns one when it is empty.
+	ID     string
+	Type   string // one of the Event… names
 	At     time.Time
 	Detail string
+	// Recipient is the address the event is about; "" when it is about the
+	// whole send.
+	Recipient string
+	// Bounce says why a recipient bounced or was delayed (EventBounced,
+	// EventDeliveryDelayed); nil otherwise.
+	Bounce *Bounce
 }
+
+// Bounce is what a bounce report or an SMTP reply said about one recipient.
+type Bounce struct {
+	Type           string   // BouncePermanent or BounceTransient
+	SubType        string   // e.g. "General", "NoEmail", "MailboxFull", "Suppressed"
+	Status         string   // the enhanced status code (RFC 3463), e.g. "5.1.1"
+	Message        string   // a sentence for people
+	DiagnosticCode []string // the remote MTA's own words, e.g. "smtp; 550 5.1.1 no such user"
+}
+
+// Bounce types, as Resend's webhook payloads name them.
+const (
+	BouncePermanent = "Permanent"
+	BounceTransient = "Transient"
+)
 
 // Scope is a permission an API key holds.
 type Scope string

@@ -150,12 +150,20 @@ func (t *Tx) AddEvent(ctx context.Context, sendID string, events ...core.Event) 
 	if len(events) == 0 {
 		return nil
 	}
-	args := make([]any, 0, 4*len(events))
-	for _, e := range events {
-		args = append(args, sendID, e.Type, micros(e.At), e.Detail)
+	args := make([]any, 0, 7*len(events))
+	for i := range events {
+		e := &events[i]
+		if e.ID == "" {
+			e.ID = newEventID(e.At)
+		}
+		bounce, err := encodeBounce(e.Bounce)
+		if err != nil {
+			return err
+		}
+		args = append(args, sendID, e.Type, micros(e.At), e.Detail, e.ID, e.Recipient, bounce)
 	}
-	q := `INSERT INTO send_events (send_id, type, at, detail) VALUES (?, ?, ?, ?)` +
-		strings.Repeat(`, (?, ?, ?, ?)`, len(events)-1)
+	q := `INSERT INTO send_events (send_id, type, at, detail, uid, recipient, bounce) VALUES (?, ?, ?, ?, ?, ?, ?)` +
+		strings.Repeat(`, (?, ?, ?, ?, ?, ?, ?)`, len(events)-1)
 	if _, err := t.q.exec(ctx, q, args...); err != nil {
 		return fmt.Errorf("add event: %w", err)
 	}
@@ -288,7 +296,7 @@ func (s *Store) SendWithEvents(ctx context.Context, tenant, id string) (*core.Se
 }
 
 func sendEvents(ctx context.Context, q querier, tenant, id string) ([]core.Event, error) {
-	rows, err := q.query(ctx, `SELECT e.type, e.at, e.detail FROM send_events e
+	rows, err := q.query(ctx, `SELECT e.type, e.at, e.detail, e.uid, e.recipient, e.bounce, e.id FROM send_events e
 		JOIN sends s ON s.id = e.send_id WHERE e.send_id = ? AND s.tenant = ? ORDER BY e.id`, id, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
@@ -297,13 +305,20 @@ func sendEvents(ctx context.Context, q querier, tenant, id string) ([]core.Event
 	out := []core.Event{}
 	for rows.Next() {
 		var (
-			e  core.Event
-			at int64
+			e      core.Event
+			at, n  int64
+			bounce string
 		)
-		if err := rows.Scan(&e.Type, &at, &e.Detail); err != nil {
+		if err := rows.Scan(&e.Type, &at, &e.Detail, &e.ID, &e.Recipient, &bounce, &n); err != nil {
 			return nil, fmt.Errorf("scan event: %w", err)
 		}
 		e.At = fromMicros(at)
+		if e.ID == "" { // written before events had ids (migration 0008)
+			e.ID = fmt.Sprintf("evt_legacy_%d", n)
+		}
+		if e.Bounce, err = decodeBounce(bounce); err != nil {
+			return nil, err
+		}
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {

@@ -1,0 +1,55 @@
+package core
+
+import "slices"
+
+// Names of the entries of a send's history. Those that report a change the
+// API contract names (section 10) are also webhook events: WebhookType gives
+// their "email.…" name. The others (accepted, attempt_started,
+// attempt_failed, late_attempt_result, …) are history only.
+const (
+	EventAccepted        = "accepted"
+	EventAttemptStarted  = "attempt_started"
+	EventAttemptFailed   = "attempt_failed"
+	EventScheduled       = "scheduled"
+	EventSent            = "sent"
+	EventDelivered       = "delivered"
+	EventDeliveryDelayed = "delivery_delayed"
+	EventBounced         = "bounced"
+	EventComplained      = "complained"
+	EventFailed          = "failed"
+	EventSuppressed      = "suppressed"
+	EventCanceled        = "canceled"
+	EventUnknown         = "unknown"
+)
+
+// webhookTypes maps history entries to the webhook event types of the API
+// contract (section 10).
+var webhookTypes = map[string]string{
+	EventScheduled:       "email.scheduled",
+	EventSent:            "email.sent",
+	EventDelivered:       "email.delivered",
+	EventDeliveryDelayed: "email.delivery_delayed",
+	EventBounced:         "email.bounced",
+	EventComplained:      "email.complained",
+	EventFailed:          "email.failed",
+	EventSuppressed:      "email.suppressed",
+	EventCanceled:        "email.canceled",
+	EventUnknown:         "email.unknown",
+}
+
+// WebhookType returns the webhook event type of a history entry, and false
+// for entries that are history only.
+func WebhookType(eventType string) (string, bool) {
+	t, ok := webhookTypes[eventType]
+	return t, ok
+}
+
+// WebhookTypes lists every webhook event type, for validating subscriptions.
+func WebhookTypes() []string {
+	out := make([]string, 0, len(webhookTypes))
+	for _, t := range webhookTypes {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
