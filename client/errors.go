@@ -22,8 +22,12 @@ const (
 	CodeInternal           = "internal_error"
 	CodePayloadTooLarge    = "payload_too_large"
 	CodeMethodNotAllowed   = "method_not_allowed"
-	// CodeRateLimited: the key reached a send cap; Error.RetryAfter says
-	// when it may send again. Retried after that wait.
+	// CodeLimitExceeded: the tenant stores as many templates, mailboxes,
+	// domains or keys as it may (Error.Param names which). Not retried:
+	// only deleting some makes room.
+	CodeLimitExceeded = "limit_exceeded"
+	// CodeRateLimited: the key reached its request limit or a send cap;
+	// Error.RetryAfter says when it may try again. Retried after that wait.
 	CodeRateLimited = "rate_limited"
 	// CodeUnavailable: the server's database could not be reached for a
 	// moment; nothing was done. Retried after Retry-After.

@@ -43,7 +43,8 @@ type node struct {
 
 func newNode(name, role, bin, dir string, args []string) *node {
 	n := &node{name: name, role: role, bin: bin, log: filepath.Join(dir, name+".log"),
-		args: append([]string{"serve", "--role", role, "--addr", "127.0.0.1:0"}, args...)}
+		// --rate-limit 0: the soak's clients share one key at full speed.
+		args: append([]string{"serve", "--role", role, "--addr", "127.0.0.1:0", "--rate-limit", "0"}, args...)}
 	n.url.Store(new(string))
 	return n
 }

@@ -31,7 +31,9 @@ func spawn(ctx context.Context, bin, db, transport string, n int) (*cluster, err
 	}
 	cl := &cluster{}
 	start := func(role string) (string, error) {
-		args := []string{"serve", "--db", db, "--role", role, "--addr", "127.0.0.1:0", "--log-level", "info"}
+		// --rate-limit 0: the load tool measures the server with one key,
+		// not the per-key limit that would refuse most of its requests.
+		args := []string{"serve", "--db", db, "--role", role, "--addr", "127.0.0.1:0", "--log-level", "info", "--rate-limit", "0"}
 		if transport != "" {
 			args = append(args, "--transport", transport)
 		}

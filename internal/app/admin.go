@@ -28,7 +28,11 @@ func (s *Service) PutTemplate(ctx context.Context, tx core.Tx, t *core.Template)
 	}
 	now := s.Now()
 	t.CreatedAt, t.UpdatedAt = now, now
-	return tx.PutTemplate(ctx, t)
+	created, err = tx.PutTemplate(ctx, t)
+	if err != nil || !created {
+		return created, err
+	}
+	return true, s.CheckCap(ctx, tx, core.ResourceTemplates, t.Tenant)
 }
 
 // CreateMailbox stores a new mailbox for the tenant.
@@ -65,5 +69,8 @@ func (s *Service) CreateMailbox(ctx context.Context, tx core.Tx, m *core.Mailbox
 	m.Address = a.Address
 	m.CreatedAt = s.Now()
 	s.mailboxes.forget(m.Tenant + "\x00" + m.ID) // "default" may be cached as the built-in one
-	return tx.InsertMailbox(ctx, m)
+	if err := tx.InsertMailbox(ctx, m); err != nil {
+		return err
+	}
+	return s.CheckCap(ctx, tx, core.ResourceMailboxes, m.Tenant)
 }

@@ -145,7 +145,10 @@ func (s *Service) PrepareDomain(p AddDomainParams) (*core.Domain, error) {
 // to replace the key).
 func (s *Service) AddDomain(ctx context.Context, tx core.Tx, d *core.Domain) error {
 	d.CreatedAt = s.Now()
-	return tx.InsertDomain(ctx, d)
+	if err := tx.InsertDomain(ctx, d); err != nil {
+		return err
+	}
+	return s.CheckCap(ctx, tx, core.ResourceDomains, d.Tenant)
 }
 
 // Domain returns the tenant's sending domain, whatever form of the name is

@@ -34,6 +34,10 @@ type Config struct {
 	// through the API (mailbox relays) and the mx transport's exchangers.
 	// nil allows global unicast addresses only.
 	Outbound *outbound.Policy
+	// Caps bounds what one tenant may store (CheckCap). nil: no caps, as
+	// for the CLI, which is the operator's; the server passes
+	// its --max-* flags (defaults core.DefaultMax*).
+	Caps core.Caps
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -96,6 +100,8 @@ type NewKeyParams struct {
 	Agent                 bool
 	AllowRecipients       []string
 	MaxPerHour, MaxPerDay int
+	// RateLimit: see core.APIKey.
+	RateLimit int
 }
 
 // CreateKey stores a new API key and returns it with its secret, which is
@@ -141,9 +147,13 @@ func (s *Service) CreateKeyTx(ctx context.Context, tx core.Tx, p NewKeyParams) (
 		ID: id, Tenant: p.Tenant, Name: p.Name, SecretHash: hashSecret(secret),
 		Scopes: p.Scopes, Mailboxes: p.Mailboxes, RequiresApproval: p.RequiresApproval, CreatedAt: s.Now(),
 		Agent: p.Agent, AllowRecipients: allow, MaxPerHour: p.MaxPerHour, MaxPerDay: p.MaxPerDay,
+		RateLimit: p.RateLimit,
 	}
 	if err := tx.InsertAPIKey(ctx, k); err != nil {
 		return nil, "", fmt.Errorf("create key: %w", err)
+	}
+	if err := s.CheckCap(ctx, tx, core.ResourceAPIKeys, k.Tenant); err != nil {
+		return nil, "", err
 	}
 	return k, secret, nil
 }

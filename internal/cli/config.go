@@ -9,6 +9,8 @@ import (
 
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/ratelimit"
 )
 
 // Config is every server setting. Each is a flag and an environment
@@ -40,6 +42,13 @@ type Config struct {
 	AuditRetention time.Duration
 	// OutboundAllow is --outbound-allow (see server.Config).
 	OutboundAllow string
+	// RateLimit and RateLimitWindow are --rate-limit and
+	// --rate-limit-window (see server.Config).
+	RateLimit       int
+	RateLimitWindow time.Duration
+	// MaxTemplates, MaxMailboxes, MaxDomains and MaxAPIKeys are the
+	// --max-* caps per tenant (0: none).
+	MaxTemplates, MaxMailboxes, MaxDomains, MaxAPIKeys int
 	// Pprof, when set, serves net/http/pprof on this separate address.
 	// Off by default; it must not be reachable from outside the host.
 	Pprof string
@@ -138,8 +147,22 @@ func serverFlags(e *envFlags, c *Config) {
 	e.str(&c.LogLevel, "log-level", "SENDONCE_LOG_LEVEL", "info", "debug, info, warn or error")
 	e.str(&c.DNSResolver, "dns-resolver", "SENDONCE_DNS_RESOLVER", "", "DNS server HOST:PORT for the mx transport and DNS checks (default: the first nameserver of /etc/resolv.conf)")
 	e.str(&c.OutboundAllow, "outbound-allow", "SENDONCE_OUTBOUND_ALLOW", "", "comma-separated CIDR prefixes, or \"private\", that relays set through the API and mx exchangers may reach besides public addresses (default: public addresses only; --transport is always trusted)")
+	e.integer(&c.RateLimit, "rate-limit", "SENDONCE_RATE_LIMIT", ratelimit.DefaultRequests, "requests an API key may make per --rate-limit-window before 429 rate_limited (0 turns the limit off; keys create --rate-limit overrides it per key); shared between processes through --redis, else counted per process")
+	e.dur(&c.RateLimitWindow, "rate-limit-window", "SENDONCE_RATE_LIMIT_WINDOW", ratelimit.DefaultWindow, "the window --rate-limit counts in")
+	e.integer(&c.MaxTemplates, "max-templates", "SENDONCE_MAX_TEMPLATES", core.DefaultMaxTemplates, "templates one tenant may store (0: no cap); past it, creates answer 403 limit_exceeded")
+	e.integer(&c.MaxMailboxes, "max-mailboxes", "SENDONCE_MAX_MAILBOXES", core.DefaultMaxMailboxes, "mailboxes one tenant may store (0: no cap)")
+	e.integer(&c.MaxDomains, "max-domains", "SENDONCE_MAX_DOMAINS", core.DefaultMaxDomains, "sending domains one tenant may store (0: no cap)")
+	e.integer(&c.MaxAPIKeys, "max-api-keys", "SENDONCE_MAX_API_KEYS", core.DefaultMaxAPIKeys, "API keys (not revoked) one tenant may create through the API (0: no cap; sendonce keys create is not capped)")
 	e.str(&c.Pprof, "pprof", "SENDONCE_PPROF", "", "serve net/http/pprof on this separate address, e.g. 127.0.0.1:6060 (off by default; never expose it: profiles reveal memory contents)")
 	c.SecretKey = e.getenv("SENDONCE_SECRET_KEY")
+}
+
+// caps is the --max-* flags as core.Caps.
+func (c *Config) caps() core.Caps {
+	return core.Caps{
+		core.ResourceTemplates: c.MaxTemplates, core.ResourceMailboxes: c.MaxMailboxes,
+		core.ResourceDomains: c.MaxDomains, core.ResourceAPIKeys: c.MaxAPIKeys,
+	}
 }
 
 func (c *Config) validate() error {
@@ -153,6 +176,12 @@ func (c *Config) validate() error {
 	}
 	if c.MaxAttempts < 1 || c.Workers < 1 || c.DBMaxConns < 1 {
 		return fmt.Errorf("--max-attempts, --workers and --db-max-conns must be at least 1")
+	}
+	if c.MaxTemplates < 0 || c.MaxMailboxes < 0 || c.MaxDomains < 0 || c.MaxAPIKeys < 0 {
+		return fmt.Errorf("--max-templates, --max-mailboxes, --max-domains and --max-api-keys must be 0 (no cap) or more")
+	}
+	if c.RateLimit < 0 || c.RateLimitWindow < time.Millisecond {
+		return fmt.Errorf("--rate-limit must be 0 (off) or more, and --rate-limit-window at least 1ms")
 	}
 	if c.AuditRetention < 48*time.Hour {
 		return fmt.Errorf("--audit-retention must be at least 48h: the agent keys' per-day caps count audit entries")

@@ -42,11 +42,13 @@ func runKeys(ctx context.Context, args []string, getenv func(string) string, std
 			agentKey        bool
 			allow           multiFlag
 			perHour, perDay int
+			rateLimit       int
 		)
 		e.fs.BoolVar(&agentKey, "agent", false, "a key for an AI agent: scopes send,read, one mailbox (default: default), approval on, no bcc/from/headers, audited")
 		e.fs.Var(&allow, "allow-recipient", "an address or domain the key may mail (repeatable; none means any)")
 		e.fs.IntVar(&perHour, "max-per-hour", 0, "most sends the key may create per sliding hour (0: no cap)")
 		e.fs.IntVar(&perDay, "max-per-day", 0, "most sends the key may create per sliding day (0: no cap)")
+		e.fs.IntVar(&rateLimit, "rate-limit", 0, "requests the key may make per the server's --rate-limit-window (0: the server's --rate-limit; -1: no limit)")
 		if err := parse(e, args[1:]); err != nil {
 			return err
 		}
@@ -69,7 +71,7 @@ func runKeys(ctx context.Context, args []string, getenv func(string) string, std
 		defer store.Close()
 		svc := app.New(store, app.Config{}, nil)
 		_, secret, err := svc.CreateKey(ctx, app.NewKeyParams{Name: name, Tenant: tenant, Scopes: sc, Mailboxes: mailboxes, RequiresApproval: approval,
-			Agent: agentKey, AllowRecipients: allow, MaxPerHour: perHour, MaxPerDay: perDay})
+			Agent: agentKey, AllowRecipients: allow, MaxPerHour: perHour, MaxPerDay: perDay, RateLimit: rateLimit})
 		if err != nil {
 			return err
 		}

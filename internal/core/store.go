@@ -131,4 +131,11 @@ type Tx interface {
 	// SetSendAPIKey records which key created the send.
 	SetSendAPIKey(ctx context.Context, sendID, keyID string) error
 	InsertAudit(ctx context.Context, e *AuditEntry) error
+
+	// CountCapped counts the tenant's rows of r after taking a lock that
+	// makes concurrent creates of r for the tenant count one after the
+	// other (PostgreSQL; SQLite's write transaction excludes other writers
+	// anyway). Call it after the insert, in the same transaction: the
+	// count includes the new row. app.Service.CheckCap is the one caller.
+	CountCapped(ctx context.Context, r Resource, tenant string) (int, error)
 }

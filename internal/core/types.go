@@ -163,6 +163,9 @@ type APIKey struct {
 	// MaxPerHour and MaxPerDay cap the sends this key may create in any
 	// sliding hour and day; 0: no cap.
 	MaxPerHour, MaxPerDay int
+	// RateLimit overrides the server's --rate-limit for this key: requests
+	// per --rate-limit-window. 0 takes the server's; negative: no limit.
+	RateLimit int
 }
 
 // Has reports whether the key holds scope s.

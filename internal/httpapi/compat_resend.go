@@ -61,6 +61,8 @@ func resendErrors(r *http.Request, logger *slog.Logger, err error) (int, any) {
 		}
 	case core.CodeNotFound:
 		name = "not_found"
+	case core.CodeRateLimited:
+		name = "rate_limit_exceeded" // Resend's name for its 429
 	}
 	msg := e.Message
 	if e.Param != "" && e.Code == core.CodeValidation {
@@ -89,6 +91,10 @@ func (s *Server) resendAuth(scope core.Scope, next http.Handler) http.Handler {
 			if core.ErrorCode(err) == core.CodeUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="sendonce"`)
 			}
+			writeResendError(w, r, s.logger, err)
+			return
+		}
+		if err := s.rateLimit(w, r, key); err != nil {
 			writeResendError(w, r, s.logger, err)
 			return
 		}

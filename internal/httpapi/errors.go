@@ -41,6 +41,7 @@ var errorStatus = map[string]int{
 	codeKeyInUse:                http.StatusConflict,
 	core.CodeUnauthorized:       http.StatusUnauthorized,
 	core.CodeForbidden:          http.StatusForbidden,
+	core.CodeLimitExceeded:      http.StatusForbidden,
 	core.CodeRateLimited:        http.StatusTooManyRequests,
 	core.CodeUnavailable:        http.StatusServiceUnavailable,
 	codePayloadTooLarge:         http.StatusRequestEntityTooLarge,

@@ -57,6 +57,8 @@ func (s *Server) createResendKey(ctx context.Context, tx core.Tx, key *core.APIK
 		Name       string `json:"name"`
 		Permission string `json:"permission"`
 		DomainID   string `json:"domain_id"`
+		// RateLimit is sendonce's: a lower request limit for the new key.
+		RateLimit int `json:"rate_limit"`
 	}
 	if err := decodeStrict(body, &req); err != nil {
 		return none, err
@@ -68,7 +70,13 @@ func (s *Server) createResendKey(ctx context.Context, tx core.Tx, key *core.APIK
 	if !ok {
 		return none, core.Errorf(core.CodeValidation, "permission", "permission is full_access or sending_access")
 	}
-	p := app.NewKeyParams{Name: req.Name, Tenant: key.Tenant, Scopes: scopes, Mailboxes: key.Mailboxes}
+	p := app.NewKeyParams{Name: req.Name, Tenant: key.Tenant, Scopes: scopes, Mailboxes: key.Mailboxes, RateLimit: req.RateLimit}
+	// Through the API a key may only be given a lower limit than the
+	// creating key's: a tenant must not lift the operator's limit (the
+	// CLI, which is the operator's, may).
+	if own := s.keyLimit(key); req.RateLimit < 0 || (req.RateLimit > 0 && own.On() && req.RateLimit > own.Requests) {
+		return none, core.Errorf(core.CodeValidation, "rate_limit", "rate_limit is 1 to this key's own limit (%d per %s), or absent for the server's", own.Requests, own.Window)
+	}
 	if req.DomainID != "" {
 		if req.Permission != "sending_access" {
 			return none, core.Errorf(core.CodeValidation, "domain_id", "domain_id limits a sending_access key; a full_access key manages every domain")

@@ -14,6 +14,7 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/metrics"
+	"github.com/sendonce/sendonce/internal/ratelimit"
 )
 
 // Config holds the HTTP layer's settings.
@@ -41,6 +42,14 @@ type Config struct {
 	// smtp:// URL): the relay GET /api/public/v1/mailboxes/{id}/status
 	// checks for mailboxes without their own. Defaults to "capture".
 	DefaultTransport string
+	// RateLimit is every API key's request limit (--rate-limit per
+	// --rate-limit-window), unless the key sets its own. Defaults to
+	// none here; the binary's flags default to ratelimit.DefaultRequests.
+	RateLimit ratelimit.Limit
+	// Limiter counts the requests: ratelimit.Redis to share the limit
+	// between processes. Defaults to ratelimit.NewMemory on the
+	// service's clock.
+	Limiter ratelimit.Limiter
 }
 
 // Server is the HTTP API.
@@ -52,6 +61,7 @@ type Server struct {
 	logger  *slog.Logger
 	mux     *http.ServeMux
 	idem    *idempotency.Engine
+	limiter ratelimit.Limiter
 }
 
 // NewServer returns the API as an http.Handler.
@@ -72,7 +82,10 @@ func newServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Lo
 	if cache == 0 {
 		cache = idempotency.DefaultReplayCacheEntries
 	}
-	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, mux: http.NewServeMux()}
+	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, mux: http.NewServeMux(), limiter: cfg.Limiter}
+	if s.limiter == nil {
+		s.limiter = ratelimit.NewMemory(svc.Now)
+	}
 	// The durable tier is decided inside each request's own transaction
 	// (core.Tx is an idempotency.TxRecords); the read pool answers
 	// completed keys before any write.
@@ -107,6 +120,10 @@ func (s *Server) auth(scope core.Scope, next http.Handler) http.Handler {
 			if core.ErrorCode(err) == core.CodeUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="sendonce"`)
 			}
+			writeError(w, r, s.logger, err)
+			return
+		}
+		if err := s.rateLimit(w, r, key); err != nil {
 			writeError(w, r, s.logger, err)
 			return
 		}

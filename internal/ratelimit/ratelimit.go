@@ -6,6 +6,19 @@ import (
 	"time"
 )
 
+// The binary's default limit per API key (--rate-limit,
+// --rate-limit-window): 100 requests a second. That is 50 times Resend's
+// default of 2 a second, so no application that sends its transactional
+// mail one request at a time meets it, while one runaway key (a retry
+// loop without backoff) gets no more than a small share of what one
+// process serves (thousands of requests a second, docs/performance.md).
+// The window is a second so that Retry-After is short and a burst is
+// forgotten at once.
+const (
+	DefaultRequests = 100
+	DefaultWindow   = time.Second
+)
+
 // Limit is N requests per window.
 type Limit struct {
 	Requests int

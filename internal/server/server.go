@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/delivery"
 	"github.com/sendonce/sendonce/internal/httpapi"
 	"github.com/sendonce/sendonce/internal/metrics"
 	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/ratelimit"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 	"github.com/sendonce/sendonce/internal/transport"
 )
@@ -78,6 +80,17 @@ type Config struct {
 	// Workers defaults to 100; PollInterval to 200ms.
 	Workers      int
 	PollInterval time.Duration
+	// RateLimit is every API key's request limit unless the key sets its
+	// own: RateLimit requests per RateLimitWindow. Off when either is 0
+	// (the default here; the binary's flags default to
+	// ratelimit.DefaultRequests per ratelimit.DefaultWindow). With Redis the count is shared by every
+	// process on it; without, each process counts its own.
+	RateLimit       int
+	RateLimitWindow time.Duration
+	// Caps bounds what one tenant may store through the API (templates,
+	// mailboxes, domains, keys). nil: none (the default here; the
+	// binary's --max-* flags default to core.DefaultMax*).
+	Caps core.Caps
 	// Now is the clock of the idempotency and delivery rules. Defaults to
 	// time.Now. (River schedules on the wall clock.)
 	Now func() time.Time
@@ -164,7 +177,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if err != nil {
 		return nil, fmt.Errorf("--outbound-allow: %w", err)
 	}
-	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Now: cfg.Now}, logger)
+	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Caps: cfg.Caps, Now: cfg.Now}, logger)
 	d, err := delivery.NewDeliverer(svc, delivery.Config{
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
 		AttemptLease: cfg.AttemptLease, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
@@ -185,6 +198,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	}
 	store.OnDue(q.Notify)
 	var front idempotency.Store
+	var limiter ratelimit.Limiter
 	var rdb *redis.Client
 	if cfg.Redis != "" {
 		opts, err := redis.ParseURL(cfg.Redis)
@@ -204,11 +218,13 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 			prefix = "sendonce:idem:"
 		}
 		front = idempotency.NewRedisStore(rdb, prefix)
+		limiter = ratelimit.NewRedis(rdb, prefix+"rl:", svc.Now, logger)
 	}
 	h := httpapi.NewServer(svc, m, httpapi.Config{
 		Front:                 front,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.ReservationLease,
 		DefaultTransport: cfg.Transport, ReplayCacheEntries: cfg.ReplayCache,
+		RateLimit: ratelimit.Limit{Requests: cfg.RateLimit, Window: cfg.RateLimitWindow}, Limiter: limiter,
 	}, logger)
 	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h, redis: rdb}, nil
 }

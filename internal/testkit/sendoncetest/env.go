@@ -117,6 +117,14 @@ type Options struct {
 	// unicast only). Without it, loopback is allowed, where test servers
 	// listen.
 	StrictOutbound bool
+	// RedisPrefix, with Redis, shares another instance's Redis keys
+	// (Env.RedisPrefix): two processes on one Redis. Default a fresh one.
+	RedisPrefix string
+	// RateLimit is --rate-limit per --rate-limit-window; default off.
+	RateLimit       int
+	RateLimitWindow time.Duration
+	// Caps are the --max-* caps; default none.
+	Caps core.Caps
 }
 
 // Env is a running instance.
@@ -167,7 +175,10 @@ func Start(t testing.TB, o Options) *Env {
 			}
 			t.Skip("Redis tests skipped: set SENDONCE_TEST_REDIS_URL=redis://127.0.0.1:6379/0 to run them")
 		}
-		redisPrefix = "sendonce-test:" + app.NewID("") + ":"
+		redisPrefix = o.RedisPrefix
+		if redisPrefix == "" {
+			redisPrefix = "sendonce-test:" + app.NewID("") + ":"
+		}
 		e.RedisPrefix = redisPrefix
 	}
 	transport := "capture"
@@ -184,6 +195,7 @@ func Start(t testing.TB, o Options) *Env {
 		IdempotencyTTL: o.TTL, RequireIdempotencyKey: !o.AllowNoKey, RetryBase: o.RetryBase, MaxAttempts: o.MaxAttempts,
 		AttemptLease: o.Lease, Work: !o.NoWorkers, PollInterval: o.PollInterval, Now: e.Clock.Now,
 		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort,
+		RateLimit: o.RateLimit, RateLimitWindow: o.RateLimitWindow, Caps: o.Caps,
 	}
 	if !o.StrictOutbound {
 		cfg.OutboundAllow = "127.0.0.0/8,::1"
