@@ -19,13 +19,11 @@ func limitedEnv(t *testing.T, o sendoncetest.Options, n int) *sendoncetest.Env {
 	if o.Clock == nil {
 		o.Clock = &sendoncetest.Clock{}
 	}
-	alignToHour(o.Clock)
 	o.RateLimit, o.RateLimitWindow = n, time.Hour
-	return sendoncetest.Start(t, o)
-}
-
-func alignToHour(c *sendoncetest.Clock) {
-	c.Advance(time.Hour - c.Now().Sub(c.Now().Truncate(time.Hour)) + time.Second)
+	env := sendoncetest.Start(t, o)
+	now := o.Clock.Now()
+	o.Clock.Advance(now.Truncate(time.Hour).Add(time.Hour + time.Second).Sub(now))
+	return env
 }
 
 func get(t *testing.T, env *sendoncetest.Env, key, path string) *sendoncetest.Response {
