@@ -22,7 +22,7 @@ const usage = `sendonce: the email API that never sends twice.
 Usage:
   sendonce serve [flags]              run the API and the delivery workers
   sendonce keys create --name NAME --scopes send,read[,admin] [--tenant T] [--mailbox ID]… [--requires-approval]
-                      [--agent] [--allow-recipient ADDR|DOMAIN]… [--max-per-hour N] [--max-per-day N]
+                      [--agent] [--allow-recipient ADDR|DOMAIN]… [--max-per-hour N] [--max-per-day N] [--rate-limit N]
   sendonce keys list                  list API keys (never their secrets)
   sendonce keys revoke ID             revoke a key at once
   sendonce send --to ADDR --subject S --text T|--html-file F|--template ID --var k=v… [--idempotency-key K] [--json]
