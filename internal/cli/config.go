@@ -46,6 +46,8 @@ type Config struct {
 	// --rate-limit-window (see server.Config).
 	RateLimit       int
 	RateLimitWindow time.Duration
+	// ShutdownGrace is --shutdown-grace (see Config.shutdownGrace).
+	ShutdownGrace time.Duration
 	// MaxTemplates, MaxMailboxes, MaxDomains and MaxAPIKeys are the
 	// --max-* caps per tenant (0: none).
 	MaxTemplates, MaxMailboxes, MaxDomains, MaxAPIKeys int
@@ -135,6 +137,7 @@ func serverFlags(e *envFlags, c *Config) {
 	e.dur(&c.RetryBase, "retry-base", "SENDONCE_RETRY_BASE", 5*time.Second, "first retry delay; attempt n waits base·2^(n−1) with jitter, capped at 1h")
 	e.integer(&c.MaxAttempts, "max-attempts", "SENDONCE_MAX_ATTEMPTS", 8, "delivery attempts before failed")
 	e.dur(&c.AttemptLease, "attempt-lease", "SENDONCE_ATTEMPT_LEASE", 30*time.Second, "how long a worker may hold an attempt before it counts as dead")
+	e.dur(&c.ShutdownGrace, "shutdown-grace", "SENDONCE_SHUTDOWN_GRACE", 0, "how long in-flight requests and delivery attempts may take to finish after SIGTERM (0: the larger of 25s and --attempt-lease)")
 	e.str(&c.Role, "role", "SENDONCE_ROLE", "all", "api, worker or all")
 	e.str(&c.Redis, "redis", "SENDONCE_REDIS", "", "optional redis://… replay cache and in-flight lock in front of the database (the database stays the source of truth)")
 	e.integer(&c.ReplayCache, "replay-cache", "SENDONCE_REPLAY_CACHE", 10000, "completed idempotency keys kept in memory to answer replays without a database read (0 turns it off)")
@@ -170,6 +173,9 @@ func (c *Config) validate() error {
 	case "api", "worker", "all":
 	default:
 		return fmt.Errorf("--role %q: want api, worker or all", c.Role)
+	}
+	if c.ShutdownGrace < 0 {
+		return fmt.Errorf("--shutdown-grace must be 0 (follow --attempt-lease) or positive")
 	}
 	if c.IdempotencyTTL <= 0 || c.RetryBase <= 0 || c.AttemptLease <= 0 {
 		return fmt.Errorf("--idempotency-ttl, --retry-base and --attempt-lease must be positive")

@@ -17,9 +17,19 @@ import (
 	"github.com/sendonce/sendonce/internal/sqlstore"
 )
 
-// shutdownGrace bounds how long in-flight requests and attempts may take to
-// finish after SIGTERM.
-const shutdownGrace = 25 * time.Second
+// defaultShutdownGrace is the least time in-flight requests and attempts
+// get to finish after SIGTERM (the fixed grace of earlier versions).
+const defaultShutdownGrace = 25 * time.Second
+
+// shutdownGrace is --shutdown-grace, or when that is 0 the larger of
+// defaultShutdownGrace and --attempt-lease: an attempt may run for up to
+// its lease, and one cut at shutdown after DATA began ends unknown.
+func (c *Config) shutdownGrace() time.Duration {
+	if c.ShutdownGrace > 0 {
+		return c.ShutdownGrace
+	}
+	return max(defaultShutdownGrace, c.AttemptLease)
+}
 
 func openStore(ctx context.Context, dsn string) (*sqlstore.Store, error) {
 	return server.OpenStore(ctx, dsn)
@@ -104,7 +114,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	// In-flight requests finish first (they may still enqueue), then the
 	// workers stop taking jobs and finish their attempts.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.shutdownGrace())
 	defer cancel()
 	if srv != nil {
 		if err := srv.Shutdown(sctx); err != nil {
