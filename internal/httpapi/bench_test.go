@@ -79,8 +79,18 @@ func BenchmarkSend_NewKey(b *testing.B) {
 
 // BenchmarkSend_Replay measures retries of one finished request: reserve
 // (which reads the stored response) and replay it.
-func BenchmarkSend_Replay(b *testing.B) {
-	env := sendoncetest.Start(b, sendoncetest.Options{})
+func BenchmarkSend_Replay(b *testing.B) { benchReplay(b, sendoncetest.Options{}) }
+
+// BenchmarkSend_ReplayRateLimited is BenchmarkSend_Replay with the
+// in-memory per-key limiter counting every request (a limit it never
+// reaches): the limiter's share of the cheapest route, as a ratio to
+// BenchmarkSend_Replay in the same run.
+func BenchmarkSend_ReplayRateLimited(b *testing.B) {
+	benchReplay(b, sendoncetest.Options{RateLimit: 1 << 30, RateLimitWindow: time.Second})
+}
+
+func benchReplay(b *testing.B, o sendoncetest.Options) {
+	env := sendoncetest.Start(b, o)
 	client := benchClient()
 	body := mail(b, "bench@example.com", "benchmark")
 	if status, _, err := benchPost(client, env, "bench-replay", body); err != nil || status != http.StatusOK {
