@@ -66,7 +66,9 @@ var listenRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
 func startServe(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
 	p := &proc{done: make(chan struct{})}
-	p.cmd = exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	// --rate-limit 0: these clients retry one key at full speed to test
+	// crashes, not the per-key request limit.
+	p.cmd = exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--rate-limit", "0"}, args...)...)
 	p.cmd.Env = append(os.Environ(), "SENDONCE_LOG_LEVEL=info")
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
