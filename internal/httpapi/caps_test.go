@@ -12,8 +12,8 @@ import (
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
-// capped is what each route creates, with the cap the test gives it and
-// the statuses of a create that fits.
+// capped is one capped resource: how to count the tenant's rows, how to
+// create one, and the status of a create that fits.
 type capped struct {
 	resource core.Resource
 	count    string // SQL counting the tenant's rows
