@@ -7,16 +7,19 @@ import (
 )
 
 // The binary's default limit per API key (--rate-limit,
-// --rate-limit-window): 100 requests a second. That is 50 times Resend's
-// default of 2 a second, so no application that sends its transactional
-// mail one request at a time meets it, while one runaway key (a retry
-// loop without backoff) gets no more than a small share of what one
-// process serves (thousands of requests a second, docs/performance.md).
-// The window is a second so that Retry-After is short and a burst is
-// forgotten at once.
+// --rate-limit-window): off. A self-hosted server's keys belong to the
+// operator's own applications, and a retry storm on one key is exactly
+// what the idempotency layer answers from memory: refusing it with 429s
+// would turn replays the client can trust into errors it must handle. A
+// hosted deployment, whose keys belong to strangers, turns it on;
+// SuggestedRequests is what docs/security.md suggests then (50 times
+// Resend's default of 2 a second, so an application that sends its mail
+// one request at a time never meets it). The window is a second so that
+// Retry-After is short and a burst is forgotten at once.
 const (
-	DefaultRequests = 100
-	DefaultWindow   = time.Second
+	DefaultRequests   = 0
+	SuggestedRequests = 100
+	DefaultWindow     = time.Second
 )
 
 // Limit is N requests per window.

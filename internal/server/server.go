@@ -82,8 +82,8 @@ type Config struct {
 	PollInterval time.Duration
 	// RateLimit is every API key's request limit unless the key sets its
 	// own: RateLimit requests per RateLimitWindow. Off when either is 0
-	// (the default here; the binary's flags default to
-	// ratelimit.DefaultRequests per ratelimit.DefaultWindow). With Redis the count is shared by every
+	// (the default here and of the binary's flags, see
+	// ratelimit.DefaultRequests). With Redis the count is shared by every
 	// process on it; without, each process counts its own.
 	RateLimit       int
 	RateLimitWindow time.Duration
