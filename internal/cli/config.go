@@ -43,6 +43,8 @@ type Config struct {
 	// Pprof, when set, serves net/http/pprof on this separate address.
 	// Off by default; it must not be reachable from outside the host.
 	Pprof string
+	// SMTP is the SMTP submission server's (--smtp-addr and the rest).
+	SMTP smtpConfig
 }
 
 // envFlags defines flags whose defaults come from the environment, and
@@ -139,6 +141,7 @@ func serverFlags(e *envFlags, c *Config) {
 	e.str(&c.DNSResolver, "dns-resolver", "SENDONCE_DNS_RESOLVER", "", "DNS server HOST:PORT for the mx transport and DNS checks (default: the first nameserver of /etc/resolv.conf)")
 	e.str(&c.OutboundAllow, "outbound-allow", "SENDONCE_OUTBOUND_ALLOW", "", "comma-separated CIDR prefixes, or \"private\", that relays set through the API and mx exchangers may reach besides public addresses (default: public addresses only; --transport is always trusted)")
 	e.str(&c.Pprof, "pprof", "SENDONCE_PPROF", "", "serve net/http/pprof on this separate address, e.g. 127.0.0.1:6060 (off by default; never expose it: profiles reveal memory contents)")
+	smtpFlags(e, &c.SMTP)
 	c.SecretKey = e.getenv("SENDONCE_SECRET_KEY")
 }
 
@@ -168,6 +171,9 @@ func (c *Config) validate() error {
 	}
 	if _, err := app.ResolverAddr(c.DNSResolver); err != nil {
 		return fmt.Errorf("--dns-resolver: %v", err)
+	}
+	if err := c.SMTP.validate(); err != nil {
+		return err
 	}
 	return nil
 }
