@@ -31,7 +31,7 @@ func startEnv(t *testing.T, b sendoncetest.Backend) (*sendoncetest.Env, string) 
 }
 
 // serve listens on addr and serves sub there until the test ends.
-func serve(t *testing.T, sub *submission.Server, addr string, implicitTLS bool) string {
+func serve(t testing.TB, sub *submission.Server, addr string, implicitTLS bool) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -57,7 +57,7 @@ func serve(t *testing.T, sub *submission.Server, addr string, implicitTLS bool) 
 }
 
 // dial connects and authenticates with AUTH PLAIN.
-func dial(t *testing.T, addr, secret string) *smtp.Client {
+func dial(t testing.TB, addr, secret string) *smtp.Client {
 	t.Helper()
 	c, err := smtp.Dial(addr)
 	if err != nil {
