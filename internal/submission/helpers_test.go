@@ -191,6 +191,28 @@ func once(f func()) func() {
 	}
 }
 
+// counter reads a counter of the instance's registry: the one whose only
+// label has the value label ("" for an unlabelled counter).
+func counter(t *testing.T, env *sendoncetest.Env, name, label string) float64 {
+	t.Helper()
+	mfs, err := env.Server.Metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if l := m.GetLabel(); (label == "" && len(l) == 0) || (len(l) == 1 && l[0].GetValue() == label) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no metric %s{%s}", name, label)
+	return 0
+}
+
 // delivered waits until the send is sent and returns the relay's messages.
 func delivered(t *testing.T, env *sendoncetest.Env, id string) {
 	t.Helper()

@@ -50,6 +50,15 @@ func TestSubmission_SendIsFoundByIDAndDeliveredOnce(t *testing.T) {
 		if n := sendsOf(t, env, strings.Trim(msgID, "<>")); n != 1 {
 			t.Errorf("%d sends under the Message-ID, want 1", n)
 		}
+		for name, got := range map[string]float64{
+			`sendonce_smtp_messages_total{outcome="accepted"}`: counter(t, env, "sendonce_smtp_messages_total", "accepted"),
+			`sendonce_smtp_messages_total{outcome="replayed"}`: counter(t, env, "sendonce_smtp_messages_total", "replayed"),
+			"sendonce_smtp_sessions_total":                     counter(t, env, "sendonce_smtp_sessions_total", ""),
+		} {
+			if got != 1 {
+				t.Errorf("metric %s = %v, want 1", name, got)
+			}
+		}
 		msgs := env.SMTP.Messages()
 		if len(msgs) != 1 {
 			t.Fatalf("relay got %d messages, want 1", len(msgs))
