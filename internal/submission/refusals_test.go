@@ -63,10 +63,6 @@ func TestSubmission_RefusalsHaveTheirCodes(t *testing.T) {
 		if _, err := submit(admin, "sender@example.com", to, badFrom); code(err) != 550 {
 			t.Errorf("message with an invalid From: %v, want 550", err)
 		}
-		big := mail(newMsgID(), strings.Repeat(strings.Repeat("x", 78)+"\r\n", submission.DefaultMaxMessageBytes/80+10))
-		if _, err := submit(admin, "sender@example.com", to, big); code(err) != 552 {
-			t.Errorf("message past SIZE: %v, want 552", err)
-		}
 
 		// A key limited to a mailbox sends only from its address.
 		r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: "mb-news",
@@ -247,5 +243,27 @@ func TestSubmission_SessionBounds(t *testing.T) {
 	if c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}); err == nil {
 		c.Close()
 		t.Errorf("a TLS handshake succeeded on the plain listener")
+	}
+}
+
+// TestSubmission_SizeLimit: SIZE is advertised with --max-message-size; a
+// message past it is 552 and makes no send, and the session goes on.
+func TestSubmission_SizeLimit(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true})
+	sub := submission.New(env.Server.Service, nil, submission.Config{MaxMessageBytes: 4096}, nil)
+	c := dial(t, serve(t, sub, "127.0.0.1:0", false), env.AdminKey)
+	if ok, size := c.Extension("SIZE"); !ok || size != "4096" {
+		t.Errorf("EHLO SIZE = %v %q, want 4096", ok, size)
+	}
+	to := []string{"ann@example.com"}
+	big := mail(newMsgID(), strings.Repeat(strings.Repeat("x", 78)+"\r\n", 60))
+	if _, err := submit(c, "sender@example.com", to, big); code(err) != 552 {
+		t.Errorf("message past SIZE: %v, want 552", err)
+	}
+	if _, err := submit(c, "sender@example.com", to, mail(newMsgID(), "small")); err != nil {
+		t.Errorf("a message within SIZE after the 552: %v", err)
+	}
+	if n := env.QueryInt(t, `SELECT COUNT(*) FROM sends`); n != 1 {
+		t.Errorf("%d sends, want 1", n)
 	}
 }
