@@ -267,3 +267,24 @@ func TestSubmission_SizeLimit(t *testing.T) {
 		t.Errorf("%d sends, want 1", n)
 	}
 }
+
+// TestSubmission_RevokedKeyStopsMidSession: a key revoked while its
+// session is open is refused at the next MAIL (535), as its next HTTP
+// request would be.
+func TestSubmission_RevokedKeyStopsMidSession(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env, addr := startEnv(t, b)
+		k, secret := env.NewKey(t, app.NewKeyParams{Name: "soon revoked", Scopes: []core.Scope{core.ScopeSend}})
+		c := dial(t, addr, secret)
+		to := []string{"ann@example.com"}
+		if _, err := submit(c, "sender@example.com", to, mail(newMsgID(), "before")); err != nil {
+			t.Fatalf("before the revocation: %v", err)
+		}
+		if err := env.Server.Service.RevokeKey(t.Context(), k.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := submit(c, "sender@example.com", to, mail(newMsgID(), "after")); code(err) != 535 {
+			t.Errorf("after the revocation: %v, want 535", err)
+		}
+	})
+}

@@ -23,7 +23,11 @@ type session struct {
 	timer    *time.Timer
 	once     sync.Once
 
-	key       *core.APIKey
+	key *core.APIKey
+	// secret is the key's secret, kept for the session's life so that
+	// every transaction checks the key again (a key revoked mid-session
+	// stops within app.KeyCacheTTL, as on HTTP). Never logged.
+	secret    string
 	mailFrom  string
 	mailboxID string
 	rcpt      []string
@@ -87,7 +91,7 @@ func (ss *session) authenticate(secret string) error {
 	if !ss.s.enterKey(key.ID) {
 		return ss.fail(errKeySessions)
 	}
-	ss.key = key
+	ss.key, ss.secret = key, secret
 	return nil
 }
 
@@ -102,6 +106,14 @@ func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ss.s.cfg.CommandTimeout)
 	defer cancel()
+	key, err := ss.s.svc.Authenticate(ctx, ss.secret)
+	if err != nil {
+		if core.ErrorCode(err) == core.CodeUnauthorized {
+			return ss.fail(errAuthFailed) // revoked since AUTH
+		}
+		return ss.fail(replyFor(ctx, ss.s.logger, err))
+	}
+	ss.key = key
 	id, err := ss.s.svc.SubmissionMailbox(ctx, ss.key, from)
 	if err != nil {
 		return ss.fail(replyFor(ctx, ss.s.logger, err))
