@@ -208,12 +208,13 @@ func externalIP(t *testing.T) string {
 	return ""
 }
 
-// TestSubmission_SessionBounds: past MaxSessions a client gets 421; past
+// TestSubmission_SessionBounds: past MaxSessions a connection is greeted
+// with 421 and closed, and a closed one frees its slot; past
 // MaxSessionsPerKey, AUTH gets 454; an idle client is cut at the command
 // timeout.
 func TestSubmission_SessionBounds(t *testing.T) {
 	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true})
-	sub := submission.New(env.Server.Service, nil, submission.Config{MaxSessions: 3, MaxSessionsPerKey: 2, CommandTimeout: 300 * time.Millisecond}, nil)
+	sub := submission.New(env.Server.Service, nil, submission.Config{MaxSessions: 3, MaxSessionsPerKey: 2, CommandTimeout: 2 * time.Second}, nil)
 	addr := serve(t, sub, "127.0.0.1:0", false)
 	hold := func() *smtp.Client {
 		c, err := smtp.Dial(addr)
@@ -234,9 +235,14 @@ func TestSubmission_SessionBounds(t *testing.T) {
 		t.Errorf("third session of one key: %v, want 454", err)
 	}
 	if err := hold().Hello("x"); code(err) != 421 {
-		t.Errorf("fourth session: %v, want 421", err)
+		t.Errorf("fourth connection: %v, want 421 as its greeting", err)
 	}
-	time.Sleep(500 * time.Millisecond) // past the command timeout: the server hung up
+	third.Close()
+	time.Sleep(50 * time.Millisecond) // the server sees the close
+	if err := hold().Hello("x"); err != nil {
+		t.Errorf("a connection after one closed: %v", err)
+	}
+	time.Sleep(2500 * time.Millisecond) // past the command timeout: the server hung up
 	if err := a.Noop(); err == nil {
 		t.Errorf("an idle session outlived the command timeout")
 	}

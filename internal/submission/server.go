@@ -65,11 +65,11 @@ type Server struct {
 	cfg     Config
 	logger  *slog.Logger
 
-	sessions atomic.Int64
-	mu       sync.Mutex
-	perKey   map[string]int
-	servers  []*smtp.Server
-	closed   bool
+	conns   atomic.Int64 // open connections, of all listeners
+	mu      sync.Mutex
+	perKey  map[string]int
+	servers []*smtp.Server
+	closed  bool
 }
 
 // New returns a server on svc's store. m may be nil.
@@ -115,14 +115,20 @@ func New(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) 
 
 // Serve answers SMTP (with STARTTLS when configured) on ln until
 // Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.serve(ln) }
+func (s *Server) Serve(ln net.Listener) error { return s.serve(s.limit(ln)) }
 
 // ServeTLS answers SMTP over implicit TLS (submissions, RFC 8314) on ln.
 func (s *Server) ServeTLS(ln net.Listener) error {
 	if s.cfg.TLS == nil {
 		return errors.New("smtps: no TLS certificate configured")
 	}
-	return s.serve(tls.NewListener(ln, s.cfg.TLS))
+	return s.serve(tls.NewListener(s.limit(ln), s.cfg.TLS))
+}
+
+// limit bounds ln's open connections by MaxSessions, counted with those
+// of the server's other listeners.
+func (s *Server) limit(ln net.Listener) net.Listener {
+	return &limitListener{Listener: ln, open: &s.conns, max: int64(s.cfg.MaxSessions), reject: func() { s.reject(421) }}
 }
 
 func (s *Server) serve(ln net.Listener) error {
@@ -168,13 +174,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // NewSession implements smtp.Backend: it is called at the first EHLO (and
-// again after STARTTLS). Past MaxSessions the client is told to come back.
+// again after STARTTLS). The listener bounds how many there are.
 func (s *Server) NewSession(c *smtp.Conn) (smtp.Session, error) {
-	if n := s.sessions.Add(1); n > int64(s.cfg.MaxSessions) {
-		s.sessions.Add(-1)
-		s.reject(421)
-		return nil, &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "too many SMTP sessions open; try again later"}
-	}
 	if s.metrics != nil {
 		s.metrics.SMTPSessions.Inc()
 		s.metrics.SMTPSessionsOpen.Inc()

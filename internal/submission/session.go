@@ -173,7 +173,6 @@ func (ss *session) Reset() { ss.mailFrom, ss.mailboxID, ss.rcpt = "", "", nil }
 func (ss *session) Logout() error {
 	ss.once.Do(func() {
 		ss.timer.Stop()
-		ss.s.sessions.Add(-1)
 		if ss.s.metrics != nil {
 			ss.s.metrics.SMTPSessionsOpen.Dec()
 		}
