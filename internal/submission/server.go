@@ -39,7 +39,7 @@ type Config struct {
 	// implicit-TLS listener). AUTH is offered over TLS, and without it
 	// only to clients on loopback addresses.
 	TLS *tls.Config
-	// MaxSessions bounds the sessions open at once; MaxSessionsPerKey
+	// MaxSessions bounds the connections open at once; MaxSessionsPerKey
 	// those one API key has authenticated.
 	MaxSessions, MaxSessionsPerKey int
 	// CommandTimeout bounds the wait for each command line and each
