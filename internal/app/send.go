@@ -232,6 +232,9 @@ func (s *Service) AcceptSend(ctx context.Context, tx core.Tx, key *core.APIKey, 
 	}
 	send.ID = NewID("snd_")
 	send.MessageID = message.NewMessageID(send.ID, addrOf(send.From))
+	if id := rawMessageID(send.Raw); id != "" {
+		send.MessageID = id // a submitted message keeps its own
+	}
 	send.CreatedAt, send.UpdatedAt = now, now
 	send.Status = core.StatusQueued
 	if key.RequiresApproval {

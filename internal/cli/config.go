@@ -54,6 +54,8 @@ type Config struct {
 	// Pprof, when set, serves net/http/pprof on this separate address.
 	// Off by default; it must not be reachable from outside the host.
 	Pprof string
+	// SMTP is the SMTP submission server's (--smtp-addr and the rest).
+	SMTP smtpConfig
 }
 
 // envFlags defines flags whose defaults come from the environment, and
@@ -157,6 +159,7 @@ func serverFlags(e *envFlags, c *Config) {
 	e.integer(&c.MaxDomains, "max-domains", "SENDONCE_MAX_DOMAINS", core.DefaultMaxDomains, "sending domains one tenant may store (0: no cap)")
 	e.integer(&c.MaxAPIKeys, "max-api-keys", "SENDONCE_MAX_API_KEYS", core.DefaultMaxAPIKeys, "API keys (not revoked) one tenant may create through the API (0: no cap; sendonce keys create is not capped)")
 	e.str(&c.Pprof, "pprof", "SENDONCE_PPROF", "", "serve net/http/pprof on this separate address, e.g. 127.0.0.1:6060 (off by default; never expose it: profiles reveal memory contents)")
+	smtpFlags(e, &c.SMTP)
 	c.SecretKey = e.getenv("SENDONCE_SECRET_KEY")
 }
 
@@ -203,6 +206,9 @@ func (c *Config) validate() error {
 	}
 	if _, err := app.ResolverAddr(c.DNSResolver); err != nil {
 		return fmt.Errorf("--dns-resolver: %v", err)
+	}
+	if err := c.SMTP.validate(); err != nil {
+		return err
 	}
 	return nil
 }

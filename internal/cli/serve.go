@@ -55,13 +55,17 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	logger = slog.New(flushOnWarn{Handler: logger.Handler(), b: blog})
+	smtpCfg, err := cfg.SMTP.submissionConfig()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
 
 	s, err := server.New(ctx, server.Config{
 		DB: cfg.DB, Transport: cfg.Transport, From: cfg.From, IdempotencyTTL: cfg.IdempotencyTTL,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
 		AttemptLease: cfg.AttemptLease, Work: cfg.Role != "api", Workers: cfg.Workers, PollInterval: cfg.PollInterval,
 		SecretKey: cfg.SecretKey, DNSResolver: cfg.DNSResolver, DBMaxConns: cfg.DBMaxConns, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Redis: cfg.Redis,
-		ReplayCache: replayCacheSize(cfg.ReplayCache), OutboundAllow: cfg.OutboundAllow,
+		ReplayCache: replayCacheSize(cfg.ReplayCache), OutboundAllow: cfg.OutboundAllow, SMTP: smtpCfg,
 		RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow, Caps: cfg.caps(),
 	}, logger)
 	if err != nil {
@@ -97,6 +101,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("db", redactDSN(cfg.DB)),
 			slog.String("transport", redactTransport(cfg.Transport)), slog.String("role", cfg.Role), slog.String("version", version()))
 		go func() { serveErr <- srv.Serve(ln) }()
+		if err := startSMTP(&cfg.SMTP, s.Submission, logger, serveErr); err != nil {
+			return err
+		}
 	}
 	if err := s.Start(ctx); err != nil {
 		return err
@@ -120,6 +127,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		if err := srv.Shutdown(sctx); err != nil {
 			runErr = errors.Join(runErr, fmt.Errorf("http shutdown: %w", err))
 		}
+	}
+	if err := s.Submission.Shutdown(sctx); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("smtp shutdown: %w", err))
 	}
 	if err := s.Stop(sctx); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("queue shutdown: %w", err))

@@ -71,6 +71,10 @@ type Send struct {
 	// Forward is a forwarded original message (RFC 5322, whole), attached
 	// as message/rfc822; nil for none.
 	Forward []byte
+	// Raw is the client's own message (SMTP submission): delivered as it
+	// is, with only the headers sendonce must add. nil for a send built
+	// from its fields.
+	Raw []byte
 }
 
 // Header is one extra header a caller asked for.

@@ -209,6 +209,9 @@ func (d *Deliverer) suppressed(ctx context.Context, s *core.Send) (string, error
 // deterministic: every attempt of one send renders the same bytes (the
 // DKIM signature, when there is one, is added afterwards).
 func Render(s *core.Send) ([]byte, transport.Envelope, error) {
+	if s.Raw != nil {
+		return renderRaw(s)
+	}
 	from, err := mail.ParseAddress(s.From)
 	if err != nil {
 		return nil, transport.Envelope{}, fmt.Errorf("from: %w", err)

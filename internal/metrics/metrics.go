@@ -24,6 +24,13 @@ type Metrics struct {
 	// GroupCommitSize observes how many write transactions each commit
 	// carried (a batch of the group commit, on either database).
 	GroupCommitSize prometheus.Histogram
+	// SMTP submission (issue 18): sessions opened, sessions open now,
+	// messages answered 250 (outcome: accepted | replayed) and replies
+	// refusing a command or a message, by SMTP code.
+	SMTPSessions     prometheus.Counter
+	SMTPSessionsOpen prometheus.Gauge
+	SMTPMessages     *prometheus.CounterVec
+	SMTPRejections   *prometheus.CounterVec
 }
 
 // New registers the metrics. queueDepth is read at every scrape.
@@ -50,6 +57,21 @@ func New(queueDepth func(ctx context.Context) (int, error)) *Metrics {
 			Name: "sendonce_db_group_commit_size", Help: "Write transactions that shared one commit.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 		}),
+		SMTPSessions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sendonce_smtp_sessions_total", Help: "SMTP submission sessions opened.",
+		}),
+		SMTPSessionsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sendonce_smtp_sessions_open", Help: "SMTP submission sessions open now.",
+		}),
+		SMTPMessages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sendonce_smtp_messages_total", Help: "SMTP messages answered 250, by outcome (accepted, replayed).",
+		}, []string{"outcome"}),
+		SMTPRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sendonce_smtp_rejections_total", Help: "SMTP commands and messages refused, by reply code.",
+		}, []string{"code"}),
+	}
+	for _, o := range []string{"accepted", "replayed"} {
+		m.SMTPMessages.WithLabelValues(o)
 	}
 	for _, r := range []string{"in_use", "reused"} {
 		m.IdempotencyConflicts.WithLabelValues(r)
@@ -58,6 +80,7 @@ func New(queueDepth func(ctx context.Context) (int, error)) *Metrics {
 		m.DeliveryAttempts.WithLabelValues(o)
 	}
 	reg.MustRegister(m.SendsAccepted, m.IdempotentReplays, m.IdempotencyConflicts, m.DeliveryAttempts, m.HTTPRequests, m.GroupCommitSize,
+		m.SMTPSessions, m.SMTPSessionsOpen, m.SMTPMessages, m.SMTPRejections,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if queueDepth != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

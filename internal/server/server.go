@@ -21,6 +21,7 @@ import (
 	"github.com/sendonce/sendonce/internal/outbound"
 	"github.com/sendonce/sendonce/internal/ratelimit"
 	"github.com/sendonce/sendonce/internal/sqlstore"
+	"github.com/sendonce/sendonce/internal/submission"
 	"github.com/sendonce/sendonce/internal/transport"
 )
 
@@ -94,6 +95,10 @@ type Config struct {
 	// Now is the clock of the idempotency and delivery rules. Defaults to
 	// time.Now. (River schedules on the wall clock.)
 	Now func() time.Time
+	// SMTP is the SMTP submission server's settings (its idempotency
+	// settings are taken from the ones above). It listens only when the
+	// caller serves it (--smtp-addr).
+	SMTP submission.Config
 }
 
 // Server is one wired sendonce instance.
@@ -106,6 +111,9 @@ type Server struct {
 	Handler http.Handler
 	started bool
 	redis   *redis.Client
+
+	// Submission is the SMTP submission server on this instance.
+	Submission *submission.Server
 }
 
 // New opens the database (creating and migrating it when needed) and wires
@@ -226,7 +234,10 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		DefaultTransport: cfg.Transport, ReplayCacheEntries: cfg.ReplayCache,
 		RateLimit: ratelimit.Limit{Requests: cfg.RateLimit, Window: cfg.RateLimitWindow}, Limiter: limiter,
 	}, logger)
-	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h, redis: rdb}, nil
+	sc := cfg.SMTP
+	sc.Front, sc.IdempotencyTTL, sc.ReservationLease, sc.ReplayCacheEntries = front, cfg.IdempotencyTTL, cfg.ReservationLease, cfg.ReplayCache
+	sub := submission.New(svc, m, sc, logger)
+	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h, Submission: sub, redis: rdb}, nil
 }
 
 // Start starts the delivery workers (if this instance runs any).

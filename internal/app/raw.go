@@ -1,0 +1,158 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"mime"
+	"net/mail"
+	nettextproto "net/textproto"
+	"strings"
+
+	"github.com/emersion/go-message/textproto"
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/message"
+)
+
+// A submitted message (SMTP, issue 18) is the client's own MIME: it keeps
+// its header fields and parts, and the same rules as a JSON send apply to
+// what it asks for — the key's mailboxes, the agent guardrails, the
+// recipient allowlist, the caps (in AcceptSend).
+
+// SubmissionMailbox is the mailbox a submission whose MAIL FROM is
+// mailFrom sends from. A key limited to mailboxes may use only their
+// addresses (forbidden otherwise); any other key sends from the default
+// mailbox, as a JSON send without mailbox_id does.
+func (s *Service) SubmissionMailbox(ctx context.Context, key *core.APIKey, mailFrom string) (string, error) {
+	if len(key.Mailboxes) == 0 {
+		return core.DefaultMailboxID, nil
+	}
+	for _, id := range key.Mailboxes {
+		mb, err := s.Mailbox(ctx, key.Tenant, id)
+		if errors.Is(err, core.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if strings.EqualFold(mb.Address, mailFrom) {
+			return id, nil
+		}
+	}
+	return "", core.Errorf(core.CodeForbidden, "mail_from", "this API key may send only from its mailboxes' addresses, not %s", mailFrom)
+}
+
+// agentHeaders are the fields an agent key's submitted message may carry:
+// those a JSON send of an agent renders too. Anything else is an extra
+// header, which agent keys may not set.
+var agentHeaders = map[string]bool{
+	"From": true, "To": true, "Cc": true, "Reply-To": true, "Subject": true, "Date": true, "Message-Id": true,
+	"In-Reply-To": true, "References": true, "Mime-Version": true, "Content-Type": true,
+	"Content-Transfer-Encoding": true, "Content-Disposition": true, "Content-Id": true, "Content-Language": true,
+}
+
+// PrepareRawSend validates a submitted message for key and makes it a send
+// ready to be accepted: msg is what will be delivered (the idempotency key
+// header already removed), rcpt the envelope recipients. It writes
+// nothing.
+func (s *Service) PrepareRawSend(ctx context.Context, key *core.APIKey, idemKey, mailboxID string, rcpt []string, msg []byte) (*core.Send, error) {
+	h, _, err := message.ReadRaw(msg)
+	if err != nil {
+		return nil, core.Errorf(core.CodeValidation, "message", "the message's header does not parse")
+	}
+	mb, err := s.Mailbox(ctx, key.Tenant, mailboxID)
+	if err != nil {
+		return nil, err
+	}
+	if mb.ReceiveOnly {
+		return nil, core.Errorf(core.CodeValidation, "mailbox_id", "mailbox %q is receive-only", mailboxID)
+	}
+	from, err := headerFrom(h)
+	if err != nil {
+		return nil, err
+	}
+	send := &core.Send{Tenant: key.Tenant, IdempotencyKey: idemKey, MailboxID: mailboxID, From: FormatAddress(from),
+		Raw: msg, Tags: map[string]string{}}
+	if send.To, err = addressList("to", rcpt, true); err != nil {
+		return nil, err
+	}
+	if err := checkAllowlist(key, send); err != nil {
+		return nil, err
+	}
+	// A key limited to mailboxes, and an agent key, send only as the
+	// mailbox's address (API contract, section 2; issue 6).
+	if (len(key.Mailboxes) > 0 || key.Agent) && !strings.EqualFold(from.Address, mb.Address) {
+		return nil, core.Errorf(core.CodeForbidden, "from", "this API key may send only as its mailbox's address %s", mb.Address)
+	}
+	if key.Agent {
+		if err := checkAgentMessage(h, send.To); err != nil {
+			return nil, err
+		}
+	}
+	send.Subject = decodeSubject(h.Get("Subject"))
+	return send, nil
+}
+
+// headerFrom is the message's one From address.
+func headerFrom(h textproto.Header) (*mail.Address, error) {
+	vals := h.Values("From")
+	if len(vals) != 1 {
+		return nil, core.Errorf(core.CodeValidation, "from", "the message needs exactly one From header")
+	}
+	list, err := mail.ParseAddressList(vals[0])
+	if err != nil || len(list) != 1 {
+		return nil, core.Errorf(core.CodeValidation, "from", "the message's From header is not one valid address")
+	}
+	return list[0], nil
+}
+
+// checkAgentMessage applies the agent guardrails to a submitted message:
+// every recipient visible (no envelope-only, bcc, recipient) and no extra
+// headers.
+func checkAgentMessage(h textproto.Header, rcpt []string) error {
+	for f := h.Fields(); f.Next(); {
+		if !agentHeaders[nettextproto.CanonicalMIMEHeaderKey(f.Key())] {
+			return core.Errorf(core.CodeForbidden, "headers", "agent keys may not set extra headers (%s)", f.Key())
+		}
+	}
+	visible := map[string]bool{}
+	for _, field := range []string{"To", "Cc"} {
+		for _, v := range h.Values(field) {
+			list, err := mail.ParseAddressList(v)
+			if err != nil {
+				return core.Errorf(core.CodeValidation, strings.ToLower(field), "the message's %s header is not a valid address list", field)
+			}
+			for _, a := range list {
+				visible[strings.ToLower(a.Address)] = true
+			}
+		}
+	}
+	for _, r := range rcpt {
+		if a := addrOf(r); !visible[strings.ToLower(a)] {
+			return core.Errorf(core.CodeForbidden, "bcc", "agent keys may not set bcc: every recipient must be visible (%s is in no To or Cc)", a)
+		}
+	}
+	return nil
+}
+
+// decodeSubject is the subject for people (the send's view, the audit
+// log): RFC 2047 words decoded, what does not decode left as it is.
+func decodeSubject(v string) string {
+	d, err := new(mime.WordDecoder).DecodeHeader(v)
+	if err != nil {
+		return v
+	}
+	return d
+}
+
+// rawMessageID is a submitted message's own Message-ID, "" when it has
+// none: it stays the send's message id.
+func rawMessageID(raw []byte) string {
+	if raw == nil {
+		return ""
+	}
+	h, _, err := message.ReadRaw(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(h.Get("Message-Id"))
+}

@@ -1,0 +1,268 @@
+package submission
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-smtp"
+	"github.com/sendonce/sendonce/idempotency"
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/message"
+)
+
+// Scope of SMTP keys: a tenant's SMTP keys are one namespace, apart from
+// every HTTP route's.
+const (
+	scopeMethod = "SMTP"
+	scopeRoute  = "submission"
+)
+
+// keyHeaders name the idempotency key of a submitted message, in order of
+// precedence; both are removed before the message is stored.
+var keyHeaders = []string{"Idempotency-Key", "Resend-Idempotency-Key"}
+
+// envelope is a message's SMTP transaction.
+type envelope struct {
+	from, mailbox string
+	rcpt          []string
+}
+
+// storedAnswer is what the idempotency record keeps of a 250.
+type storedAnswer struct {
+	ID string `json:"id"`
+}
+
+func reply(code int, enh smtp.EnhancedCode, msg string) *smtp.SMTPError {
+	return &smtp.SMTPError{Code: code, EnhancedCode: enh, Message: msg}
+}
+
+// Ends of an acceptance transaction in which nothing may commit.
+var (
+	errDecided = errors.New("idempotency key decided")
+	errRefused = errors.New("send refused")
+)
+
+// submit accepts one message: the key and fingerprint, the engine's
+// decision, then — on Proceed — the send and the key's answer in one
+// transaction, as POST /v1/send does (httpapi's runTx). The reply is
+// written by the caller after this returns, so a 250 is never sent before
+// the commit.
+func (s *Server) submit(ctx context.Context, key *core.APIKey, env envelope, data []byte) *smtp.SMTPError {
+	start := time.Now()
+	h, body, err := message.ReadRaw(data)
+	if err != nil {
+		return reply(550, smtp.EnhancedCode{5, 6, 0}, "the message's header does not parse")
+	}
+	idemKey, source := "", ""
+	for _, name := range keyHeaders {
+		if v := h.Get(name); v != "" && idemKey == "" {
+			if idemKey, err = idempotency.ParseKey(v, idempotency.MaxKeyLen); err != nil {
+				return reply(550, smtp.EnhancedCode{5, 6, 0}, fmt.Sprintf("the %s header must be 1 to %d visible ASCII characters", name, idempotency.MaxKeyLen))
+			}
+			source = name
+		}
+	}
+	msg := data
+	if source != "" {
+		for _, name := range keyHeaders {
+			h.Del(name)
+		}
+		msg = message.WriteRaw(h, body) // the key is not part of the message delivered
+	} else if id := strings.TrimSpace(h.Get("Message-Id")); id != "" {
+		idemKey, source = messageIDKey(id), "Message-ID"
+	}
+	fp := fingerprint(env, msg)
+	rep, sendID, outcome := s.acceptOnce(ctx, key, env, idemKey, fp, msg)
+	s.logger.LogAttrs(ctx, slog.LevelInfo, "smtp message",
+		slog.Int("code", rep.Code), slog.String("send_id", sendID), slog.String("outcome", outcome),
+		slog.String("key", app.KeyFingerprint(key)), slog.String("idempotency_key_from", source),
+		slog.Int("recipients", len(env.rcpt)), slog.Int("bytes", len(data)), slog.Duration("duration", time.Since(start)))
+	if key.Agent {
+		s.audit(ctx, key, idemKey, rep, sendID, outcome)
+	}
+	return rep
+}
+
+// messageIDKey is the key a Message-ID makes: the msg-id without its
+// brackets, or — too long or not visible ASCII (an SMTPUTF8 id) — its
+// SHA-256, so that every Message-ID dedupes.
+func messageIDKey(id string) string {
+	inner := strings.TrimSuffix(strings.TrimPrefix(id, "<"), ">")
+	if k, err := idempotency.ParseKey(inner, idempotency.MaxKeyLen); err == nil && k == inner {
+		return k
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// fingerprint is the request's identity under its key: the envelope
+// (sender, recipients in any order and case) and the message's bytes as
+// stored, without the key header.
+func fingerprint(env envelope, msg []byte) string {
+	rcpt := make([]string, len(env.rcpt))
+	for i, r := range env.rcpt {
+		rcpt[i] = strings.ToLower(r)
+	}
+	slices.Sort(rcpt)
+	h := sha256.New()
+	fmt.Fprintf(h, "smtp\x00%s\x00%s\x00", strings.ToLower(env.from), strings.Join(rcpt, "\x00"))
+	h.Write(msg)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// acceptOnce runs the idempotency engine around the acceptance. It
+// returns the reply, the send's id and the outcome for the log.
+func (s *Server) acceptOnce(ctx context.Context, key *core.APIKey, env envelope, idemKey, fp string, msg []byte) (*smtp.SMTPError, string, string) {
+	var t *idempotency.Ticket
+	if idemKey != "" {
+		var err error
+		sc := idempotency.Scope{Tenant: key.Tenant, Method: scopeMethod, Route: scopeRoute, Key: idemKey}
+		if t, err = s.idem.Begin(ctx, sc, fp); err != nil {
+			return replyFor(ctx, s.logger, err), "", "error"
+		}
+		if t.Decision.Outcome != idempotency.Proceed {
+			return s.decided(t.Decision)
+		}
+	}
+	committed := false
+	defer func() {
+		if t != nil && !committed {
+			t.Release(ctx) // also on panic: the ticket must not outlive the message
+		}
+	}()
+	send, err := s.svc.PrepareRawSend(ctx, key, idemKey, env.mailbox, env.rcpt, msg)
+	if err != nil {
+		return replyFor(ctx, s.logger, err), "", "refused"
+	}
+	var (
+		decided idempotency.Decision
+		refusal error
+		answer  []byte
+	)
+	err = s.store.InTx(ctx, func(tx core.Tx) error {
+		// May run more than once (group commit reruns a batch).
+		decided, refusal = idempotency.Decision{}, nil
+		if t != nil {
+			d, err := t.Decide(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if d.Outcome != idempotency.Proceed {
+				decided = d
+				return errDecided
+			}
+		}
+		if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
+			if refusal = err; core.ErrorCode(err) == core.CodeInternal {
+				return err
+			}
+			return errRefused
+		}
+		answer, _ = json.Marshal(storedAnswer{ID: send.ID})
+		if t != nil {
+			return t.Put(ctx, tx, idempotency.Response{Status: 250, ContentType: "application/json", Body: answer})
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		committed = true
+		if t != nil {
+			t.Committed(ctx, nil)
+		}
+		if s.metrics != nil {
+			s.metrics.SendsAccepted.Inc()
+			s.metrics.SMTPMessages.WithLabelValues("accepted").Inc()
+		}
+		return reply(250, smtp.EnhancedCode{2, 0, 0}, "OK: queued as "+send.ID), send.ID, "accepted"
+	case errors.Is(err, errDecided):
+		return s.decided(decided)
+	case errors.Is(err, errRefused):
+		return replyFor(ctx, s.logger, refusal), "", "refused"
+	}
+	return replyFor(ctx, s.logger, err), "", "error"
+}
+
+// decided answers a key the engine decided without running the message.
+func (s *Server) decided(d idempotency.Decision) (*smtp.SMTPError, string, string) {
+	switch d.Outcome {
+	case idempotency.Replay:
+		var a storedAnswer
+		if d.Response == nil || json.Unmarshal(d.Response.Body, &a) != nil || a.ID == "" {
+			return errTempFailure, "", "error"
+		}
+		if s.metrics != nil {
+			s.metrics.IdempotentReplays.Inc()
+			s.metrics.SMTPMessages.WithLabelValues("replayed").Inc()
+		}
+		return reply(250, smtp.EnhancedCode{2, 0, 0}, "OK: already accepted as "+a.ID+"; not sent again"), a.ID, "replayed"
+	case idempotency.Mismatch:
+		if s.metrics != nil {
+			s.metrics.IdempotencyConflicts.WithLabelValues("reused").Inc()
+		}
+		return reply(554, smtp.EnhancedCode{5, 7, 0}, "this message's idempotency key was used for a different message; use a new key (or Message-ID)"), "", "reused"
+	case idempotency.InUse:
+		if s.metrics != nil {
+			s.metrics.IdempotencyConflicts.WithLabelValues("in_use").Inc()
+		}
+		return reply(451, smtp.EnhancedCode{4, 7, 0}, "a message with this idempotency key is still being accepted; try again shortly"), "", "in_use"
+	}
+	return errTempFailure, "", "error"
+}
+
+// replyFor turns an application error into its SMTP reply. Errors that
+// are not the caller's are logged and answered 451: nothing was accepted.
+func replyFor(ctx context.Context, logger *slog.Logger, err error) *smtp.SMTPError {
+	var e *core.Error
+	if !errors.As(err, &e) {
+		logger.ErrorContext(ctx, "smtp accept", slog.Any("error", err))
+		return errTempFailure
+	}
+	switch e.Code {
+	case core.CodeForbidden:
+		return reply(550, smtp.EnhancedCode{5, 7, 1}, e.Message)
+	case core.CodeValidation, core.CodeInvalidJSON:
+		if e.Param == "to" {
+			return reply(553, smtp.EnhancedCode{5, 1, 3}, e.Message)
+		}
+		return reply(550, smtp.EnhancedCode{5, 6, 0}, e.Message)
+	case core.CodeRateLimited:
+		return reply(451, smtp.EnhancedCode{4, 7, 1}, e.Message)
+	case core.CodeUnauthorized:
+		return errAuthFailed
+	case core.CodeUnavailable:
+		return errTempFailure
+	}
+	logger.ErrorContext(ctx, "smtp accept", slog.Any("error", err))
+	return errTempFailure
+}
+
+// audit writes an agent key's message to the audit log, as the HTTP send
+// routes do, with the SMTP reply code as its status.
+func (s *Server) audit(ctx context.Context, key *core.APIKey, idemKey string, rep *smtp.SMTPError, sendID, outcome string) {
+	e := &core.AuditEntry{ID: app.NewID("aud_"), Tenant: key.Tenant, APIKeyID: key.ID, At: s.svc.Now(),
+		Route: "SMTP DATA", IdempotencyKey: idemKey, Status: rep.Code, SendID: sendID}
+	switch outcome {
+	case "accepted":
+		e.Outcome = "created"
+	case "replayed":
+		e.Outcome = "replayed"
+	case "error":
+		e.Outcome = "error"
+	default:
+		e.Outcome, e.Code, e.Detail = "refused", outcome, rep.Message
+	}
+	ctx = context.WithoutCancel(ctx)
+	if err := s.store.InTx(ctx, func(tx core.Tx) error { return tx.InsertAudit(ctx, e) }); err != nil {
+		s.logger.ErrorContext(ctx, "write audit entry", slog.Any("error", err))
+	}
+}

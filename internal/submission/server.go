@@ -1,0 +1,225 @@
+package submission
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/emersion/go-smtp"
+	"github.com/sendonce/sendonce/idempotency"
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/metrics"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxMessageBytes   = 10 << 20
+	DefaultMaxSessions       = 200
+	DefaultMaxSessionsPerKey = 20
+	DefaultCommandTimeout    = time.Minute
+	DefaultSessionTimeout    = 30 * time.Minute
+	DefaultAcceptTimeout     = 30 * time.Second
+)
+
+// Config is the SMTP server's settings. Zero values take the defaults.
+type Config struct {
+	// Domain is the name the greeting and EHLO say. Defaults to
+	// "localhost".
+	Domain string
+	// MaxMessageBytes bounds a message (SIZE, 552 past it).
+	MaxMessageBytes int64
+	// TLS, when set, offers STARTTLS (and is the certificate of an
+	// implicit-TLS listener). AUTH is offered over TLS, and without it
+	// only to clients on loopback addresses.
+	TLS *tls.Config
+	// MaxSessions bounds the connections open at once; MaxSessionsPerKey
+	// those one API key has authenticated.
+	MaxSessions, MaxSessionsPerKey int
+	// CommandTimeout bounds the wait for each command line and each
+	// reply write; SessionTimeout a whole connection.
+	CommandTimeout, SessionTimeout time.Duration
+	// AcceptTimeout bounds the acceptance of one message (after the
+	// final dot, before its reply).
+	AcceptTimeout time.Duration
+	// IdempotencyTTL, ReservationLease, Front and ReplayCacheEntries are
+	// the HTTP API's settings of the same names (httpapi.Config).
+	IdempotencyTTL     time.Duration
+	ReservationLease   time.Duration
+	Front              idempotency.Store
+	ReplayCacheEntries int
+}
+
+// Server accepts submitted messages as sends.
+type Server struct {
+	svc     *app.Service
+	store   core.Store
+	idem    *idempotency.Engine
+	metrics *metrics.Metrics
+	cfg     Config
+	logger  *slog.Logger
+
+	conns   atomic.Int64 // open connections, of all listeners
+	mu      sync.Mutex
+	perKey  map[string]int
+	servers []*smtp.Server
+	closed  bool
+}
+
+// New returns a server on svc's store. m may be nil.
+func New(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) *Server {
+	if cfg.Domain == "" {
+		cfg.Domain = "localhost"
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.MaxSessionsPerKey <= 0 {
+		cfg.MaxSessionsPerKey = DefaultMaxSessionsPerKey
+	}
+	if cfg.CommandTimeout <= 0 {
+		cfg.CommandTimeout = DefaultCommandTimeout
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = DefaultSessionTimeout
+	}
+	if cfg.AcceptTimeout <= 0 {
+		cfg.AcceptTimeout = DefaultAcceptTimeout
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cache := cfg.ReplayCacheEntries
+	if cache == 0 {
+		cache = idempotency.DefaultReplayCacheEntries
+	}
+	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, perKey: map[string]int{}}
+	// The same engine as the HTTP API's, on the same durable tier: the
+	// key is decided in the transaction that accepts the send. SMTP keys
+	// have their own scope (method SMTP), so they never meet HTTP keys.
+	s.idem = idempotency.NewEngine(idempotency.Config{
+		Lookup: s.store.CompletedIdempotency, Front: cfg.Front, ReplayCacheEntries: cache,
+		TTL: cfg.IdempotencyTTL, Lease: cfg.ReservationLease, Now: svc.Now, Logger: logger,
+	})
+	return s
+}
+
+// Serve answers SMTP (with STARTTLS when configured) on ln until
+// Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.serve(s.limit(ln)) }
+
+// ServeTLS answers SMTP over implicit TLS (submissions, RFC 8314) on ln.
+func (s *Server) ServeTLS(ln net.Listener) error {
+	if s.cfg.TLS == nil {
+		return errors.New("smtps: no TLS certificate configured")
+	}
+	return s.serve(tls.NewListener(s.limit(ln), s.cfg.TLS))
+}
+
+// limit bounds ln's open connections by MaxSessions, counted with those
+// of the server's other listeners.
+func (s *Server) limit(ln net.Listener) net.Listener {
+	return &limitListener{Listener: ln, open: &s.conns, max: int64(s.cfg.MaxSessions), reject: func() { s.reject(421) }}
+}
+
+func (s *Server) serve(ln net.Listener) error {
+	srv := smtp.NewServer(s)
+	srv.Domain = s.cfg.Domain
+	srv.MaxMessageBytes = s.cfg.MaxMessageBytes
+	srv.MaxRecipients = app.MaxRecipients // one limit for both APIs: 452 past it
+	srv.ReadTimeout, srv.WriteTimeout = s.cfg.CommandTimeout, s.cfg.CommandTimeout
+	srv.TLSConfig = s.cfg.TLS
+	srv.EnableSMTPUTF8 = true
+	// go-smtp's own check would refuse AUTH without TLS everywhere; the
+	// session applies the contract's rule (TLS, or a loopback client).
+	srv.AllowInsecureAuth = true
+	srv.ErrorLog = slogLogger{s.logger}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return smtp.ErrServerClosed
+	}
+	s.servers = append(s.servers, srv)
+	s.mu.Unlock()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, smtp.ErrServerClosed) {
+		return fmt.Errorf("smtp: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops accepting connections and waits, bounded by ctx, for the
+// open sessions to end.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	srvs := s.servers
+	s.mu.Unlock()
+	var errs []error
+	for _, srv := range srvs {
+		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, smtp.ErrServerClosed) {
+			errs = append(errs, err)
+			_ = srv.Close()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// NewSession implements smtp.Backend: it is called at the first EHLO (and
+// again after STARTTLS). The listener bounds how many there are.
+func (s *Server) NewSession(c *smtp.Conn) (smtp.Session, error) {
+	if s.metrics != nil {
+		s.metrics.SMTPSessions.Inc()
+		s.metrics.SMTPSessionsOpen.Inc()
+	}
+	ss := &session{s: s, conn: c, loopback: isLoopback(c.Conn().RemoteAddr())}
+	// A whole connection is bounded, whatever its commands do.
+	ss.timer = time.AfterFunc(s.cfg.SessionTimeout, func() { _ = c.Close() })
+	return ss, nil
+}
+
+// enterKey counts a session of key; false when it has MaxSessionsPerKey.
+func (s *Server) enterKey(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perKey[id] >= s.cfg.MaxSessionsPerKey {
+		return false
+	}
+	s.perKey[id]++
+	return true
+}
+
+func (s *Server) leaveKey(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perKey[id]--; s.perKey[id] <= 0 {
+		delete(s.perKey, id)
+	}
+}
+
+func (s *Server) reject(code int) {
+	if s.metrics != nil {
+		s.metrics.SMTPRejections.WithLabelValues(fmt.Sprint(code)).Inc()
+	}
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+// slogLogger is go-smtp's error log on slog.
+type slogLogger struct{ l *slog.Logger }
+
+func (l slogLogger) Printf(format string, v ...any) {
+	l.l.Warn("smtp", slog.String("error", fmt.Sprintf(format, v...)))
+}
+func (l slogLogger) Println(v ...any) { l.l.Warn("smtp", slog.String("error", fmt.Sprint(v...))) }
