@@ -402,7 +402,7 @@ func TestMiddleware_RunInTxLostReservationRollsBack(t *testing.T) {
 }
 
 // TestNonTransactionalStores_UniqueConstraintAdvice tests the advice of
-// RedisStore's doc: without a shared transaction, a handler whose side
+// redisstore.Store's doc: without a shared transaction, a handler whose side
 // effect happened but whose response was not stored runs again on retry,
 // and only its own unique constraint on the key keeps the effect single.
 func TestNonTransactionalStores_UniqueConstraintAdvice(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sendonce/sendonce/internal/idemrecord"
 )
 
 // Dialect names the SQL database an SQLStore talks to.
@@ -197,7 +199,7 @@ func (s *SQLStore) Reserve(ctx context.Context, sc Scope, fingerprint string, no
 			return d, err
 		}
 	}
-	return Decision{}, errContended
+	return Decision{}, idemrecord.ErrContended
 }
 
 // reserveOnce is one transaction of Reserve; done is false when another

@@ -6,12 +6,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redis/go-redis/v9"
-	"github.com/sendonce/sendonce/idempotency"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sendonce/sendonce/idempotency"
+	"github.com/sendonce/sendonce/idempotency/redisstore"
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/delivery"
@@ -203,7 +206,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		if prefix == "" {
 			prefix = "sendonce:idem:"
 		}
-		front = idempotency.NewRedisStore(rdb, prefix)
+		front = redisstore.New(rdb, prefix)
 	}
 	h := httpapi.NewServer(svc, m, httpapi.Config{
 		Front:                 front,
