@@ -317,7 +317,7 @@ func TestMiddleware_RunInTx(t *testing.T) {
 			var nextID atomic.Int64
 			mw := Middleware(store, &Options{RunInTx: true})(WithTx(func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
 				id := nextID.Add(1)
-				if _, err := tx.ExecContext(r.Context(), rebind(dialect, `INSERT INTO orders (id, item) VALUES (?, ?)`), id, "book"); err != nil {
+				if _, err := tx.ExecContext(r.Context(), dialect.Rebind(`INSERT INTO orders (id, item) VALUES (?, ?)`), id, "book"); err != nil {
 					t.Errorf("insert: %v", err)
 					w.WriteHeader(500)
 					return

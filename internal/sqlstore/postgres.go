@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sendonce/sendonce/internal/sqldialect"
 )
 
 //go:embed migrations/postgres/*.sql
@@ -76,7 +78,7 @@ func OpenPostgres(ctx context.Context, url string, o PostgresOptions) (*Store, e
 		pool.Close()
 		return nil, fmt.Errorf("connect postgres: %w", redactedErr(err))
 	}
-	rb := &rebinder{}
+	rb := &sqldialect.Rebinder{}
 	s := &Store{
 		dialect: Postgres, PG: pool, PGRead: rpool, rebind: rb,
 		w: pgxQuerier{db: pool, rebind: rb}, r: pgxQuerier{db: rpool, rebind: rb},
