@@ -30,16 +30,16 @@ func (c *checker) checkDKIM() {
 		return
 	}
 	where := name
-	if len(a.chain) > 0 {
-		where = a.chain[len(a.chain)-1]
-		if a.nxdomain {
+	if len(a.Chain) > 0 {
+		where = a.Chain[len(a.Chain)-1]
+		if a.NXDomain {
 			c.fail(CheckDKIM, fmt.Sprintf("%s is an alias (CNAME) of %s, which does not exist, so receivers find no key.", name, where),
 				fmt.Sprintf("Publish the key record at %s, or point the alias at the name your provider gave you.", where))
 			return
 		}
 		c.ok(CheckDKIM, "%s is an alias (CNAME) of %s; the key was read there.", name, where)
 	}
-	recs := a.txt()
+	recs := a.TXT()
 	switch len(recs) {
 	case 0:
 		c.fail(CheckDKIM, fmt.Sprintf("There is no DKIM key record at %s, so receivers cannot verify the signatures of %s.", where, c.domain),

@@ -283,7 +283,7 @@ func (c *checker) fetchSPF(domain string) *spfFetch {
 		f.err = err
 		return f
 	}
-	for _, t := range a.txt() {
+	for _, t := range a.TXT() {
 		if isSPF(t) {
 			f.records = append(f.records, t)
 		}
@@ -604,7 +604,7 @@ func (e *spfEval) match(m spfMech, domain string, ip netip.Addr, depth int) (mat
 		if err != nil {
 			return false, spfTempError, err.Error()
 		}
-		for i, rr := range a.records {
+		for i, rr := range a.Records {
 			if i >= spfMaxMXNames {
 				return false, spfPermError, m.text + " names more than 10 hosts"
 			}
@@ -625,7 +625,7 @@ func (e *spfEval) matchHost(host string, ip netip.Addr, m spfMech) (bool, string
 	if err != nil {
 		return false, spfTempError, err.Error()
 	}
-	for _, rr := range a.records {
+	for _, rr := range a.Records {
 		var addr netip.Addr
 		switch v := rr.(type) {
 		case *dns.A:
