@@ -45,7 +45,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.DefaultTransport == "" {
-		c.DefaultTransport = "capture"
+		c.DefaultTransport = transport.DefaultSpec
 	}
 	if c.RetryBase <= 0 {
 		c.RetryBase = 5 * time.Second
@@ -79,6 +79,8 @@ type Deliverer struct {
 	logger  *slog.Logger
 
 	mx *transport.MX
+	// defaultKind is what cfg.DefaultTransport names.
+	defaultKind transport.Kind
 
 	relays relays
 
@@ -95,7 +97,12 @@ func NewDeliverer(svc *app.Service, cfg Config, m *metrics.Metrics, logger *slog
 		cfg.MX.Policy = svc.Outbound()
 	}
 	d.mx = transport.NewMX(boundMX(cfg.MX, attemptBudget(cfg.AttemptLease)))
-	if cfg.DefaultTransport != "capture" && cfg.DefaultTransport != "mx" {
+	spec, err := transport.ParseSpec(cfg.DefaultTransport)
+	if err != nil {
+		return nil, err
+	}
+	d.defaultKind = spec.Kind
+	if spec.Kind == transport.Relay {
 		if _, err := d.smtpTransport(cfg.DefaultTransport, false); err != nil {
 			return nil, err
 		}
@@ -105,14 +112,8 @@ func NewDeliverer(svc *app.Service, cfg Config, m *metrics.Metrics, logger *slog
 
 // ValidateTransport checks a --transport value.
 func ValidateTransport(s string) error {
-	switch s {
-	case "capture", "mx":
-		return nil
-	}
-	if _, err := transport.ParseSMTPURL(s); err != nil {
-		return fmt.Errorf("transport: %w", err)
-	}
-	return nil
+	_, err := transport.ParseSpec(s)
+	return err
 }
 
 // DefaultAuditRetention is how long audit entries are kept by default.
@@ -134,10 +135,10 @@ func (d *Deliverer) transportFor(ctx context.Context, s *core.Send) (transport.T
 		// Set through the API: always an smtp:// URL (CreateMailbox).
 		return d.smtpTransport(mb.Transport, true)
 	}
-	switch url {
-	case "capture":
+	switch d.defaultKind {
+	case transport.Capture:
 		return nil, nil
-	case "mx":
+	case transport.Direct:
 		return d.mx, nil
 	}
 	return d.smtpTransport(url, false)

@@ -46,7 +46,8 @@ type Config struct {
 	// keys that answers replays without a database read: 0 means
 	// idempotency.DefaultReplayCacheEntries, negative turns it off.
 	ReplayCache int
-	// Transport is "capture", "mx" or an smtp:// URL. Defaults to "capture".
+	// Transport is "capture", "mx" or an smtp:// URL (transport.ParseSpec).
+	// Defaults to transport.DefaultSpec, "capture".
 	Transport string
 	// SecretKey seals stored DKIM keys (SENDONCE_SECRET_KEY): empty, or at
 	// least 32 bytes.
