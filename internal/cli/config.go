@@ -9,6 +9,7 @@ import (
 
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/transport"
 )
 
 // Config is every server setting. Each is a flag and an environment
@@ -119,7 +120,7 @@ func dbFlag(e *envFlags, p *string) {
 func serverFlags(e *envFlags, c *Config) {
 	e.str(&c.Addr, "addr", "SENDONCE_ADDR", "127.0.0.1:8787", "HTTP listen address")
 	dbFlag(e, &c.DB)
-	e.str(&c.Transport, "transport", "SENDONCE_TRANSPORT", "capture", "capture (local dev inbox), smtp://[user:pass@]host:port[?tls=none|starttls|tls] (relay) or mx (direct to the recipients' mail exchangers)")
+	e.str(&c.Transport, "transport", "SENDONCE_TRANSPORT", transport.DefaultSpec, "capture (local dev inbox), smtp://[user:pass@]host:port[?tls=none|starttls|tls] (relay) or mx (direct to the recipients' mail exchangers)")
 	e.str(&c.From, "from", "SENDONCE_FROM", "sendonce@localhost", "default From of the default mailbox")
 	e.dur(&c.IdempotencyTTL, "idempotency-ttl", "SENDONCE_IDEMPOTENCY_TTL", idempotency.DefaultTTL, "how long a key replays")
 	e.boolean(&c.RequireIdempotencyKey, "require-idempotency-key", "SENDONCE_REQUIRE_IDEMPOTENCY_KEY", true, "whether POST /v1/send rejects a request without a key")

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sendonce/sendonce/internal/delivery"
 	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/sqlstore"
+	"github.com/sendonce/sendonce/internal/transport"
 )
 
 // shutdownGrace bounds how long in-flight requests and attempts may take to
@@ -35,7 +35,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := cfg.validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
-	if err := delivery.ValidateTransport(cfg.Transport); err != nil {
+	spec, err := transport.ParseSpec(cfg.Transport)
+	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	blog := newBufferedLog(stderr)
@@ -84,14 +85,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		}
 		logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("db", redactDSN(cfg.DB)),
-			slog.String("transport", redactTransport(cfg.Transport)), slog.String("role", cfg.Role), slog.String("version", version()))
+			slog.String("transport", spec.Redacted()), slog.String("role", cfg.Role), slog.String("version", version()))
 		go func() { serveErr <- srv.Serve(ln) }()
 	}
 	if err := s.Start(ctx); err != nil {
 		return err
 	}
 	if cfg.Role == "worker" {
-		logger.Info("worker started", slog.String("db", redactDSN(cfg.DB)), slog.String("transport", redactTransport(cfg.Transport)))
+		logger.Info("worker started", slog.String("db", redactDSN(cfg.DB)), slog.String("transport", spec.Redacted()))
 	}
 
 	var runErr error
@@ -126,16 +127,6 @@ func redactDSN(dsn string) string {
 		return "(unparsable)"
 	}
 	return u.Redacted()
-}
-
-func redactTransport(t string) string {
-	if t == "capture" || t == "mx" {
-		return t
-	}
-	if i := strings.LastIndex(t, "@"); i >= 0 {
-		return "smtp://xxxxx@" + t[i+1:]
-	}
-	return t
 }
 
 // replayCacheSize maps the flag (0 = off) onto server.Config's (0 = the
