@@ -35,7 +35,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := cfg.validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
-	spec, err := transport.ParseSpec(cfg.Transport)
+	spec, err := transport.ParseSpec(cfg.Server.Transport)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
@@ -47,13 +47,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	logger = slog.New(flushOnWarn{Handler: logger.Handler(), b: blog})
 
-	s, err := server.New(ctx, server.Config{
-		DB: cfg.DB, Transport: cfg.Transport, From: cfg.From, IdempotencyTTL: cfg.IdempotencyTTL,
-		RequireIdempotencyKey: cfg.RequireIdempotencyKey, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
-		AttemptLease: cfg.AttemptLease, Work: cfg.Role != "api", Workers: cfg.Workers, PollInterval: cfg.PollInterval,
-		SecretKey: cfg.SecretKey, DNSResolver: cfg.DNSResolver, DBMaxConns: cfg.DBMaxConns, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Redis: cfg.Redis,
-		ReplayCache: replayCacheSize(cfg.ReplayCache), OutboundAllow: cfg.OutboundAllow,
-	}, logger)
+	sc := cfg.Server
+	sc.Work = cfg.Role != "api"
+	sc.ReplayCache = replayCacheSize(cfg.ReplayCache)
+	s, err := server.New(ctx, sc, logger)
 	if err != nil {
 		return err
 	}
@@ -84,7 +81,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			IdleTimeout:       2 * time.Minute,
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		}
-		logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("db", redactDSN(cfg.DB)),
+		logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("db", redactDSN(cfg.Server.DB)),
 			slog.String("transport", spec.Redacted()), slog.String("role", cfg.Role), slog.String("version", version()))
 		go func() { serveErr <- srv.Serve(ln) }()
 	}
@@ -92,7 +89,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	if cfg.Role == "worker" {
-		logger.Info("worker started", slog.String("db", redactDSN(cfg.DB)), slog.String("transport", spec.Redacted()))
+		logger.Info("worker started", slog.String("db", redactDSN(cfg.Server.DB)), slog.String("transport", spec.Redacted()))
 	}
 
 	var runErr error

@@ -48,19 +48,19 @@ func (c *Config) setDefaults() {
 		c.DefaultTransport = transport.DefaultSpec
 	}
 	if c.RetryBase <= 0 {
-		c.RetryBase = 5 * time.Second
+		c.RetryBase = DefaultRetryBase
 	}
 	if c.MaxRetryDelay <= 0 {
-		c.MaxRetryDelay = time.Hour
+		c.MaxRetryDelay = DefaultMaxRetryDelay
 	}
 	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 8
+		c.MaxAttempts = DefaultMaxAttempts
 	}
 	if c.AttemptLease <= 0 {
-		c.AttemptLease = 30 * time.Second
+		c.AttemptLease = DefaultAttemptLease
 	}
 	if c.Retention <= 0 {
-		c.Retention = 30 * 24 * time.Hour
+		c.Retention = DefaultRetention
 	}
 	if c.AuditRetention <= 0 {
 		c.AuditRetention = DefaultAuditRetention
@@ -116,8 +116,25 @@ func ValidateTransport(s string) error {
 	return err
 }
 
-// DefaultAuditRetention is how long audit entries are kept by default.
-const DefaultAuditRetention = 90 * 24 * time.Hour
+// Defaults of Config's zero fields (and of the serve flags that set them).
+const (
+	// DefaultRetryBase is the first retry's delay; attempt n waits
+	// base·2^(n−1) with jitter, capped at DefaultMaxRetryDelay.
+	DefaultRetryBase     = 5 * time.Second
+	DefaultMaxRetryDelay = time.Hour
+	// DefaultMaxAttempts is how many attempts a send gets before failed.
+	DefaultMaxAttempts = 8
+	// DefaultAttemptLease is how long a worker may hold an attempt before
+	// it counts as dead.
+	DefaultAttemptLease = 30 * time.Second
+	// DefaultRetention is how long finished sends are kept.
+	DefaultRetention = 30 * 24 * time.Hour
+	// DefaultAuditRetention is how long audit entries are kept by default.
+	DefaultAuditRetention = 90 * 24 * time.Hour
+	// MinAuditRetention is the shortest audit retention allowed: the
+	// agent keys' per-day caps count audit entries.
+	MinAuditRetention = 48 * time.Hour
+)
 
 // DefaultRelaySessions bounds the sessions open to one relay when its URL
 // has no max_sessions.

@@ -17,6 +17,10 @@ import (
 //go:embed migrations/postgres/*.sql
 var postgresMigrations embed.FS
 
+// DefaultMaxConns is a process's PostgreSQL connections when
+// PostgresOptions.MaxConns (--db-max-conns) is zero.
+const DefaultMaxConns = 20
+
 // PostgresOptions tunes the connection pools and the start-up migration.
 type PostgresOptions struct {
 	// MaxConns bounds the connections of the process, shared out between
@@ -57,7 +61,7 @@ func OpenPostgres(ctx context.Context, url string, o PostgresOptions) (*Store, e
 	// template, a suppression) while it holds its connection. Were the
 	// reads drawn from the same pool, as many transactions as connections
 	// would each wait for a second one, and none would ever get it.
-	total := int32(20)
+	total := int32(DefaultMaxConns)
 	if o.MaxConns > 0 {
 		total = o.MaxConns
 	}
