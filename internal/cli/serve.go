@@ -66,24 +66,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		defer stopPprof()
 	}
 
-	var srv *http.Server
-	serveErr := make(chan error, 1)
+	var (
+		srv      *http.Server
+		serveErr = make(chan error, 1)
+	)
 	if cfg.Role != "worker" {
-		ln, err := net.Listen("tcp", cfg.Addr)
-		if err != nil {
-			return fmt.Errorf("listen: %w", err)
+		if srv, err = listen(cfg, s.Handler, logger, spec, serveErr); err != nil {
+			return err
 		}
-		srv = &http.Server{
-			Handler:           s.Handler,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       60 * time.Second,
-			WriteTimeout:      60 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		}
-		logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("db", redactDSN(cfg.Server.DB)),
-			slog.String("transport", spec.Redacted()), slog.String("role", cfg.Role), slog.String("version", version()))
-		go func() { serveErr <- srv.Serve(ln) }()
 	}
 	if err := s.Start(ctx); err != nil {
 		return err
@@ -99,20 +89,47 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	case err := <-serveErr:
 		runErr = fmt.Errorf("http server: %w", err)
 	}
-	// In-flight requests finish first (they may still enqueue), then the
-	// workers stop taking jobs and finish their attempts.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-	defer cancel()
-	if srv != nil {
-		if err := srv.Shutdown(sctx); err != nil {
-			runErr = errors.Join(runErr, fmt.Errorf("http shutdown: %w", err))
-		}
-	}
-	if err := s.Stop(sctx); err != nil {
-		runErr = errors.Join(runErr, fmt.Errorf("queue shutdown: %w", err))
-	}
+	runErr = errors.Join(runErr, shutdown(ctx, srv, s))
 	logger.Info("stopped")
 	return runErr
+}
+
+// listen starts the API on cfg.Addr; Serve's end is sent on serveErr.
+func listen(cfg Config, h http.Handler, logger *slog.Logger, spec transport.Spec, serveErr chan<- error) (*http.Server, error) {
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("db", redactDSN(cfg.Server.DB)),
+		slog.String("transport", spec.Redacted()), slog.String("role", cfg.Role), slog.String("version", version()))
+	go func() { serveErr <- srv.Serve(ln) }()
+	return srv, nil
+}
+
+// shutdown lets in-flight requests finish first (they may still enqueue),
+// then stops the workers taking jobs and waits for their attempts, all
+// within shutdownGrace. srv is nil in the worker role.
+func shutdown(ctx context.Context, srv *http.Server, s *server.Server) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	var err error
+	if srv != nil {
+		if e := srv.Shutdown(sctx); e != nil {
+			err = fmt.Errorf("http shutdown: %w", e)
+		}
+	}
+	if e := s.Stop(sctx); e != nil {
+		err = errors.Join(err, fmt.Errorf("queue shutdown: %w", e))
+	}
+	return err
 }
 
 func redactDSN(dsn string) string {
