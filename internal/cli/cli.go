@@ -60,6 +60,26 @@ func parse(e *envFlags, args []string) error {
 	return e.err()
 }
 
+// parseInterleaved parses flags that may come before or after positional
+// arguments ("status ID --json", "domains add example.com --selector s1")
+// and returns the positional ones. Each round consumes at least one
+// argument, so it ends.
+func parseInterleaved(e *envFlags, args []string) ([]string, error) {
+	var pos []string
+	for rounds := len(args) + 1; rounds > 0; rounds-- {
+		if err := parse(e, args); err != nil {
+			return nil, err
+		}
+		args = e.fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	return pos, nil
+}
+
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {

@@ -44,24 +44,6 @@ func (a *apiFlags) client(getenv func(string) string) (*client.Client, error) {
 	return c, nil
 }
 
-// parseInterleaved parses flags that may come before or after positional
-// arguments ("status ID --json") and returns the positional ones.
-func parseInterleaved(e *envFlags, args []string) ([]string, error) {
-	var pos []string
-	for rounds := len(args) + 1; rounds > 0; rounds-- { // each round consumes an argument
-		if err := parse(e, args); err != nil {
-			return nil, err
-		}
-		args = e.fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-	return pos, nil
-}
-
 type kvFlag map[string]string
 
 func (m kvFlag) String() string { return "" }

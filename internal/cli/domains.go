@@ -18,25 +18,6 @@ import (
 	"github.com/sendonce/sendonce/internal/sqlstore"
 )
 
-// parseArgs parses flags given before or after the positional arguments
-// ("domains add example.com --selector s1") and returns the positional
-// ones. Each round consumes at least one argument, so it ends.
-func parseArgs(e *envFlags, args []string) ([]string, error) {
-	var pos []string
-	for rounds := len(args) + 1; rounds > 0; rounds-- {
-		if err := parse(e, args); err != nil {
-			return nil, err
-		}
-		args = e.fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-	return pos, nil
-}
-
 const domainsUsage = "domains add DOMAIN [--selector S] [--algorithm rsa2048|ed25519] | domains list | domains remove DOMAIN"
 
 func runDomains(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -64,7 +45,7 @@ func domainsAdd(ctx context.Context, e *envFlags, dsn, tenant *string, args []st
 	var selector, algorithm string
 	e.fs.StringVar(&selector, "selector", app.DefaultSelector, "DKIM selector: the key is published at SELECTOR._domainkey.DOMAIN")
 	e.fs.StringVar(&algorithm, "algorithm", "rsa2048", "key algorithm: rsa2048 (verified everywhere) or ed25519")
-	pos, err := parseArgs(e, args[1:])
+	pos, err := parseInterleaved(e, args[1:])
 	if err != nil {
 		return err
 	}
@@ -102,7 +83,7 @@ func domainsAdd(ctx context.Context, e *envFlags, dsn, tenant *string, args []st
 }
 
 func domainsList(ctx context.Context, e *envFlags, dsn, tenant *string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	pos, err := parseArgs(e, args[1:])
+	pos, err := parseInterleaved(e, args[1:])
 	if err != nil {
 		return err
 	}
@@ -131,7 +112,7 @@ func domainsList(ctx context.Context, e *envFlags, dsn, tenant *string, args []s
 }
 
 func domainsRemove(ctx context.Context, e *envFlags, dsn, tenant *string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	pos, err := parseArgs(e, args[1:])
+	pos, err := parseInterleaved(e, args[1:])
 	if err != nil {
 		return err
 	}
@@ -178,7 +159,7 @@ func runDNS(ctx context.Context, args []string, getenv func(string) string, stdo
 	e.fs.StringVar(&selector, "selector", "", "DKIM selector (default: the stored domain's)")
 	e.str(&resolver, "resolver", "SENDONCE_DNS_RESOLVER", "", "DNS server HOST:PORT to query (default: the first nameserver of /etc/resolv.conf)")
 	e.fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	pos, err := parseArgs(e, args[1:])
+	pos, err := parseInterleaved(e, args[1:])
 	if err != nil {
 		return err
 	}

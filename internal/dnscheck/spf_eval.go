@@ -131,14 +131,7 @@ func (e *spfEval) matchHost(host string, ip netip.Addr, m spfMech) (bool, string
 	if err != nil {
 		return false, spfTempError, err.Error()
 	}
-	for _, rr := range a.Records {
-		var addr netip.Addr
-		switch v := rr.(type) {
-		case *dns.A:
-			addr, _ = netip.AddrFromSlice(v.A.To4())
-		case *dns.AAAA:
-			addr, _ = netip.AddrFromSlice(v.AAAA)
-		}
+	for _, addr := range a.Addrs() {
 		if p, err := addr.Prefix(bits); err == nil && p.Contains(ip) {
 			return true, "", ""
 		}
