@@ -46,7 +46,8 @@
 // # Choosing a store
 //
 //   - MemoryStore: a single process, and unit tests of your own handlers.
-//   - RedisStore: several processes; works on one Redis or a Redis Cluster.
+//   - redisstore.Store (package idempotency/redisstore): several processes;
+//     works on one Redis or a Redis Cluster.
 //     Redis cannot make your side effect and the stored response one
 //     transaction: if the handler did its work but the response was not
 //     stored (a crash, a 5xx after the write), a retry runs it again. Give

@@ -16,24 +16,6 @@ const (
 	DefaultLease = 30 * time.Second
 )
 
-// TxRecords is the durable tier as one of the caller's own transactions
-// sees it: the key is decided and its answer written inside the
-// transaction that does the request's work, so the work and its stored
-// answer commit together or not at all, with one record write. sendonce's
-// store implements it on SQLite and PostgreSQL; the conformance suite
-// (idempotencytest.RunTx) specifies it.
-type TxRecords interface {
-	// DecideIdempotency reads sc's record inside the transaction and
-	// decides the request (see Decide). On Proceed the key belongs to the
-	// transaction until it ends: a concurrent transaction deciding the
-	// same key waits for it or gets InUse, never Proceed. Nothing is
-	// written until PutIdempotency; the Decision's Token is passed to it.
-	DecideIdempotency(ctx context.Context, sc Scope, fingerprint string, now time.Time) (Decision, error)
-	// PutIdempotency writes sc's completed record inside the transaction:
-	// resp replays until expires.
-	PutIdempotency(ctx context.Context, sc Scope, fingerprint, token string, resp Response, now, expires time.Time) error
-}
-
 // Config configures an Engine. Exactly one durable tier is used: Store,
 // decided before the handler runs, or — with Store nil — a TxRecords in
 // the caller's transaction (Ticket.Decide and Ticket.Put).
@@ -47,7 +29,7 @@ type Config struct {
 	// transaction wrote.
 	Lookup func(ctx context.Context, sc Scope) (*Record, error)
 	// Front is an optional store shared by processes and asked before the
-	// durable tier (RedisStore), so that a retry storm is answered without
+	// durable tier (redisstore.Store), so that a retry storm is answered without
 	// touching the database. It is never the truth: an error falls through
 	// to the durable tier, and an InUse from it is checked there.
 	Front Store

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sendonce/sendonce/idempotency/redisstore"
 )
 
 // countingStore counts the calls that reach the durable tier: the tests
@@ -101,7 +103,7 @@ func TestEngine_TransactionalTicketPutsInTheCallersTransaction(t *testing.T) {
 func TestEngine_StaleFrontReservationDefersToTheDurableAnswer(t *testing.T) {
 	ctx := context.Background()
 	c := redisClient(t)
-	front := NewRedisStore(c, testPrefix(t, c))
+	front := redisstore.New(c, testPrefix(t, c))
 	durable := openSQLite(t)
 	sc := engineScope("k")
 	now := time.Now()

@@ -20,7 +20,7 @@ func ExampleMiddleware() {
 		fmt.Fprintf(w, `{"order":%d}`, runs)
 	})
 
-	store := idempotency.NewMemoryStore() // or NewRedisStore, NewSQLStore
+	store := idempotency.NewMemoryStore() // or redisstore.New, NewSQLStore
 	h := idempotency.Middleware(store, &idempotency.Options{RequireKey: true})(createOrder)
 
 	for _, body := range []string{`{"item":"book"}`, `{ "item": "book" }`, `{"item":"pen"}`} {

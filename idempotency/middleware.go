@@ -127,7 +127,7 @@ type Options struct {
 	// WriteJSONError.
 	ErrorWriter ErrorWriter
 	// Front is an optional store shared by processes that answers
-	// replays before Store is asked (a RedisStore in front of an
+	// replays before Store is asked (a redisstore.Store in front of an
 	// SQLStore); see Config.Front.
 	Front Store
 	// ReplayCacheEntries keeps up to this many completed records in the
@@ -222,7 +222,7 @@ func TxFromContext(ctx context.Context) *sql.Tx {
 
 // ScopeFromContext returns the scoped key the request holds a reservation
 // for, if it sent one. A handler whose side effects do not share the
-// store's transaction (RedisStore, MemoryStore, or no RunInTx) should put
+// store's transaction (redisstore.Store, MemoryStore, or no RunInTx) should put
 // a unique constraint on this key in its own table.
 func ScopeFromContext(ctx context.Context) (Scope, bool) {
 	sc, ok := ctx.Value(scopeCtxKey).(Scope)

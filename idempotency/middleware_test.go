@@ -317,7 +317,7 @@ func TestMiddleware_RunInTx(t *testing.T) {
 			var nextID atomic.Int64
 			mw := Middleware(store, &Options{RunInTx: true})(WithTx(func(w http.ResponseWriter, r *http.Request, tx *sql.Tx) {
 				id := nextID.Add(1)
-				if _, err := tx.ExecContext(r.Context(), rebind(dialect, `INSERT INTO orders (id, item) VALUES (?, ?)`), id, "book"); err != nil {
+				if _, err := tx.ExecContext(r.Context(), dialect.Rebind(`INSERT INTO orders (id, item) VALUES (?, ?)`), id, "book"); err != nil {
 					t.Errorf("insert: %v", err)
 					w.WriteHeader(500)
 					return
@@ -402,7 +402,7 @@ func TestMiddleware_RunInTxLostReservationRollsBack(t *testing.T) {
 }
 
 // TestNonTransactionalStores_UniqueConstraintAdvice tests the advice of
-// RedisStore's doc: without a shared transaction, a handler whose side
+// redisstore.Store's doc: without a shared transaction, a handler whose side
 // effect happened but whose response was not stored runs again on retry,
 // and only its own unique constraint on the key keeps the effect single.
 func TestNonTransactionalStores_UniqueConstraintAdvice(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sendonce/sendonce/idempotency/redisstore"
 )
 
 // This file reproduces the duplicate of the well-known blog-post pattern
@@ -255,7 +257,7 @@ func TestRace_NaiveDuplicatesPackageDoesNot(t *testing.T) {
 }
 
 // TestRace_Redis is the same comparison on a real Redis: the naive pattern
-// with GET/SET NX/SET/DEL against RedisStore's scripts.
+// with GET/SET NX/SET/DEL against redisstore.Store's scripts.
 func TestRace_Redis(t *testing.T) {
 	c := redisClient(t)
 	l := defaultRaceLoad()
@@ -263,7 +265,7 @@ func TestRace_Redis(t *testing.T) {
 		return naiveMiddleware(redisKV{c: c, prefix: testPrefix(t, c)}, h)
 	})
 	pkgDup, pkgRuns := runRaceLoad(t, l, func(h http.Handler) http.Handler {
-		return Middleware(NewRedisStore(c, testPrefix(t, c)), nil)(h)
+		return Middleware(redisstore.New(c, testPrefix(t, c)), nil)(h)
 	})
 	t.Logf("Redis, %d keys x %d concurrent requests, side effect 5-20 ms:", l.Keys, l.Concurrent)
 	t.Logf("  naive middleware:   %d duplicate side effects (%d runs)", naiveDup, naiveRuns)

@@ -5,13 +5,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/sendonce/sendonce/internal/idemrecord"
+	"github.com/sendonce/sendonce/internal/sqldialect"
 )
 
-// Dialect names the SQL database an SQLStore talks to.
-type Dialect int
+// Dialect names the SQL database an SQLStore talks to. It is the dialect
+// type sendonce's outbox package takes too.
+type Dialect = sqldialect.Dialect
 
 const (
 	// SQLite, through modernc.org/sqlite (driver name "sqlite"). Open the
@@ -19,21 +21,11 @@ const (
 	// "file:app.db?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)",
 	// so that a transaction takes the write lock at BEGIN instead of
 	// failing on a lock upgrade halfway.
-	SQLite Dialect = iota + 1
+	SQLite = sqldialect.SQLite
 	// PostgreSQL, through github.com/jackc/pgx/v5/stdlib (driver name
 	// "pgx").
-	PostgreSQL
+	PostgreSQL = sqldialect.Postgres
 )
-
-func (d Dialect) String() string {
-	switch d {
-	case SQLite:
-		return "sqlite"
-	case PostgreSQL:
-		return "postgresql"
-	}
-	return "Dialect(" + strconv.Itoa(int(d)) + ")"
-}
 
 // SQLTable is the table Migrate creates and SQLStore uses.
 const SQLTable = "idempotency_http_keys"
@@ -94,9 +86,9 @@ func NewSQLStore(db *sql.DB, d Dialect) *SQLStore {
 		if name == "select" {
 			q += s.forUpdate
 		}
-		s.q[name] = rebind(d, q)
+		s.q[name] = d.Rebind(q)
 	}
-	s.q["select_plain"] = rebind(d, sqlQueries["select"])
+	s.q["select_plain"] = d.Rebind(sqlQueries["select"])
 	return s
 }
 
@@ -115,25 +107,6 @@ var sqlQueries = map[string]string{
 	"release": `DELETE FROM ` + SQLTable + ` WHERE ` + pk + ` AND token = ? AND state = 'in_flight'`,
 	"purge": `DELETE FROM ` + SQLTable + ` WHERE (state = 'completed' AND expires_at <= ?)
 		OR (state = 'in_flight' AND locked_until <= ?)`,
-}
-
-// rebind turns ? placeholders into PostgreSQL's $1, $2, ... (no query
-// here has a ? inside a string literal).
-func rebind(d Dialect, q string) string {
-	if d != PostgreSQL {
-		return q
-	}
-	var b strings.Builder
-	n := 0
-	for _, c := range q {
-		if c == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 // sqlReserveAttempts bounds Reserve's retries; each one means another
@@ -197,7 +170,7 @@ func (s *SQLStore) Reserve(ctx context.Context, sc Scope, fingerprint string, no
 			return d, err
 		}
 	}
-	return Decision{}, errContended
+	return Decision{}, idemrecord.ErrContended
 }
 
 // reserveOnce is one transaction of Reserve; done is false when another

@@ -11,8 +11,8 @@ import (
 // and, when Decide says Proceed, writes a fresh reservation in one atomic
 // step, so no second request can slip between the check and the lock.
 //
-// Implementations in this package: MemoryStore, RedisStore and SQLStore
-// (SQLite and PostgreSQL).
+// Implementations: MemoryStore, SQLStore (SQLite and PostgreSQL) and
+// redisstore.Store (package idempotency/redisstore).
 type Store interface {
 	// Reserve decides what a request with scope sc and this request-body
 	// fingerprint does at time now (see Decide). On Proceed the store has

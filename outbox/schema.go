@@ -5,17 +5,19 @@ import (
 	"database/sql"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
+
+	"github.com/sendonce/sendonce/internal/sqldialect"
 )
 
-// Dialect names the SQL the outbox speaks.
-type Dialect string
+// Dialect names the SQL the outbox speaks: the dialect type package
+// idempotency takes too.
+type Dialect = sqldialect.Dialect
 
 // The supported dialects.
 const (
-	SQLite   Dialect = "sqlite"
-	Postgres Dialect = "postgres"
+	SQLite   = sqldialect.SQLite
+	Postgres = sqldialect.Postgres
 )
 
 // DefaultTable is the task table's name unless Config.Table says otherwise.
@@ -24,7 +26,7 @@ const DefaultTable = "sendonce_outbox"
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
 func checkDialect(d Dialect) error {
-	if d != SQLite && d != Postgres {
+	if !d.Valid() {
 		return fmt.Errorf("outbox: dialect %q: want %q or %q", d, SQLite, Postgres)
 	}
 	return nil
@@ -108,20 +110,7 @@ func sqlFor(d Dialect, table, q string) string {
 		lock = "FOR UPDATE SKIP LOCKED"
 	}
 	q = strings.ReplaceAll(q, "{lock}", lock)
-	if d != Postgres {
-		return q
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return d.Rebind(q)
 }
 
 // columns is the order scanRecord reads.

@@ -151,27 +151,8 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 		u.Host = pgPx.Addr
 		db, keysDB = u.String(), direct
 	}
-	common := []string{"--db", db, "--transport", "smtp://" + smtpPx.Addr + "?tls=none",
-		"--attempt-lease", c.lease.String(), "--retry-base", "200ms", "--max-attempts", "10",
-		"--poll-interval", "50ms", "--log-level", "info"}
-	if pg {
-		// The PostgreSQL server may be shared: a few connections each.
-		common = append(common, "--db-max-conns", fmt.Sprint(soakPGConns))
-	}
 	var apiNodes []*node
-	if pg {
-		// A worker first: it migrates the empty database.
-		for i := range c.workers {
-			inj.nodes = append(inj.nodes, newNode(fmt.Sprintf("worker%d", i+1), "worker", c.bin, c.dir, common))
-		}
-		for i := range c.apis {
-			n := newNode(fmt.Sprintf("api%d", i+1), "api", c.bin, c.dir, common)
-			inj.nodes, apiNodes = append(inj.nodes, n), append(apiNodes, n)
-		}
-	} else {
-		n := newNode("all", "all", c.bin, c.dir, common)
-		inj.nodes, apiNodes = []*node{n}, []*node{n}
-	}
+	inj.nodes, apiNodes = soakNodes(c, db, smtpPx.Addr, pg)
 	rep := &soakReport{Database: strings.SplitN(c.db, ":", 2)[0], Seed: c.seed, Duration: c.duration.String()}
 	for _, n := range inj.nodes {
 		if err := n.start(ctx); err != nil {
@@ -219,6 +200,36 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 		return err
 	}
 	rep.Faults, rep.Requests = inj.figures(), cl.statusFigures()
+	return reportSoak(c, rep, jsonFile, stdout)
+}
+
+// soakNodes returns the processes of the soak, every one and those that
+// serve the API: on SQLite one in both roles, on PostgreSQL c.workers
+// workers (first: one migrates the empty database) and c.apis API
+// processes. db is the database URL they use, smtp the sink's proxy.
+func soakNodes(c soakConfig, db, smtp string, pg bool) (all, api []*node) {
+	common := []string{"--db", db, "--transport", "smtp://" + smtp + "?tls=none",
+		"--attempt-lease", c.lease.String(), "--retry-base", "200ms", "--max-attempts", "10",
+		"--poll-interval", "50ms", "--log-level", "info"}
+	if !pg {
+		n := newNode("all", "all", c.bin, c.dir, common)
+		return []*node{n}, []*node{n}
+	}
+	// The PostgreSQL server may be shared: a few connections each.
+	common = append(common, "--db-max-conns", fmt.Sprint(soakPGConns))
+	for i := range c.workers {
+		all = append(all, newNode(fmt.Sprintf("worker%d", i+1), "worker", c.bin, c.dir, common))
+	}
+	for i := range c.apis {
+		n := newNode(fmt.Sprintf("api%d", i+1), "api", c.bin, c.dir, common)
+		all, api = append(all, n), append(api, n)
+	}
+	return all, api
+}
+
+// reportSoak prints the report (and writes it as JSON to jsonFile, if
+// set); it returns an error when a check found violations.
+func reportSoak(c soakConfig, rep *soakReport, jsonFile string, stdout io.Writer) error {
 	printSoak(stdout, rep)
 	if jsonFile != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 
 	"golang.org/x/net/idna"
@@ -14,6 +12,7 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/dkim"
 	"github.com/sendonce/sendonce/internal/dnscheck"
+	"github.com/sendonce/sendonce/internal/dnsresolve"
 )
 
 // DefaultSelector is the DKIM selector of a domain added without one.
@@ -36,14 +35,7 @@ func ResolverAddr(s string) (string, error) {
 	if s == "" {
 		return "", nil
 	}
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		host, port = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"), "53"
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || host == "" || strings.ContainsAny(host, " /@") {
-		return "", fmt.Errorf("DNS resolver %q: want host:port, for example 127.0.0.1:53", s)
-	}
-	return net.JoinHostPort(host, port), nil
+	return dnsresolve.ParseAddr(s)
 }
 
 // NormalizeDomain returns a sending domain in the form it is stored and

@@ -18,6 +18,10 @@ import (
 	"github.com/sendonce/sendonce/internal/outbound"
 )
 
+// DefaultFrom is the default mailbox's address unless Config (--from)
+// says otherwise.
+const DefaultFrom = "sendonce@localhost"
+
 // Config holds what the use cases need from the server's settings.
 type Config struct {
 	// DefaultFrom is the address of every tenant's default mailbox.
@@ -54,7 +58,7 @@ type Service struct {
 // New returns a Service.
 func New(store core.Store, cfg Config, logger *slog.Logger) *Service {
 	if cfg.DefaultFrom == "" {
-		cfg.DefaultFrom = "sendonce@localhost"
+		cfg.DefaultFrom = DefaultFrom
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

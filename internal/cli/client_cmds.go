@@ -44,24 +44,6 @@ func (a *apiFlags) client(getenv func(string) string) (*client.Client, error) {
 	return c, nil
 }
 
-// parseInterleaved parses flags that may come before or after positional
-// arguments ("status ID --json") and returns the positional ones.
-func parseInterleaved(e *envFlags, args []string) ([]string, error) {
-	var pos []string
-	for rounds := len(args) + 1; rounds > 0; rounds-- { // each round consumes an argument
-		if err := parse(e, args); err != nil {
-			return nil, err
-		}
-		args = e.fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-	return pos, nil
-}
-
 type kvFlag map[string]string
 
 func (m kvFlag) String() string { return "" }
@@ -93,31 +75,87 @@ func readFileFlag(path string) (string, error) {
 	return string(b), nil
 }
 
+// sendFlags are send's flags.
+type sendFlags struct {
+	api                                     apiFlags
+	to, cc, bcc, replyTo                    multiFlag
+	from, mailbox, subject, text, html, tpl string
+	textFile, htmlFile, key                 string
+	vars, tags                              kvFlag
+}
+
+func (f *sendFlags) define(e *envFlags) {
+	f.vars, f.tags = kvFlag{}, kvFlag{}
+	f.api.define(e)
+	e.fs.Var(&f.to, "to", "recipient (repeatable; at least one)")
+	e.fs.Var(&f.cc, "cc", "Cc recipient (repeatable)")
+	e.fs.Var(&f.bcc, "bcc", "Bcc recipient (repeatable)")
+	e.fs.Var(&f.replyTo, "reply-to", "Reply-To address (repeatable)")
+	e.fs.StringVar(&f.from, "from", "", "From address (default: the mailbox's)")
+	e.fs.StringVar(&f.mailbox, "mailbox", "", "mailbox id (default: default)")
+	e.fs.StringVar(&f.subject, "subject", "", "subject (required unless --template)")
+	e.fs.StringVar(&f.text, "text", "", "plain-text body")
+	e.fs.StringVar(&f.textFile, "text-file", "", "read the plain-text body from a file (- for stdin)")
+	e.fs.StringVar(&f.html, "html", "", "HTML body")
+	e.fs.StringVar(&f.htmlFile, "html-file", "", "read the HTML body from a file (- for stdin)")
+	e.fs.StringVar(&f.tpl, "template", "", "render the stored template with this id")
+	e.fs.Var(f.vars, "var", "template variable name=value (repeatable)")
+	e.fs.Var(f.tags, "tag", "tag name=value kept on the send (repeatable)")
+	e.fs.StringVar(&f.key, "idempotency-key", "", "the send's key; reuse it to retry safely (default: a new UUID, printed)")
+}
+
+// complete checks the flags against each other and reads the body files.
+func (f *sendFlags) complete() error {
+	if len(f.to) == 0 {
+		return fmt.Errorf("%w: --to is required", ErrUsage)
+	}
+	if f.text != "" && f.textFile != "" || f.html != "" && f.htmlFile != "" {
+		return fmt.Errorf("%w: give --text or --text-file, --html or --html-file, not both", ErrUsage)
+	}
+	var err error
+	if f.textFile != "" {
+		if f.text, err = readFileFlag(f.textFile); err != nil {
+			return err
+		}
+	}
+	if f.htmlFile != "" {
+		if f.html, err = readFileFlag(f.htmlFile); err != nil {
+			return err
+		}
+	}
+	if f.tpl == "" && (f.subject == "" || f.text == "" && f.html == "") {
+		return fmt.Errorf("%w: give --subject and --text, --text-file, --html or --html-file; or --template ID", ErrUsage)
+	}
+	if f.tpl == "" && len(f.vars) > 0 {
+		return fmt.Errorf("%w: --var needs --template", ErrUsage)
+	}
+	if f.key != "" {
+		if err := client.ValidateIdempotencyKey(f.key); err != nil {
+			return fmt.Errorf("%w: --idempotency-key: %v", ErrUsage, err)
+		}
+	}
+	return nil
+}
+
+func (f *sendFlags) request() *client.SendRequest {
+	req := &client.SendRequest{To: f.to, Cc: f.cc, Bcc: f.bcc, ReplyTo: f.replyTo, From: f.from, MailboxID: f.mailbox,
+		Subject: f.subject, Text: f.text, HTML: f.html, TemplateID: f.tpl}
+	if len(f.vars) > 0 {
+		req.Variables = make(map[string]any, len(f.vars))
+		for k, v := range f.vars {
+			req.Variables[k] = v
+		}
+	}
+	if len(f.tags) > 0 {
+		req.Tags = f.tags
+	}
+	return req
+}
+
 func runSend(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	e := newFlags("send", getenv, stderr)
-	var (
-		api                                     apiFlags
-		to, cc, bcc, replyTo                    multiFlag
-		from, mailbox, subject, text, html, tpl string
-		textFile, htmlFile, key                 string
-		vars, tags                              = kvFlag{}, kvFlag{}
-	)
-	api.define(e)
-	e.fs.Var(&to, "to", "recipient (repeatable; at least one)")
-	e.fs.Var(&cc, "cc", "Cc recipient (repeatable)")
-	e.fs.Var(&bcc, "bcc", "Bcc recipient (repeatable)")
-	e.fs.Var(&replyTo, "reply-to", "Reply-To address (repeatable)")
-	e.fs.StringVar(&from, "from", "", "From address (default: the mailbox's)")
-	e.fs.StringVar(&mailbox, "mailbox", "", "mailbox id (default: default)")
-	e.fs.StringVar(&subject, "subject", "", "subject (required unless --template)")
-	e.fs.StringVar(&text, "text", "", "plain-text body")
-	e.fs.StringVar(&textFile, "text-file", "", "read the plain-text body from a file (- for stdin)")
-	e.fs.StringVar(&html, "html", "", "HTML body")
-	e.fs.StringVar(&htmlFile, "html-file", "", "read the HTML body from a file (- for stdin)")
-	e.fs.StringVar(&tpl, "template", "", "render the stored template with this id")
-	e.fs.Var(vars, "var", "template variable name=value (repeatable)")
-	e.fs.Var(tags, "tag", "tag name=value kept on the send (repeatable)")
-	e.fs.StringVar(&key, "idempotency-key", "", "the send's key; reuse it to retry safely (default: a new UUID, printed)")
+	var f sendFlags
+	f.define(e)
 	pos, err := parseInterleaved(e, args)
 	if err != nil {
 		return err
@@ -125,48 +163,14 @@ func runSend(ctx context.Context, args []string, getenv func(string) string, std
 	if len(pos) > 0 {
 		return fmt.Errorf("%w: send takes no arguments, only flags (got %q)", ErrUsage, pos[0])
 	}
-	if len(to) == 0 {
-		return fmt.Errorf("%w: --to is required", ErrUsage)
+	if err := f.complete(); err != nil {
+		return err
 	}
-	if text != "" && textFile != "" || html != "" && htmlFile != "" {
-		return fmt.Errorf("%w: give --text or --text-file, --html or --html-file, not both", ErrUsage)
-	}
-	if textFile != "" {
-		if text, err = readFileFlag(textFile); err != nil {
-			return err
-		}
-	}
-	if htmlFile != "" {
-		if html, err = readFileFlag(htmlFile); err != nil {
-			return err
-		}
-	}
-	if tpl == "" && (subject == "" || text == "" && html == "") {
-		return fmt.Errorf("%w: give --subject and --text, --text-file, --html or --html-file; or --template ID", ErrUsage)
-	}
-	if tpl == "" && len(vars) > 0 {
-		return fmt.Errorf("%w: --var needs --template", ErrUsage)
-	}
-	if key != "" {
-		if err := client.ValidateIdempotencyKey(key); err != nil {
-			return fmt.Errorf("%w: --idempotency-key: %v", ErrUsage, err)
-		}
-	}
-	c, err := api.client(getenv)
+	c, err := f.api.client(getenv)
 	if err != nil {
 		return err
 	}
-	req := &client.SendRequest{To: to, Cc: cc, Bcc: bcc, ReplyTo: replyTo, From: from, MailboxID: mailbox,
-		Subject: subject, Text: text, HTML: html, TemplateID: tpl}
-	if len(vars) > 0 {
-		req.Variables = make(map[string]any, len(vars))
-		for k, v := range vars {
-			req.Variables[k] = v
-		}
-	}
-	if len(tags) > 0 {
-		req.Tags = tags
-	}
+	key := f.key
 	if key == "" {
 		// Made and shown before the call, so that even a run killed
 		// mid-request leaves the key on the screen.
@@ -175,11 +179,11 @@ func runSend(ctx context.Context, args []string, getenv func(string) string, std
 			"To retry it safely, run the same command with --idempotency-key %s: sendonce accepts\n"+
 			"each key once. Running it again without the key would send a second email.\n", key, key)
 	}
-	s, err := c.Send(ctx, req, &client.SendOptions{IdempotencyKey: key})
+	s, err := c.Send(ctx, f.request(), &client.SendOptions{IdempotencyKey: key})
 	if err != nil {
 		return sendError(err, key)
 	}
-	if api.json {
+	if f.api.json {
 		return printRaw(stdout, s.Raw)
 	}
 	note := "accepted"

@@ -10,52 +10,39 @@ import (
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/delivery"
 	"github.com/sendonce/sendonce/internal/ratelimit"
+	"github.com/sendonce/sendonce/internal/server"
+	"github.com/sendonce/sendonce/internal/sqlstore"
+	"github.com/sendonce/sendonce/internal/transport"
 )
 
-// Config is every server setting. Each is a flag and an environment
-// variable; the flag wins.
+// Config is every serve setting: the server's own (server.Config, each
+// field set by one flag) and what only the command uses. Each is a flag
+// and an environment variable; the flag wins. Zero in a flag means off
+// where a setting can be off (--replay-cache 0, --max-per-hour 0); the
+// other numbers and durations must be positive (validate). server.Config
+// itself reads a zero field as its default instead, for callers that
+// build it in code.
 type Config struct {
-	Addr                  string
-	DB                    string
-	Transport             string
-	From                  string
-	IdempotencyTTL        time.Duration
-	RequireIdempotencyKey bool
-	RetryBase             time.Duration
-	MaxAttempts           int
-	AttemptLease          time.Duration
-	Role                  string
-	Workers               int
-	PollInterval          time.Duration
-	LogFormat             string
-	LogLevel              string
-	// SecretKey comes from SENDONCE_SECRET_KEY only: as a flag it would
-	// show in process lists and in -h's defaults.
-	SecretKey   string
-	DNSResolver string
-	DBMaxConns  int
-	Redis       string
+	Server    server.Config
+	Addr      string
+	Role      string
+	LogFormat string
+	LogLevel  string
+	// ReplayCache is --replay-cache: 0 turns the cache off (server.Config's
+	// ReplayCache reads 0 as the default; see replayCacheSize).
 	ReplayCache int
-	Retention   time.Duration
-	// AuditRetention is --audit-retention.
-	AuditRetention time.Duration
-	// OutboundAllow is --outbound-allow (see server.Config).
-	OutboundAllow string
-	// RateLimit and RateLimitWindow are --rate-limit and
-	// --rate-limit-window (see server.Config).
-	RateLimit       int
-	RateLimitWindow time.Duration
 	// ShutdownGrace is --shutdown-grace (see Config.shutdownGrace).
 	ShutdownGrace time.Duration
 	// MaxTemplates, MaxMailboxes, MaxDomains and MaxAPIKeys are the
-	// --max-* caps per tenant (0: none).
+	// --max-* caps per tenant (0: none), server.Config's Caps.
 	MaxTemplates, MaxMailboxes, MaxDomains, MaxAPIKeys int
+	// SMTP is the --smtp-* settings of the submission server.
+	SMTP smtpConfig
 	// Pprof, when set, serves net/http/pprof on this separate address.
 	// Off by default; it must not be reachable from outside the host.
 	Pprof string
-	// SMTP is the SMTP submission server's (--smtp-addr and the rest).
-	SMTP smtpConfig
 }
 
 // envFlags defines flags whose defaults come from the environment, and
@@ -129,38 +116,44 @@ func dbFlag(e *envFlags, p *string) {
 	e.str(p, "db", "SENDONCE_DB", DefaultDB, "database: sqlite:PATH (embedded) or postgres://…")
 }
 
+// DefaultAddr is where serve listens unless --addr says otherwise.
+const DefaultAddr = "127.0.0.1:8787"
+
 func serverFlags(e *envFlags, c *Config) {
-	e.str(&c.Addr, "addr", "SENDONCE_ADDR", "127.0.0.1:8787", "HTTP listen address")
-	dbFlag(e, &c.DB)
-	e.str(&c.Transport, "transport", "SENDONCE_TRANSPORT", "capture", "capture (local dev inbox), smtp://[user:pass@]host:port[?tls=none|starttls|tls] (relay) or mx (direct to the recipients' mail exchangers)")
-	e.str(&c.From, "from", "SENDONCE_FROM", "sendonce@localhost", "default From of the default mailbox")
-	e.dur(&c.IdempotencyTTL, "idempotency-ttl", "SENDONCE_IDEMPOTENCY_TTL", idempotency.DefaultTTL, "how long a key replays")
-	e.boolean(&c.RequireIdempotencyKey, "require-idempotency-key", "SENDONCE_REQUIRE_IDEMPOTENCY_KEY", true, "whether POST /v1/send rejects a request without a key")
-	e.dur(&c.RetryBase, "retry-base", "SENDONCE_RETRY_BASE", 5*time.Second, "first retry delay; attempt n waits base·2^(n−1) with jitter, capped at 1h")
-	e.integer(&c.MaxAttempts, "max-attempts", "SENDONCE_MAX_ATTEMPTS", 8, "delivery attempts before failed")
-	e.dur(&c.AttemptLease, "attempt-lease", "SENDONCE_ATTEMPT_LEASE", 30*time.Second, "how long a worker may hold an attempt before it counts as dead")
+	sc := &c.Server
+	e.str(&c.Addr, "addr", "SENDONCE_ADDR", DefaultAddr, "HTTP listen address")
+	dbFlag(e, &sc.DB)
+	e.str(&sc.Transport, "transport", "SENDONCE_TRANSPORT", transport.DefaultSpec, "capture (local dev inbox), smtp://[user:pass@]host:port[?tls=none|starttls|tls] (relay) or mx (direct to the recipients' mail exchangers)")
+	e.str(&sc.From, "from", "SENDONCE_FROM", app.DefaultFrom, "default From of the default mailbox")
+	e.dur(&sc.IdempotencyTTL, "idempotency-ttl", "SENDONCE_IDEMPOTENCY_TTL", idempotency.DefaultTTL, "how long a key replays")
+	e.boolean(&sc.RequireIdempotencyKey, "require-idempotency-key", "SENDONCE_REQUIRE_IDEMPOTENCY_KEY", true, "whether POST /v1/send rejects a request without a key")
+	e.dur(&sc.RetryBase, "retry-base", "SENDONCE_RETRY_BASE", delivery.DefaultRetryBase, "first retry delay; attempt n waits base·2^(n−1) with jitter, capped at 1h")
+	e.integer(&sc.MaxAttempts, "max-attempts", "SENDONCE_MAX_ATTEMPTS", delivery.DefaultMaxAttempts, "delivery attempts before failed")
+	e.dur(&sc.AttemptLease, "attempt-lease", "SENDONCE_ATTEMPT_LEASE", delivery.DefaultAttemptLease, "how long a worker may hold an attempt before it counts as dead")
 	e.dur(&c.ShutdownGrace, "shutdown-grace", "SENDONCE_SHUTDOWN_GRACE", 0, "how long in-flight requests and delivery attempts may take to finish after SIGTERM (0: the larger of 25s and --attempt-lease)")
 	e.str(&c.Role, "role", "SENDONCE_ROLE", "all", "api, worker or all")
-	e.str(&c.Redis, "redis", "SENDONCE_REDIS", "", "optional redis://… replay cache and in-flight lock in front of the database (the database stays the source of truth)")
-	e.integer(&c.ReplayCache, "replay-cache", "SENDONCE_REPLAY_CACHE", 10000, "completed idempotency keys kept in memory to answer replays without a database read (0 turns it off)")
-	e.integer(&c.DBMaxConns, "db-max-conns", "SENDONCE_DB_MAX_CONNS", 20, "PostgreSQL connection pool size of this process")
-	e.dur(&c.Retention, "retention", "SENDONCE_RETENTION", 30*24*time.Hour, "how long finished sends (sent, failed, canceled) are kept")
-	e.dur(&c.AuditRetention, "audit-retention", "SENDONCE_AUDIT_RETENTION", 90*24*time.Hour, "how long audit entries (agent key requests) are kept; at least 48h, since the per-day caps count them")
-	e.integer(&c.Workers, "workers", "SENDONCE_WORKERS", 100, "delivery attempts running at once in this process")
-	e.dur(&c.PollInterval, "poll-interval", "SENDONCE_POLL_INTERVAL", 200*time.Millisecond, "how often idle workers look for new jobs")
+	e.str(&sc.Redis, "redis", "SENDONCE_REDIS", "", "optional redis://… replay cache and in-flight lock in front of the database (the database stays the source of truth)")
+	e.integer(&c.ReplayCache, "replay-cache", "SENDONCE_REPLAY_CACHE", idempotency.DefaultReplayCacheEntries, "completed idempotency keys kept in memory to answer replays without a database read (0 turns it off)")
+	e.integer(&sc.DBMaxConns, "db-max-conns", "SENDONCE_DB_MAX_CONNS", sqlstore.DefaultMaxConns, "PostgreSQL connection pool size of this process")
+	e.dur(&sc.Retention, "retention", "SENDONCE_RETENTION", delivery.DefaultRetention, "how long finished sends (sent, failed, canceled) are kept")
+	e.dur(&sc.AuditRetention, "audit-retention", "SENDONCE_AUDIT_RETENTION", delivery.DefaultAuditRetention, "how long audit entries (agent key requests) are kept; at least 48h, since the per-day caps count them")
+	e.integer(&sc.Workers, "workers", "SENDONCE_WORKERS", delivery.DefaultWorkers, "delivery attempts running at once in this process")
+	e.dur(&sc.PollInterval, "poll-interval", "SENDONCE_POLL_INTERVAL", delivery.DefaultPollInterval, "how often idle workers look for new jobs")
 	e.str(&c.LogFormat, "log-format", "SENDONCE_LOG_FORMAT", "text", "text or json")
 	e.str(&c.LogLevel, "log-level", "SENDONCE_LOG_LEVEL", "info", "debug, info, warn or error")
-	e.str(&c.DNSResolver, "dns-resolver", "SENDONCE_DNS_RESOLVER", "", "DNS server HOST:PORT for the mx transport and DNS checks (default: the first nameserver of /etc/resolv.conf)")
-	e.str(&c.OutboundAllow, "outbound-allow", "SENDONCE_OUTBOUND_ALLOW", "", "comma-separated CIDR prefixes, or \"private\", that relays set through the API and mx exchangers may reach besides public addresses (default: public addresses only; --transport is always trusted)")
-	e.integer(&c.RateLimit, "rate-limit", "SENDONCE_RATE_LIMIT", ratelimit.DefaultRequests, "requests an API key may make per --rate-limit-window before 429 rate_limited (0 turns the limit off; keys create --rate-limit overrides it per key); shared between processes through --redis, else counted per process")
-	e.dur(&c.RateLimitWindow, "rate-limit-window", "SENDONCE_RATE_LIMIT_WINDOW", ratelimit.DefaultWindow, "the window --rate-limit counts in")
+	e.str(&sc.DNSResolver, "dns-resolver", "SENDONCE_DNS_RESOLVER", "", "DNS server HOST:PORT for the mx transport and DNS checks (default: the first nameserver of /etc/resolv.conf)")
+	e.str(&sc.OutboundAllow, "outbound-allow", "SENDONCE_OUTBOUND_ALLOW", "", "comma-separated CIDR prefixes, or \"private\", that relays set through the API and mx exchangers may reach besides public addresses (default: public addresses only; --transport is always trusted)")
+	e.integer(&sc.RateLimit, "rate-limit", "SENDONCE_RATE_LIMIT", ratelimit.DefaultRequests, "requests an API key may make per --rate-limit-window before 429 rate_limited (0 turns the limit off; keys create --rate-limit overrides it per key); shared between processes through --redis, else counted per process")
+	e.dur(&sc.RateLimitWindow, "rate-limit-window", "SENDONCE_RATE_LIMIT_WINDOW", ratelimit.DefaultWindow, "the window --rate-limit counts in")
 	e.integer(&c.MaxTemplates, "max-templates", "SENDONCE_MAX_TEMPLATES", core.DefaultMaxTemplates, "templates one tenant may store (0: no cap); past it, creates answer 403 limit_exceeded")
 	e.integer(&c.MaxMailboxes, "max-mailboxes", "SENDONCE_MAX_MAILBOXES", core.DefaultMaxMailboxes, "mailboxes one tenant may store (0: no cap)")
 	e.integer(&c.MaxDomains, "max-domains", "SENDONCE_MAX_DOMAINS", core.DefaultMaxDomains, "sending domains one tenant may store (0: no cap)")
 	e.integer(&c.MaxAPIKeys, "max-api-keys", "SENDONCE_MAX_API_KEYS", core.DefaultMaxAPIKeys, "API keys (not revoked) one tenant may create through the API (0: no cap; sendonce keys create is not capped)")
 	e.str(&c.Pprof, "pprof", "SENDONCE_PPROF", "", "serve net/http/pprof on this separate address, e.g. 127.0.0.1:6060 (off by default; never expose it: profiles reveal memory contents)")
+	// SENDONCE_SECRET_KEY only: as a flag it would show in process lists
+	// and in -h's defaults.
+	sc.SecretKey = e.getenv("SENDONCE_SECRET_KEY")
 	smtpFlags(e, &c.SMTP)
-	c.SecretKey = e.getenv("SENDONCE_SECRET_KEY")
 }
 
 // caps is the --max-* flags as core.Caps.
@@ -180,31 +173,32 @@ func (c *Config) validate() error {
 	if c.ShutdownGrace < 0 {
 		return fmt.Errorf("--shutdown-grace must be 0 (follow --attempt-lease) or positive")
 	}
-	if c.IdempotencyTTL <= 0 || c.RetryBase <= 0 || c.AttemptLease <= 0 {
-		return fmt.Errorf("--idempotency-ttl, --retry-base and --attempt-lease must be positive")
-	}
-	if c.MaxAttempts < 1 || c.Workers < 1 || c.DBMaxConns < 1 {
-		return fmt.Errorf("--max-attempts, --workers and --db-max-conns must be at least 1")
-	}
+	sc := &c.Server
 	if c.MaxTemplates < 0 || c.MaxMailboxes < 0 || c.MaxDomains < 0 || c.MaxAPIKeys < 0 {
 		return fmt.Errorf("--max-templates, --max-mailboxes, --max-domains and --max-api-keys must be 0 (no cap) or more")
 	}
-	if c.RateLimit < 0 || c.RateLimitWindow < time.Millisecond {
+	if sc.RateLimit < 0 || sc.RateLimitWindow < time.Millisecond {
 		return fmt.Errorf("--rate-limit must be 0 (off) or more, and --rate-limit-window at least 1ms")
 	}
-	if c.AuditRetention < 48*time.Hour {
+	if sc.IdempotencyTTL <= 0 || sc.RetryBase <= 0 || sc.AttemptLease <= 0 {
+		return fmt.Errorf("--idempotency-ttl, --retry-base and --attempt-lease must be positive")
+	}
+	if sc.MaxAttempts < 1 || sc.Workers < 1 || sc.DBMaxConns < 1 {
+		return fmt.Errorf("--max-attempts, --workers and --db-max-conns must be at least 1")
+	}
+	if sc.AuditRetention < delivery.MinAuditRetention {
 		return fmt.Errorf("--audit-retention must be at least 48h: the agent keys' per-day caps count audit entries")
 	}
-	if c.Retention < c.IdempotencyTTL {
+	if sc.Retention < sc.IdempotencyTTL {
 		return fmt.Errorf("--retention must be at least --idempotency-ttl: a replayable key's send must still exist")
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
 	}
-	if err := app.CheckSecretKey(c.SecretKey); err != nil {
+	if err := app.CheckSecretKey(sc.SecretKey); err != nil {
 		return err
 	}
-	if _, err := app.ResolverAddr(c.DNSResolver); err != nil {
+	if _, err := app.ResolverAddr(sc.DNSResolver); err != nil {
 		return fmt.Errorf("--dns-resolver: %v", err)
 	}
 	if err := c.SMTP.validate(); err != nil {

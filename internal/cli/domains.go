@@ -18,25 +18,6 @@ import (
 	"github.com/sendonce/sendonce/internal/sqlstore"
 )
 
-// parseArgs parses flags given before or after the positional arguments
-// ("domains add example.com --selector s1") and returns the positional
-// ones. Each round consumes at least one argument, so it ends.
-func parseArgs(e *envFlags, args []string) ([]string, error) {
-	var pos []string
-	for rounds := len(args) + 1; rounds > 0; rounds-- {
-		if err := parse(e, args); err != nil {
-			return nil, err
-		}
-		args = e.fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-	return pos, nil
-}
-
 const domainsUsage = "domains add DOMAIN [--selector S] [--algorithm rsa2048|ed25519] | domains list | domains remove DOMAIN"
 
 func runDomains(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -47,93 +28,107 @@ func runDomains(ctx context.Context, args []string, getenv func(string) string, 
 	var dsn, tenant string
 	dbFlag(e, &dsn)
 	e.fs.StringVar(&tenant, "tenant", "default", "tenant the domain belongs to")
+	// Each subcommand defines its own flags on e and parses args[1:]; dsn
+	// and tenant are read after that parse, hence the pointers.
 	switch args[0] {
 	case "add":
-		var selector, algorithm string
-		e.fs.StringVar(&selector, "selector", app.DefaultSelector, "DKIM selector: the key is published at SELECTOR._domainkey.DOMAIN")
-		e.fs.StringVar(&algorithm, "algorithm", "rsa2048", "key algorithm: rsa2048 (verified everywhere) or ed25519")
-		pos, err := parseArgs(e, args[1:])
-		if err != nil {
-			return err
-		}
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: domains add DOMAIN [--selector S] [--algorithm rsa2048|ed25519]", ErrUsage)
-		}
-		secret := getenv("SENDONCE_SECRET_KEY")
-		if err := app.CheckSecretKey(secret); err != nil {
-			return fmt.Errorf("%w: %v", ErrUsage, err)
-		}
-		store, err := openStore(ctx, dsn)
-		if err != nil {
-			return fmt.Errorf("open database: %w", err)
-		}
-		defer store.Close()
-		svc := app.New(store, app.Config{SecretKey: secret}, nil)
-		// The key is generated before the transaction: a running server
-		// shares SQLite's one writer with this command.
-		d, err := svc.PrepareDomain(app.AddDomainParams{Tenant: tenant, Domain: pos[0], Selector: selector, Algorithm: algorithm})
-		if err != nil {
-			return err
-		}
-		if err := store.InTx(ctx, func(tx core.Tx) error { return svc.AddDomain(ctx, tx, d) }); err != nil {
-			return err
-		}
-		recs, err := app.DomainRecords(d)
-		if err != nil {
-			return err
-		}
-		if !app.KeyEncrypted(d) {
-			fmt.Fprintln(stderr, "warning: SENDONCE_SECRET_KEY is not set, so the DKIM private key is stored unencrypted in the database.")
-		}
-		printRecords(stdout, d, recs)
-		return nil
+		return domainsAdd(ctx, e, &dsn, &tenant, args, getenv, stdout, stderr)
 	case "list":
-		pos, err := parseArgs(e, args[1:])
-		if err != nil {
-			return err
-		}
-		if len(pos) != 0 {
-			return fmt.Errorf("%w: domains list [--tenant T]", ErrUsage)
-		}
-		store, err := openStore(ctx, dsn)
-		if err != nil {
-			return fmt.Errorf("open database: %w", err)
-		}
-		defer store.Close()
-		ds, err := store.ListDomains(ctx, tenant)
-		if err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "DOMAIN\tSELECTOR\tALGORITHM\tKEY\tCREATED")
-		for _, d := range ds {
-			enc := "plaintext"
-			if app.KeyEncrypted(d) {
-				enc = "encrypted"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Domain, d.Selector, d.Algorithm, enc, d.CreatedAt.Format(time.RFC3339))
-		}
-		return tw.Flush()
+		return domainsList(ctx, e, &dsn, &tenant, args, getenv, stdout, stderr)
 	case "remove":
-		pos, err := parseArgs(e, args[1:])
-		if err != nil {
-			return err
-		}
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: domains remove DOMAIN", ErrUsage)
-		}
-		store, err := openStore(ctx, dsn)
-		if err != nil {
-			return fmt.Errorf("open database: %w", err)
-		}
-		defer store.Close()
-		if err := app.New(store, app.Config{}, nil).RemoveDomain(ctx, tenant, pos[0]); err != nil {
-			return fmt.Errorf("remove %s: %w", pos[0], err)
-		}
-		fmt.Fprintln(stderr, "removed", pos[0], "(its mail is no longer signed; withdraw its DKIM record once no mail signed with it is in transit)")
-		return nil
+		return domainsRemove(ctx, e, &dsn, &tenant, args, getenv, stdout, stderr)
 	}
 	return fmt.Errorf("%w: %s", ErrUsage, domainsUsage)
+}
+
+func domainsAdd(ctx context.Context, e *envFlags, dsn, tenant *string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var selector, algorithm string
+	e.fs.StringVar(&selector, "selector", app.DefaultSelector, "DKIM selector: the key is published at SELECTOR._domainkey.DOMAIN")
+	e.fs.StringVar(&algorithm, "algorithm", "rsa2048", "key algorithm: rsa2048 (verified everywhere) or ed25519")
+	pos, err := parseInterleaved(e, args[1:])
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: domains add DOMAIN [--selector S] [--algorithm rsa2048|ed25519]", ErrUsage)
+	}
+	secret := getenv("SENDONCE_SECRET_KEY")
+	if err := app.CheckSecretKey(secret); err != nil {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	store, err := openStore(ctx, *dsn)
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	defer store.Close()
+	svc := app.New(store, app.Config{SecretKey: secret}, nil)
+	// The key is generated before the transaction: a running server
+	// shares SQLite's one writer with this command.
+	d, err := svc.PrepareDomain(app.AddDomainParams{Tenant: *tenant, Domain: pos[0], Selector: selector, Algorithm: algorithm})
+	if err != nil {
+		return err
+	}
+	if err := store.InTx(ctx, func(tx core.Tx) error { return svc.AddDomain(ctx, tx, d) }); err != nil {
+		return err
+	}
+	recs, err := app.DomainRecords(d)
+	if err != nil {
+		return err
+	}
+	if !app.KeyEncrypted(d) {
+		fmt.Fprintln(stderr, "warning: SENDONCE_SECRET_KEY is not set, so the DKIM private key is stored unencrypted in the database.")
+	}
+	printRecords(stdout, d, recs)
+	return nil
+}
+
+func domainsList(ctx context.Context, e *envFlags, dsn, tenant *string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	pos, err := parseInterleaved(e, args[1:])
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return fmt.Errorf("%w: domains list [--tenant T]", ErrUsage)
+	}
+	store, err := openStore(ctx, *dsn)
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	defer store.Close()
+	ds, err := store.ListDomains(ctx, *tenant)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DOMAIN\tSELECTOR\tALGORITHM\tKEY\tCREATED")
+	for _, d := range ds {
+		enc := "plaintext"
+		if app.KeyEncrypted(d) {
+			enc = "encrypted"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Domain, d.Selector, d.Algorithm, enc, d.CreatedAt.Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+func domainsRemove(ctx context.Context, e *envFlags, dsn, tenant *string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	pos, err := parseInterleaved(e, args[1:])
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: domains remove DOMAIN", ErrUsage)
+	}
+	store, err := openStore(ctx, *dsn)
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	defer store.Close()
+	if err := app.New(store, app.Config{}, nil).RemoveDomain(ctx, *tenant, pos[0]); err != nil {
+		return fmt.Errorf("remove %s: %w", pos[0], err)
+	}
+	fmt.Fprintln(stderr, "removed", pos[0], "(its mail is no longer signed; withdraw its DKIM record once no mail signed with it is in transit)")
+	return nil
 }
 
 // printRecords prints what to publish, as zone-file lines with their notes.
@@ -164,7 +159,7 @@ func runDNS(ctx context.Context, args []string, getenv func(string) string, stdo
 	e.fs.StringVar(&selector, "selector", "", "DKIM selector (default: the stored domain's)")
 	e.str(&resolver, "resolver", "SENDONCE_DNS_RESOLVER", "", "DNS server HOST:PORT to query (default: the first nameserver of /etc/resolv.conf)")
 	e.fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	pos, err := parseArgs(e, args[1:])
+	pos, err := parseInterleaved(e, args[1:])
 	if err != nil {
 		return err
 	}

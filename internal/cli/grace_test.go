@@ -18,7 +18,8 @@ func TestShutdownGrace_FollowsTheAttemptLeaseUnlessSet(t *testing.T) {
 		{lease: 2 * time.Minute, want: 2 * time.Minute},
 		{lease: 2 * time.Minute, grace: 40 * time.Second, want: 40 * time.Second},
 	} {
-		cfg := Config{AttemptLease: c.lease, ShutdownGrace: c.grace}
+		cfg := Config{ShutdownGrace: c.grace}
+		cfg.Server.AttemptLease = c.lease
 		if got := cfg.shutdownGrace(); got != c.want {
 			t.Errorf("lease %v, --shutdown-grace %v: grace %v, want %v", c.lease, c.grace, got, c.want)
 		}

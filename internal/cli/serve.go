@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sendonce/sendonce/internal/delivery"
 	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/sqlstore"
+	"github.com/sendonce/sendonce/internal/transport"
 )
 
 // defaultShutdownGrace is the least time in-flight requests and attempts
@@ -28,7 +28,7 @@ func (c *Config) shutdownGrace() time.Duration {
 	if c.ShutdownGrace > 0 {
 		return c.ShutdownGrace
 	}
-	return max(defaultShutdownGrace, c.AttemptLease)
+	return max(defaultShutdownGrace, c.Server.AttemptLease)
 }
 
 func openStore(ctx context.Context, dsn string) (*sqlstore.Store, error) {
@@ -45,7 +45,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := cfg.validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
-	if err := delivery.ValidateTransport(cfg.Transport); err != nil {
+	spec, err := transport.ParseSpec(cfg.Server.Transport)
+	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	blog := newBufferedLog(stderr)
@@ -55,19 +56,17 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	logger = slog.New(flushOnWarn{Handler: logger.Handler(), b: blog})
+
 	smtpCfg, err := cfg.SMTP.submissionConfig()
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
-
-	s, err := server.New(ctx, server.Config{
-		DB: cfg.DB, Transport: cfg.Transport, From: cfg.From, IdempotencyTTL: cfg.IdempotencyTTL,
-		RequireIdempotencyKey: cfg.RequireIdempotencyKey, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
-		AttemptLease: cfg.AttemptLease, Work: cfg.Role != "api", Workers: cfg.Workers, PollInterval: cfg.PollInterval,
-		SecretKey: cfg.SecretKey, DNSResolver: cfg.DNSResolver, DBMaxConns: cfg.DBMaxConns, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Redis: cfg.Redis,
-		ReplayCache: replayCacheSize(cfg.ReplayCache), OutboundAllow: cfg.OutboundAllow, SMTP: smtpCfg,
-		RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow, Caps: cfg.caps(),
-	}, logger)
+	sc := cfg.Server
+	sc.Work = cfg.Role != "api"
+	sc.ReplayCache = replayCacheSize(cfg.ReplayCache)
+	sc.Caps = cfg.caps()
+	sc.SMTP = smtpCfg
+	s, err := server.New(ctx, sc, logger)
 	if err != nil {
 		return err
 	}
@@ -83,24 +82,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		defer stopPprof()
 	}
 
-	var srv *http.Server
-	serveErr := make(chan error, 1)
+	var (
+		srv      *http.Server
+		serveErr = make(chan error, 1)
+	)
 	if cfg.Role != "worker" {
-		ln, err := net.Listen("tcp", cfg.Addr)
-		if err != nil {
-			return fmt.Errorf("listen: %w", err)
+		if srv, err = listen(cfg, s.Handler, logger, spec, serveErr); err != nil {
+			return err
 		}
-		srv = &http.Server{
-			Handler:           s.Handler,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       60 * time.Second,
-			WriteTimeout:      60 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		}
-		logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("db", redactDSN(cfg.DB)),
-			slog.String("transport", redactTransport(cfg.Transport)), slog.String("role", cfg.Role), slog.String("version", version()))
-		go func() { serveErr <- srv.Serve(ln) }()
 		if err := startSMTP(&cfg.SMTP, s.Submission, logger, serveErr); err != nil {
 			return err
 		}
@@ -109,7 +98,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	if cfg.Role == "worker" {
-		logger.Info("worker started", slog.String("db", redactDSN(cfg.DB)), slog.String("transport", redactTransport(cfg.Transport)))
+		logger.Info("worker started", slog.String("db", redactDSN(cfg.Server.DB)), slog.String("transport", spec.Redacted()))
 	}
 
 	var runErr error
@@ -119,23 +108,50 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	case err := <-serveErr:
 		runErr = fmt.Errorf("http server: %w", err)
 	}
-	// In-flight requests finish first (they may still enqueue), then the
-	// workers stop taking jobs and finish their attempts.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.shutdownGrace())
-	defer cancel()
-	if srv != nil {
-		if err := srv.Shutdown(sctx); err != nil {
-			runErr = errors.Join(runErr, fmt.Errorf("http shutdown: %w", err))
-		}
-	}
-	if err := s.Submission.Shutdown(sctx); err != nil {
-		runErr = errors.Join(runErr, fmt.Errorf("smtp shutdown: %w", err))
-	}
-	if err := s.Stop(sctx); err != nil {
-		runErr = errors.Join(runErr, fmt.Errorf("queue shutdown: %w", err))
-	}
+	runErr = errors.Join(runErr, shutdown(ctx, srv, s, cfg.shutdownGrace()))
 	logger.Info("stopped")
 	return runErr
+}
+
+// listen starts the API on cfg.Addr; Serve's end is sent on serveErr.
+func listen(cfg Config, h http.Handler, logger *slog.Logger, spec transport.Spec, serveErr chan<- error) (*http.Server, error) {
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("db", redactDSN(cfg.Server.DB)),
+		slog.String("transport", spec.Redacted()), slog.String("role", cfg.Role), slog.String("version", version()))
+	go func() { serveErr <- srv.Serve(ln) }()
+	return srv, nil
+}
+
+// shutdown lets in-flight requests finish first (they may still enqueue),
+// then stops the workers taking jobs and waits for their attempts, all
+// within shutdownGrace. srv is nil in the worker role.
+func shutdown(ctx context.Context, srv *http.Server, s *server.Server, grace time.Duration) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	var err error
+	if srv != nil {
+		if e := srv.Shutdown(sctx); e != nil {
+			err = fmt.Errorf("http shutdown: %w", e)
+		}
+	}
+	if e := s.Submission.Shutdown(sctx); e != nil {
+		err = errors.Join(err, fmt.Errorf("smtp shutdown: %w", e))
+	}
+	if e := s.Stop(sctx); e != nil {
+		err = errors.Join(err, fmt.Errorf("queue shutdown: %w", e))
+	}
+	return err
 }
 
 func redactDSN(dsn string) string {
@@ -147,16 +163,6 @@ func redactDSN(dsn string) string {
 		return "(unparsable)"
 	}
 	return u.Redacted()
-}
-
-func redactTransport(t string) string {
-	if t == "capture" || t == "mx" {
-		return t
-	}
-	if i := strings.LastIndex(t, "@"); i >= 0 {
-		return "smtp://xxxxx@" + t[i+1:]
-	}
-	return t
 }
 
 // replayCacheSize maps the flag (0 = off) onto server.Config's (0 = the

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/sendonce/sendonce/idempotency"
+	"github.com/sendonce/sendonce/internal/idemrecord"
 )
 
 // Store is the database. Reads run outside transactions; every write runs in
@@ -45,15 +45,15 @@ type Store interface {
 	IsSuppressed(ctx context.Context, tenant, address string) (bool, error)
 
 	// ReserveIdempotency atomically reads the scoped key and, when
-	// idempotency.Decide says Proceed, writes a reservation that holds for
+	// idemrecord.Decide says Proceed, writes a reservation that holds for
 	// lease.
-	ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time, lease time.Duration) (idempotency.Decision, error)
+	ReserveIdempotency(ctx context.Context, sc idemrecord.Scope, fingerprint string, now time.Time, lease time.Duration) (idemrecord.Decision, error)
 	// CompletedIdempotency returns the scoped key's record when it is
 	// completed (nil otherwise), read without the write lock: a completed
 	// record does not change until it expires.
-	CompletedIdempotency(ctx context.Context, sc idempotency.Scope) (*idempotency.Record, error)
+	CompletedIdempotency(ctx context.Context, sc idemrecord.Scope) (*idemrecord.Record, error)
 	// ReleaseIdempotency drops a reservation without storing anything.
-	ReleaseIdempotency(ctx context.Context, sc idempotency.Scope, token string) error
+	ReleaseIdempotency(ctx context.Context, sc idemrecord.Scope, token string) error
 	// PurgeIdempotency deletes keys whose replay time ended before now, and
 	// reservations abandoned long ago.
 	PurgeIdempotency(ctx context.Context, now time.Time) (int, error)
@@ -78,7 +78,7 @@ type Tx interface {
 	// TxRecords decides an Idempotency-Key and stores its answer inside
 	// the transaction: the durable tier of the server's
 	// idempotency.Engine.
-	idempotency.TxRecords
+	idemrecord.TxRecords
 	InsertAPIKey(ctx context.Context, k *APIKey) error
 	RevokeAPIKey(ctx context.Context, id string, at time.Time) error
 
@@ -106,8 +106,8 @@ type Tx interface {
 
 	// CompleteIdempotency completes a two-step reservation
 	// (Store.ReserveIdempotency) in this transaction;
-	// idempotency.ErrReservationLost when the token no longer holds the key.
-	CompleteIdempotency(ctx context.Context, sc idempotency.Scope, token string, resp idempotency.Response, now, expires time.Time) error
+	// idemrecord.ErrReservationLost when the token no longer holds the key.
+	CompleteIdempotency(ctx context.Context, sc idemrecord.Scope, token string, resp idemrecord.Response, now, expires time.Time) error
 
 	PutTemplate(ctx context.Context, t *Template) (created bool, err error)
 	DeleteTemplate(ctx context.Context, tenant, id string) error

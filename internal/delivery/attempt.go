@@ -68,8 +68,7 @@ func (d *Deliverer) Claim(ctx context.Context, n int) (claimed []Claimed, short 
 // defaultSlots takes up to n free session slots of the default transport
 // when it is a relay; bounded is false when it is not (capture, mx).
 func (d *Deliverer) defaultSlots(n int) (slots []*transport.Slot, bounded bool) {
-	switch d.cfg.DefaultTransport {
-	case "capture", "mx":
+	if d.defaultKind != transport.Relay {
 		return nil, false
 	}
 	t, err := d.smtpTransport(d.cfg.DefaultTransport, false)

@@ -45,22 +45,22 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.DefaultTransport == "" {
-		c.DefaultTransport = "capture"
+		c.DefaultTransport = transport.DefaultSpec
 	}
 	if c.RetryBase <= 0 {
-		c.RetryBase = 5 * time.Second
+		c.RetryBase = DefaultRetryBase
 	}
 	if c.MaxRetryDelay <= 0 {
-		c.MaxRetryDelay = time.Hour
+		c.MaxRetryDelay = DefaultMaxRetryDelay
 	}
 	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 8
+		c.MaxAttempts = DefaultMaxAttempts
 	}
 	if c.AttemptLease <= 0 {
-		c.AttemptLease = 30 * time.Second
+		c.AttemptLease = DefaultAttemptLease
 	}
 	if c.Retention <= 0 {
-		c.Retention = 30 * 24 * time.Hour
+		c.Retention = DefaultRetention
 	}
 	if c.AuditRetention <= 0 {
 		c.AuditRetention = DefaultAuditRetention
@@ -79,6 +79,8 @@ type Deliverer struct {
 	logger  *slog.Logger
 
 	mx *transport.MX
+	// defaultKind is what cfg.DefaultTransport names.
+	defaultKind transport.Kind
 
 	relays relays
 
@@ -95,7 +97,12 @@ func NewDeliverer(svc *app.Service, cfg Config, m *metrics.Metrics, logger *slog
 		cfg.MX.Policy = svc.Outbound()
 	}
 	d.mx = transport.NewMX(boundMX(cfg.MX, attemptBudget(cfg.AttemptLease)))
-	if cfg.DefaultTransport != "capture" && cfg.DefaultTransport != "mx" {
+	spec, err := transport.ParseSpec(cfg.DefaultTransport)
+	if err != nil {
+		return nil, err
+	}
+	d.defaultKind = spec.Kind
+	if spec.Kind == transport.Relay {
 		if _, err := d.smtpTransport(cfg.DefaultTransport, false); err != nil {
 			return nil, err
 		}
@@ -105,18 +112,29 @@ func NewDeliverer(svc *app.Service, cfg Config, m *metrics.Metrics, logger *slog
 
 // ValidateTransport checks a --transport value.
 func ValidateTransport(s string) error {
-	switch s {
-	case "capture", "mx":
-		return nil
-	}
-	if _, err := transport.ParseSMTPURL(s); err != nil {
-		return fmt.Errorf("transport: %w", err)
-	}
-	return nil
+	_, err := transport.ParseSpec(s)
+	return err
 }
 
-// DefaultAuditRetention is how long audit entries are kept by default.
-const DefaultAuditRetention = 90 * 24 * time.Hour
+// Defaults of Config's zero fields (and of the serve flags that set them).
+const (
+	// DefaultRetryBase is the first retry's delay; attempt n waits
+	// base·2^(n−1) with jitter, capped at DefaultMaxRetryDelay.
+	DefaultRetryBase     = 5 * time.Second
+	DefaultMaxRetryDelay = time.Hour
+	// DefaultMaxAttempts is how many attempts a send gets before failed.
+	DefaultMaxAttempts = 8
+	// DefaultAttemptLease is how long a worker may hold an attempt before
+	// it counts as dead.
+	DefaultAttemptLease = 30 * time.Second
+	// DefaultRetention is how long finished sends are kept.
+	DefaultRetention = 30 * 24 * time.Hour
+	// DefaultAuditRetention is how long audit entries are kept by default.
+	DefaultAuditRetention = 90 * 24 * time.Hour
+	// MinAuditRetention is the shortest audit retention allowed: the
+	// agent keys' per-day caps count audit entries.
+	MinAuditRetention = 48 * time.Hour
+)
 
 // DefaultRelaySessions bounds the sessions open to one relay when its URL
 // has no max_sessions.
@@ -134,10 +152,10 @@ func (d *Deliverer) transportFor(ctx context.Context, s *core.Send) (transport.T
 		// Set through the API: always an smtp:// URL (CreateMailbox).
 		return d.smtpTransport(mb.Transport, true)
 	}
-	switch url {
-	case "capture":
+	switch d.defaultKind {
+	case transport.Capture:
 		return nil, nil
-	case "mx":
+	case transport.Direct:
 		return d.mx, nil
 	}
 	return d.smtpTransport(url, false)

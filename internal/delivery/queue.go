@@ -122,12 +122,19 @@ func MigratePostgres(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
+// Defaults of QueueConfig's zero fields (and of --workers and
+// --poll-interval).
+const (
+	DefaultWorkers      = 100
+	DefaultPollInterval = 200 * time.Millisecond
+)
+
 func (qc *QueueConfig) setDefaults() {
 	if qc.Workers <= 0 {
-		qc.Workers = 100
+		qc.Workers = DefaultWorkers
 	}
 	if qc.PollInterval <= 0 {
-		qc.PollInterval = 200 * time.Millisecond
+		qc.PollInterval = DefaultPollInterval
 	}
 	if qc.PurgeInterval <= 0 {
 		qc.PurgeInterval = time.Minute

@@ -13,6 +13,8 @@ import (
 	"github.com/miekg/dns"
 	"golang.org/x/net/idna"
 	"golang.org/x/net/publicsuffix"
+
+	"github.com/sendonce/sendonce/internal/dnsresolve"
 )
 
 // Defaults applied by Check to zero fields of Options.
@@ -20,7 +22,7 @@ const (
 	DefaultTimeout      = 30 * time.Second
 	DefaultQueryTimeout = 5 * time.Second
 	// DefaultResolvConf is where the default resolver is read from.
-	DefaultResolvConf = "/etc/resolv.conf"
+	DefaultResolvConf = dnsresolve.DefaultResolvConf
 )
 
 // The checks a Finding belongs to.
@@ -150,11 +152,11 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 		if conf == "" {
 			conf = DefaultResolvConf
 		}
-		if addr, err = systemResolver(conf); err != nil {
-			return nil, err
+		if addr, err = dnsresolve.SystemAddr(conf); err != nil {
+			return nil, fmt.Errorf("dnscheck: no resolver given and %w", err)
 		}
-	} else if addr, err = resolverAddr(addr); err != nil {
-		return nil, err
+	} else if addr, err = dnsresolve.ParseAddr(addr); err != nil {
+		return nil, fmt.Errorf("dnscheck: %w", err)
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
@@ -238,18 +240,7 @@ func (c *checker) addresses(host string) ([]netip.Addr, *answer, error) {
 		if first == nil {
 			first = a
 		}
-		for _, rr := range a.records {
-			switch v := rr.(type) {
-			case *dns.A:
-				if ip, ok := netip.AddrFromSlice(v.A.To4()); ok {
-					out = append(out, ip)
-				}
-			case *dns.AAAA:
-				if ip, ok := netip.AddrFromSlice(v.AAAA); ok {
-					out = append(out, ip)
-				}
-			}
-		}
+		out = append(out, a.Addrs()...)
 	}
 	return out, first, nil
 }

@@ -30,16 +30,16 @@ func (c *checker) checkDKIM() {
 		return
 	}
 	where := name
-	if len(a.chain) > 0 {
-		where = a.chain[len(a.chain)-1]
-		if a.nxdomain {
+	if len(a.Chain) > 0 {
+		where = a.Chain[len(a.Chain)-1]
+		if a.NXDomain {
 			c.fail(CheckDKIM, fmt.Sprintf("%s is an alias (CNAME) of %s, which does not exist, so receivers find no key.", name, where),
 				fmt.Sprintf("Publish the key record at %s, or point the alias at the name your provider gave you.", where))
 			return
 		}
 		c.ok(CheckDKIM, "%s is an alias (CNAME) of %s; the key was read there.", name, where)
 	}
-	recs := a.txt()
+	recs := a.TXT()
 	switch len(recs) {
 	case 0:
 		c.fail(CheckDKIM, fmt.Sprintf("There is no DKIM key record at %s, so receivers cannot verify the signatures of %s.", where, c.domain),
@@ -62,6 +62,20 @@ func (c *checker) checkDKIM() {
 			"Sign with another selector whose key is published, or publish a new key record here.")
 		return
 	}
+	c.dkimKeyStrength(rec, where)
+	c.dkimKeyTags(rec, where)
+	if c.opts.ExpectedDKIMKey != nil {
+		if eq, ok := c.opts.ExpectedDKIMKey.(interface{ Equal(crypto.PublicKey) bool }); ok && eq.Equal(rec.PublicKey) {
+			c.ok(CheckDKIM, "The published key is the one sendonce signs %s's mail with.", c.domain)
+		} else {
+			c.fail(CheckDKIM, fmt.Sprintf("The key published at %s is not the one sendonce signs with, so every signature fails.", where),
+				fmt.Sprintf("Publish the record printed by `sendonce domains add` for %s (selector %s) in place of the current one.", c.domain, c.selector))
+		}
+	}
+}
+
+// dkimKeyStrength judges the key's algorithm and size (RFC 8301, RFC 8463).
+func (c *checker) dkimKeyStrength(rec *dkim.PublicKeyRecord, where string) {
 	switch {
 	case rec.KeyType == "ed25519":
 		c.ok(CheckDKIM, "The DKIM key at %s is Ed25519.", where)
@@ -79,6 +93,10 @@ func (c *checker) checkDKIM() {
 	default:
 		c.ok(CheckDKIM, "The DKIM key at %s is RSA of %d bits.", where, rec.Bits)
 	}
+}
+
+// dkimKeyTags judges the record's t=, h= and s= tags.
+func (c *checker) dkimKeyTags(rec *dkim.PublicKeyRecord, where string) {
 	if rec.Testing {
 		c.warn(CheckDKIM, fmt.Sprintf("The DKIM key at %s is in test mode (t=y): receivers may treat signed mail as unsigned.", where),
 			"Remove t=y from the record once signing works.")
@@ -90,13 +108,5 @@ func (c *checker) checkDKIM() {
 	if rec.Services != nil && !slices.Contains(rec.Services, "email") && !slices.Contains(rec.Services, "*") {
 		c.fail(CheckDKIM, fmt.Sprintf("The DKIM key at %s is restricted to services %v, not email, so signatures fail.", where, rec.Services),
 			"Remove the s= tag from the record.")
-	}
-	if c.opts.ExpectedDKIMKey != nil {
-		if eq, ok := c.opts.ExpectedDKIMKey.(interface{ Equal(crypto.PublicKey) bool }); ok && eq.Equal(rec.PublicKey) {
-			c.ok(CheckDKIM, "The published key is the one sendonce signs %s's mail with.", c.domain)
-		} else {
-			c.fail(CheckDKIM, fmt.Sprintf("The key published at %s is not the one sendonce signs with, so every signature fails.", where),
-				fmt.Sprintf("Publish the record printed by `sendonce domains add` for %s (selector %s) in place of the current one.", c.domain, c.selector))
-		}
 	}
 }

@@ -26,7 +26,7 @@ func (c *checker) fetchDMARC(d string) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	for _, t := range a.txt() {
+	for _, t := range a.TXT() {
 		if strings.HasPrefix(strings.TrimSpace(t), "v=DMARC1") {
 			out = append(out, t)
 		}
@@ -204,7 +204,7 @@ func (c *checker) dmarcURIs(tag, list, source string) []string {
 			continue
 		}
 		authorized := false
-		for _, t := range a2.txt() {
+		for _, t := range a2.TXT() {
 			if strings.HasPrefix(strings.TrimSpace(t), "v=DMARC1") {
 				authorized = true
 			}

@@ -21,13 +21,13 @@ func (c *checker) checkMX() bool {
 		c.lookupFailed(CheckMX, err)
 		return true
 	}
-	if a.nxdomain {
+	if a.NXDomain {
 		c.fail(CheckMX, fmt.Sprintf("%s does not exist in DNS (NXDOMAIN), so none of its records can be checked.", c.domain),
 			fmt.Sprintf("Check the spelling of the domain; if it is right, register %s or add it at its DNS host.", c.domain))
 		return false
 	}
 	var mxs []*dns.MX
-	for _, rr := range a.records {
+	for _, rr := range a.Records {
 		mxs = append(mxs, rr.(*dns.MX))
 	}
 	if len(mxs) == 0 {
@@ -84,9 +84,9 @@ func (c *checker) checkMX() bool {
 				fmt.Sprintf("Publish an address record for %s, or point the MX at a host that has one.", host))
 			continue
 		}
-		if len(a.chain) > 0 {
-			c.warn(CheckMX, fmt.Sprintf("The mail exchanger %s is an alias (CNAME) of %s; RFC 2181 forbids MX records that name an alias, and some senders refuse them.", host, a.chain[len(a.chain)-1]),
-				fmt.Sprintf("Point the MX record at %s directly.", a.chain[len(a.chain)-1]))
+		if len(a.Chain) > 0 {
+			c.warn(CheckMX, fmt.Sprintf("The mail exchanger %s is an alias (CNAME) of %s; RFC 2181 forbids MX records that name an alias, and some senders refuse them.", host, a.Chain[len(a.Chain)-1]),
+				fmt.Sprintf("Point the MX record at %s directly.", a.Chain[len(a.Chain)-1]))
 		}
 	}
 	return true

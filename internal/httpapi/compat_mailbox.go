@@ -236,7 +236,7 @@ func (s *Server) handleMailboxStatus(cache *statusCache) http.HandlerFunc {
 		switch {
 		case mb.ReceiveOnly:
 			out.CanSend, out.Error = false, optString("mailbox is receive-only")
-		case url == "" || url == "capture" || url == "mx":
+		case !transport.IsRelay(url):
 			// No relay to log in to: capture keeps mail locally, mx talks
 			// to each recipient's exchanger.
 		default:

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
 	"github.com/sendonce/sendonce/idempotency"
+	"github.com/sendonce/sendonce/idempotency/redisstore"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
@@ -40,7 +42,7 @@ func TestRedisFront_ReplaysFromRedisDatabaseStaysTruth(t *testing.T) {
 		requireOriginal(t, first, http.StatusOK)
 		fp, _ := idempotency.Fingerprint(body1)
 		sc := idempotency.Scope{Tenant: "default", Method: "POST", Route: "/v1/send", Key: "front-1"}
-		if d, err := idempotency.NewRedisStore(rdb, env.RedisPrefix).Reserve(ctx, sc, fp, time.Now(), time.Minute); err != nil || d.Outcome != idempotency.Replay {
+		if d, err := redisstore.New(rdb, env.RedisPrefix).Reserve(ctx, sc, fp, time.Now(), time.Minute); err != nil || d.Outcome != idempotency.Replay {
 			t.Fatalf("Redis holds no completed record for the key: %v %v", d.Outcome, err)
 		}
 		env.Exec(t, `DELETE FROM idempotency_keys WHERE key = ?`, "front-1")

@@ -6,12 +6,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redis/go-redis/v9"
-	"github.com/sendonce/sendonce/idempotency"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sendonce/sendonce/idempotency"
+	"github.com/sendonce/sendonce/idempotency/redisstore"
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
@@ -25,28 +28,32 @@ import (
 	"github.com/sendonce/sendonce/internal/transport"
 )
 
-// Config is what a sendonce instance needs. Zero values take the defaults of
-// the API contract.
+// Config is what a sendonce instance needs. A zero field takes its default,
+// the named constant of the package that owns the setting (the serve
+// flags use the same constants); negative ReplayCache turns the cache off.
 type Config struct {
 	// DB is "sqlite:PATH" or "postgres://…". Required.
 	DB string
-	// DBMaxConns bounds the PostgreSQL pool. Defaults to 20.
+	// DBMaxConns bounds the PostgreSQL pool. Defaults to
+	// sqlstore.DefaultMaxConns.
 	DBMaxConns int
-	// Retention is how long finished sends are kept. Defaults to 30 days.
+	// Retention is how long finished sends are kept. Defaults to
+	// delivery.DefaultRetention.
 	Retention time.Duration
-	// AuditRetention is how long audit entries are kept. Defaults to 90
-	// days.
+	// AuditRetention is how long audit entries are kept. Defaults to
+	// delivery.DefaultAuditRetention.
 	AuditRetention time.Duration
 	// Redis ("redis://…") puts a replay cache and in-flight lock in front
 	// of the database's idempotency records. Optional; off by default.
 	Redis string
-	// RedisPrefix prefixes every Redis key. Defaults to "sendonce:idem:".
+	// RedisPrefix prefixes every Redis key. Defaults to DefaultRedisPrefix.
 	RedisPrefix string
 	// ReplayCache bounds the in-process cache of completed idempotency
 	// keys that answers replays without a database read: 0 means
 	// idempotency.DefaultReplayCacheEntries, negative turns it off.
 	ReplayCache int
-	// Transport is "capture", "mx" or an smtp:// URL. Defaults to "capture".
+	// Transport is "capture", "mx" or an smtp:// URL (transport.ParseSpec).
+	// Defaults to transport.DefaultSpec, "capture".
 	Transport string
 	// SecretKey seals stored DKIM keys (SENDONCE_SECRET_KEY): empty, or at
 	// least 32 bytes.
@@ -61,7 +68,7 @@ type Config struct {
 	// MXPort is for tests of the mx transport: the exchangers' SMTP port
 	// (default 25). Not a user setting.
 	MXPort string
-	// From is the default mailbox's address. Defaults to "sendonce@localhost".
+	// From is the default mailbox's address. Defaults to app.DefaultFrom.
 	From string
 	// IdempotencyTTL defaults to idempotency.DefaultTTL.
 	IdempotencyTTL time.Duration
@@ -72,13 +79,15 @@ type Config struct {
 	ReservationLease time.Duration
 	// RequireIdempotencyKey: whether POST /v1/send needs a key.
 	RequireIdempotencyKey bool
-	// RetryBase defaults to 5s; MaxAttempts to 8; AttemptLease to 30s.
+	// RetryBase, MaxAttempts and AttemptLease default to delivery's
+	// DefaultRetryBase, DefaultMaxAttempts and DefaultAttemptLease.
 	RetryBase    time.Duration
 	MaxAttempts  int
 	AttemptLease time.Duration
 	// Work runs delivery workers in this process (roles worker and all).
 	Work bool
-	// Workers defaults to 100; PollInterval to 200ms.
+	// Workers and PollInterval default to delivery.DefaultWorkers and
+	// delivery.DefaultPollInterval.
 	Workers      int
 	PollInterval time.Duration
 	// RateLimit is every API key's request limit unless the key sets its
@@ -101,6 +110,32 @@ type Config struct {
 	SMTP submission.Config
 }
 
+// DefaultRedisPrefix prefixes sendonce's Redis keys unless
+// Config.RedisPrefix says otherwise.
+const DefaultRedisPrefix = "sendonce:idem:"
+
+// validate checks the settings New cannot default.
+func (c Config) validate() error {
+	if c.DB == "" {
+		return errors.New("no database given")
+	}
+	if err := app.CheckSecretKey(c.SecretKey); err != nil {
+		return err
+	}
+	if _, err := app.ResolverAddr(c.DNSResolver); err != nil {
+		return err
+	}
+	if _, err := outbound.Parse(c.OutboundAllow); err != nil {
+		return fmt.Errorf("--outbound-allow: %w", err)
+	}
+	if c.Transport != "" {
+		if _, err := transport.ParseSpec(c.Transport); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Server is one wired sendonce instance.
 type Server struct {
 	Store   *sqlstore.Store
@@ -121,6 +156,9 @@ type Server struct {
 func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	store, err := OpenStoreWith(ctx, cfg.DB, cfg.DBMaxConns)
 	if err != nil {
@@ -168,9 +206,6 @@ func OpenStoreWith(ctx context.Context, dsn string, maxConns int) (*sqlstore.Sto
 }
 
 func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.Logger) (*Server, error) {
-	if err := app.CheckSecretKey(cfg.SecretKey); err != nil {
-		return nil, err
-	}
 	resolver, err := app.ResolverAddr(cfg.DNSResolver)
 	if err != nil {
 		return nil, err
@@ -223,9 +258,9 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		}
 		prefix := cfg.RedisPrefix
 		if prefix == "" {
-			prefix = "sendonce:idem:"
+			prefix = DefaultRedisPrefix
 		}
-		front = idempotency.NewRedisStore(rdb, prefix)
+		front = redisstore.New(rdb, prefix)
 		limiter = ratelimit.NewRedis(rdb, prefix+"rl:", svc.Now, logger)
 	}
 	h := httpapi.NewServer(svc, m, httpapi.Config{

@@ -5,20 +5,20 @@ import (
 	"database/sql"
 	"errors"
 	"regexp"
-	"strconv"
-	"strings"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sendonce/sendonce/internal/sqldialect"
 )
 
-// Dialect names the database behind a Store.
-type Dialect string
+// Dialect names the database behind a Store (shared with idempotency and
+// outbox).
+type Dialect = sqldialect.Dialect
 
 const (
-	SQLite   Dialect = "sqlite"
-	Postgres Dialect = "postgres"
+	SQLite   = sqldialect.SQLite
+	Postgres = sqldialect.Postgres
 )
 
 // The store's SQL is written once, with ? placeholders and standard SQL
@@ -82,7 +82,7 @@ type pgxQuerier struct {
 		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	}
-	rebind *rebinder
+	rebind *sqldialect.Rebinder
 	// detached statements ignore their context's cancellation (see
 	// groupCommit): a batch's transaction is shared.
 	detached bool
@@ -98,7 +98,7 @@ func (q pgxQuerier) ctx(ctx context.Context) context.Context {
 // Every error of pgxQuerier that says the server is out of reach is
 // marked core.Unavailable (pgUnavailable).
 func (q pgxQuerier) exec(ctx context.Context, s string, args ...any) (int64, error) {
-	tag, err := q.db.Exec(q.ctx(ctx), q.rebind.do(s), args...)
+	tag, err := q.db.Exec(q.ctx(ctx), q.rebind.Rebind(s), args...)
 	if err != nil {
 		return 0, pgUnavailable(err)
 	}
@@ -106,11 +106,11 @@ func (q pgxQuerier) exec(ctx context.Context, s string, args ...any) (int64, err
 }
 
 func (q pgxQuerier) queryRow(ctx context.Context, s string, args ...any) row {
-	return pgxRow{q.db.QueryRow(q.ctx(ctx), q.rebind.do(s), args...)}
+	return pgxRow{q.db.QueryRow(q.ctx(ctx), q.rebind.Rebind(s), args...)}
 }
 
 func (q pgxQuerier) query(ctx context.Context, s string, args ...any) (rows, error) {
-	r, err := q.db.Query(q.ctx(ctx), q.rebind.do(s), args...)
+	r, err := q.db.Query(q.ctx(ctx), q.rebind.Rebind(s), args...)
 	if err != nil {
 		return nil, pgUnavailable(err)
 	}
@@ -135,30 +135,6 @@ func (r pgxRows) Err() error { return pgUnavailable(r.Rows.Err()) }
 func (r pgxRows) Close() error {
 	r.Rows.Close()
 	return pgUnavailable(r.Rows.Err())
-}
-
-// rebinder turns ? placeholders into $1, $2, … once per statement text.
-// The store's SQL has no ? inside string literals.
-type rebinder struct{ cache sync.Map }
-
-func (r *rebinder) do(q string) string {
-	if v, ok := r.cache.Load(q); ok {
-		return v.(string)
-	}
-	var b strings.Builder
-	n := 0
-	for i := 0; i < len(q); i++ {
-		if q[i] == '?' {
-			n++
-			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(n))
-			continue
-		}
-		b.WriteByte(q[i])
-	}
-	out := b.String()
-	r.cache.Store(q, out)
-	return out
 }
 
 var passwordInURL = regexp.MustCompile(`(://[^:/@\s]*):[^@/\s]*@`)

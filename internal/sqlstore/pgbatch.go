@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sendonce/sendonce/internal/sqldialect"
 )
 
 // pgBatchTx is a batch's transaction on one PostgreSQL connection, with
@@ -18,7 +20,7 @@ import (
 // Its statements ignore their caller's cancellation (see groupCommit).
 type pgBatchTx struct {
 	conn   *pgxpool.Conn
-	rebind *rebinder
+	rebind *sqldialect.Rebinder
 	begun  bool
 }
 
@@ -41,7 +43,7 @@ func (t *pgBatchTx) pipeline(ctx context.Context, sts ...statement) (pgx.BatchRe
 		b.Queue("BEGIN")
 	}
 	for _, st := range sts {
-		b.Queue(t.rebind.do(st.sql), st.args...)
+		b.Queue(t.rebind.Rebind(st.sql), st.args...)
 	}
 	br := t.conn.SendBatch(context.WithoutCancel(ctx), b)
 	if !t.begun {
@@ -58,7 +60,7 @@ func (t *pgBatchTx) pipeline(ctx context.Context, sts ...statement) (pgx.BatchRe
 
 func (t *pgBatchTx) exec(ctx context.Context, s string, args ...any) (int64, error) {
 	if t.begun {
-		tag, err := t.conn.Exec(context.WithoutCancel(ctx), t.rebind.do(s), args...)
+		tag, err := t.conn.Exec(context.WithoutCancel(ctx), t.rebind.Rebind(s), args...)
 		return tag.RowsAffected(), pgUnavailable(err)
 	}
 	br, err := t.pipeline(ctx, statement{sql: s, args: args})
@@ -75,7 +77,7 @@ func (t *pgBatchTx) exec(ctx context.Context, s string, args ...any) (int64, err
 
 func (t *pgBatchTx) queryRow(ctx context.Context, s string, args ...any) row {
 	if t.begun {
-		return pgxRow{t.conn.QueryRow(context.WithoutCancel(ctx), t.rebind.do(s), args...)}
+		return pgxRow{t.conn.QueryRow(context.WithoutCancel(ctx), t.rebind.Rebind(s), args...)}
 	}
 	br, err := t.pipeline(ctx, statement{sql: s, args: args})
 	if err != nil {
@@ -91,7 +93,7 @@ func (t *pgBatchTx) query(ctx context.Context, s string, args ...any) (rows, err
 			return nil, err
 		}
 	}
-	r, err := t.conn.Query(context.WithoutCancel(ctx), t.rebind.do(s), args...)
+	r, err := t.conn.Query(context.WithoutCancel(ctx), t.rebind.Rebind(s), args...)
 	if err != nil {
 		return nil, pgUnavailable(err)
 	}

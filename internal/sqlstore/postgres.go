@@ -10,10 +10,16 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sendonce/sendonce/internal/sqldialect"
 )
 
 //go:embed migrations/postgres/*.sql
 var postgresMigrations embed.FS
+
+// DefaultMaxConns is a process's PostgreSQL connections when
+// PostgresOptions.MaxConns (--db-max-conns) is zero.
+const DefaultMaxConns = 20
 
 // PostgresOptions tunes the connection pools and the start-up migration.
 type PostgresOptions struct {
@@ -55,7 +61,7 @@ func OpenPostgres(ctx context.Context, url string, o PostgresOptions) (*Store, e
 	// template, a suppression) while it holds its connection. Were the
 	// reads drawn from the same pool, as many transactions as connections
 	// would each wait for a second one, and none would ever get it.
-	total := int32(20)
+	total := int32(DefaultMaxConns)
 	if o.MaxConns > 0 {
 		total = o.MaxConns
 	}
@@ -76,7 +82,7 @@ func OpenPostgres(ctx context.Context, url string, o PostgresOptions) (*Store, e
 		pool.Close()
 		return nil, fmt.Errorf("connect postgres: %w", redactedErr(err))
 	}
-	rb := &rebinder{}
+	rb := &sqldialect.Rebinder{}
 	s := &Store{
 		dialect: Postgres, PG: pool, PGRead: rpool, rebind: rb,
 		w: pgxQuerier{db: pool, rebind: rb}, r: pgxQuerier{db: rpool, rebind: rb},

@@ -9,7 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/sqldialect"
 )
 
 // Store implements core.Store on SQLite or PostgreSQL. The SQL is shared;
@@ -28,7 +30,7 @@ type Store struct {
 	// PG is the PostgreSQL pool for transactions (River uses it too);
 	// PGRead serves the reads outside them.
 	PG, PGRead *pgxpool.Pool
-	rebind     *rebinder
+	rebind     *sqldialect.Rebinder
 
 	// onDue is called after a commit that made a send due (see OnDue).
 	onDue func()

@@ -15,6 +15,7 @@ import (
 	"github.com/miekg/dns"
 	"golang.org/x/net/idna"
 
+	"github.com/sendonce/sendonce/internal/dnsresolve"
 	"github.com/sendonce/sendonce/internal/outbound"
 )
 
@@ -25,16 +26,14 @@ const StageResolve = "resolve"
 // Defaults applied by NewMX to zero fields of MXConfig.
 const (
 	DefaultMXPort         = "25"
-	DefaultResolvConf     = "/etc/resolv.conf"
+	DefaultResolvConf     = dnsresolve.DefaultResolvConf
 	DefaultDNSTimeout     = 10 * time.Second
 	DefaultMaxMXAddresses = 5
 	DefaultMaxMXDomains   = 10
 )
 
 const (
-	maxMXHosts   = 10   // mail exchangers considered per domain
-	maxCNAMEHops = 8    // CNAME chain followed in a DNS answer
-	dnsUDPSize   = 1232 // EDNS0 buffer size advertised
+	maxMXHosts = 10 // mail exchangers considered per domain
 )
 
 // MXConfig configures the mx transport, which delivers straight to the
@@ -466,19 +465,15 @@ func (s *mxSession) close() {
 func (m *MX) resolver() (*mxResolver, error) {
 	addr := m.cfg.Resolver
 	if addr == "" {
-		cc, err := dns.ClientConfigFromFile(m.cfg.ResolvConf)
-		if err != nil {
-			return nil, fmt.Errorf("no resolver configured and %s is unreadable: %w", m.cfg.ResolvConf, err)
+		var err error
+		if addr, err = dnsresolve.SystemAddr(m.cfg.ResolvConf); err != nil {
+			return nil, fmt.Errorf("no resolver configured and %w", err)
 		}
-		if len(cc.Servers) == 0 {
-			return nil, fmt.Errorf("no resolver configured and %s lists no nameserver", m.cfg.ResolvConf)
-		}
-		addr = net.JoinHostPort(cc.Servers[0], cmp.Or(cc.Port, "53"))
 	}
 	return &mxResolver{addr: addr, timeout: m.cfg.DNSTimeout}, nil
 }
 
-// mxResolver queries one DNS server.
+// mxResolver queries one DNS server (dnsresolve).
 type mxResolver struct {
 	addr    string
 	timeout time.Duration
@@ -489,22 +484,11 @@ type mxResolver struct {
 func (r *mxResolver) addresses(ctx context.Context, host string) ([]netip.Addr, error) {
 	var out []netip.Addr
 	for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
-		rrs, _, err := r.lookup(ctx, host, t)
+		a, err := dnsresolve.Lookup(ctx, r.exchange, host, t)
 		if err != nil {
 			return nil, err
 		}
-		for _, rr := range rrs {
-			var ip netip.Addr
-			switch v := rr.(type) {
-			case *dns.A:
-				ip, _ = netip.AddrFromSlice(v.A.To4())
-			case *dns.AAAA:
-				ip, _ = netip.AddrFromSlice(v.AAAA)
-			}
-			if ip.IsValid() {
-				out = append(out, ip)
-			}
-		}
+		out = append(out, a.Addrs()...)
 	}
 	return out, nil
 }
@@ -512,66 +496,23 @@ func (r *mxResolver) addresses(ctx context.Context, host string) ([]netip.Addr, 
 // lookup returns the records of qtype for name, following CNAMEs, and
 // whether the name does not exist.
 func (r *mxResolver) lookup(ctx context.Context, name string, qtype uint16) ([]dns.RR, bool, error) {
-	target := strings.ToLower(dns.Fqdn(name))
-	for range maxCNAMEHops {
-		queried := target
-		msg, err := r.exchange(ctx, target, qtype)
-		if err != nil {
-			return nil, false, err
-		}
-		// Walk the CNAME chain in the answer.
-		for range maxCNAMEHops {
-			next := ""
-			for _, rr := range msg.Answer {
-				if c, ok := rr.(*dns.CNAME); ok && strings.EqualFold(c.Hdr.Name, target) {
-					next = strings.ToLower(c.Target)
-				}
-			}
-			if next == "" {
-				break
-			}
-			target = next
-		}
-		var out []dns.RR
-		for _, rr := range msg.Answer {
-			if rr.Header().Rrtype == qtype && strings.EqualFold(rr.Header().Name, target) {
-				out = append(out, rr)
-			}
-		}
-		if len(out) > 0 || msg.Rcode == dns.RcodeNameError || target == queried {
-			return out, msg.Rcode == dns.RcodeNameError, nil
-		}
-		// The server answered with an alias only: ask for its target.
+	a, err := dnsresolve.Lookup(ctx, r.exchange, name, qtype)
+	if err != nil {
+		return nil, false, err
 	}
-	return nil, false, fmt.Errorf("CNAME chain from %s is too long", name)
+	return a.Records, a.NXDomain, nil
 }
 
-// exchange sends one query over UDP (again once if it times out), and over
-// TCP when the answer is truncated. Rcodes other than NOERROR and NXDOMAIN
-// are errors.
+// exchange is dnsresolve.Exchange, its errors naming the query and the
+// server.
 func (r *mxResolver) exchange(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
-	q := new(dns.Msg)
-	q.SetQuestion(name, qtype)
-	q.SetEdns0(dnsUDPSize, false)
-	c := &dns.Client{Net: "udp", Timeout: r.timeout, UDPSize: dnsUDPSize}
-	resp, _, err := c.ExchangeContext(ctx, q, r.addr)
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
-		resp, _, err = c.ExchangeContext(ctx, q, r.addr)
-	}
-	if err == nil && resp.Truncated {
-		c.Net = "tcp"
-		resp, _, err = c.ExchangeContext(ctx, q, r.addr)
-	}
-	desc := dns.TypeToString[qtype] + " " + strings.TrimSuffix(name, ".")
+	resp, err := dnsresolve.Exchange(ctx, r.addr, r.timeout, name, qtype)
 	if err != nil {
-		if ctx.Err() != nil {
+		var rc *dnsresolve.RcodeError
+		if !errors.As(err, &rc) && ctx.Err() != nil {
 			err = fmt.Errorf("%w: %w", context.Cause(ctx), err)
 		}
-		return nil, fmt.Errorf("%s via %s: %w", desc, r.addr, err)
-	}
-	if resp.Rcode != dns.RcodeSuccess && resp.Rcode != dns.RcodeNameError {
-		return nil, fmt.Errorf("%s via %s: the resolver answered %s", desc, r.addr, dns.RcodeToString[resp.Rcode])
+		return nil, fmt.Errorf("%s %s via %s: %w", dns.TypeToString[qtype], dnsresolve.TrimDot(name), r.addr, err)
 	}
 	return resp, nil
 }

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"flag"
+	"io"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestReadme_ServeDefaults: the README's table of serve flags names every
+// flag, and each row's default is the flag's (the named constant the flag
+// is defined with), so the docs cannot drift from the code.
+func TestReadme_ServeDefaults(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(line, " | ")
+		if len(cells) < 3 || !strings.HasPrefix(cells[0], "| `--") {
+			continue
+		}
+		for _, name := range strings.Split(strings.TrimPrefix(cells[0], "| "), ", ") {
+			rows[strings.Trim(name, "`-")] = cells[2]
+		}
+	}
+	e := newFlags("serve", func(string) string { return "" }, io.Discard)
+	var cfg Config
+	serverFlags(e, &cfg)
+	e.fs.VisitAll(func(f *flag.Flag) {
+		row, ok := rows[f.Name]
+		if !ok {
+			t.Errorf("README's serve table has no row for --%s", f.Name)
+			return
+		}
+		if f.DefValue == "" || f.DefValue == "0" || f.DefValue == "0s" {
+			return // off: the row says so in words
+		}
+		want := f.DefValue
+		if alt, ok := map[string]string{"720h0m0s": "720h", "2160h0m0s": "2160h", "24h0m0s": "24h"}[want]; ok {
+			want = alt
+		}
+		if !strings.Contains(row, want) {
+			t.Errorf("README's --%s default is %q; the flag's is %s", f.Name, row, want)
+		}
+	})
+}
