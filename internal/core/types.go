@@ -71,6 +71,9 @@ type Send struct {
 	// Forward is a forwarded original message (RFC 5322, whole), attached
 	// as message/rfc822; nil for none.
 	Forward []byte
+	// Recipients are the recipient states stored for the send, filled by
+	// Store.SendWithEvents only (read with the send, as of one moment).
+	Recipients []RecipientState
 }
 
 // Header is one extra header a caller asked for.
