@@ -16,8 +16,8 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	nettp "net/textproto"
 	"net/mail"
+	nettp "net/textproto"
 	"regexp"
 	"strings"
 
