@@ -72,7 +72,8 @@ type Send struct {
 	// as message/rfc822; nil for none.
 	Forward []byte
 	// Recipients are the recipient states stored for the send, filled by
-	// Store.SendWithEvents only (read with the send, as of one moment).
+	// Store.SendWithEvents (read with the send, as of one moment) and
+	// Store.ListSends.
 	Recipients []RecipientState
 }
 

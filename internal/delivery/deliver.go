@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/mail"
+	"slices"
 	"time"
 
 	"github.com/sendonce/sendonce/internal/app"
@@ -14,6 +15,7 @@ import (
 	"github.com/sendonce/sendonce/internal/message"
 	"github.com/sendonce/sendonce/internal/metrics"
 	"github.com/sendonce/sendonce/internal/transport"
+	"github.com/sendonce/sendonce/internal/verp"
 )
 
 // Config is the delivery settings.
@@ -41,6 +43,9 @@ type Config struct {
 	AuditRetention time.Duration
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+	// Bounce, when set (--bounce-domain), makes every attempt's envelope
+	// sender the send's VERP address.
+	Bounce *verp.Signer
 }
 
 func (c *Config) setDefaults() {
@@ -186,23 +191,63 @@ func (d *Deliverer) count(outcome string) {
 	}
 }
 
-func (d *Deliverer) suppressed(ctx context.Context, s *core.Send) (string, error) {
+// suppressed returns the send's recipients that are on its tenant's
+// suppression list, and all its recipients (normalized, each once).
+func (d *Deliverer) suppressed(ctx context.Context, s *core.Send) (skipped, all []string, err error) {
 	for _, list := range [][]string{s.To, s.Cc, s.Bcc} {
 		for _, r := range list {
 			a, err := mail.ParseAddress(r)
 			if err != nil {
+				continue // Render reports it
+			}
+			addr := core.NormalizeAddress(a.Address)
+			if slices.Contains(all, addr) {
 				continue
 			}
-			ok, err := d.store.IsSuppressed(ctx, s.Tenant, a.Address)
+			all = append(all, addr)
+			ok, err := d.store.IsSuppressed(ctx, s.Tenant, addr)
 			if err != nil {
-				return "", err
+				return nil, nil, err
 			}
 			if ok {
-				return a.Address, nil
+				skipped = append(skipped, addr)
 			}
 		}
 	}
-	return "", nil
+	return skipped, all, nil
+}
+
+// recordSuppressed writes email.suppressed for each skipped recipient the
+// first time it is skipped (a retry does not tell it again).
+func recordSuppressed(ctx context.Context, tx core.Tx, sendID string, skipped []string, now time.Time) error {
+	if len(skipped) == 0 {
+		return nil
+	}
+	known, err := tx.Recipients(ctx, sendID)
+	if err != nil {
+		return err
+	}
+	for _, addr := range skipped {
+		if slices.ContainsFunc(known, func(r core.RecipientState) bool {
+			return r.Address == addr && r.Status == core.StatusSuppressed
+		}) {
+			continue
+		}
+		const why = "the address is on the suppression list: not attempted"
+		if err := tx.SetRecipient(ctx, sendID, core.RecipientState{Address: addr, Status: core.StatusSuppressed, Detail: why, UpdatedAt: now}); err != nil {
+			return err
+		}
+		if err := tx.AddEvent(ctx, sendID, core.Event{Type: core.EventSuppressed, At: now, Recipient: addr, Detail: why}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isMX reports whether the send goes out through the mx transport.
+func (d *Deliverer) isMX(ctx context.Context, s *core.Send) bool {
+	t, err := d.transportFor(ctx, s)
+	return err == nil && t == d.mx
 }
 
 // Render builds the message and its envelope from a stored send. It is

@@ -220,3 +220,40 @@ func (t *Tx) ServerSecret(ctx context.Context, name string, fresh []byte) ([]byt
 	}
 	return v, nil
 }
+
+// fillRecipients reads the recipient states of a page of sends in one
+// statement.
+func (s *Store) fillRecipients(ctx context.Context, sends []*core.Send) error {
+	if len(sends) == 0 {
+		return nil
+	}
+	args := make([]any, len(sends))
+	byID := make(map[string]*core.Send, len(sends))
+	for i, sd := range sends {
+		args[i], byID[sd.ID] = sd.ID, sd
+	}
+	rows, err := s.r.query(ctx, `SELECT send_id, address, status, detail, updated_at FROM send_recipients
+		WHERE send_id IN (?`+strings.Repeat(`, ?`, len(sends)-1)+`)`, args...)
+	if err != nil {
+		return fmt.Errorf("list recipients: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id string
+			r  core.RecipientState
+			at int64
+		)
+		if err := rows.Scan(&id, &r.Address, &r.Status, &r.Detail, &at); err != nil {
+			return fmt.Errorf("scan recipient: %w", err)
+		}
+		r.UpdatedAt = fromMicros(at)
+		if sd := byID[id]; sd != nil {
+			sd.Recipients = append(sd.Recipients, r)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("list recipients: %w", err)
+	}
+	return nil
+}

@@ -248,6 +248,9 @@ func (s *Store) ListSends(ctx context.Context, tenant string, f core.SendFilter)
 		sends = sends[:limit]
 		next = sends[limit-1].ID
 	}
+	if err := s.fillRecipients(ctx, sends); err != nil {
+		return nil, "", err
+	}
 	return sends, next, nil
 }
 
