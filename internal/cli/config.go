@@ -43,6 +43,9 @@ type Config struct {
 	// Pprof, when set, serves net/http/pprof on this separate address.
 	// Off by default; it must not be reachable from outside the host.
 	Pprof string
+	// BounceDomain and InboundAddr are bounce intake (docs/deliverability.md).
+	BounceDomain string
+	InboundAddr  string
 }
 
 // envFlags defines flags whose defaults come from the environment, and
@@ -139,6 +142,8 @@ func serverFlags(e *envFlags, c *Config) {
 	e.str(&c.DNSResolver, "dns-resolver", "SENDONCE_DNS_RESOLVER", "", "DNS server HOST:PORT for the mx transport and DNS checks (default: the first nameserver of /etc/resolv.conf)")
 	e.str(&c.OutboundAllow, "outbound-allow", "SENDONCE_OUTBOUND_ALLOW", "", "comma-separated CIDR prefixes, or \"private\", that relays set through the API and mx exchangers may reach besides public addresses (default: public addresses only; --transport is always trusted)")
 	e.str(&c.Pprof, "pprof", "SENDONCE_PPROF", "", "serve net/http/pprof on this separate address, e.g. 127.0.0.1:6060 (off by default; never expose it: profiles reveal memory contents)")
+	e.str(&c.BounceDomain, "bounce-domain", "SENDONCE_BOUNCE_DOMAIN", "", "domain of the VERP envelope senders bounce+TOKEN@DOMAIN every attempt uses, whose MX is --inbound-addr (off by default; see docs/deliverability.md)")
+	e.str(&c.InboundAddr, "inbound-addr", "SENDONCE_INBOUND_ADDR", "", "HOST:PORT of the SMTP listener for bounce and complaint mail to --bounce-domain (off by default)")
 	c.SecretKey = e.getenv("SENDONCE_SECRET_KEY")
 }
 
@@ -162,6 +167,9 @@ func (c *Config) validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
+	}
+	if c.InboundAddr != "" && c.BounceDomain == "" {
+		return fmt.Errorf("--inbound-addr needs --bounce-domain")
 	}
 	if err := app.CheckSecretKey(c.SecretKey); err != nil {
 		return err

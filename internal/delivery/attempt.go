@@ -185,18 +185,19 @@ func (d *Deliverer) handOff(ctx context.Context, s *core.Send, slot *transport.S
 		return &transport.Error{Class: transport.Permanent, Stage: "render", Err: err}, nil, false
 	}
 	env.To = slices.DeleteFunc(env.To, func(r string) bool { return slices.Contains(skip, core.NormalizeAddress(r)) })
+	signer := env.From // the From header's address: its domain's key signs
 	if d.cfg.Bounce != nil {
 		env.From = d.cfg.Bounce.Address(s.ID)
 	}
-	err, inTx = d.handOver(ctx, s, slot, env, raw)
+	err, inTx = d.handOver(ctx, s, slot, env, raw, signer)
 	return err, inTx, !errors.Is(err, errNoSession) && d.isMX(ctx, s)
 }
 
 // handOver is handOff's second half: sign, pick the transport, deliver.
-func (d *Deliverer) handOver(ctx context.Context, s *core.Send, slot *transport.Slot, env transport.Envelope, raw []byte) (err error, inTx func(core.Tx) error) {
+func (d *Deliverer) handOver(ctx context.Context, s *core.Send, slot *transport.Slot, env transport.Envelope, raw []byte, from string) (err error, inTx func(core.Tx) error) {
 	// The DKIM signature carries its signing time (t=): the one part of
 	// the message that differs from one attempt to the next.
-	raw, signed, err := d.svc.SignDKIM(ctx, s.Tenant, s.From, raw)
+	raw, signed, err := d.svc.SignDKIM(ctx, s.Tenant, from, raw)
 	if err != nil {
 		// The key may be fixed (or the secret set) before the next attempt.
 		// The error never contains key material.

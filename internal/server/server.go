@@ -16,10 +16,12 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/delivery"
 	"github.com/sendonce/sendonce/internal/httpapi"
+	"github.com/sendonce/sendonce/internal/inbound"
 	"github.com/sendonce/sendonce/internal/metrics"
 	"github.com/sendonce/sendonce/internal/outbound"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 	"github.com/sendonce/sendonce/internal/transport"
+	"github.com/sendonce/sendonce/internal/verp"
 )
 
 // Config is what a sendonce instance needs. Zero values take the defaults of
@@ -81,6 +83,12 @@ type Config struct {
 	// Now is the clock of the idempotency and delivery rules. Defaults to
 	// time.Now. (River schedules on the wall clock.)
 	Now func() time.Time
+	// BounceDomain is --bounce-domain: attempts' envelope senders become
+	// VERP addresses of it. Off when empty.
+	BounceDomain string
+	// InboundAddr is --inbound-addr: Start serves bounce mail there (it
+	// needs BounceDomain). Off when empty.
+	InboundAddr string
 }
 
 // Server is one wired sendonce instance.
@@ -93,6 +101,14 @@ type Server struct {
 	Handler http.Handler
 	started bool
 	redis   *redis.Client
+	// Bounce makes and checks VERP addresses; nil without --bounce-domain.
+	Bounce *verp.Signer
+	// InboundAddr is the inbound listener's address once started.
+	InboundAddr string
+	inboundAddr string
+	inbound     *inbound.Server
+	now         func() time.Time
+	logger      *slog.Logger
 }
 
 // New opens the database (creating and migrating it when needed) and wires
@@ -164,11 +180,18 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if err != nil {
 		return nil, fmt.Errorf("--outbound-allow: %w", err)
 	}
+	if cfg.InboundAddr != "" && cfg.BounceDomain == "" {
+		return nil, errors.New("--inbound-addr needs --bounce-domain: it takes mail for that domain's bounce addresses")
+	}
+	signer, err := bounceSigner(ctx, store, cfg.BounceDomain)
+	if err != nil {
+		return nil, err
+	}
 	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Now: cfg.Now}, logger)
 	d, err := delivery.NewDeliverer(svc, delivery.Config{
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
 		AttemptLease: cfg.AttemptLease, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
-		MX: transport.MXConfig{Resolver: resolver, Port: cfg.MXPort},
+		MX: transport.MXConfig{Resolver: resolver, Port: cfg.MXPort}, Bounce: signer,
 	}, m, logger)
 	if err != nil {
 		return nil, err
@@ -210,7 +233,12 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.ReservationLease,
 		DefaultTransport: cfg.Transport, ReplayCacheEntries: cfg.ReplayCache,
 	}, logger)
-	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h, redis: rdb}, nil
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h, redis: rdb,
+		Bounce: signer, inboundAddr: cfg.InboundAddr, now: now, logger: logger}, nil
 }
 
 // Start starts the delivery workers (if this instance runs any).
@@ -219,7 +247,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.started = true
-	return nil
+	return s.startInbound(s.logger)
 }
 
 // Stop stops taking jobs and waits (bounded by ctx) for running attempts.
@@ -228,7 +256,7 @@ func (s *Server) Stop(ctx context.Context) error {
 		return nil
 	}
 	s.started = false
-	return s.Queue.Stop(ctx)
+	return errors.Join(s.stopInbound(ctx), s.Queue.Stop(ctx))
 }
 
 // Close stops the workers if needed and closes the database.

@@ -117,6 +117,11 @@ type Options struct {
 	// unicast only). Without it, loopback is allowed, where test servers
 	// listen.
 	StrictOutbound bool
+	// BounceDomain is --bounce-domain; Inbound also starts the inbound
+	// listener on a free loopback port (Env.InboundAddr), BounceDomain
+	// defaulting to "bounces.example.test".
+	BounceDomain string
+	Inbound      bool
 }
 
 // Env is a running instance.
@@ -132,6 +137,8 @@ type Env struct {
 	DBPath string
 	// AdminKey holds send, read and admin on tenant "default".
 	AdminKey string
+	// InboundAddr is the inbound listener's address (Options.Inbound).
+	InboundAddr string
 
 	http   *httptest.Server
 	closed bool
@@ -183,7 +190,13 @@ func Start(t testing.TB, o Options) *Env {
 		DB: e.DB, Transport: transport, DBMaxConns: 8, Redis: redisURL, RedisPrefix: redisPrefix, From: "sender@example.com",
 		IdempotencyTTL: o.TTL, RequireIdempotencyKey: !o.AllowNoKey, RetryBase: o.RetryBase, MaxAttempts: o.MaxAttempts,
 		AttemptLease: o.Lease, Work: !o.NoWorkers, PollInterval: o.PollInterval, Now: e.Clock.Now,
-		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort,
+		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort, BounceDomain: o.BounceDomain,
+	}
+	if o.Inbound {
+		if cfg.BounceDomain == "" {
+			cfg.BounceDomain = "bounces.example.test"
+		}
+		cfg.InboundAddr = "127.0.0.1:0"
 	}
 	if !o.StrictOutbound {
 		cfg.OutboundAllow = "127.0.0.0/8,::1"
@@ -206,6 +219,7 @@ func Start(t testing.TB, o Options) *Env {
 		t.Fatalf("start workers: %v", err)
 	}
 	e.Server = s
+	e.InboundAddr = s.InboundAddr
 	e.http = httptest.NewServer(s.Handler)
 	e.URL = e.http.URL
 	t.Cleanup(e.Close)
