@@ -78,8 +78,10 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.smtp.Shutdown(ct
 
 type slogAdapter struct{ l *slog.Logger }
 
-func (a slogAdapter) Printf(format string, v ...any) { a.l.Warn("inbound smtp", "error", fmt.Sprintf(format, v...)) }
-func (a slogAdapter) Println(v ...any)               { a.l.Warn("inbound smtp", "error", fmt.Sprint(v...)) }
+func (a slogAdapter) Printf(format string, v ...any) {
+	a.l.Warn("inbound smtp", "error", fmt.Sprintf(format, v...))
+}
+func (a slogAdapter) Println(v ...any) { a.l.Warn("inbound smtp", "error", fmt.Sprint(v...)) }
 
 type backend struct{ s *Server }
 

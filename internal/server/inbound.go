@@ -48,11 +48,11 @@ func (s *Server) startInbound(logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--inbound-addr: %w", err)
 	}
-	s.inbound = inbound.New(inbound.Config{Signer: s.Bounce, Store: s.Store, Logger: logger, Now: s.now})
-	s.InboundAddr = ln.Addr().String()
+	in := inbound.New(inbound.Config{Signer: s.Bounce, Store: s.Store, Logger: logger, Now: s.now})
+	s.inbound, s.InboundAddr = in, ln.Addr().String()
 	logger.Info("inbound listening", slog.String("addr", s.InboundAddr), slog.String("bounce_domain", s.Bounce.Domain()))
 	go func() {
-		if err := s.inbound.Serve(ln); err != nil {
+		if err := in.Serve(ln); err != nil {
 			logger.Error("inbound listener stopped", slog.Any("error", err))
 		}
 	}()
