@@ -122,6 +122,9 @@ type Options struct {
 	// defaulting to "bounces.example.test".
 	BounceDomain string
 	Inbound      bool
+	// Transport, when set, is the transport instead (an smtp:// URL of a
+	// real MTA, say).
+	Transport string
 }
 
 // Env is a running instance.
@@ -181,6 +184,9 @@ func Start(t testing.TB, o Options) *Env {
 	if o.SMTP || o.MX {
 		e.SMTP = smtptest.Start(t, smtptest.Options{})
 		transport = "smtp://" + e.SMTP.Addr + "?tls=none"
+	}
+	if o.Transport != "" {
+		transport = o.Transport
 	}
 	var mxPort string
 	if o.MX {
