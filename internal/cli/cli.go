@@ -40,12 +40,14 @@ Usage:
                                       the MCP server for AI agents (stdio; --http: streamable HTTP), with SENDONCE_API_KEY
   sendonce approvals list | approve SEND_ID | reject SEND_ID
                                       sends waiting for a person's approval (admin key)
+  sendonce suppressions list [--email ADDR] [--origin O] | add ADDR [--reason R] | remove ADDR
+                                      the suppression list (read key to list, admin to change)
   sendonce version                    print the version
   sendonce help                       this text
 
 Run "sendonce serve -h" for the server's flags; every flag is also an
 environment variable (SENDONCE_ADDR, SENDONCE_DB, …), and the flag wins.
-send, status, sends, approvals and mcp call SENDONCE_API_URL (default http://127.0.0.1:8787)
+send, status, sends, approvals, suppressions and mcp call SENDONCE_API_URL (default http://127.0.0.1:8787)
 with the API key in SENDONCE_API_KEY.
 `
 
@@ -77,6 +79,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runMCP(ctx, args[1:], getenv, stdout, stderr)
 	case "approvals":
 		return runApprovals(ctx, args[1:], getenv, stdout, stderr)
+	case "suppressions":
+		return runSuppressions(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "sendonce", version())
 		return nil
