@@ -57,4 +57,3 @@ func TestResendNodeSDK_Suppressions(t *testing.T) {
 		t.Logf("%s", out)
 	})
 }
-
