@@ -3,6 +3,8 @@ package dsn
 import (
 	"bytes"
 	"errors"
+	"io"
+	"net/mail"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -163,6 +165,27 @@ func BenchmarkParse(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Parse(bytes.NewReader(raw)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkYardstick_ReadMessage reads the same fixture with net/mail and
+// its body to the end: the yardstick BenchmarkParse is compared against
+// (docs/deliverability.md).
+func BenchmarkYardstick_ReadMessage(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "postfix.eml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		m, err := mail.ReadMessage(bytes.NewReader(raw))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, m.Body); err != nil {
 			b.Fatal(err)
 		}
 	}
