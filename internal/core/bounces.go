@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -77,4 +78,36 @@ type UnmatchedInbound struct {
 	Reason     string
 	Raw        []byte
 	ReceivedAt time.Time
+}
+
+// suppressing are the permanent statuses (RFC 3463, RFC 7505) that say the
+// address itself does not exist or cannot receive mail ever: only these
+// put it on the suppression list. docs/deliverability.md says why policy
+// (5.7.x), reputation and mailbox-full (5.2.2) bounces do not.
+var suppressing = []string{
+	"5.1.1",  // bad destination mailbox address
+	"5.1.2",  // bad destination system address (the domain does not exist)
+	"5.1.3",  // bad destination mailbox address syntax
+	"5.1.6",  // destination mailbox has moved, no forwarding address
+	"5.1.10", // recipient address has null MX
+}
+
+// Suppresses reports whether a permanent bounce with this enhanced status
+// code puts the address on the suppression list.
+func Suppresses(status string) bool { return slices.Contains(suppressing, status) }
+
+// BounceSubType names a bounce's kind from its status, as Resend's
+// payloads do.
+func BounceSubType(status string) string {
+	switch {
+	case Suppresses(status):
+		return "NoEmail"
+	case strings.HasSuffix(status, ".2.2"):
+		return "MailboxFull"
+	case strings.HasSuffix(status, ".3.4"), status == "5.2.3":
+		return "MessageTooLarge"
+	case strings.HasPrefix(status, "5.7."):
+		return "ContentRejected"
+	}
+	return "General"
 }

@@ -118,14 +118,11 @@ func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 	ctx, cancel := context.WithTimeout(ctx, attemptBudget(d.cfg.AttemptLease))
 	defer cancel()
 	token := s.AttemptToken
-	var (
-		derr error
-		inTx func(core.Tx) error
-		mx   bool
-	)
+	var h handoff
 	skipped, all, derr := d.suppressed(ctx, s)
 	if derr == nil && len(skipped) < len(all) {
-		derr, inTx, mx = d.handOff(ctx, s, c.slot, skipped)
+		h = d.handOff(ctx, s, c.slot, skipped)
+		derr = h.err
 		if c.slot != nil && d.onSlotFree != nil {
 			// The session is free for the next claim now, while this
 			// outcome is written (on SQLite, in the same group commit).
@@ -142,14 +139,18 @@ func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 			detail: "every recipient is on the suppression list: nothing was attempted"}
 	case errors.Is(derr, errNoSession):
 		o = outcome{status: core.StatusQueued, deferred: true, detail: derr.Error()}
-	case derr == nil && mx:
+	case derr == nil && h.mx:
 		// The recipients' own exchangers answered 250: delivered.
 		o.status, o.delivered = core.StatusDelivered, true
+	case len(h.refused) > 0 && transport.ClassOf(derr) == transport.Permanent:
+		// Every recipient's own server refused it: each bounced (their
+		// events say why), so the send is bounced, not failed.
+		o = outcome{status: core.StatusBounced, reached: o.reached, attempted: true, metric: "permfail", detail: derr.Error()}
 	}
 	if !o.deferred {
-		o.suppressed = skipped
+		o.suppressed, o.refused = skipped, h.refused
 	}
-	if err := d.record(ctx, s, token, o, inTx); err != nil {
+	if err := d.record(ctx, s, token, o, h.inTx); err != nil {
 		// The send stays sending: the rescuer will call it unknown, the
 		// truth as far as the database knows.
 		d.logger.ErrorContext(ctx, "record attempt result", slog.String("send_id", s.ID), slog.Any("error", err))
@@ -179,22 +180,31 @@ func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 // Suppressed recipients (skip) are left out of the envelope, not out of
 // the headers; with --bounce-domain the envelope sender is the send's VERP
 // address. mx reports that the mx transport took it.
-func (d *Deliverer) handOff(ctx context.Context, s *core.Send, slot *transport.Slot, skip []string) (err error, inTx func(core.Tx) error, mx bool) {
+func (d *Deliverer) handOff(ctx context.Context, s *core.Send, slot *transport.Slot, skip []string) handoff {
 	raw, env, err := Render(s)
 	if err != nil {
-		return &transport.Error{Class: transport.Permanent, Stage: "render", Err: err}, nil, false
+		return handoff{err: &transport.Error{Class: transport.Permanent, Stage: "render", Err: err}}
 	}
 	env.To = slices.DeleteFunc(env.To, func(r string) bool { return slices.Contains(skip, core.NormalizeAddress(r)) })
 	signer := env.From // the From header's address: its domain's key signs
 	if d.cfg.Bounce != nil {
 		env.From = d.cfg.Bounce.Address(s.ID)
 	}
-	err, inTx = d.handOver(ctx, s, slot, env, raw, signer)
-	return err, inTx, !errors.Is(err, errNoSession) && d.isMX(ctx, s)
+	return d.handOver(ctx, s, slot, env, raw, signer)
+}
+
+// handoff is what handing a message over did.
+type handoff struct {
+	err  error
+	inTx func(core.Tx) error
+	// mx: the mx transport took it, talking to the recipients' own
+	// servers; refused are the recipients they refused for good.
+	mx      bool
+	refused []transport.Refusal
 }
 
 // handOver is handOff's second half: sign, pick the transport, deliver.
-func (d *Deliverer) handOver(ctx context.Context, s *core.Send, slot *transport.Slot, env transport.Envelope, raw []byte, from string) (err error, inTx func(core.Tx) error) {
+func (d *Deliverer) handOver(ctx context.Context, s *core.Send, slot *transport.Slot, env transport.Envelope, raw []byte, from string) handoff {
 	// The DKIM signature carries its signing time (t=): the one part of
 	// the message that differs from one attempt to the next.
 	raw, signed, err := d.svc.SignDKIM(ctx, s.Tenant, from, raw)
@@ -202,35 +212,39 @@ func (d *Deliverer) handOver(ctx context.Context, s *core.Send, slot *transport.
 		// The key may be fixed (or the secret set) before the next attempt.
 		// The error never contains key material.
 		d.logger.WarnContext(ctx, "dkim signing failed", slog.String("send_id", s.ID), slog.Any("error", err))
-		return &transport.Error{Class: transport.Temporary, Stage: "sign", Err: err}, nil
+		return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "sign", Err: err}}
 	}
 	t, err := d.transportFor(ctx, s)
 	if err != nil {
-		return &transport.Error{Class: transport.Temporary, Stage: "dial", Err: err}, nil
+		return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "dial", Err: err}}
 	}
 	if t == nil { // capture
 		now := d.cfg.Now().UTC()
-		return nil, func(tx core.Tx) error {
+		return handoff{inTx: func(tx core.Tx) error {
 			return tx.InsertInboxMessage(ctx, &core.InboxMessage{
 				ID: app.NewID("msg_"), Tenant: s.Tenant, SendID: s.ID, MessageID: s.MessageID,
 				From: env.From, To: env.To, Subject: s.Subject, Raw: raw, ReceivedAt: now,
 			})
-		}
+		}}
 	}
 	d.logger.LogAttrs(ctx, slog.LevelDebug, "handing over", slog.String("send_id", s.ID), slog.Bool("dkim_signed", signed))
+	if mx, ok := t.(*transport.MX); ok {
+		refused, err := mx.DeliverEach(ctx, env, raw)
+		return handoff{err: err, mx: true, refused: refused}
+	}
 	relay, ok := t.(*transport.SMTP)
 	if !ok {
-		return t.Deliver(ctx, env, raw), nil
+		return handoff{err: t.Deliver(ctx, env, raw)}
 	}
 	if slot == nil || !slot.Of(relay) {
 		if slot != nil {
 			slot.Release()
 		}
 		if slot, ok = relay.TryAcquire(); !ok {
-			return errNoSession, nil
+			return handoff{err: errNoSession}
 		}
 	}
-	return slot.Deliver(ctx, env, raw), nil
+	return handoff{err: slot.Deliver(ctx, env, raw)}
 }
 
 // recordBudget is how long an attempt's outcome may take to be written:
@@ -254,7 +268,9 @@ type outcome struct {
 	// suppressed are the recipients left out because they are on the
 	// suppression list (normalized addresses).
 	suppressed []string
-	retry      bool // queued again, after the backoff
+	// refused are the recipients their own servers refused for good (mx).
+	refused []transport.Refusal
+	retry   bool // queued again, after the backoff
 	// deferred: no attempt was begun (no free relay session); the send is
 	// due again after deferDelay, and the claim's try is given back.
 	deferred bool
@@ -335,6 +351,9 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 		if err := recordSuppressed(wctx, tx, s.ID, o.suppressed, now); err != nil {
 			return err
 		}
+		if err := recordRefused(wctx, tx, s, o.refused, now); err != nil {
+			return err
+		}
 		if !o.attempted {
 			if o.event == "" {
 				return nil
@@ -343,9 +362,9 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 		}
 		// The attempt's start is written with its outcome: a claim that
 		// dies before the outcome leaves the rescuer's unknown instead.
-		events := []core.Event{
-			{Type: "attempt_started", At: s.UpdatedAt, Detail: fmt.Sprintf("attempt %d", s.Tries)},
-			{Type: o.event, At: now, Detail: o.detail},
+		events := []core.Event{{Type: "attempt_started", At: s.UpdatedAt, Detail: fmt.Sprintf("attempt %d", s.Tries)}}
+		if o.event != "" { // a bounced send's recipients' events tell it
+			events = append(events, core.Event{Type: o.event, At: now, Detail: o.detail})
 		}
 		if o.delivered {
 			events = append(events, core.Event{Type: core.EventDelivered, At: now,

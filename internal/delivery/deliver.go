@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/emersion/go-smtp"
+
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/message"
@@ -244,10 +246,45 @@ func recordSuppressed(ctx context.Context, tx core.Tx, sendID string, skipped []
 	return nil
 }
 
-// isMX reports whether the send goes out through the mx transport.
-func (d *Deliverer) isMX(ctx context.Context, s *core.Send) bool {
-	t, err := d.transportFor(ctx, s)
-	return err == nil && t == d.mx
+// recordRefused writes the recipients the mx transport's exchangers
+// refused for good: each bounced (email.bounced with the server's reply),
+// and suppressed when the status says the address does not exist.
+func recordRefused(ctx context.Context, tx core.Tx, s *core.Send, refused []transport.Refusal, now time.Time) error {
+	for _, r := range refused {
+		addr := core.NormalizeAddress(r.Recipient)
+		status, diag := replyOf(r.Err)
+		b := &core.Bounce{Type: core.BouncePermanent, SubType: core.BounceSubType(status), Status: status,
+			Message: "the recipient's mail server refused the message for good", DiagnosticCode: []string{diag}}
+		detail := status + " " + diag
+		if err := tx.SetRecipient(ctx, s.ID, core.RecipientState{Address: addr, Status: core.StatusBounced, Detail: detail, UpdatedAt: now}); err != nil {
+			return err
+		}
+		if err := tx.AddEvent(ctx, s.ID, core.Event{Type: core.EventBounced, At: now, Recipient: addr, Detail: detail, Bounce: b}); err != nil {
+			return err
+		}
+		if core.Suppresses(status) {
+			sup := &core.Suppression{ID: app.NewID("sup_"), Tenant: s.Tenant, Address: addr, Reason: "bounce " + detail,
+				Origin: core.SuppressionBounce, SendID: s.ID, CreatedAt: now}
+			if _, err := tx.AddSuppression(ctx, sup); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// replyOf is a refusal's enhanced status code (the reply's own, else its
+// class: "5.0.0") and its diagnostic in DSN form ("smtp; 550 5.1.1 …").
+func replyOf(e *transport.Error) (status, diag string) {
+	var se *smtp.SMTPError
+	if errors.As(e, &se) {
+		status = fmt.Sprintf("%d.0.0", se.Code/100)
+		if c := se.EnhancedCode; c[0] != 0 && c != smtp.NoEnhancedCode {
+			status = fmt.Sprintf("%d.%d.%d", c[0], c[1], c[2])
+		}
+		return status, fmt.Sprintf("smtp; %d %s %s", se.Code, status, se.Message)
+	}
+	return "5.0.0", "x-sendonce; " + e.Error()
 }
 
 // Render builds the message and its envelope from a stored send. It is

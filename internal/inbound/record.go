@@ -185,15 +185,15 @@ func dsnChange(addr string, r dsn.Recipient) (change, bool) {
 	detail := strings.TrimSpace(status + " " + r.DiagnosticCode)
 	switch {
 	case r.Action == "failed" && !strings.HasPrefix(status, "4."):
-		b := &core.Bounce{Type: core.BouncePermanent, SubType: subType(status), Status: status,
+		b := &core.Bounce{Type: core.BouncePermanent, SubType: core.BounceSubType(status), Status: status,
 			Message: "the recipient's mail system refused the message for good", DiagnosticCode: diag}
 		c := change{addr: addr, status: core.StatusBounced, event: core.EventBounced, detail: detail, bounce: b}
-		if Suppresses(status) {
+		if core.Suppresses(status) {
 			c.suppress, c.origin = "bounce "+detail, core.SuppressionBounce
 		}
 		return c, true
 	case r.Action == "failed" || r.Action == "delayed":
-		b := &core.Bounce{Type: core.BounceTransient, SubType: subType(status), Status: status,
+		b := &core.Bounce{Type: core.BounceTransient, SubType: core.BounceSubType(status), Status: status,
 			Message: "delivery is delayed; the reporting server keeps trying", DiagnosticCode: diag}
 		return change{addr: addr, status: core.RecipientDelayed, event: core.EventDeliveryDelayed, detail: detail, bounce: b}, true
 	case r.Action == "delivered":
@@ -227,35 +227,4 @@ func isCode(s string) bool {
 		}
 	}
 	return true
-}
-
-// suppressing are the permanent statuses (RFC 3463, RFC 7505) that say the
-// address itself does not exist or cannot receive mail ever: only these
-// put it on the suppression list. docs/deliverability.md says why policy
-// (5.7.x), reputation and mailbox-full (5.2.2) bounces do not.
-var suppressing = []string{
-	"5.1.1",  // bad destination mailbox address
-	"5.1.2",  // bad destination system address (the domain does not exist)
-	"5.1.3",  // bad destination mailbox address syntax
-	"5.1.6",  // destination mailbox has moved, no forwarding address
-	"5.1.10", // recipient address has null MX
-}
-
-// Suppresses reports whether a permanent bounce with this status puts the
-// address on the suppression list.
-func Suppresses(status string) bool { return slices.Contains(suppressing, status) }
-
-// subType names a bounce's kind as Resend's payloads do.
-func subType(status string) string {
-	switch {
-	case Suppresses(status):
-		return "NoEmail"
-	case strings.HasSuffix(status, ".2.2"):
-		return "MailboxFull"
-	case strings.HasSuffix(status, ".3.4"), status == "5.2.3":
-		return "MessageTooLarge"
-	case strings.HasPrefix(status, "5.7."):
-		return "ContentRejected"
-	}
-	return "General"
 }
