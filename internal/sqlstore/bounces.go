@@ -257,3 +257,15 @@ func (s *Store) fillRecipients(ctx context.Context, sends []*core.Send) error {
 	}
 	return nil
 }
+
+// purgeInbound deletes report digests and unmatched inbound mail received
+// before the cutoff, with the sends they were about: a report about a
+// purged send has nothing left to change.
+func (s *Store) purgeInbound(ctx context.Context, cutoff int64) error {
+	for _, table := range []string{"inbound_reports", "inbound_unmatched"} {
+		if _, err := s.w.exec(ctx, `DELETE FROM `+table+` WHERE received_at < ?`, cutoff); err != nil {
+			return fmt.Errorf("purge %s: %w", table, err)
+		}
+	}
+	return nil
+}

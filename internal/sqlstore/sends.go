@@ -366,5 +366,8 @@ func (s *Store) PurgeSends(ctx context.Context, before time.Time) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("purge sends: %w", err)
 	}
+	if err := s.purgeInbound(ctx, cutoff); err != nil {
+		return 0, err
+	}
 	return int(n), nil
 }
