@@ -17,6 +17,11 @@ const (
 	StatusFailed          Status = "failed"
 	StatusUnknown         Status = "unknown"
 	StatusCanceled        Status = "canceled"
+	// Outcomes after the handoff (API contract, sections 4 and 11).
+	StatusDelivered  Status = "delivered"
+	StatusBounced    Status = "bounced"
+	StatusComplained Status = "complained"
+	StatusSuppressed Status = "suppressed"
 )
 
 // SendRequest is the body of POST /v1/send. Empty fields are left out of the
@@ -82,6 +87,8 @@ type Send struct {
 	CreatedAt      time.Time         `json:"created_at"`
 	UpdatedAt      time.Time         `json:"updated_at"`
 	SentAt         *time.Time        `json:"sent_at"`
+	// Recipients are each recipient's own outcome.
+	Recipients []Recipient `json:"recipients"`
 	// Events is the send's history; only GetSend fills it.
 	Events []Event `json:"events,omitempty"`
 
@@ -98,6 +105,16 @@ type Event struct {
 	Type   string    `json:"type"`
 	At     time.Time `json:"at"`
 	Detail string    `json:"detail"`
+	// Recipient is the address a recipient's event is about, "" otherwise.
+	Recipient string `json:"recipient,omitempty"`
+}
+
+// Recipient is one recipient's own outcome: queued, sent, delivered,
+// delivery_delayed, bounced, complained, suppressed, failed or unknown.
+type Recipient struct {
+	Email  string `json:"email"`
+	Status Status `json:"status"`
+	Detail string `json:"detail"` // "" when none
 }
 
 // ListSendsParams filters GET /v1/sends. All fields are optional.

@@ -51,6 +51,7 @@ func init() {
 		{name: "dns", run: runDNS, usage: []usageLine{{"dns check DOMAIN [--selector S] [--resolver HOST:PORT] [--json]", "check the domain's MX, SPF, DKIM and DMARC records"}}},
 		{name: "mcp", run: runMCP, usage: []usageLine{{"mcp [--http ADDR] [--mailbox ID] [--confirm]", "the MCP server for AI agents (stdio; --http: streamable HTTP), with SENDONCE_API_KEY"}}},
 		{name: "approvals", run: runApprovals, usage: []usageLine{{"approvals list | approve SEND_ID | reject SEND_ID", "sends waiting for a person's approval (admin key)"}}},
+		{name: "suppressions", run: runSuppressions, usage: []usageLine{{"suppressions list [--email ADDR] [--origin O] | add ADDR [--reason R] | remove ADDR", "the suppression list (read key to list, admin to change)"}}},
 		{name: "version", aliases: []string{"--version", "-version"}, run: runVersion, usage: []usageLine{{"version", "print the version"}}},
 		{name: "help", aliases: []string{"-h", "--help"}, run: runHelp, usage: []usageLine{{"help", "this text"}}},
 	}
@@ -74,7 +75,7 @@ Usage:
 const usageFooter = `
 Run "sendonce serve -h" for the server's flags; every flag is also an
 environment variable (SENDONCE_ADDR, SENDONCE_DB, …), and the flag wins.
-send, status, sends, approvals and mcp call SENDONCE_API_URL (default http://127.0.0.1:8787)
+send, status, sends, approvals, suppressions and mcp call SENDONCE_API_URL (default http://127.0.0.1:8787)
 with the API key in SENDONCE_API_KEY.
 `
 

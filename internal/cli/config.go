@@ -43,6 +43,9 @@ type Config struct {
 	// Pprof, when set, serves net/http/pprof on this separate address.
 	// Off by default; it must not be reachable from outside the host.
 	Pprof string
+	// BounceDomain and InboundAddr are bounce intake (docs/deliverability.md).
+	BounceDomain string
+	InboundAddr  string
 }
 
 // envFlags defines flags whose defaults come from the environment, and
@@ -154,6 +157,8 @@ func serverFlags(e *envFlags, c *Config) {
 	// and in -h's defaults.
 	sc.SecretKey = e.getenv("SENDONCE_SECRET_KEY")
 	smtpFlags(e, &c.SMTP)
+	e.str(&sc.BounceDomain, "bounce-domain", "SENDONCE_BOUNCE_DOMAIN", "", "domain of the VERP envelope senders bounce+TOKEN@DOMAIN every attempt uses, whose MX is --inbound-addr (off by default; see docs/deliverability.md)")
+	e.str(&sc.InboundAddr, "inbound-addr", "SENDONCE_INBOUND_ADDR", "", "HOST:PORT of the SMTP listener for bounce and complaint mail to --bounce-domain (off by default)")
 }
 
 // caps is the --max-* flags as core.Caps.
@@ -194,6 +199,9 @@ func (c *Config) validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
+	}
+	if sc.InboundAddr != "" && sc.BounceDomain == "" {
+		return fmt.Errorf("--inbound-addr needs --bounce-domain")
 	}
 	if err := app.CheckSecretKey(sc.SecretKey); err != nil {
 		return err

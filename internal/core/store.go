@@ -71,6 +71,14 @@ type Store interface {
 	// ListAudit returns the tenant's audit entries, newest first, after the
 	// cursor (an entry id) when one is given; next is "" on the last page.
 	ListAudit(ctx context.Context, tenant string, limit int, after string) (entries []*AuditEntry, next string, err error)
+
+	// Suppression returns the tenant's entry for an address or an id
+	// ("sup_…"); ErrNotFound.
+	Suppression(ctx context.Context, tenant, emailOrID string) (*Suppression, error)
+	// ListSuppressions lists the tenant's entries, newest first.
+	ListSuppressions(ctx context.Context, tenant string, f SuppressionFilter) (list []*Suppression, next string, err error)
+	// ListUnmatched lists the tenant's unmatched inbound mail, newest first.
+	ListUnmatched(ctx context.Context, tenant string, limit int) ([]*UnmatchedInbound, error)
 }
 
 // Tx is one database transaction.
@@ -138,4 +146,23 @@ type Tx interface {
 	// anyway). Call it after the insert, in the same transaction: the
 	// count includes the new row. app.Service.CheckCap is the one caller.
 	CountCapped(ctx context.Context, r Resource, tenant string) (int, error)
+	// AddSuppression adds an entry unless the tenant has one for the
+	// address already (which stays as it is); created reports which. It
+	// fills in ID and CreatedAt from the stored entry.
+	AddSuppression(ctx context.Context, s *Suppression) (created bool, err error)
+	// DeleteSuppression removes the tenant's entry for an address or an
+	// id; ErrNotFound.
+	DeleteSuppression(ctx context.Context, tenant, emailOrID string) (*Suppression, error)
+	// Recipients returns the recipient states stored for a send.
+	Recipients(ctx context.Context, sendID string) ([]RecipientState, error)
+	// SetRecipient stores one recipient's state.
+	SetRecipient(ctx context.Context, sendID string, r RecipientState) error
+	// RecordReport notes an inbound report by its digest; first is false
+	// when it was recorded before (and nothing is written).
+	RecordReport(ctx context.Context, digest, tenant, sendID string, at time.Time) (first bool, err error)
+	InsertUnmatched(ctx context.Context, u *UnmatchedInbound) error
+	// ServerSecret returns the deployment's secret of that name, storing
+	// fresh (the caller's new random bytes) when there is none yet: every
+	// process gets the first one stored.
+	ServerSecret(ctx context.Context, name string, fresh []byte) ([]byte, error)
 }

@@ -75,6 +75,10 @@ type Send struct {
 	// is, with only the headers sendonce must add. nil for a send built
 	// from its fields.
 	Raw []byte
+	// Recipients are the recipient states stored for the send, filled by
+	// Store.SendWithEvents (read with the send, as of one moment) and
+	// Store.ListSends.
+	Recipients []RecipientState
 }
 
 // Header is one extra header a caller asked for.

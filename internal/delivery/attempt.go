@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/sendonce/sendonce/idempotency"
@@ -116,14 +117,11 @@ func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 	ctx, cancel := context.WithTimeout(ctx, attemptBudget(d.cfg.AttemptLease))
 	defer cancel()
 	token := s.AttemptToken
-	var (
-		derr    error
-		inTx    func(core.Tx) error
-		skipped string
-	)
-	skipped, derr = d.suppressed(ctx, s)
-	if derr == nil && skipped == "" {
-		derr, inTx = d.handOff(ctx, s, c.slot)
+	var h handoff
+	skipped, all, derr := d.suppressed(ctx, s)
+	if derr == nil && len(skipped) < len(all) {
+		h = d.handOff(ctx, s, c.slot, skipped)
+		derr = h.err
 		if c.slot != nil && d.onSlotFree != nil {
 			// The session is free for the next claim now, while this
 			// outcome is written (on SQLite, in the same group commit).
@@ -133,12 +131,25 @@ func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 	o := outcomeOf(derr, s.Tries, d.cfg.MaxAttempts)
 	o.attempted = true
 	switch {
-	case skipped != "":
-		o = outcome{status: core.StatusFailed, event: "suppressed", detail: "recipient is suppressed: " + skipped}
+	case derr == nil && len(skipped) == len(all):
+		// Nothing to attempt: the send ends suppressed (contract, section 4).
+		// Each recipient's email.suppressed tells it; no event for the send.
+		o = outcome{status: core.StatusSuppressed, metric: "suppressed",
+			detail: "every recipient is on the suppression list: nothing was attempted"}
 	case errors.Is(derr, errNoSession):
 		o = outcome{status: core.StatusQueued, deferred: true, detail: derr.Error()}
+	case derr == nil && h.mx:
+		// The recipients' own exchangers answered 250: delivered.
+		o.status, o.delivered = core.StatusDelivered, true
+	case len(h.refused) > 0 && transport.ClassOf(derr) == transport.Permanent:
+		// Every recipient's own server refused it: each bounced (their
+		// events say why), so the send is bounced, not failed.
+		o = outcome{status: core.StatusBounced, reached: o.reached, attempted: true, metric: "permfail", detail: derr.Error()}
 	}
-	if err := d.record(ctx, s, token, o, inTx); err != nil {
+	if !o.deferred {
+		o.suppressed, o.refused = skipped, h.refused
+	}
+	if err := d.record(ctx, s, token, o, h.inTx); err != nil {
 		// The send stays sending: the rescuer will call it unknown, the
 		// truth as far as the database knows.
 		d.logger.ErrorContext(ctx, "record attempt result", slog.String("send_id", s.ID), slog.Any("error", err))
@@ -151,7 +162,7 @@ func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 		return
 	}
 	d.logger.LogAttrs(ctx, slog.LevelInfo, "delivery attempt",
-		slog.String("send_id", s.ID), slog.Int("attempt", s.Tries), slog.Bool("ok", derr == nil && skipped == ""),
+		slog.String("send_id", s.ID), slog.Int("attempt", s.Tries), slog.Bool("ok", derr == nil && len(skipped) < len(all)),
 		slog.String("outcome", o.metric))
 }
 
@@ -164,47 +175,75 @@ func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 // one of that relay's; otherwise on a slot taken now, without waiting: a
 // send must not wait for a session while it is recorded sending, so with
 // none free it is deferred (errNoSession) before anything was begun.
-func (d *Deliverer) handOff(ctx context.Context, s *core.Send, slot *transport.Slot) (err error, inTx func(core.Tx) error) {
+//
+// Suppressed recipients (skip) are left out of the envelope, not out of
+// the headers; with --bounce-domain the envelope sender is the send's VERP
+// address. mx reports that the mx transport took it.
+func (d *Deliverer) handOff(ctx context.Context, s *core.Send, slot *transport.Slot, skip []string) handoff {
 	raw, env, err := Render(s)
 	if err != nil {
-		return &transport.Error{Class: transport.Permanent, Stage: "render", Err: err}, nil
+		return handoff{err: &transport.Error{Class: transport.Permanent, Stage: "render", Err: err}}
 	}
+	env.To = slices.DeleteFunc(env.To, func(r string) bool { return slices.Contains(skip, core.NormalizeAddress(r)) })
+	signer := env.From // the From header's address: its domain's key signs
+	if d.cfg.Bounce != nil {
+		env.From = d.cfg.Bounce.Address(s.ID)
+	}
+	return d.handOver(ctx, s, slot, env, raw, signer)
+}
+
+// handoff is what handing a message over did.
+type handoff struct {
+	err  error
+	inTx func(core.Tx) error
+	// mx: the mx transport took it, talking to the recipients' own
+	// servers; refused are the recipients they refused for good.
+	mx      bool
+	refused []transport.Refusal
+}
+
+// handOver is handOff's second half: sign, pick the transport, deliver.
+func (d *Deliverer) handOver(ctx context.Context, s *core.Send, slot *transport.Slot, env transport.Envelope, raw []byte, from string) handoff {
 	// The DKIM signature carries its signing time (t=): the one part of
 	// the message that differs from one attempt to the next.
-	raw, signed, err := d.svc.SignDKIM(ctx, s.Tenant, env.From, raw)
+	raw, signed, err := d.svc.SignDKIM(ctx, s.Tenant, from, raw)
 	if err != nil {
 		// The key may be fixed (or the secret set) before the next attempt.
 		// The error never contains key material.
 		d.logger.WarnContext(ctx, "dkim signing failed", slog.String("send_id", s.ID), slog.Any("error", err))
-		return &transport.Error{Class: transport.Temporary, Stage: "sign", Err: err}, nil
+		return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "sign", Err: err}}
 	}
 	t, err := d.transportFor(ctx, s)
 	if err != nil {
-		return &transport.Error{Class: transport.Temporary, Stage: "dial", Err: err}, nil
+		return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "dial", Err: err}}
 	}
 	if t == nil { // capture
 		now := d.cfg.Now().UTC()
-		return nil, func(tx core.Tx) error {
+		return handoff{inTx: func(tx core.Tx) error {
 			return tx.InsertInboxMessage(ctx, &core.InboxMessage{
 				ID: app.NewID("msg_"), Tenant: s.Tenant, SendID: s.ID, MessageID: s.MessageID,
 				From: env.From, To: env.To, Subject: s.Subject, Raw: raw, ReceivedAt: now,
 			})
-		}
+		}}
 	}
 	d.logger.LogAttrs(ctx, slog.LevelDebug, "handing over", slog.String("send_id", s.ID), slog.Bool("dkim_signed", signed))
+	if mx, ok := t.(*transport.MX); ok {
+		refused, err := mx.DeliverEach(ctx, env, raw)
+		return handoff{err: err, mx: true, refused: refused}
+	}
 	relay, ok := t.(*transport.SMTP)
 	if !ok {
-		return t.Deliver(ctx, env, raw), nil
+		return handoff{err: t.Deliver(ctx, env, raw)}
 	}
 	if slot == nil || !slot.Of(relay) {
 		if slot != nil {
 			slot.Release()
 		}
 		if slot, ok = relay.TryAcquire(); !ok {
-			return errNoSession, nil
+			return handoff{err: errNoSession}
 		}
 	}
-	return slot.Deliver(ctx, env, raw), nil
+	return handoff{err: slot.Deliver(ctx, env, raw)}
 }
 
 // recordBudget is how long an attempt's outcome may take to be written:
@@ -219,9 +258,18 @@ type outcome struct {
 	event   string
 	detail  string
 	reached bool // the attempt reached the relay: counted in attempts
-	// attempted: a handoff was tried (not so for a suppressed recipient).
+	// attempted: a handoff was tried (not so when every recipient is
+	// suppressed).
 	attempted bool
-	retry     bool // queued again, after the backoff
+	// delivered: the recipients' own exchangers took it (mx): the
+	// attempt's sent is followed by delivered.
+	delivered bool
+	// suppressed are the recipients left out because they are on the
+	// suppression list (normalized addresses).
+	suppressed []string
+	// refused are the recipients their own servers refused for good (mx).
+	refused []transport.Refusal
+	retry   bool // queued again, after the backoff
 	// deferred: no attempt was begun (no free relay session); the send is
 	// due again after deferDelay, and the claim's try is given back.
 	deferred bool
@@ -273,7 +321,7 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 		next.Attempts++
 	}
 	switch {
-	case o.status == core.StatusSent:
+	case o.status == core.StatusSent || o.delivered:
 		next.SentAt, next.LastError = &now, ""
 	case o.deferred:
 		at := now.Add(deferDelay)
@@ -299,14 +347,29 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 		if o.deferred {
 			return nil // nothing happened to tell of
 		}
+		if err := recordSuppressed(wctx, tx, s.ID, o.suppressed, now); err != nil {
+			return err
+		}
+		if err := recordRefused(wctx, tx, s, o.refused, now); err != nil {
+			return err
+		}
 		if !o.attempted {
+			if o.event == "" {
+				return nil
+			}
 			return tx.AddEvent(wctx, s.ID, core.Event{Type: o.event, At: now, Detail: o.detail})
 		}
 		// The attempt's start is written with its outcome: a claim that
 		// dies before the outcome leaves the rescuer's unknown instead.
-		return tx.AddEvent(wctx, s.ID,
-			core.Event{Type: "attempt_started", At: s.UpdatedAt, Detail: fmt.Sprintf("attempt %d", s.Tries)},
-			core.Event{Type: o.event, At: now, Detail: o.detail})
+		events := []core.Event{{Type: "attempt_started", At: s.UpdatedAt, Detail: fmt.Sprintf("attempt %d", s.Tries)}}
+		if o.event != "" { // a bounced send's recipients' events tell it
+			events = append(events, core.Event{Type: o.event, At: now, Detail: o.detail})
+		}
+		if o.delivered {
+			events = append(events, core.Event{Type: core.EventDelivered, At: now,
+				Detail: "accepted by the recipients' mail exchangers"})
+		}
+		return tx.AddEvent(wctx, s.ID, events...)
 	}
 	// A database that fails for a moment must not turn a known outcome
 	// into unknown: keep trying until the write budget ends.

@@ -7,13 +7,17 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/mail"
+	"slices"
 	"time"
+
+	"github.com/emersion/go-smtp"
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/message"
 	"github.com/sendonce/sendonce/internal/metrics"
 	"github.com/sendonce/sendonce/internal/transport"
+	"github.com/sendonce/sendonce/internal/verp"
 )
 
 // Config is the delivery settings.
@@ -41,6 +45,9 @@ type Config struct {
 	AuditRetention time.Duration
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+	// Bounce, when set (--bounce-domain), makes every attempt's envelope
+	// sender the send's VERP address.
+	Bounce *verp.Signer
 }
 
 func (c *Config) setDefaults() {
@@ -204,23 +211,98 @@ func (d *Deliverer) count(outcome string) {
 	}
 }
 
-func (d *Deliverer) suppressed(ctx context.Context, s *core.Send) (string, error) {
+// suppressed returns the send's recipients that are on its tenant's
+// suppression list, and all its recipients (normalized, each once).
+func (d *Deliverer) suppressed(ctx context.Context, s *core.Send) (skipped, all []string, err error) {
 	for _, list := range [][]string{s.To, s.Cc, s.Bcc} {
 		for _, r := range list {
 			a, err := mail.ParseAddress(r)
 			if err != nil {
+				continue // Render reports it
+			}
+			addr := core.NormalizeAddress(a.Address)
+			if slices.Contains(all, addr) {
 				continue
 			}
-			ok, err := d.store.IsSuppressed(ctx, s.Tenant, a.Address)
+			all = append(all, addr)
+			ok, err := d.store.IsSuppressed(ctx, s.Tenant, addr)
 			if err != nil {
-				return "", err
+				return nil, nil, err
 			}
 			if ok {
-				return a.Address, nil
+				skipped = append(skipped, addr)
 			}
 		}
 	}
-	return "", nil
+	return skipped, all, nil
+}
+
+// recordSuppressed writes email.suppressed for each skipped recipient the
+// first time it is skipped (a retry does not tell it again).
+func recordSuppressed(ctx context.Context, tx core.Tx, sendID string, skipped []string, now time.Time) error {
+	if len(skipped) == 0 {
+		return nil
+	}
+	known, err := tx.Recipients(ctx, sendID)
+	if err != nil {
+		return err
+	}
+	for _, addr := range skipped {
+		if slices.ContainsFunc(known, func(r core.RecipientState) bool {
+			return r.Address == addr && r.Status == core.StatusSuppressed
+		}) {
+			continue
+		}
+		const why = "the address is on the suppression list: not attempted"
+		if err := tx.SetRecipient(ctx, sendID, core.RecipientState{Address: addr, Status: core.StatusSuppressed, Detail: why, UpdatedAt: now}); err != nil {
+			return err
+		}
+		if err := tx.AddEvent(ctx, sendID, core.Event{Type: core.EventSuppressed, At: now, Recipient: addr, Detail: why}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordRefused writes the recipients the mx transport's exchangers
+// refused for good: each bounced (email.bounced with the server's reply),
+// and suppressed when the status says the address does not exist.
+func recordRefused(ctx context.Context, tx core.Tx, s *core.Send, refused []transport.Refusal, now time.Time) error {
+	for _, r := range refused {
+		addr := core.NormalizeAddress(r.Recipient)
+		status, diag := replyOf(r.Err)
+		b := &core.Bounce{Type: core.BouncePermanent, SubType: core.BounceSubType(status), Status: status,
+			Message: "the recipient's mail server refused the message for good", DiagnosticCode: []string{diag}}
+		detail := status + " " + diag
+		if err := tx.SetRecipient(ctx, s.ID, core.RecipientState{Address: addr, Status: core.StatusBounced, Detail: detail, UpdatedAt: now}); err != nil {
+			return err
+		}
+		if err := tx.AddEvent(ctx, s.ID, core.Event{Type: core.EventBounced, At: now, Recipient: addr, Detail: detail, Bounce: b}); err != nil {
+			return err
+		}
+		if core.Suppresses(status) {
+			sup := &core.Suppression{ID: app.NewID("sup_"), Tenant: s.Tenant, Address: addr, Reason: "bounce " + detail,
+				Origin: core.SuppressionBounce, SendID: s.ID, CreatedAt: now}
+			if _, err := tx.AddSuppression(ctx, sup); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// replyOf is a refusal's enhanced status code (the reply's own, else its
+// class: "5.0.0") and its diagnostic in DSN form ("smtp; 550 5.1.1 …").
+func replyOf(e *transport.Error) (status, diag string) {
+	var se *smtp.SMTPError
+	if errors.As(e, &se) {
+		status = fmt.Sprintf("%d.0.0", se.Code/100)
+		if c := se.EnhancedCode; c[0] != 0 && c != smtp.NoEnhancedCode {
+			status = fmt.Sprintf("%d.%d.%d", c[0], c[1], c[2])
+		}
+		return status, fmt.Sprintf("smtp; %d %s %s", se.Code, status, se.Message)
+	}
+	return "5.0.0", "x-sendonce; " + e.Error()
 }
 
 // Render builds the message and its envelope from a stored send. It is

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
@@ -612,29 +613,68 @@ func TestBackoff_StaysWithinEqualJitterBounds(t *testing.T) {
 	}
 }
 
+// recipientStatuses maps each recipient of a send object to its status.
+func recipientStatuses(s map[string]any) map[string]string {
+	out := map[string]string{}
+	rs, _ := s["recipients"].([]any)
+	for _, r := range rs {
+		m, _ := r.(map[string]any)
+		email, _ := m["email"].(string)
+		st, _ := m["status"].(string)
+		out[email] = st
+	}
+	return out
+}
+
+// suppressedEvents lists the recipients of a send's email.suppressed events.
+func suppressedEvents(s map[string]any) []string {
+	var out []string
+	evs, _ := s["events"].([]any)
+	for _, e := range evs {
+		m, _ := e.(map[string]any)
+		if m["type"] == core.EventSuppressed {
+			r, _ := m["recipient"].(string)
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 func TestDeliver_SuppressedRecipientIsNotAttempted(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: retryBase})
-		env.Exec(t, "INSERT INTO suppressions (tenant,address,reason,created_at) VALUES ('default','x@example.com','test',0)")
-		for name, body := range map[string]map[string]any{
-			"to":  sendoncetest.Mail("X Person <x@example.com>", "suppressed"),
-			"bcc": {"to": "ok@example.com", "bcc": []string{"y@example.com", "x@example.com"}, "subject": "suppressed bcc", "text": "x"},
-		} {
-			id := send(t, env, body)
-			s := env.WaitStatus(t, id, waitLong, core.StatusFailed)
-			if got := attempts(t, s); got != 0 {
-				t.Errorf("%s: attempts = %d, want 0", name, got)
-			}
-			if le := str(s, "last_error"); !strings.Contains(le, "x@example.com") {
-				t.Errorf("%s: last_error = %q, want it to name the suppressed address", name, le)
-			}
-			if ev := eventTypes(s); !slices.Contains(ev, "suppressed") || slices.Contains(ev, "attempt_started") {
-				t.Errorf("%s: events %v, want suppressed and no attempt", name, ev)
-			}
+		env.Exec(t, "INSERT INTO suppressions (tenant,address,reason,created_at,id) VALUES ('default','x@example.com','test',0,'sup_1')")
+
+		// Every recipient suppressed: nothing attempted, the send ends suppressed.
+		id := send(t, env, sendoncetest.Mail("X Person <X@example.com>", "suppressed"))
+		s := env.WaitStatus(t, id, waitLong, core.StatusSuppressed)
+		if got := attempts(t, s); got != 0 {
+			t.Errorf("all suppressed: attempts = %d, want 0", got)
+		}
+		if ev := eventTypes(s); slices.Contains(ev, "attempt_started") || !slices.Equal(suppressedEvents(s), []string{"x@example.com"}) {
+			t.Errorf("all suppressed: events %v, want one email.suppressed for x@example.com and no attempt", ev)
+		}
+		if got := recipientStatuses(s); got["X@example.com"] != "suppressed" {
+			t.Errorf("all suppressed: recipients %v", got)
 		}
 		time.Sleep(settle)
-		if c, n := env.SMTP.Connections(), len(env.SMTP.Messages()); c != 0 || n != 0 {
-			t.Errorf("SMTP connections = %d, messages = %d; want nothing delivered", c, n)
+		if c := env.SMTP.Connections(); c != 0 {
+			t.Fatalf("all suppressed: %d SMTP connections, want none", c)
+		}
+
+		// One of three suppressed: the others are attempted, it is skipped.
+		id = send(t, env, map[string]any{"to": "ok@example.com", "bcc": []string{"y@example.com", "x@example.com"}, "subject": "suppressed bcc", "text": "x"})
+		s = env.WaitStatus(t, id, waitLong, core.StatusSent)
+		msgs := env.SMTP.Messages()
+		if len(msgs) != 1 || !slices.Equal(msgs[0].To, []string{"ok@example.com", "y@example.com"}) {
+			t.Fatalf("partly suppressed: relay got %+v, want one message to ok@ and y@ only", msgs)
+		}
+		want := map[string]string{"ok@example.com": "sent", "y@example.com": "sent", "x@example.com": "suppressed"}
+		if got := recipientStatuses(s); !maps.Equal(got, want) {
+			t.Errorf("partly suppressed: recipients %v, want %v", got, want)
+		}
+		if got := suppressedEvents(s); !slices.Equal(got, []string{"x@example.com"}) {
+			t.Errorf("partly suppressed: email.suppressed for %v, want x@example.com once", got)
 		}
 	})
 }

@@ -173,7 +173,7 @@ func TestMX_DeliversToTheExchangerTheZoneNames(t *testing.T) {
 		)
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, MX: true, RetryBase: retryBase, DNSResolver: dns.Addr()})
 		id := send(t, env, map[string]any{"to": "Ann <ann@rcpt.test>", "subject": "direct", "text": "via MX"})
-		s := env.WaitStatus(t, id, waitLong, core.StatusSent)
+		s := env.WaitStatus(t, id, waitLong, core.StatusDelivered) // the recipient's own server took it
 		msgs := env.SMTP.Messages()
 		if len(msgs) != 1 || !slices.Equal(msgs[0].To, []string{"ann@rcpt.test"}) || msgs[0].MessageID != bareID(str(s, "message_id")) {
 			t.Fatalf("exchanger got %+v", msgs)
@@ -187,9 +187,12 @@ func TestMX_DeliversToTheExchangerTheZoneNames(t *testing.T) {
 		}
 
 		id = send(t, env, map[string]any{"to": "bob@nowhere.test", "subject": "lost", "text": "x"})
-		s = env.WaitStatus(t, id, waitLong, core.StatusFailed)
+		s = env.WaitStatus(t, id, waitLong, core.StatusBounced) // its only recipient cannot get mail
 		if !strings.Contains(str(s, "last_error"), "does not exist") || attempts(t, s) != 0 {
 			t.Errorf("send to a missing domain: last_error %q, attempts %d", str(s, "last_error"), attempts(t, s))
+		}
+		if got := recipientStatuses(s); got["bob@nowhere.test"] != "bounced" {
+			t.Errorf("send to a missing domain: recipients %v, want bob@ bounced", got)
 		}
 	})
 }

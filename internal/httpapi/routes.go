@@ -48,6 +48,12 @@ func (s *Server) routes() []string {
 	m.Handle("DELETE /v1/domains/{domain}", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleDeleteDomain)))
 	m.Handle("GET /v1/domains/{domain}/check", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleCheckDomain)))
 
+	m.Handle("POST /v1/suppressions", s.auth(core.ScopeAdmin, s.idempotent(postOpts{}, inTx(s.handleAddSuppression))))
+	m.Handle("GET /v1/suppressions", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListSuppressions)))
+	m.Handle("GET /v1/suppressions/{email}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetSuppression)))
+	m.Handle("DELETE /v1/suppressions/{email}", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleDeleteSuppression)))
+	m.Handle("GET /v1/inbound/unmatched", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleListUnmatched)))
+
 	m.Handle("GET /v1/inbox", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListInbox)))
 	m.Handle("GET /v1/inbox/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInbox)))
 	m.Handle("GET /v1/inbox/{id}/raw", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInboxRaw)))
@@ -78,6 +84,12 @@ func (s *Server) routes() []string {
 	m.Handle("DELETE /templates/{id}", s.resendAuth(core.ScopeAdmin, http.HandlerFunc(s.handleResendRemoveTemplate)))
 	m.Handle("POST /templates/{id}/publish", s.resendManage(postOpts{emptyBody: true}, inTx(s.handleResendPublishTemplate)))
 	m.Handle("POST /templates/{id}/duplicate", s.resendManage(postOpts{emptyBody: true}, inTx(s.handleResendDuplicateTemplate)))
+	m.Handle("POST /suppressions", s.resendManage(postOpts{}, inTx(s.handleResendAddSuppression)))
+	m.Handle("GET /suppressions", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendListSuppressions)))
+	m.Handle("GET /suppressions/{id}", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendGetSuppression)))
+	m.Handle("DELETE /suppressions/{id}", s.resendAuth(core.ScopeAdmin, http.HandlerFunc(s.handleResendRemoveSuppression)))
+	m.Handle("POST /suppressions/batch/add", s.resendManage(postOpts{}, inTx(s.handleResendBatchAddSuppressions)))
+	m.Handle("POST /suppressions/batch/remove", s.resendManage(postOpts{}, inTx(s.handleResendBatchRemoveSuppressions)))
 	m.HandleFunc("GET /openapi.json", handleOpenAPI)
 
 	m.HandleFunc(notFoundPattern, s.handleNotFound)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"net/mail"
 	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
@@ -28,6 +29,7 @@ type sendView struct {
 	CreatedAt      string            `json:"created_at"`
 	UpdatedAt      string            `json:"updated_at"`
 	SentAt         *string           `json:"sent_at"`
+	Recipients     []recipientView   `json:"recipients"`
 	Events         []eventView       `json:"events,omitempty"`
 }
 
@@ -35,6 +37,43 @@ type eventView struct {
 	Type   string `json:"type"`
 	At     string `json:"at"`
 	Detail string `json:"detail"`
+	// Recipient is the address a recipient's event is about.
+	Recipient string `json:"recipient,omitempty"`
+}
+
+// recipientView is one recipient's own outcome (contract, section 4).
+type recipientView struct {
+	Email  string      `json:"email"`
+	Status core.Status `json:"status"`
+	Detail *string     `json:"detail"`
+}
+
+// viewRecipients lists every recipient of the send once, in to, cc, bcc
+// order, with its stored state or else the one its send's status gives.
+func viewRecipients(s *core.Send) []recipientView {
+	out := []recipientView{}
+	seen := map[string]bool{}
+	for _, list := range [][]string{s.To, s.Cc, s.Bcc} {
+		for _, r := range list {
+			addr := r
+			if a, err := mail.ParseAddress(r); err == nil {
+				addr = a.Address
+			}
+			key := core.NormalizeAddress(addr)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			v := recipientView{Email: addr, Status: core.RecipientStatusOf(s.Status)}
+			for _, st := range s.Recipients {
+				if st.Address == key {
+					v.Status, v.Detail = st.Status, optString(st.Detail)
+				}
+			}
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -71,6 +110,7 @@ func viewSend(s *core.Send) *sendView {
 		From: s.From, To: list(s.To), Cc: list(s.Cc), Bcc: list(s.Bcc), ReplyTo: list(s.ReplyTo), Subject: s.Subject,
 		TemplateID: optString(s.TemplateID), MessageID: s.MessageID, Attempts: s.Attempts, LastError: optString(s.LastError),
 		Tags: tags, CreatedAt: rfc3339(s.CreatedAt), UpdatedAt: rfc3339(s.UpdatedAt), SentAt: optTime(s.SentAt),
+		Recipients: viewRecipients(s),
 	}
 }
 

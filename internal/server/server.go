@@ -20,12 +20,14 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/delivery"
 	"github.com/sendonce/sendonce/internal/httpapi"
+	"github.com/sendonce/sendonce/internal/inbound"
 	"github.com/sendonce/sendonce/internal/metrics"
 	"github.com/sendonce/sendonce/internal/outbound"
 	"github.com/sendonce/sendonce/internal/ratelimit"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 	"github.com/sendonce/sendonce/internal/submission"
 	"github.com/sendonce/sendonce/internal/transport"
+	"github.com/sendonce/sendonce/internal/verp"
 )
 
 // Config is what a sendonce instance needs. A zero field takes its default,
@@ -108,6 +110,12 @@ type Config struct {
 	// settings are taken from the ones above). It listens only when the
 	// caller serves it (--smtp-addr).
 	SMTP submission.Config
+	// BounceDomain is --bounce-domain: attempts' envelope senders become
+	// VERP addresses of it. Off when empty.
+	BounceDomain string
+	// InboundAddr is --inbound-addr: Start serves bounce mail there (it
+	// needs BounceDomain). Off when empty.
+	InboundAddr string
 }
 
 // DefaultRedisPrefix prefixes sendonce's Redis keys unless
@@ -149,6 +157,14 @@ type Server struct {
 
 	// Submission is the SMTP submission server on this instance.
 	Submission *submission.Server
+	// Bounce makes and checks VERP addresses; nil without --bounce-domain.
+	Bounce *verp.Signer
+	// InboundAddr is the inbound listener's address once started.
+	InboundAddr string
+	inboundAddr string
+	inbound     *inbound.Server
+	now         func() time.Time
+	logger      *slog.Logger
 }
 
 // New opens the database (creating and migrating it when needed) and wires
@@ -220,11 +236,18 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if err != nil {
 		return nil, fmt.Errorf("--outbound-allow: %w", err)
 	}
+	if cfg.InboundAddr != "" && cfg.BounceDomain == "" {
+		return nil, errors.New("--inbound-addr needs --bounce-domain: it takes mail for that domain's bounce addresses")
+	}
+	signer, err := bounceSigner(ctx, store, cfg.BounceDomain)
+	if err != nil {
+		return nil, err
+	}
 	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Caps: cfg.Caps, Now: cfg.Now}, logger)
 	d, err := delivery.NewDeliverer(svc, delivery.Config{
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
 		AttemptLease: cfg.AttemptLease, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
-		MX: transport.MXConfig{Resolver: resolver, Port: cfg.MXPort},
+		MX: transport.MXConfig{Resolver: resolver, Port: cfg.MXPort}, Bounce: signer,
 	}, m, logger)
 	if err != nil {
 		return nil, err
@@ -272,7 +295,12 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	sc := cfg.SMTP
 	sc.Front, sc.IdempotencyTTL, sc.ReservationLease, sc.ReplayCacheEntries = front, cfg.IdempotencyTTL, cfg.ReservationLease, cfg.ReplayCache
 	sub := submission.New(svc, m, sc, logger)
-	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h, Submission: sub, redis: rdb}, nil
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h, Submission: sub, redis: rdb,
+		Bounce: signer, inboundAddr: cfg.InboundAddr, now: now, logger: logger}, nil
 }
 
 // Start starts the delivery workers (if this instance runs any).
@@ -281,7 +309,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.started = true
-	return nil
+	return s.startInbound(s.logger)
 }
 
 // Stop stops taking jobs and waits (bounded by ctx) for running attempts.
@@ -290,7 +318,7 @@ func (s *Server) Stop(ctx context.Context) error {
 		return nil
 	}
 	s.started = false
-	return s.Queue.Stop(ctx)
+	return errors.Join(s.stopInbound(ctx), s.Queue.Stop(ctx))
 }
 
 // Close stops the workers if needed and closes the database.

@@ -251,6 +251,9 @@ func (s *Store) ListSends(ctx context.Context, tenant string, f core.SendFilter)
 		sends = sends[:limit]
 		next = sends[limit-1].ID
 	}
+	if err := s.fillRecipients(ctx, sends); err != nil {
+		return nil, "", err
+	}
 	return sends, next, nil
 }
 
@@ -286,6 +289,9 @@ func (s *Store) SendWithEvents(ctx context.Context, tenant, id string) (*core.Se
 	err := s.readTx(ctx, func(q querier) error {
 		var err error
 		if send, err = scanSend(q.queryRow(ctx, `SELECT `+sendColumns+` FROM sends WHERE id = ? AND tenant = ?`, id, tenant)); err != nil {
+			return err
+		}
+		if send.Recipients, err = recipients(ctx, q, id); err != nil {
 			return err
 		}
 		events, err = sendEvents(ctx, q, tenant, id)
@@ -348,28 +354,23 @@ func (s *Store) QueueDepth(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// IsSuppressed implements core.Store.
-func (s *Store) IsSuppressed(ctx context.Context, tenant, address string) (bool, error) {
-	var n int
-	err := s.r.queryRow(ctx, `SELECT count(*) FROM suppressions WHERE tenant = ? AND address = ?`,
-		tenant, strings.ToLower(address)).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("check suppression: %w", err)
-	}
-	return n > 0, nil
-}
+// finishedStatuses are those PurgeSends may delete.
+const finishedStatuses = `('sent', 'failed', 'canceled', 'delivered', 'bounced', 'complained', 'suppressed')`
 
 // PurgeSends implements core.Store. Sends that still need attention
 // (queued, sending, pending_approval, unknown) are kept however old.
 func (s *Store) PurgeSends(ctx context.Context, before time.Time) (int, error) {
 	cutoff := micros(before)
 	if _, err := s.w.exec(ctx, `DELETE FROM inbox_messages WHERE send_id IN (SELECT id FROM sends
-		WHERE created_at < ? AND status IN ('sent', 'failed', 'canceled'))`, cutoff); err != nil {
+		WHERE created_at < ? AND status IN `+finishedStatuses+`)`, cutoff); err != nil {
 		return 0, fmt.Errorf("purge captured messages: %w", err)
 	}
-	n, err := s.w.exec(ctx, `DELETE FROM sends WHERE created_at < ? AND status IN ('sent', 'failed', 'canceled')`, cutoff)
+	n, err := s.w.exec(ctx, `DELETE FROM sends WHERE created_at < ? AND status IN `+finishedStatuses, cutoff)
 	if err != nil {
 		return 0, fmt.Errorf("purge sends: %w", err)
+	}
+	if err := s.purgeInbound(ctx, cutoff); err != nil {
+		return 0, err
 	}
 	return int(n), nil
 }

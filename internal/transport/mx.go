@@ -207,7 +207,7 @@ func (m *MX) Deliver(ctx context.Context, env Envelope, raw []byte) error {
 		}
 	}()
 	for _, g := range groups {
-		s, err := m.prepare(ctx, res, env, g, len(raw))
+		s, err := m.prepare(ctx, res, env, g, len(raw), false)
 		if err != nil {
 			return err
 		}
@@ -275,7 +275,7 @@ type exchanger struct {
 
 // prepare opens a session to one exchanger of g's domain and takes it up
 // to the accepted RCPTs.
-func (m *MX) prepare(ctx context.Context, res *mxResolver, env Envelope, g rcptGroup, size int) (*mxSession, error) {
+func (m *MX) prepare(ctx context.Context, res *mxResolver, env Envelope, g rcptGroup, size int, perRecipient bool) (*mxSession, error) {
 	hosts, err := m.exchangers(ctx, res, g.domain)
 	if err != nil {
 		return nil, err
@@ -306,7 +306,7 @@ func (m *MX) prepare(ctx context.Context, res *mxResolver, env Envelope, g rcptG
 				break
 			}
 			tried++
-			s, err := m.open(ctx, h.host, ip, env.From, g.rcpts, size)
+			s, err := m.open(ctx, h.host, ip, env.From, g.rcpts, size, perRecipient)
 			if err == nil {
 				return s, nil
 			}
@@ -375,7 +375,7 @@ func (m *MX) usable(ip netip.Addr) bool {
 
 // open connects to one exchanger address and runs the session up to RCPT,
 // with the relay transport's steps.
-func (m *MX) open(ctx context.Context, host string, ip netip.Addr, from string, rcpts []string, size int) (*mxSession, error) {
+func (m *MX) open(ctx context.Context, host string, ip netip.Addr, from string, rcpts []string, size int, perRecipient bool) (*mxSession, error) {
 	cfg := m.cfg
 	tc := &tls.Config{}
 	if cfg.TLSConfig != nil {
@@ -393,7 +393,7 @@ func (m *MX) open(ctx context.Context, host string, ip netip.Addr, from string, 
 		Host: ip.String(), Port: cfg.Port, TLS: TLSOpportunistic, TLSConfig: tc, HELOName: cfg.HELOName,
 		DialContext: dial, DialTimeout: cfg.DialTimeout, CommandTimeout: cfg.CommandTimeout, DataTimeout: cfg.DataTimeout,
 	}
-	a := &attempt{cfg: scfg, stage: StageDial}
+	a := &attempt{cfg: scfg, stage: StageDial, perRecipient: perRecipient}
 	s := &mxSession{a: a, host: host, ip: ip, rcpts: rcpts}
 	ss, stop, err := a.session(ctx)
 	if err != nil {
@@ -403,6 +403,15 @@ func (m *MX) open(ctx context.Context, host string, ip netip.Addr, from string, 
 	if err := a.envelope(ctx, ss, Envelope{From: from, To: rcpts}, size); err != nil {
 		s.close()
 		return nil, s.wrap(err)
+	}
+	if perRecipient {
+		s.rcpts = a.accepted
+		for _, r := range a.refused {
+			s.wrap(r.Err)
+		}
+		if len(s.rcpts) == 0 {
+			s.abort(ctx) // every recipient refused: no DATA
+		}
 	}
 	return s, nil
 }

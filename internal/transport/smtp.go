@@ -269,6 +269,12 @@ type attempt struct {
 	// connection leaves the outcome unknown.
 	dataStarted bool
 	client      *smtp.Client
+	// perRecipient (the mx transport's DeliverEach): a 5xx to one RCPT is
+	// that recipient's refusal, kept in refused, and the others go on;
+	// accepted are the RCPTs answered 2xx.
+	perRecipient bool
+	refused      []Refusal
+	accepted     []string
 }
 
 // session takes a relay session as far as a Deliver and a Probe share:
@@ -348,8 +354,15 @@ func (a *attempt) envelope(ctx context.Context, ss *session, env Envelope, size 
 	a.stage = StageRcpt
 	for _, to := range env.To {
 		if err := c.Rcpt(to, nil); err != nil {
+			var se *smtp.SMTPError
+			if a.perRecipient && errors.As(err, &se) && se.Code/100 == 5 {
+				a.refused = append(a.refused, Refusal{Recipient: to, Err: &Error{Class: Permanent, Stage: StageRcpt,
+					Reached: true, Code: se.Code, Err: fmt.Errorf("recipient <%s>: %w", to, err)}})
+				continue
+			}
 			return a.fail(ctx, fmt.Errorf("recipient <%s>: %w", to, err))
 		}
+		a.accepted = append(a.accepted, to)
 	}
 	return nil
 }

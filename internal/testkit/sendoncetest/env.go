@@ -125,6 +125,14 @@ type Options struct {
 	RateLimitWindow time.Duration
 	// Caps are the --max-* caps; default none.
 	Caps core.Caps
+	// BounceDomain is --bounce-domain; Inbound also starts the inbound
+	// listener on a free loopback port (Env.InboundAddr), BounceDomain
+	// defaulting to "bounces.example.test".
+	BounceDomain string
+	Inbound      bool
+	// Transport, when set, is the transport instead (an smtp:// URL of a
+	// real MTA, say).
+	Transport string
 }
 
 // Env is a running instance.
@@ -140,6 +148,8 @@ type Env struct {
 	DBPath string
 	// AdminKey holds send, read and admin on tenant "default".
 	AdminKey string
+	// InboundAddr is the inbound listener's address (Options.Inbound).
+	InboundAddr string
 
 	http   *httptest.Server
 	closed bool
@@ -186,6 +196,9 @@ func Start(t testing.TB, o Options) *Env {
 		e.SMTP = smtptest.Start(t, smtptest.Options{})
 		transport = "smtp://" + e.SMTP.Addr + "?tls=none"
 	}
+	if o.Transport != "" {
+		transport = o.Transport
+	}
 	var mxPort string
 	if o.MX {
 		transport, mxPort = "mx", e.SMTP.Port
@@ -194,8 +207,14 @@ func Start(t testing.TB, o Options) *Env {
 		DB: e.DB, Transport: transport, DBMaxConns: 8, Redis: redisURL, RedisPrefix: redisPrefix, From: "sender@example.com",
 		IdempotencyTTL: o.TTL, RequireIdempotencyKey: !o.AllowNoKey, RetryBase: o.RetryBase, MaxAttempts: o.MaxAttempts,
 		AttemptLease: o.Lease, Work: !o.NoWorkers, PollInterval: o.PollInterval, Now: e.Clock.Now,
-		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort,
+		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort, BounceDomain: o.BounceDomain,
 		RateLimit: o.RateLimit, RateLimitWindow: o.RateLimitWindow, Caps: o.Caps,
+	}
+	if o.Inbound {
+		if cfg.BounceDomain == "" {
+			cfg.BounceDomain = "bounces.example.test"
+		}
+		cfg.InboundAddr = "127.0.0.1:0"
 	}
 	if !o.StrictOutbound {
 		cfg.OutboundAllow = "127.0.0.0/8,::1"
@@ -218,6 +237,7 @@ func Start(t testing.TB, o Options) *Env {
 		t.Fatalf("start workers: %v", err)
 	}
 	e.Server = s
+	e.InboundAddr = s.InboundAddr
 	e.http = httptest.NewServer(s.Handler)
 	e.URL = e.http.URL
 	t.Cleanup(e.Close)

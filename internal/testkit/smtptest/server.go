@@ -62,6 +62,9 @@ type Behaviour struct {
 	// MailErr, RcptErr and DataErr answer MAIL, every RCPT, and the end of
 	// DATA with this error (e.g. 451 or 550).
 	MailErr, RcptErr, DataErr *smtp.SMTPError
+	// RcptErrFor answers RCPT of these addresses (exactly as given) with
+	// their error; the others are taken (or get RcptErr).
+	RcptErrFor map[string]*smtp.SMTPError
 	// HangUpAfterData reads the whole body, then closes the connection
 	// without answering: the client sees the connection break after DATA
 	// began. The message is not recorded.
@@ -346,6 +349,9 @@ func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 }
 
 func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	if e := ss.b.RcptErrFor[to]; e != nil {
+		return e
+	}
 	if ss.b.RcptErr != nil {
 		return ss.b.RcptErr
 	}

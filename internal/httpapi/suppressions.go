@@ -1,0 +1,142 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// suppressionView is the suppression object of /v1/suppressions.
+type suppressionView struct {
+	ID        string  `json:"id"`
+	Object    string  `json:"object"`
+	Email     string  `json:"email"`
+	Reason    string  `json:"reason"`
+	Origin    string  `json:"origin"`
+	SendID    *string `json:"send_id"`
+	CreatedAt string  `json:"created_at"`
+}
+
+func viewSuppression(s *core.Suppression) suppressionView {
+	return suppressionView{ID: s.ID, Object: "suppression", Email: s.Address, Reason: s.Reason, Origin: s.Origin,
+		SendID: optString(s.SendID), CreatedAt: rfc3339(s.CreatedAt)}
+}
+
+// handleAddSuppression is POST /v1/suppressions (admin): 201 with the new
+// entry, 200 with the existing one when the address was on the list.
+func (s *Server) handleAddSuppression(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	var req struct {
+		Email  string `json:"email"`
+		Reason string `json:"reason"`
+	}
+	if err := decodeStrict(body, &req); err != nil {
+		return 0, nil, err
+	}
+	sup, created, err := s.svc.AddManualSuppression(ctx, tx, key.Tenant, req.Email, req.Reason)
+	if err != nil {
+		return 0, nil, err
+	}
+	if created {
+		return http.StatusCreated, viewSuppression(sup), nil
+	}
+	return http.StatusOK, viewSuppression(sup), nil
+}
+
+// suppressionFilter reads ?limit, ?after, ?email and ?origin.
+func suppressionFilter(r *http.Request) (core.SuppressionFilter, error) {
+	q := r.URL.Query()
+	limit, err := parseLimit(q.Get("limit"))
+	if err != nil {
+		return core.SuppressionFilter{}, err
+	}
+	f := core.SuppressionFilter{Email: q.Get("email"), Origin: q.Get("origin"), Limit: limit, After: q.Get("after")}
+	switch f.Origin {
+	case "", core.SuppressionBounce, core.SuppressionComplaint, core.SuppressionManual:
+	default:
+		return f, core.Errorf(core.CodeValidation, "origin", "origin must be bounce, complaint or manual")
+	}
+	return f, nil
+}
+
+func (s *Server) handleListSuppressions(w http.ResponseWriter, r *http.Request) {
+	f, err := suppressionFilter(r)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	list, next, err := s.store.ListSuppressions(r.Context(), apiKeyFrom(r.Context()).Tenant, f)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	out := listView[suppressionView]{Object: "list", Data: make([]suppressionView, 0, len(list)), Next: optString(next)}
+	for _, sup := range list {
+		out.Data = append(out.Data, viewSuppression(sup))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleGetSuppression(w http.ResponseWriter, r *http.Request) {
+	sup, err := s.store.Suppression(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("email"))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewSuppression(sup))
+}
+
+// deleteSuppression removes an entry by address or id.
+func (s *Server) deleteSuppression(ctx context.Context, tenant, emailOrID string) (*core.Suppression, error) {
+	var sup *core.Suppression
+	err := s.store.InTx(ctx, func(tx core.Tx) error {
+		var err error
+		sup, err = tx.DeleteSuppression(ctx, tenant, emailOrID)
+		return err
+	})
+	return sup, err
+}
+
+// handleDeleteSuppression is DELETE /v1/suppressions/{email} (admin): the
+// removed entry; 404 when there was none.
+func (s *Server) handleDeleteSuppression(w http.ResponseWriter, r *http.Request) {
+	sup, err := s.deleteSuppression(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("email"))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewSuppression(sup))
+}
+
+// unmatchedView is one unmatched inbound item; raw is at /raw.
+type unmatchedView struct {
+	ID         string  `json:"id"`
+	Object     string  `json:"object"`
+	SendID     *string `json:"send_id"`
+	MailFrom   string  `json:"mail_from"`
+	RcptTo     string  `json:"rcpt_to"`
+	Reason     string  `json:"reason"`
+	Size       int     `json:"size"`
+	ReceivedAt string  `json:"received_at"`
+}
+
+// handleListUnmatched is GET /v1/inbound/unmatched (admin): inbound mail
+// the listener kept because it could not use it, newest first.
+func (s *Server) handleListUnmatched(w http.ResponseWriter, r *http.Request) {
+	limit, err := parseLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	items, err := s.store.ListUnmatched(r.Context(), apiKeyFrom(r.Context()).Tenant, limit)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	out := listView[unmatchedView]{Object: "list", Data: make([]unmatchedView, 0, len(items))}
+	for _, u := range items {
+		out.Data = append(out.Data, unmatchedView{ID: u.ID, Object: "inbound_unmatched", SendID: optString(u.SendID),
+			MailFrom: u.MailFrom, RcptTo: u.RcptTo, Reason: u.Reason, Size: len(u.Raw), ReceivedAt: rfc3339(u.ReceivedAt)})
+	}
+	writeJSON(w, http.StatusOK, out)
+}

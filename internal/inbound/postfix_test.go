@@ -1,0 +1,58 @@
+package inbound_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/testkit/postfixtest"
+	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
+	"github.com/sendonce/sendonce/internal/testkit/smtptest"
+)
+
+// TestInbound_PostfixBounce: a real MTA's own DSN. Postfix is the relay;
+// it accepts the message, then the recipient's server (a go-smtp server)
+// refuses the recipient with 550 5.1.1, and Postfix's bounce daemon mails
+// its DSN to the send's VERP address, which Postfix routes to sendonce's
+// inbound listener: email.bounced, status bounced, and a suppression.
+func TestInbound_PostfixBounce(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		mx := smtptest.Start(t, smtptest.Options{})
+		mx.SetBehaviour(smtptest.Behaviour{RcptErr: &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1},
+			Message: "<gone@rcpt.test>: Recipient address rejected: User unknown"}})
+		relay := postfixtest.FreeAddr(t)
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, Inbound: true, Transport: "smtp://" + relay + "?tls=none"})
+		pf := postfixtest.Start(t, relay, postfixtest.Options{Routes: map[string]string{
+			"rcpt.test":            mx.Addr,
+			"bounces.example.test": env.InboundAddr,
+		}})
+
+		id, _ := sendTo(t, env, env.AdminKey, sendoncetest.Mail("Gone <gone@rcpt.test>", "to a mailbox that is gone"))
+		env.WaitStatus(t, id, wait, core.StatusSent) // Postfix took it: 250
+		s := env.WaitStatus(t, id, 30*time.Second, core.StatusBounced)
+		if got := events(s, core.EventBounced); len(got) != 1 || got[0] != "gone@rcpt.test" {
+			t.Fatalf("bounced events %v, want one for gone@rcpt.test\n%s", got, pf.Log())
+		}
+		var detail string
+		for _, r := range s["recipients"].([]any) {
+			m := r.(map[string]any)
+			if m["email"] == "gone@rcpt.test" {
+				detail, _ = m["detail"].(string)
+			}
+		}
+		if !strings.HasPrefix(detail, "5.1.1") || !strings.Contains(detail, "User unknown") {
+			t.Errorf("recipient detail %q, want Postfix's 5.1.1 with the remote server's words", detail)
+		}
+		st, sup := get(t, env, env.AdminKey, "/v1/suppressions/gone@rcpt.test")
+		if st != http.StatusOK || sup["origin"] != "bounce" || sup["send_id"] != id {
+			t.Fatalf("suppression: %d %v", st, sup)
+		}
+		if !strings.Contains(pf.Log(), "status=bounced") {
+			t.Errorf("Postfix's log has no bounce:\n%s", pf.Log())
+		}
+	})
+}

@@ -1,0 +1,186 @@
+// Package postfixtest runs Debian's Postfix for a test: its own
+// configuration, queue and log directories under the test's temporary
+// directory, listening on a loopback port, relaying chosen domains to
+// chosen loopback next hops. It needs the postfix package and root (Postfix
+// drops to its own user); without them the test is skipped, and under CI=1
+// it fails (.ci/run installs postfix).
+package postfixtest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Options says where mail goes.
+type Options struct {
+	// Routes maps a recipient domain to the "host:port" Postfix relays its
+	// mail to (no DNS is used). Postfix accepts mail from loopback for
+	// these domains only.
+	Routes map[string]string
+}
+
+// Postfix is a running instance.
+type Postfix struct {
+	Addr string // "127.0.0.1:port" of its SMTP listener
+	dir  string
+}
+
+// masterCF is the services this instance runs: no chroot (the queue
+// directory is a temporary one), no local delivery.
+const masterCF = `%s inet n - n - - smtpd
+pickup    unix  n       -       n       60      1       pickup
+cleanup   unix  n       -       n       -       0       cleanup
+qmgr      unix  n       -       n       300     1       qmgr
+rewrite   unix  -       -       n       -       -       trivial-rewrite
+bounce    unix  -       -       n       -       0       bounce
+defer     unix  -       -       n       -       0       bounce
+trace     unix  -       -       n       -       0       bounce
+verify    unix  -       -       n       -       1       verify
+flush     unix  n       -       n       1000?   0       flush
+proxymap  unix  -       -       n       -       -       proxymap
+smtp      unix  -       -       n       -       -       smtp
+relay     unix  -       -       n       -       -       smtp
+showq     unix  n       -       n       -       -       showq
+error     unix  -       -       n       -       -       error
+retry     unix  -       -       n       -       -       error
+discard   unix  -       -       n       -       -       discard
+anvil     unix  -       -       n       -       1       anvil
+scache    unix  -       -       n       -       1       scache
+postlog   unix-dgram n  -       n       -       1       postlogd
+`
+
+// Start starts Postfix; t.Cleanup stops it. addr is the loopback address
+// it listens on ("" picks a free port).
+func Start(t testing.TB, addr string, o Options) *Postfix {
+	t.Helper()
+	bin, err := exec.LookPath("postfix")
+	if err == nil && os.Geteuid() != 0 {
+		err = fmt.Errorf("postfix must be started as root (it runs as its own user)")
+	}
+	if err == nil {
+		_, err = user.Lookup("postfix")
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("postfix cannot run: %v (.ci/run installs it: apt-get install -y postfix)", err)
+		}
+		t.Skipf("needs Debian's postfix, run as root: %v", err)
+	}
+	if addr == "" {
+		addr = FreeAddr(t)
+	}
+	// Postfix's own processes (user postfix) must reach the directories.
+	dir, err := os.MkdirTemp("", "postfixtest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Postfix{Addr: addr, dir: dir}
+	for _, d := range []string{"etc", "spool", "data"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("chown", "postfix", filepath.Join(dir, "data")).CombinedOutput(); err != nil {
+		t.Fatalf("chown data directory: %v: %s", err, out)
+	}
+	var domains, routes []string
+	for d, hop := range o.Routes {
+		domains = append(domains, d)
+		routes = append(routes, fmt.Sprintf("%s=smtp:[%s]:%s", d, hostOf(hop), portOf(hop)))
+	}
+	sort.Strings(domains)
+	sort.Strings(routes)
+	mainCF := strings.Join([]string{
+		"compatibility_level = 3.7",
+		"queue_directory = " + filepath.Join(dir, "spool"),
+		"data_directory = " + filepath.Join(dir, "data"),
+		"command_directory = /usr/sbin",
+		"daemon_directory = /usr/lib/postfix/sbin",
+		"shlib_directory = /usr/lib/postfix",
+		"meta_directory = /etc/postfix",
+		"mail_owner = postfix",
+		"setgid_group = postdrop",
+		"myhostname = relay.postfix.test",
+		"mydestination =",
+		"inet_interfaces = 127.0.0.1",
+		"inet_protocols = ipv4",
+		"mynetworks = 127.0.0.0/8",
+		"relay_domains = " + strings.Join(domains, ", "),
+		"transport_maps = inline:{ " + strings.Join(routes, ", ") + " }",
+		"smtp_dns_support_level = disabled",
+		"smtp_tls_security_level = none",
+		"smtpd_tls_security_level = none",
+		"smtpd_relay_restrictions = permit_mynetworks, reject",
+		"alias_maps =",
+		"alias_database =",
+		"local_recipient_maps =",
+		"maillog_file_prefixes = " + dir,
+		"maillog_file = " + filepath.Join(dir, "maillog"),
+		"queue_run_delay = 1s",
+		"minimal_backoff_time = 1s",
+		"maximal_backoff_time = 2s",
+		"delay_warning_time = 0",
+		"",
+	}, "\n")
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, "etc", name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("main.cf", mainCF)
+	write("master.cf", fmt.Sprintf(masterCF, addr))
+	if out, err := exec.Command(bin, "-c", filepath.Join(dir, "etc"), "start").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		t.Fatalf("postfix start: %v: %s (log: %s)", err, out, p.Log())
+	}
+	t.Cleanup(func() {
+		_ = exec.Command(bin, "-c", filepath.Join(dir, "etc"), "stop").Run()
+		if t.Failed() {
+			t.Logf("postfix log:\n%s", p.Log())
+		}
+		os.RemoveAll(dir)
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("postfix does not listen on %s: %v\n%s", addr, err, p.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Log returns Postfix's log so far.
+func (p *Postfix) Log() string {
+	b, _ := os.ReadFile(filepath.Join(p.dir, "maillog"))
+	return string(b)
+}
+
+// FreeAddr returns a loopback address no one listens on just now.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func hostOf(hp string) string { h, _, _ := net.SplitHostPort(hp); return h }
+func portOf(hp string) string { _, p, _ := net.SplitHostPort(hp); return p }
