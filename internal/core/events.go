@@ -53,3 +53,14 @@ func WebhookTypes() []string {
 	slices.Sort(out)
 	return out
 }
+
+// EventOfWebhookType is WebhookType's inverse: the history entry name of a
+// webhook event type, and false for a type that is not one.
+func EventOfWebhookType(webhookType string) (string, bool) {
+	for e, t := range webhookTypes {
+		if t == webhookType {
+			return e, true
+		}
+	}
+	return "", false
+}

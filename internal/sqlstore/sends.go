@@ -167,7 +167,7 @@ func (t *Tx) AddEvent(ctx context.Context, sendID string, events ...core.Event) 
 	if _, err := t.q.exec(ctx, q, args...); err != nil {
 		return fmt.Errorf("add event: %w", err)
 	}
-	return nil
+	return t.queueWebhooks(ctx, sendID, events)
 }
 
 // ClaimDue implements core.Tx: one statement claims the batch.
