@@ -9,6 +9,7 @@ import (
 
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/webhook"
 )
 
 // Config is every server setting. Each is a flag and an environment
@@ -40,6 +41,9 @@ type Config struct {
 	AuditRetention time.Duration
 	// OutboundAllow is --outbound-allow (see server.Config).
 	OutboundAllow string
+	// WebhookRetrySchedule and WebhookAllowPrivate: see server.Config.
+	WebhookRetrySchedule string
+	WebhookAllowPrivate  bool
 	// Pprof, when set, serves net/http/pprof on this separate address.
 	// Off by default; it must not be reachable from outside the host.
 	Pprof string
@@ -138,6 +142,8 @@ func serverFlags(e *envFlags, c *Config) {
 	e.str(&c.LogLevel, "log-level", "SENDONCE_LOG_LEVEL", "info", "debug, info, warn or error")
 	e.str(&c.DNSResolver, "dns-resolver", "SENDONCE_DNS_RESOLVER", "", "DNS server HOST:PORT for the mx transport and DNS checks (default: the first nameserver of /etc/resolv.conf)")
 	e.str(&c.OutboundAllow, "outbound-allow", "SENDONCE_OUTBOUND_ALLOW", "", "comma-separated CIDR prefixes, or \"private\", that relays set through the API and mx exchangers may reach besides public addresses (default: public addresses only; --transport is always trusted)")
+	e.str(&c.WebhookRetrySchedule, "webhook-retry-schedule", "SENDONCE_WEBHOOK_RETRY_SCHEDULE", webhook.DefaultSchedule, "waits before each retry of a failed webhook delivery, comma-separated; after the last the delivery is failed")
+	e.boolean(&c.WebhookAllowPrivate, "webhook-allow-private", "SENDONCE_WEBHOOK_ALLOW_PRIVATE", false, "allow webhook endpoints on loopback and private addresses (refused by default)")
 	e.str(&c.Pprof, "pprof", "SENDONCE_PPROF", "", "serve net/http/pprof on this separate address, e.g. 127.0.0.1:6060 (off by default; never expose it: profiles reveal memory contents)")
 	c.SecretKey = e.getenv("SENDONCE_SECRET_KEY")
 }
@@ -165,6 +171,9 @@ func (c *Config) validate() error {
 	}
 	if err := app.CheckSecretKey(c.SecretKey); err != nil {
 		return err
+	}
+	if _, err := webhook.ParseSchedule(c.WebhookRetrySchedule); err != nil {
+		return fmt.Errorf("--webhook-retry-schedule: %v", err)
 	}
 	if _, err := app.ResolverAddr(c.DNSResolver); err != nil {
 		return fmt.Errorf("--dns-resolver: %v", err)

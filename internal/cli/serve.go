@@ -52,6 +52,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		AttemptLease: cfg.AttemptLease, Work: cfg.Role != "api", Workers: cfg.Workers, PollInterval: cfg.PollInterval,
 		SecretKey: cfg.SecretKey, DNSResolver: cfg.DNSResolver, DBMaxConns: cfg.DBMaxConns, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Redis: cfg.Redis,
 		ReplayCache: replayCacheSize(cfg.ReplayCache), OutboundAllow: cfg.OutboundAllow,
+		WebhookRetrySchedule: cfg.WebhookRetrySchedule, WebhookAllowPrivate: cfg.WebhookAllowPrivate,
 	}, logger)
 	if err != nil {
 		return err

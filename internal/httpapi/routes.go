@@ -48,6 +48,19 @@ func (s *Server) routes() []string {
 	m.Handle("DELETE /v1/domains/{domain}", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleDeleteDomain)))
 	m.Handle("GET /v1/domains/{domain}/check", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleCheckDomain)))
 
+	// Webhooks (section 10); the same handlers serve Resend's /webhooks
+	// below, with its error bodies.
+	m.Handle("POST /v1/webhooks", s.auth(core.ScopeAdmin, s.idempotent(postOpts{}, s.handleCreateWebhook(http.StatusCreated))))
+	m.Handle("GET /v1/webhooks", s.auth(core.ScopeRead, s.handleListWebhooks(writeError)))
+	m.Handle("GET /v1/webhooks/{id}", s.auth(core.ScopeRead, s.handleGetWebhook(writeError)))
+	m.Handle("PATCH /v1/webhooks/{id}", s.auth(core.ScopeAdmin, s.handleUpdateWebhook(writeError)))
+	m.Handle("DELETE /v1/webhooks/{id}", s.auth(core.ScopeAdmin, s.handleDeleteWebhook(writeError)))
+	m.Handle("POST /v1/webhooks/{id}/signing-secret/rotate", s.auth(core.ScopeAdmin, s.idempotent(postOpts{emptyBody: true}, inTx(s.handleRotateWebhook))))
+	m.Handle("GET /v1/webhooks/{id}/events", s.auth(core.ScopeRead, s.handleListDeliveries(writeError)))
+	m.Handle("GET /v1/webhooks/{id}/events/{event_id}", s.auth(core.ScopeRead, s.handleGetDelivery(writeError)))
+	m.Handle("GET /v1/webhooks/{id}/events/{event_id}/attempts", s.auth(core.ScopeRead, s.handleListAttempts(writeError)))
+	m.Handle("POST /v1/webhooks/{id}/events/{event_id}/replay", s.auth(core.ScopeAdmin, s.idempotent(postOpts{emptyBody: true}, inTx(s.handleReplayDelivery))))
+
 	m.Handle("GET /v1/inbox", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListInbox)))
 	m.Handle("GET /v1/inbox/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInbox)))
 	m.Handle("GET /v1/inbox/{id}/raw", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInboxRaw)))
@@ -78,6 +91,16 @@ func (s *Server) routes() []string {
 	m.Handle("DELETE /templates/{id}", s.resendAuth(core.ScopeAdmin, http.HandlerFunc(s.handleResendRemoveTemplate)))
 	m.Handle("POST /templates/{id}/publish", s.resendManage(postOpts{emptyBody: true}, inTx(s.handleResendPublishTemplate)))
 	m.Handle("POST /templates/{id}/duplicate", s.resendManage(postOpts{emptyBody: true}, inTx(s.handleResendDuplicateTemplate)))
+	m.Handle("POST /webhooks", s.resendManage(postOpts{}, s.handleCreateWebhook(http.StatusOK)))
+	m.Handle("GET /webhooks", s.resendAuth(core.ScopeRead, s.handleListWebhooks(writeResendError)))
+	m.Handle("GET /webhooks/{id}", s.resendAuth(core.ScopeRead, s.handleGetWebhook(writeResendError)))
+	m.Handle("PATCH /webhooks/{id}", s.resendAuth(core.ScopeAdmin, s.handleUpdateWebhook(writeResendError)))
+	m.Handle("DELETE /webhooks/{id}", s.resendAuth(core.ScopeAdmin, s.handleDeleteWebhook(writeResendError)))
+	m.Handle("POST /webhooks/{id}/signing-secret/rotate", s.resendManage(postOpts{emptyBody: true}, inTx(s.handleRotateWebhook)))
+	m.Handle("GET /webhooks/{id}/events", s.resendAuth(core.ScopeRead, s.handleListDeliveries(writeResendError)))
+	m.Handle("GET /webhooks/{id}/events/{event_id}", s.resendAuth(core.ScopeRead, s.handleGetDelivery(writeResendError)))
+	m.Handle("GET /webhooks/{id}/events/{event_id}/attempts", s.resendAuth(core.ScopeRead, s.handleListAttempts(writeResendError)))
+	m.Handle("POST /webhooks/{id}/events/{event_id}/replay", s.resendManage(postOpts{emptyBody: true}, inTx(s.handleReplayDelivery)))
 	m.HandleFunc("GET /openapi.json", handleOpenAPI)
 
 	m.HandleFunc(notFoundPattern, s.handleNotFound)

@@ -14,6 +14,7 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/metrics"
+	"github.com/sendonce/sendonce/internal/webhook"
 )
 
 // Config holds the HTTP layer's settings.
@@ -41,6 +42,8 @@ type Config struct {
 	// smtp:// URL): the relay GET /api/public/v1/mailboxes/{id}/status
 	// checks for mailboxes without their own. Defaults to "capture".
 	DefaultTransport string
+	// Webhooks serves /v1/webhooks and Resend's /webhooks. Required.
+	Webhooks *webhook.Service
 }
 
 // Server is the HTTP API.
@@ -52,6 +55,7 @@ type Server struct {
 	logger  *slog.Logger
 	mux     *http.ServeMux
 	idem    *idempotency.Engine
+	hooks   *webhook.Service
 }
 
 // NewServer returns the API as an http.Handler.
@@ -72,7 +76,7 @@ func newServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Lo
 	if cache == 0 {
 		cache = idempotency.DefaultReplayCacheEntries
 	}
-	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, mux: http.NewServeMux()}
+	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, mux: http.NewServeMux(), hooks: cfg.Webhooks}
 	// The durable tier is decided inside each request's own transaction
 	// (core.Tx is an idempotency.TxRecords); the read pool answers
 	// completed keys before any write.

@@ -3,6 +3,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/sendonce/sendonce/internal/outbound"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 	"github.com/sendonce/sendonce/internal/transport"
+	"github.com/sendonce/sendonce/internal/webhook"
 )
 
 // Config is what a sendonce instance needs. Zero values take the defaults of
@@ -78,6 +80,15 @@ type Config struct {
 	// Workers defaults to 100; PollInterval to 200ms.
 	Workers      int
 	PollInterval time.Duration
+	// WebhookRetrySchedule is --webhook-retry-schedule. Defaults to
+	// webhook.DefaultSchedule.
+	WebhookRetrySchedule string
+	// WebhookAllowPrivate is --webhook-allow-private: webhook endpoints
+	// may be on loopback and private addresses.
+	WebhookAllowPrivate bool
+	// WebhookPoll is how often an idle webhook worker looks for due
+	// deliveries. Defaults to 500ms.
+	WebhookPoll time.Duration
 	// Now is the clock of the idempotency and delivery rules. Defaults to
 	// time.Now. (River schedules on the wall clock.)
 	Now func() time.Time
@@ -93,6 +104,10 @@ type Server struct {
 	Handler http.Handler
 	started bool
 	redis   *redis.Client
+
+	// Webhooks is the webhook worker; nil when this instance runs no
+	// workers.
+	Webhooks *webhook.Worker
 }
 
 // New opens the database (creating and migrating it when needed) and wires
@@ -205,18 +220,47 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		}
 		front = idempotency.NewRedisStore(rdb, prefix)
 	}
+	hooks, worker, err := wireWebhooks(store, cfg, policy, logger)
+	if err != nil {
+		return nil, err
+	}
 	h := httpapi.NewServer(svc, m, httpapi.Config{
+		Webhooks:              hooks,
 		Front:                 front,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.ReservationLease,
 		DefaultTransport: cfg.Transport, ReplayCacheEntries: cfg.ReplayCache,
 	}, logger)
-	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h, redis: rdb}, nil
+	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Webhooks: worker, Metrics: m, Handler: h, redis: rdb}, nil
+}
+
+// wireWebhooks makes the webhook use cases and, where delivery runs, the
+// worker. Endpoints follow --outbound-allow, plus private and loopback
+// addresses under --webhook-allow-private.
+func wireWebhooks(store *sqlstore.Store, cfg Config, policy *outbound.Policy, logger *slog.Logger) (*webhook.Service, *webhook.Worker, error) {
+	schedule, err := webhook.ParseSchedule(cmp.Or(cfg.WebhookRetrySchedule, webhook.DefaultSchedule))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--webhook-retry-schedule: %w", err)
+	}
+	if cfg.WebhookAllowPrivate {
+		policy = policy.With(outbound.MustParse("private"))
+	}
+	svc := webhook.NewService(store, webhook.ServiceConfig{Policy: policy, SecretKey: cfg.SecretKey, Now: cfg.Now}, logger)
+	if !cfg.Work {
+		return svc, nil, nil
+	}
+	w := webhook.NewWorker(store, webhook.WorkerConfig{Schedule: schedule, Policy: policy, SecretKey: cfg.SecretKey,
+		Poll: cfg.WebhookPoll, Now: cfg.Now}, logger)
+	store.OnWebhookDue(w.Notify)
+	return svc, w, nil
 }
 
 // Start starts the delivery workers (if this instance runs any).
 func (s *Server) Start(ctx context.Context) error {
 	if err := s.Queue.Start(ctx); err != nil {
 		return err
+	}
+	if s.Webhooks != nil {
+		s.Webhooks.Start()
 	}
 	s.started = true
 	return nil
@@ -228,7 +272,11 @@ func (s *Server) Stop(ctx context.Context) error {
 		return nil
 	}
 	s.started = false
-	return s.Queue.Stop(ctx)
+	var werr error
+	if s.Webhooks != nil {
+		werr = s.Webhooks.Stop(ctx)
+	}
+	return errors.Join(s.Queue.Stop(ctx), werr)
 }
 
 // Close stops the workers if needed and closes the database.

@@ -328,12 +328,14 @@ func sendEvents(ctx context.Context, q querier, tenant, id string) ([]core.Event
 }
 
 // withCreation puts the send's creation first in its history: a queued
-// send's acceptance is its row (AcceptSend writes no event for it).
+// send's acceptance is its row (AcceptSend writes no event for it). Its id
+// is the send id's ULID (the send's creation time), stable on every read.
 func withCreation(s *core.Send, events []core.Event) []core.Event {
-	if len(events) > 0 && events[0].Type == "accepted" {
+	if len(events) > 0 && events[0].Type == core.EventAccepted {
 		return events
 	}
-	return append([]core.Event{{Type: "accepted", At: s.CreatedAt, Detail: string(core.StatusQueued)}}, events...)
+	id := "evt_" + strings.TrimPrefix(s.ID, "snd_")
+	return append([]core.Event{{ID: id, Type: core.EventAccepted, At: s.CreatedAt, Detail: string(core.StatusQueued)}}, events...)
 }
 
 // QueueDepth implements core.Store.

@@ -32,10 +32,11 @@ type Store struct {
 
 	// onDue is called after a commit that made a send due (see OnDue).
 	onDue func()
+	gc    *groupCommit // the batching writer
+
 	// onWebhookDue is called after a commit that queued a webhook
 	// delivery (see OnWebhookDue).
 	onWebhookDue func()
-	gc    *groupCommit // the batching writer
 }
 
 // Dialect says which database the store runs on.

@@ -117,6 +117,10 @@ type Options struct {
 	// unicast only). Without it, loopback is allowed, where test servers
 	// listen.
 	StrictOutbound bool
+	// WebhookSchedule is --webhook-retry-schedule; default "50ms,100ms".
+	WebhookSchedule string
+	// WebhookAllowPrivate is --webhook-allow-private.
+	WebhookAllowPrivate bool
 }
 
 // Env is a running instance.
@@ -184,6 +188,10 @@ func Start(t testing.TB, o Options) *Env {
 		IdempotencyTTL: o.TTL, RequireIdempotencyKey: !o.AllowNoKey, RetryBase: o.RetryBase, MaxAttempts: o.MaxAttempts,
 		AttemptLease: o.Lease, Work: !o.NoWorkers, PollInterval: o.PollInterval, Now: e.Clock.Now,
 		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort,
+		WebhookRetrySchedule: o.WebhookSchedule, WebhookAllowPrivate: o.WebhookAllowPrivate, WebhookPoll: 20 * time.Millisecond,
+	}
+	if cfg.WebhookRetrySchedule == "" {
+		cfg.WebhookRetrySchedule = "50ms,100ms"
 	}
 	if !o.StrictOutbound {
 		cfg.OutboundAllow = "127.0.0.0/8,::1"
