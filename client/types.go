@@ -95,9 +95,14 @@ type Send struct {
 
 // Event is one entry of a send's history.
 type Event struct {
+	// ID is stable ("evt_…"): the webhook-id of the event's webhook
+	// deliveries.
+	ID     string    `json:"id"`
 	Type   string    `json:"type"`
 	At     time.Time `json:"at"`
 	Detail string    `json:"detail"`
+	// Recipient is the address the event is about, "" for the whole send.
+	Recipient string `json:"recipient,omitempty"`
 }
 
 // ListSendsParams filters GET /v1/sends. All fields are optional.
