@@ -164,6 +164,10 @@ func (t *Tx) AddEvent(ctx context.Context, sendID string, events ...core.Event) 
 	}
 	q := `INSERT INTO send_events (send_id, type, at, detail, uid, recipient, bounce) VALUES (?, ?, ?, ?, ?, ?, ?)` +
 		strings.Repeat(`, (?, ?, ?, ?, ?, ?, ?)`, len(events)-1)
+	if t.s.dialect == Postgres && anyWebhookEvent(events) {
+		// One round trip for the events and their deliveries.
+		return t.addEventsQueued(ctx, sendID, q, args)
+	}
 	if _, err := t.q.exec(ctx, q, args...); err != nil {
 		return fmt.Errorf("add event: %w", err)
 	}

@@ -18,11 +18,51 @@ import (
 // once, before the store is used.
 func (s *Store) OnWebhookDue(fn func()) { s.onWebhookDue = fn }
 
+func anyWebhookEvent(events []core.Event) bool {
+	for _, e := range events {
+		if _, ok := core.WebhookType(e.Type); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// queueSelect is the SELECT that makes the deliveries of the events e: one
+// per enabled endpoint of the send's tenant subscribed to the event's
+// name (a disabled endpoint has no subscription rows). A tenant without
+// endpoints costs it one empty primary-key range lookup per event.
+//
+// Its one parameter is the send's id. The tenant is an uncorrelated
+// sub-select on purpose: joined to sends, PostgreSQL's generic plan (it
+// cannot estimate the rows of e) scanned the whole sends table.
+const queueSelect = `SELECT ws.webhook_id, e.uid, ws.tenant, e.send_id, e.type, 'pending', 0, e.at, e.at, e.at
+		FROM e JOIN webhook_subscriptions ws ON ws.event = e.type
+		WHERE ws.tenant = (SELECT tenant FROM sends WHERE id = ?)`
+
+const queueInsert = `INSERT INTO webhook_deliveries
+		(webhook_id, event_id, tenant, send_id, event, status, tries, next_attempt_at, created_at, updated_at) `
+
+// addEventsQueued is PostgreSQL's AddEvent when a webhook event is among
+// the events: the events' INSERT and their deliveries' INSERT … SELECT in
+// one statement (a data-modifying WITH), so that queueing costs no round
+// trip of its own.
+func (t *Tx) addEventsQueued(ctx context.Context, sendID, insertEvents string, args []any) error {
+	n, err := t.q.exec(ctx, `WITH e AS (`+insertEvents+` RETURNING send_id, type, uid, at) `+queueInsert+queueSelect,
+		append(args, sendID)...)
+	if err != nil {
+		return fmt.Errorf("add event: %w", err)
+	}
+	if n > 0 {
+		t.hooked = true
+	}
+	return nil
+}
+
 // queueWebhooks queues, in the events' own transaction, one delivery of
-// each webhook event to every enabled endpoint of the send's tenant that
-// subscribed to it: one INSERT … SELECT over the subscriptions, run only
-// when one of the events is a webhook event at all. A tenant without
-// endpoints costs it one empty primary-key range lookup.
+// each webhook event to every endpoint that wants it (queueSelect over the
+// rows just written), run only when one of the events is a webhook event
+// at all. SQLite has no data-modifying WITH, and its statements cost no
+// round trip: a statement of its own.
 func (t *Tx) queueWebhooks(ctx context.Context, sendID string, events []core.Event) error {
 	args := []any{sendID}
 	for _, e := range events {
@@ -33,13 +73,8 @@ func (t *Tx) queueWebhooks(ctx context.Context, sendID string, events []core.Eve
 	if len(args) == 1 {
 		return nil
 	}
-	n, err := t.q.exec(ctx, `INSERT INTO webhook_deliveries
-		(webhook_id, event_id, tenant, send_id, event, status, tries, next_attempt_at, created_at, updated_at)
-		SELECT ws.webhook_id, e.uid, s.tenant, e.send_id, e.type, 'pending', 0, e.at, e.at, e.at
-		FROM send_events e
-		JOIN sends s ON s.id = e.send_id
-		JOIN webhook_subscriptions ws ON ws.tenant = s.tenant AND ws.event = e.type
-		WHERE e.send_id = ? AND e.uid IN (?`+strings.Repeat(", ?", len(args)-2)+`)`, args...)
+	n, err := t.q.exec(ctx, `WITH e AS (SELECT send_id, type, uid, at FROM send_events
+		WHERE send_id = ? AND uid IN (?`+strings.Repeat(", ?", len(args)-2)+`)) `+queueInsert+queueSelect, append(args, sendID)...)
 	if err != nil {
 		return fmt.Errorf("queue webhook deliveries: %w", err)
 	}
