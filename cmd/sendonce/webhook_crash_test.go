@@ -84,6 +84,13 @@ func webhookAfterKill(t *testing.T, db string) {
 	whSecret := hook["signing_secret"].(string)
 	call("POST", p.url+"/v1/send", "crash-hook-1", `{"to":"ada@example.com","subject":"Crash","text":"hello"}`)
 	waitFor(t, 10*time.Second, "the first attempt at the endpoint", func() bool { return requests() >= 1 })
+	mu.Lock()
+	eventID := got[0].Get("webhook-id")
+	mu.Unlock()
+	// Killed once the 503 is recorded and the retry due: a kill during the
+	// attempt itself would hold the delivery for its lease (30 s) first.
+	delivery := p.url + "/v1/webhooks/" + hook["id"].(string) + "/events/" + eventID
+	waitFor(t, 10*time.Second, "the 503 recorded", func() bool { return call("GET", delivery, "", "")["status"] == "pending" })
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +111,6 @@ func webhookAfterKill(t *testing.T, db string) {
 	if err := webhooksig.Verify(whSecret, last, lastBody, 0, time.Now()); err != nil {
 		t.Errorf("signature after the restart: %v", err)
 	}
-	id := hook["id"].(string)
-	waitFor(t, 10*time.Second, "the delivery recorded success", func() bool {
-		return call("GET", p.url+"/v1/webhooks/"+id+"/events/"+first.Get("webhook-id"), "", "")["status"] == "success"
-	})
+	delivery = p.url + "/v1/webhooks/" + hook["id"].(string) + "/events/" + eventID
+	waitFor(t, 10*time.Second, "the delivery recorded success", func() bool { return call("GET", delivery, "", "")["status"] == "success" })
 }
