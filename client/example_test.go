@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
+	"net/http"
 	"os"
 	"time"
 
@@ -69,4 +71,20 @@ func ExampleClient_Reconcile() {
 		return
 	}
 	fmt.Println(s.Status, err)
+}
+
+// A webhook receiver checks each delivery before it trusts it, and
+// de-duplicates on webhook-id (deliveries come at least once).
+func ExampleVerifyWebhook() {
+	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" // the webhook's signing_secret
+	http.HandleFunc("/hooks/sendonce", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil || client.VerifyWebhook(secret, r.Header, body, 5*time.Minute) != nil {
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		// Seen r.Header.Get("webhook-id") before? Answer 200 and stop.
+		// Otherwise handle body ({"type": "email.sent", "data": {…}}).
+		w.WriteHeader(http.StatusNoContent)
+	})
 }

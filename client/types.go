@@ -102,6 +102,9 @@ type Send struct {
 
 // Event is one entry of a send's history.
 type Event struct {
+	// ID is stable ("evt_…"): the webhook-id of the event's webhook
+	// deliveries.
+	ID     string    `json:"id"`
 	Type   string    `json:"type"`
 	At     time.Time `json:"at"`
 	Detail string    `json:"detail"`

@@ -250,7 +250,7 @@ func (s *Service) AcceptSend(ctx context.Context, tx core.Tx, key *core.APIKey, 
 	}
 	if send.Status != core.StatusQueued {
 		// Rare enough to keep the explicit row, which says what it waits for.
-		return tx.AddEvent(ctx, send.ID, core.Event{Type: "accepted", At: now, Detail: string(send.Status)})
+		return tx.AddEvent(ctx, send.ID, core.Event{Type: core.EventAccepted, At: now, Detail: string(send.Status)})
 	}
 	return nil
 }
@@ -265,12 +265,12 @@ func addrOf(rendered string) string {
 
 // Approve moves a pending send to queued and enqueues its delivery.
 func (s *Service) Approve(ctx context.Context, tx core.Tx, tenant, id string) (*core.Send, error) {
-	return s.transition(ctx, tx, tenant, id, core.StatusPendingApproval, core.StatusQueued, "approved")
+	return s.transition(ctx, tx, tenant, id, core.StatusPendingApproval, core.StatusQueued, core.EventApproved, "approved")
 }
 
 // Reject cancels a pending send.
 func (s *Service) Reject(ctx context.Context, tx core.Tx, tenant, id string) (*core.Send, error) {
-	return s.transition(ctx, tx, tenant, id, core.StatusPendingApproval, core.StatusCanceled, "rejected")
+	return s.transition(ctx, tx, tenant, id, core.StatusPendingApproval, core.StatusCanceled, core.EventCanceled, "rejected")
 }
 
 // Reconcile outcomes.
@@ -285,18 +285,21 @@ const (
 func (s *Service) Reconcile(ctx context.Context, tx core.Tx, tenant, id, outcome string) (*core.Send, error) {
 	switch outcome {
 	case OutcomeSent:
-		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusSent, "reconciled")
+		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusSent, core.EventSent, "reconciled")
 	case OutcomeFailed:
-		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusFailed, "reconciled")
+		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusFailed, core.EventFailed, "reconciled")
 	case OutcomeResend:
-		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusQueued, "reconciled")
+		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusQueued, core.EventReconciled, "reconciled")
 	}
 	return nil, core.Errorf(core.CodeValidation, "outcome", "outcome must be sent, failed or resend")
 }
 
-// transition moves a send from one status to another. Into queued it is due
-// at once, with a fresh retry budget.
-func (s *Service) transition(ctx context.Context, tx core.Tx, tenant, id string, from, to core.Status, event string) (*core.Send, error) {
+// transition moves a send from one status to another, recording event
+// (one of core's Event… names: a change the contract names is its
+// webhook event, so a reconciled sent is EventSent) with a detail like
+// "reconciled: unknown -> sent". Into queued it is due at once, with a
+// fresh retry budget.
+func (s *Service) transition(ctx context.Context, tx core.Tx, tenant, id string, from, to core.Status, event, why string) (*core.Send, error) {
 	send, err := tx.SendForUpdate(ctx, id)
 	if err != nil {
 		return nil, err
@@ -321,7 +324,7 @@ func (s *Service) transition(ctx context.Context, tx core.Tx, tenant, id string,
 	if err := tx.UpdateSend(ctx, send); err != nil {
 		return nil, err
 	}
-	if err := tx.AddEvent(ctx, id, core.Event{Type: event, At: now, Detail: fmt.Sprintf("%s -> %s", from, to)}); err != nil {
+	if err := tx.AddEvent(ctx, id, core.Event{Type: event, At: now, Detail: fmt.Sprintf("%s: %s -> %s", why, from, to)}); err != nil {
 		return nil, err
 	}
 	return send, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 	"github.com/sendonce/sendonce/internal/transport"
+	"github.com/sendonce/sendonce/internal/webhook"
 )
 
 // Config is every serve setting: the server's own (server.Config, each
@@ -152,6 +153,8 @@ func serverFlags(e *envFlags, c *Config) {
 	e.integer(&c.MaxMailboxes, "max-mailboxes", "SENDONCE_MAX_MAILBOXES", core.DefaultMaxMailboxes, "mailboxes one tenant may store (0: no cap)")
 	e.integer(&c.MaxDomains, "max-domains", "SENDONCE_MAX_DOMAINS", core.DefaultMaxDomains, "sending domains one tenant may store (0: no cap)")
 	e.integer(&c.MaxAPIKeys, "max-api-keys", "SENDONCE_MAX_API_KEYS", core.DefaultMaxAPIKeys, "API keys (not revoked) one tenant may create through the API (0: no cap; sendonce keys create is not capped)")
+	e.str(&sc.WebhookRetrySchedule, "webhook-retry-schedule", "SENDONCE_WEBHOOK_RETRY_SCHEDULE", webhook.DefaultSchedule, "waits before each retry of a failed webhook delivery, comma-separated; after the last the delivery is failed")
+	e.boolean(&sc.WebhookAllowPrivate, "webhook-allow-private", "SENDONCE_WEBHOOK_ALLOW_PRIVATE", false, "allow webhook endpoints on loopback and private addresses (refused by default)")
 	e.str(&c.Pprof, "pprof", "SENDONCE_PPROF", "", "serve net/http/pprof on this separate address, e.g. 127.0.0.1:6060 (off by default; never expose it: profiles reveal memory contents)")
 	// SENDONCE_SECRET_KEY only: as a flag it would show in process lists
 	// and in -h's defaults.
@@ -205,6 +208,9 @@ func (c *Config) validate() error {
 	}
 	if err := app.CheckSecretKey(sc.SecretKey); err != nil {
 		return err
+	}
+	if _, err := webhook.ParseSchedule(sc.WebhookRetrySchedule); err != nil {
+		return fmt.Errorf("--webhook-retry-schedule: %v", err)
 	}
 	if _, err := app.ResolverAddr(sc.DNSResolver); err != nil {
 		return fmt.Errorf("--dns-resolver: %v", err)

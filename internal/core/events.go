@@ -7,9 +7,16 @@ import "slices"
 // their "email.…" name. The others (accepted, attempt_started,
 // attempt_failed, late_attempt_result, …) are history only.
 const (
-	EventAccepted        = "accepted"
-	EventAttemptStarted  = "attempt_started"
-	EventAttemptFailed   = "attempt_failed"
+	EventAccepted       = "accepted"
+	EventAttemptStarted = "attempt_started"
+	EventAttemptFailed  = "attempt_failed"
+	// EventLateAttemptResult: an attempt's result arrived after the send
+	// was decided without it (kept for whoever reconciles).
+	EventLateAttemptResult = "late_attempt_result"
+	EventApproved          = "approved"
+	// EventReconciled: reconcile with outcome resend (sent and failed
+	// write EventSent and EventFailed).
+	EventReconciled      = "reconciled"
 	EventScheduled       = "scheduled"
 	EventSent            = "sent"
 	EventDelivered       = "delivered"
@@ -52,4 +59,15 @@ func WebhookTypes() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// EventOfWebhookType is WebhookType's inverse: the history entry name of a
+// webhook event type, and false for a type that is not one.
+func EventOfWebhookType(webhookType string) (string, bool) {
+	for e, t := range webhookTypes {
+		if t == webhookType {
+			return e, true
+		}
+	}
+	return "", false
 }

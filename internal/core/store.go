@@ -13,6 +13,7 @@ import (
 // before it commits: it acts only through tx and on variables of its own.
 type Store interface {
 	InTx(ctx context.Context, fn func(tx Tx) error) error
+	WebhookStore
 
 	// APIKey returns the key with that id, revoked or not; ErrNotFound.
 	APIKey(ctx context.Context, id string) (*APIKey, error)
@@ -87,6 +88,7 @@ type Tx interface {
 	// the transaction: the durable tier of the server's
 	// idempotency.Engine.
 	idemrecord.TxRecords
+	WebhookTx
 	InsertAPIKey(ctx context.Context, k *APIKey) error
 	RevokeAPIKey(ctx context.Context, id string, at time.Time) error
 
@@ -101,7 +103,10 @@ type Tx interface {
 	// while the attempt's token still holds the send in sending, and
 	// reports whether it did.
 	UpdateAttempt(ctx context.Context, s *Send, token string) (held bool, err error)
-	// AddEvent appends events to the send's history, in order.
+	// AddEvent appends events to the send's history, in order, and
+	// queues a delivery of each to every enabled webhook of the send's
+	// tenant that subscribed to its type (WebhookType), in this
+	// transaction.
 	AddEvent(ctx context.Context, sendID string, events ...Event) error
 	// ClaimDue takes up to limit queued sends due at now for one attempt
 	// each: they become sending under token until lease, their tries

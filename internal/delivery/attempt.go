@@ -281,7 +281,7 @@ type outcome struct {
 // contract's section 5 as a function.
 func outcomeOf(err error, attempt, maxAttempts int) outcome {
 	if err == nil {
-		return outcome{status: core.StatusSent, event: "sent", reached: true, metric: "sent",
+		return outcome{status: core.StatusSent, event: core.EventSent, reached: true, metric: "sent",
 			detail: fmt.Sprintf("attempt %d accepted by the next hop", attempt)}
 	}
 	reached := false
@@ -291,15 +291,15 @@ func outcomeOf(err error, attempt, maxAttempts int) outcome {
 	}
 	switch transport.ClassOf(err) {
 	case transport.Permanent:
-		return outcome{status: core.StatusFailed, event: "failed", detail: err.Error(), reached: reached, metric: "permfail"}
+		return outcome{status: core.StatusFailed, event: core.EventFailed, detail: err.Error(), reached: reached, metric: "permfail"}
 	case transport.Ambiguous:
-		return outcome{status: core.StatusUnknown, event: "unknown", detail: err.Error(), reached: reached, metric: "unknown"}
+		return outcome{status: core.StatusUnknown, event: core.EventUnknown, detail: err.Error(), reached: reached, metric: "unknown"}
 	}
 	if attempt >= maxAttempts {
-		return outcome{status: core.StatusFailed, event: "failed", reached: reached, metric: "tempfail",
+		return outcome{status: core.StatusFailed, event: core.EventFailed, reached: reached, metric: "tempfail",
 			detail: fmt.Sprintf("gave up after %d attempts: %v", attempt, err)}
 	}
-	return outcome{status: core.StatusQueued, event: "attempt_failed", detail: err.Error(), reached: reached,
+	return outcome{status: core.StatusQueued, event: core.EventAttemptFailed, detail: err.Error(), reached: reached,
 		retry: true, metric: "tempfail"}
 }
 
@@ -336,7 +336,7 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 			return err
 		}
 		if !held {
-			return tx.AddEvent(wctx, s.ID, core.Event{Type: "late_attempt_result", At: now,
+			return tx.AddEvent(wctx, s.ID, core.Event{Type: core.EventLateAttemptResult, At: now,
 				Detail: "a late attempt result arrived after the lease: " + o.event + ": " + o.detail})
 		}
 		if inTx != nil {
@@ -361,7 +361,7 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 		}
 		// The attempt's start is written with its outcome: a claim that
 		// dies before the outcome leaves the rescuer's unknown instead.
-		events := []core.Event{{Type: "attempt_started", At: s.UpdatedAt, Detail: fmt.Sprintf("attempt %d", s.Tries)}}
+		events := []core.Event{{Type: core.EventAttemptStarted, At: s.UpdatedAt, Detail: fmt.Sprintf("attempt %d", s.Tries)}}
 		if o.event != "" { // a bounced send's recipients' events tell it
 			events = append(events, core.Event{Type: o.event, At: now, Detail: o.detail})
 		}

@@ -371,7 +371,7 @@ func markUnknown(ctx context.Context, tx core.Tx, s *core.Send, now time.Time, w
 	if err := tx.UpdateSend(ctx, s); err != nil {
 		return err
 	}
-	return tx.AddEvent(ctx, s.ID, core.Event{Type: "unknown", At: now, Detail: why})
+	return tx.AddEvent(ctx, s.ID, core.Event{Type: core.EventUnknown, At: now, Detail: why})
 }
 
 // RescueExpired turns sends whose attempt lease ran out into unknown. It

@@ -171,7 +171,8 @@ func (s *Server) handleGetSend(w http.ResponseWriter, r *http.Request) {
 	v := viewSend(send)
 	v.Events = make([]eventView, 0, len(events))
 	for _, e := range events {
-		v.Events = append(v.Events, eventView{Type: e.Type, At: rfc3339(e.At), Detail: e.Detail, Recipient: e.Recipient})
+		v.Events = append(v.Events, eventView{ID: e.ID, Type: e.Type, At: rfc3339(e.At), Detail: e.Detail,
+			Recipient: e.Recipient, Bounce: viewBounce(e.Bounce)})
 	}
 	writeJSON(w, http.StatusOK, v)
 }

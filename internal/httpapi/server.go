@@ -15,6 +15,7 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/metrics"
 	"github.com/sendonce/sendonce/internal/ratelimit"
+	"github.com/sendonce/sendonce/internal/webhook"
 )
 
 // Config holds the HTTP layer's settings.
@@ -50,6 +51,8 @@ type Config struct {
 	// between processes. Defaults to ratelimit.NewMemory on the
 	// service's clock.
 	Limiter ratelimit.Limiter
+	// Webhooks serves /v1/webhooks and Resend's /webhooks. Required.
+	Webhooks *webhook.Service
 }
 
 // Server is the HTTP API.
@@ -62,6 +65,7 @@ type Server struct {
 	mux     *http.ServeMux
 	idem    *idempotency.Engine
 	limiter ratelimit.Limiter
+	hooks   *webhook.Service
 }
 
 // NewServer returns the API as an http.Handler.
@@ -82,7 +86,7 @@ func newServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Lo
 	if cache == 0 {
 		cache = idempotency.DefaultReplayCacheEntries
 	}
-	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, mux: http.NewServeMux(), limiter: cfg.Limiter}
+	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, mux: http.NewServeMux(), limiter: cfg.Limiter, hooks: cfg.Webhooks}
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory(svc.Now)
 	}

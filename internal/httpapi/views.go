@@ -34,11 +34,12 @@ type sendView struct {
 }
 
 type eventView struct {
-	Type   string `json:"type"`
-	At     string `json:"at"`
-	Detail string `json:"detail"`
-	// Recipient is the address a recipient's event is about.
-	Recipient string `json:"recipient,omitempty"`
+	ID        string      `json:"id"`
+	Type      string      `json:"type"`
+	At        string      `json:"at"`
+	Detail    string      `json:"detail"`
+	Recipient string      `json:"recipient,omitempty"`
+	Bounce    *bounceView `json:"bounce,omitempty"`
 }
 
 // recipientView is one recipient's own outcome (contract, section 4).
@@ -74,6 +75,22 @@ func viewRecipients(s *core.Send) []recipientView {
 		}
 	}
 	return out
+}
+
+// bounceView is a core.Bounce in the names of Resend's bounce object.
+type bounceView struct {
+	Type           string   `json:"type"`
+	SubType        string   `json:"subType"`
+	Status         string   `json:"status"`
+	Message        string   `json:"message"`
+	DiagnosticCode []string `json:"diagnosticCode"`
+}
+
+func viewBounce(b *core.Bounce) *bounceView {
+	if b == nil {
+		return nil
+	}
+	return &bounceView{Type: b.Type, SubType: b.SubType, Status: b.Status, Message: b.Message, DiagnosticCode: list(b.DiagnosticCode)}
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -3,6 +3,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 	"github.com/sendonce/sendonce/internal/submission"
 	"github.com/sendonce/sendonce/internal/transport"
 	"github.com/sendonce/sendonce/internal/verp"
+	"github.com/sendonce/sendonce/internal/webhook"
 )
 
 // Config is what a sendonce instance needs. A zero field takes its default,
@@ -103,6 +105,15 @@ type Config struct {
 	// mailboxes, domains, keys). nil: none (the default here; the
 	// binary's --max-* flags default to core.DefaultMax*).
 	Caps core.Caps
+	// WebhookRetrySchedule is --webhook-retry-schedule. Defaults to
+	// webhook.DefaultSchedule.
+	WebhookRetrySchedule string
+	// WebhookAllowPrivate is --webhook-allow-private: webhook endpoints
+	// may be on loopback and private addresses.
+	WebhookAllowPrivate bool
+	// WebhookPoll is how often an idle webhook worker looks for due
+	// deliveries. Defaults to 500ms.
+	WebhookPoll time.Duration
 	// Now is the clock of the idempotency and delivery rules. Defaults to
 	// time.Now. (River schedules on the wall clock.)
 	Now func() time.Time
@@ -165,6 +176,9 @@ type Server struct {
 	inbound     *inbound.Server
 	now         func() time.Time
 	logger      *slog.Logger
+	// Webhooks is the webhook worker; nil when this instance runs no
+	// workers.
+	Webhooks *webhook.Worker
 }
 
 // New opens the database (creating and migrating it when needed) and wires
@@ -286,7 +300,12 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		front = redisstore.New(rdb, prefix)
 		limiter = ratelimit.NewRedis(rdb, prefix+"rl:", svc.Now, logger)
 	}
+	hooks, worker, err := wireWebhooks(store, cfg, policy, logger)
+	if err != nil {
+		return nil, err
+	}
 	h := httpapi.NewServer(svc, m, httpapi.Config{
+		Webhooks:              hooks,
 		Front:                 front,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.ReservationLease,
 		DefaultTransport: cfg.Transport, ReplayCacheEntries: cfg.ReplayCache,
@@ -299,14 +318,38 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if now == nil {
 		now = time.Now
 	}
-	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h, Submission: sub, redis: rdb,
+	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Webhooks: worker, Handler: h, Submission: sub, redis: rdb,
 		Bounce: signer, inboundAddr: cfg.InboundAddr, now: now, logger: logger}, nil
+}
+
+// wireWebhooks makes the webhook use cases and, where delivery runs, the
+// worker. Endpoints follow --outbound-allow, plus private and loopback
+// addresses under --webhook-allow-private.
+func wireWebhooks(store *sqlstore.Store, cfg Config, policy *outbound.Policy, logger *slog.Logger) (*webhook.Service, *webhook.Worker, error) {
+	schedule, err := webhook.ParseSchedule(cmp.Or(cfg.WebhookRetrySchedule, webhook.DefaultSchedule))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--webhook-retry-schedule: %w", err)
+	}
+	if cfg.WebhookAllowPrivate {
+		policy = policy.With(outbound.MustParse("private"))
+	}
+	svc := webhook.NewService(store, webhook.ServiceConfig{Policy: policy, SecretKey: cfg.SecretKey, Now: cfg.Now}, logger)
+	if !cfg.Work {
+		return svc, nil, nil
+	}
+	w := webhook.NewWorker(store, webhook.WorkerConfig{Schedule: schedule, Policy: policy, SecretKey: cfg.SecretKey,
+		Poll: cfg.WebhookPoll, Now: cfg.Now}, logger)
+	store.OnWebhookDue(w.Notify)
+	return svc, w, nil
 }
 
 // Start starts the delivery workers (if this instance runs any).
 func (s *Server) Start(ctx context.Context) error {
 	if err := s.Queue.Start(ctx); err != nil {
 		return err
+	}
+	if s.Webhooks != nil {
+		s.Webhooks.Start()
 	}
 	s.started = true
 	return s.startInbound(s.logger)
@@ -318,7 +361,11 @@ func (s *Server) Stop(ctx context.Context) error {
 		return nil
 	}
 	s.started = false
-	return errors.Join(s.stopInbound(ctx), s.Queue.Stop(ctx))
+	var werr error
+	if s.Webhooks != nil {
+		werr = s.Webhooks.Stop(ctx)
+	}
+	return errors.Join(s.stopInbound(ctx), s.Queue.Stop(ctx), werr)
 }
 
 // Close stops the workers if needed and closes the database.

@@ -206,7 +206,7 @@ func (g *groupCommit) runTxs(batch []*txReq, savepoints bool) (batchEnd, error) 
 		deferred = &deferredRows{}
 	}
 	savepoints = savepoints && len(batch) > 1
-	woke := false
+	woke, hooked := false, false
 	for _, r := range batch {
 		if r.err != nil || r.panicked != nil {
 			continue // answered by an earlier run
@@ -238,6 +238,7 @@ func (g *groupCommit) runTxs(batch []*txReq, savepoints bool) (batchEnd, error) 
 			return batchDone, nil // alone in its batch: its answer is final
 		}
 		woke = woke || (r.pending && t.woke)
+		hooked = hooked || (r.pending && t.hooked)
 	}
 	flushErr, err := btx.commit(ctx, deferred)
 	if flushErr != nil {
@@ -256,6 +257,9 @@ func (g *groupCommit) runTxs(batch []*txReq, savepoints bool) (batchEnd, error) 
 	}
 	if woke {
 		g.store.woke()
+	}
+	if hooked && g.store.onWebhookDue != nil {
+		g.store.onWebhookDue()
 	}
 	return batchDone, nil
 }

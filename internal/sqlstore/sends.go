@@ -167,10 +167,14 @@ func (t *Tx) AddEvent(ctx context.Context, sendID string, events ...core.Event) 
 	}
 	q := `INSERT INTO send_events (send_id, type, at, detail, uid, recipient, bounce) VALUES (?, ?, ?, ?, ?, ?, ?)` +
 		strings.Repeat(`, (?, ?, ?, ?, ?, ?, ?)`, len(events)-1)
+	if t.s.dialect == Postgres && anyWebhookEvent(events) {
+		// One round trip for the events and their deliveries.
+		return t.addEventsQueued(ctx, sendID, q, args)
+	}
 	if _, err := t.q.exec(ctx, q, args...); err != nil {
 		return fmt.Errorf("add event: %w", err)
 	}
-	return nil
+	return t.queueWebhooks(ctx, sendID, events)
 }
 
 // ClaimDue implements core.Tx: one statement claims the batch.
@@ -337,12 +341,14 @@ func sendEvents(ctx context.Context, q querier, tenant, id string) ([]core.Event
 }
 
 // withCreation puts the send's creation first in its history: a queued
-// send's acceptance is its row (AcceptSend writes no event for it).
+// send's acceptance is its row (AcceptSend writes no event for it). Its id
+// is the send id's ULID (the send's creation time), stable on every read.
 func withCreation(s *core.Send, events []core.Event) []core.Event {
-	if len(events) > 0 && events[0].Type == "accepted" {
+	if len(events) > 0 && events[0].Type == core.EventAccepted {
 		return events
 	}
-	return append([]core.Event{{Type: "accepted", At: s.CreatedAt, Detail: string(core.StatusQueued)}}, events...)
+	id := "evt_" + strings.TrimPrefix(s.ID, "snd_")
+	return append([]core.Event{{ID: id, Type: core.EventAccepted, At: s.CreatedAt, Detail: string(core.StatusQueued)}}, events...)
 }
 
 // QueueDepth implements core.Store.

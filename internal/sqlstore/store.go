@@ -35,6 +35,10 @@ type Store struct {
 	// onDue is called after a commit that made a send due (see OnDue).
 	onDue func()
 	gc    *groupCommit // the batching writer
+
+	// onWebhookDue is called after a commit that queued a webhook
+	// delivery (see OnWebhookDue).
+	onWebhookDue func()
 }
 
 // Dialect says which database the store runs on.
@@ -86,6 +90,9 @@ type Tx struct {
 	s        *Store
 	// woke: this transaction wrote a queued send (Store.OnDue).
 	woke bool
+	// hooked: this transaction queued a webhook delivery
+	// (Store.OnWebhookDue).
+	hooked bool
 }
 
 func newTx(s *Store, q querier, d *deferredRows) *Tx {

@@ -133,6 +133,10 @@ type Options struct {
 	// Transport, when set, is the transport instead (an smtp:// URL of a
 	// real MTA, say).
 	Transport string
+	// WebhookSchedule is --webhook-retry-schedule; default "50ms,100ms".
+	WebhookSchedule string
+	// WebhookAllowPrivate is --webhook-allow-private.
+	WebhookAllowPrivate bool
 }
 
 // Env is a running instance.
@@ -209,12 +213,16 @@ func Start(t testing.TB, o Options) *Env {
 		AttemptLease: o.Lease, Work: !o.NoWorkers, PollInterval: o.PollInterval, Now: e.Clock.Now,
 		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort, BounceDomain: o.BounceDomain,
 		RateLimit: o.RateLimit, RateLimitWindow: o.RateLimitWindow, Caps: o.Caps,
+		WebhookRetrySchedule: o.WebhookSchedule, WebhookAllowPrivate: o.WebhookAllowPrivate, WebhookPoll: 20 * time.Millisecond,
 	}
 	if o.Inbound {
 		if cfg.BounceDomain == "" {
 			cfg.BounceDomain = "bounces.example.test"
 		}
 		cfg.InboundAddr = "127.0.0.1:0"
+	}
+	if cfg.WebhookRetrySchedule == "" {
+		cfg.WebhookRetrySchedule = "50ms,100ms"
 	}
 	if !o.StrictOutbound {
 		cfg.OutboundAllow = "127.0.0.0/8,::1"

@@ -1,0 +1,250 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/webhook"
+)
+
+// /v1/webhooks and Resend's /webhooks (API contract, section 10) share
+// their handlers and shapes — sendonce's webhook object is Resend's with
+// more fields, a list carries both Resend's has_more and the native next —
+// and differ in their auth and error bodies (routes.go passes the style)
+// and in create's status (201 natively, 200 as Resend answers).
+
+type webhookView struct {
+	ID             string   `json:"id"`
+	Object         string   `json:"object"`
+	Endpoint       string   `json:"endpoint"`
+	Events         []string `json:"events"`
+	Status         string   `json:"status"`
+	CreatedAt      string   `json:"created_at"`
+	SigningSecret  string   `json:"signing_secret,omitempty"` // create and rotate only
+	DisabledReason string   `json:"disabled_reason,omitempty"`
+}
+
+func viewWebhook(w *core.Webhook, secret string) webhookView {
+	return webhookView{ID: w.ID, Object: "webhook", Endpoint: w.Endpoint, Events: list(w.Events), Status: string(w.Status),
+		CreatedAt: rfc3339(w.CreatedAt), SigningSecret: secret, DisabledReason: w.DisabledReason}
+}
+
+type deliveryView struct {
+	ID            string          `json:"id"` // the event's id, the webhook-id header
+	Object        string          `json:"object"`
+	Type          string          `json:"type"`
+	EmailID       string          `json:"email_id"`
+	CreatedAt     string          `json:"created_at"`
+	Status        string          `json:"status"`
+	Attempts      int             `json:"attempts"`
+	NextAttemptAt *string         `json:"next_attempt_at"`
+	Payload       json.RawMessage `json:"payload,omitempty"` // GET of one only
+}
+
+func viewDelivery(d *core.WebhookDelivery, withPayload bool) deliveryView {
+	typ, _ := core.WebhookType(d.Event)
+	v := deliveryView{ID: d.EventID, Object: "webhook_event", Type: typ, EmailID: d.SendID, CreatedAt: rfc3339(d.CreatedAt),
+		Status: string(d.Status), Attempts: d.Tries, NextAttemptAt: optTime(d.NextAttemptAt)}
+	if withPayload && d.Body != nil {
+		v.Payload = d.Body
+	}
+	return v
+}
+
+type attemptView struct {
+	ID             string `json:"id"`
+	Object         string `json:"object"`
+	HTTPStatusCode int    `json:"http_status_code"`
+	Response       string `json:"response"`
+	Error          string `json:"error,omitempty"`
+	SentAt         string `json:"sent_at"`
+	DurationMS     int64  `json:"duration_ms"`
+}
+
+// pageView is a list in both styles at once: Resend's has_more and the
+// native next cursor.
+type pageView[T any] struct {
+	Object  string  `json:"object"`
+	Data    []T     `json:"data"`
+	HasMore bool    `json:"has_more"`
+	Next    *string `json:"next"`
+}
+
+func page[T any](data []T, more bool, id func(T) string) pageView[T] {
+	v := pageView[T]{Object: "list", Data: list(data), HasMore: more}
+	if more && len(data) > 0 {
+		v.Next = optString(id(data[len(data)-1]))
+	}
+	return v
+}
+
+// failFunc writes an error in a route style's shape.
+type failFunc func(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error)
+
+func (s *Server) handleCreateWebhook(status int) txHandler {
+	return func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error) {
+		var req struct {
+			Endpoint string   `json:"endpoint"`
+			Events   []string `json:"events"`
+		}
+		if err := decodeStrict(body, &req); err != nil {
+			return nil, err
+		}
+		hook, secret, err := s.hooks.Prepare(ctx, key.Tenant, req.Endpoint, req.Events)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, tx core.Tx) (int, any, error) {
+			if err := tx.InsertWebhook(ctx, hook); err != nil {
+				return 0, nil, err
+			}
+			return status, viewWebhook(hook, secret), nil
+		}, nil
+	}
+}
+
+func pageOf(r *http.Request) (core.WebhookPage, error) {
+	limit, err := parseLimit(r.URL.Query().Get("limit"))
+	return core.WebhookPage{Limit: limit, After: r.URL.Query().Get("after")}, err
+}
+
+func (s *Server) handleListWebhooks(fail failFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := pageOf(r)
+		var hooks []*core.Webhook
+		more := false
+		if err == nil {
+			hooks, more, err = s.store.ListWebhooks(r.Context(), apiKeyFrom(r.Context()).Tenant, p)
+		}
+		if err != nil {
+			fail(w, r, s.logger, err)
+			return
+		}
+		views := make([]webhookView, 0, len(hooks))
+		for _, h := range hooks {
+			views = append(views, viewWebhook(h, ""))
+		}
+		writeJSON(w, http.StatusOK, page(views, more, func(v webhookView) string { return v.ID }))
+	}
+}
+
+func (s *Server) handleGetWebhook(fail failFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		h, err := s.store.Webhook(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+		if err != nil {
+			fail(w, r, s.logger, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, viewWebhook(h, ""))
+	}
+}
+
+func (s *Server) handleUpdateWebhook(fail failFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Endpoint *string   `json:"endpoint"`
+			Events   *[]string `json:"events"`
+			Status   *string   `json:"status"`
+		}
+		body, err := s.readBody(w, r)
+		if err == nil {
+			err = decodeStrict(body, &req)
+		}
+		p := webhook.Patch{Endpoint: req.Endpoint, Events: req.Events, Status: req.Status}
+		if err == nil {
+			err = s.hooks.CheckPatch(r.Context(), &p)
+		}
+		var h *core.Webhook
+		if err == nil {
+			h, err = s.hooks.Update(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"), p)
+		}
+		if err != nil {
+			fail(w, r, s.logger, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, viewWebhook(h, ""))
+	}
+}
+
+func (s *Server) handleDeleteWebhook(fail failFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if err := s.hooks.Delete(r.Context(), apiKeyFrom(r.Context()).Tenant, id); err != nil {
+			fail(w, r, s.logger, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, resendDeleted{Object: "webhook", ID: id, Deleted: true})
+	}
+}
+
+func (s *Server) handleRotateWebhook(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
+	h, secret, err := s.hooks.RotateTx(ctx, tx, key.Tenant, r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, viewWebhook(h, secret), nil
+}
+
+func (s *Server) handleListDeliveries(fail failFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := pageOf(r)
+		var ds []*core.WebhookDelivery
+		more := false
+		if err == nil {
+			ds, more, err = s.store.ListWebhookDeliveries(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"), p)
+		}
+		if err != nil {
+			fail(w, r, s.logger, err)
+			return
+		}
+		views := make([]deliveryView, 0, len(ds))
+		for _, d := range ds {
+			views = append(views, viewDelivery(d, false))
+		}
+		writeJSON(w, http.StatusOK, page(views, more, func(v deliveryView) string { return v.ID }))
+	}
+}
+
+func (s *Server) handleGetDelivery(fail failFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		d, err := s.store.WebhookDelivery(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"), r.PathValue("event_id"))
+		if err != nil {
+			fail(w, r, s.logger, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, viewDelivery(d, true))
+	}
+}
+
+func (s *Server) handleListAttempts(fail failFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := pageOf(r)
+		var as []*core.WebhookAttempt
+		more := false
+		if err == nil {
+			as, more, err = s.store.ListWebhookAttempts(r.Context(), apiKeyFrom(r.Context()).Tenant,
+				r.PathValue("id"), r.PathValue("event_id"), p)
+		}
+		if err != nil {
+			fail(w, r, s.logger, err)
+			return
+		}
+		views := make([]attemptView, 0, len(as))
+		for _, a := range as {
+			views = append(views, attemptView{ID: a.ID, Object: "webhook_attempt", HTTPStatusCode: a.HTTPStatus, Response: a.Response,
+				Error: a.Error, SentAt: rfc3339(a.At), DurationMS: a.Duration.Milliseconds()})
+		}
+		writeJSON(w, http.StatusOK, page(views, more, func(v attemptView) string { return v.ID }))
+	}
+}
+
+func (s *Server) handleReplayDelivery(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
+	id := r.PathValue("event_id")
+	if err := s.hooks.ReplayTx(ctx, tx, key.Tenant, r.PathValue("id"), id); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]string{"object": "webhook_event", "id": id, "status": string(core.DeliveryPending)}, nil
+}

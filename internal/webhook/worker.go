@@ -1,0 +1,301 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sendonce/sendonce/idempotency"
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/webhooksig"
+)
+
+// DefaultSchedule is --webhook-retry-schedule's default: the waits after
+// the first, second, … failed attempt; after the last the delivery is
+// failed (eight attempts over about 28 hours).
+const DefaultSchedule = "5s,5m,30m,2h,5h,10h,10h"
+
+// ParseSchedule reads a retry schedule: comma-separated positive
+// durations.
+func ParseSchedule(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, part := range strings.Split(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(part))
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("retry schedule %q: %q is not a positive duration", s, part)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// MaxConsecutiveFailures is how many deliveries in a row (each having
+// used up the whole retry schedule) fail before sendonce disables their
+// endpoint.
+const MaxConsecutiveFailures = 10
+
+// Timeout bounds one attempt: a 2xx must come within it.
+const Timeout = 10 * time.Second
+
+// maxResponse is how much of a response body is read and kept.
+const maxResponse = 1024
+
+// WorkerConfig configures a Worker; zero values take the defaults.
+type WorkerConfig struct {
+	// Schedule is the retry schedule. Defaults to DefaultSchedule.
+	Schedule []time.Duration
+	// Concurrency bounds the attempts running at once in this process.
+	// Defaults to 32.
+	Concurrency int
+	// PerEndpoint bounds the attempts running at once to one endpoint,
+	// across processes. Defaults to 4.
+	PerEndpoint int
+	// MaxFailures: see MaxConsecutiveFailures, the default.
+	MaxFailures int
+	// Timeout defaults to Timeout (the contract's 10 s).
+	Timeout time.Duration
+	// Lease is how long a claimed attempt is held before another worker
+	// may take it again. Defaults to 3 × Timeout.
+	Lease time.Duration
+	// Poll is how often an idle worker looks for due deliveries. Defaults
+	// to 500ms.
+	Poll time.Duration
+	// Policy judges every address connected to (outbound.Policy, with
+	// "private" added under --webhook-allow-private).
+	Policy *outbound.Policy
+	// SecretKey opens sealed signing secrets.
+	SecretKey string
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+}
+
+func (c *WorkerConfig) defaults() {
+	if len(c.Schedule) == 0 {
+		c.Schedule, _ = ParseSchedule(DefaultSchedule)
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 32
+	}
+	if c.PerEndpoint <= 0 {
+		c.PerEndpoint = 4
+	}
+	if c.MaxFailures <= 0 {
+		c.MaxFailures = MaxConsecutiveFailures
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = Timeout
+	}
+	if c.Lease <= 0 {
+		c.Lease = 3 * c.Timeout
+	}
+	if c.Poll <= 0 {
+		c.Poll = 500 * time.Millisecond
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Worker claims due deliveries and makes their attempts.
+type Worker struct {
+	q      core.WebhookQueue
+	cfg    WorkerConfig
+	client *http.Client
+	logger *slog.Logger
+
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	running sync.WaitGroup
+	slots   chan struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
+}
+
+// NewWorker returns a worker on q.
+func NewWorker(q core.WebhookQueue, cfg WorkerConfig, logger *slog.Logger) *Worker {
+	cfg.defaults()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	tr := cfg.Policy.HTTPTransport()
+	tr.MaxIdleConnsPerHost = cfg.PerEndpoint
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Worker{q: q, cfg: cfg, logger: logger,
+		client: &http.Client{
+			Transport: tr,
+			Timeout:   cfg.Timeout,
+			// Redirects are not followed: the endpoint registered is the
+			// one that gets the event, and a 3xx is a failed attempt.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		slots: make(chan struct{}, cfg.Concurrency), ctx: ctx, cancel: cancel}
+}
+
+// Notify makes the worker look for due deliveries now. It never blocks.
+func (w *Worker) Notify() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the claim loop until Stop.
+func (w *Worker) Start() { go w.loop() }
+
+// Stop stops claiming and waits for running attempts (bounded by ctx,
+// after which they are canceled; their deliveries are tried again once
+// their lease ends).
+func (w *Worker) Stop(ctx context.Context) error {
+	w.once.Do(func() { close(w.stop) })
+	<-w.done
+	finished := make(chan struct{})
+	go func() { w.running.Wait(); close(finished) }()
+	select {
+	case <-finished:
+		w.cancel()
+		return nil
+	case <-ctx.Done():
+		w.cancel()
+		<-finished
+		return ctx.Err()
+	}
+}
+
+func (w *Worker) loop() {
+	defer close(w.done)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	failures := 0
+	for {
+		full := false
+		if free := w.cfg.Concurrency - len(w.slots); free > 0 {
+			jobs, err := w.claim(w.ctx, free)
+			if err != nil {
+				failures++
+				if failures == 1 || failures%100 == 0 {
+					w.logger.Warn("claiming webhook deliveries failed; retrying", slog.Int("failures", failures), slog.Any("error", err))
+				}
+			} else {
+				failures = 0
+			}
+			for _, j := range jobs {
+				w.slots <- struct{}{}
+				w.running.Add(1)
+				go func() {
+					defer w.running.Done()
+					w.Attempt(w.ctx, j)
+					<-w.slots
+					w.Notify()
+				}()
+			}
+			full = len(jobs) == free
+		}
+		if full {
+			select {
+			case <-w.stop:
+				return
+			default:
+				continue
+			}
+		}
+		timer.Reset(w.cfg.Poll)
+		select {
+		case <-w.stop:
+			return
+		case <-w.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+func (w *Worker) claim(ctx context.Context, n int) ([]*core.WebhookJob, error) {
+	now := w.cfg.Now().UTC()
+	return w.q.ClaimWebhooks(ctx, core.WebhookClaim{Now: now, LeaseUntil: now.Add(w.cfg.Lease), Token: idempotency.NewToken(),
+		Limit: n, PerEndpoint: w.cfg.PerEndpoint, Build: Build})
+}
+
+// RunOnce claims the deliveries due now and attempts them one after the
+// other; it returns how many. Tests and tools drive delivery with it.
+func (w *Worker) RunOnce(ctx context.Context) (int, error) {
+	jobs, err := w.claim(ctx, 100)
+	for _, j := range jobs {
+		w.Attempt(ctx, j)
+	}
+	return len(jobs), err
+}
+
+// Attempt makes one attempt of a claimed delivery and records it.
+func (w *Worker) Attempt(ctx context.Context, j *core.WebhookJob) {
+	d := j.Delivery
+	start := w.cfg.Now()
+	a := core.WebhookAttempt{WebhookID: d.WebhookID, EventID: d.EventID, At: start.UTC()}
+	status, resp, err := w.post(ctx, j, start)
+	a.Duration = w.cfg.Now().Sub(start)
+	a.HTTPStatus, a.Response = status, resp
+	if err != nil {
+		a.Error = err.Error()
+	}
+	r := core.WebhookResult{Job: j, Attempt: a, Now: w.cfg.Now().UTC(), MaxFailures: w.cfg.MaxFailures,
+		Success: err == nil && status >= 200 && status < 300}
+	if status == http.StatusGone {
+		r.Disable = "the endpoint answered 410 Gone"
+	}
+	if !r.Success && d.Tries <= len(w.cfg.Schedule) {
+		at := r.Now.Add(w.cfg.Schedule[d.Tries-1])
+		r.NextAttemptAt = &at
+	}
+	// Written even when ctx ended: the attempt happened.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.Timeout)
+	defer cancel()
+	if err := w.q.RecordWebhookAttempt(rctx, r); err != nil {
+		// The delivery stays attempting: once its lease ends it is tried
+		// again (at least once).
+		w.logger.ErrorContext(ctx, "record webhook attempt", slog.String("webhook_id", d.WebhookID),
+			slog.String("event_id", d.EventID), slog.Any("error", err))
+		return
+	}
+	w.logger.LogAttrs(ctx, slog.LevelDebug, "webhook attempt", slog.String("webhook_id", d.WebhookID),
+		slog.String("event_id", d.EventID), slog.Int("try", d.Tries), slog.Int("http_status", status), slog.Bool("ok", r.Success))
+}
+
+// post sends the delivery's kept body, signed now. It returns the HTTP
+// status (0 without a response) and the start of the response body.
+func (w *Worker) post(ctx context.Context, j *core.WebhookJob, now time.Time) (int, string, error) {
+	secret, err := OpenSecret(j.Secret, w.cfg.SecretKey)
+	if err != nil {
+		return 0, "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.Endpoint, bytes.NewReader(j.Delivery.Body))
+	if err != nil {
+		return 0, "", fmt.Errorf("webhook request: %w", err)
+	}
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return 0, "", errors.New("webhook endpoint is not http(s)")
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "sendonce-webhooks")
+	if err := webhooksig.SetHeaders(req.Header, secret, j.Delivery.EventID, now, j.Delivery.Body); err != nil {
+		return 0, "", err
+	}
+	res, err := w.client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(res.Body, maxResponse))
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10)) // let the connection be reused
+	return res.StatusCode, string(b), nil
+}
