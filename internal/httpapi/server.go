@@ -41,6 +41,9 @@ type Config struct {
 	// smtp:// URL): the relay GET /api/public/v1/mailboxes/{id}/status
 	// checks for mailboxes without their own. Defaults to "capture".
 	DefaultTransport string
+	// Dashboard, when set, serves the web dashboard at / and under /ui/
+	// (internal/dashboard). Defaults to none.
+	Dashboard http.Handler
 }
 
 // Server is the HTTP API.
@@ -147,6 +150,10 @@ func (w *loggingWriter) WriteHeader(code int) {
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection (the
+// dashboard's event streams flush and lift the write deadline).
+func (w *loggingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *loggingWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/dashboard"
 	"github.com/sendonce/sendonce/internal/delivery"
 	"github.com/sendonce/sendonce/internal/httpapi"
 	"github.com/sendonce/sendonce/internal/metrics"
@@ -209,6 +210,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		Front:                 front,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.ReservationLease,
 		DefaultTransport: cfg.Transport, ReplayCacheEntries: cfg.ReplayCache,
+		Dashboard: dashboard.New(dashboard.Config{Service: svc, Sessions: store, Metrics: m, Logger: logger}),
 	}, logger)
 	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h, redis: rdb}, nil
 }
