@@ -3,9 +3,9 @@ package dashboard
 // price is a provider's published list price per 1,000 emails, as a range
 // when it depends on the plan.
 type price struct {
-	Provider   string
-	Low, High  float64 // US dollars per 1,000 emails
-	Note       string
+	Provider  string
+	Low, High float64 // US dollars per 1,000 emails
+	Note      string
 }
 
 // pricesAsOf is when the table below was read from the providers' pages.
