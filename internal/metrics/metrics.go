@@ -31,16 +31,16 @@ type Metrics struct {
 }
 
 // Ways a duplicate send is caught: a replayed response (the same
-// Idempotency-Key again), a 409 (the same key while the first request
-// runs), an MCP send_email call that found the send of its intent.
+// Idempotency-Key again) and a 409 (the same key while the first request
+// runs). An MCP send_email that finds its intent's send answers in the
+// MCP process, which has no metrics of its own yet.
 const (
 	ViaReplay   = "replay"
 	ViaConflict = "conflict"
-	ViaMCP      = "mcp_found"
 )
 
 // DuplicateVias lists the via labels of DuplicatesPrevented.
-var DuplicateVias = []string{ViaReplay, ViaConflict, ViaMCP}
+var DuplicateVias = []string{ViaReplay, ViaConflict}
 
 // New registers the metrics. queueDepth is read at every scrape.
 func New(queueDepth func(ctx context.Context) (int, error)) *Metrics {

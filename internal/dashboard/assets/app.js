@@ -23,17 +23,17 @@ function liveList(tbody) {
   });
 }
 
-// Copy buttons: <button data-copy="input-id">.
+// Copy buttons: <button data-copy="input-id">. The selection copy works
+// without a clipboard permission; the Clipboard API is the modern path.
 function copyButton(btn) {
-  btn.addEventListener("click", async () => {
+  btn.addEventListener("click", () => {
     const input = document.getElementById(btn.dataset.copy);
-    try {
-      await navigator.clipboard.writeText(input.value);
-    } catch {
-      input.select();
-      document.execCommand("copy");
-    }
-    btn.textContent = "Copied";
+    const done = () => { btn.textContent = "Copied"; };
+    input.select();
+    let copied = false;
+    try { copied = document.execCommand("copy"); } catch { copied = false; }
+    if (copied) done();
+    if (navigator.clipboard) navigator.clipboard.writeText(input.value).then(done, () => {});
   });
 }
 

@@ -1,0 +1,294 @@
+package dashboard_test
+
+// End-to-end tests in a real headless Chromium (Debian's chromium package;
+// .ci/run installs it), driven with chromedp: what a person does in the
+// dashboard, against a whole running instance.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
+)
+
+const chromiumPath = "/usr/bin/chromium"
+
+// browserWait bounds each wait for something that must happen in the page.
+const browserWait = 20 * time.Second
+
+// newChromium starts a headless Chromium with a fresh profile. Under CI
+// a missing browser fails the test: CI must run it.
+func newChromium(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is missing: .ci/run installs it (apt-get install -y chromium)", chromiumPath)
+		}
+		t.Skipf("browser tests skipped: %s is missing (apt-get install -y chromium)", chromiumPath)
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancelTime := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
+	// Start the browser on this context: a shorter-lived one that started
+	// it would close it when it ends.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start %s: %v", chromiumPath, err)
+	}
+	return ctx
+}
+
+// counter is a web server on 127.0.0.1 that counts the requests it gets:
+// what a mail's script or remote image would fetch.
+type counter struct {
+	*httptest.Server
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func newCounter(t *testing.T) *counter {
+	c := &counter{n: map[string]int{}}
+	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		c.n[r.URL.Path]++
+		c.mu.Unlock()
+		w.Header().Set("Content-Type", "image/gif")
+		_, _ = w.Write([]byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"))
+	}))
+	t.Cleanup(c.Close)
+	return c
+}
+
+func (c *counter) count(path string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[path]
+}
+
+// do runs steps and fails the test with what was being done.
+func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func run[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// waitCtx bounds one wait.
+func waitCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, browserWait)
+}
+
+// shot saves a full-page PNG under dir (and under
+// SENDONCE_DASHBOARD_SCREENSHOTS when set, to refresh docs/img).
+func shot(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	png := run(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	for _, d := range []string{dir, os.Getenv("SENDONCE_DASHBOARD_SCREENSHOTS")} {
+		if d == "" {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(d, name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// signInBrowser signs in through the form, the way a person does.
+func signInBrowser(t *testing.T, ctx context.Context, env *sendoncetest.Env, secret string) {
+	t.Helper()
+	wctx, cancel := waitCtx(ctx)
+	defer cancel()
+	do(t, wctx, "sign in",
+		chromedp.Navigate(env.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#key")),
+		chromedp.SendKeys(chromedp.CSS("#key"), secret),
+		chromedp.Click(chromedp.CSS("form[action='/ui/signin'] button")),
+		chromedp.WaitVisible(chromedp.CSS("nav")))
+	if h1 := run(t, ctx, "read the heading", chromedp.Text(chromedp.CSS("h1"))); h1 != "Overview" {
+		t.Fatalf("after sign-in the page is %q, want Overview", h1)
+	}
+}
+
+func TestBrowser_Dashboard(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		ctx := newChromium(t)
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+		shots := t.TempDir()
+		remote := newCounter(t)
+		signInBrowser(t, ctx, env, env.AdminKey)
+
+		// A send made through the API appears in the open list without a reload.
+		wctx, cancel := waitCtx(ctx)
+		do(t, wctx, "open the sends list", chromedp.Navigate(env.URL+"/ui/sends"), chromedp.WaitVisible(chromedp.CSS(".live")))
+		cancel()
+		run(t, ctx, "mark the page", chromedp.Evaluate[bool]("window.notReloaded = true"))
+		html := fmt.Sprintf(`<p>Hello from the mail</p><script>new Image().src=%q; fetch(%q)</script><img src=%q alt="remote">`,
+			remote.URL+"/script-image", remote.URL+"/script-fetch", remote.URL+"/remote.png")
+		id := apiSend(t, env, env.AdminKey, html)
+		wctx, cancel = waitCtx(ctx)
+		do(t, wctx, "wait for the new send's row", chromedp.WaitVisible(chromedp.CSS("#row-"+id)))
+		cancel()
+		if !run(t, ctx, "check the page was not reloaded", chromedp.Evaluate[bool]("window.notReloaded === true")) {
+			t.Fatal("the sends page reloaded to show the new send")
+		}
+		shot(t, ctx, shots, "sends")
+
+		// Its page: the timeline, and the HTML in a frame that runs no script
+		// and loads nothing remote until asked.
+		wctx, cancel = waitCtx(ctx)
+		do(t, wctx, "open the send", chromedp.Click(chromedp.CSS("#row-"+id+" a")), chromedp.WaitVisible(chromedp.CSS("ol.timeline")),
+			chromedp.WaitVisible(chromedp.CSS("iframe.mail")))
+		cancel()
+		if tl := run(t, ctx, "read the timeline", chromedp.Text(chromedp.CSS("ol.timeline"))); !strings.Contains(tl, "accepted") {
+			t.Errorf("timeline %q lacks accepted", tl)
+		}
+		sb := run(t, ctx, "read the frame's sandbox", chromedp.AttributeValue(chromedp.CSS("iframe.mail"), "sandbox"))
+		if !sb.Exists || sb.Value != "" {
+			t.Errorf("the mail frame's sandbox is %+v, want present and empty (no scripts, no same origin)", sb)
+		}
+		time.Sleep(time.Second) // the frame has loaded; give a script or an image the time to fetch
+		for _, p := range []string{"/script-image", "/script-fetch", "/remote.png"} {
+			if n := remote.count(p); n != 0 {
+				t.Errorf("the mail's %s was fetched %d times with remote content blocked", p, n)
+			}
+		}
+		shot(t, ctx, shots, "send")
+		wctx, cancel = waitCtx(ctx)
+		do(t, wctx, "load remote images", chromedp.Click(chromedp.CSS("a[href='?remote=1']")), chromedp.WaitVisible(chromedp.CSS("iframe.mail")))
+		cancel()
+		for deadline := time.Now().Add(browserWait); remote.count("/remote.png") == 0 && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if remote.count("/remote.png") == 0 {
+			t.Error("after the click the remote image was still not fetched: the frame does not show the mail")
+		}
+		if n := remote.count("/script-image") + remote.count("/script-fetch"); n != 0 {
+			t.Errorf("the mail's script ran (%d fetches) once remote images were allowed", n)
+		}
+
+		// Approve a pending send and see it become sent.
+		_, approval := env.NewKey(t, app.NewKeyParams{Name: "agent", Scopes: []core.Scope{core.ScopeSend}, RequiresApproval: true})
+		pending := apiSend(t, env, approval, "<p>please approve</p>")
+		wctx, cancel = waitCtx(ctx)
+		do(t, wctx, "approve", chromedp.Navigate(env.URL+"/ui/approvals"), chromedp.Click(chromedp.CSS("#row-"+pending+" a")),
+			chromedp.Click(chromedp.CSS("a[href$='action=approve']")), chromedp.WaitVisible(chromedp.CSS("p.warn")))
+		cancel()
+		if c := run(t, ctx, "read the confirmation", chromedp.Text(chromedp.CSS("p.warn"))); !strings.Contains(c, "queues this send for delivery") {
+			t.Errorf("the confirmation says %q, not what approving does", c)
+		}
+		shot(t, ctx, shots, "confirm")
+		wctx, cancel = waitCtx(ctx)
+		do(t, wctx, "confirm", chromedp.Click(chromedp.CSS("main form button")), chromedp.WaitVisible(chromedp.CSS("ol.timeline")))
+		cancel()
+		status := ""
+		for deadline := time.Now().Add(browserWait); time.Now().Before(deadline); {
+			if status = run(t, ctx, "read the status", chromedp.Text(chromedp.CSS("dl.facts .status"))); status == "sent" {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+			do(t, ctx, "reload", chromedp.Reload())
+		}
+		if status != "sent" {
+			t.Errorf("the approved send is %q, want sent", status)
+		}
+
+		// Create a key: the secret is shown once, and works.
+		wctx, cancel = waitCtx(ctx)
+		do(t, wctx, "create a key", chromedp.Navigate(env.URL+"/ui/keys"), chromedp.SendKeys(chromedp.CSS("#name"), "made-in-browser"),
+			chromedp.Click(chromedp.CSS("input[value=read]")), chromedp.Click(chromedp.CSS("form[action='/ui/keys'] button[type=submit]")),
+			chromedp.WaitVisible(chromedp.CSS("#secret")))
+		cancel()
+		secret := run(t, ctx, "read the secret", chromedp.Value(chromedp.CSS("#secret")))
+		if !strings.HasPrefix(secret, "so_") {
+			t.Fatalf("the new key's secret is %q", secret)
+		}
+		wctx, cancel = waitCtx(ctx)
+		do(t, wctx, "copy it", chromedp.Click(chromedp.CSS("button[data-copy]")))
+		if _, err := chromedp.Run(wctx, chromedp.Poll[bool](`document.querySelector("button[data-copy]").textContent === "Copied"`)); err != nil {
+			t.Errorf("the copy button never said Copied: %v", err)
+		}
+		cancel()
+		shot(t, ctx, shots, "key-created")
+		if r := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/sends", Key: secret}); r.Status != http.StatusOK {
+			t.Errorf("the key made in the browser: GET /v1/sends %d", r.Status)
+		}
+		wctx, cancel = waitCtx(ctx)
+		do(t, wctx, "reopen the keys", chromedp.Navigate(env.URL+"/ui/keys"), chromedp.WaitVisible(chromedp.CSS("#name")))
+		cancel()
+		if page := run(t, ctx, "read the keys page", chromedp.OuterHTML(chromedp.CSS("html"))); strings.Contains(page, secret) || !strings.Contains(page, "made-in-browser") {
+			t.Errorf("the keys page, opened again, shows the secret (%v) or lacks the key (%v)", strings.Contains(page, secret), !strings.Contains(page, "made-in-browser"))
+		}
+		shot(t, ctx, shots, "keys")
+
+		// A POST without the CSRF token, from the signed-in page itself, is refused.
+		st := run(t, ctx, "POST without CSRF", chromedp.Evaluate[int](`fetch("/ui/keys", {method: "POST",
+			headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: "name=forged&scope=admin"}).then(r => r.status)`, chromedp.EvalAwaitPromise))
+		if st != http.StatusForbidden {
+			t.Errorf("POST /ui/keys without the CSRF token: %d, want 403", st)
+		}
+		if keys, _ := env.Server.Service.TenantKeys(context.Background(), "default"); slicesHasName(keys, "forged") {
+			t.Error("the POST without CSRF created a key")
+		}
+
+		wctx, cancel = waitCtx(ctx)
+		do(t, wctx, "open the overview and the inbox", chromedp.Navigate(env.URL+"/"), chromedp.WaitVisible(chromedp.CSS(".tiles")))
+		shot(t, ctx, shots, "overview")
+		do(t, wctx, "open the inbox", chromedp.Navigate(env.URL+"/ui/inbox"), chromedp.WaitVisible(chromedp.CSS("tbody tr")))
+		cancel()
+		shot(t, ctx, shots, "inbox")
+
+		// A read key sees no admin action.
+		other := apiSend(t, env, approval, "<p>second pending</p>")
+		_, reader := env.NewKey(t, app.NewKeyParams{Name: "reader", Scopes: []core.Scope{core.ScopeRead}})
+		wctx, cancel = waitCtx(ctx)
+		do(t, wctx, "sign out", chromedp.Click(chromedp.CSS("form.signout button")), chromedp.WaitVisible(chromedp.CSS("#key")))
+		cancel()
+		signInBrowser(t, ctx, env, reader)
+		wctx, cancel = waitCtx(ctx)
+		do(t, wctx, "open the pending send as a reader", chromedp.Navigate(env.URL+"/ui/sends/"+other), chromedp.WaitVisible(chromedp.CSS("ol.timeline")))
+		cancel()
+		n := run(t, ctx, "count admin controls", chromedp.Evaluate[int](
+			`document.querySelectorAll("a[href*='/confirm'], nav a[href='/ui/keys'], nav a[href='/ui/audit'], form[action*='/action']").length`))
+		if n != 0 {
+			t.Errorf("a read key's page shows %d admin controls", n)
+		}
+		if s := run(t, ctx, "read the status", chromedp.Text(chromedp.CSS("dl.facts .status"))); s != string(core.StatusPendingApproval) {
+			t.Errorf("the second send is %q, want pending_approval", s)
+		}
+		t.Logf("screenshots in %s", shots)
+	})
+}
+
+func slicesHasName(keys []*core.APIKey, name string) bool {
+	for _, k := range keys {
+		if k.Name == name {
+			return true
+		}
+	}
+	return false
+}
