@@ -83,6 +83,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			IdleTimeout:       2 * time.Minute,
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		}
+		srv.RegisterOnShutdown(s.Dashboard.Close)
 		logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("db", redactDSN(cfg.DB)),
 			slog.String("transport", redactTransport(cfg.Transport)), slog.String("role", cfg.Role), slog.String("version", version()))
 		go func() { serveErr <- srv.Serve(ln) }()

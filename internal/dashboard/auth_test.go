@@ -32,10 +32,10 @@ func makeFixture(t *testing.T, env *sendoncetest.Env) fixture {
 	ctx := context.Background()
 	svc := env.Server.Service
 	f := fixture{template: "welcome", domain: "default-tenant.example"}
-	f.send = apiSend(t, env, env.AdminKey, "Hello <b>there</b>")
+	f.send = apiSend(t, env, env.AdminKey, "Hello", "Hello <b>there</b>")
 	_, approvalSecret := env.NewKey(t, app.NewKeyParams{Name: "needs-approval", Scopes: []core.Scope{core.ScopeSend}, RequiresApproval: true})
-	f.pending = apiSend(t, env, approvalSecret, "pending")
-	f.unknown = apiSend(t, env, approvalSecret, "will be unknown")
+	f.pending = apiSend(t, env, approvalSecret, "Pending", "pending")
+	f.unknown = apiSend(t, env, approvalSecret, "Unknown", "will be unknown")
 	env.Exec(t, "UPDATE sends SET status = 'unknown' WHERE id = ?", f.unknown)
 	k, _ := env.NewKey(t, app.NewKeyParams{Name: "victim", Scopes: []core.Scope{core.ScopeRead}})
 	f.key = k.ID
@@ -71,10 +71,10 @@ func makeFixture(t *testing.T, env *sendoncetest.Env) fixture {
 }
 
 // apiSend sends through the API and returns the send's id.
-func apiSend(t *testing.T, env *sendoncetest.Env, key, html string) string {
+func apiSend(t *testing.T, env *sendoncetest.Env, key, subject, html string) string {
 	t.Helper()
 	r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/send", Key: key, IdemKey: app.NewID("k"),
-		Body: map[string]any{"to": []string{"rcpt@example.net"}, "subject": "Test " + html, "html": html, "text": "text body"}})
+		Body: map[string]any{"to": []string{"rcpt@example.net"}, "subject": subject, "html": html, "text": "text body"}})
 	if r.Status != http.StatusOK {
 		t.Fatalf("POST /v1/send: %d %s", r.Status, r.Body)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/sendonce/sendonce/internal/app"
@@ -149,7 +150,7 @@ func TestBrowser_Dashboard(t *testing.T) {
 		run(t, ctx, "mark the page", chromedp.Evaluate[bool]("window.notReloaded = true"))
 		html := fmt.Sprintf(`<p>Hello from the mail</p><script>new Image().src=%q; fetch(%q)</script><img src=%q alt="remote">`,
 			remote.URL+"/script-image", remote.URL+"/script-fetch", remote.URL+"/remote.png")
-		id := apiSend(t, env, env.AdminKey, html)
+		id := apiSend(t, env, env.AdminKey, "Your receipt for order 1042", html)
 		wctx, cancel = waitCtx(ctx)
 		do(t, wctx, "wait for the new send's row", chromedp.WaitVisible(chromedp.CSS("#row-"+id)))
 		cancel()
@@ -193,7 +194,7 @@ func TestBrowser_Dashboard(t *testing.T) {
 
 		// Approve a pending send and see it become sent.
 		_, approval := env.NewKey(t, app.NewKeyParams{Name: "agent", Scopes: []core.Scope{core.ScopeSend}, RequiresApproval: true})
-		pending := apiSend(t, env, approval, "<p>please approve</p>")
+		pending := apiSend(t, env, approval, "Agent: follow-up to the Q3 invoice", "<p>please approve</p>")
 		wctx, cancel = waitCtx(ctx)
 		do(t, wctx, "approve", chromedp.Navigate(env.URL+"/ui/approvals"), chromedp.Click(chromedp.CSS("#row-"+pending+" a")),
 			chromedp.Click(chromedp.CSS("a[href$='action=approve']")), chromedp.WaitVisible(chromedp.CSS("p.warn")))
@@ -263,7 +264,7 @@ func TestBrowser_Dashboard(t *testing.T) {
 		shot(t, ctx, shots, "inbox")
 
 		// A read key sees no admin action.
-		other := apiSend(t, env, approval, "<p>second pending</p>")
+		other := apiSend(t, env, approval, "Agent: meeting notes for Friday", "<p>second pending</p>")
 		_, reader := env.NewKey(t, app.NewKeyParams{Name: "reader", Scopes: []core.Scope{core.ScopeRead}})
 		wctx, cancel = waitCtx(ctx)
 		do(t, wctx, "sign out", chromedp.Click(chromedp.CSS("form.signout button")), chromedp.WaitVisible(chromedp.CSS("#key")))
@@ -280,6 +281,25 @@ func TestBrowser_Dashboard(t *testing.T) {
 		if s := run(t, ctx, "read the status", chromedp.Text(chromedp.CSS("dl.facts .status"))); s != string(core.StatusPendingApproval) {
 			t.Errorf("the second send is %q, want pending_approval", s)
 		}
+
+		// On a phone, in the system's dark mode: the page follows the
+		// setting and nothing is wider than the screen.
+		if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
+			t.Fatalf("emulate dark mode: %v", err)
+		}
+		wctx, cancel = waitCtx(ctx)
+		do(t, wctx, "open the sends on a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
+			chromedp.Navigate(env.URL+"/ui/sends"), chromedp.WaitVisible(chromedp.CSS("#row-"+other)))
+		cancel()
+		bg := run(t, ctx, "read the background", chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
+		if bg != "rgb(15, 18, 22)" {
+			t.Errorf("in dark mode the background is %s, want the dark one", bg)
+		}
+		if w := run(t, ctx, "read the page width", chromedp.Evaluate[int](`document.body.scrollWidth`)); w > 390 {
+			t.Errorf("at phone width the page is %dpx wide (scrolls sideways)", w)
+		}
+		shot(t, ctx, shots, "sends-phone-dark")
 		t.Logf("screenshots in %s", shots)
 	})
 }

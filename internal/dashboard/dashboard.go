@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sendonce/sendonce/internal/app"
@@ -66,7 +67,16 @@ type Dashboard struct {
 	log   *slog.Logger
 	mux   *http.ServeMux
 	pages map[string]*template.Template
+	// done ends the live streams (Close): an http.Server's Shutdown waits
+	// for them otherwise.
+	done      chan struct{}
+	closeOnce sync.Once
 }
+
+// Close ends the event streams of live lists; pages are still served.
+// Call it before shutting the HTTP server down (http.Server's
+// RegisterOnShutdown).
+func (d *Dashboard) Close() { d.closeOnce.Do(func() { close(d.done) }) }
 
 // New returns the dashboard. It panics if its embedded templates do not
 // parse (a build mistake, caught by every test).
@@ -83,7 +93,7 @@ func New(cfg Config) *Dashboard {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Dashboard{cfg: cfg, svc: cfg.Service, store: cfg.Service.Store(), log: cfg.Logger, mux: http.NewServeMux()}
+	d := &Dashboard{cfg: cfg, svc: cfg.Service, store: cfg.Service.Store(), log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{})}
 	d.pages = parsePages()
 	for _, rt := range routes {
 		d.mux.Handle(rt.pattern, d.handle(rt))

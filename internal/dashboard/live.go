@@ -67,6 +67,8 @@ func (d *Dashboard) live(q *req, rows func(ctx context.Context) ([]liveRow, erro
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-d.done:
+			return nil
 		case <-tick.C:
 		}
 	}

@@ -92,8 +92,11 @@ type Server struct {
 	Queue   *delivery.Queue
 	Metrics *metrics.Metrics
 	Handler http.Handler
-	started bool
-	redis   *redis.Client
+	// Dashboard is the web dashboard inside Handler; Close it before an
+	// http.Server shuts down, or its live streams hold the shutdown.
+	Dashboard *dashboard.Dashboard
+	started   bool
+	redis     *redis.Client
 }
 
 // New opens the database (creating and migrating it when needed) and wires
@@ -206,13 +209,14 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		}
 		front = idempotency.NewRedisStore(rdb, prefix)
 	}
+	dash := dashboard.New(dashboard.Config{Service: svc, Sessions: store, Metrics: m, Logger: logger})
 	h := httpapi.NewServer(svc, m, httpapi.Config{
 		Front:                 front,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.ReservationLease,
 		DefaultTransport: cfg.Transport, ReplayCacheEntries: cfg.ReplayCache,
-		Dashboard: dashboard.New(dashboard.Config{Service: svc, Sessions: store, Metrics: m, Logger: logger}),
+		Dashboard: dash,
 	}, logger)
-	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h, redis: rdb}, nil
+	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h, Dashboard: dash, redis: rdb}, nil
 }
 
 // Start starts the delivery workers (if this instance runs any).
