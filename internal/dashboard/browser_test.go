@@ -31,7 +31,7 @@ const browserWait = 20 * time.Second
 
 // newChromium starts a headless Chromium with a fresh profile. Under CI
 // a missing browser fails the test: CI must run it.
-func newChromium(t *testing.T) context.Context {
+func newChromium(t testing.TB) context.Context {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if os.Getenv("CI") != "" {
@@ -83,14 +83,14 @@ func (c *counter) count(path string) int {
 }
 
 // do runs steps and fails the test with what was being done.
-func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+func do(t testing.TB, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
 }
 
-func run[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+func run[T any](t testing.TB, ctx context.Context, what string, a chromedp.Action[T]) T {
 	t.Helper()
 	v, err := chromedp.Run(ctx, a)
 	if err != nil {
@@ -106,7 +106,7 @@ func waitCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // shot saves a full-page PNG under dir (and under
 // SENDONCE_DASHBOARD_SCREENSHOTS when set, to refresh docs/img).
-func shot(t *testing.T, ctx context.Context, dir, name string) {
+func shot(t testing.TB, ctx context.Context, dir, name string) {
 	t.Helper()
 	png := run(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
 	for _, d := range []string{dir, os.Getenv("SENDONCE_DASHBOARD_SCREENSHOTS")} {
@@ -120,7 +120,7 @@ func shot(t *testing.T, ctx context.Context, dir, name string) {
 }
 
 // signInBrowser signs in through the form, the way a person does.
-func signInBrowser(t *testing.T, ctx context.Context, env *sendoncetest.Env, secret string) {
+func signInBrowser(t testing.TB, ctx context.Context, env *sendoncetest.Env, secret string) {
 	t.Helper()
 	wctx, cancel := waitCtx(ctx)
 	defer cancel()

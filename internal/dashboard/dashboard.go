@@ -36,6 +36,14 @@ type Sessions interface {
 	DeleteSession(ctx context.Context, id string) error
 }
 
+// Stats counts sends for the overview (sqlstore.Store implements it).
+type Stats interface {
+	// DailySendCounts counts the sends created since since by UTC day
+	// and status; apiKeyID "" is every key's.
+	DailySendCounts(ctx context.Context, tenant, apiKeyID string, since time.Time) ([]core.DaySendCount, error)
+	CountSendsInStatus(ctx context.Context, tenant, apiKeyID string, statuses ...core.Status) (map[core.Status]int, error)
+}
+
 // Defaults of Config.
 const (
 	DefaultIdleTimeout = 30 * time.Minute
@@ -47,6 +55,7 @@ const (
 type Config struct {
 	Service  *app.Service
 	Sessions Sessions
+	Stats    Stats
 	// Metrics, when set, gives the overview its duplicates-prevented
 	// counts.
 	Metrics *metrics.Metrics

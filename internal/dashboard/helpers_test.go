@@ -15,13 +15,13 @@ import (
 // browser is an HTTP client with a cookie jar, as a browser is: it follows
 // no redirects, so that tests see them.
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	env  *sendoncetest.Env
 	c    *http.Client
 	csrf string
 }
 
-func newBrowser(t *testing.T, env *sendoncetest.Env) *browser {
+func newBrowser(t testing.TB, env *sendoncetest.Env) *browser {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	if err != nil {

@@ -38,7 +38,21 @@ func TestOverview_DuplicatesPrevented(t *testing.T) {
 				t.Errorf("/metrics lacks %q", want)
 			}
 		}
+		// One more send, then made unknown: the chart counts both sends
+		// on today's row, the tile the unknown one.
+		r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/send", Key: env.AdminKey, IdemKey: "other-key", Body: body})
+		id, _ := r.JSON(t)["id"].(string)
+		env.Exec(t, "UPDATE sends SET status = 'unknown' WHERE id = ?", id)
 		p := br.get("/")
+		today := env.Clock.Now().UTC().Format("2006-01-02")
+		row := p.Body[strings.Index(p.Body, today):]
+		row = row[:strings.Index(row, "</tr>")]
+		if !strings.Contains(row, `value="2"></meter> 2`) || !strings.Contains(row, "<td>1</td>") {
+			t.Errorf("today's row of the chart is %q, want 2 accepted, 1 unknown", row)
+		}
+		if !strings.Contains(p.Body, "<b>1</b> in unknown") {
+			t.Errorf("the overview does not count the unknown send")
+		}
 		for _, want := range []string{"replay: 2", "Amazon SES", "$0.0002", "Postmark", "$0.0024–0.0036"} {
 			if !strings.Contains(p.Body, want) {
 				t.Errorf("the overview lacks %q", want)

@@ -360,8 +360,6 @@ type dayCount struct {
 type overviewData struct {
 	Days       []dayCount
 	Max        int
-	Read       int
-	Capped     bool
 	Pending    int
 	Unknown    int
 	Duplicates map[string]float64
@@ -377,57 +375,51 @@ const overviewDays = 14
 func (d *Dashboard) overview(q *req) error {
 	now := d.svc.Now()
 	from := now.Truncate(24*time.Hour).AddDate(0, 0, -(overviewDays - 1))
+	agent := ""
+	if q.key.Agent {
+		agent = q.key.ID
+	}
 	data := overviewData{PricesAsOf: pricesAsOf}
 	byDay := map[string]*dayCount{}
 	for i := range overviewDays {
-		day := from.AddDate(0, 0, i).Format("2006-01-02")
-		data.Days = append(data.Days, dayCount{Day: day})
+		data.Days = append(data.Days, dayCount{Day: from.AddDate(0, 0, i).Format("2006-01-02")})
 	}
 	for i := range data.Days {
 		byDay[data.Days[i].Day] = &data.Days[i]
 	}
-	f := core.SendFilter{Limit: scanBatch}
-	if q.key.Agent {
-		f.APIKeyID = q.key.ID
+	counts, err := d.cfg.Stats.DailySendCounts(q.ctx(), q.key.Tenant, agent, from)
+	if err != nil {
+		return err
 	}
-	for data.Read < searchScan {
-		batch, next, err := d.store.ListSends(q.ctx(), q.key.Tenant, f)
+	for _, c := range counts {
+		day, ok := byDay[c.Day.Format("2006-01-02")]
+		if !ok {
+			continue
+		}
+		day.Accepted += c.N
+		switch c.Status {
+		case core.StatusSent, core.StatusDelivered:
+			day.Sent += c.N
+		case core.StatusFailed, core.StatusBounced, core.StatusComplained, core.StatusSuppressed:
+			day.Failed += c.N
+		case core.StatusUnknown:
+			day.Unknown += c.N
+		}
+	}
+	waiting, err := d.cfg.Stats.CountSendsInStatus(q.ctx(), q.key.Tenant, agent, core.StatusPendingApproval, core.StatusUnknown)
+	if err != nil {
+		return err
+	}
+	data.Pending, data.Unknown = waiting[core.StatusPendingApproval], waiting[core.StatusUnknown]
+	for _, c := range data.Days {
+		data.Max = max(data.Max, c.Accepted)
+	}
+	if data.Max == 0 && data.Pending == 0 && data.Unknown == 0 {
+		any, _, err := d.store.ListSends(q.ctx(), q.key.Tenant, core.SendFilter{Limit: 1, APIKeyID: agent})
 		if err != nil {
 			return err
 		}
-		old := false
-		for _, s := range batch {
-			data.Read++
-			switch s.Status {
-			case core.StatusPendingApproval:
-				data.Pending++
-			case core.StatusUnknown:
-				data.Unknown++
-			}
-			c, ok := byDay[s.CreatedAt.UTC().Format("2006-01-02")]
-			if !ok {
-				old = old || s.CreatedAt.Before(from)
-				continue
-			}
-			c.Accepted++
-			switch s.Status {
-			case core.StatusSent, core.StatusDelivered:
-				c.Sent++
-			case core.StatusFailed, core.StatusBounced, core.StatusComplained, core.StatusSuppressed:
-				c.Failed++
-			case core.StatusUnknown:
-				c.Unknown++
-			}
-		}
-		if next == "" || old {
-			break
-		}
-		f.After = next
-	}
-	data.Capped = data.Read >= searchScan
-	data.Empty = data.Read == 0
-	for _, c := range data.Days {
-		data.Max = max(data.Max, c.Accepted)
+		data.Empty = len(any) == 0
 	}
 	data.Max = max(data.Max, 1)
 	data.Duplicates, data.DupTotal = d.duplicates()

@@ -209,7 +209,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		}
 		front = idempotency.NewRedisStore(rdb, prefix)
 	}
-	dash := dashboard.New(dashboard.Config{Service: svc, Sessions: store, Metrics: m, Logger: logger})
+	dash := dashboard.New(dashboard.Config{Service: svc, Sessions: store, Stats: store, Metrics: m, Logger: logger})
 	h := httpapi.NewServer(svc, m, httpapi.Config{
 		Front:                 front,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.ReservationLease,

@@ -12,3 +12,11 @@ type DashboardSession struct {
 	CreatedAt time.Time
 	SeenAt    time.Time
 }
+
+// DaySendCount is how many of a tenant's sends created on one UTC day are
+// in one status now: the dashboard's overview.
+type DaySendCount struct {
+	Day    time.Time // midnight UTC
+	Status Status
+	N      int
+}
