@@ -281,6 +281,10 @@ func TestBrowser_Dashboard(t *testing.T) {
 		if s := run(t, ctx, "read the status", chromedp.Text(chromedp.CSS("dl.facts .status"))); s != string(core.StatusPendingApproval) {
 			t.Errorf("the second send is %q, want pending_approval", s)
 		}
+		wctx, cancel = waitCtx(ctx)
+		do(t, wctx, "open the sends as a reader", chromedp.Navigate(env.URL+"/ui/sends"), chromedp.WaitVisible(chromedp.CSS("#row-"+other)))
+		cancel()
+		shot(t, ctx, shots, "sends-all")
 
 		// On a phone, in the system's dark mode: the page follows the
 		// setting and nothing is wider than the screen.
