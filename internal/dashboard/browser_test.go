@@ -256,6 +256,41 @@ func TestBrowser_Dashboard(t *testing.T) {
 			t.Error("the POST without CSRF created a key")
 		}
 
+		// The dev inbox is live too.
+		wctx, cancel = waitCtx(ctx)
+		do(t, wctx, "open the inbox", chromedp.Navigate(env.URL+"/ui/inbox"), chromedp.WaitVisible(chromedp.CSS("tbody[data-live] tr")))
+		cancel()
+		run(t, ctx, "mark the page", chromedp.Evaluate[bool]("window.notReloaded = true"))
+		late := apiSend(t, env, env.AdminKey, "Password reset", "<p>reset</p>")
+		wctx, cancel = waitCtx(ctx)
+		if _, err := chromedp.Run(wctx, chromedp.Poll[bool](
+			`[...document.querySelectorAll("tbody[data-live] a")].some(a => a.textContent === "Password reset") && window.notReloaded === true`)); err != nil {
+			t.Errorf("the captured message of %s never appeared in the open inbox: %v", late, err)
+		}
+		cancel()
+
+		// A template's preview follows the typing, rendered with the sample
+		// variables; saving stores it through the service.
+		wctx, cancel = waitCtx(ctx)
+		do(t, wctx, "edit a template", chromedp.Navigate(env.URL+"/ui/templates?id=welcome"), chromedp.WaitVisible(chromedp.CSS("#html")),
+			chromedp.SendKeys(chromedp.CSS("#subject"), "Welcome, {{.name}}"), chromedp.SendKeys(chromedp.CSS("#html"), "<p>Hi {{.name}}!</p>"))
+		if _, err := chromedp.Run(wctx, chromedp.Poll[bool](
+			`document.querySelector("[data-preview-html]").srcdoc.includes("Hi Ada!") && document.querySelector("[data-preview-subject]").textContent === "Welcome, Ada"`)); err != nil {
+			t.Errorf("the live preview never showed the template with the sample variables: %v", err)
+		}
+		shot(t, ctx, shots, "template")
+		do(t, wctx, "save it", chromedp.Click(chromedp.CSS("button[value=save]")), chromedp.WaitVisible(chromedp.CSS("p.ok")))
+		cancel()
+		if tpl, err := env.Server.Store.Template(context.Background(), "default", "welcome"); err != nil || tpl.HTML != "<p>Hi {{.name}}!</p>" {
+			t.Errorf("the saved template is %+v (%v)", tpl, err)
+		}
+
+		// The keyboard reaches the skip link first.
+		do(t, ctx, "tab", chromedp.Navigate(env.URL+"/ui/keys"), chromedp.WaitVisible(chromedp.CSS("#name")), chromedp.KeyEvent("\t"))
+		if c := run(t, ctx, "read the focus", chromedp.Evaluate[string](`document.activeElement.className`)); c != "skip" {
+			t.Errorf("the first Tab focuses %q, want the skip link", c)
+		}
+
 		wctx, cancel = waitCtx(ctx)
 		do(t, wctx, "open the overview and the inbox", chromedp.Navigate(env.URL+"/"), chromedp.WaitVisible(chromedp.CSS(".tiles")))
 		shot(t, ctx, shots, "overview")
