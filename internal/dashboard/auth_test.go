@@ -375,3 +375,31 @@ func TestDashboard_CookieAndHeaders(t *testing.T) {
 		t.Errorf("next=//evil.example/ redirected to %q, want /", p.Location)
 	}
 }
+
+// TestDashboard_AgentKeySeesOnlyItsOwnSends: as in the API, an agent key
+// lists and opens only the sends it created.
+func TestDashboard_AgentKeySeesOnlyItsOwnSends(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+		others := apiSend(t, env, env.AdminKey, "Not the agent's", "<p>x</p>")
+		_, agent := env.NewKey(t, app.NewKeyParams{Name: "agent", Agent: true, Scopes: []core.Scope{core.ScopeSend, core.ScopeRead}})
+		own := apiSend(t, env, agent, "The agent's own", "<p>y</p>")
+		br := newBrowser(t, env)
+		br.signIn(agent)
+		for _, path := range []string{"/ui/sends", "/ui/sends?q=snd_", "/ui/sends?q=" + others, "/"} {
+			p := br.get(path)
+			if strings.Contains(p.Body, `id="row-`+others) || strings.Contains(p.Body, "Not the agent") {
+				t.Errorf("GET %s with an agent key shows another key's send", path)
+			}
+			if path == "/ui/sends" && !strings.Contains(p.Body, `id="row-`+own) {
+				t.Errorf("GET %s with an agent key lacks its own send", path)
+			}
+		}
+		if p := br.get("/ui/sends/" + others); p.Status != http.StatusNotFound {
+			t.Errorf("an agent key opening another key's send: %d, want 404", p.Status)
+		}
+		if p := br.get("/ui/sends/" + own); p.Status != http.StatusOK {
+			t.Errorf("an agent key opening its own send: %d, want 200", p.Status)
+		}
+	})
+}
