@@ -135,212 +135,239 @@ func signInBrowser(t testing.TB, ctx context.Context, env *sendoncetest.Env, sec
 	}
 }
 
+// tour is one person's walk through the dashboard in one browser, step by
+// step; each step leaves the browser signed in where the next expects.
+type tour struct {
+	t      *testing.T
+	ctx    context.Context
+	env    *sendoncetest.Env
+	shots  string
+	remote *counter
+	// approval is the secret of a key whose sends wait for approval.
+	approval string
+}
+
+// do runs steps within browserWait.
+func (tr *tour) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	tr.t.Helper()
+	wctx, cancel := waitCtx(tr.ctx)
+	defer cancel()
+	do(tr.t, wctx, what, steps...)
+}
+
+// poll waits until a JavaScript expression is true.
+func (tr *tour) poll(what, expr string) {
+	tr.t.Helper()
+	wctx, cancel := waitCtx(tr.ctx)
+	defer cancel()
+	if _, err := chromedp.Run(wctx, chromedp.Poll[bool](expr)); err != nil {
+		tr.t.Errorf("%s: %v", what, err)
+	}
+}
+
 func TestBrowser_Dashboard(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		ctx := newChromium(t)
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
-		shots := t.TempDir()
-		remote := newCounter(t)
-		signInBrowser(t, ctx, env, env.AdminKey)
-
-		// A send made through the API appears in the open list without a reload.
-		wctx, cancel := waitCtx(ctx)
-		do(t, wctx, "open the sends list", chromedp.Navigate(env.URL+"/ui/sends"), chromedp.WaitVisible(chromedp.CSS(".live")))
-		cancel()
-		run(t, ctx, "mark the page", chromedp.Evaluate[bool]("window.notReloaded = true"))
-		html := fmt.Sprintf(`<p>Hello from the mail</p><script>new Image().src=%q; fetch(%q)</script><img src=%q alt="remote">`,
-			remote.URL+"/script-image", remote.URL+"/script-fetch", remote.URL+"/remote.png")
-		id := apiSend(t, env, env.AdminKey, "Your receipt for order 1042", html)
-		wctx, cancel = waitCtx(ctx)
-		do(t, wctx, "wait for the new send's row", chromedp.WaitVisible(chromedp.CSS("#row-"+id)))
-		cancel()
-		if !run(t, ctx, "check the page was not reloaded", chromedp.Evaluate[bool]("window.notReloaded === true")) {
-			t.Fatal("the sends page reloaded to show the new send")
-		}
-		shot(t, ctx, shots, "sends")
-
-		// Its page: the timeline, and the HTML in a frame that runs no script
-		// and loads nothing remote until asked.
-		wctx, cancel = waitCtx(ctx)
-		do(t, wctx, "open the send", chromedp.Click(chromedp.CSS("#row-"+id+" a")), chromedp.WaitVisible(chromedp.CSS("ol.timeline")),
-			chromedp.WaitVisible(chromedp.CSS("iframe.mail")))
-		cancel()
-		if tl := run(t, ctx, "read the timeline", chromedp.Text(chromedp.CSS("ol.timeline"))); !strings.Contains(tl, "accepted") {
-			t.Errorf("timeline %q lacks accepted", tl)
-		}
-		sb := run(t, ctx, "read the frame's sandbox", chromedp.AttributeValue(chromedp.CSS("iframe.mail"), "sandbox"))
-		if !sb.Exists || sb.Value != "" {
-			t.Errorf("the mail frame's sandbox is %+v, want present and empty (no scripts, no same origin)", sb)
-		}
-		time.Sleep(time.Second) // the frame has loaded; give a script or an image the time to fetch
-		for _, p := range []string{"/script-image", "/script-fetch", "/remote.png"} {
-			if n := remote.count(p); n != 0 {
-				t.Errorf("the mail's %s was fetched %d times with remote content blocked", p, n)
-			}
-		}
-		shot(t, ctx, shots, "send")
-		wctx, cancel = waitCtx(ctx)
-		do(t, wctx, "load remote images", chromedp.Click(chromedp.CSS("a[href='?remote=1']")), chromedp.WaitVisible(chromedp.CSS("iframe.mail")))
-		cancel()
-		for deadline := time.Now().Add(browserWait); remote.count("/remote.png") == 0 && time.Now().Before(deadline); {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if remote.count("/remote.png") == 0 {
-			t.Error("after the click the remote image was still not fetched: the frame does not show the mail")
-		}
-		if n := remote.count("/script-image") + remote.count("/script-fetch"); n != 0 {
-			t.Errorf("the mail's script ran (%d fetches) once remote images were allowed", n)
-		}
-
-		// Approve a pending send and see it become sent.
-		_, approval := env.NewKey(t, app.NewKeyParams{Name: "agent", Scopes: []core.Scope{core.ScopeSend}, RequiresApproval: true})
-		pending := apiSend(t, env, approval, "Agent: follow-up to the Q3 invoice", "<p>please approve</p>")
-		wctx, cancel = waitCtx(ctx)
-		do(t, wctx, "approve", chromedp.Navigate(env.URL+"/ui/approvals"), chromedp.Click(chromedp.CSS("#row-"+pending+" a")),
-			chromedp.Click(chromedp.CSS("a[href$='action=approve']")), chromedp.WaitVisible(chromedp.CSS("p.warn")))
-		cancel()
-		if c := run(t, ctx, "read the confirmation", chromedp.Text(chromedp.CSS("p.warn"))); !strings.Contains(c, "queues this send for delivery") {
-			t.Errorf("the confirmation says %q, not what approving does", c)
-		}
-		shot(t, ctx, shots, "confirm")
-		wctx, cancel = waitCtx(ctx)
-		do(t, wctx, "confirm", chromedp.Click(chromedp.CSS("main form button")), chromedp.WaitVisible(chromedp.CSS("ol.timeline")))
-		cancel()
-		status := ""
-		for deadline := time.Now().Add(browserWait); time.Now().Before(deadline); {
-			if status = run(t, ctx, "read the status", chromedp.Text(chromedp.CSS("dl.facts .status"))); status == "sent" {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-			do(t, ctx, "reload", chromedp.Reload())
-		}
-		if status != "sent" {
-			t.Errorf("the approved send is %q, want sent", status)
-		}
-
-		// Create a key: the secret is shown once, and works.
-		wctx, cancel = waitCtx(ctx)
-		do(t, wctx, "create a key", chromedp.Navigate(env.URL+"/ui/keys"), chromedp.SendKeys(chromedp.CSS("#name"), "made-in-browser"),
-			chromedp.Click(chromedp.CSS("input[value=read]")), chromedp.Click(chromedp.CSS("form[action='/ui/keys'] button[type=submit]")),
-			chromedp.WaitVisible(chromedp.CSS("#secret")))
-		cancel()
-		secret := run(t, ctx, "read the secret", chromedp.Value(chromedp.CSS("#secret")))
-		if !strings.HasPrefix(secret, "so_") {
-			t.Fatalf("the new key's secret is %q", secret)
-		}
-		wctx, cancel = waitCtx(ctx)
-		do(t, wctx, "copy it", chromedp.Click(chromedp.CSS("button[data-copy]")))
-		if _, err := chromedp.Run(wctx, chromedp.Poll[bool](`document.querySelector("button[data-copy]").textContent === "Copied"`)); err != nil {
-			t.Errorf("the copy button never said Copied: %v", err)
-		}
-		cancel()
-		shot(t, ctx, shots, "key-created")
-		if r := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/sends", Key: secret}); r.Status != http.StatusOK {
-			t.Errorf("the key made in the browser: GET /v1/sends %d", r.Status)
-		}
-		wctx, cancel = waitCtx(ctx)
-		do(t, wctx, "reopen the keys", chromedp.Navigate(env.URL+"/ui/keys"), chromedp.WaitVisible(chromedp.CSS("#name")))
-		cancel()
-		if page := run(t, ctx, "read the keys page", chromedp.OuterHTML(chromedp.CSS("html"))); strings.Contains(page, secret) || !strings.Contains(page, "made-in-browser") {
-			t.Errorf("the keys page, opened again, shows the secret (%v) or lacks the key (%v)", strings.Contains(page, secret), !strings.Contains(page, "made-in-browser"))
-		}
-		shot(t, ctx, shots, "keys")
-
-		// A POST without the CSRF token, from the signed-in page itself, is refused.
-		st := run(t, ctx, "POST without CSRF", chromedp.Evaluate[int](`fetch("/ui/keys", {method: "POST",
-			headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: "name=forged&scope=admin"}).then(r => r.status)`, chromedp.EvalAwaitPromise))
-		if st != http.StatusForbidden {
-			t.Errorf("POST /ui/keys without the CSRF token: %d, want 403", st)
-		}
-		if keys, _ := env.Server.Service.TenantKeys(context.Background(), "default"); slicesHasName(keys, "forged") {
-			t.Error("the POST without CSRF created a key")
-		}
-
-		// The dev inbox is live too.
-		wctx, cancel = waitCtx(ctx)
-		do(t, wctx, "open the inbox", chromedp.Navigate(env.URL+"/ui/inbox"), chromedp.WaitVisible(chromedp.CSS("tbody[data-live] tr")))
-		cancel()
-		run(t, ctx, "mark the page", chromedp.Evaluate[bool]("window.notReloaded = true"))
-		late := apiSend(t, env, env.AdminKey, "Password reset", "<p>reset</p>")
-		wctx, cancel = waitCtx(ctx)
-		if _, err := chromedp.Run(wctx, chromedp.Poll[bool](
-			`[...document.querySelectorAll("tbody[data-live] a")].some(a => a.textContent === "Password reset") && window.notReloaded === true`)); err != nil {
-			t.Errorf("the captured message of %s never appeared in the open inbox: %v", late, err)
-		}
-		cancel()
-
-		// A template's preview follows the typing, rendered with the sample
-		// variables; saving stores it through the service.
-		wctx, cancel = waitCtx(ctx)
-		do(t, wctx, "edit a template", chromedp.Navigate(env.URL+"/ui/templates?id=welcome"), chromedp.WaitVisible(chromedp.CSS("#html")),
-			chromedp.SendKeys(chromedp.CSS("#subject"), "Welcome, {{.name}}"), chromedp.SendKeys(chromedp.CSS("#html"), "<p>Hi {{.name}}!</p>"))
-		if _, err := chromedp.Run(wctx, chromedp.Poll[bool](
-			`document.querySelector("[data-preview-html]").srcdoc.includes("Hi Ada!") && document.querySelector("[data-preview-subject]").textContent === "Welcome, Ada"`)); err != nil {
-			t.Errorf("the live preview never showed the template with the sample variables: %v", err)
-		}
-		shot(t, ctx, shots, "template")
-		do(t, wctx, "save it", chromedp.Click(chromedp.CSS("button[value=save]")), chromedp.WaitVisible(chromedp.CSS("p.ok")))
-		cancel()
-		if tpl, err := env.Server.Store.Template(context.Background(), "default", "welcome"); err != nil || tpl.HTML != "<p>Hi {{.name}}!</p>" {
-			t.Errorf("the saved template is %+v (%v)", tpl, err)
-		}
-
-		// The keyboard reaches the skip link first.
-		do(t, ctx, "tab", chromedp.Navigate(env.URL+"/ui/keys"), chromedp.WaitVisible(chromedp.CSS("#name")), chromedp.KeyEvent("\t"))
-		if c := run(t, ctx, "read the focus", chromedp.Evaluate[string](`document.activeElement.className`)); c != "skip" {
-			t.Errorf("the first Tab focuses %q, want the skip link", c)
-		}
-
-		wctx, cancel = waitCtx(ctx)
-		do(t, wctx, "open the overview and the inbox", chromedp.Navigate(env.URL+"/"), chromedp.WaitVisible(chromedp.CSS(".tiles")))
-		shot(t, ctx, shots, "overview")
-		do(t, wctx, "open the inbox", chromedp.Navigate(env.URL+"/ui/inbox"), chromedp.WaitVisible(chromedp.CSS("tbody tr")))
-		cancel()
-		shot(t, ctx, shots, "inbox")
-
-		// A read key sees no admin action.
-		other := apiSend(t, env, approval, "Agent: meeting notes for Friday", "<p>second pending</p>")
-		_, reader := env.NewKey(t, app.NewKeyParams{Name: "reader", Scopes: []core.Scope{core.ScopeRead}})
-		wctx, cancel = waitCtx(ctx)
-		do(t, wctx, "sign out", chromedp.Click(chromedp.CSS("form.signout button")), chromedp.WaitVisible(chromedp.CSS("#key")))
-		cancel()
-		signInBrowser(t, ctx, env, reader)
-		wctx, cancel = waitCtx(ctx)
-		do(t, wctx, "open the pending send as a reader", chromedp.Navigate(env.URL+"/ui/sends/"+other), chromedp.WaitVisible(chromedp.CSS("ol.timeline")))
-		cancel()
-		n := run(t, ctx, "count admin controls", chromedp.Evaluate[int](
-			`document.querySelectorAll("a[href*='/confirm'], nav a[href='/ui/keys'], nav a[href='/ui/audit'], form[action*='/action']").length`))
-		if n != 0 {
-			t.Errorf("a read key's page shows %d admin controls", n)
-		}
-		if s := run(t, ctx, "read the status", chromedp.Text(chromedp.CSS("dl.facts .status"))); s != string(core.StatusPendingApproval) {
-			t.Errorf("the second send is %q, want pending_approval", s)
-		}
-		wctx, cancel = waitCtx(ctx)
-		do(t, wctx, "open the sends as a reader", chromedp.Navigate(env.URL+"/ui/sends"), chromedp.WaitVisible(chromedp.CSS("#row-"+other)))
-		cancel()
-		shot(t, ctx, shots, "sends-all")
-
-		// On a phone, in the system's dark mode: the page follows the
-		// setting and nothing is wider than the screen.
-		if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
-			t.Fatalf("emulate dark mode: %v", err)
-		}
-		wctx, cancel = waitCtx(ctx)
-		do(t, wctx, "open the sends on a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
-			chromedp.Navigate(env.URL+"/ui/sends"), chromedp.WaitVisible(chromedp.CSS("#row-"+other)))
-		cancel()
-		bg := run(t, ctx, "read the background", chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
-		if bg != "rgb(15, 18, 22)" {
-			t.Errorf("in dark mode the background is %s, want the dark one", bg)
-		}
-		if w := run(t, ctx, "read the page width", chromedp.Evaluate[int](`document.body.scrollWidth`)); w > 390 {
-			t.Errorf("at phone width the page is %dpx wide (scrolls sideways)", w)
-		}
-		shot(t, ctx, shots, "sends-phone-dark")
-		t.Logf("screenshots in %s", shots)
+		tr := &tour{t: t, ctx: newChromium(t), env: sendoncetest.Start(t, sendoncetest.Options{Backend: b}), shots: t.TempDir(), remote: newCounter(t)}
+		_, tr.approval = tr.env.NewKey(t, app.NewKeyParams{Name: "agent", Scopes: []core.Scope{core.ScopeSend}, RequiresApproval: true})
+		signInBrowser(t, tr.ctx, tr.env, tr.env.AdminKey)
+		id := tr.liveSendsList()
+		tr.mailFrame(id)
+		tr.approve()
+		tr.createKey()
+		tr.postWithoutCSRF()
+		tr.liveInbox()
+		tr.templatePreview()
+		tr.keyboard()
+		tr.do("open the overview", chromedp.Navigate(tr.env.URL+"/"), chromedp.WaitVisible(chromedp.CSS(".tiles")))
+		shot(t, tr.ctx, tr.shots, "overview")
+		tr.do("open the inbox", chromedp.Navigate(tr.env.URL+"/ui/inbox"), chromedp.WaitVisible(chromedp.CSS("tbody tr")))
+		shot(t, tr.ctx, tr.shots, "inbox")
+		other := tr.readKeySeesNoAdminAction()
+		tr.phoneDark(other)
+		t.Logf("screenshots in %s", tr.shots)
 	})
+}
+
+// liveSendsList: a send made through the API appears in the open list
+// without a reload. It returns the send's id.
+func (tr *tour) liveSendsList() string {
+	t, ctx, env := tr.t, tr.ctx, tr.env
+	tr.do("open the sends list", chromedp.Navigate(env.URL+"/ui/sends"), chromedp.WaitVisible(chromedp.CSS(".live")))
+	run(t, ctx, "mark the page", chromedp.Evaluate[bool]("window.notReloaded = true"))
+	html := fmt.Sprintf(`<p>Hello from the mail</p><script>new Image().src=%q; fetch(%q)</script><img src=%q alt="remote">`,
+		tr.remote.URL+"/script-image", tr.remote.URL+"/script-fetch", tr.remote.URL+"/remote.png")
+	id := apiSend(t, env, env.AdminKey, "Your receipt for order 1042", html)
+	tr.do("wait for the new send's row", chromedp.WaitVisible(chromedp.CSS("#row-"+id)))
+	if !run(t, ctx, "check the page was not reloaded", chromedp.Evaluate[bool]("window.notReloaded === true")) {
+		t.Fatal("the sends page reloaded to show the new send")
+	}
+	shot(t, ctx, tr.shots, "sends")
+	return id
+}
+
+// mailFrame: the send's page shows its timeline, and its HTML in a frame
+// that runs no script and loads nothing remote until asked.
+func (tr *tour) mailFrame(id string) {
+	t, ctx, remote := tr.t, tr.ctx, tr.remote
+	tr.do("open the send", chromedp.Click(chromedp.CSS("#row-"+id+" a")), chromedp.WaitVisible(chromedp.CSS("ol.timeline")),
+		chromedp.WaitVisible(chromedp.CSS("iframe.mail")))
+	if tl := run(t, ctx, "read the timeline", chromedp.Text(chromedp.CSS("ol.timeline"))); !strings.Contains(tl, "accepted") {
+		t.Errorf("timeline %q lacks accepted", tl)
+	}
+	sb := run(t, ctx, "read the frame's sandbox", chromedp.AttributeValue(chromedp.CSS("iframe.mail"), "sandbox"))
+	if !sb.Exists || sb.Value != "" {
+		t.Errorf("the mail frame's sandbox is %+v, want present and empty (no scripts, no same origin)", sb)
+	}
+	time.Sleep(time.Second) // the frame has loaded; give a script or an image the time to fetch
+	for _, p := range []string{"/script-image", "/script-fetch", "/remote.png"} {
+		if n := remote.count(p); n != 0 {
+			t.Errorf("the mail's %s was fetched %d times with remote content blocked", p, n)
+		}
+	}
+	shot(t, ctx, tr.shots, "send")
+	tr.do("load remote images", chromedp.Click(chromedp.CSS("a[href='?remote=1']")), chromedp.WaitVisible(chromedp.CSS("iframe.mail")))
+	for deadline := time.Now().Add(browserWait); remote.count("/remote.png") == 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if remote.count("/remote.png") == 0 {
+		t.Error("after the click the remote image was still not fetched: the frame does not show the mail")
+	}
+	if n := remote.count("/script-image") + remote.count("/script-fetch"); n != 0 {
+		t.Errorf("the mail's script ran (%d fetches) once remote images were allowed", n)
+	}
+}
+
+// approve: approve a pending send, after a confirmation that says what
+// approving does, and see it become sent.
+func (tr *tour) approve() {
+	t, ctx, env := tr.t, tr.ctx, tr.env
+	pending := apiSend(t, env, tr.approval, "Agent: follow-up to the Q3 invoice", "<p>please approve</p>")
+	tr.do("approve", chromedp.Navigate(env.URL+"/ui/approvals"), chromedp.Click(chromedp.CSS("#row-"+pending+" a")),
+		chromedp.Click(chromedp.CSS("a[href$='action=approve']")), chromedp.WaitVisible(chromedp.CSS("p.warn")))
+	if c := run(t, ctx, "read the confirmation", chromedp.Text(chromedp.CSS("p.warn"))); !strings.Contains(c, "queues this send for delivery") {
+		t.Errorf("the confirmation says %q, not what approving does", c)
+	}
+	shot(t, ctx, tr.shots, "confirm")
+	tr.do("confirm", chromedp.Click(chromedp.CSS("main form button")), chromedp.WaitVisible(chromedp.CSS("ol.timeline")))
+	status := ""
+	for deadline := time.Now().Add(browserWait); time.Now().Before(deadline); {
+		if status = run(t, ctx, "read the status", chromedp.Text(chromedp.CSS("dl.facts .status"))); status == "sent" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+		do(t, ctx, "reload", chromedp.Reload())
+	}
+	if status != "sent" {
+		t.Errorf("the approved send is %q, want sent", status)
+	}
+}
+
+// createKey: the new key's secret is shown once, can be copied, and works.
+func (tr *tour) createKey() {
+	t, ctx, env := tr.t, tr.ctx, tr.env
+	tr.do("create a key", chromedp.Navigate(env.URL+"/ui/keys"), chromedp.SendKeys(chromedp.CSS("#name"), "made-in-browser"),
+		chromedp.Click(chromedp.CSS("input[value=read]")), chromedp.Click(chromedp.CSS("form[action='/ui/keys'] button[type=submit]")),
+		chromedp.WaitVisible(chromedp.CSS("#secret")))
+	secret := run(t, ctx, "read the secret", chromedp.Value(chromedp.CSS("#secret")))
+	if !strings.HasPrefix(secret, "so_") {
+		t.Fatalf("the new key's secret is %q", secret)
+	}
+	tr.do("copy it", chromedp.Click(chromedp.CSS("button[data-copy]")))
+	tr.poll("the copy button never said Copied", `document.querySelector("button[data-copy]").textContent === "Copied"`)
+	shot(t, ctx, tr.shots, "key-created")
+	if r := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/sends", Key: secret}); r.Status != http.StatusOK {
+		t.Errorf("the key made in the browser: GET /v1/sends %d", r.Status)
+	}
+	tr.do("reopen the keys", chromedp.Navigate(env.URL+"/ui/keys"), chromedp.WaitVisible(chromedp.CSS("#name")))
+	if page := run(t, ctx, "read the keys page", chromedp.OuterHTML(chromedp.CSS("html"))); strings.Contains(page, secret) || !strings.Contains(page, "made-in-browser") {
+		t.Errorf("the keys page, opened again, shows the secret (%v) or lacks the key (%v)", strings.Contains(page, secret), !strings.Contains(page, "made-in-browser"))
+	}
+	shot(t, ctx, tr.shots, "keys")
+}
+
+// postWithoutCSRF: a POST without the token, from the signed-in page
+// itself, is refused and changes nothing.
+func (tr *tour) postWithoutCSRF() {
+	st := run(tr.t, tr.ctx, "POST without CSRF", chromedp.Evaluate[int](`fetch("/ui/keys", {method: "POST",
+		headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: "name=forged&scope=admin"}).then(r => r.status)`, chromedp.EvalAwaitPromise))
+	if st != http.StatusForbidden {
+		tr.t.Errorf("POST /ui/keys without the CSRF token: %d, want 403", st)
+	}
+	if keys, _ := tr.env.Server.Service.TenantKeys(context.Background(), "default"); slicesHasName(keys, "forged") {
+		tr.t.Error("the POST without CSRF created a key")
+	}
+}
+
+// liveInbox: the dev inbox shows a new captured message without a reload.
+func (tr *tour) liveInbox() {
+	tr.do("open the inbox", chromedp.Navigate(tr.env.URL+"/ui/inbox"), chromedp.WaitVisible(chromedp.CSS("tbody[data-live] tr")))
+	run(tr.t, tr.ctx, "mark the page", chromedp.Evaluate[bool]("window.notReloaded = true"))
+	apiSend(tr.t, tr.env, tr.env.AdminKey, "Password reset", "<p>reset</p>")
+	tr.poll("the new captured message never appeared in the open inbox",
+		`[...document.querySelectorAll("tbody[data-live] a")].some(a => a.textContent === "Password reset") && window.notReloaded === true`)
+}
+
+// templatePreview: the preview follows the typing, rendered with the
+// sample variables; saving stores the template through the service.
+func (tr *tour) templatePreview() {
+	tr.do("edit a template", chromedp.Navigate(tr.env.URL+"/ui/templates?id=welcome"), chromedp.WaitVisible(chromedp.CSS("#html")),
+		chromedp.SendKeys(chromedp.CSS("#subject"), "Welcome, {{.name}}"), chromedp.SendKeys(chromedp.CSS("#html"), "<p>Hi {{.name}}!</p>"))
+	tr.poll("the live preview never showed the template with the sample variables",
+		`document.querySelector("[data-preview-html]").srcdoc.includes("Hi Ada!") && document.querySelector("[data-preview-subject]").textContent === "Welcome, Ada"`)
+	shot(tr.t, tr.ctx, tr.shots, "template")
+	tr.do("save it", chromedp.Click(chromedp.CSS("button[value=save]")), chromedp.WaitVisible(chromedp.CSS("p.ok")))
+	if tpl, err := tr.env.Server.Store.Template(context.Background(), "default", "welcome"); err != nil || tpl.HTML != "<p>Hi {{.name}}!</p>" {
+		tr.t.Errorf("the saved template is %+v (%v)", tpl, err)
+	}
+}
+
+// keyboard: the first Tab reaches the skip link.
+func (tr *tour) keyboard() {
+	tr.do("tab", chromedp.Navigate(tr.env.URL+"/ui/keys"), chromedp.WaitVisible(chromedp.CSS("#name")), chromedp.KeyEvent("\t"))
+	if c := run(tr.t, tr.ctx, "read the focus", chromedp.Evaluate[string](`document.activeElement.className`)); c != "skip" {
+		tr.t.Errorf("the first Tab focuses %q, want the skip link", c)
+	}
+}
+
+// readKeySeesNoAdminAction signs in with a read key and opens a pending
+// send: no admin control anywhere. It returns that send's id.
+func (tr *tour) readKeySeesNoAdminAction() string {
+	t, ctx, env := tr.t, tr.ctx, tr.env
+	other := apiSend(t, env, tr.approval, "Agent: meeting notes for Friday", "<p>second pending</p>")
+	_, reader := env.NewKey(t, app.NewKeyParams{Name: "reader", Scopes: []core.Scope{core.ScopeRead}})
+	tr.do("sign out", chromedp.Click(chromedp.CSS("form.signout button")), chromedp.WaitVisible(chromedp.CSS("#key")))
+	signInBrowser(t, ctx, env, reader)
+	tr.do("open the pending send as a reader", chromedp.Navigate(env.URL+"/ui/sends/"+other), chromedp.WaitVisible(chromedp.CSS("ol.timeline")))
+	n := run(t, ctx, "count admin controls", chromedp.Evaluate[int](
+		`document.querySelectorAll("a[href*='/confirm'], nav a[href='/ui/keys'], nav a[href='/ui/audit'], form[action*='/action']").length`))
+	if n != 0 {
+		t.Errorf("a read key's page shows %d admin controls", n)
+	}
+	if s := run(t, ctx, "read the status", chromedp.Text(chromedp.CSS("dl.facts .status"))); s != string(core.StatusPendingApproval) {
+		t.Errorf("the second send is %q, want pending_approval", s)
+	}
+	tr.do("open the sends as a reader", chromedp.Navigate(env.URL+"/ui/sends"), chromedp.WaitVisible(chromedp.CSS("#row-"+other)))
+	shot(t, ctx, tr.shots, "sends-all")
+	return other
+}
+
+// phoneDark: on a phone, in the system's dark mode, the page follows the
+// setting and nothing is wider than the screen.
+func (tr *tour) phoneDark(rowID string) {
+	t, ctx := tr.t, tr.ctx
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
+		t.Fatalf("emulate dark mode: %v", err)
+	}
+	tr.do("open the sends on a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
+		chromedp.Navigate(tr.env.URL+"/ui/sends"), chromedp.WaitVisible(chromedp.CSS("#row-"+rowID)))
+	if bg := run(t, ctx, "read the background", chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`)); bg != "rgb(15, 18, 22)" {
+		t.Errorf("in dark mode the background is %s, want the dark one", bg)
+	}
+	if w := run(t, ctx, "read the page width", chromedp.Evaluate[int](`document.body.scrollWidth`)); w > 390 {
+		t.Errorf("at phone width the page is %dpx wide (scrolls sideways)", w)
+	}
+	shot(t, ctx, tr.shots, "sends-phone-dark")
 }
 
 func slicesHasName(keys []*core.APIKey, name string) bool {
