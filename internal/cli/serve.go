@@ -90,6 +90,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		if srv, err = listen(cfg, s.Handler, logger, spec, serveErr); err != nil {
 			return err
 		}
+		if s.Dashboard != nil {
+			srv.RegisterOnShutdown(s.Dashboard.Close) // its live streams would hold the shutdown
+		}
 		if err := startSMTP(&cfg.SMTP, s.Submission, logger, serveErr); err != nil {
 			return err
 		}

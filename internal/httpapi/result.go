@@ -9,6 +9,7 @@ import (
 
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/metrics"
 )
 
 // result is what an idempotent POST answered, typed: the response is
@@ -98,14 +99,24 @@ func (s *Server) observe(o postOpts, res result) {
 		if s.metrics != nil {
 			s.metrics.IdempotentReplays.Inc()
 		}
+		s.duplicate(o, metrics.ViaReplay)
 	case idempotency.InUse:
 		s.conflict("in_use")
+		s.duplicate(o, metrics.ViaConflict)
 	case idempotency.Mismatch:
 		s.conflict("reused")
 	case idempotency.Proceed:
 		if res.stored && res.status >= 200 && res.status < 300 && o.committed != nil {
 			o.committed()
 		}
+	}
+}
+
+// duplicate counts a send request that sent nothing new; o.audit marks the
+// send routes (a replayed approve is no duplicate email).
+func (s *Server) duplicate(o postOpts, via string) {
+	if s.metrics != nil && o.audit {
+		s.metrics.DuplicatesPrevented.WithLabelValues(via).Inc()
 	}
 }
 

@@ -114,6 +114,12 @@ func (s *Server) routes() []string {
 	m.Handle("POST /webhooks/{id}/events/{event_id}/replay", s.resendManage(postOpts{emptyBody: true}, inTx(s.handleReplayDelivery)))
 	m.HandleFunc("GET /openapi.json", handleOpenAPI)
 
+	if s.cfg.Dashboard != nil {
+		// Method-less: the dashboard answers its own methods, and its pages
+		// are HTML, not API routes (API contract, section 13).
+		m.Handle("/{$}", s.cfg.Dashboard)
+		m.Handle("/ui/", s.cfg.Dashboard)
+	}
 	m.HandleFunc(notFoundPattern, s.handleNotFound)
 	return m.patterns
 }

@@ -53,6 +53,9 @@ type Config struct {
 	Limiter ratelimit.Limiter
 	// Webhooks serves /v1/webhooks and Resend's /webhooks. Required.
 	Webhooks *webhook.Service
+	// Dashboard, when set, serves the web dashboard at / and under /ui/
+	// (internal/dashboard). Defaults to none.
+	Dashboard http.Handler
 }
 
 // Server is the HTTP API.
@@ -168,6 +171,10 @@ func (w *loggingWriter) WriteHeader(code int) {
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection (the
+// dashboard's event streams flush and lift the write deadline).
+func (w *loggingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *loggingWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {

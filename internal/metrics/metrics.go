@@ -21,6 +21,10 @@ type Metrics struct {
 	IdempotencyConflicts *prometheus.CounterVec // reason: in_use | reused
 	DeliveryAttempts     *prometheus.CounterVec // outcome: sent | tempfail | permfail | unknown
 	HTTPRequests         *prometheus.CounterVec // code
+	// DuplicatesPrevented counts repeated sends that sent nothing new, by
+	// how they were caught (DuplicateVias); the dashboard's overview
+	// prices them.
+	DuplicatesPrevented *prometheus.CounterVec // via
 	// GroupCommitSize observes how many write transactions each commit
 	// carried (a batch of the group commit, on either database).
 	GroupCommitSize prometheus.Histogram
@@ -32,6 +36,18 @@ type Metrics struct {
 	SMTPMessages     *prometheus.CounterVec
 	SMTPRejections   *prometheus.CounterVec
 }
+
+// Ways a duplicate send is caught: a replayed response (the same
+// Idempotency-Key again) and a 409 (the same key while the first request
+// runs). An MCP send_email that finds its intent's send answers in the
+// MCP process, which has no metrics of its own yet.
+const (
+	ViaReplay   = "replay"
+	ViaConflict = "conflict"
+)
+
+// DuplicateVias lists the via labels of DuplicatesPrevented.
+var DuplicateVias = []string{ViaReplay, ViaConflict}
 
 // New registers the metrics. queueDepth is read at every scrape.
 func New(queueDepth func(ctx context.Context) (int, error)) *Metrics {
@@ -53,6 +69,9 @@ func New(queueDepth func(ctx context.Context) (int, error)) *Metrics {
 		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sendonce_http_requests_total", Help: "HTTP requests by status code.",
 		}, []string{"code"}),
+		DuplicatesPrevented: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sendonce_duplicates_prevented_total", Help: "Repeated send requests that sent nothing new, by how they were caught.",
+		}, []string{"via"}),
 		GroupCommitSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "sendonce_db_group_commit_size", Help: "Write transactions that shared one commit.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
@@ -79,8 +98,12 @@ func New(queueDepth func(ctx context.Context) (int, error)) *Metrics {
 	for _, o := range []string{"sent", "tempfail", "permfail", "unknown"} {
 		m.DeliveryAttempts.WithLabelValues(o)
 	}
+	for _, v := range DuplicateVias {
+		m.DuplicatesPrevented.WithLabelValues(v)
+	}
 	reg.MustRegister(m.SendsAccepted, m.IdempotentReplays, m.IdempotencyConflicts, m.DeliveryAttempts, m.HTTPRequests, m.GroupCommitSize,
 		m.SMTPSessions, m.SMTPSessionsOpen, m.SMTPMessages, m.SMTPRejections,
+		m.DuplicatesPrevented,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if queueDepth != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/dashboard"
 	"github.com/sendonce/sendonce/internal/delivery"
 	"github.com/sendonce/sendonce/internal/httpapi"
 	"github.com/sendonce/sendonce/internal/inbound"
@@ -179,6 +180,9 @@ type Server struct {
 	// Webhooks is the webhook worker; nil when this instance runs no
 	// workers.
 	Webhooks *webhook.Worker
+	// Dashboard is the web dashboard inside Handler; Close it before an
+	// http.Server shuts down, or its live streams hold the shutdown.
+	Dashboard *dashboard.Dashboard
 }
 
 // New opens the database (creating and migrating it when needed) and wires
@@ -304,12 +308,14 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
+	dash := dashboard.New(dashboard.Config{Service: svc, Sessions: store, Stats: store, Metrics: m, Logger: logger})
 	h := httpapi.NewServer(svc, m, httpapi.Config{
 		Webhooks:              hooks,
 		Front:                 front,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.ReservationLease,
 		DefaultTransport: cfg.Transport, ReplayCacheEntries: cfg.ReplayCache,
 		RateLimit: ratelimit.Limit{Requests: cfg.RateLimit, Window: cfg.RateLimitWindow}, Limiter: limiter,
+		Dashboard: dash,
 	}, logger)
 	sc := cfg.SMTP
 	sc.Front, sc.IdempotencyTTL, sc.ReservationLease, sc.ReplayCacheEntries = front, cfg.IdempotencyTTL, cfg.ReservationLease, cfg.ReplayCache
@@ -318,7 +324,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if now == nil {
 		now = time.Now
 	}
-	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Webhooks: worker, Handler: h, Submission: sub, redis: rdb,
+	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Webhooks: worker, Handler: h, Dashboard: dash, Submission: sub, redis: rdb,
 		Bounce: signer, inboundAddr: cfg.InboundAddr, now: now, logger: logger}, nil
 }
 

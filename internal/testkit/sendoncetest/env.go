@@ -259,6 +259,7 @@ func (e *Env) Close() {
 		return
 	}
 	e.closed = true
+	e.Server.Dashboard.Close() // its live streams would hold http.Close
 	e.http.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

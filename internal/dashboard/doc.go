@@ -1,0 +1,12 @@
+// Package dashboard is sendonce's web dashboard (API contract, section 13):
+// server-rendered html/template pages, assets embedded in the binary, and a
+// little progressive JavaScript (live lists over server-sent events, copy
+// buttons, the template preview). Every page works without the script.
+//
+// A page is one template in templates/, one handler and one row of the
+// route table (routes.go); a row of the nav table puts it in the menu.
+// Sign-in is with an API key; the session lives in the database
+// (Sessions) so that every API process of a deployment honours it. Reads
+// go through the store with the key's tenant, writes through
+// internal/app's services, as the API's own handlers do.
+package dashboard

@@ -1,0 +1,62 @@
+package dashboard_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
+)
+
+// TestOverview_DuplicatesPrevented replays one send twice through the API:
+// the metric counts two replays, not the first request, and the overview
+// prices them.
+func TestOverview_DuplicatesPrevented(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+		br := newBrowser(t, env)
+		br.signIn(env.AdminKey)
+		if p := br.get("/"); !strings.Contains(p.Body, "No sends yet") || !strings.Contains(p.Body, "curl -X POST") {
+			t.Errorf("the empty overview does not say what to do next")
+		}
+		body := map[string]any{"to": []string{"a@example.net"}, "subject": "once", "text": "x"}
+		for i := range 3 {
+			r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/send", Key: env.AdminKey, IdemKey: "same-key", Body: body})
+			if r.Status != http.StatusOK {
+				t.Fatalf("send %d: %d %s", i, r.Status, r.Body)
+			}
+		}
+		res, err := http.Get(env.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		for _, want := range []string{`sendonce_duplicates_prevented_total{via="replay"} 2`, `sendonce_duplicates_prevented_total{via="conflict"} 0`} {
+			if !strings.Contains(string(raw), want) {
+				t.Errorf("/metrics lacks %q", want)
+			}
+		}
+		// One more send, then made unknown: the chart counts both sends
+		// on today's row, the tile the unknown one.
+		r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/send", Key: env.AdminKey, IdemKey: "other-key", Body: body})
+		id, _ := r.JSON(t)["id"].(string)
+		env.Exec(t, "UPDATE sends SET status = 'unknown' WHERE id = ?", id)
+		p := br.get("/")
+		today := env.Clock.Now().UTC().Format("2006-01-02")
+		row := p.Body[strings.Index(p.Body, today):]
+		row = row[:strings.Index(row, "</tr>")]
+		if !strings.Contains(row, `value="2"></meter> 2`) || !strings.Contains(row, "<td>1</td>") {
+			t.Errorf("today's row of the chart is %q, want 2 accepted, 1 unknown", row)
+		}
+		if !strings.Contains(p.Body, "<b>1</b> in unknown") {
+			t.Errorf("the overview does not count the unknown send")
+		}
+		for _, want := range []string{"replay: 2", "Amazon SES", "$0.0002", "Postmark", "$0.0024–0.0036"} {
+			if !strings.Contains(p.Body, want) {
+				t.Errorf("the overview lacks %q", want)
+			}
+		}
+	})
+}

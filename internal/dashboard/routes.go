@@ -1,0 +1,69 @@
+package dashboard
+
+import "github.com/sendonce/sendonce/internal/core"
+
+// route is one dashboard URL: who may use it and what serves it. scope ""
+// is the sign-in page, served without a session.
+type route struct {
+	pattern string
+	scope   core.Scope
+	h       func(d *Dashboard, q *req) error
+}
+
+// routes is every dashboard URL. Paths live under /ui/ (and / itself): the
+// API's compatibility routes own /domains, /templates and /emails.
+var routes = []route{
+	{"GET /ui/signin", "", (*Dashboard).signInPage},
+	{"POST /ui/signin", "", (*Dashboard).signIn},
+	{"POST /ui/signout", core.ScopeRead, (*Dashboard).signOut},
+	{"GET /ui/assets/{file}", "", (*Dashboard).asset},
+
+	{"GET /{$}", core.ScopeRead, (*Dashboard).overview},
+	{"GET /ui/sends", core.ScopeRead, (*Dashboard).sends},
+	{"GET /ui/sends/live", core.ScopeRead, (*Dashboard).sendsLive},
+	{"GET /ui/sends/{id}", core.ScopeRead, (*Dashboard).send},
+	{"GET /ui/sends/{id}/html", core.ScopeRead, (*Dashboard).sendHTML},
+	{"GET /ui/sends/{id}/raw", core.ScopeRead, (*Dashboard).sendRaw},
+	{"GET /ui/sends/{id}/confirm", core.ScopeAdmin, (*Dashboard).confirmAction},
+	{"POST /ui/sends/{id}/action", core.ScopeAdmin, (*Dashboard).sendAction},
+	{"GET /ui/approvals", core.ScopeRead, (*Dashboard).approvals},
+
+	{"GET /ui/inbox", core.ScopeRead, (*Dashboard).inbox},
+	{"GET /ui/inbox/live", core.ScopeRead, (*Dashboard).inboxLive},
+	{"GET /ui/inbox/{id}", core.ScopeRead, (*Dashboard).inboxMessage},
+	{"GET /ui/inbox/{id}/html", core.ScopeRead, (*Dashboard).inboxHTML},
+	{"GET /ui/inbox/{id}/raw", core.ScopeRead, (*Dashboard).inboxRaw},
+
+	{"GET /ui/keys", core.ScopeAdmin, (*Dashboard).keys},
+	{"POST /ui/keys", core.ScopeAdmin, (*Dashboard).createKey},
+	{"GET /ui/keys/{id}/revoke", core.ScopeAdmin, (*Dashboard).confirmRevoke},
+	{"POST /ui/keys/{id}/revoke", core.ScopeAdmin, (*Dashboard).revokeKey},
+
+	{"GET /ui/domains", core.ScopeRead, (*Dashboard).domains},
+	{"GET /ui/domains/{domain}", core.ScopeRead, (*Dashboard).domain},
+	{"POST /ui/domains/{domain}/check", core.ScopeAdmin, (*Dashboard).checkDomain},
+
+	{"GET /ui/templates", core.ScopeRead, (*Dashboard).templates},
+	{"GET /ui/templates/{id}", core.ScopeRead, (*Dashboard).template},
+	{"POST /ui/templates/{id}", core.ScopeAdmin, (*Dashboard).saveTemplate},
+	{"POST /ui/templates/{id}/preview", core.ScopeRead, (*Dashboard).previewTemplate},
+
+	{"GET /ui/audit", core.ScopeAdmin, (*Dashboard).audit},
+}
+
+// navItem is one entry of the menu; scope hides it from keys without it.
+type navItem struct {
+	Label, Path string
+	scope       core.Scope
+}
+
+var nav = []navItem{
+	{"Overview", "/", core.ScopeRead},
+	{"Sends", "/ui/sends", core.ScopeRead},
+	{"Dev inbox", "/ui/inbox", core.ScopeRead},
+	{"Approvals", "/ui/approvals", core.ScopeRead},
+	{"API keys", "/ui/keys", core.ScopeAdmin},
+	{"Domains", "/ui/domains", core.ScopeRead},
+	{"Templates", "/ui/templates", core.ScopeRead},
+	{"Audit log", "/ui/audit", core.ScopeAdmin},
+}
