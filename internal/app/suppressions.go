@@ -44,5 +44,12 @@ func (s *Service) AddManualSuppression(ctx context.Context, tx core.Tx, tenant, 
 	if err != nil {
 		return nil, false, err
 	}
+	// Only entries made by hand count against the cap: one a bounce or a
+	// complaint adds must never be refused, or the address is mailed again.
+	if created {
+		if err := s.CheckCap(ctx, tx, core.ResourceSuppressions, tenant); err != nil {
+			return nil, false, err
+		}
+	}
 	return sup, created, nil
 }

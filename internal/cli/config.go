@@ -39,6 +39,7 @@ type Config struct {
 	// MaxTemplates, MaxMailboxes, MaxDomains and MaxAPIKeys are the
 	// --max-* caps per tenant (0: none), server.Config's Caps.
 	MaxTemplates, MaxMailboxes, MaxDomains, MaxAPIKeys int
+	MaxWebhooks, MaxSuppressions                       int
 	// SMTP is the --smtp-* settings of the submission server.
 	SMTP smtpConfig
 	// Pprof, when set, serves net/http/pprof on this separate address.
@@ -152,6 +153,8 @@ func serverFlags(e *envFlags, c *Config) {
 	e.integer(&c.MaxTemplates, "max-templates", "SENDONCE_MAX_TEMPLATES", core.DefaultMaxTemplates, "templates one tenant may store (0: no cap); past it, creates answer 403 limit_exceeded")
 	e.integer(&c.MaxMailboxes, "max-mailboxes", "SENDONCE_MAX_MAILBOXES", core.DefaultMaxMailboxes, "mailboxes one tenant may store (0: no cap)")
 	e.integer(&c.MaxDomains, "max-domains", "SENDONCE_MAX_DOMAINS", core.DefaultMaxDomains, "sending domains one tenant may store (0: no cap)")
+	e.integer(&c.MaxWebhooks, "max-webhooks", "SENDONCE_MAX_WEBHOOKS", core.DefaultMaxWebhooks, "webhook endpoints one tenant may store (0: no cap)")
+	e.integer(&c.MaxSuppressions, "max-suppressions", "SENDONCE_MAX_SUPPRESSIONS", core.DefaultMaxSuppressions, "suppression entries one tenant may add by hand (0: no cap; bounces and complaints always add theirs)")
 	e.integer(&c.MaxAPIKeys, "max-api-keys", "SENDONCE_MAX_API_KEYS", core.DefaultMaxAPIKeys, "API keys (not revoked) one tenant may create through the API (0: no cap; sendonce keys create is not capped)")
 	e.str(&sc.WebhookRetrySchedule, "webhook-retry-schedule", "SENDONCE_WEBHOOK_RETRY_SCHEDULE", webhook.DefaultSchedule, "waits before each retry of a failed webhook delivery, comma-separated; after the last the delivery is failed")
 	e.boolean(&sc.WebhookAllowPrivate, "webhook-allow-private", "SENDONCE_WEBHOOK_ALLOW_PRIVATE", false, "allow webhook endpoints on loopback and private addresses (refused by default)")
@@ -169,6 +172,7 @@ func (c *Config) caps() core.Caps {
 	return core.Caps{
 		core.ResourceTemplates: c.MaxTemplates, core.ResourceMailboxes: c.MaxMailboxes,
 		core.ResourceDomains: c.MaxDomains, core.ResourceAPIKeys: c.MaxAPIKeys,
+		core.ResourceWebhooks: c.MaxWebhooks, core.ResourceSuppressions: c.MaxSuppressions,
 	}
 }
 
@@ -182,8 +186,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--shutdown-grace must be 0 (follow --attempt-lease) or positive")
 	}
 	sc := &c.Server
-	if c.MaxTemplates < 0 || c.MaxMailboxes < 0 || c.MaxDomains < 0 || c.MaxAPIKeys < 0 {
-		return fmt.Errorf("--max-templates, --max-mailboxes, --max-domains and --max-api-keys must be 0 (no cap) or more")
+	if min(c.MaxTemplates, c.MaxMailboxes, c.MaxDomains, c.MaxAPIKeys, c.MaxWebhooks, c.MaxSuppressions) < 0 {
+		return fmt.Errorf("--max-templates, --max-mailboxes, --max-domains, --max-api-keys, --max-webhooks and --max-suppressions must be 0 (no cap) or more")
 	}
 	if sc.RateLimit < 0 || sc.RateLimitWindow < time.Millisecond {
 		return fmt.Errorf("--rate-limit must be 0 (off) or more, and --rate-limit-window at least 1ms")

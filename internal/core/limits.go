@@ -16,6 +16,11 @@ const (
 	ResourceDomains   Resource = "domains"
 	// ResourceAPIKeys counts keys not revoked.
 	ResourceAPIKeys Resource = "api_keys"
+	// ResourceWebhooks counts webhook endpoints.
+	ResourceWebhooks Resource = "webhooks"
+	// ResourceSuppressions counts the entries added by hand (bounces and
+	// complaints add theirs whatever the cap).
+	ResourceSuppressions Resource = "suppressions"
 )
 
 // The binary's default caps per tenant (--max-templates, --max-mailboxes,
@@ -28,6 +33,12 @@ const (
 	DefaultMaxMailboxes = 100
 	DefaultMaxDomains   = 100
 	DefaultMaxAPIKeys   = 100
+	// Resend allows a handful of webhook endpoints per team; 50 leaves
+	// room for one per environment and service.
+	DefaultMaxWebhooks = 50
+	// A suppression list imported by hand from another provider can be
+	// large; a million rows is still one index.
+	DefaultMaxSuppressions = 1000000
 )
 
 // Caps is the most rows of each resource one tenant may store. A resource

@@ -40,6 +40,15 @@ func cappedRoutes(env *sendoncetest.Env) []capped {
 			return sendoncetest.Request{Method: "POST", Path: "/api-keys", Key: env.AdminKey,
 				Body: map[string]any{"name": fmt.Sprint("k", i)}}
 		}, http.StatusOK},
+		{core.ResourceWebhooks, `SELECT count(*) FROM webhooks WHERE tenant = 'default'`, func(i int) sendoncetest.Request {
+			return sendoncetest.Request{Method: "POST", Path: "/v1/webhooks", Key: env.AdminKey,
+				Body: map[string]any{"endpoint": fmt.Sprintf("http://127.0.0.1:9/h%d", i), "events": []string{"email.sent"}}}
+		}, http.StatusCreated},
+		// Only entries added by hand count (the cap never refuses a bounce's).
+		{core.ResourceSuppressions, `SELECT count(*) FROM suppressions WHERE tenant = 'default' AND origin = 'manual'`, func(i int) sendoncetest.Request {
+			return sendoncetest.Request{Method: "POST", Path: "/v1/suppressions", Key: env.AdminKey,
+				Body: map[string]any{"email": fmt.Sprintf("s%d@example.com", i)}}
+		}, http.StatusCreated},
 	}
 }
 
@@ -50,8 +59,9 @@ const capN = 3
 // the database holds the cap — on both databases, whose locking differs.
 func TestCaps_ConcurrentCreatesStopAtTheCap(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		caps := core.Caps{core.ResourceTemplates: capN, core.ResourceMailboxes: capN, core.ResourceDomains: capN, core.ResourceAPIKeys: capN}
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, NoWorkers: true, Caps: caps})
+		caps := core.Caps{core.ResourceTemplates: capN, core.ResourceMailboxes: capN, core.ResourceDomains: capN, core.ResourceAPIKeys: capN,
+			core.ResourceWebhooks: capN, core.ResourceSuppressions: capN}
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, NoWorkers: true, Caps: caps, WebhookAllowPrivate: true})
 		for _, c := range cappedRoutes(env) {
 			t.Run(string(c.resource), func(t *testing.T) {
 				before := env.QueryInt(t, c.count)

@@ -101,6 +101,9 @@ func (s *Server) handleCreateWebhook(status int) txHandler {
 			if err := tx.InsertWebhook(ctx, hook); err != nil {
 				return 0, nil, err
 			}
+			if err := s.svc.CheckCap(ctx, tx, core.ResourceWebhooks, key.Tenant); err != nil {
+				return 0, nil, err
+			}
 			return status, viewWebhook(hook, secret), nil
 		}, nil
 	}

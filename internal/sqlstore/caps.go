@@ -11,10 +11,12 @@ import (
 // tenant's rows, its one parameter the tenant. A new capped table adds
 // its line here and its core.Resource.
 var capTables = map[core.Resource]string{
-	core.ResourceTemplates: `SELECT count(*) FROM templates WHERE tenant = ?`,
-	core.ResourceMailboxes: `SELECT count(*) FROM mailboxes WHERE tenant = ?`,
-	core.ResourceDomains:   `SELECT count(*) FROM domains WHERE tenant = ?`,
-	core.ResourceAPIKeys:   `SELECT count(*) FROM api_keys WHERE tenant = ? AND revoked_at IS NULL`,
+	core.ResourceTemplates:    `SELECT count(*) FROM templates WHERE tenant = ?`,
+	core.ResourceMailboxes:    `SELECT count(*) FROM mailboxes WHERE tenant = ?`,
+	core.ResourceDomains:      `SELECT count(*) FROM domains WHERE tenant = ?`,
+	core.ResourceAPIKeys:      `SELECT count(*) FROM api_keys WHERE tenant = ? AND revoked_at IS NULL`,
+	core.ResourceWebhooks:     `SELECT count(*) FROM webhooks WHERE tenant = ?`,
+	core.ResourceSuppressions: `SELECT count(*) FROM suppressions WHERE tenant = ? AND origin = 'manual'`,
 }
 
 // CountCapped implements core.Tx. On PostgreSQL a transaction-scoped
