@@ -70,7 +70,7 @@ func TestBuildWithAttachments_ForwardsAMessage(t *testing.T) {
 
 func TestBuildWithAttachments_StepsPastABoundaryInTheContent(t *testing.T) {
 	m := forwardFixture()
-	first := mixedBoundary(m.MessageID, nil, nil)
+	first := partBoundary("m", m.MessageID, nil)
 	orig := []byte("Subject: x\r\n\r\n--" + first + "\r\n")
 	raw, err := BuildWithAttachments(m, []Attachment{{ContentType: "message/rfc822", Data: orig}})
 	if err != nil {
@@ -85,7 +85,10 @@ func TestBuildWithAttachments_RefusesBadAttachments(t *testing.T) {
 	for _, a := range []Attachment{
 		{ContentType: "text", Data: []byte("x")},
 		{ContentType: "text/plain\r\nX: y", Data: []byte("x")},
-		{ContentType: "text/plain", Filename: "a\"b", Data: []byte("x")},
+		{ContentType: "text/plain", Filename: "a\r\nb", Data: []byte("x")},
+		{ContentType: "image/png", ContentID: "a b", Data: []byte("x")},
+		{ContentType: "image/png", ContentID: "<a>", Data: []byte("x")},
+		{ContentType: "multipart/mixed", Data: []byte("x")},
 		{ContentType: "message/rfc822", Data: []byte("a\x00b")},
 	} {
 		if _, err := BuildWithAttachments(forwardFixture(), []Attachment{a}); err == nil {
