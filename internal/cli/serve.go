@@ -52,6 +52,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		AttemptLease: cfg.AttemptLease, Work: cfg.Role != "api", Workers: cfg.Workers, PollInterval: cfg.PollInterval,
 		SecretKey: cfg.SecretKey, DNSResolver: cfg.DNSResolver, DBMaxConns: cfg.DBMaxConns, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Redis: cfg.Redis,
 		ReplayCache: replayCacheSize(cfg.ReplayCache), OutboundAllow: cfg.OutboundAllow,
+		MaxRequestBytes: int64(cfg.MaxRequestSize), MaxMessageBytes: int64(cfg.MaxMessageSize),
+		MaxInflightBytes: int64(cfg.MaxInflightBytes), AttachmentFetch: cfg.AttachmentFetch,
 	}, logger)
 	if err != nil {
 		return err

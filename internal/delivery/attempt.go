@@ -166,6 +166,13 @@ func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 // send must not wait for a session while it is recorded sending, so with
 // none free it is deferred (errNoSession) before anything was begun.
 func (d *Deliverer) handOff(ctx context.Context, s *core.Send, slot *transport.Slot) (err error, inTx func(core.Tx) error) {
+	if s.AttachmentCount > 0 && s.Attachments == nil {
+		// The files are read only for the attempt: the claim and every list
+		// read the row without them.
+		if s.Attachments, err = d.store.SendAttachments(ctx, s.ID); err != nil {
+			return &transport.Error{Class: transport.Temporary, Stage: "render", Err: err}, nil
+		}
+	}
 	raw, env, err := Render(s)
 	if err != nil {
 		return &transport.Error{Class: transport.Permanent, Stage: "render", Err: err}, nil

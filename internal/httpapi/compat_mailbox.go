@@ -52,6 +52,7 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 		To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: mailboxID,
 		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
 		Headers: req.Headers, Tags: req.Tags, References: req.References,
+		Attachments: appAttachments(req.Attachments), ScheduledAt: req.ScheduledAt,
 	}
 	mode := req.Mode
 	if mode == "" {

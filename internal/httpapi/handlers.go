@@ -75,6 +75,9 @@ type sendRequest struct {
 	Variables  map[string]any    `json:"variables"`
 	Headers    map[string]string `json:"headers"`
 	Tags       map[string]string `json:"tags"`
+	// Attachments and ScheduledAt: API contract, section 9.
+	Attachments []attachmentJSON `json:"attachments"`
+	ScheduledAt string           `json:"scheduled_at"`
 }
 
 // toApp is the request as the application takes it (the one mapping of
@@ -84,7 +87,7 @@ func (req *sendRequest) toApp(mailboxID string) *app.SendRequest {
 	return &app.SendRequest{
 		To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: mailboxID,
 		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
-		Headers: req.Headers, Tags: req.Tags,
+		Headers: req.Headers, Tags: req.Tags, Attachments: appAttachments(req.Attachments), ScheduledAt: req.ScheduledAt,
 	}
 }
 
@@ -419,7 +422,7 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 // 405 with Allow when the path exists for other methods, else 404.
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		probe := r.Clone(r.Context())
 		probe.Method = m
 		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != notFoundPattern {

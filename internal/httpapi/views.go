@@ -28,6 +28,8 @@ type sendView struct {
 	CreatedAt      string            `json:"created_at"`
 	UpdatedAt      string            `json:"updated_at"`
 	SentAt         *string           `json:"sent_at"`
+	ScheduledAt    *string           `json:"scheduled_at"`
+	Attachments    int               `json:"attachments"`
 	Events         []eventView       `json:"events,omitempty"`
 }
 
@@ -71,6 +73,7 @@ func viewSend(s *core.Send) *sendView {
 		From: s.From, To: list(s.To), Cc: list(s.Cc), Bcc: list(s.Bcc), ReplyTo: list(s.ReplyTo), Subject: s.Subject,
 		TemplateID: optString(s.TemplateID), MessageID: s.MessageID, Attempts: s.Attempts, LastError: optString(s.LastError),
 		Tags: tags, CreatedAt: rfc3339(s.CreatedAt), UpdatedAt: rfc3339(s.UpdatedAt), SentAt: optTime(s.SentAt),
+		ScheduledAt: optTime(s.ScheduledAt), Attachments: max(s.AttachmentCount, len(s.Attachments)),
 	}
 }
 

@@ -191,7 +191,7 @@ func attachmentEntity(a Attachment) *entity {
 
 // disposition renders a Content-Disposition value: a filename that is
 // printable ASCII without quotes or backslashes quoted as it is, any
-// other one as an RFC 2231 parameter (filename*=utf-8''…).
+// other one as an RFC 2231 parameter (filename*=utf-8”…).
 func disposition(kind, filename string) string {
 	if filename == "" {
 		return kind

@@ -78,6 +78,13 @@ type Config struct {
 	// Workers defaults to 100; PollInterval to 200ms.
 	Workers      int
 	PollInterval time.Duration
+	// MaxRequestBytes (--max-request-size) bounds a send route's request
+	// body; MaxMessageBytes (--max-message-size) a message after MIME
+	// encoding; MaxInflightBytes (--max-inflight-bytes) the large request
+	// bodies worked on at once. 0 means httpapi's and app's defaults.
+	MaxRequestBytes, MaxMessageBytes, MaxInflightBytes int64
+	// AttachmentFetch (--attachment-fetch) lets attachments name a URL.
+	AttachmentFetch bool
 	// Now is the clock of the idempotency and delivery rules. Defaults to
 	// time.Now. (River schedules on the wall clock.)
 	Now func() time.Time
@@ -164,7 +171,8 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if err != nil {
 		return nil, fmt.Errorf("--outbound-allow: %w", err)
 	}
-	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Now: cfg.Now}, logger)
+	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Now: cfg.Now,
+		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes}, logger)
 	d, err := delivery.NewDeliverer(svc, delivery.Config{
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
 		AttemptLease: cfg.AttemptLease, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
@@ -209,6 +217,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		Front:                 front,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.ReservationLease,
 		DefaultTransport: cfg.Transport, ReplayCacheEntries: cfg.ReplayCache,
+		MaxRequestBytes: cfg.MaxRequestBytes, MaxInflightBytes: cfg.MaxInflightBytes,
 	}, logger)
 	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h, redis: rdb}, nil
 }

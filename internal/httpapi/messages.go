@@ -1,0 +1,187 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// What issue 17 adds to the routes: attachments, scheduled sends (PATCH and
+// cancel), and the bound on the request bytes being worked on at once.
+
+// Defaults of the request limits (--max-request-size, --max-inflight-bytes).
+const (
+	DefaultMaxRequestBytes = 40 << 20 // the send routes
+	DefaultMaxBodyBytes    = 1 << 20  // every other route
+	// DefaultMaxInflightBytes bounds the bodies of large send requests
+	// being read, decoded and stored at one time: each holds a few times
+	// its size while it runs, so this bounds the server's memory.
+	DefaultMaxInflightBytes = 96 << 20
+	// inflightWait is how long a large request waits for room before it
+	// is answered 503 with Retry-After.
+	inflightWait = 10 * time.Second
+	// smallRequest is the size below which a request does not count
+	// against the bound: ordinary sends never wait.
+	smallRequest = 1 << 20
+)
+
+// attachmentJSON is one attachment as every send route spells it.
+type attachmentJSON struct {
+	Filename    string `json:"filename"`
+	Content     string `json:"content"`
+	ContentType string `json:"content_type"`
+	ContentID   string `json:"content_id"`
+	Path        string `json:"path"`
+}
+
+func appAttachments(in []attachmentJSON) []app.AttachmentRequest {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]app.AttachmentRequest, len(in))
+	for i, a := range in {
+		out[i] = app.AttachmentRequest{Filename: a.Filename, Content: a.Content, ContentType: a.ContentType, ContentID: a.ContentID, Path: a.Path}
+	}
+	return out
+}
+
+// inflight bounds the bytes of large requests in progress.
+type inflight struct {
+	sem   *semaphore.Weighted
+	limit int64
+}
+
+func newInflight(limit int64) *inflight {
+	return &inflight{sem: semaphore.NewWeighted(limit), limit: limit}
+}
+
+// bounded holds room for the request's declared size (the route's limit
+// when it declares none) while next runs; with no room within
+// inflightWait it answers 503 service_unavailable with Retry-After.
+func (s *Server) bounded(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := r.ContentLength
+		if n < 0 || n > s.cfg.MaxRequestBytes {
+			n = s.cfg.MaxRequestBytes
+		}
+		if n < smallRequest {
+			next.ServeHTTP(w, r)
+			return
+		}
+		n = min(n, s.inflight.limit)
+		ctx, cancel := context.WithTimeout(r.Context(), inflightWait)
+		err := s.inflight.sem.Acquire(ctx, n)
+		cancel()
+		if err != nil {
+			w.Header().Set("Retry-After", strconv.Itoa(int(inflightWait/time.Second)))
+			writeStyled(w, r, s, core.Errorf(core.CodeUnavailable, "", "too many large requests are being processed; retry after Retry-After"))
+			return
+		}
+		defer s.inflight.sem.Release(n)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// writeStyled writes err in the error shape of the route's style.
+func writeStyled(w http.ResponseWriter, r *http.Request, s *Server, err error) {
+	if isResendPath(r.URL.Path) {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	writeError(w, r, s.logger, err)
+}
+
+func isResendPath(p string) bool { return len(p) >= 7 && p[:7] == "/emails" }
+
+func (s *Server) handleCancel(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
+	send, err := s.svc.Cancel(ctx, tx, key.Tenant, r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, viewSend(send), nil
+}
+
+// scheduleRequest is the body of PATCH /v1/sends/{id} and PATCH
+// /emails/{id}.
+type scheduleRequest struct {
+	ScheduledAt string `json:"scheduled_at"`
+}
+
+func (s *Server) handleReschedule(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	var req scheduleRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return 0, nil, err
+	}
+	send, err := s.svc.Reschedule(ctx, tx, key.Tenant, r.PathValue("id"), req.ScheduledAt)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, viewSend(send), nil
+}
+
+// resendEmailRef is Resend's answer to an update or a cancel.
+type resendEmailRef struct {
+	Object string `json:"object"`
+	ID     string `json:"id"`
+}
+
+func (s *Server) handleResendUpdate(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	var req scheduleRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return 0, nil, err
+	}
+	send, err := s.svc.Reschedule(ctx, tx, key.Tenant, r.PathValue("id"), req.ScheduledAt)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, resendEmailRef{Object: "email", ID: send.ID}, nil
+}
+
+func (s *Server) handleResendCancel(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
+	send, err := s.svc.Cancel(ctx, tx, key.Tenant, r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, resendEmailRef{Object: "email", ID: send.ID}, nil
+}
+
+// handleResendList is GET /emails: newest first, after or before an id.
+func (s *Server) handleResendList(w http.ResponseWriter, r *http.Request) {
+	key := apiKeyFrom(r.Context())
+	q := r.URL.Query()
+	limit, err := parseLimit(q.Get("limit"))
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	f := core.SendFilter{Limit: limit, After: q.Get("after"), Before: q.Get("before")}
+	if f.After != "" && f.Before != "" {
+		writeResendError(w, r, s.logger, core.Errorf(core.CodeValidation, "after", "give after or before, not both"))
+		return
+	}
+	if key.Agent {
+		f.APIKeyID = key.ID
+	}
+	sends, next, err := s.store.ListSends(r.Context(), key.Tenant, f)
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	out := resendList[resendEmailView]{Object: "list", HasMore: next != "", Data: make([]resendEmailView, 0, len(sends))}
+	for _, sd := range sends {
+		out.Data = append(out.Data, viewResendEmail(sd))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// resendOpts gives o Resend's key length and error body.
+func (s *Server) resendOpts(o postOpts) postOpts {
+	o.maxKeyLen, o.errs = resendMaxKeyLen, resendErrors
+	return o
+}
