@@ -17,7 +17,7 @@ import (
 // package, package-lock.json its tree; .ci/run installs it with npm ci.
 const nodeSDKDir = "testdata/resend-node"
 
-// TestResendNodeSDK runs resend.test.mjs (the official Resend Node SDK,
+// TestResendNodeSDK runs resend.test.mjs and emails.test.mjs (the official Resend Node SDK,
 // with only RESEND_BASE_URL changed) against a server on each backend.
 // Without node or the installed node_modules it skips locally and fails in
 // CI, where .ci/run installs them.
@@ -41,7 +41,7 @@ func TestResendNodeSDK(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, node, "--test", "resend.test.mjs")
+		cmd := exec.CommandContext(ctx, node, "--test", "resend.test.mjs", "emails.test.mjs")
 		cmd.Dir = nodeSDKDir
 		cmd.Env = append(os.Environ(), "RESEND_BASE_URL="+env.URL, "RESEND_API_KEY="+env.AdminKey)
 		out, err := cmd.CombinedOutput()
