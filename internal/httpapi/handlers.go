@@ -211,6 +211,10 @@ func (s *Server) handleListSends(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.logger, core.Errorf(core.CodeValidation, "status", "unknown status %q", f.Status))
 		return
 	}
+	if err := listFilters(q, &f); err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
 	sends, next, err := s.store.ListSends(r.Context(), key.Tenant, f)
 	if err != nil {
 		writeError(w, r, s.logger, err)

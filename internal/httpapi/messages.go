@@ -3,7 +3,9 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -184,4 +186,29 @@ func (s *Server) handleResendList(w http.ResponseWriter, r *http.Request) {
 func (s *Server) resendOpts(o postOpts) postOpts {
 	o.maxKeyLen, o.errs = resendMaxKeyLen, resendErrors
 	return o
+}
+
+// listFilters reads GET /v1/sends' tag (name:value) and created_after and
+// created_before (RFC 3339) into f.
+func listFilters(q url.Values, f *core.SendFilter) error {
+	if tag := q.Get("tag"); tag != "" {
+		name, value, ok := strings.Cut(tag, ":")
+		if !ok || name == "" {
+			return core.Errorf(core.CodeValidation, "tag", "tag must be name:value")
+		}
+		f.TagName, f.TagValue = name, value
+	}
+	for _, b := range []struct {
+		param string
+		dst   *time.Time
+	}{{"created_after", &f.CreatedAfter}, {"created_before", &f.CreatedBefore}} {
+		if v := q.Get(b.param); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return core.Errorf(core.CodeValidation, b.param, "%s must be an RFC 3339 time with an offset", b.param)
+			}
+			*b.dst = t
+		}
+	}
+	return nil
 }

@@ -161,3 +161,43 @@ func TestSchedule_CancelRacesDelivery(t *testing.T) {
 		t.Logf("cancel won %d, lost %d", won, lost)
 	})
 }
+
+// TestListSends_Filters: GET /v1/sends by tag and by creation time finds
+// exactly the matching sends, newest first.
+func TestListSends_Filters(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+		var ids []string
+		for i := range 4 {
+			body := sendoncetest.Mail("ann@example.com", fmt.Sprint("s", i))
+			body["tags"] = map[string]string{"plan": []string{"gold", "free"}[i%2]}
+			r := env.Send(t, fmt.Sprint("filter-", i), body)
+			ids = append(ids, r.JSON(t)["id"].(string))
+			time.Sleep(5 * time.Millisecond)
+		}
+		list := func(q string) []string {
+			r := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/sends?" + q, Key: env.AdminKey})
+			if r.Status != http.StatusOK {
+				t.Fatalf("GET /v1/sends?%s: %d %s", q, r.Status, r.Body)
+			}
+			var out []string
+			for _, d := range r.JSON(t)["data"].([]any) {
+				out = append(out, d.(map[string]any)["id"].(string))
+			}
+			return out
+		}
+		if got, want := list("tag=plan:gold"), []string{ids[2], ids[0]}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("tag=plan:gold: %v, want %v", got, want)
+		}
+		third := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/sends/" + ids[2], Key: env.AdminKey}).JSON(t)["created_at"].(string)
+		if got, want := list("created_after="+third), []string{ids[3]}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("created_after: %v, want %v", got, want)
+		}
+		if got, want := list("created_before="+third+"&tag=plan:gold"), []string{ids[0]}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("created_before and tag: %v, want %v", got, want)
+		}
+		if r := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/sends?tag=nocolon", Key: env.AdminKey}); r.Status != http.StatusUnprocessableEntity {
+			t.Errorf("tag without a colon: %d", r.Status)
+		}
+	})
+}

@@ -96,7 +96,26 @@ func (t *Tx) InsertSend(ctx context.Context, s *core.Send) error {
 			return fmt.Errorf("insert send: %w", err)
 		}
 	}
+	if err := t.insertTags(ctx, s); err != nil {
+		return err
+	}
 	return t.insertAttachments(ctx, s)
+}
+
+// insertTags indexes the send's tags (send_tags), one statement for all.
+func (t *Tx) insertTags(ctx context.Context, s *core.Send) error {
+	if len(s.Tags) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 4*len(s.Tags))
+	for n, v := range s.Tags {
+		args = append(args, s.Tenant, n, v, s.ID)
+	}
+	q := `INSERT INTO send_tags (tenant, name, value, send_id) VALUES (?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?)`, len(s.Tags)-1)
+	if _, err := t.q.exec(ctx, q, args...); err != nil {
+		return fmt.Errorf("insert tags of %s: %w", s.ID, err)
+	}
+	return nil
 }
 
 // insertAttachments writes a send's files, one row each (a statement of
@@ -296,6 +315,10 @@ func (s *Store) ListSends(ctx context.Context, tenant string, f core.SendFilter)
 	}
 	if f.Before != "" {
 		where, args = append(where, "id > ?"), append(args, f.Before)
+	}
+	if f.TagName != "" {
+		where = append(where, "id IN (SELECT send_id FROM send_tags WHERE tenant = ? AND name = ? AND value = ?)")
+		args = append(args, tenant, f.TagName, f.TagValue)
 	}
 	if !f.CreatedAfter.IsZero() {
 		where, args = append(where, "created_at > ?"), append(args, micros(f.CreatedAfter))

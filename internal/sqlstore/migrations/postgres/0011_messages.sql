@@ -18,3 +18,13 @@ CREATE TABLE send_attachments (
     data         BYTEA NOT NULL,
     PRIMARY KEY (send_id, idx)
 );
+
+-- One row per tag of a send, so that GET /v1/sends?tag=name:value finds
+-- the tagged sends by index instead of reading every send's tags.
+CREATE TABLE send_tags (
+    tenant  TEXT NOT NULL,
+    name    TEXT NOT NULL,
+    value   TEXT NOT NULL,
+    send_id TEXT NOT NULL REFERENCES sends (id) ON DELETE CASCADE,
+    PRIMARY KEY (tenant, name, value, send_id)
+);
