@@ -25,8 +25,10 @@ Usage:
                       [--agent] [--allow-recipient ADDR|DOMAIN]… [--max-per-hour N] [--max-per-day N]
   sendonce keys list                  list API keys (never their secrets)
   sendonce keys revoke ID             revoke a key at once
-  sendonce send --to ADDR --subject S --text T|--html-file F|--template ID --var k=v… [--idempotency-key K] [--json]
+  sendonce send --to ADDR --subject S --text T|--html-file F|--template ID --var k=v… [--attach FILE]… [--at TIME]
+               [--idempotency-key K] [--json]
                                       send through a running server; without a key, makes one and prints it
+  sendonce cancel SEND_ID [--json]    cancel a scheduled, pending or not yet attempted send
   sendonce status SEND_ID [--json]    a send and its history
   sendonce sends --idempotency-key K [--json]
                                       find the send made with a key (also --status S, --limit N)
@@ -45,7 +47,7 @@ Usage:
 
 Run "sendonce serve -h" for the server's flags; every flag is also an
 environment variable (SENDONCE_ADDR, SENDONCE_DB, …), and the flag wins.
-send, status, sends, approvals and mcp call SENDONCE_API_URL (default http://127.0.0.1:8787)
+send, cancel, status, sends, approvals and mcp call SENDONCE_API_URL (default http://127.0.0.1:8787)
 with the API key in SENDONCE_API_KEY.
 `
 
@@ -69,6 +71,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runStatus(ctx, args[1:], getenv, stdout, stderr)
 	case "sends":
 		return runSends(ctx, args[1:], getenv, stdout, stderr)
+	case "cancel":
+		return runCancel(ctx, args[1:], getenv, stdout, stderr)
 	case "domains":
 		return runDomains(ctx, args[1:], getenv, stdout, stderr)
 	case "dns":

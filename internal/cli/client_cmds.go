@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -101,6 +102,8 @@ func runSend(ctx context.Context, args []string, getenv func(string) string, std
 		from, mailbox, subject, text, html, tpl string
 		textFile, htmlFile, key                 string
 		vars, tags                              = kvFlag{}, kvFlag{}
+		attach                                  multiFlag
+		at                                      string
 	)
 	api.define(e)
 	e.fs.Var(&to, "to", "recipient (repeatable; at least one)")
@@ -118,6 +121,8 @@ func runSend(ctx context.Context, args []string, getenv func(string) string, std
 	e.fs.Var(vars, "var", "template variable name=value (repeatable)")
 	e.fs.Var(tags, "tag", "tag name=value kept on the send (repeatable)")
 	e.fs.StringVar(&key, "idempotency-key", "", "the send's key; reuse it to retry safely (default: a new UUID, printed)")
+	e.fs.Var(&attach, "attach", "attach this file (repeatable; its name is the file's base name, its type from the extension)")
+	e.fs.StringVar(&at, "at", "", "send at this RFC 3339 time (e.g. 2026-12-24T18:00:00+01:00) instead of now; at most 30 days ahead")
 	pos, err := parseInterleaved(e, args)
 	if err != nil {
 		return err
@@ -158,6 +163,9 @@ func runSend(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	req := &client.SendRequest{To: to, Cc: cc, Bcc: bcc, ReplyTo: replyTo, From: from, MailboxID: mailbox,
 		Subject: subject, Text: text, HTML: html, TemplateID: tpl}
+	if err := addAttachmentsAndTime(req, attach, at); err != nil {
+		return err
+	}
 	if len(vars) > 0 {
 		req.Variables = make(map[string]any, len(vars))
 		for k, v := range vars {
@@ -189,6 +197,60 @@ func runSend(ctx context.Context, args []string, getenv func(string) string, std
 	fmt.Fprintf(stdout, "%s %s (%s)\n", s.ID, s.Status, note)
 	fmt.Fprintf(stdout, "  to:      %s\n  subject: %s\n  key:     %s\n", strings.Join(s.To, ", "), s.Subject, s.IdempotencyKey)
 	fmt.Fprintf(stdout, "Follow it with: sendonce status %s\n", s.ID)
+	return nil
+}
+
+// addAttachmentsAndTime reads the --attach files and --at into req.
+func addAttachmentsAndTime(req *client.SendRequest, files []string, at string) error {
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("--attach: %w", err)
+		}
+		req.Attachments = append(req.Attachments, client.Attachment{Filename: filepath.Base(f), Content: data})
+	}
+	if at != "" {
+		t, err := time.Parse(time.RFC3339, at)
+		if err != nil {
+			return fmt.Errorf("%w: --at must be an RFC 3339 time with an offset, e.g. 2026-12-24T18:00:00+01:00", ErrUsage)
+		}
+		req.ScheduledAt = &t
+	}
+	return nil
+}
+
+// runCancel cancels a send that was never attempted.
+func runCancel(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	e := newFlags("cancel", getenv, stderr)
+	var api apiFlags
+	api.define(e)
+	pos, err := parseInterleaved(e, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: cancel SEND_ID", ErrUsage)
+	}
+	c, err := api.client(getenv)
+	if err != nil {
+		return err
+	}
+	// One key per send, so that a retried cancel is a replay.
+	opts := &client.CallOptions{IdempotencyKey: "cancel-" + pos[0]}
+	if len(opts.IdempotencyKey) > client.MaxKeyLen {
+		opts = nil
+	}
+	s, err := c.Cancel(ctx, pos[0], opts)
+	if client.ErrorCode(err) == "invalid_state" {
+		return fmt.Errorf("%w\nThe send was already attempted (or finished): it can no longer be canceled", err)
+	}
+	if err != nil {
+		return err
+	}
+	if api.json {
+		return printRaw(stdout, s.Raw)
+	}
+	fmt.Fprintf(stdout, "%s %s\n", s.ID, s.Status)
 	return nil
 }
 
