@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	gomessage "github.com/emersion/go-message"
 
+	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
@@ -255,4 +257,81 @@ func TestAttachments_TenMiBEightTimesWithOneKey(t *testing.T) {
 func mustMarshal(t *testing.T, v any) string {
 	t.Helper()
 	return string(mustJSON(t, v))
+}
+
+// TestAttachments_AgentKeysMayNotAttach: an agent key's send with a file
+// is 403 forbidden naming attachments, and nothing is stored.
+func TestAttachments_AgentKeysMayNotAttach(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true})
+	_, agent := env.NewKey(t, app.NewKeyParams{Name: "agent", Scopes: []core.Scope{core.ScopeSend, core.ScopeRead}, Agent: true})
+	body := sendoncetest.Mail("ann@example.com", "file")
+	body["attachments"] = []map[string]any{{"filename": "a.txt", "content": "eA=="}}
+	r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/send", Key: agent, IdemKey: "agent-att", Body: body})
+	if r.Status != http.StatusForbidden || r.ErrorCode() != core.CodeForbidden {
+		t.Fatalf("agent key with an attachment: %d %s, want 403 forbidden", r.Status, r.Body)
+	}
+	if got, _ := r.JSON(t)["error"].(map[string]any)["param"].(string); got != "attachments" {
+		t.Fatalf("param %q, want attachments", got)
+	}
+	if n := env.QueryInt(t, `SELECT count(*) FROM sends`); n != 0 {
+		t.Fatalf("%d sends stored", n)
+	}
+}
+
+// TestAttachments_PathIsFetchedOnceThroughTheOutboundPolicy: with
+// --attachment-fetch, a path is fetched once at acceptance (a replay
+// fetches nothing) and its bytes are delivered; under the default policy
+// a loopback URL, or a redirect to one, is 422 naming the field.
+func TestAttachments_PathIsFetchedOnceThroughTheOutboundPolicy(t *testing.T) {
+	data := randomBytes(t, 5000)
+	var fetches sync.Map
+	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := fetches.LoadOrStore(r.URL.Path, new(int))
+		*n.(*int)++
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, "/file.bin", http.StatusFound)
+			return
+		}
+		w.Write(data)
+	}))
+	defer files.Close()
+	withPath := func(p string) map[string]any {
+		body := sendoncetest.Mail("ann@example.com", "by path")
+		body["attachments"] = []map[string]any{{"filename": "file.bin", "path": files.URL + p}}
+		return body
+	}
+
+	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, AttachmentFetch: true}) // loopback allowed, as --outbound-allow 127.0.0.0/8
+	r := env.Send(t, "path-1", withPath("/file.bin"))
+	if r.Status != http.StatusOK {
+		t.Fatalf("send by path: %d %s", r.Status, r.Body)
+	}
+	if again := env.Send(t, "path-1", withPath("/file.bin")); again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry: %d %s, want a replay", again.Status, again.Body)
+	}
+	if n, _ := fetches.Load("/file.bin"); *n.(*int) != 1 {
+		t.Fatalf("fetched %d times, want once", *n.(*int))
+	}
+	s := env.WaitStatus(t, r.JSON(t)["id"].(string), 20*time.Second, core.StatusSent)
+	if ls := leaves(t, waitMessage(t, env.SMTP, s["message_id"].(string)).Data); len(ls) != 2 || !bytes.Equal(ls[1].body, data) {
+		t.Fatalf("the delivered file is not the fetched one (%d parts)", len(ls))
+	}
+
+	strict := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true, AttachmentFetch: true, StrictOutbound: true})
+	for i, p := range []string{"/file.bin", "/redirect"} {
+		r := strict.Send(t, fmt.Sprint("strict-", i), withPath(p))
+		if r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("loopback path %s under the default policy: %d %s, want 422", p, r.Status, r.Body)
+		}
+		if got, _ := r.JSON(t)["error"].(map[string]any)["param"].(string); got != "attachments[0].path" {
+			t.Fatalf("param %q", got)
+		}
+	}
+	for _, u := range []string{"ftp://example.com/a", "file:///etc/passwd"} {
+		body := sendoncetest.Mail("ann@example.com", "bad scheme")
+		body["attachments"] = []map[string]any{{"filename": "a", "path": u}}
+		if r := strict.Send(t, "scheme-"+u, body); r.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("path %s: %d %s", u, r.Status, r.Body)
+		}
+	}
 }

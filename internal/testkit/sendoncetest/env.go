@@ -117,6 +117,8 @@ type Options struct {
 	// unicast only). Without it, loopback is allowed, where test servers
 	// listen.
 	StrictOutbound bool
+	// AttachmentFetch turns --attachment-fetch on (attachments by URL).
+	AttachmentFetch bool
 }
 
 // Env is a running instance.
@@ -183,7 +185,7 @@ func Start(t testing.TB, o Options) *Env {
 		DB: e.DB, Transport: transport, DBMaxConns: 8, Redis: redisURL, RedisPrefix: redisPrefix, From: "sender@example.com",
 		IdempotencyTTL: o.TTL, RequireIdempotencyKey: !o.AllowNoKey, RetryBase: o.RetryBase, MaxAttempts: o.MaxAttempts,
 		AttemptLease: o.Lease, Work: !o.NoWorkers, PollInterval: o.PollInterval, Now: e.Clock.Now,
-		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort,
+		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort, AttachmentFetch: o.AttachmentFetch,
 	}
 	if !o.StrictOutbound {
 		cfg.OutboundAllow = "127.0.0.0/8,::1"
