@@ -96,3 +96,63 @@ func TestBuildWithAttachments_RefusesBadAttachments(t *testing.T) {
 		}
 	}
 }
+
+// FuzzBuildWithAttachments: whatever a file's name, type, Content-ID and
+// bytes, Build either refuses it or renders a message that go-message
+// parses back into the same bytes, name and Content-ID, with the header
+// section unchanged (no field injected).
+func FuzzBuildWithAttachments(f *testing.F) {
+	f.Add("a.pdf", "application/pdf", "", []byte("%PDF"), "")
+	f.Add("résumé ü.pdf", "application/pdf", "", []byte{0, 1, 2, 0xff}, "<p>x</p>")
+	f.Add("logo.png", "image/png", "logo@x", []byte("\x89PNG"), `<img src="cid:logo@x">`)
+	f.Add("a\r\nBcc: v@example.com", "text/plain", "", []byte("x"), "")
+	f.Add("a.txt", "text/plain; charset=utf-8", "x>\r\nBcc: v", []byte("x"), "<p>h</p>")
+	f.Add("fwd.eml", "message/rfc822", "", []byte("Subject: x\r\n\r\n--=_m\r\n"), "")
+	f.Add(strings.Repeat("n", 900), "application/octet-stream", "", []byte{}, "")
+	f.Fuzz(func(t *testing.T, filename, ctype, cid string, data []byte, html string) {
+		m := forwardFixture()
+		m.HTML = html
+		if m.HTML == "" {
+			m.HTML = "<p>x</p>"
+		}
+		a := Attachment{Filename: filename, ContentType: ctype, ContentID: cid, Data: data}
+		raw, err := BuildWithAttachments(m, []Attachment{a})
+		if err != nil {
+			return
+		}
+		e, err := gomessage.Read(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatalf("does not parse: %v\n%q", err, raw)
+		}
+		for _, h := range []string{"Bcc", "X-Injected"} {
+			if e.Header.Has(h) {
+				t.Fatalf("header %s appeared", h)
+			}
+		}
+		found := false
+		var walk func(e *gomessage.Entity)
+		walk = func(e *gomessage.Entity) {
+			if mr := e.MultipartReader(); mr != nil {
+				for {
+					p, err := mr.NextPart()
+					if err != nil {
+						return
+					}
+					walk(p)
+				}
+			}
+			_, params, _ := e.Header.ContentDisposition()
+			if params["filename"] != filename || strings.Trim(e.Header.Get("Content-Id"), "<>") != cid {
+				return
+			}
+			b, err := io.ReadAll(e.Body)
+			if err == nil && bytes.Equal(b, data) {
+				found = true
+			}
+		}
+		walk(e)
+		if !found && filename != "" {
+			t.Fatalf("no part carries the file %q (cid %q, %d bytes) back:\n%q", filename, cid, len(data), raw)
+		}
+	})
+}
