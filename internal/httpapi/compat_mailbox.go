@@ -156,6 +156,11 @@ func (s *Server) original(ctx context.Context, key *core.APIKey, id string) ([]b
 			return nil, "", notFound
 		}
 		if raw == nil {
+			if send.AttachmentCount > 0 { // the original as it was delivered, its files included
+				if send.Attachments, err = s.store.SendAttachments(ctx, send.ID); err != nil {
+					return nil, "", err
+				}
+			}
 			if raw, _, err = delivery.Render(send); err != nil {
 				return nil, "", err
 			}
