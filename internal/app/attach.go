@@ -33,11 +33,14 @@ const (
 	FetchRedirects = 3
 )
 
-// AttachmentRequest is one file as a caller gives it: Content in standard
-// base64, or Path, a URL to fetch once at acceptance.
+// AttachmentRequest is one file as a caller gives it: its content, decoded
+// from standard base64 by the caller's route (Data; BadContent when it was
+// not base64), or Path, a URL to fetch once at acceptance.
 type AttachmentRequest struct {
 	Filename    string
-	Content     string
+	Data        []byte
+	HasContent  bool // content was given (Data may still be empty)
+	BadContent  bool
 	ContentType string
 	ContentID   string
 	Path        string
@@ -89,7 +92,7 @@ func (s *Service) attachment(ctx context.Context, i int, r AttachmentRequest) (c
 		return a, core.Errorf(core.CodeValidation, param("content_type"), "content_type %q is not a MIME type such as application/pdf", r.ContentType)
 	}
 	switch {
-	case r.Path != "" && r.Content != "":
+	case r.Path != "" && r.HasContent:
 		return a, core.Errorf(core.CodeValidation, param("path"), "give content or path, not both")
 	case r.Path != "":
 		if !s.cfg.AttachmentFetch {
@@ -100,12 +103,10 @@ func (s *Service) attachment(ctx context.Context, i int, r AttachmentRequest) (c
 			return a, core.Errorf(core.CodeValidation, param("path"), "%v", err)
 		}
 		a.Data = data
+	case r.BadContent:
+		return a, core.Errorf(core.CodeValidation, param("content"), "content is not standard base64")
 	default:
-		data, err := base64.StdEncoding.DecodeString(r.Content)
-		if err != nil {
-			return a, core.Errorf(core.CodeValidation, param("content"), "content is not standard base64")
-		}
-		a.Data = data
+		a.Data = r.Data
 	}
 	return a, nil
 }
