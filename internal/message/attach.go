@@ -35,12 +35,23 @@ type Attachment struct {
 const MaxContentIDLen = 128
 
 // entity is one MIME entity before it is framed: its content header
-// fields and its encoded body.
+// fields, and its encoded body, which write appends to the message being
+// built (size bytes of it): a file is encoded once, straight into the
+// message, not into a part that is then copied.
 type entity struct {
 	ctype  string   // Content-Type value, in wire form
 	cte    string   // Content-Transfer-Encoding; "" for none (multipart)
 	fields []string // further fields, whole lines without CRLF
-	body   []byte
+	size   int
+	write  func(b *bytes.Buffer) error
+}
+
+// bytesEntity is an entity whose body is already encoded.
+func bytesEntity(ctype, cte string, body []byte) *entity {
+	return &entity{ctype: ctype, cte: cte, size: len(body), write: func(b *bytes.Buffer) error {
+		b.Write(body)
+		return nil
+	}}
 }
 
 // writeHeader writes e's header fields, folded like every other field.
@@ -120,32 +131,40 @@ func qpEntity(ctype, s string, standalone bool) (*entity, error) {
 	if standalone && !bytes.HasSuffix(b.Bytes(), []byte("\r\n")) {
 		b.WriteString("=\r\n")
 	}
-	return &entity{ctype: ctype, cte: "quoted-printable", body: b.Bytes()}, nil
+	return bytesEntity(ctype, "quoted-printable", b.Bytes()), nil
 }
 
 // multipartEntity frames parts under boundary. The CRLF before each delimiter
 // belongs to the delimiter (RFC 2046 §5.1.1), so every part decodes to
 // exactly its content.
 func multipartEntity(subtype, boundary string, parts []*entity) (*entity, error) {
-	size := 0
-	for _, p := range parts {
-		size += len(p.body) + 256
-	}
-	var b bytes.Buffer
-	b.Grow(size)
-	for _, p := range parts {
-		b.WriteString("--" + boundary + "\r\n")
-		w := headerWriter{b: &b}
+	// The part headers are rendered now, so that a field that cannot be
+	// written fails the build before any body is.
+	headers := make([][]byte, len(parts))
+	size := len(boundary) + 8
+	for i, p := range parts {
+		var h bytes.Buffer
+		w := headerWriter{b: &h}
 		if p.writeHeader(&w); w.err != nil {
 			return nil, w.err
 		}
-		b.WriteString("\r\n")
-		b.Write(p.body)
-		b.WriteString("\r\n")
+		headers[i] = h.Bytes()
+		size += len(boundary) + 8 + len(headers[i]) + p.size
 	}
-	b.WriteString("--" + boundary + "--\r\n")
 	ctype := "multipart/" + subtype + `; boundary="` + boundary + `"`
-	return &entity{ctype: ctype, body: b.Bytes()}, nil
+	return &entity{ctype: ctype, size: size, write: func(b *bytes.Buffer) error {
+		for i, p := range parts {
+			b.WriteString("--" + boundary + "\r\n")
+			b.Write(headers[i])
+			b.WriteString("\r\n")
+			if err := p.write(b); err != nil {
+				return err
+			}
+			b.WriteString("\r\n")
+		}
+		b.WriteString("--" + boundary + "--\r\n")
+		return nil
+	}}, nil
 }
 
 // attachmentEntity is one file's part: base64 in lines of 76, encoded
@@ -167,25 +186,29 @@ func attachmentEntity(a Attachment) *entity {
 		if !isASCIIBytes(a.Data) {
 			e.cte = "8bit"
 		}
-		e.body = a.Data
+		e.size, e.write = len(a.Data), func(b *bytes.Buffer) error {
+			b.Write(a.Data)
+			return nil
+		}
 		return e
 	}
 	e.cte = "base64"
 	const lineIn = 57 // bytes that encode to a line of 76
 	lines := (len(a.Data) + lineIn - 1) / lineIn
-	out := make([]byte, 0, base64.StdEncoding.EncodedLen(len(a.Data))+2*lines)
-	var line [76]byte
-	for data := a.Data; len(data) > 0; {
-		n := min(lineIn, len(data))
-		base64.StdEncoding.Encode(line[:], data[:n])
-		out = append(out, line[:base64.StdEncoding.EncodedLen(n)]...)
-		out = append(out, '\r', '\n')
-		data = data[n:]
+	e.size = base64.StdEncoding.EncodedLen(len(a.Data)) + 2*lines
+	e.write = func(b *bytes.Buffer) error {
+		var line [76]byte
+		for data := a.Data; len(data) > 0; {
+			n := min(lineIn, len(data))
+			base64.StdEncoding.Encode(line[:], data[:n])
+			b.Write(line[:base64.StdEncoding.EncodedLen(n)])
+			data = data[n:]
+			if len(data) > 0 { // the last line's CRLF belongs to the delimiter
+				b.WriteString("\r\n")
+			}
+		}
+		return nil
 	}
-	if len(out) >= 2 {
-		out = out[:len(out)-2] // the last line's CRLF belongs to the delimiter
-	}
-	e.body = out
 	return e
 }
 

@@ -157,12 +157,14 @@ func BuildWithAttachments(m *Message, atts []Attachment) ([]byte, error) {
 		return nil, w.err
 	}
 	var buf bytes.Buffer
-	buf.Grow(head.Len() + content.Len() + rest.Len() + 2 + len(body.body))
+	buf.Grow(head.Len() + content.Len() + rest.Len() + 2 + body.size)
 	buf.Write(head.Bytes())
 	buf.Write(content.Bytes())
 	buf.Write(rest.Bytes())
 	buf.WriteString("\r\n")
-	buf.Write(body.body)
+	if err := body.write(&buf); err != nil {
+		return nil, err
+	}
 	return buf.Bytes(), nil
 }
 
