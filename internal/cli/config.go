@@ -145,7 +145,7 @@ func serverFlags(e *envFlags, c *Config) {
 	e.str(&c.OutboundAllow, "outbound-allow", "SENDONCE_OUTBOUND_ALLOW", "", "comma-separated CIDR prefixes, or \"private\", that relays set through the API and mx exchangers may reach besides public addresses (default: public addresses only; --transport is always trusted)")
 	e.integer(&c.MaxRequestSize, "max-request-size", "SENDONCE_MAX_REQUEST_SIZE", httpapi.DefaultMaxRequestBytes, "largest request body on the send routes, in bytes (other routes: 1 MiB)")
 	e.integer(&c.MaxMessageSize, "max-message-size", "SENDONCE_MAX_MESSAGE_SIZE", app.DefaultMaxMessageBytes, "largest message after MIME encoding, attachments included, in bytes")
-	e.integer(&c.MaxInflightBytes, "max-inflight-bytes", "SENDONCE_MAX_INFLIGHT_BYTES", httpapi.DefaultMaxInflightBytes, "request bytes of large sends (1 MiB or more) worked on at once; beyond it a request waits up to 10s, then 503 with Retry-After")
+	e.integer(&c.MaxInflightBytes, "max-inflight-bytes", "SENDONCE_MAX_INFLIGHT_BYTES", httpapi.DefaultMaxInflightBytes, "request bytes of large sends (1 MiB or more) worked on at once; beyond it a request waits up to 30s, then 503 with Retry-After")
 	e.boolean(&c.AttachmentFetch, "attachment-fetch", "SENDONCE_ATTACHMENT_FETCH", false, "let attachments name a URL (path) fetched once at acceptance, public addresses only")
 	e.str(&c.Pprof, "pprof", "SENDONCE_PPROF", "", "serve net/http/pprof on this separate address, e.g. 127.0.0.1:6060 (off by default; never expose it: profiles reveal memory contents)")
 	c.SecretKey = e.getenv("SENDONCE_SECRET_KEY")

@@ -94,9 +94,17 @@ func (req *sendRequest) toApp(mailboxID string) *app.SendRequest {
 // decodeStrict decodes a JSON object into v. Unknown fields are refused
 // (422), so that a misspelt field ("suject") is not silently dropped.
 func decodeStrict(body []byte, v any) error {
+	if len(body) >= largeJSON {
+		return decodeLarge(body, v)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
+	return decodeError(dec, err)
+}
+
+// decodeError maps a strict decode's outcome to the API's errors.
+func decodeError(dec *json.Decoder, err error) error {
 	if err == nil {
 		if dec.More() {
 			return apiError(core.CodeInvalidJSON, "", "the request body must be a single JSON object")

@@ -31,7 +31,7 @@ const (
 	DefaultMaxInflightBytes = 96 << 20
 	// inflightWait is how long a large request waits for room before it
 	// is answered 503 with Retry-After.
-	inflightWait = 10 * time.Second
+	inflightWait = 30 * time.Second
 	// smallRequest is the size below which a request does not count
 	// against the bound: ordinary sends never wait.
 	smallRequest = 1 << 20
@@ -250,4 +250,59 @@ func listFilters(q url.Values, f *core.SendFilter) error {
 		}
 	}
 	return nil
+}
+
+// largeJSON is the body size from which decodeStrict avoids json.Decoder,
+// which copies the whole body into a buffer it grows by doubling (23 MB
+// allocated for a 14 MB send, measured with the heap profile of 16
+// concurrent 10 MiB sends).
+const largeJSON = 1 << 20
+
+// decodeLarge is decodeStrict for a large body: the strict decoder runs on
+// a copy whose long string values are emptied (a few kilobytes), which
+// finds unknown fields, type errors and trailing data as it would on the
+// whole; then json.Unmarshal, which reads the body in place, decodes it.
+func decodeLarge(body []byte, v any) error {
+	blank := reflect.New(reflect.TypeOf(v).Elem()).Interface()
+	dec := json.NewDecoder(bytes.NewReader(blankLongStrings(body)))
+	dec.DisallowUnknownFields()
+	if err := decodeError(dec, dec.Decode(blank)); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return decodeError(json.NewDecoder(bytes.NewReader(nil)), err)
+	}
+	return nil
+}
+
+// blankLongStrings returns body with every string value of 4 KiB or more
+// (not a member name) replaced by "".
+func blankLongStrings(body []byte) []byte {
+	out := make([]byte, 0, 64<<10)
+	last := 0
+	for i := 0; i < len(body); i++ {
+		if body[i] != '"' {
+			continue
+		}
+		end := i + 1
+		for ; end < len(body) && body[end] != '"'; end++ {
+			if body[end] == '\\' {
+				end++
+			}
+		}
+		if end >= len(body) {
+			break // unterminated: the strict decoder reports it
+		}
+		next := end + 1
+		for next < len(body) && (body[next] == ' ' || body[next] == '\t' || body[next] == '\r' || body[next] == '\n') {
+			next++
+		}
+		if end-i > 4<<10 && (next >= len(body) || body[next] != ':') {
+			out = append(out, body[last:i]...)
+			out = append(out, '"', '"')
+			last = end + 1
+		}
+		i = end
+	}
+	return append(out, body[last:]...)
 }

@@ -172,6 +172,10 @@ func TestAttachments_BadInputIsA422NamingTheField(t *testing.T) {
 			{"scheduled_at 31 days ahead", map[string]any{"scheduled_at": now.Add(31 * 24 * time.Hour).Format(time.RFC3339)}, "scheduled_at"},
 			{"scheduled_at without an offset", map[string]any{"scheduled_at": now.Add(time.Hour).Format("2006-01-02T15:04:05")}, "scheduled_at"},
 			{"scheduled_at in words", map[string]any{"scheduled_at": "in 1 min"}, "scheduled_at"},
+			// Over 1 MiB the decoder takes another path (decodeLarge): still strict.
+			{"large body with a misspelt field", map[string]any{"suject": "x", "attachments": []map[string]any{{"filename": "big.bin", "content": strings.Repeat("QUJD", 400<<10)}}}, "suject"},
+			{"large body with bad base64", map[string]any{"attachments": []map[string]any{{"filename": "big.bin", "content": strings.Repeat("QUJD", 400<<10) + "!"}}}, "attachments[0].content"},
+			{"large body, number for a string", map[string]any{"subject": 5, "attachments": []map[string]any{{"filename": "big.bin", "content": strings.Repeat("QUJD", 400<<10)}}}, "subject"},
 		}
 		for i, c := range cases {
 			body := sendoncetest.Mail("ann@example.com", "bad")
