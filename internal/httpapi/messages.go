@@ -29,9 +29,9 @@ const (
 	// being read, decoded and stored at one time: each holds a few times
 	// its size while it runs, so this bounds the server's memory.
 	DefaultMaxInflightBytes = 96 << 20
-	// inflightWait is how long a large request waits for room before it
-	// is answered 503 with Retry-After.
-	inflightWait = 30 * time.Second
+	// DefaultInflightWait is how long a large request waits for room
+	// before it is answered 503 with Retry-After.
+	DefaultInflightWait = 30 * time.Second
 	// smallRequest is the size below which a request does not count
 	// against the bound: ordinary sends never wait.
 	smallRequest = 1 << 20
@@ -116,11 +116,11 @@ func (s *Server) bounded(next http.Handler) http.Handler {
 			return
 		}
 		n = min(n, s.inflight.limit)
-		ctx, cancel := context.WithTimeout(r.Context(), inflightWait)
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.InflightWait)
 		err := s.inflight.sem.Acquire(ctx, n)
 		cancel()
 		if err != nil {
-			w.Header().Set("Retry-After", strconv.Itoa(int(inflightWait/time.Second)))
+			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(s.cfg.InflightWait/time.Second))))
 			writeStyled(w, r, s, core.Errorf(core.CodeUnavailable, "", "too many large requests are being processed; retry after Retry-After"))
 			return
 		}

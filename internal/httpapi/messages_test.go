@@ -339,3 +339,50 @@ func TestAttachments_PathIsFetchedOnceThroughTheOutboundPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestAttachments_LargeRequestsBeyondTheBoundWaitThen503: while large
+// requests hold --max-inflight-bytes, another waits, then is answered 503
+// service_unavailable with Retry-After and stores nothing; once room is
+// free it goes through. Small sends never wait.
+func TestAttachments_LargeRequestsBeyondTheBoundWaitThen503(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true, MaxInflightBytes: 2 << 20, InflightWait: 300 * time.Millisecond})
+	body := sendoncetest.Mail("ann@example.com", "big")
+	body["attachments"] = []map[string]any{{"filename": "a.bin", "content": base64.StdEncoding.EncodeToString(randomBytes(t, 1600<<10))}}
+	raw := mustJSON(t, body)
+
+	// A request that declares its size and sends its body slowly holds the room.
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("POST", env.URL+"/v1/send", pr)
+	req.ContentLength = int64(len(raw))
+	req.Header.Set("Authorization", "Bearer "+env.AdminKey)
+	req.Header.Set("Idempotency-Key", "holder")
+	held := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Errorf("holder: %v", err)
+		}
+		held <- resp
+	}()
+	pw.Write(raw[:10])
+	time.Sleep(200 * time.Millisecond) // the holder is in, waiting for its body
+
+	r := env.Send(t, "second", raw)
+	if r.Status != http.StatusServiceUnavailable || r.ErrorCode() != core.CodeUnavailable || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("second large request: %d %s (Retry-After %q), want 503 service_unavailable with Retry-After", r.Status, r.Body, r.Header.Get("Retry-After"))
+	}
+	if small := env.Send(t, "small", sendoncetest.Mail("ann@example.com", "small")); small.Status != http.StatusOK {
+		t.Fatalf("a small send waited: %d %s", small.Status, small.Body)
+	}
+	pw.Write(raw[10:])
+	pw.Close()
+	if resp := <-held; resp == nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("holder: %v", resp)
+	}
+	if r := env.Send(t, "second", raw); r.Status != http.StatusOK {
+		t.Fatalf("second large request once room was free: %d %s", r.Status, r.Body)
+	}
+	if n := env.QueryInt(t, `SELECT count(*) FROM sends`); n != 3 {
+		t.Fatalf("%d sends, want the holder, the small one and the second", n)
+	}
+}

@@ -43,6 +43,9 @@ type Config struct {
 	// MaxInflightBytes (--max-inflight-bytes) bounds the bodies of large
 	// send requests worked on at once. Defaults to DefaultMaxInflightBytes.
 	MaxInflightBytes int64
+	// InflightWait is how long a large request waits for room under
+	// MaxInflightBytes before its 503. Defaults to DefaultInflightWait.
+	InflightWait time.Duration
 	// DefaultTransport is the server's --transport ("capture", "mx" or an
 	// smtp:// URL): the relay GET /api/public/v1/mailboxes/{id}/status
 	// checks for mailboxes without their own. Defaults to "capture".
@@ -78,6 +81,9 @@ func newServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Lo
 	}
 	if cfg.MaxInflightBytes <= 0 {
 		cfg.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	if cfg.InflightWait <= 0 {
+		cfg.InflightWait = DefaultInflightWait
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

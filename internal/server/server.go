@@ -85,6 +85,9 @@ type Config struct {
 	MaxRequestBytes, MaxMessageBytes, MaxInflightBytes int64
 	// AttachmentFetch (--attachment-fetch) lets attachments name a URL.
 	AttachmentFetch bool
+	// InflightWait is for tests: how long a large request waits for room
+	// under MaxInflightBytes (default httpapi.DefaultInflightWait).
+	InflightWait time.Duration
 	// Now is the clock of the idempotency and delivery rules. Defaults to
 	// time.Now. (River schedules on the wall clock.)
 	Now func() time.Time
@@ -217,7 +220,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		Front:                 front,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.ReservationLease,
 		DefaultTransport: cfg.Transport, ReplayCacheEntries: cfg.ReplayCache,
-		MaxRequestBytes: cfg.MaxRequestBytes, MaxInflightBytes: cfg.MaxInflightBytes,
+		MaxRequestBytes: cfg.MaxRequestBytes, MaxInflightBytes: cfg.MaxInflightBytes, InflightWait: cfg.InflightWait,
 	}, logger)
 	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Handler: h, redis: rdb}, nil
 }

@@ -119,6 +119,10 @@ type Options struct {
 	StrictOutbound bool
 	// AttachmentFetch turns --attachment-fetch on (attachments by URL).
 	AttachmentFetch bool
+	// MaxInflightBytes and InflightWait bound the large requests in
+	// progress (--max-inflight-bytes); 0: the defaults.
+	MaxInflightBytes int64
+	InflightWait     time.Duration
 }
 
 // Env is a running instance.
@@ -186,6 +190,7 @@ func Start(t testing.TB, o Options) *Env {
 		IdempotencyTTL: o.TTL, RequireIdempotencyKey: !o.AllowNoKey, RetryBase: o.RetryBase, MaxAttempts: o.MaxAttempts,
 		AttemptLease: o.Lease, Work: !o.NoWorkers, PollInterval: o.PollInterval, Now: e.Clock.Now,
 		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort, AttachmentFetch: o.AttachmentFetch,
+		MaxInflightBytes: o.MaxInflightBytes, InflightWait: o.InflightWait,
 	}
 	if !o.StrictOutbound {
 		cfg.OutboundAllow = "127.0.0.0/8,::1"
