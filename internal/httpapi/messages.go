@@ -284,13 +284,8 @@ func blankLongStrings(body []byte) []byte {
 		if body[i] != '"' {
 			continue
 		}
-		end := i + 1
-		for ; end < len(body) && body[end] != '"'; end++ {
-			if body[end] == '\\' {
-				end++
-			}
-		}
-		if end >= len(body) {
+		end := stringEnd(body, i+1)
+		if end < 0 {
 			break // unterminated: the strict decoder reports it
 		}
 		next := end + 1
@@ -305,4 +300,26 @@ func blankLongStrings(body []byte) []byte {
 		i = end
 	}
 	return append(out, body[last:]...)
+}
+
+// stringEnd returns the index of the quote that closes the JSON string
+// starting at i, or -1. It jumps from quote to quote with IndexByte: a
+// 13 MiB base64 value has none inside it.
+func stringEnd(body []byte, i int) int {
+	for i < len(body) {
+		q := bytes.IndexByte(body[i:], '"')
+		if q < 0 {
+			return -1
+		}
+		q += i
+		n := 0 // backslashes right before the quote: an odd number escapes it
+		for j := q - 1; j >= i && body[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
+	return -1
 }
