@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 )
 
 // call runs r and decodes a 2xx body into v (when v is not nil). A body that
@@ -187,4 +188,30 @@ func (c *Client) Approve(ctx context.Context, id string, opts *CallOptions) (*Se
 // /v1/sends/{id}/reject). Needs the admin scope. Errors as Approve.
 func (c *Client) Reject(ctx context.Context, id string, opts *CallOptions) (*Send, error) {
 	return c.sendAction(ctx, id, "reject", nil, opts)
+}
+
+// Cancel turns a send that was never attempted (scheduled,
+// pending_approval, or queued before its first attempt) into canceled
+// (POST /v1/sends/{id}/cancel); it is never delivered. Needs the send
+// scope. Errors: 409 invalid_state once an attempt began (the send may
+// be delivered), 404.
+func (c *Client) Cancel(ctx context.Context, id string, opts *CallOptions) (*Send, error) {
+	return c.sendAction(ctx, id, "cancel", nil, opts)
+}
+
+// Reschedule moves a scheduled send to at (PATCH /v1/sends/{id}). Needs
+// the send scope. Errors: 409 invalid_state when the send is not
+// scheduled, 422 validation_error for a time in the past or more than 30
+// days ahead, 404.
+func (c *Client) Reschedule(ctx context.Context, id string, at time.Time, opts *CallOptions) (*Send, error) {
+	p, err := sendPath(id, "")
+	if err != nil {
+		return nil, err
+	}
+	body, _ := json.Marshal(map[string]string{"scheduled_at": at.Format(time.RFC3339Nano)})
+	var key string
+	if opts != nil {
+		key = opts.IdempotencyKey
+	}
+	return c.sendLike(ctx, http.MethodPatch, p, body, key)
 }

@@ -11,6 +11,7 @@ type Status string
 // The statuses of a send (API contract, section 4).
 const (
 	StatusPendingApproval Status = "pending_approval"
+	StatusScheduled       Status = "scheduled"
 	StatusQueued          Status = "queued"
 	StatusSending         Status = "sending"
 	StatusSent            Status = "sent"
@@ -48,6 +49,24 @@ type SendRequest struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	// Tags are free labels kept on the send.
 	Tags map[string]string `json:"tags,omitempty"`
+	// Attachments are files, at most 20 (the server's --max-message-size
+	// bounds the whole message).
+	Attachments []Attachment `json:"attachments,omitempty"`
+	// ScheduledAt, when set, sends at that time (at most 30 days ahead)
+	// instead of at once: the send is StatusScheduled until then.
+	ScheduledAt *time.Time `json:"scheduled_at,omitempty"`
+}
+
+// Attachment is one file of a send. Content is sent in base64 (as
+// encoding/json writes a []byte).
+type Attachment struct {
+	// Filename is required: no CR, LF, NUL or path separator.
+	Filename string `json:"filename"`
+	Content  []byte `json:"content"`
+	// ContentType defaults on the server from the filename's extension.
+	ContentType string `json:"content_type,omitempty"`
+	// ContentID makes the file inline: the HTML refers to it as "cid:…".
+	ContentID string `json:"content_id,omitempty"`
 }
 
 // SendOptions are the per-call options of Send and SendRaw.
@@ -89,6 +108,10 @@ type Send struct {
 	SentAt         *time.Time        `json:"sent_at"`
 	// Recipients are each recipient's own outcome.
 	Recipients []Recipient `json:"recipients"`
+	// ScheduledAt is when a scheduled send is (or was) due; nil for one
+	// sent at once. Attachments counts its files.
+	ScheduledAt *time.Time `json:"scheduled_at"`
+	Attachments int        `json:"attachments"`
 	// Events is the send's history; only GetSend fills it.
 	Events []Event `json:"events,omitempty"`
 

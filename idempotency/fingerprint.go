@@ -48,6 +48,12 @@ const MaxJSONDepth = 64
 //
 // The caller should bound the body size; the work here is linear in it.
 func Fingerprint(body []byte) (string, error) {
+	if len(body) >= largeBody {
+		if err := precheckJSON(body); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrNotJSON, err)
+		}
+		return fingerprintLarge(body) // the same hash, without copying the long strings
+	}
 	canonical, err := canonicalJSON(body)
 	if err != nil {
 		return "", err

@@ -35,6 +35,10 @@ func checkAgentRequest(key *core.APIKey, r *SendRequest) error {
 		return core.Errorf(core.CodeForbidden, "from", "agent keys may not set from: mail goes out from the mailbox's own address")
 	case len(r.Headers) > 0:
 		return core.Errorf(core.CodeForbidden, "headers", "agent keys may not set extra headers")
+	case len(r.Attachments) > 0:
+		// A file an agent attaches is content no person looked at, and a
+		// path would make the server fetch where the agent says.
+		return core.Errorf(core.CodeForbidden, "attachments", "agent keys may not send attachments")
 	}
 	return nil
 }

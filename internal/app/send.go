@@ -37,6 +37,10 @@ type SendRequest struct {
 	InReplyTo  string
 	References []string
 	Forward    []byte
+	// Attachments are the caller's files; ScheduledAt an RFC 3339 time to
+	// send at ("" for now). See attach.go and schedule.go.
+	Attachments []AttachmentRequest
+	ScheduledAt string
 }
 
 // Mailbox resolves a tenant's mailbox; the default one exists for every
@@ -175,6 +179,16 @@ func (s *Service) PrepareSend(ctx context.Context, key *core.APIKey, idemKey str
 	if err := applyThread(send, r); err != nil {
 		return nil, err
 	}
+	if r.ScheduledAt != "" {
+		at, err := ParseSchedule("scheduled_at", r.ScheduledAt, s.Now())
+		if err != nil {
+			return nil, err
+		}
+		send.ScheduledAt = &at
+	}
+	if send.Attachments, err = s.prepareAttachments(ctx, r.Attachments, send.Text, send.HTML); err != nil {
+		return nil, err
+	}
 	if send.Tags == nil {
 		send.Tags = map[string]string{}
 	}
@@ -237,8 +251,11 @@ func (s *Service) AcceptSend(ctx context.Context, tx core.Tx, key *core.APIKey, 
 	}
 	send.CreatedAt, send.UpdatedAt = now, now
 	send.Status = core.StatusQueued
+	if send.ScheduledAt != nil {
+		send.Status, send.NextAttemptAt = core.StatusScheduled, send.ScheduledAt
+	}
 	if key.RequiresApproval {
-		send.Status = core.StatusPendingApproval
+		send.Status, send.NextAttemptAt = core.StatusPendingApproval, nil
 	}
 	if err := tx.InsertSend(ctx, send); err != nil {
 		return err
@@ -250,7 +267,11 @@ func (s *Service) AcceptSend(ctx context.Context, tx core.Tx, key *core.APIKey, 
 	}
 	if send.Status != core.StatusQueued {
 		// Rare enough to keep the explicit row, which says what it waits for.
-		return tx.AddEvent(ctx, send.ID, core.Event{Type: core.EventAccepted, At: now, Detail: string(send.Status)})
+		events := []core.Event{{Type: core.EventAccepted, At: now, Detail: string(send.Status)}}
+		if send.Status == core.StatusScheduled {
+			events = append(events, core.Event{Type: core.EventScheduled, At: now, Detail: send.ScheduledAt.Format(time.RFC3339)})
+		}
+		return tx.AddEvent(ctx, send.ID, events...)
 	}
 	return nil
 }
@@ -317,6 +338,10 @@ func (s *Service) transition(ctx context.Context, tx core.Tx, tenant, id string,
 	send.AttemptToken, send.LeaseUntil, send.NextAttemptAt = "", nil, nil
 	if to == core.StatusQueued {
 		send.Tries = 0
+		if send.ScheduledAt != nil && send.ScheduledAt.After(now) {
+			// Approved before its time: it waits for it.
+			send.Status, send.NextAttemptAt = core.StatusScheduled, send.ScheduledAt
+		}
 	}
 	if to == core.StatusSent && send.SentAt == nil {
 		send.SentAt = &now

@@ -44,6 +44,12 @@ type Config struct {
 	Caps core.Caps
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+	// AttachmentFetch (--attachment-fetch) lets an attachment name a URL
+	// (path) to fetch at acceptance. Defaults to off.
+	AttachmentFetch bool
+	// MaxMessageBytes (--max-message-size) bounds a message after MIME
+	// encoding. Defaults to DefaultMaxMessageBytes.
+	MaxMessageBytes int64
 }
 
 // Service implements the use cases.
@@ -62,6 +68,9 @@ func New(store core.Store, cfg Config, logger *slog.Logger) *Service {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

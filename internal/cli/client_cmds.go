@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -82,6 +83,8 @@ type sendFlags struct {
 	from, mailbox, subject, text, html, tpl string
 	textFile, htmlFile, key                 string
 	vars, tags                              kvFlag
+	attach                                  multiFlag // files to attach
+	at                                      string    // --at: when to send
 }
 
 func (f *sendFlags) define(e *envFlags) {
@@ -102,6 +105,8 @@ func (f *sendFlags) define(e *envFlags) {
 	e.fs.Var(f.vars, "var", "template variable name=value (repeatable)")
 	e.fs.Var(f.tags, "tag", "tag name=value kept on the send (repeatable)")
 	e.fs.StringVar(&f.key, "idempotency-key", "", "the send's key; reuse it to retry safely (default: a new UUID, printed)")
+	e.fs.Var(&f.attach, "attach", "attach this file (repeatable; its name is the file's base name, its type from the extension)")
+	e.fs.StringVar(&f.at, "at", "", "send at this RFC 3339 time (e.g. 2026-12-24T18:00:00+01:00) instead of now; at most 30 days ahead")
 }
 
 // complete checks the flags against each other and reads the body files.
@@ -137,9 +142,12 @@ func (f *sendFlags) complete() error {
 	return nil
 }
 
-func (f *sendFlags) request() *client.SendRequest {
+func (f *sendFlags) request() (*client.SendRequest, error) {
 	req := &client.SendRequest{To: f.to, Cc: f.cc, Bcc: f.bcc, ReplyTo: f.replyTo, From: f.from, MailboxID: f.mailbox,
 		Subject: f.subject, Text: f.text, HTML: f.html, TemplateID: f.tpl}
+	if err := addAttachmentsAndTime(req, f.attach, f.at); err != nil {
+		return nil, err
+	}
 	if len(f.vars) > 0 {
 		req.Variables = make(map[string]any, len(f.vars))
 		for k, v := range f.vars {
@@ -149,7 +157,7 @@ func (f *sendFlags) request() *client.SendRequest {
 	if len(f.tags) > 0 {
 		req.Tags = f.tags
 	}
-	return req
+	return req, nil
 }
 
 func runSend(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -170,6 +178,10 @@ func runSend(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
+	req, err := f.request()
+	if err != nil {
+		return err
+	}
 	key := f.key
 	if key == "" {
 		// Made and shown before the call, so that even a run killed
@@ -179,7 +191,7 @@ func runSend(ctx context.Context, args []string, getenv func(string) string, std
 			"To retry it safely, run the same command with --idempotency-key %s: sendonce accepts\n"+
 			"each key once. Running it again without the key would send a second email.\n", key, key)
 	}
-	s, err := c.Send(ctx, f.request(), &client.SendOptions{IdempotencyKey: key})
+	s, err := c.Send(ctx, req, &client.SendOptions{IdempotencyKey: key})
 	if err != nil {
 		return sendError(err, key)
 	}
@@ -193,6 +205,60 @@ func runSend(ctx context.Context, args []string, getenv func(string) string, std
 	fmt.Fprintf(stdout, "%s %s (%s)\n", s.ID, s.Status, note)
 	fmt.Fprintf(stdout, "  to:      %s\n  subject: %s\n  key:     %s\n", strings.Join(s.To, ", "), s.Subject, s.IdempotencyKey)
 	fmt.Fprintf(stdout, "Follow it with: sendonce status %s\n", s.ID)
+	return nil
+}
+
+// addAttachmentsAndTime reads the --attach files and --at into req.
+func addAttachmentsAndTime(req *client.SendRequest, files []string, at string) error {
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("--attach: %w", err)
+		}
+		req.Attachments = append(req.Attachments, client.Attachment{Filename: filepath.Base(f), Content: data})
+	}
+	if at != "" {
+		t, err := time.Parse(time.RFC3339, at)
+		if err != nil {
+			return fmt.Errorf("%w: --at must be an RFC 3339 time with an offset, e.g. 2026-12-24T18:00:00+01:00", ErrUsage)
+		}
+		req.ScheduledAt = &t
+	}
+	return nil
+}
+
+// runCancel cancels a send that was never attempted.
+func runCancel(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	e := newFlags("cancel", getenv, stderr)
+	var api apiFlags
+	api.define(e)
+	pos, err := parseInterleaved(e, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: cancel SEND_ID", ErrUsage)
+	}
+	c, err := api.client(getenv)
+	if err != nil {
+		return err
+	}
+	// One key per send, so that a retried cancel is a replay.
+	opts := &client.CallOptions{IdempotencyKey: "cancel-" + pos[0]}
+	if len(opts.IdempotencyKey) > client.MaxKeyLen {
+		opts = nil
+	}
+	s, err := c.Cancel(ctx, pos[0], opts)
+	if client.ErrorCode(err) == "invalid_state" {
+		return fmt.Errorf("%w\nThe send was already attempted (or finished): it can no longer be canceled", err)
+	}
+	if err != nil {
+		return err
+	}
+	if api.json {
+		return printRaw(stdout, s.Raw)
+	}
+	fmt.Fprintf(stdout, "%s %s\n", s.ID, s.Status)
 	return nil
 }
 

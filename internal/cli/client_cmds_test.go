@@ -167,3 +167,44 @@ func TestClientCommands_UsageErrors(t *testing.T) {
 		t.Errorf("help does not list the client commands:\n%s", r.stdout)
 	}
 }
+
+// TestSend_AttachAtAndCancel: send --attach stores the file's bytes under
+// its base name, --at schedules the send, and cancel cancels it (a second
+// cancel is the same answer, replayed).
+func TestSend_AttachAtAndCancel(t *testing.T) {
+	srv := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true})
+	env := map[string]string{"SENDONCE_API_URL": srv.URL, "SENDONCE_API_KEY": srv.AdminKey}
+	file := filepath.Join(t.TempDir(), "report.pdf")
+	data := []byte("%PDF-1.4 \x00\x01\x02 binary")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	r := runCLI(t, env, "send", "--to", "ada@example.com", "--subject", "Report", "--text", "attached",
+		"--attach", file, "--at", at.Format(time.RFC3339), "--idempotency-key", "cli-attach", "--json")
+	if r.err != nil {
+		t.Fatalf("send --attach --at: %v\n%s", r.err, r.stderr)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &obj); err != nil || obj["status"] != "scheduled" || obj["attachments"] != float64(1) {
+		t.Fatalf("send --json: %v\n%s", err, r.stdout)
+	}
+	if got, _ := time.Parse(time.RFC3339, obj["scheduled_at"].(string)); !got.Equal(at) {
+		t.Fatalf("scheduled_at %v, want %v", obj["scheduled_at"], at)
+	}
+	id := obj["id"].(string)
+	atts, err := srv.Server.Store.SendAttachments(context.Background(), id)
+	if err != nil || len(atts) != 1 || atts[0].Filename != "report.pdf" || !bytes.Equal(atts[0].Data, data) || atts[0].ContentType != "application/pdf" {
+		t.Fatalf("stored attachments %+v, %v", atts, err)
+	}
+	if r := runCLI(t, env, "send", "--to", "ada@example.com", "--subject", "x", "--text", "x", "--at", "tomorrow"); !errors.Is(r.err, cli.ErrUsage) {
+		t.Fatalf("--at tomorrow: %v, want a usage error", r.err)
+	}
+	r = runCLI(t, env, "cancel", id)
+	if r.err != nil || !strings.Contains(r.stdout, id+" canceled") {
+		t.Fatalf("cancel: %v\n%s", r.err, r.stdout)
+	}
+	if r := runCLI(t, env, "cancel", id); r.err != nil || !strings.Contains(r.stdout, "canceled") {
+		t.Fatalf("cancel again: %v\n%s", r.err, r.stdout)
+	}
+}

@@ -39,8 +39,9 @@ func init() {
 			{"keys revoke ID", "revoke a key at once"},
 		}},
 		{name: "send", run: runSend, usage: []usageLine{{
-			"send --to ADDR --subject S --text T|--html-file F|--template ID --var k=v… [--idempotency-key K] [--json]",
+			"send --to ADDR --subject S --text T|--html-file F|--template ID --var k=v… [--attach FILE]… [--at TIME] [--idempotency-key K] [--json]",
 			"send through a running server; without a key, makes one and prints it"}}},
+		{name: "cancel", run: runCancel, usage: []usageLine{{"cancel SEND_ID [--json]", "cancel a scheduled, pending or not yet attempted send"}}},
 		{name: "status", run: runStatus, usage: []usageLine{{"status SEND_ID [--json]", "a send and its history"}}},
 		{name: "sends", run: runSends, usage: []usageLine{{"sends --idempotency-key K [--json]", "find the send made with a key (also --status S, --limit N)"}}},
 		{name: "domains", run: runDomains, usage: []usageLine{
@@ -75,7 +76,7 @@ Usage:
 const usageFooter = `
 Run "sendonce serve -h" for the server's flags; every flag is also an
 environment variable (SENDONCE_ADDR, SENDONCE_DB, …), and the flag wins.
-send, status, sends, approvals, suppressions and mcp call SENDONCE_API_URL (default http://127.0.0.1:8787)
+send, cancel, status, sends, approvals, suppressions and mcp call SENDONCE_API_URL (default http://127.0.0.1:8787)
 with the API key in SENDONCE_API_KEY.
 `
 

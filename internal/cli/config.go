@@ -11,6 +11,7 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/delivery"
+	"github.com/sendonce/sendonce/internal/httpapi"
 	"github.com/sendonce/sendonce/internal/ratelimit"
 	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/sqlstore"
@@ -42,6 +43,10 @@ type Config struct {
 	MaxWebhooks, MaxSuppressions                       int
 	// SMTP is the --smtp-* settings of the submission server.
 	SMTP smtpConfig
+	// MaxRequestSize, MaxMessageSize, MaxInflightBytes and
+	// AttachmentFetch: see server.Config.
+	MaxRequestSize, MaxMessageSize, MaxInflightBytes int
+	AttachmentFetch                                  bool
 	// Pprof, when set, serves net/http/pprof on this separate address.
 	// Off by default; it must not be reachable from outside the host.
 	Pprof string
@@ -158,6 +163,10 @@ func serverFlags(e *envFlags, c *Config) {
 	e.integer(&c.MaxAPIKeys, "max-api-keys", "SENDONCE_MAX_API_KEYS", core.DefaultMaxAPIKeys, "API keys (not revoked) one tenant may create through the API (0: no cap; sendonce keys create is not capped)")
 	e.str(&sc.WebhookRetrySchedule, "webhook-retry-schedule", "SENDONCE_WEBHOOK_RETRY_SCHEDULE", webhook.DefaultSchedule, "waits before each retry of a failed webhook delivery, comma-separated; after the last the delivery is failed")
 	e.boolean(&sc.WebhookAllowPrivate, "webhook-allow-private", "SENDONCE_WEBHOOK_ALLOW_PRIVATE", false, "allow webhook endpoints on loopback and private addresses (refused by default)")
+	e.integer(&c.MaxRequestSize, "max-request-size", "SENDONCE_MAX_REQUEST_SIZE", httpapi.DefaultMaxRequestBytes, "largest request body on the send routes, in bytes (other routes: 1 MiB)")
+	e.integer(&c.MaxMessageSize, "max-message-size", "SENDONCE_MAX_MESSAGE_SIZE", app.DefaultMaxMessageBytes, "largest message after MIME encoding, attachments included, in bytes")
+	e.integer(&c.MaxInflightBytes, "max-inflight-bytes", "SENDONCE_MAX_INFLIGHT_BYTES", httpapi.DefaultMaxInflightBytes, "request bytes of large sends (1 MiB or more) worked on at once; beyond it a request waits up to 30s, then 503 with Retry-After")
+	e.boolean(&c.AttachmentFetch, "attachment-fetch", "SENDONCE_ATTACHMENT_FETCH", false, "let attachments name a URL (path) fetched once at acceptance, public addresses only")
 	e.str(&c.Pprof, "pprof", "SENDONCE_PPROF", "", "serve net/http/pprof on this separate address, e.g. 127.0.0.1:6060 (off by default; never expose it: profiles reveal memory contents)")
 	// SENDONCE_SECRET_KEY only: as a flag it would show in process lists
 	// and in -h's defaults.

@@ -66,6 +66,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	sc.ReplayCache = replayCacheSize(cfg.ReplayCache)
 	sc.Caps = cfg.caps()
 	sc.SMTP = smtpCfg
+	sc.SMTP.MaxMessageBytes = int64(cfg.MaxMessageSize) // one limit for every route in
+	sc.MaxRequestBytes, sc.MaxMessageBytes = int64(cfg.MaxRequestSize), int64(cfg.MaxMessageSize)
+	sc.MaxInflightBytes, sc.AttachmentFetch = int64(cfg.MaxInflightBytes), cfg.AttachmentFetch
 	s, err := server.New(ctx, sc, logger)
 	if err != nil {
 		return err

@@ -13,7 +13,6 @@ import (
 type smtpConfig struct {
 	Addr, TLSAddr    string
 	TLSCert, TLSKey  string
-	MaxMessageSize   int
 	MaxSessions      int
 	MaxSessionsOfKey int
 }
@@ -23,7 +22,6 @@ func smtpFlags(e *envFlags, c *smtpConfig) {
 	e.str(&c.TLSAddr, "smtps-addr", "SENDONCE_SMTPS_ADDR", "", "SMTP submission over implicit TLS (port 465 style) listen address; needs --smtp-tls-cert (off by default)")
 	e.str(&c.TLSCert, "smtp-tls-cert", "SENDONCE_SMTP_TLS_CERT", "", "PEM certificate (chain) for STARTTLS and --smtps-addr; without it AUTH is offered only to loopback clients")
 	e.str(&c.TLSKey, "smtp-tls-key", "SENDONCE_SMTP_TLS_KEY", "", "PEM private key of --smtp-tls-cert")
-	e.integer(&c.MaxMessageSize, "max-message-size", "SENDONCE_MAX_MESSAGE_SIZE", submission.DefaultMaxMessageBytes, "largest message accepted over SMTP, in bytes (advertised as SIZE)")
 	e.integer(&c.MaxSessions, "smtp-max-sessions", "SENDONCE_SMTP_MAX_SESSIONS", submission.DefaultMaxSessions, "SMTP sessions open at once; past it a client gets 421")
 	e.integer(&c.MaxSessionsOfKey, "smtp-max-sessions-per-key", "SENDONCE_SMTP_MAX_SESSIONS_PER_KEY", submission.DefaultMaxSessionsPerKey, "SMTP sessions one API key may have authenticated at once; past it AUTH gets 454")
 }
@@ -35,8 +33,8 @@ func (c *smtpConfig) validate() error {
 	if c.TLSAddr != "" && c.TLSCert == "" {
 		return fmt.Errorf("--smtps-addr needs --smtp-tls-cert and --smtp-tls-key")
 	}
-	if c.MaxMessageSize < 1024 || c.MaxSessions < 1 || c.MaxSessionsOfKey < 1 {
-		return fmt.Errorf("--max-message-size must be at least 1024, --smtp-max-sessions and --smtp-max-sessions-per-key at least 1")
+	if c.MaxSessions < 1 || c.MaxSessionsOfKey < 1 {
+		return fmt.Errorf("--smtp-max-sessions and --smtp-max-sessions-per-key must be at least 1")
 	}
 	return nil
 }
@@ -44,7 +42,7 @@ func (c *smtpConfig) validate() error {
 // submissionConfig is the server's view of the settings; it loads the
 // certificate.
 func (c *smtpConfig) submissionConfig() (submission.Config, error) {
-	sc := submission.Config{MaxMessageBytes: int64(c.MaxMessageSize), MaxSessions: c.MaxSessions, MaxSessionsPerKey: c.MaxSessionsOfKey}
+	sc := submission.Config{MaxSessions: c.MaxSessions, MaxSessionsPerKey: c.MaxSessionsOfKey}
 	if c.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
 		if err != nil {

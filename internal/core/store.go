@@ -23,6 +23,8 @@ type Store interface {
 	Send(ctx context.Context, tenant, id string) (*Send, error)
 	ListSends(ctx context.Context, tenant string, f SendFilter) (sends []*Send, next string, err error)
 	SendEvents(ctx context.Context, tenant, id string) ([]Event, error)
+	// SendAttachments returns a send's files in order (none: empty).
+	SendAttachments(ctx context.Context, id string) ([]Attachment, error)
 	// SendWithEvents reads the send and its events as of one moment, so
 	// the events never tell of an outcome the status does not show yet.
 	SendWithEvents(ctx context.Context, tenant, id string) (*Send, []Event, error)
@@ -103,6 +105,9 @@ type Tx interface {
 	// while the attempt's token still holds the send in sending, and
 	// reports whether it did.
 	UpdateAttempt(ctx context.Context, s *Send, token string) (held bool, err error)
+	// Reschedule moves a scheduled send's time (scheduled_at and when it
+	// is due) to at; ErrNotFound.
+	Reschedule(ctx context.Context, id string, at, now time.Time) error
 	// AddEvent appends events to the send's history, in order, and
 	// queues a delivery of each to every enabled webhook of the send's
 	// tenant that subscribed to its type (WebhookType), in this
@@ -111,7 +116,7 @@ type Tx interface {
 	// ClaimDue takes up to limit queued sends due at now for one attempt
 	// each: they become sending under token until lease, their tries
 	// counted. Oldest due first; on PostgreSQL rows another claimer holds
-	// are skipped.
+	// are skipped. Scheduled sends whose time has come become queued first.
 	ClaimDue(ctx context.Context, now, lease time.Time, token string, limit int) ([]*Send, error)
 	// ExpiredAttempts returns sends in status sending whose lease ended
 	// before now.

@@ -79,6 +79,25 @@ type Send struct {
 	// Store.SendWithEvents (read with the send, as of one moment) and
 	// Store.ListSends.
 	Recipients []RecipientState
+	// ScheduledAt is the time a scheduled send was due (scheduled_at); nil
+	// for a send made to go at once.
+	ScheduledAt *time.Time
+	// Attachments are the send's files in order, set when it is accepted.
+	// A send read from the store has only AttachmentCount: the bytes are
+	// read by Store.SendAttachments, for the attempt that needs them.
+	Attachments     []Attachment
+	AttachmentCount int
+}
+
+// Attachment is one file of a send, stored as given and rendered the same
+// on every attempt.
+type Attachment struct {
+	Filename    string
+	ContentType string
+	// ContentID makes the part inline (referenced as "cid:…" from the
+	// HTML), without angle brackets; "" for a plain attachment.
+	ContentID string
+	Data      []byte
 }
 
 // Header is one extra header a caller asked for.
@@ -235,6 +254,15 @@ type SendFilter struct {
 	After          string // cursor: a send id; the list continues after it
 	// APIKeyID limits the list to the sends this key created (agent keys).
 	APIKeyID string
+	// Before is a cursor too: the list holds sends newer than it, still
+	// newest first (Resend's "before").
+	Before string
+	// Recipient keeps sends with this address (lower case, bare) in to, cc
+	// or bcc; TagName and TagValue sends with this tag.
+	Recipient         string
+	TagName, TagValue string
+	CreatedAfter      time.Time // zero: no bound
+	CreatedBefore     time.Time // zero: no bound
 }
 
 // Domain is a sending domain of a tenant with its DKIM key. Messages whose

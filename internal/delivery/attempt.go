@@ -180,6 +180,15 @@ func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 // the headers; with --bounce-domain the envelope sender is the send's VERP
 // address. mx reports that the mx transport took it.
 func (d *Deliverer) handOff(ctx context.Context, s *core.Send, slot *transport.Slot, skip []string) handoff {
+	if s.AttachmentCount > 0 && s.Attachments == nil {
+		// The files are read only for the attempt: the claim and every list
+		// read the row without them.
+		atts, err := d.store.SendAttachments(ctx, s.ID)
+		if err != nil {
+			return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "render", Err: err}}
+		}
+		s.Attachments = atts
+	}
 	raw, env, err := Render(s)
 	if err != nil {
 		return handoff{err: &transport.Error{Class: transport.Permanent, Stage: "render", Err: err}}

@@ -356,6 +356,9 @@ func Render(s *core.Send) ([]byte, transport.Envelope, error) {
 	if len(s.Forward) > 0 {
 		atts = append(atts, message.Attachment{ContentType: "message/rfc822", Filename: "forwarded.eml", Data: s.Forward})
 	}
+	for _, a := range s.Attachments {
+		atts = append(atts, message.Attachment{ContentType: a.ContentType, Filename: a.Filename, ContentID: a.ContentID, Data: a.Data})
+	}
 	raw, err := message.BuildWithAttachments(m, atts)
 	if err != nil {
 		return nil, transport.Envelope{}, err

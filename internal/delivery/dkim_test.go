@@ -196,3 +196,33 @@ func TestMX_DeliversToTheExchangerTheZoneNames(t *testing.T) {
 		}
 	})
 }
+
+// TestDKIM_MessageWithAttachmentsVerifies: a message with a file and an
+// inline image (multipart/mixed around multipart/related) is signed, and
+// the signature verifies over its whole body.
+func TestDKIM_MessageWithAttachmentsVerifies(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: retryBase, SecretKey: testSecret})
+		dns := dnstest.Start(t, addDomain(t, env, map[string]string{"domain": "files.test"}))
+		id := send(t, env, map[string]any{
+			"from": "files@files.test", "to": "ann@example.com", "subject": "Invoice",
+			"text": "See attached.", "html": `<p>Logo: <img src="cid:logo"></p>`,
+			"attachments": []map[string]any{
+				{"filename": "invoice.pdf", "content": "JVBERi0xLjQKJcfsj6IK"},
+				{"filename": "logo.png", "content": "iVBORw0KGgo=", "content_id": "logo"},
+			},
+		})
+		env.WaitStatus(t, id, waitLong, core.StatusSent)
+		msgs := env.SMTP.Messages()
+		if len(msgs) != 1 {
+			t.Fatalf("relay got %d messages, want 1", len(msgs))
+		}
+		if !bytes.Contains(msgs[0].Data, []byte("multipart/related")) {
+			t.Fatalf("no multipart/related in the message:\n%s", msgs[0].Data)
+		}
+		vs := verifyDKIM(t, dns, msgs[0].Data)
+		if len(vs) != 1 || vs[0].Err != nil || vs[0].Domain != "files.test" {
+			t.Fatalf("verifications = %+v, want one passing signature of files.test", vs)
+		}
+	})
+}

@@ -52,6 +52,7 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 		To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: mailboxID,
 		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
 		Headers: req.Headers, Tags: req.Tags, References: req.References,
+		Attachments: appAttachments(req.Attachments), ScheduledAt: req.ScheduledAt,
 	}
 	mode := req.Mode
 	if mode == "" {
@@ -155,6 +156,11 @@ func (s *Server) original(ctx context.Context, key *core.APIKey, id string) ([]b
 			return nil, "", notFound
 		}
 		if raw == nil {
+			if send.AttachmentCount > 0 { // the original as it was delivered, its files included
+				if send.Attachments, err = s.store.SendAttachments(ctx, send.ID); err != nil {
+					return nil, "", err
+				}
+			}
 			if raw, _, err = delivery.Render(send); err != nil {
 				return nil, "", err
 			}

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -145,7 +144,7 @@ type resendEmail struct {
 	Headers     map[string]string `json:"headers"`
 	Tags        []resendTag       `json:"tags"`
 	ScheduledAt *string           `json:"scheduled_at"`
-	Attachments json.RawMessage   `json:"attachments"`
+	Attachments []attachmentJSON  `json:"attachments"`
 	Template    *struct {
 		ID        string         `json:"id"`
 		Variables map[string]any `json:"variables"`
@@ -154,12 +153,6 @@ type resendEmail struct {
 
 // prepareResend validates one email and renders it into a send.
 func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendEmail) (*core.Send, error) {
-	if e.ScheduledAt != nil {
-		return nil, core.Errorf(core.CodeValidation, "scheduled_at", "scheduling is not supported by sendonce: send when the email is due")
-	}
-	if len(e.Attachments) > 0 && string(e.Attachments) != "null" && string(e.Attachments) != "[]" {
-		return nil, core.Errorf(core.CodeValidation, "attachments", "attachments are not supported by sendonce")
-	}
 	if e.Template != nil {
 		if err := s.applyTemplateDefaults(ctx, key.Tenant, e); err != nil {
 			return nil, err
@@ -195,6 +188,10 @@ func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendE
 	sr := &app.SendRequest{
 		To: e.To, Cc: e.Cc, Bcc: e.Bcc, ReplyTo: e.ReplyTo, From: e.From, MailboxID: mailboxID,
 		Subject: e.Subject, Text: e.Text, HTML: e.HTML, Headers: e.Headers, Tags: tags,
+		Attachments: appAttachments(e.Attachments),
+	}
+	if e.ScheduledAt != nil {
+		sr.ScheduledAt = *e.ScheduledAt
 	}
 	if e.Template != nil {
 		sr.TemplateID, sr.Variables = e.Template.ID, e.Template.Variables
@@ -226,11 +223,17 @@ func (s *Server) handleResendSend(ctx context.Context, key *core.APIKey, r *http
 	}, nil
 }
 
-// handleResendBatch accepts up to 100 emails all or none (Resend's strict
-// validation): one transaction, one idempotency key for the whole batch.
+// handleResendBatch accepts up to 100 emails in one transaction under
+// one idempotency key. x-batch-validation strict (the default) accepts
+// all or none; permissive accepts the valid ones and reports the others
+// by index. As on Resend, a batch carries no attachments and no
+// scheduled_at.
 func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error) {
-	if v := r.Header.Get("X-Batch-Validation"); v != "" && v != "strict" {
-		return nil, core.Errorf(core.CodeValidation, "x-batch-validation", "only strict batch validation is supported: a batch is accepted whole or not at all")
+	mode := r.Header.Get("X-Batch-Validation")
+	switch mode {
+	case "", "strict", "permissive":
+	default:
+		return nil, core.Errorf(core.CodeValidation, "x-batch-validation", "x-batch-validation must be strict or permissive")
 	}
 	var emails []resendEmail
 	if err := decodeStrict(body, &emails); err != nil {
@@ -240,19 +243,27 @@ func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *htt
 		return nil, core.Errorf(core.CodeValidation, "", "a batch holds 1 to %d emails", resendMaxBatch)
 	}
 	sends := make([]*core.Send, 0, len(emails))
+	var refused []resendBatchError
 	for i := range emails {
-		send, err := s.prepareResend(ctx, key, &emails[i])
+		send, err := s.prepareBatched(ctx, key, &emails[i])
 		if err != nil {
 			var ce *core.Error
-			if errors.As(err, &ce) && ce.Code != core.CodeInternal {
+			if !errors.As(err, &ce) || ce.Code == core.CodeInternal {
+				return nil, err
+			}
+			if mode != "permissive" {
 				return nil, &core.Error{Code: ce.Code, Param: fmt.Sprintf("[%d].%s", i, ce.Param), Message: fmt.Sprintf("email %d: %s", i, ce.Message)}
 			}
-			return nil, err
+			refused = append(refused, resendBatchError{Index: i, Message: ce.Message})
+			continue
 		}
 		sends = append(sends, send)
 	}
 	return func(ctx context.Context, tx core.Tx) (int, any, error) {
 		out := resendBatchView{Data: make([]resendID, 0, len(sends))}
+		if mode == "permissive" {
+			out.Errors = append([]resendBatchError{}, refused...)
+		}
 		for _, send := range sends {
 			if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
 				return 0, nil, err
@@ -263,9 +274,28 @@ func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *htt
 	}, nil
 }
 
-// resendBatchView is Resend's answer to a batch.
+// prepareBatched is prepareResend for one email of a batch.
+func (s *Server) prepareBatched(ctx context.Context, key *core.APIKey, e *resendEmail) (*core.Send, error) {
+	if len(e.Attachments) > 0 {
+		return nil, core.Errorf(core.CodeValidation, "attachments", "attachments are not supported in a batch (as on Resend): send the email on its own")
+	}
+	if e.ScheduledAt != nil {
+		return nil, core.Errorf(core.CodeValidation, "scheduled_at", "scheduled_at is not supported in a batch (as on Resend): send the email on its own")
+	}
+	return s.prepareResend(ctx, key, e)
+}
+
+// resendBatchView is Resend's answer to a batch; Errors only in
+// permissive mode.
 type resendBatchView struct {
-	Data []resendID `json:"data"`
+	Data   []resendID         `json:"data"`
+	Errors []resendBatchError `json:"errors,omitempty"`
+}
+
+// resendBatchError is an email a permissive batch refused.
+type resendBatchError struct {
+	Index   int    `json:"index"`
+	Message string `json:"message"`
 }
 
 func (v resendBatchView) createdSendIDs() []string {
@@ -311,16 +341,21 @@ func (s *Server) handleResendGet(w http.ResponseWriter, r *http.Request) {
 		writeResendError(w, r, s.logger, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, viewResendEmail(send))
+}
+
+func viewResendEmail(send *core.Send) resendEmailView {
 	v := resendEmailView{
 		Object: "email", ID: send.ID, To: list(send.To), From: send.From, CreatedAt: rfc3339(send.CreatedAt),
 		Subject: send.Subject, HTML: optString(send.HTML), Text: optString(send.Text), Bcc: list(send.Bcc),
 		Cc: list(send.Cc), ReplyTo: list(send.ReplyTo), LastEvent: resendEvent(send.Status), Tags: []resendTag{},
+		ScheduledAt: optTime(send.ScheduledAt),
 	}
 	for n, val := range send.Tags {
 		v.Tags = append(v.Tags, resendTag{Name: n, Value: val})
 	}
 	slicesSortTags(v.Tags)
-	writeJSON(w, http.StatusOK, v)
+	return v
 }
 
 func slicesSortTags(t []resendTag) {

@@ -135,7 +135,7 @@ func TestCompat_ResendErrors(t *testing.T) {
 	}{
 		{"key of 257 chars", sendoncetest.Request{IdemKey: strings.Repeat("k", 257), Body: mail}, 400, "invalid_idempotency_key", false},
 		{"scheduled_at", sendoncetest.Request{Body: map[string]any{"from": "sender@example.com", "to": "a@example.com", "subject": "s", "text": "t", "scheduled_at": "in 1 min"}}, 422, "validation_error", false},
-		{"attachments", sendoncetest.Request{Body: map[string]any{"from": "sender@example.com", "to": "a@example.com", "subject": "s", "text": "t", "attachments": []any{map[string]any{"filename": "a.txt", "content": "eA=="}}}}, 422, "validation_error", false},
+		{"attachment not base64", sendoncetest.Request{Body: map[string]any{"from": "sender@example.com", "to": "a@example.com", "subject": "s", "text": "t", "attachments": []any{map[string]any{"filename": "a.txt", "content": "e!A=="}}}}, 422, "validation_error", false},
 		{"no from", sendoncetest.Request{Body: map[string]any{"to": "a@example.com", "subject": "s", "text": "t"}}, 422, "validation_error", false},
 		{"no key", sendoncetest.Request{Body: mail, Key: "-"}, 401, "missing_api_key", false},
 	} {

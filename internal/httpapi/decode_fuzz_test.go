@@ -51,6 +51,13 @@ func FuzzSendRequest(f *testing.F) {
 		`{"to":5,"subject":[],"text":{}}`,
 		`{"to":[5]}`,
 		`{"to":"ann@example.com","subject":"s","text":"t","suject":"typo"}`,
+		`{"to":"ann@example.com","subject":"s","text":"t","html":"<img src=\"cid:a\">","attachments":[{"filename":"a.png","content":"iVBORw0KGgo=","content_id":"a"},{"filename":"résumé.pdf","content":"JVBERi0=","content_type":"application/pdf"}]}`,
+		`{"to":"ann@example.com","subject":"s","text":"t","attachments":[{"filename":"a\r\nBcc: v@example.com","content":"eA=="}]}`,
+		`{"to":"ann@example.com","subject":"s","text":"t","attachments":[{"filename":"a.txt","content":"eA==","content_type":"text/plain\r\nBcc: v@example.com"}]}`,
+		`{"to":"ann@example.com","subject":"s","text":"t","attachments":[{"filename":"a.txt","content":"!!"}]}`,
+		`{"to":"ann@example.com","subject":"s","text":"t","attachments":[{"filename":"a","content":"eA==","content_id":"x>\r\nBcc: v@example.com"}]}`,
+		`{"to":"ann@example.com","subject":"s","text":"t","attachments":{}}`,
+		`{"to":"ann@example.com","subject":"s","text":"t","scheduled_at":"2099-01-01T00:00:00Z"}`,
 		`{"to":"ann@example.com","to":"bob@example.com"}`,
 		`{"to":"ann@example.com","subject":"s","text":"t","tags":{"a":1e400}}`,
 		`{"to":"ann@example.com","subject":"s","text":"t","variables":{"n":9007199254740993}}`,
@@ -126,8 +133,8 @@ func fuzzCheckSend(t *testing.T, env *sendoncetest.Env, out []byte) {
 		t.Fatalf("200 body is not a JSON object: %v: %s", err, out)
 	}
 	id, _ := v["id"].(string)
-	if v["object"] != "send" || v["status"] != string(core.StatusQueued) || !strings.HasPrefix(id, "snd_") {
-		t.Fatalf("200 body is not a queued send object: %s", out)
+	if v["object"] != "send" || (v["status"] != string(core.StatusQueued) && v["status"] != string(core.StatusScheduled)) || !strings.HasPrefix(id, "snd_") {
+		t.Fatalf("200 body is not a queued or scheduled send object: %s", out)
 	}
 	s, err := env.Server.Store.Send(context.Background(), "default", id)
 	if err != nil {
@@ -137,6 +144,9 @@ func fuzzCheckSend(t *testing.T, env *sendoncetest.Env, out []byte) {
 		if strings.ContainsAny(f, "\r\n") {
 			t.Fatalf("accepted send %s has a line break in a header field: %q", id, f)
 		}
+	}
+	if s.Attachments, err = env.Server.Store.SendAttachments(context.Background(), id); err != nil || len(s.Attachments) != s.AttachmentCount {
+		t.Fatalf("accepted send %s: %d of %d attachments stored (%v)", id, len(s.Attachments), s.AttachmentCount, err)
 	}
 	raw, envl, err := delivery.Render(s)
 	if err != nil {

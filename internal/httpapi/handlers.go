@@ -75,6 +75,9 @@ type sendRequest struct {
 	Variables  map[string]any    `json:"variables"`
 	Headers    map[string]string `json:"headers"`
 	Tags       map[string]string `json:"tags"`
+	// Attachments and ScheduledAt: API contract, section 9.
+	Attachments []attachmentJSON `json:"attachments"`
+	ScheduledAt string           `json:"scheduled_at"`
 }
 
 // toApp is the request as the application takes it (the one mapping of
@@ -84,16 +87,24 @@ func (req *sendRequest) toApp(mailboxID string) *app.SendRequest {
 	return &app.SendRequest{
 		To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: mailboxID,
 		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
-		Headers: req.Headers, Tags: req.Tags,
+		Headers: req.Headers, Tags: req.Tags, Attachments: appAttachments(req.Attachments), ScheduledAt: req.ScheduledAt,
 	}
 }
 
 // decodeStrict decodes a JSON object into v. Unknown fields are refused
 // (422), so that a misspelt field ("suject") is not silently dropped.
 func decodeStrict(body []byte, v any) error {
+	if len(body) >= largeJSON {
+		return decodeLarge(body, v)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
+	return decodeError(dec, err)
+}
+
+// decodeError maps a strict decode's outcome to the API's errors.
+func decodeError(dec *json.Decoder, err error) error {
 	if err == nil {
 		if dec.More() {
 			return apiError(core.CodeInvalidJSON, "", "the request body must be a single JSON object")
@@ -207,6 +218,10 @@ func (s *Server) handleListSends(w http.ResponseWriter, r *http.Request) {
 	}
 	if f.Status != "" && !f.Status.Valid() {
 		writeError(w, r, s.logger, core.Errorf(core.CodeValidation, "status", "unknown status %q", f.Status))
+		return
+	}
+	if err := listFilters(q, &f); err != nil {
+		writeError(w, r, s.logger, err)
 		return
 	}
 	sends, next, err := s.store.ListSends(r.Context(), key.Tenant, f)
@@ -420,7 +435,7 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 // 405 with Allow when the path exists for other methods, else 404.
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		probe := r.Clone(r.Context())
 		probe.Method = m
 		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != notFoundPattern {

@@ -627,7 +627,7 @@ func TestIdempotency_RefusalsAreNotStored(t *testing.T) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
 		_, readOnly := env.NewKey(t, app.NewKeyParams{Name: "read only", Scopes: []core.Scope{core.ScopeRead}})
 		_, otherMailbox := env.NewKey(t, app.NewKeyParams{Name: "other mailbox", Scopes: []core.Scope{core.ScopeSend}, Mailboxes: []string{"other"}})
-		huge := mustJSON(t, map[string]any{"to": "gina@example.com", "subject": "huge", "text": strings.Repeat("x", 2<<20)})
+		huge := mustJSON(t, map[string]any{"to": "gina@example.com", "subject": "huge", "text": strings.Repeat("x", 41<<20)})
 		mailbox := func(id string) []byte {
 			return mustJSON(t, map[string]any{"id": id, "address": id + "@example.com"})
 		}
@@ -650,7 +650,7 @@ func TestIdempotency_RefusalsAreNotStored(t *testing.T) {
 			{"401 unknown API key", sendPath, "so_unknown_secret", mail(t, "gina@example.com", "b"), http.StatusUnauthorized, "unauthorized", nil, http.StatusOK},
 			{"403 no send scope", sendPath, readOnly, mail(t, "gina@example.com", "c"), http.StatusForbidden, "forbidden", nil, http.StatusOK},
 			{"403 from the handler: mailbox not allowed", sendPath, otherMailbox, mail(t, "gina@example.com", "d"), http.StatusForbidden, "forbidden", nil, http.StatusOK},
-			{"413 body over 1 MiB", sendPath, env.AdminKey, huge, http.StatusRequestEntityTooLarge, "payload_too_large", nil, http.StatusOK},
+			{"413 body over 40 MiB (--max-request-size)", sendPath, env.AdminKey, huge, http.StatusRequestEntityTooLarge, "payload_too_large", nil, http.StatusOK},
 			{"400 invalid_json", sendPath, env.AdminKey, []byte(`{"to": "gina@example.com", "subject": `), http.StatusBadRequest, "invalid_json", nil, http.StatusOK},
 			{"409 from the handler: mailbox exists", "/v1/mailboxes", env.AdminKey, mailbox("taken"), http.StatusConflict, "conflict", mailbox("fresh"), http.StatusCreated},
 		}

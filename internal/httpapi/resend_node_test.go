@@ -25,6 +25,13 @@ func TestResendNodeSDK(t *testing.T) {
 	runNodeSDK(t, "resend.test.mjs", sendoncetest.Options{NoWorkers: true})
 }
 
+// TestResendNodeSDKEmails runs emails.test.mjs: emails.send with
+// attachments and scheduledAt, get, list, update, cancel, and batches
+// strict and permissive.
+func TestResendNodeSDKEmails(t *testing.T) {
+	runNodeSDK(t, "emails.test.mjs", sendoncetest.Options{NoWorkers: true})
+}
+
 // TestResendNodeSDKWebhooks runs webhooks.test.mjs: the SDK's webhooks.*
 // calls and webhooks.verify on a real delivery to an endpoint the Node
 // test serves on 127.0.0.1 (so workers run, and loopback is allowed).

@@ -24,11 +24,13 @@ func (s *Server) routes() []string {
 			s.metrics.SendsAccepted.Inc()
 		}
 	}
-	m.Handle("POST /v1/send", s.auth(core.ScopeSend, s.idempotent(postOpts{requireKey: s.cfg.RequireIdempotencyKey, committed: accepted, audit: true}, s.handleSend)))
-	m.Handle("POST /v1/send/preview", s.auth(core.ScopeSend, http.HandlerFunc(s.handlePreviewSend)))
+	m.Handle("POST /v1/send", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{requireKey: s.cfg.RequireIdempotencyKey, committed: accepted, audit: true}, s.handleSend))))
+	m.Handle("POST /v1/send/preview", s.bounded(s.auth(core.ScopeSend, http.HandlerFunc(s.handlePreviewSend))))
 	m.Handle("GET /v1/audit", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleListAudit)))
 	m.Handle("GET /v1/sends", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListSends)))
 	m.Handle("GET /v1/sends/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetSend)))
+	m.Handle("PATCH /v1/sends/{id}", s.auth(core.ScopeSend, s.idempotent(postOpts{}, inTx(s.handleReschedule))))
+	m.Handle("POST /v1/sends/{id}/cancel", s.auth(core.ScopeSend, s.idempotent(postOpts{emptyBody: true}, inTx(s.handleCancel))))
 	m.Handle("POST /v1/sends/{id}/reconcile", s.auth(core.ScopeAdmin, s.idempotent(postOpts{}, inTx(s.handleReconcile))))
 	m.Handle("POST /v1/sends/{id}/approve", s.auth(core.ScopeAdmin, s.idempotent(postOpts{emptyBody: true}, inTx(s.handleApprove))))
 	m.Handle("POST /v1/sends/{id}/reject", s.auth(core.ScopeAdmin, s.idempotent(postOpts{emptyBody: true}, inTx(s.handleReject))))
@@ -72,12 +74,15 @@ func (s *Server) routes() []string {
 
 	// Compatibility surfaces (API contract, section 7; docs/compatibility.md).
 	statusCache := newStatusCache()
-	m.Handle("POST /api/public/v1/mailboxes/{id}/send", s.auth(core.ScopeSend, s.idempotent(postOpts{committed: accepted, audit: true}, s.handleMailboxSend)))
+	m.Handle("POST /api/public/v1/mailboxes/{id}/send", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{committed: accepted, audit: true}, s.handleMailboxSend))))
 	m.Handle("GET /api/public/v1/sends/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetSend)))
 	m.Handle("GET /api/public/v1/mailboxes/{id}/status", s.auth(core.ScopeRead, s.handleMailboxStatus(statusCache)))
-	m.Handle("POST /emails", s.resendPost(s.handleResendSend))
-	m.Handle("POST /emails/batch", s.resendPost(s.handleResendBatch))
+	m.Handle("POST /emails", s.bounded(s.resendPost(s.handleResendSend)))
+	m.Handle("POST /emails/batch", s.bounded(s.resendPost(s.handleResendBatch)))
+	m.Handle("GET /emails", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendList)))
 	m.Handle("GET /emails/{id}", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendGet)))
+	m.Handle("PATCH /emails/{id}", s.resendAuth(core.ScopeSend, s.idempotent(s.resendOpts(postOpts{}), inTx(s.handleResendUpdate))))
+	m.Handle("POST /emails/{id}/cancel", s.resendAuth(core.ScopeSend, s.idempotent(s.resendOpts(postOpts{emptyBody: true}), inTx(s.handleResendCancel))))
 	// Resend's management routes: admin scope to change, read to look
 	// (so a sending_access key, scope send, gets 403 on all of them).
 	m.Handle("POST /domains", s.resendManage(postOpts{}, s.handleResendCreateDomain))

@@ -843,7 +843,7 @@ func TestSend_BadInputIsAClear4xx(t *testing.T) {
 			}
 			return b
 		}
-		big := `{"to":"ann@example.com","subject":"big","text":"` + strings.Repeat("a", 2<<20) + `"}`
+		big := `{"to":"ann@example.com","subject":"big","text":"` + strings.Repeat("a", 41<<20) + `"}`
 		const v, j = http.StatusUnprocessableEntity, http.StatusBadRequest
 		for _, c := range []struct {
 			name   string
@@ -879,7 +879,7 @@ func TestSend_BadInputIsAClear4xx(t *testing.T) {
 			{"invalid cc", ok(map[string]any{"cc": []string{"ok@example.com", "@@"}}), v, core.CodeValidation, "cc"},
 			{"invalid from", ok(map[string]any{"from": "nobody"}), v, core.CodeValidation, "from"},
 			{"two addresses in from", ok(map[string]any{"from": "a@example.com, b@example.com"}), v, core.CodeValidation, "from"},
-			{"2 MiB body", big, http.StatusRequestEntityTooLarge, "payload_too_large", ""},
+			{"41 MiB body (over --max-request-size)", big, http.StatusRequestEntityTooLarge, "payload_too_large", ""},
 			{"CRLF in subject", ok(map[string]any{"subject": "Hi\r\nBcc: victim@example.com"}), v, core.CodeValidation, "subject"},
 			{"LF in subject", ok(map[string]any{"subject": "Hi\nX-Evil: 1"}), v, core.CodeValidation, "subject"},
 			{"CR in subject", ok(map[string]any{"subject": "Hi\rX-Evil: 1"}), v, core.CodeValidation, "subject"},

@@ -1,10 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"github.com/sendonce/sendonce/idempotency"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -37,8 +37,17 @@ type Config struct {
 	// answers replays without a database read. 0 means
 	// idempotency.DefaultReplayCacheEntries; negative turns the cache off.
 	ReplayCacheEntries int
-	// MaxBodyBytes bounds a request body. Defaults to 1 MiB.
+	// MaxBodyBytes bounds a request body. Defaults to DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxRequestBytes (--max-request-size) bounds a request body on the
+	// send routes. Defaults to DefaultMaxRequestBytes.
+	MaxRequestBytes int64
+	// MaxInflightBytes (--max-inflight-bytes) bounds the bodies of large
+	// send requests worked on at once. Defaults to DefaultMaxInflightBytes.
+	MaxInflightBytes int64
+	// InflightWait is how long a large request waits for room under
+	// MaxInflightBytes before its 503. Defaults to DefaultInflightWait.
+	InflightWait time.Duration
 	// DefaultTransport is the server's --transport ("capture", "mx" or an
 	// smtp:// URL): the relay GET /api/public/v1/mailboxes/{id}/status
 	// checks for mailboxes without their own. Defaults to "capture".
@@ -69,6 +78,8 @@ type Server struct {
 	idem    *idempotency.Engine
 	limiter ratelimit.Limiter
 	hooks   *webhook.Service
+	// inflight bounds the large send requests in progress.
+	inflight *inflight
 }
 
 // NewServer returns the API as an http.Handler.
@@ -80,7 +91,16 @@ func NewServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Lo
 
 func newServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) *Server {
 	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 1 << 20
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.MaxInflightBytes <= 0 {
+		cfg.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	if cfg.InflightWait <= 0 {
+		cfg.InflightWait = DefaultInflightWait
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -89,7 +109,8 @@ func newServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Lo
 	if cache == 0 {
 		cache = idempotency.DefaultReplayCacheEntries
 	}
-	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, mux: http.NewServeMux(), limiter: cfg.Limiter, hooks: cfg.Webhooks}
+	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, mux: http.NewServeMux(), limiter: cfg.Limiter, hooks: cfg.Webhooks,
+		inflight: newInflight(cfg.MaxInflightBytes)}
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory(svc.Now)
 	}
@@ -208,13 +229,33 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 	})
 }
 
-// readBody reads at most MaxBodyBytes; the error is the 413 to send.
+// sendRoutes take bodies up to MaxRequestBytes (attachments); every other
+// route up to MaxBodyBytes.
+var sendRoutes = map[string]bool{
+	"POST /v1/send": true, "POST /v1/send/preview": true, "POST /api/public/v1/mailboxes/{id}/send": true,
+	"POST /emails": true, "POST /emails/batch": true,
+}
+
+// readBody reads at most the route's limit; the error is the 413 to send.
+// A body that declares its length is read into one buffer of that size.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	limit := s.cfg.MaxBodyBytes
+	if sendRoutes[r.Pattern] {
+		limit = s.cfg.MaxRequestBytes
+	}
+	if r.ContentLength > limit {
+		return nil, apiError(codePayloadTooLarge, "", "request body is larger than "+strconv.FormatInt(limit, 10)+" bytes")
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead) // ReadFrom's last read finds EOF without growing
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	body := buf.Bytes()
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, apiError(codePayloadTooLarge, "", "request body is larger than "+strconv.FormatInt(s.cfg.MaxBodyBytes, 10)+" bytes")
+			return nil, apiError(codePayloadTooLarge, "", "request body is larger than "+strconv.FormatInt(limit, 10)+" bytes")
 		}
 		return nil, apiError(core.CodeInvalidJSON, "", "could not read the request body")
 	}

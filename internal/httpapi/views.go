@@ -30,6 +30,8 @@ type sendView struct {
 	UpdatedAt      string            `json:"updated_at"`
 	SentAt         *string           `json:"sent_at"`
 	Recipients     []recipientView   `json:"recipients"`
+	ScheduledAt    *string           `json:"scheduled_at"`
+	Attachments    int               `json:"attachments"`
 	Events         []eventView       `json:"events,omitempty"`
 }
 
@@ -127,7 +129,8 @@ func viewSend(s *core.Send) *sendView {
 		From: s.From, To: list(s.To), Cc: list(s.Cc), Bcc: list(s.Bcc), ReplyTo: list(s.ReplyTo), Subject: s.Subject,
 		TemplateID: optString(s.TemplateID), MessageID: s.MessageID, Attempts: s.Attempts, LastError: optString(s.LastError),
 		Tags: tags, CreatedAt: rfc3339(s.CreatedAt), UpdatedAt: rfc3339(s.UpdatedAt), SentAt: optTime(s.SentAt),
-		Recipients: viewRecipients(s),
+		Recipients:  viewRecipients(s),
+		ScheduledAt: optTime(s.ScheduledAt), Attachments: max(s.AttachmentCount, len(s.Attachments)),
 	}
 }
 

@@ -70,7 +70,7 @@ func TestBuildWithAttachments_ForwardsAMessage(t *testing.T) {
 
 func TestBuildWithAttachments_StepsPastABoundaryInTheContent(t *testing.T) {
 	m := forwardFixture()
-	first := mixedBoundary(m.MessageID, nil, nil)
+	first := partBoundary("m", m.MessageID, nil)
 	orig := []byte("Subject: x\r\n\r\n--" + first + "\r\n")
 	raw, err := BuildWithAttachments(m, []Attachment{{ContentType: "message/rfc822", Data: orig}})
 	if err != nil {
@@ -85,11 +85,74 @@ func TestBuildWithAttachments_RefusesBadAttachments(t *testing.T) {
 	for _, a := range []Attachment{
 		{ContentType: "text", Data: []byte("x")},
 		{ContentType: "text/plain\r\nX: y", Data: []byte("x")},
-		{ContentType: "text/plain", Filename: "a\"b", Data: []byte("x")},
+		{ContentType: "text/plain", Filename: "a\r\nb", Data: []byte("x")},
+		{ContentType: "image/png", ContentID: "a b", Data: []byte("x")},
+		{ContentType: "image/png", ContentID: "<a>", Data: []byte("x")},
+		{ContentType: "multipart/mixed", Data: []byte("x")},
 		{ContentType: "message/rfc822", Data: []byte("a\x00b")},
 	} {
 		if _, err := BuildWithAttachments(forwardFixture(), []Attachment{a}); err == nil {
 			t.Errorf("%+v: no error", a)
 		}
 	}
+}
+
+// FuzzBuildWithAttachments: whatever a file's name, type, Content-ID and
+// bytes, Build either refuses it or renders a message that go-message
+// parses back into the same bytes, name and Content-ID, with the header
+// section unchanged (no field injected).
+func FuzzBuildWithAttachments(f *testing.F) {
+	f.Add("a.pdf", "application/pdf", "", []byte("%PDF"), "")
+	f.Add("résumé ü.pdf", "application/pdf", "", []byte{0, 1, 2, 0xff}, "<p>x</p>")
+	f.Add("logo.png", "image/png", "logo@x", []byte("\x89PNG"), `<img src="cid:logo@x">`)
+	f.Add("a\r\nBcc: v@example.com", "text/plain", "", []byte("x"), "")
+	f.Add("a.txt", "text/plain; charset=utf-8", "x>\r\nBcc: v", []byte("x"), "<p>h</p>")
+	f.Add("fwd.eml", "message/rfc822", "", []byte("Subject: x\r\n\r\n--=_m\r\n"), "")
+	f.Add(strings.Repeat("n", 900), "application/octet-stream", "", []byte{}, "")
+	f.Fuzz(func(t *testing.T, filename, ctype, cid string, data []byte, html string) {
+		m := forwardFixture()
+		m.HTML = html
+		if m.HTML == "" {
+			m.HTML = "<p>x</p>"
+		}
+		a := Attachment{Filename: filename, ContentType: ctype, ContentID: cid, Data: data}
+		raw, err := BuildWithAttachments(m, []Attachment{a})
+		if err != nil {
+			return
+		}
+		e, err := gomessage.Read(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatalf("does not parse: %v\n%q", err, raw)
+		}
+		for _, h := range []string{"Bcc", "X-Injected"} {
+			if e.Header.Has(h) {
+				t.Fatalf("header %s appeared", h)
+			}
+		}
+		found := false
+		var walk func(e *gomessage.Entity)
+		walk = func(e *gomessage.Entity) {
+			if mr := e.MultipartReader(); mr != nil {
+				for {
+					p, err := mr.NextPart()
+					if err != nil {
+						return
+					}
+					walk(p)
+				}
+			}
+			_, params, _ := e.Header.ContentDisposition()
+			if params["filename"] != filename || strings.Trim(e.Header.Get("Content-Id"), "<>") != cid {
+				return
+			}
+			b, err := io.ReadAll(e.Body)
+			if err == nil && bytes.Equal(b, data) {
+				found = true
+			}
+		}
+		walk(e)
+		if !found && filename != "" {
+			t.Fatalf("no part carries the file %q (cid %q, %d bytes) back:\n%q", filename, cid, len(data), raw)
+		}
+	})
 }

@@ -51,7 +51,14 @@ var ErrNoBody = errors.New("message: no body: Text and HTML are both empty")
 //
 // The output depends only on m, so rendering the same stored send again on a
 // retry yields identical bytes.
-func Build(m *Message) ([]byte, error) {
+func Build(m *Message) ([]byte, error) { return BuildWithAttachments(m, nil) }
+
+// BuildWithAttachments renders m like Build with atts: files whose
+// ContentID is set are inline parts beside the HTML (multipart/related),
+// the others follow the body in multipart/mixed. Without attachments it is
+// Build. Like Build it is deterministic, so every attempt of a send hands
+// over the same bytes.
+func BuildWithAttachments(m *Message, atts []Attachment) ([]byte, error) {
 	if m == nil {
 		return nil, errors.New("message: build: nil *Message")
 	}
@@ -101,10 +108,14 @@ func Build(m *Message) ([]byte, error) {
 		}
 	}
 
-	var buf bytes.Buffer
-	// Quoted-printable grows typical text by a few percent; headers are small.
-	buf.Grow(len(m.Text) + len(m.HTML) + (len(m.Text)+len(m.HTML))/8 + 1024)
-	w := headerWriter{b: &buf}
+	for i, a := range atts {
+		if err := checkAttachment(a); err != nil {
+			return nil, fmt.Errorf("message: build %s: attachment %d: %w", m.MessageID, i, err)
+		}
+	}
+
+	var head, content, rest bytes.Buffer
+	w := headerWriter{b: &head}
 	// RFC1123Z is the RFC 5322 date-time form with a numeric zone.
 	w.writeLines("Date", []string{"Date: " + m.Date.Format(time.RFC1123Z)})
 	w.writeLines("Message-ID", []string{"Message-ID: " + m.MessageID})
@@ -123,18 +134,16 @@ func Build(m *Message) ([]byte, error) {
 	w.writeUnstructured("Subject", m.Subject, true)
 	w.writeLines("MIME-Version", []string{"MIME-Version: 1.0"})
 
-	multipart := m.Text != "" && m.HTML != ""
-	boundary := boundaryFor(m.MessageID)
-	switch {
-	case multipart:
-		w.writeStructured("Content-Type", `multipart/alternative; boundary="`+boundary+`"`)
-	case m.Text != "":
-		w.writeStructured("Content-Type", "text/plain; charset=utf-8")
-		w.writeStructured("Content-Transfer-Encoding", "quoted-printable")
-	default:
-		w.writeStructured("Content-Type", "text/html; charset=utf-8")
-		w.writeStructured("Content-Transfer-Encoding", "quoted-printable")
+	body, err := bodyEntity(m, atts)
+	if err != nil {
+		return nil, err
 	}
+	w.b = &content
+	w.writeStructured("Content-Type", body.ctype)
+	if body.cte != "" {
+		w.writeStructured("Content-Transfer-Encoding", body.cte)
+	}
+	w.b = &rest
 	if m.InReplyTo != "" {
 		w.writeLines("In-Reply-To", []string{"In-Reply-To: " + m.InReplyTo})
 	}
@@ -147,40 +156,15 @@ func Build(m *Message) ([]byte, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
+	var buf bytes.Buffer
+	buf.Grow(head.Len() + content.Len() + rest.Len() + 2 + body.size)
+	buf.Write(head.Bytes())
+	buf.Write(content.Bytes())
+	buf.Write(rest.Bytes())
 	buf.WriteString("\r\n")
-
-	if !multipart {
-		body := m.Text
-		if body == "" {
-			body = m.HTML
-		}
-		if err := writeQP(&buf, body); err != nil {
-			return nil, fmt.Errorf("message: build %s: encode body: %w", m.MessageID, err)
-		}
-		// End the message with CRLF, as SMTP will transmit it, without
-		// adding a newline to the decoded body: a trailing soft line break
-		// decodes to nothing.
-		if !bytes.HasSuffix(buf.Bytes(), []byte("\r\n")) {
-			buf.WriteString("=\r\n")
-		}
-		return buf.Bytes(), nil
+	if err := body.write(&buf); err != nil {
+		return nil, err
 	}
-
-	for _, part := range []struct{ ctype, body string }{
-		{"text/plain; charset=utf-8", m.Text},
-		{"text/html; charset=utf-8", m.HTML},
-	} {
-		buf.WriteString("--" + boundary + "\r\n")
-		buf.WriteString("Content-Type: " + part.ctype + "\r\n")
-		buf.WriteString("Content-Transfer-Encoding: quoted-printable\r\n\r\n")
-		if err := writeQP(&buf, part.body); err != nil {
-			return nil, fmt.Errorf("message: build %s: encode %s part: %w", m.MessageID, part.ctype, err)
-		}
-		// This CRLF belongs to the delimiter (RFC 2046 §5.1.1), so the part
-		// decodes to exactly its body.
-		buf.WriteString("\r\n")
-	}
-	buf.WriteString("--" + boundary + "--\r\n")
 	return buf.Bytes(), nil
 }
 

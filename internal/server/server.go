@@ -115,6 +115,16 @@ type Config struct {
 	// WebhookPoll is how often an idle webhook worker looks for due
 	// deliveries. Defaults to 500ms.
 	WebhookPoll time.Duration
+	// MaxRequestBytes (--max-request-size) bounds a send route's request
+	// body; MaxMessageBytes (--max-message-size) a message after MIME
+	// encoding; MaxInflightBytes (--max-inflight-bytes) the large request
+	// bodies worked on at once. 0 means httpapi's and app's defaults.
+	MaxRequestBytes, MaxMessageBytes, MaxInflightBytes int64
+	// AttachmentFetch (--attachment-fetch) lets attachments name a URL.
+	AttachmentFetch bool
+	// InflightWait is for tests: how long a large request waits for room
+	// under MaxInflightBytes (default httpapi.DefaultInflightWait).
+	InflightWait time.Duration
 	// Now is the clock of the idempotency and delivery rules. Defaults to
 	// time.Now. (River schedules on the wall clock.)
 	Now func() time.Time
@@ -261,7 +271,8 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
-	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Caps: cfg.Caps, Now: cfg.Now}, logger)
+	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Caps: cfg.Caps, Now: cfg.Now,
+		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes}, logger)
 	d, err := delivery.NewDeliverer(svc, delivery.Config{
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
 		AttemptLease: cfg.AttemptLease, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
@@ -315,7 +326,8 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.ReservationLease,
 		DefaultTransport: cfg.Transport, ReplayCacheEntries: cfg.ReplayCache,
 		RateLimit: ratelimit.Limit{Requests: cfg.RateLimit, Window: cfg.RateLimitWindow}, Limiter: limiter,
-		Dashboard: dash,
+		Dashboard:       dash,
+		MaxRequestBytes: cfg.MaxRequestBytes, MaxInflightBytes: cfg.MaxInflightBytes, InflightWait: cfg.InflightWait,
 	}, logger)
 	sc := cfg.SMTP
 	sc.Front, sc.IdempotencyTTL, sc.ReservationLease, sc.ReplayCacheEntries = front, cfg.IdempotencyTTL, cfg.ReservationLease, cfg.ReplayCache

@@ -63,7 +63,7 @@ func (d *deferredRows) hasKey(sc idempotency.Scope) bool {
 }
 
 // maxRowsPerStatement keeps a multi-row statement's parameters within
-// both databases' limits (30 per send row; SQLite allows 32,766).
+// both databases' limits (32 per send row; SQLite allows 32,766).
 const maxRowsPerStatement = 256
 
 // statement is one SQL text with its arguments.

@@ -137,6 +137,12 @@ type Options struct {
 	WebhookSchedule string
 	// WebhookAllowPrivate is --webhook-allow-private.
 	WebhookAllowPrivate bool
+	// AttachmentFetch turns --attachment-fetch on (attachments by URL).
+	AttachmentFetch bool
+	// MaxInflightBytes and InflightWait bound the large requests in
+	// progress (--max-inflight-bytes); 0: the defaults.
+	MaxInflightBytes int64
+	InflightWait     time.Duration
 }
 
 // Env is a running instance.
@@ -214,6 +220,7 @@ func Start(t testing.TB, o Options) *Env {
 		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort, BounceDomain: o.BounceDomain,
 		RateLimit: o.RateLimit, RateLimitWindow: o.RateLimitWindow, Caps: o.Caps,
 		WebhookRetrySchedule: o.WebhookSchedule, WebhookAllowPrivate: o.WebhookAllowPrivate, WebhookPoll: 20 * time.Millisecond,
+		AttachmentFetch: o.AttachmentFetch, MaxInflightBytes: o.MaxInflightBytes, InflightWait: o.InflightWait,
 	}
 	if o.Inbound {
 		if cfg.BounceDomain == "" {

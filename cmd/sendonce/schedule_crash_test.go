@@ -1,0 +1,72 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/testkit/smtptest"
+)
+
+// TestCrash_ScheduledSendSurvivesSIGKILL: a send scheduled a few seconds
+// ahead, its server killed with SIGKILL before its time and started again
+// on the same database, reaches the relay once, not before its time.
+func TestCrash_ScheduledSendSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	smtpd := smtptest.Start(t, smtptest.Options{})
+	db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
+	secret := run(t, bin, "keys", "create", "--db", db, "--name", "sched", "--scopes", "send,read")
+	args := []string{"--db", db, "--transport", "smtp://" + smtpd.Addr + "?tls=none", "--poll-interval", "50ms"}
+	p := startServe(t, bin, args...)
+
+	at := time.Now().Add(3 * time.Second).UTC()
+	body := fmt.Sprintf(`{"to":"ann@example.com","subject":"later","text":"x","scheduled_at":%q}`, at.Format(time.RFC3339Nano))
+	req, _ := http.NewRequest("POST", p.url+"/v1/send", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Idempotency-Key", "sched-crash")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var sv sendView
+	if err := json.Unmarshal(b, &sv); resp.StatusCode != http.StatusOK || err != nil || sv.Status != "scheduled" {
+		t.Fatalf("scheduled send: %d %s", resp.StatusCode, b)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Wait()
+	if time.Now().After(at) {
+		t.Fatalf("the kill came after the send's time; the machine is too slow for this test")
+	}
+	startServe(t, bin, args...)
+
+	deadline := at.Add(15 * time.Second)
+	for time.Now().Before(deadline) && len(smtpd.Messages()) == 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	arrived := time.Now()
+	time.Sleep(500 * time.Millisecond) // a second delivery would land here
+	msgs := smtpd.Messages()
+	if len(msgs) != 1 {
+		t.Fatalf("relay got %d messages, want 1", len(msgs))
+	}
+	if "<"+msgs[0].MessageID+">" != sv.MessageID {
+		t.Fatalf("relay got %s, want %s", msgs[0].MessageID, sv.MessageID)
+	}
+	if arrived.Before(at) {
+		t.Fatalf("delivered %v before its time", at.Sub(arrived))
+	}
+	t.Logf("delivered %v after its time, across a SIGKILL and a restart", arrived.Sub(at))
+}

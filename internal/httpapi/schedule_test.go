@@ -1,0 +1,203 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
+)
+
+func scheduledSend(t *testing.T, env *sendoncetest.Env, key string, at time.Time) string {
+	t.Helper()
+	body := sendoncetest.Mail("ann@example.com", "later")
+	body["scheduled_at"] = at.Format(time.RFC3339Nano)
+	r := env.Send(t, key, body)
+	if r.Status != http.StatusOK {
+		t.Fatalf("scheduled send: %d %s", r.Status, r.Body)
+	}
+	v := r.JSON(t)
+	if v["status"] != string(core.StatusScheduled) || v["scheduled_at"] == nil {
+		t.Fatalf("answer %s, want status scheduled with scheduled_at", r.Body)
+	}
+	return v["id"].(string)
+}
+
+// TestSchedule_NotBeforeItsTimeOnceAfter: a scheduled send reaches the
+// relay once, after its time and within a second or two of it, with the
+// scheduled event in its history.
+func TestSchedule_NotBeforeItsTimeOnceAfter(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
+		at := time.Now().Add(1500 * time.Millisecond)
+		id := scheduledSend(t, env, "sched-1", at)
+		for time.Now().Before(at.Add(-200 * time.Millisecond)) {
+			if n := len(env.SMTP.Messages()); n != 0 {
+				t.Fatalf("delivered %v before its time", time.Until(at))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		s := env.WaitStatus(t, id, 10*time.Second, core.StatusSent)
+		late := time.Since(at)
+		if m := env.SMTP.Messages(); len(m) != 1 {
+			t.Fatalf("relay got %d messages, want 1", len(m))
+		}
+		if late > 2*time.Second {
+			t.Errorf("delivered %v after its time, want within 2s", late)
+		}
+		t.Logf("sent %v after scheduled_at", late)
+		events := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/sends/" + id, Key: env.AdminKey}).JSON(t)["events"].([]any)
+		var types []string
+		for _, e := range events {
+			types = append(types, e.(map[string]any)["type"].(string))
+		}
+		if fmt.Sprint(types[:2]) != "[accepted scheduled]" {
+			t.Errorf("events %v, want accepted, scheduled first", types)
+		}
+		_ = s
+	})
+}
+
+// TestSchedule_RescheduleAndCancel: PATCH moves the time (idempotently),
+// cancel makes it canceled and never delivered, and both answer 409
+// invalid_state once the send is no longer scheduled.
+func TestSchedule_RescheduleAndCancel(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
+		id := scheduledSend(t, env, "resched", time.Now().Add(time.Hour))
+		soon := time.Now().Add(1 * time.Second).UTC().Format(time.RFC3339Nano)
+		patch := func(key, at string) *sendoncetest.Response {
+			return env.Do(t, sendoncetest.Request{Method: "PATCH", Path: "/v1/sends/" + id, Key: env.AdminKey, IdemKey: key, Body: map[string]any{"scheduled_at": at}})
+		}
+		r := patch("move-1", soon)
+		if r.Status != http.StatusOK || r.JSON(t)["status"] != "scheduled" {
+			t.Fatalf("PATCH: %d %s", r.Status, r.Body)
+		}
+		if again := patch("move-1", soon); again.Status != http.StatusOK || again.Header.Get("Idempotent-Replayed") != "true" || string(again.Body) != string(r.Body) {
+			t.Fatalf("PATCH replay: %d %s (replayed %q)", again.Status, again.Body, again.Header.Get("Idempotent-Replayed"))
+		}
+		if bad := patch("move-2", time.Now().Add(-time.Hour).Format(time.RFC3339)); bad.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("PATCH into the past: %d %s", bad.Status, bad.Body)
+		}
+		env.WaitStatus(t, id, 10*time.Second, core.StatusSent)
+		if r := patch("move-3", time.Now().Add(time.Hour).Format(time.RFC3339)); r.Status != http.StatusConflict || r.ErrorCode() != core.CodeInvalidState {
+			t.Fatalf("PATCH of a sent send: %d %s, want 409 invalid_state", r.Status, r.Body)
+		}
+		cancel := func(id, key string) *sendoncetest.Response {
+			return env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/sends/" + id + "/cancel", Key: env.AdminKey, IdemKey: key})
+		}
+		if r := cancel(id, "cancel-sent"); r.Status != http.StatusConflict || r.ErrorCode() != core.CodeInvalidState {
+			t.Fatalf("cancel of a sent send: %d %s, want 409 invalid_state", r.Status, r.Body)
+		}
+		id2 := scheduledSend(t, env, "to-cancel", time.Now().Add(700*time.Millisecond))
+		if r := cancel(id2, "cancel-1"); r.Status != http.StatusOK || r.JSON(t)["status"] != "canceled" {
+			t.Fatalf("cancel: %d %s", r.Status, r.Body)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		if s := env.WaitStatus(t, id2, time.Second, core.StatusCanceled); s["attempts"] != float64(0) {
+			t.Fatalf("canceled send: %v", s)
+		}
+		if n := len(env.SMTP.Messages()); n != 1 {
+			t.Fatalf("relay got %d messages, want only the first send", n)
+		}
+	})
+}
+
+// TestSchedule_CancelRacesDelivery: cancels sent at the moment sends
+// become due either win (canceled, never delivered) or answer 409
+// invalid_state (and the send is delivered once) — never both.
+func TestSchedule_CancelRacesDelivery(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, PollInterval: 5 * time.Millisecond})
+		const n = 30
+		at := time.Now().Add(1200 * time.Millisecond)
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = scheduledSend(t, env, fmt.Sprintf("race-%d", i), at)
+		}
+		time.Sleep(time.Until(at))
+		statuses := make([]int, n)
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(time.Duration(i%10) * 3 * time.Millisecond) // spread across the claim
+				r, err := env.TryDo(sendoncetest.Request{Method: "POST", Path: "/v1/sends/" + id + "/cancel", Key: env.AdminKey, IdemKey: "c-" + id})
+				if err != nil {
+					t.Errorf("cancel %s: %v", id, err)
+					return
+				}
+				statuses[i] = r.Status
+			}()
+		}
+		wg.Wait()
+		won, lost := 0, 0
+		for i, id := range ids {
+			switch statuses[i] {
+			case http.StatusOK:
+				won++
+				env.WaitStatus(t, id, 5*time.Second, core.StatusCanceled)
+			case http.StatusConflict:
+				lost++
+				env.WaitStatus(t, id, 10*time.Second, core.StatusSent)
+			default:
+				t.Fatalf("cancel %s: %d", id, statuses[i])
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+		counts := env.SMTP.MessageIDCounts()
+		if len(counts) != lost {
+			t.Fatalf("%d messages delivered, %d cancels lost: every lost cancel is one delivery and no won cancel is", len(counts), lost)
+		}
+		for mid, c := range counts {
+			if c != 1 {
+				t.Fatalf("%s delivered %d times", mid, c)
+			}
+		}
+		t.Logf("cancel won %d, lost %d", won, lost)
+	})
+}
+
+// TestListSends_Filters: GET /v1/sends by tag and by creation time finds
+// exactly the matching sends, newest first.
+func TestListSends_Filters(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+		var ids []string
+		for i := range 4 {
+			body := sendoncetest.Mail("ann@example.com", fmt.Sprint("s", i))
+			body["tags"] = map[string]string{"plan": []string{"gold", "free"}[i%2]}
+			r := env.Send(t, fmt.Sprint("filter-", i), body)
+			ids = append(ids, r.JSON(t)["id"].(string))
+			time.Sleep(5 * time.Millisecond)
+		}
+		list := func(q string) []string {
+			r := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/sends?" + q, Key: env.AdminKey})
+			if r.Status != http.StatusOK {
+				t.Fatalf("GET /v1/sends?%s: %d %s", q, r.Status, r.Body)
+			}
+			var out []string
+			for _, d := range r.JSON(t)["data"].([]any) {
+				out = append(out, d.(map[string]any)["id"].(string))
+			}
+			return out
+		}
+		if got, want := list("tag=plan:gold"), []string{ids[2], ids[0]}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("tag=plan:gold: %v, want %v", got, want)
+		}
+		third := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/sends/" + ids[2], Key: env.AdminKey}).JSON(t)["created_at"].(string)
+		if got, want := list("created_after="+third), []string{ids[3]}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("created_after: %v, want %v", got, want)
+		}
+		if got, want := list("created_before="+third+"&tag=plan:gold"), []string{ids[0]}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("created_before and tag: %v, want %v", got, want)
+		}
+		if r := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/sends?tag=nocolon", Key: env.AdminKey}); r.Status != http.StatusUnprocessableEntity {
+			t.Errorf("tag without a colon: %d", r.Status)
+		}
+	})
+}
