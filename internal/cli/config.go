@@ -228,6 +228,12 @@ func (c *Config) validate() error {
 	if _, err := app.ResolverAddr(sc.DNSResolver); err != nil {
 		return fmt.Errorf("--dns-resolver: %v", err)
 	}
+	if c.MaxMessageSize < 1024 || c.MaxRequestSize < 1024 {
+		return fmt.Errorf("--max-message-size and --max-request-size must be at least 1024 bytes")
+	}
+	if c.MaxInflightBytes < c.MaxRequestSize {
+		return fmt.Errorf("--max-inflight-bytes must be at least --max-request-size: a request larger than it could never run")
+	}
 	if err := c.SMTP.validate(); err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func TestReadme_ServeDefaults(t *testing.T) {
 			t.Errorf("README's serve table has no row for --%s", f.Name)
 			return
 		}
-		if f.DefValue == "" || f.DefValue == "0" || f.DefValue == "0s" {
+		if f.DefValue == "" || f.DefValue == "0" || f.DefValue == "0s" || f.DefValue == "false" {
 			return // off: the row says so in words
 		}
 		want := f.DefValue

@@ -102,6 +102,10 @@ func (d *Deliverer) RunOnce(ctx context.Context) (int, error) {
 // not begun, and the send goes back to the queue for a moment.
 var errNoSession = errors.New("every session to the relay is in use")
 
+// errLargeBusy says as many large messages as DefaultLargeAttempts were
+// being handed over: the attempt was not begun, as with errNoSession.
+var errLargeBusy = errors.New("as many large messages as this process hands over at once are being handed over")
+
 // deferDelay is how long a send whose relay had no free session waits
 // before it is due again.
 const deferDelay = 500 * time.Millisecond
@@ -136,7 +140,7 @@ func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 		// Each recipient's email.suppressed tells it; no event for the send.
 		o = outcome{status: core.StatusSuppressed, metric: "suppressed",
 			detail: "every recipient is on the suppression list: nothing was attempted"}
-	case errors.Is(derr, errNoSession):
+	case errors.Is(derr, errNoSession), errors.Is(derr, errLargeBusy):
 		o = outcome{status: core.StatusQueued, deferred: true, detail: derr.Error()}
 	case derr == nil && h.mx:
 		// The recipients' own exchangers answered 250: delivered.
@@ -166,7 +170,9 @@ func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 		slog.String("outcome", o.metric))
 }
 
-// handOff gives the message to its transport. The capture transport keeps
+// handOff gives the message to its transport. At most DefaultLargeAttempts
+// large messages are handed over at once; past it the attempt is deferred
+// (errLargeBusy) before anything was begun. The capture transport keeps
 // it in the database: its handoff is a write that joins the outcome's
 // transaction (inTx), so the message is kept exactly when the send is
 // recorded sent.
@@ -180,6 +186,14 @@ func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 // the headers; with --bounce-domain the envelope sender is the send's VERP
 // address. mx reports that the mx transport took it.
 func (d *Deliverer) handOff(ctx context.Context, s *core.Send, slot *transport.Slot, skip []string) handoff {
+	if isLarge(s) {
+		select {
+		case d.large <- struct{}{}:
+			defer func() { <-d.large }()
+		default:
+			return handoff{err: errLargeBusy}
+		}
+	}
 	if s.AttachmentCount > 0 && s.Attachments == nil {
 		// The files are read only for the attempt: the claim and every list
 		// read the row without them.

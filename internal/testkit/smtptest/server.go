@@ -98,6 +98,7 @@ type Server struct {
 	messages  []Message
 	accepted  int
 	peak      int
+	holding   int // sessions whose end of DATA HoldData holds now
 	open      map[*trackedConn]struct{}
 }
 
@@ -225,6 +226,20 @@ func (s *Server) PeakConnections() int {
 // Disconnect closes every client connection from the server's side, as a
 // relay does with clients idle too long.
 func (s *Server) Disconnect() { s.closeAll() }
+
+// Holding is how many sessions have sent a whole message and wait, held by
+// Behaviour.HoldData, for the answer to it.
+func (s *Server) Holding() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.holding
+}
+
+func (s *Server) hold(n int) {
+	s.mu.Lock()
+	s.holding += n
+	s.mu.Unlock()
+}
 
 func (s *Server) openCount() int {
 	s.mu.Lock()
@@ -378,9 +393,12 @@ func (ss *session) Data(r io.Reader) error {
 		}
 	}
 	if ss.b.HoldData != nil {
+		ss.s.hold(1)
 		select {
 		case <-ss.b.HoldData:
+			ss.s.hold(-1)
 		case <-ss.s.closing:
+			ss.s.hold(-1)
 			return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "smtptest: test over"}
 		}
 	}
