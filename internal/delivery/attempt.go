@@ -392,6 +392,13 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 			events = append(events, core.Event{Type: core.EventDelivered, At: now,
 				Detail: "accepted by the recipients' mail exchangers"})
 		}
+		if o.retry {
+			// attempt_failed is the attempt's own history; the contract's
+			// email.delivery_delayed (a temporary failure, a retry
+			// scheduled) is what a webhook subscriber is told.
+			events = append(events, core.Event{Type: core.EventDeliveryDelayed, At: now,
+				Detail: "retry due " + next.NextAttemptAt.UTC().Format(time.RFC3339) + ": " + o.detail})
+		}
 		return tx.AddEvent(wctx, s.ID, events...)
 	}
 	// A database that fails for a moment must not turn a known outcome

@@ -230,6 +230,10 @@ func TestDeliver_TemporaryFailureIsRetriedUntilSent(t *testing.T) {
 				if failed < 1 || started != failed+1 {
 					t.Errorf("events %v: want n attempt_failed then one successful attempt", ev)
 				}
+				// Each retry scheduled is told as email.delivery_delayed.
+				if delayed := countOf(ev, "delivery_delayed"); delayed != failed {
+					t.Errorf("events %v: %d delivery_delayed for %d retries scheduled", ev, delayed, failed)
+				}
 				// Every attempt got the greeting, so every one counts.
 				if got := attempts(t, s); got != started {
 					t.Errorf("attempts = %d, want %d (every attempt reached the relay)", got, started)
