@@ -117,7 +117,8 @@ func TestDashboard_WebhookPages(t *testing.T) {
 
 // TestDashboard_SuppressionsAndRecipients: an admin adds, finds, pages
 // and removes suppressions; a bounce's entry links its send, whose page
-// shows each recipient's outcome and the bounce's details.
+// shows each recipient's outcome and the bounce's details; the mail the
+// bounce listener kept is on the unmatched inbound page.
 func TestDashboard_SuppressionsAndRecipients(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
@@ -130,6 +131,10 @@ func TestDashboard_SuppressionsAndRecipients(t *testing.T) {
 			}
 			if err := tx.SetRecipient(ctx, send, core.RecipientState{Address: "rcpt@example.net", Status: core.StatusBounced,
 				Detail: "550 5.1.1 no such user", UpdatedAt: env.Clock.Now()}); err != nil {
+				return err
+			}
+			if err := tx.InsertUnmatched(ctx, &core.UnmatchedInbound{ID: "inb_fixture", Tenant: "default", SendID: send, MailFrom: "daemon@example.net",
+				RcptTo: "b@bounce.example", Reason: "not a delivery report", Raw: []byte("hello"), ReceivedAt: env.Clock.Now()}); err != nil {
 				return err
 			}
 			return tx.AddEvent(ctx, send, core.Event{Type: core.EventBounced, At: env.Clock.Now(), Recipient: "rcpt@example.net",
@@ -208,8 +213,9 @@ func TestDashboard_SuppressionsAndRecipients(t *testing.T) {
 		if p := br.get("/ui/suppressions/b@example.org/remove"); p.Status != http.StatusNotFound {
 			t.Errorf("remove by address in the path: %d, want 404 (by id only)", p.Status)
 		}
-		if p := br.get("/ui/inbound"); p.Status != http.StatusOK || !strings.Contains(p.Body, "Nothing unmatched") {
-			t.Errorf("the unmatched inbound page: %d", p.Status)
+		if p := br.get("/ui/inbound"); p.Status != http.StatusOK || !strings.Contains(p.Body, "not a delivery report") ||
+			!strings.Contains(p.Body, "daemon@example.net → b@bounce.example") || !strings.Contains(p.Body, "<td>5 B</td>") {
+			t.Errorf("the unmatched inbound page (%d) lacks the kept message", p.Status)
 		}
 	})
 }
