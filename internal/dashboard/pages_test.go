@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,7 +16,17 @@ import (
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
-var whsec = regexp.MustCompile(`whsec_[A-Za-z0-9+/=]+`)
+var secretField = regexp.MustCompile(`id="secret" class="mono" readonly value="([^"]*)"`)
+
+// shownSecret is the secret a page shows in its one-time field ("" when
+// none), unescaped as a browser reads it (html/template writes + as &#43;).
+func shownSecret(body string) string {
+	m := secretField.FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return html.UnescapeString(m[1])
+}
 
 // waitFor polls cond for up to 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -50,8 +61,8 @@ func TestDashboard_WebhookPages(t *testing.T) {
 			t.Errorf("create with an ftp endpoint: %d, want 400", p.Status)
 		}
 		p := br.post("/ui/webhooks", url.Values{"endpoint": {rc.URL + "/hook"}, "event": {"email.sent"}})
-		secret := whsec.FindString(p.Body)
-		if p.Status != http.StatusCreated || secret == "" || !strings.Contains(p.Body, `data-copy="secret"`) {
+		secret := shownSecret(p.Body)
+		if p.Status != http.StatusCreated || !strings.HasPrefix(secret, "whsec_") || !strings.Contains(p.Body, `data-copy="secret"`) {
 			t.Fatalf("create: %d, secret %q", p.Status, secret)
 		}
 		hooks, _, err := env.Server.Store.ListWebhooks(context.Background(), "default", core.WebhookPage{Limit: 10})
@@ -59,7 +70,7 @@ func TestDashboard_WebhookPages(t *testing.T) {
 			t.Fatalf("after create: %d webhooks (%v)", len(hooks), err)
 		}
 		h := hooks[0]
-		if p := br.get("/ui/webhooks"); strings.Contains(p.Body, secret) || !strings.Contains(p.Body, rc.URL+"/hook") {
+		if p := br.get("/ui/webhooks"); shownSecret(p.Body) != "" || strings.Contains(html.UnescapeString(p.Body), secret) || !strings.Contains(p.Body, rc.URL+"/hook") {
 			t.Errorf("the webhooks page, opened again, shows the secret or lacks the endpoint")
 		}
 		send := apiSend(t, env, env.AdminKey, "Hooked", "<p>x</p>")
@@ -102,7 +113,7 @@ func TestDashboard_WebhookPages(t *testing.T) {
 			t.Errorf("the rotate confirmation does not say what happens")
 		}
 		p = br.post("/ui/webhooks/"+h.ID+"/rotate", nil)
-		if again := whsec.FindString(p.Body); again == "" || again == secret {
+		if again := shownSecret(p.Body); !strings.HasPrefix(again, "whsec_") || again == secret {
 			t.Errorf("rotate showed secret %q, want a new one", again)
 		}
 		br.get("/ui/webhooks/" + h.ID + "/delete")
@@ -124,6 +135,12 @@ func TestDashboard_SuppressionsAndRecipients(t *testing.T) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
 		ctx := context.Background()
 		send := apiSend(t, env, env.AdminKey, "Bounces", "<p>x</p>")
+		// The bounce comes after the delivery, which writes the recipient's
+		// state too.
+		waitFor(t, "the send to be sent", func() bool {
+			s, err := env.Server.Store.Send(ctx, "default", send)
+			return err == nil && s.Status == core.StatusSent
+		})
 		err := env.Server.Store.InTx(ctx, func(tx core.Tx) error {
 			if _, err := tx.AddSuppression(ctx, &core.Suppression{ID: "sup_bounced", Tenant: "default", Address: "rcpt@example.net",
 				Reason: "5.1.1 no such user", Origin: core.SuppressionBounce, SendID: send, CreatedAt: env.Clock.Now()}); err != nil {
