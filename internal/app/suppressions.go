@@ -53,3 +53,15 @@ func (s *Service) AddManualSuppression(ctx context.Context, tx core.Tx, tenant, 
 	}
 	return sup, created, nil
 }
+
+// RemoveSuppression takes the tenant's entry for an address or an id off
+// the list and returns it; core.ErrNotFound when there was none.
+func (s *Service) RemoveSuppression(ctx context.Context, tenant, emailOrID string) (*core.Suppression, error) {
+	var sup *core.Suppression
+	err := s.store.InTx(ctx, func(tx core.Tx) error {
+		var err error
+		sup, err = tx.DeleteSuppression(ctx, tenant, emailOrID)
+		return err
+	})
+	return sup, err
+}

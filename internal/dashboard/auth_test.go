@@ -22,7 +22,15 @@ import (
 // fixture is one tenant's things, one of each kind a route names.
 type fixture struct {
 	send, pending, unknown, inbox, key, domain, template string
+	// webhook subscribes to email.sent, so the send has a delivery
+	// (event); suppression is suppressed's entry.
+	webhook, event, suppression string
 }
+
+const (
+	fixtureEndpoint   = "http://127.0.0.1:9/fixture-hook"
+	fixtureSuppressed = "gone@fixture.example"
+)
 
 // makeFixture creates, in tenant "default", a send (delivered to the
 // capture inbox), a pending one, an unknown one, a key, a domain and a
@@ -31,7 +39,17 @@ func makeFixture(t *testing.T, env *sendoncetest.Env) fixture {
 	t.Helper()
 	ctx := context.Background()
 	svc := env.Server.Service
-	f := fixture{template: "welcome", domain: "default-tenant.example"}
+	f := fixture{template: "welcome", domain: "default-tenant.example", webhook: "wh_fixture"}
+	// Stored as it is (no endpoint check: the fixture's endpoint is on
+	// 127.0.0.1), before the sends, so that their events are delivered.
+	err := env.Server.Store.InTx(ctx, func(tx core.Tx) error {
+		now := env.Clock.Now()
+		return tx.InsertWebhook(ctx, &core.Webhook{ID: f.webhook, Tenant: "default", Endpoint: fixtureEndpoint, Events: []string{"email.sent"},
+			Status: core.WebhookEnabled, Secret: []byte("whsec_fixture"), CreatedAt: now, UpdatedAt: now})
+	})
+	if err != nil {
+		t.Fatalf("fixture webhook: %v", err)
+	}
 	f.send = apiSend(t, env, env.AdminKey, "Hello", "Hello <b>there</b>")
 	_, approvalSecret := env.NewKey(t, app.NewKeyParams{Name: "needs-approval", Scopes: []core.Scope{core.ScopeSend}, RequiresApproval: true})
 	f.pending = apiSend(t, env, approvalSecret, "Pending", "pending")
@@ -39,7 +57,12 @@ func makeFixture(t *testing.T, env *sendoncetest.Env) fixture {
 	env.Exec(t, "UPDATE sends SET status = 'unknown' WHERE id = ?", f.unknown)
 	k, _ := env.NewKey(t, app.NewKeyParams{Name: "victim", Scopes: []core.Scope{core.ScopeRead}})
 	f.key = k.ID
-	err := env.Server.Store.InTx(ctx, func(tx core.Tx) error {
+	err = env.Server.Store.InTx(ctx, func(tx core.Tx) error {
+		sup, _, err := svc.AddManualSuppression(ctx, tx, "default", fixtureSuppressed, "fixture")
+		if err != nil {
+			return err
+		}
+		f.suppression = sup.ID
 		if _, err := svc.PutTemplate(ctx, tx, &core.Template{Tenant: "default", ID: f.template, Subject: "Hi {{.name}}", Text: "Hello {{.name}}"}); err != nil {
 			return err
 		}
@@ -60,10 +83,19 @@ func makeFixture(t *testing.T, env *sendoncetest.Env) fixture {
 		}
 		if len(list) > 0 {
 			f.inbox = list[0].ID
+		}
+		ds, _, err := env.Server.Store.ListWebhookDeliveries(ctx, "default", f.webhook, core.WebhookPage{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) > 0 {
+			f.event = ds[0].EventID
+		}
+		if f.inbox != "" && f.event != "" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the send never reached the capture inbox")
+			t.Fatalf("the send never reached the capture inbox (%q) or its webhook (%q)", f.inbox, f.event)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -94,11 +126,15 @@ func (f fixture) path(pattern string) (method, path string) {
 		id = f.key
 	case strings.HasPrefix(path, "/ui/templates/"):
 		id = f.template
+	case strings.HasPrefix(path, "/ui/webhooks/"):
+		id = f.webhook
+	case strings.HasPrefix(path, "/ui/suppressions/"):
+		id = f.suppression
 	case strings.HasSuffix(path, "/confirm"):
 		id = f.pending
 		path += "?action=approve"
 	}
-	path = strings.NewReplacer("{id}", id, "{domain}", f.domain, "{file}", "app.css").Replace(path)
+	path = strings.NewReplacer("{id}", id, "{event}", f.event, "{domain}", f.domain, "{file}", "app.css").Replace(path)
 	return method, path
 }
 
@@ -112,6 +148,12 @@ func (f fixture) form(path string) url.Values {
 		return url.Values{"name": {"made"}, "scope": {"read"}}
 	case strings.HasPrefix(path, "/ui/templates/"):
 		return url.Values{"subject": {"s"}, "text": {"t"}, "do": {"save"}}
+	case path == "/ui/webhooks":
+		return url.Values{"endpoint": {"https://hooks.example.com/x"}, "event": {"email.sent"}}
+	case strings.HasSuffix(path, "/status"):
+		return url.Values{"status": {"disabled"}}
+	case path == "/ui/suppressions":
+		return url.Values{"email": {"new@fixture.example"}}
 	}
 	return url.Values{}
 }
@@ -178,9 +220,20 @@ func TestDashboard_OtherTenantIsNotFound(t *testing.T) {
 			t.Fatalf("only %d routes with ids were tried", n)
 		}
 		// Lists show only the tenant's own things.
-		for _, path := range []string{"/ui/sends", "/ui/inbox", "/ui/approvals", "/ui/keys", "/ui/domains", "/ui/templates", "/ui/sends?q=rcpt"} {
+		for _, path := range []string{"/ui/sends", "/ui/inbox", "/ui/approvals", "/ui/keys", "/ui/domains", "/ui/templates", "/ui/sends?q=rcpt",
+			"/ui/webhooks", "/ui/suppressions", "/ui/suppressions?email=" + fixtureSuppressed, "/ui/inbound"} {
 			p := br.get(path)
-			for _, leak := range []string{f.send, f.pending, f.inbox, "victim", f.domain, ">" + f.template + "<"} {
+			if p.Status != http.StatusOK {
+				t.Errorf("GET %s of tenant other: %d", path, p.Status)
+			}
+			leaks := []string{f.send, f.pending, f.inbox, "victim", f.domain, ">" + f.template + "<", fixtureEndpoint, f.suppression, fixtureSuppressed}
+			if strings.Contains(path, "?email=") { // the search form shows what was searched for
+				leaks = leaks[:len(leaks)-1]
+				if !strings.Contains(p.Body, "is not on the suppression list") {
+					t.Errorf("GET %s of tenant other finds tenant default's entry", path)
+				}
+			}
+			for _, leak := range leaks {
 				if strings.Contains(p.Body, leak) {
 					t.Errorf("%s of tenant other shows %q of tenant default", path, leak)
 				}
@@ -196,7 +249,28 @@ func TestDashboard_OtherTenantIsNotFound(t *testing.T) {
 		if k, _ := env.Server.Store.APIKey(context.Background(), f.key); k.RevokedAt != nil {
 			t.Errorf("another tenant revoked the key")
 		}
+		f.unchanged(t, env, "another tenant's POSTs")
 	})
+}
+
+// unchanged fails the test unless the fixture's webhook and suppression
+// are as makeFixture left them.
+func (f fixture) unchanged(t *testing.T, env *sendoncetest.Env, after string) {
+	t.Helper()
+	ctx := context.Background()
+	h, err := env.Server.Store.Webhook(ctx, "default", f.webhook)
+	if err != nil || h.Status != core.WebhookEnabled || string(h.Secret) != "whsec_fixture" {
+		t.Errorf("after %s the webhook is %+v (%v), want enabled with its secret", after, h, err)
+	}
+	if _, err := env.Server.Store.Suppression(ctx, "default", f.suppression); err != nil {
+		t.Errorf("after %s the suppression is gone: %v", after, err)
+	}
+	if hooks, _, _ := env.Server.Store.ListWebhooks(ctx, "default", core.WebhookPage{Limit: 10}); len(hooks) != 1 {
+		t.Errorf("after %s tenant default has %d webhooks, want 1", after, len(hooks))
+	}
+	if _, err := env.Server.Store.Suppression(ctx, "default", "new@fixture.example"); err == nil {
+		t.Errorf("after %s new@fixture.example is suppressed", after)
+	}
 }
 
 func TestDashboard_ReadKeyLooksButDoesNotAct(t *testing.T) {
@@ -206,15 +280,25 @@ func TestDashboard_ReadKeyLooksButDoesNotAct(t *testing.T) {
 		_, reader := env.NewKey(t, app.NewKeyParams{Name: "reader", Scopes: []core.Scope{core.ScopeRead}})
 		br := newBrowser(t, env)
 		br.signIn(reader)
-		for _, path := range []string{"/ui/sends/" + f.pending, "/ui/sends/" + f.unknown, "/ui/domains/" + f.domain, "/ui/templates/" + f.template, "/"} {
+		for _, path := range []string{"/ui/sends/" + f.pending, "/ui/sends/" + f.unknown, "/ui/domains/" + f.domain, "/ui/templates/" + f.template, "/",
+			"/ui/webhooks", "/ui/webhooks/" + f.webhook, "/ui/webhooks/" + f.webhook + "/events/" + f.event, "/ui/suppressions"} {
 			p := br.get(path)
 			if p.Status != http.StatusOK {
 				t.Fatalf("GET %s with a read key: %d", path, p.Status)
 			}
-			for _, admin := range []string{"/confirm?action=", "Check DNS now", `value="save"`, `href="/ui/keys"`, `href="/ui/audit"`} {
+			for _, admin := range []string{"/confirm?action=", "Check DNS now", `value="save"`, `href="/ui/keys"`, `href="/ui/audit"`, `href="/ui/inbound"`,
+				`method="post" action="/ui/webhooks"`, `method="post" action="/ui/suppressions"`, "/status\"", "/rotate", "/delete", "/replay", "/remove", "Disable"} {
 				if strings.Contains(p.Body, admin) {
 					t.Errorf("GET %s with a read key shows the admin action %q", path, admin)
 				}
+			}
+		}
+		// The table cannot lower a change's scope unnoticed: every POST but
+		// these reads and session routes needs admin.
+		notAdmin := map[string]bool{"POST /ui/signin": true, "POST /ui/signout": true, "POST /ui/templates/{id}/preview": true}
+		for _, rt := range dashboard.Routes() {
+			if strings.HasPrefix(rt.Pattern, "POST ") && !notAdmin[rt.Pattern] && rt.Scope != string(core.ScopeAdmin) {
+				t.Errorf("%s changes something with scope %q, want admin", rt.Pattern, rt.Scope)
 			}
 		}
 		for _, rt := range dashboard.Routes() {
@@ -235,6 +319,7 @@ func TestDashboard_ReadKeyLooksButDoesNotAct(t *testing.T) {
 		if got, _ := env.Server.Store.Send(context.Background(), "default", f.pending); got.Status != core.StatusPendingApproval {
 			t.Errorf("a read key's approve changed the send to %s", got.Status)
 		}
+		f.unchanged(t, env, "a read key's POSTs")
 		// A send-only key cannot sign in at all.
 		_, sender := env.NewKey(t, app.NewKeyParams{Name: "sender", Scopes: []core.Scope{core.ScopeSend}})
 		s := newBrowser(t, env)
@@ -272,6 +357,7 @@ func TestDashboard_PostWithoutCSRFChangesNothing(t *testing.T) {
 		if keys, _ := env.Server.Service.TenantKeys(ctx, "default"); len(keys) != 3 {
 			t.Errorf("after POSTs without CSRF the tenant has %d keys, want 3", len(keys))
 		}
+		f.unchanged(t, env, "POSTs without CSRF")
 		// The sign-in form has its own token.
 		anon := newBrowser(t, env)
 		if p := anon.do("POST", "/ui/signin", url.Values{"key": {env.AdminKey}}); p.Status != http.StatusForbidden {

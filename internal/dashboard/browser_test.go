@@ -167,13 +167,15 @@ func (tr *tour) poll(what, expr string) {
 
 func TestBrowser_Dashboard(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		tr := &tour{t: t, ctx: newChromium(t), env: sendoncetest.Start(t, sendoncetest.Options{Backend: b}), shots: t.TempDir(), remote: newCounter(t)}
+		tr := &tour{t: t, ctx: newChromium(t), env: sendoncetest.Start(t, sendoncetest.Options{Backend: b, WebhookAllowPrivate: true}), shots: t.TempDir(), remote: newCounter(t)}
 		_, tr.approval = tr.env.NewKey(t, app.NewKeyParams{Name: "agent", Scopes: []core.Scope{core.ScopeSend}, RequiresApproval: true})
 		signInBrowser(t, tr.ctx, tr.env, tr.env.AdminKey)
 		id := tr.liveSendsList()
 		tr.mailFrame(id)
 		tr.approve()
 		tr.createKey()
+		tr.createWebhook()
+		tr.suppressions()
 		tr.postWithoutCSRF()
 		tr.liveInbox()
 		tr.templatePreview()
@@ -283,6 +285,47 @@ func (tr *tour) createKey() {
 		t.Errorf("the keys page, opened again, shows the secret (%v) or lacks the key (%v)", strings.Contains(page, secret), !strings.Contains(page, "made-in-browser"))
 	}
 	shot(t, ctx, tr.shots, "keys")
+}
+
+// createWebhook: the new endpoint's signing secret is shown once, with a
+// copy button, and not when the page is opened again.
+func (tr *tour) createWebhook() {
+	t, ctx, env := tr.t, tr.ctx, tr.env
+	endpoint := tr.remote.URL + "/hook"
+	tr.do("create a webhook", chromedp.Navigate(env.URL+"/ui/webhooks"), chromedp.SendKeys(chromedp.CSS("#endpoint"), endpoint),
+		chromedp.Click(chromedp.CSS("input[value='email.delivered']")), chromedp.Click(chromedp.CSS("form[action='/ui/webhooks'] button[type=submit]")),
+		chromedp.WaitVisible(chromedp.CSS("#secret")))
+	secret := run(t, ctx, "read the signing secret", chromedp.Value(chromedp.CSS("#secret")))
+	if !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("the new webhook's secret is %q", secret)
+	}
+	tr.do("copy it", chromedp.Click(chromedp.CSS("button[data-copy]")))
+	tr.poll("the copy button never said Copied", `document.querySelector("button[data-copy]").textContent === "Copied"`)
+	shot(t, ctx, tr.shots, "webhook-created")
+	tr.do("reopen the webhooks", chromedp.Navigate(env.URL+"/ui/webhooks"), chromedp.WaitVisible(chromedp.CSS("#endpoint")))
+	page := run(t, ctx, "read the webhooks page", chromedp.OuterHTML(chromedp.CSS("html")))
+	if strings.Contains(page, secret) || !strings.Contains(page, endpoint) {
+		t.Errorf("the webhooks page, opened again, shows the secret (%v) or lacks the endpoint (%v)", strings.Contains(page, secret), !strings.Contains(page, endpoint))
+	}
+}
+
+// suppressions: an address added by hand is listed, then removed after
+// the confirmation.
+func (tr *tour) suppressions() {
+	t, ctx, env := tr.t, tr.ctx, tr.env
+	const addr = "unsubscribed@example.org"
+	tr.do("add a suppression", chromedp.Navigate(env.URL+"/ui/suppressions"), chromedp.SendKeys(chromedp.CSS("#add-email"), addr),
+		chromedp.SendKeys(chromedp.CSS("#reason"), "asked by phone"), chromedp.Click(chromedp.CSS("form[action='/ui/suppressions'][method=post] button")),
+		chromedp.WaitVisible(chromedp.CSS("tbody tr")))
+	if list := run(t, ctx, "read the list", chromedp.Text(chromedp.CSS("table.list"))); !strings.Contains(list, addr) || !strings.Contains(list, "asked by phone") {
+		t.Errorf("the suppression list %q lacks the address added", list)
+	}
+	shot(t, ctx, tr.shots, "suppressions")
+	tr.do("remove it", chromedp.Click(chromedp.CSS("a[href$='/remove']")), chromedp.WaitVisible(chromedp.CSS("main form button")),
+		chromedp.Click(chromedp.CSS("main form button")), chromedp.WaitVisible(chromedp.CSS("p.empty")))
+	if ok, err := env.Server.Store.IsSuppressed(context.Background(), "default", addr); ok || err != nil {
+		t.Errorf("after removal %s is suppressed: %v (%v)", addr, ok, err)
+	}
 }
 
 // postWithoutCSRF: a POST without the token, from the signed-in page

@@ -17,6 +17,7 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/metrics"
+	"github.com/sendonce/sendonce/internal/webhook"
 )
 
 //go:embed templates/*.html
@@ -55,6 +56,8 @@ const (
 type Config struct {
 	Service  *app.Service
 	Sessions Sessions
+	// Webhooks makes the webhook pages' changes (the API's webhook.Service).
+	Webhooks *webhook.Service
 	Stats    Stats
 	// Metrics, when set, gives the overview its duplicates-prevented
 	// counts.
@@ -72,6 +75,7 @@ type Config struct {
 type Dashboard struct {
 	cfg   Config
 	svc   *app.Service
+	hooks *webhook.Service
 	store core.Store
 	log   *slog.Logger
 	mux   *http.ServeMux
@@ -102,7 +106,7 @@ func New(cfg Config) *Dashboard {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Dashboard{cfg: cfg, svc: cfg.Service, store: cfg.Service.Store(), log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{})}
+	d := &Dashboard{cfg: cfg, svc: cfg.Service, hooks: cfg.Webhooks, store: cfg.Service.Store(), log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{})}
 	d.pages = parsePages()
 	for _, rt := range routes {
 		d.mux.Handle(rt.pattern, d.handle(rt))

@@ -48,6 +48,24 @@ var routes = []route{
 	{"POST /ui/templates/{id}", core.ScopeAdmin, (*Dashboard).saveTemplate},
 	{"POST /ui/templates/{id}/preview", core.ScopeRead, (*Dashboard).previewTemplate},
 
+	{"GET /ui/webhooks", core.ScopeRead, (*Dashboard).webhooks},
+	{"POST /ui/webhooks", core.ScopeAdmin, (*Dashboard).createWebhook},
+	{"GET /ui/webhooks/{id}", core.ScopeRead, (*Dashboard).webhook},
+	{"POST /ui/webhooks/{id}/status", core.ScopeAdmin, (*Dashboard).setWebhookStatus},
+	{"GET /ui/webhooks/{id}/delete", core.ScopeAdmin, (*Dashboard).confirmWebhook},
+	{"POST /ui/webhooks/{id}/delete", core.ScopeAdmin, (*Dashboard).deleteWebhook},
+	{"GET /ui/webhooks/{id}/rotate", core.ScopeAdmin, (*Dashboard).confirmWebhook},
+	{"POST /ui/webhooks/{id}/rotate", core.ScopeAdmin, (*Dashboard).rotateWebhook},
+	{"GET /ui/webhooks/{id}/events/{event}", core.ScopeRead, (*Dashboard).delivery},
+	{"GET /ui/webhooks/{id}/events/{event}/replay", core.ScopeAdmin, (*Dashboard).confirmReplay},
+	{"POST /ui/webhooks/{id}/events/{event}/replay", core.ScopeAdmin, (*Dashboard).replayDelivery},
+
+	{"GET /ui/suppressions", core.ScopeRead, (*Dashboard).suppressions},
+	{"POST /ui/suppressions", core.ScopeAdmin, (*Dashboard).addSuppression},
+	{"GET /ui/suppressions/{id}/remove", core.ScopeAdmin, (*Dashboard).confirmRemoveSuppression},
+	{"POST /ui/suppressions/{id}/remove", core.ScopeAdmin, (*Dashboard).removeSuppression},
+	{"GET /ui/inbound", core.ScopeAdmin, (*Dashboard).unmatched},
+
 	{"GET /ui/audit", core.ScopeAdmin, (*Dashboard).audit},
 }
 
@@ -65,5 +83,8 @@ var nav = []navItem{
 	{"API keys", "/ui/keys", core.ScopeAdmin},
 	{"Domains", "/ui/domains", core.ScopeRead},
 	{"Templates", "/ui/templates", core.ScopeRead},
+	{"Webhooks", "/ui/webhooks", core.ScopeRead},
+	{"Suppressions", "/ui/suppressions", core.ScopeRead},
+	{"Unmatched inbound", "/ui/inbound", core.ScopeAdmin},
 	{"Audit log", "/ui/audit", core.ScopeAdmin},
 }

@@ -157,19 +157,16 @@ func renderRows[T any](d *Dashboard, items []T, tmpl string, id func(T) string) 
 	return out, nil
 }
 
-// recipient is one address of a send with the events about it.
-type recipient struct {
-	Field, Address string
-	Events         []core.Event
-}
-
 type sendData struct {
 	Send       *core.Send
-	Events     []core.Event
+	Events     []storyEvent
 	Recipients []recipient
-	Headers    string
-	Actions    []action
-	Remote     bool
+	// AllDeliveries is false when the tenant has too many webhooks for
+	// the page to look every delivery up (storyOf).
+	AllDeliveries bool
+	Headers       string
+	Actions       []action
+	Remote        bool
 }
 
 // action is something an admin may do to a send in its status, with the
@@ -220,21 +217,11 @@ func (d *Dashboard) send(q *req) error {
 	if err != nil {
 		return err
 	}
-	data := sendData{Send: s, Events: events, Remote: q.r.URL.Query().Get("remote") == "1"}
-	for _, f := range []struct {
-		name string
-		list []string
-	}{{"to", s.To}, {"cc", s.Cc}, {"bcc", s.Bcc}} {
-		for _, a := range f.list {
-			rc := recipient{Field: f.name, Address: a}
-			for _, e := range events {
-				if e.Recipient != "" && strings.Contains(strings.ToLower(a), strings.ToLower(e.Recipient)) {
-					rc.Events = append(rc.Events, e)
-				}
-			}
-			data.Recipients = append(data.Recipients, rc)
-		}
+	story, all, err := d.storyOf(q.ctx(), q.key.Tenant, events)
+	if err != nil {
+		return err
 	}
+	data := sendData{Send: s, Events: story, AllDeliveries: all, Recipients: recipientsOf(s, events), Remote: q.r.URL.Query().Get("remote") == "1"}
 	if raw, _, err := delivery.Render(s); err == nil {
 		head, _, _ := bytes.Cut(raw, []byte("\r\n\r\n"))
 		data.Headers = string(head)

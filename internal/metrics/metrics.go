@@ -38,16 +38,19 @@ type Metrics struct {
 }
 
 // Ways a duplicate send is caught: a replayed response (the same
-// Idempotency-Key again) and a 409 (the same key while the first request
-// runs). An MCP send_email that finds its intent's send answers in the
+// Idempotency-Key again), a 409 (the same key while the first request
+// runs) and an SMTP resubmission answered with the first acceptance (its
+// 451 while the first runs is not counted: the client retries and its
+// retry is the replay). An MCP send_email that finds its intent's send answers in the
 // MCP process, which has no metrics of its own yet.
 const (
 	ViaReplay   = "replay"
 	ViaConflict = "conflict"
+	ViaSMTP     = "smtp"
 )
 
 // DuplicateVias lists the via labels of DuplicatesPrevented.
-var DuplicateVias = []string{ViaReplay, ViaConflict}
+var DuplicateVias = []string{ViaReplay, ViaConflict, ViaSMTP}
 
 // New registers the metrics. queueDepth is read at every scrape.
 func New(queueDepth func(ctx context.Context) (int, error)) *Metrics {

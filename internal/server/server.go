@@ -319,7 +319,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
-	dash := dashboard.New(dashboard.Config{Service: svc, Sessions: store, Stats: store, Metrics: m, Logger: logger})
+	dash := dashboard.New(dashboard.Config{Service: svc, Webhooks: hooks, Sessions: store, Stats: store, Metrics: m, Logger: logger})
 	h := httpapi.NewServer(svc, m, httpapi.Config{
 		Webhooks:              hooks,
 		Front:                 front,

@@ -17,6 +17,7 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/message"
+	"github.com/sendonce/sendonce/internal/metrics"
 )
 
 // Scope of SMTP keys: a tenant's SMTP keys are one namespace, apart from
@@ -203,6 +204,7 @@ func (s *Server) decided(d idempotency.Decision) (*smtp.SMTPError, string, strin
 		if s.metrics != nil {
 			s.metrics.IdempotentReplays.Inc()
 			s.metrics.SMTPMessages.WithLabelValues("replayed").Inc()
+			s.metrics.DuplicatesPrevented.WithLabelValues(metrics.ViaSMTP).Inc()
 		}
 		return reply(250, smtp.EnhancedCode{2, 0, 0}, "OK: already accepted as "+a.ID+"; not sent again"), a.ID, "replayed"
 	case idempotency.Mismatch:

@@ -54,6 +54,7 @@ func TestSubmission_SendIsFoundByIDAndDeliveredOnce(t *testing.T) {
 			`sendonce_smtp_messages_total{outcome="accepted"}`: counter(t, env, "sendonce_smtp_messages_total", "accepted"),
 			`sendonce_smtp_messages_total{outcome="replayed"}`: counter(t, env, "sendonce_smtp_messages_total", "replayed"),
 			"sendonce_smtp_sessions_total":                     counter(t, env, "sendonce_smtp_sessions_total", ""),
+			`sendonce_duplicates_prevented_total{via="smtp"}`:  counter(t, env, "sendonce_duplicates_prevented_total", "smtp"),
 		} {
 			if got != 1 {
 				t.Errorf("metric %s = %v, want 1", name, got)
