@@ -15,7 +15,10 @@ import (
 
 // IntentHeader carries an agent's intent on POST /v1/send: the canonical
 // JSON the MCP server derived the Idempotency-Key from. The server does not
-// trust it for anything; it writes it to the audit log.
+// trust it for anything; it writes it to the audit log. On the MCP
+// server's lookup by key (GET /v1/sends?idempotency_key=) it marks the look
+// before a send, and a send found counts as a duplicate prevented
+// (via="mcp"): a client that sets it only moves that counter.
 const IntentHeader = "Sendonce-Intent"
 
 // maxIntentLen bounds the intent header.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/metrics"
 )
 
 // addrList accepts a single address or an array of them.
@@ -228,6 +229,11 @@ func (s *Server) handleListSends(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
+	}
+	if f.IdempotencyKey != "" && len(sends) > 0 && r.Header.Get(IntentHeader) != "" && s.metrics != nil {
+		// The MCP server's look before it sends, which found the intent's
+		// send: a duplicate it did not make.
+		s.metrics.DuplicatesPrevented.WithLabelValues(metrics.ViaMCP).Inc()
 	}
 	out := listView[*sendView]{Object: "list", Data: make([]*sendView, 0, len(sends)), Next: optString(next)}
 	for _, sd := range sends {

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -236,6 +239,12 @@ func TestMCP_SameIntentSendsOnce(t *testing.T) {
 		r := call(t, cs, "send_email", again)
 		if r.isError || r.Created || r.Send == nil || r.Send.ID != first {
 			t.Fatalf("reworded call: %+v %s", r.SendOutput, r.text)
+		}
+
+		// Every call after the first found the send: the server counts the
+		// MCP server's finds as duplicates prevented.
+		if got := metricValue(t, env, `sendonce_duplicates_prevented_total{via="mcp"}`); got < 1 {
+			t.Errorf(`duplicates prevented via mcp = %v, want at least one found`, got)
 		}
 
 		// Another period is another email.
@@ -536,4 +545,26 @@ func TestMCP_StdioSubprocess(t *testing.T) {
 			t.Errorf("without intent over stdio: %v %q", r.isError, r.text)
 		}
 	})
+}
+
+// metricValue reads one sample of the server's /metrics.
+func metricValue(t *testing.T, env *sendoncetest.Env, sample string) float64 {
+	t.Helper()
+	res, err := http.Get(env.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, sample+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metric %s: %v", sample, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("/metrics has no %s", sample)
+	return 0
 }

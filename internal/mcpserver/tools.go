@@ -204,7 +204,9 @@ func (s *Server) sendEmail(ctx context.Context, req *mcp.CallToolRequest, in Ema
 	out := SendOutput{IdempotencyKey: key}
 	// Found before: the key outlives the replay window for as long as the
 	// send is kept.
-	if prior, found, err := s.c.SendByKey(ctx, key); err == nil && found {
+	// The lookups carry the intent, so the server counts a found one as a
+	// duplicate prevented.
+	if prior, found, err := s.c.SendByKey(withIntent(ctx, canonical), key); err == nil && found {
 		return nil, s.found(out, prior), nil
 	}
 	// Validation errors are found by a preview, which stores nothing, so
@@ -232,7 +234,7 @@ func (s *Server) sendEmail(ctx context.Context, req *mcp.CallToolRequest, in Ema
 	sent, err := s.c.Send(withIntent(ctx, canonical), sreq, &client.SendOptions{IdempotencyKey: key})
 	if err != nil {
 		if client.ErrorCode(err) == client.CodeKeyReused {
-			if prior, found, lerr := s.c.SendByKey(ctx, key); lerr == nil && found {
+			if prior, found, lerr := s.c.SendByKey(withIntent(ctx, canonical), key); lerr == nil && found {
 				out = s.found(out, prior)
 				out.Note = "A send for this intent already exists with other content; it was kept and nothing new was sent."
 				return nil, out, nil

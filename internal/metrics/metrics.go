@@ -47,10 +47,13 @@ const (
 	ViaReplay   = "replay"
 	ViaConflict = "conflict"
 	ViaSMTP     = "smtp"
+	// ViaMCP: the MCP server found the send of an agent's intent before
+	// sending (its lookup carries the intent header).
+	ViaMCP = "mcp"
 )
 
 // DuplicateVias lists the via labels of DuplicatesPrevented.
-var DuplicateVias = []string{ViaReplay, ViaConflict, ViaSMTP}
+var DuplicateVias = []string{ViaReplay, ViaConflict, ViaSMTP, ViaMCP}
 
 // New registers the metrics. queueDepth is read at every scrape.
 func New(queueDepth func(ctx context.Context) (int, error)) *Metrics {
