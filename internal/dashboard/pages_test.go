@@ -236,3 +236,38 @@ func TestDashboard_SuppressionsAndRecipients(t *testing.T) {
 		}
 	})
 }
+
+// TestDashboard_CancelScheduled: a scheduled send's page offers Cancel,
+// whose confirmation says what it will do; confirmed, the send is
+// canceled through the app's service and never delivered.
+func TestDashboard_CancelScheduled(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+		at := env.Clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+		r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/send", Key: env.AdminKey, IdemKey: "sched-1",
+			Body: map[string]any{"to": "rcpt@example.net", "subject": "Later", "text": "later", "scheduled_at": at}})
+		if r.Status != http.StatusOK {
+			t.Fatalf("POST /v1/send: %d %s", r.Status, r.Body)
+		}
+		id, _ := r.JSON(t)["id"].(string)
+		br := newBrowser(t, env)
+		br.signIn(env.AdminKey)
+		if p := br.get("/ui/sends/" + id); !strings.Contains(p.Body, "action=cancel") {
+			t.Fatalf("the scheduled send's page offers no cancel: %s", p.Body)
+		}
+		if p := br.get("/ui/sends/" + id + "/confirm?action=cancel"); !strings.Contains(p.Body, "nothing is sent to rcpt@example.net") {
+			t.Errorf("the confirmation does not say what canceling does")
+		}
+		if p := br.post("/ui/sends/"+id+"/action", url.Values{"action": {"cancel"}}); p.Status != http.StatusSeeOther {
+			t.Fatalf("cancel: %d %s", p.Status, p.Body)
+		}
+		s, err := env.Server.Store.Send(context.Background(), "default", id)
+		if err != nil || s.Status != core.StatusCanceled {
+			t.Fatalf("after cancel the send is %v (%v), want canceled", s, err)
+		}
+		// Canceled, it offers nothing more.
+		if p := br.post("/ui/sends/"+id+"/action", url.Values{"action": {"cancel"}}); p.Status == http.StatusSeeOther {
+			t.Errorf("a second cancel was accepted")
+		}
+	})
+}

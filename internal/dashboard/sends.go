@@ -184,6 +184,14 @@ func actionsFor(s *core.Send) []action {
 			{"approve", "Approve", "Approving queues this send for delivery now: it goes to " + to + " and cannot be called back."},
 			{"reject", "Reject", "Rejecting cancels this send: nothing is sent to " + to + ", and it cannot be approved later."},
 		}
+	case core.StatusScheduled:
+		at := "its time"
+		if s.ScheduledAt != nil {
+			at = s.ScheduledAt.UTC().Format("2006-01-02 15:04 UTC")
+		}
+		return []action{
+			{"cancel", "Cancel", "Canceling stops this send before " + at + ": nothing is sent to " + to + ", and it cannot be scheduled again."},
+		}
 	case core.StatusUnknown:
 		return []action{
 			{"reconcile-sent", "It was sent", "Marks the send sent: you checked that " + to + " received it. Nothing is sent again."},
@@ -316,6 +324,8 @@ func (d *Dashboard) sendAction(q *req) error {
 			_, err = d.svc.Approve(q.ctx(), tx, tenant, s.ID)
 		case "reject":
 			_, err = d.svc.Reject(q.ctx(), tx, tenant, s.ID)
+		case "cancel":
+			_, err = d.svc.Cancel(q.ctx(), tx, tenant, s.ID)
 		default:
 			_, err = d.svc.Reconcile(q.ctx(), tx, tenant, s.ID, strings.TrimPrefix(a.Name, "reconcile-"))
 		}
