@@ -113,7 +113,8 @@ type Options struct {
 	MaxRequestBytes int64
 	// Fingerprint computes the request's fingerprint from its body.
 	// Defaults to the package's Fingerprint (SHA-256 of the RFC 8785
-	// canonical JSON), with an empty body counting as {}. An error answers
+	// canonical JSON) through a FingerprintMemo, with an empty body
+	// counting as {}. An error answers
 	// 400 invalid_json.
 	Fingerprint func(body []byte) (string, error)
 	// RunInTx runs the handler inside a transaction of the store, which
@@ -177,7 +178,7 @@ func (o Options) withDefaults() Options {
 		o.MaxRequestBytes = defaultMaxBytes
 	}
 	if o.Fingerprint == nil {
-		o.Fingerprint = jsonFingerprint
+		o.Fingerprint = jsonFingerprint(NewFingerprintMemo(DefaultFingerprintMemo))
 	}
 	if o.ErrorWriter == nil {
 		o.ErrorWriter = WriteJSONError
@@ -199,11 +200,15 @@ var emptyObjectFingerprint = func() string {
 	return fp
 }()
 
-func jsonFingerprint(body []byte) (string, error) {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return emptyObjectFingerprint, nil
+// jsonFingerprint is the default Fingerprint: the package's, through a
+// memo of the middleware's own, with an empty body counting as {}.
+func jsonFingerprint(memo *FingerprintMemo) func([]byte) (string, error) {
+	return func(body []byte) (string, error) {
+		if len(bytes.TrimSpace(body)) == 0 {
+			return emptyObjectFingerprint, nil
+		}
+		return memo.Fingerprint(body)
 	}
-	return Fingerprint(body)
 }
 
 type ctxKey int

@@ -129,7 +129,7 @@ func (s *Server) decideAndRun(w http.ResponseWriter, r *http.Request, o postOpts
 	}
 	fp := emptyFingerprint
 	if len(body) > 0 || !o.emptyBody {
-		if fp, err = idempotency.Fingerprint(body); err != nil {
+		if fp, err = s.fp.Fingerprint(body); err != nil {
 			return s.refusal(r, o, apiError(core.CodeInvalidJSON, "", "the request body is not valid JSON"))
 		}
 	}

@@ -76,6 +76,9 @@ type Server struct {
 	logger  *slog.Logger
 	mux     *http.ServeMux
 	idem    *idempotency.Engine
+	// fp fingerprints bodies, remembering recent ones: a retry's bytes are
+	// hashed, not canonicalised again.
+	fp      *idempotency.FingerprintMemo
 	limiter ratelimit.Limiter
 	hooks   *webhook.Service
 	// inflight bounds the large send requests in progress.
@@ -117,6 +120,7 @@ func newServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Lo
 	// The durable tier is decided inside each request's own transaction
 	// (core.Tx is an idempotency.TxRecords); the read pool answers
 	// completed keys before any write.
+	s.fp = idempotency.NewFingerprintMemo(idempotency.DefaultFingerprintMemo)
 	s.idem = idempotency.NewEngine(idempotency.Config{
 		Lookup: s.store.CompletedIdempotency, Front: cfg.Front, ReplayCacheEntries: cache,
 		TTL: cfg.IdempotencyTTL, Lease: cfg.ReservationLease, Now: svc.Now, Logger: logger,
