@@ -6,117 +6,17 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/miekg/dns"
 	"golang.org/x/net/idna"
-
-	"github.com/sendonce/sendonce/internal/dnsresolve"
-	"github.com/sendonce/sendonce/internal/outbound"
 )
 
 // StageResolve is the DNS lookup of a recipient domain's mail exchangers
 // and their addresses (mx transport only).
 const StageResolve = "resolve"
-
-// Defaults applied by NewMX to zero fields of MXConfig.
-const (
-	DefaultMXPort         = "25"
-	DefaultResolvConf     = dnsresolve.DefaultResolvConf
-	DefaultDNSTimeout     = 10 * time.Second
-	DefaultMaxMXAddresses = 5
-	DefaultMaxMXDomains   = 10
-)
-
-const (
-	maxMXHosts = 10 // mail exchangers considered per domain
-)
-
-// MXConfig configures the mx transport, which delivers straight to the
-// recipients' mail exchangers.
-type MXConfig struct {
-	// Resolver is the DNS server queried for MX, A and AAAA records,
-	// "host:port". Defaults to the first nameserver of ResolvConf, read at
-	// each Deliver.
-	Resolver string
-	// ResolvConf defaults to /etc/resolv.conf.
-	ResolvConf string
-	// Port is the SMTP port of the mail exchangers. Defaults to 25; tests
-	// set their test server's port.
-	Port string
-	// HELOName defaults to "localhost"; in production set it to this
-	// host's fully qualified name, the one its PTR record gives, or many
-	// receivers will distrust the mail.
-	HELOName string
-	// TLSConfig is optional; it is cloned and its ServerName set to the
-	// mail exchanger's name.
-	TLSConfig *tls.Config
-	// VerifyTLS makes STARTTLS verify the exchanger's certificate against
-	// its MX name. By default STARTTLS is opportunistic in the sense of
-	// RFC 7435: used whenever offered, certificate not verified (as
-	// Postfix's "may" level), since many mail exchangers present
-	// certificates that would not verify. Either way, a server that does
-	// not offer STARTTLS gets the message in plain text, and a failed
-	// handshake is a Temporary failure of that exchanger.
-	VerifyTLS bool
-	// DialContext opens the TCP connections. Defaults to a net.Dialer with
-	// DialTimeout. Tests use it to map exchanger addresses to their
-	// servers.
-	DialContext func(ctx context.Context, network, address string) (net.Conn, error)
-	// Policy says which exchanger addresses may be dialled. nil allows
-	// global unicast only (see package outbound): a domain whose MX points
-	// at 127.0.0.1, at a private network or at ::ffff:0.0.0.0 cannot make
-	// sendonce deliver to itself or to internal mail hosts. Each address is
-	// judged before it is tried and, with the default dialer, again at
-	// connect time.
-	Policy *outbound.Policy
-
-	DNSTimeout     time.Duration // each DNS query; defaults to 10 seconds
-	DialTimeout    time.Duration // defaults to 30 seconds
-	CommandTimeout time.Duration // defaults to 5 minutes
-	DataTimeout    time.Duration // defaults to 10 minutes
-	// MaxAddresses bounds the connections tried per recipient domain.
-	// Defaults to 5.
-	MaxAddresses int
-	// MaxDomains bounds the recipient domains of one message. Defaults to
-	// 10.
-	MaxDomains int
-}
-
-func (c MXConfig) withDefaults() MXConfig {
-	if c.Port == "" {
-		c.Port = DefaultMXPort
-	}
-	if c.ResolvConf == "" {
-		c.ResolvConf = DefaultResolvConf
-	}
-	if c.HELOName == "" {
-		c.HELOName = DefaultHELOName
-	}
-	if c.DNSTimeout <= 0 {
-		c.DNSTimeout = DefaultDNSTimeout
-	}
-	if c.DialTimeout <= 0 {
-		c.DialTimeout = DefaultDialTimeout
-	}
-	if c.CommandTimeout <= 0 {
-		c.CommandTimeout = DefaultCommandTimeout
-	}
-	if c.DataTimeout <= 0 {
-		c.DataTimeout = DefaultDataTimeout
-	}
-	if c.MaxAddresses <= 0 {
-		c.MaxAddresses = DefaultMaxMXAddresses
-	}
-	if c.MaxDomains <= 0 {
-		c.MaxDomains = DefaultMaxMXDomains
-	}
-	return c
-}
 
 // MX delivers each message directly to the mail exchangers of its
 // recipients' domains. It is safe for concurrent use.
@@ -468,60 +368,4 @@ func (s *mxSession) close() {
 	s.done = true
 	s.stop()
 	s.ss.raw.Close()
-}
-
-// resolver returns the configured resolver, or the system's.
-func (m *MX) resolver() (*mxResolver, error) {
-	addr := m.cfg.Resolver
-	if addr == "" {
-		var err error
-		if addr, err = dnsresolve.SystemAddr(m.cfg.ResolvConf); err != nil {
-			return nil, fmt.Errorf("no resolver configured and %w", err)
-		}
-	}
-	return &mxResolver{addr: addr, timeout: m.cfg.DNSTimeout}, nil
-}
-
-// mxResolver queries one DNS server (dnsresolve).
-type mxResolver struct {
-	addr    string
-	timeout time.Duration
-}
-
-// addresses returns the IPv4 then the IPv6 addresses of host. A host that
-// does not exist has none.
-func (r *mxResolver) addresses(ctx context.Context, host string) ([]netip.Addr, error) {
-	var out []netip.Addr
-	for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
-		a, err := dnsresolve.Lookup(ctx, r.exchange, host, t)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a.Addrs()...)
-	}
-	return out, nil
-}
-
-// lookup returns the records of qtype for name, following CNAMEs, and
-// whether the name does not exist.
-func (r *mxResolver) lookup(ctx context.Context, name string, qtype uint16) ([]dns.RR, bool, error) {
-	a, err := dnsresolve.Lookup(ctx, r.exchange, name, qtype)
-	if err != nil {
-		return nil, false, err
-	}
-	return a.Records, a.NXDomain, nil
-}
-
-// exchange is dnsresolve.Exchange, its errors naming the query and the
-// server.
-func (r *mxResolver) exchange(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
-	resp, err := dnsresolve.Exchange(ctx, r.addr, r.timeout, name, qtype)
-	if err != nil {
-		var rc *dnsresolve.RcodeError
-		if !errors.As(err, &rc) && ctx.Err() != nil {
-			err = fmt.Errorf("%w: %w", context.Cause(ctx), err)
-		}
-		return nil, fmt.Errorf("%s %s via %s: %w", dns.TypeToString[qtype], dnsresolve.TrimDot(name), r.addr, err)
-	}
-	return resp, nil
 }
