@@ -337,22 +337,7 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordBudget(d.cfg.AttemptLease))
 	defer cancel()
 	now := d.cfg.Now().UTC()
-	next := *s
-	next.AttemptToken, next.LeaseUntil, next.UpdatedAt = "", nil, now
-	next.Status, next.LastError = o.status, o.detail
-	if o.reached {
-		next.Attempts++
-	}
-	switch {
-	case o.status == core.StatusSent || o.delivered:
-		next.SentAt, next.LastError = &now, ""
-	case o.deferred:
-		at := now.Add(deferDelay)
-		next.NextAttemptAt, next.Tries, next.LastError = &at, s.Tries-1, s.LastError
-	case o.retry:
-		at := now.Add(Backoff(d.cfg.RetryBase, d.cfg.MaxRetryDelay, s.Tries))
-		next.NextAttemptAt = &at
-	}
+	next := nextSend(s, o, now, Backoff(d.cfg.RetryBase, d.cfg.MaxRetryDelay, s.Tries))
 	write := func(tx core.Tx) error {
 		held, err := tx.UpdateAttempt(wctx, &next, token)
 		if err != nil {
@@ -376,41 +361,82 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 		if err := recordRefused(wctx, tx, s, o.refused, now); err != nil {
 			return err
 		}
-		if !o.attempted {
-			if o.event == "" {
-				return nil
-			}
-			return tx.AddEvent(wctx, s.ID, core.Event{Type: o.event, At: now, Detail: o.detail})
+		if events := attemptEvents(s, o, &next, now); len(events) > 0 {
+			return tx.AddEvent(wctx, s.ID, events...)
 		}
-		// The attempt's start is written with its outcome: a claim that
-		// dies before the outcome leaves the rescuer's unknown instead.
-		events := []core.Event{{Type: core.EventAttemptStarted, At: s.UpdatedAt, Detail: fmt.Sprintf("attempt %d", s.Tries)}}
-		if o.event != "" { // a bounced send's recipients' events tell it
-			events = append(events, core.Event{Type: o.event, At: now, Detail: o.detail})
-		}
-		if o.delivered {
-			events = append(events, core.Event{Type: core.EventDelivered, At: now,
-				Detail: "accepted by the recipients' mail exchangers"})
-		}
-		if o.retry {
-			// attempt_failed is the attempt's own history; the contract's
-			// email.delivery_delayed (a temporary failure, a retry
-			// scheduled) is what a webhook subscriber is told.
-			events = append(events, core.Event{Type: core.EventDeliveryDelayed, At: now,
-				Detail: "retry due " + next.NextAttemptAt.UTC().Format(time.RFC3339) + ": " + o.detail})
-		}
-		return tx.AddEvent(wctx, s.ID, events...)
+		return nil
 	}
-	// A database that fails for a moment must not turn a known outcome
-	// into unknown: keep trying until the write budget ends.
+	return d.retryWrite(wctx, write)
+}
+
+// nextSend is the send as the outcome leaves it: the claim released, the
+// status and error set, the attempt counted when it reached the relay, and
+// when it is due again (a retry after backoff; a deferred attempt after
+// deferDelay, its try given back).
+func nextSend(s *core.Send, o outcome, now time.Time, backoff time.Duration) core.Send {
+	next := *s
+	next.AttemptToken, next.LeaseUntil, next.UpdatedAt = "", nil, now
+	next.Status, next.LastError = o.status, o.detail
+	if o.reached {
+		next.Attempts++
+	}
+	switch {
+	case o.status == core.StatusSent || o.delivered:
+		next.SentAt, next.LastError = &now, ""
+	case o.deferred:
+		at := now.Add(deferDelay)
+		next.NextAttemptAt, next.Tries, next.LastError = &at, s.Tries-1, s.LastError
+	case o.retry:
+		at := now.Add(backoff)
+		next.NextAttemptAt = &at
+	}
+	return next
+}
+
+// attemptEvents is the history an outcome adds to its send (next is the
+// send as nextSend left it). The attempt's start is written with its
+// outcome: a claim that dies before the outcome leaves the rescuer's
+// unknown instead.
+func attemptEvents(s *core.Send, o outcome, next *core.Send, now time.Time) []core.Event {
+	if o.deferred {
+		return nil
+	}
+	if !o.attempted {
+		if o.event == "" {
+			return nil
+		}
+		return []core.Event{{Type: o.event, At: now, Detail: o.detail}}
+	}
+	events := []core.Event{{Type: core.EventAttemptStarted, At: s.UpdatedAt, Detail: fmt.Sprintf("attempt %d", s.Tries)}}
+	if o.event != "" { // a bounced send's recipients' events tell it
+		events = append(events, core.Event{Type: o.event, At: now, Detail: o.detail})
+	}
+	if o.delivered {
+		events = append(events, core.Event{Type: core.EventDelivered, At: now,
+			Detail: "accepted by the recipients' mail exchangers"})
+	}
+	if o.retry {
+		// attempt_failed is the attempt's own history; the contract's
+		// email.delivery_delayed (a temporary failure, a retry scheduled)
+		// is what a webhook subscriber is told.
+		events = append(events, core.Event{Type: core.EventDeliveryDelayed, At: now,
+			Detail: "retry due " + next.NextAttemptAt.UTC().Format(time.RFC3339) + ": " + o.detail})
+	}
+	return events
+}
+
+// retryWrite runs write in a transaction until it commits or ctx ends: a
+// database that fails for a moment must not turn a known outcome into
+// unknown.
+func (d *Deliverer) retryWrite(ctx context.Context, write func(core.Tx) error) error {
 	wait := 50 * time.Millisecond
 	for {
-		err := d.store.InTx(wctx, write)
-		if err == nil || wctx.Err() != nil {
+		err := d.store.InTx(ctx, write)
+		if err == nil || ctx.Err() != nil {
 			return err
 		}
 		select {
-		case <-wctx.Done():
+		case <-ctx.Done():
 			return err
 		case <-time.After(wait):
 		}
