@@ -76,6 +76,15 @@ func (m *MX) DeliverEach(ctx context.Context, env Envelope, raw []byte) ([]Refus
 			return nil, err // temporary: nothing was delivered, all retried
 		}
 	}
+	return m.commitEach(ctx, sessions, refused, last, raw)
+}
+
+// commitEach sends the message on each domain's prepared session, after
+// every domain's RCPTs were answered: a 5xx to the end of data refuses
+// that domain's recipients; a failure after some domain took it leaves
+// the send Ambiguous (PartialDeliveryError); a failure before any did is
+// returned as it is, for the whole message to be retried.
+func (m *MX) commitEach(ctx context.Context, sessions []*mxSession, refused []Refusal, last *Error, raw []byte) ([]Refusal, error) {
 	var delivered []string
 	for i, s := range sessions {
 		err := s.commit(ctx, raw)
@@ -85,7 +94,10 @@ func (m *MX) DeliverEach(ctx context.Context, env Envelope, raw []byte) ([]Refus
 		}
 		te := err.(*Error)
 		if te.Class == Permanent {
-			refuse(s.rcpts, te) // a 5xx to the end of data: not delivered
+			for _, r := range s.rcpts { // a 5xx to the end of data: not delivered
+				refused = append(refused, Refusal{Recipient: r, Err: te})
+			}
+			last = te
 			continue
 		}
 		if len(delivered) == 0 {
