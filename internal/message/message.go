@@ -59,6 +59,52 @@ func Build(m *Message) ([]byte, error) { return BuildWithAttachments(m, nil) }
 // Build. Like Build it is deterministic, so every attempt of a send hands
 // over the same bytes.
 func BuildWithAttachments(m *Message, atts []Attachment) ([]byte, error) {
+	refs, err := checkMessage(m)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := renderAddresses(m)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkExtras(m, atts); err != nil {
+		return nil, err
+	}
+	// The fields are written in three runs around the body's own, each
+	// into its buffer; a field that cannot be written sticks in w.err,
+	// which is checked once, after the body was framed.
+	var head, content, rest bytes.Buffer
+	w := headerWriter{b: &head}
+	writeLeadingFields(&w, m, addrs)
+	body, err := bodyEntity(m, atts)
+	if err != nil {
+		return nil, err
+	}
+	w.b = &content
+	w.writeStructured("Content-Type", body.ctype)
+	if body.cte != "" {
+		w.writeStructured("Content-Transfer-Encoding", body.cte)
+	}
+	w.b = &rest
+	writeTrailingFields(&w, m, refs)
+	if w.err != nil {
+		return nil, w.err
+	}
+	var buf bytes.Buffer
+	buf.Grow(head.Len() + content.Len() + rest.Len() + 2 + body.size)
+	buf.Write(head.Bytes())
+	buf.Write(content.Bytes())
+	buf.Write(rest.Bytes())
+	buf.WriteString("\r\n")
+	if err := body.write(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// checkMessage checks what every message needs: a body, a date and its
+// ids. It returns the References to write (the parent's id appended).
+func checkMessage(m *Message) ([]string, error) {
 	if m == nil {
 		return nil, errors.New("message: build: nil *Message")
 	}
@@ -86,64 +132,70 @@ func BuildWithAttachments(m *Message, atts []Attachment) ([]byte, error) {
 			return nil, err
 		}
 	}
-	from, err := renderAddressList("From", []mail.Address{m.From})
-	if err != nil {
-		return nil, err
+	return refs, nil
+}
+
+// addressFields are a message's address fields in wire form; "" for an
+// empty list.
+type addressFields struct{ from, to, cc, replyTo string }
+
+func renderAddresses(m *Message) (addressFields, error) {
+	var a addressFields
+	var err error
+	if a.from, err = renderAddressList("From", []mail.Address{m.From}); err != nil {
+		return a, err
 	}
-	to, err := renderAddressList("To", m.To)
-	if err != nil {
-		return nil, err
+	if a.to, err = renderAddressList("To", m.To); err != nil {
+		return a, err
 	}
-	cc, err := renderAddressList("Cc", m.Cc)
-	if err != nil {
-		return nil, err
+	if a.cc, err = renderAddressList("Cc", m.Cc); err != nil {
+		return a, err
 	}
-	replyTo, err := renderAddressList("Reply-To", m.ReplyTo)
-	if err != nil {
-		return nil, err
-	}
+	a.replyTo, err = renderAddressList("Reply-To", m.ReplyTo)
+	return a, err
+}
+
+// checkExtras checks the caller's headers and attachments, so that
+// nothing is rendered for a message that cannot be built.
+func checkExtras(m *Message, atts []Attachment) error {
 	for _, h := range m.Headers {
 		if err := CheckHeader(h.Name, h.Value); err != nil {
-			return nil, err
+			return err
 		}
 	}
-
 	for i, a := range atts {
 		if err := checkAttachment(a); err != nil {
-			return nil, fmt.Errorf("message: build %s: attachment %d: %w", m.MessageID, i, err)
+			return fmt.Errorf("message: build %s: attachment %d: %w", m.MessageID, i, err)
 		}
 	}
+	return nil
+}
 
-	var head, content, rest bytes.Buffer
-	w := headerWriter{b: &head}
+// writeLeadingFields writes the fields before the body's Content-Type:
+// date, ids, addresses, subject and MIME-Version.
+func writeLeadingFields(w *headerWriter, m *Message, a addressFields) {
 	// RFC1123Z is the RFC 5322 date-time form with a numeric zone.
 	w.writeLines("Date", []string{"Date: " + m.Date.Format(time.RFC1123Z)})
 	w.writeLines("Message-ID", []string{"Message-ID: " + m.MessageID})
-	w.writeStructured("From", from)
+	w.writeStructured("From", a.from)
 	// To is omitted rather than faked when every recipient is Bcc; RFC 5322
 	// only requires Date and From.
-	if to != "" {
-		w.writeStructured("To", to)
+	if a.to != "" {
+		w.writeStructured("To", a.to)
 	}
-	if cc != "" {
-		w.writeStructured("Cc", cc)
+	if a.cc != "" {
+		w.writeStructured("Cc", a.cc)
 	}
-	if replyTo != "" {
-		w.writeStructured("Reply-To", replyTo)
+	if a.replyTo != "" {
+		w.writeStructured("Reply-To", a.replyTo)
 	}
 	w.writeUnstructured("Subject", m.Subject, true)
 	w.writeLines("MIME-Version", []string{"MIME-Version: 1.0"})
+}
 
-	body, err := bodyEntity(m, atts)
-	if err != nil {
-		return nil, err
-	}
-	w.b = &content
-	w.writeStructured("Content-Type", body.ctype)
-	if body.cte != "" {
-		w.writeStructured("Content-Transfer-Encoding", body.cte)
-	}
-	w.b = &rest
+// writeTrailingFields writes the fields after the body's: the thread and
+// the caller's headers, last and in order.
+func writeTrailingFields(w *headerWriter, m *Message, refs []string) {
 	if m.InReplyTo != "" {
 		w.writeLines("In-Reply-To", []string{"In-Reply-To: " + m.InReplyTo})
 	}
@@ -153,19 +205,6 @@ func BuildWithAttachments(m *Message, atts []Attachment) ([]byte, error) {
 	for _, h := range m.Headers {
 		w.writeUnstructured(h.Name, h.Value, false)
 	}
-	if w.err != nil {
-		return nil, w.err
-	}
-	var buf bytes.Buffer
-	buf.Grow(head.Len() + content.Len() + rest.Len() + 2 + body.size)
-	buf.Write(head.Bytes())
-	buf.Write(content.Bytes())
-	buf.Write(rest.Bytes())
-	buf.WriteString("\r\n")
-	if err := body.write(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
 
 // writeQP writes s quoted-printable with every CR, LF and CRLF in s turned
