@@ -66,8 +66,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		defer stopPprof()
 	}
-	serveErr := make(chan error, 1)
-	srv, err := serveAPI(&cfg, s, logger, spec, serveErr)
+	srv, serveErr, err := serveAPI(&cfg, s, spec, logger)
 	if err != nil {
 		return err
 	}
@@ -126,22 +125,22 @@ func (c *Config) serverConfig() (server.Config, error) {
 }
 
 // serveAPI starts the ways in, HTTP and SMTP, unless this process is a
-// worker (then srv is nil). Their Serve's end is sent on serveErr.
-func serveAPI(cfg *Config, s *server.Server, logger *slog.Logger, spec transport.Spec, serveErr chan<- error) (*http.Server, error) {
+// worker (then srv is nil). The end of their Serve is sent on serveErr.
+func serveAPI(cfg *Config, s *server.Server, spec transport.Spec, logger *slog.Logger) (srv *http.Server, serveErr <-chan error, err error) {
+	errs := make(chan error, 1)
 	if cfg.Role == "worker" {
-		return nil, nil
+		return nil, errs, nil
 	}
-	srv, err := listen(*cfg, s.Handler, logger, spec, serveErr)
-	if err != nil {
-		return nil, err
+	if srv, err = listen(*cfg, s.Handler, logger, spec, errs); err != nil {
+		return nil, nil, err
 	}
 	if s.Dashboard != nil {
 		srv.RegisterOnShutdown(s.Dashboard.Close) // its live streams would hold the shutdown
 	}
-	if err := startSMTP(&cfg.SMTP, s.Submission, logger, serveErr); err != nil {
-		return nil, err
+	if err := startSMTP(&cfg.SMTP, s.Submission, logger, errs); err != nil {
+		return nil, nil, err
 	}
-	return srv, nil
+	return srv, errs, nil
 }
 
 // listen starts the API on cfg.Addr; Serve's end is sent on serveErr.
