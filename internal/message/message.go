@@ -59,9 +59,16 @@ func Build(m *Message) ([]byte, error) { return BuildWithAttachments(m, nil) }
 // Build. Like Build it is deterministic, so every attempt of a send hands
 // over the same bytes.
 func BuildWithAttachments(m *Message, atts []Attachment) ([]byte, error) {
-	refs, err := checkMessage(m)
-	if err != nil {
+	if err := checkMessage(m); err != nil {
 		return nil, err
+	}
+	// refs stays in this function (not returned by a step), so that the
+	// compiler can keep a short one on the stack.
+	refs := references(m.References, m.InReplyTo)
+	for _, id := range refs {
+		if err := checkMsgID("References", id); err != nil {
+			return nil, err
+		}
 	}
 	addrs, err := renderAddresses(m)
 	if err != nil {
@@ -102,37 +109,31 @@ func BuildWithAttachments(m *Message, atts []Attachment) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// checkMessage checks what every message needs: a body, a date and its
-// ids. It returns the References to write (the parent's id appended).
-func checkMessage(m *Message) ([]string, error) {
+// checkMessage checks what every message needs: a body, a date, its
+// Message-ID and, for a reply, its parent's.
+func checkMessage(m *Message) error {
 	if m == nil {
-		return nil, errors.New("message: build: nil *Message")
+		return errors.New("message: build: nil *Message")
 	}
 	if m.Text == "" && m.HTML == "" {
-		return nil, fmt.Errorf("message: build %q: %w", m.MessageID, ErrNoBody)
+		return fmt.Errorf("message: build %q: %w", m.MessageID, ErrNoBody)
 	}
 	if m.Date.IsZero() {
-		return nil, &HeaderError{Field: "Date", Reason: "not set"}
+		return &HeaderError{Field: "Date", Reason: "not set"}
 	}
 	if y := m.Date.Year(); y < 1900 || y > 9999 {
 		// RFC 5322 §3.3 wants a four-digit year (and parsers choke on more).
-		return nil, &HeaderError{Field: "Date", Reason: fmt.Sprintf("year %d out of range", y)}
+		return &HeaderError{Field: "Date", Reason: fmt.Sprintf("year %d out of range", y)}
 	}
 	if err := checkMsgID("Message-ID", m.MessageID); err != nil {
-		return nil, err
+		return err
 	}
 	if m.InReplyTo != "" {
 		if err := checkMsgID("In-Reply-To", m.InReplyTo); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	refs := references(m.References, m.InReplyTo)
-	for _, id := range refs {
-		if err := checkMsgID("References", id); err != nil {
-			return nil, err
-		}
-	}
-	return refs, nil
+	return nil
 }
 
 // addressFields are a message's address fields in wire form; "" for an
