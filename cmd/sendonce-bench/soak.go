@@ -100,14 +100,7 @@ func soakMode(ctx context.Context, bc config, seed uint64, workers int, dir stri
 // when a check failed.
 func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr io.Writer) (err error) {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if c.dir == "" {
-		d, err := os.MkdirTemp("", "sendonce-soak-")
-		if err != nil {
-			return err
-		}
-		c.dir = d
-	}
-	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+	if c.dir, err = soakDir(c.dir); err != nil {
 		return err
 	}
 	g := newRNG(c.seed)
@@ -126,33 +119,13 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 	inj.smtpPx = smtpPx
 	inj.kinds = []string{faultKill, faultStop, faultSink451, faultSink550, faultHangUp, faultLate, faultDropReply}
 
-	db, keysDB := c.db, c.db
-	pg := !strings.HasPrefix(c.db, "sqlite:")
-	if pg {
-		direct, cleanup, cerr := createSoakDatabase(ctx, c.db, c.seed)
-		if cerr != nil {
-			return cerr
-		}
-		defer func() {
-			if err == nil {
-				cleanup() // a failed soak keeps its database for a look
-			} else {
-				logger.Warn("soak database kept", slog.String("db", direct))
-			}
-		}()
-		u, _ := url.Parse(direct)
-		pgPx, err := tcpproxy.Start(u.Host, g.chance)
-		if err != nil {
-			return err
-		}
-		defer pgPx.Close()
-		inj.pgPx = pgPx
-		inj.kinds = append(inj.kinds, faultPGCut)
-		u.Host = pgPx.Addr
-		db, keysDB = u.String(), direct
+	sdb, err := setUpSoakDB(ctx, c, inj)
+	if err != nil {
+		return err
 	}
+	defer func() { sdb.close(err != nil) }()
 	var apiNodes []*node
-	inj.nodes, apiNodes = soakNodes(c, db, smtpPx.Addr, pg)
+	inj.nodes, apiNodes = soakNodes(c, sdb.url, smtpPx.Addr, sdb.pg)
 	rep := &soakReport{Database: strings.SplitN(c.db, ":", 2)[0], Seed: c.seed, Duration: c.duration.String()}
 	for _, n := range inj.nodes {
 		if err := n.start(ctx); err != nil {
@@ -167,7 +140,7 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 			}
 		}
 	}()
-	out, err := exec.CommandContext(ctx, c.bin, "keys", "create", "--db", keysDB, "--name", "soak", "--scopes", "send,read,admin").Output()
+	out, err := exec.CommandContext(ctx, c.bin, "keys", "create", "--db", sdb.direct, "--name", "soak", "--scopes", "send,read,admin").Output()
 	if err != nil {
 		return fmt.Errorf("keys create: %w", err)
 	}
@@ -175,8 +148,86 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 
 	logger.Info("soak started", slog.Uint64("seed", c.seed), slog.Duration("duration", c.duration),
 		slog.String("db", rep.Database), slog.String("dir", c.dir))
-	start := time.Now()
-	cl := newClients(apiKey, apiNodes, g, start, c.clients)
+	cl := newClients(apiKey, apiNodes, g, time.Now(), c.clients)
+	inj.soakPhase(ctx, c, cl)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	logger.Info("clients done; waiting for quiescence", slog.Int("keys", len(cl.logicals())))
+	if err := check(ctx, c, cl, sk, rep, logger); err != nil {
+		return err
+	}
+	rep.Faults, rep.Requests = inj.figures(), cl.statusFigures()
+	return reportSoak(c, rep, jsonFile, stdout)
+}
+
+// soakDir is the soak's directory (dir, or a new temporary one), made.
+func soakDir(dir string) (string, error) {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "sendonce-soak-")
+		if err != nil {
+			return "", err
+		}
+		dir = d
+	}
+	return dir, os.MkdirAll(dir, 0o755)
+}
+
+// soakDB is the soak's database: url as the processes reach it (on
+// PostgreSQL through the fault proxy, which in.pgPx cuts) and direct for
+// the keys command.
+type soakDB struct {
+	url, direct string
+	pg          bool
+	px          *tcpproxy.Proxy
+	drop        func()
+	logger      *slog.Logger
+}
+
+// setUpSoakDB makes the soak's database: on SQLite c.db itself, on
+// PostgreSQL a fresh one behind a fault proxy (faultPGCut then joins the
+// schedule).
+func setUpSoakDB(ctx context.Context, c soakConfig, in *injector) (*soakDB, error) {
+	if strings.HasPrefix(c.db, "sqlite:") {
+		return &soakDB{url: c.db, direct: c.db}, nil
+	}
+	direct, drop, err := createSoakDatabase(ctx, c.db, c.seed)
+	if err != nil {
+		return nil, err
+	}
+	d := &soakDB{direct: direct, pg: true, drop: drop, logger: in.logger}
+	u, _ := url.Parse(direct)
+	if d.px, err = tcpproxy.Start(u.Host, in.rng.chance); err != nil {
+		d.close(true)
+		return nil, err
+	}
+	in.pgPx = d.px
+	in.kinds = append(in.kinds, faultPGCut)
+	u.Host = d.px.Addr
+	d.url = u.String()
+	return d, nil
+}
+
+// close stops the proxy and drops the database, unless the soak failed: a
+// failed soak keeps its database for a look.
+func (d *soakDB) close(failed bool) {
+	if !d.pg {
+		return
+	}
+	if d.px != nil {
+		d.px.Close()
+	}
+	if failed {
+		d.logger.Warn("soak database kept", slog.String("db", d.direct))
+		return
+	}
+	d.drop()
+}
+
+// soakPhase runs the clients for c.duration (their last retries up to
+// c.giveUp more) and the faults beside them, then heals every fault and
+// waits for the clients.
+func (in *injector) soakPhase(ctx context.Context, c soakConfig, cl *clients) {
 	faultCtx, stopFaults := context.WithTimeout(ctx, c.duration)
 	defer stopFaults()
 	newCtx, stopNew := context.WithTimeout(ctx, c.duration)
@@ -188,19 +239,10 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 		defer close(done)
 		cl.run(newCtx, giveCtx, c.clients)
 	}()
-	inj.run(faultCtx)
-	logger.Info("healing")
-	inj.heal(ctx)
+	in.run(faultCtx)
+	in.logger.Info("healing")
+	in.heal(ctx)
 	<-done
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	logger.Info("clients done; waiting for quiescence", slog.Int("keys", len(cl.logicals())))
-	if err := check(ctx, c, cl, sk, rep, logger); err != nil {
-		return err
-	}
-	rep.Faults, rep.Requests = inj.figures(), cl.statusFigures()
-	return reportSoak(c, rep, jsonFile, stdout)
 }
 
 // soakNodes returns the processes of the soak, every one and those that

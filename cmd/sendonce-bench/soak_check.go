@@ -28,76 +28,115 @@ type soakSend struct {
 // check waits (bounded) until no send is queued or sending, then checks
 // every logical send against the database (over the API) and the sink.
 func check(ctx context.Context, c soakConfig, cl *clients, sk *sink, rep *soakReport, logger *slog.Logger) error {
-	api := func() (string, error) {
-		if u := cl.anyURL(); u != "" {
-			return u, nil
-		}
-		return "", errNoAPI
+	api := &soakAPI{cl: cl, hc: &http.Client{Timeout: 10 * time.Second}}
+	if err := awaitQuiescence(ctx, api, c.settle, logger); err != nil {
+		return err
 	}
-	hc := &http.Client{Timeout: 10 * time.Second}
-	get := func(path string, v any) error {
-		base, err := api()
-		if err != nil {
-			return err
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Authorization", "Bearer "+cl.apiKey)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			return fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, b)
-		}
-		return json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(v)
+	all := cl.logicals()
+	rep.Keys, rep.Statuses = len(all), map[string]int{}
+	k := &soakChecker{api: api, rep: rep, seen: map[string]bool{}}
+	k.ids, k.began = sk.idCounts()
+	for _, n := range k.ids {
+		rep.AtSink += n
 	}
-	// Quiescence: nothing queued or sending any more.
-	deadline := time.Now().Add(c.settle)
+	if err := k.judgeAll(ctx, all); err != nil {
+		return err
+	}
+	k.countOrphans()
+	return ctx.Err()
+}
+
+// soakAPI reads the soak's sends over the API of any process that is up.
+type soakAPI struct {
+	cl *clients
+	hc *http.Client
+}
+
+// get decodes the JSON answer to GET path into v; any status but 200 is
+// an error.
+func (a *soakAPI) get(ctx context.Context, path string, v any) error {
+	base := a.cl.anyURL()
+	if base == "" {
+		return errNoAPI
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+a.cl.apiKey)
+	resp, err := a.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(v)
+}
+
+// sendsFor returns the sends of one Idempotency-Key, trying a few times:
+// a lookup may meet a process being restarted.
+func (a *soakAPI) sendsFor(ctx context.Context, key string) ([]soakSend, error) {
+	var list struct{ Data []soakSend }
+	var err error
+	for try := 0; try < 5; try++ {
+		if err = a.get(ctx, "/v1/sends?limit=100&idempotency_key="+url.QueryEscape(key), &list); err == nil {
+			break
+		}
+		sleepCtx(ctx, 500*time.Millisecond)
+	}
+	return list.Data, err
+}
+
+// awaitQuiescence waits until nothing is queued or sending any more, or
+// settle has passed (then the checks run anyway, and find the stuck).
+func awaitQuiescence(ctx context.Context, api *soakAPI, settle time.Duration, logger *slog.Logger) error {
+	deadline := time.Now().Add(settle)
 	for {
 		busy := 0
 		var err error
 		for _, st := range []string{"queued", "sending"} {
 			var list struct{ Data []soakSend }
-			if err = get("/v1/sends?limit=100&status="+st, &list); err != nil {
+			if err = api.get(ctx, "/v1/sends?limit=100&status="+st, &list); err != nil {
 				break
 			}
 			busy += len(list.Data)
 		}
 		if err == nil && busy == 0 {
-			break
+			return nil
 		}
 		if time.Now().After(deadline) {
-			logger.Warn("no quiescence before the bound; checking anyway", slog.Duration("settle", c.settle), slog.Any("error", err))
-			break
+			logger.Warn("no quiescence before the bound; checking anyway", slog.Duration("settle", settle), slog.Any("error", err))
+			return nil
 		}
 		if !sleepCtx(ctx, 500*time.Millisecond) {
 			return ctx.Err()
 		}
 	}
+}
 
-	all := cl.logicals()
-	rep.Keys, rep.Statuses = len(all), map[string]int{}
-	ids, began := sk.idCounts()
-	for _, n := range ids {
-		rep.AtSink += n
-	}
+// soakChecker judges the logical sends into rep, several at once.
+type soakChecker struct {
+	api *soakAPI
+	rep *soakReport
+	// ids and began count the sink's Message-IDs: kept, and whose DATA
+	// began.
+	ids, began map[string]int
+
+	mu   sync.Mutex      // guards rep, seen and the logicals' judging
+	seen map[string]bool // Message-IDs of the sends found
+}
+
+// judgeAll looks every logical send up and judges it, 8 lookups at a
+// time; it fails when a lookup kept failing.
+func (k *soakChecker) judgeAll(ctx context.Context, all []*logical) error {
 	var (
-		mu    sync.Mutex
-		seen  = map[string]bool{} // Message-IDs of the sends found
 		next  atomic.Int64
 		wg    sync.WaitGroup
 		fails []error
 	)
-	finding := func(kind string, l *logical, what string) {
-		if len(rep.Findings) < maxFindings {
-			rep.Findings = append(rep.Findings, fmt.Sprintf("%s: %s; %s", kind, what, l.history()))
-		}
-	}
 	for range 8 {
 		wg.Add(1)
 		go func() {
@@ -107,23 +146,15 @@ func check(ctx context.Context, c soakConfig, cl *clients, sk *sink, rep *soakRe
 				if i >= len(all) || ctx.Err() != nil {
 					return
 				}
-				l := all[i]
-				var list struct{ Data []soakSend }
-				var err error
-				for try := 0; try < 5; try++ { // a lookup may meet a process being restarted
-					if err = get("/v1/sends?limit=100&idempotency_key="+url.QueryEscape(l.key), &list); err == nil {
-						break
-					}
-					sleepCtx(ctx, 500*time.Millisecond)
-				}
-				mu.Lock()
+				sends, err := k.api.sendsFor(ctx, all[i].key)
+				k.mu.Lock()
 				if err != nil {
 					fails = append(fails, err)
-					mu.Unlock()
+					k.mu.Unlock()
 					return
 				}
-				judge(l, list.Data, ids, began, seen, rep, finding)
-				mu.Unlock()
+				judge(all[i], sends, k.ids, k.began, k.seen, k.rep, k.finding)
+				k.mu.Unlock()
 			}
 		}()
 	}
@@ -131,15 +162,26 @@ func check(ctx context.Context, c soakConfig, cl *clients, sk *sink, rep *soakRe
 	if len(fails) > 0 {
 		return fmt.Errorf("soak: look sends up: %w", fails[0])
 	}
-	for id, n := range ids {
-		if !seen[id] {
-			rep.Other++
-			if len(rep.Findings) < maxFindings {
-				rep.Findings = append(rep.Findings, fmt.Sprintf("orphan: Message-ID %s at the sink %d times belongs to no send", id, n))
+	return nil
+}
+
+// finding records one offending history, up to maxFindings.
+func (k *soakChecker) finding(kind string, l *logical, what string) {
+	if len(k.rep.Findings) < maxFindings {
+		k.rep.Findings = append(k.rep.Findings, fmt.Sprintf("%s: %s; %s", kind, what, l.history()))
+	}
+}
+
+// countOrphans counts the messages at the sink that belong to no send.
+func (k *soakChecker) countOrphans() {
+	for id, n := range k.ids {
+		if !k.seen[id] {
+			k.rep.Other++
+			if len(k.rep.Findings) < maxFindings {
+				k.rep.Findings = append(k.rep.Findings, fmt.Sprintf("orphan: Message-ID %s at the sink %d times belongs to no send", id, n))
 			}
 		}
 	}
-	return ctx.Err()
 }
 
 // judge checks one logical send: its sends in the database and their

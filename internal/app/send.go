@@ -65,7 +65,9 @@ func (s *Service) Mailbox(ctx context.Context, tenant, id string) (*core.Mailbox
 }
 
 // PrepareSend validates a request for key and renders it into a send that is
-// ready to be accepted. It writes nothing.
+// ready to be accepted. It writes nothing. The steps run in the order in
+// which their errors are reported, so a request with several faults is
+// always told the same one.
 func (s *Service) PrepareSend(ctx context.Context, key *core.APIKey, idemKey string, r *SendRequest) (*core.Send, error) {
 	if err := checkAgentRequest(key, r); err != nil {
 		return nil, err
@@ -74,106 +76,30 @@ func (s *Service) PrepareSend(ctx context.Context, key *core.APIKey, idemKey str
 	if mailboxID == "" {
 		mailboxID = core.DefaultMailboxID
 	}
-	if !key.MayUseMailbox(mailboxID) {
-		return nil, core.Errorf(core.CodeForbidden, "mailbox_id", "this API key may not send from mailbox %q", mailboxID)
-	}
-	mb, err := s.Mailbox(ctx, key.Tenant, mailboxID)
-	if errors.Is(err, core.ErrNotFound) {
-		return nil, core.Errorf(core.CodeValidation, "mailbox_id", "mailbox %q does not exist", mailboxID)
-	}
+	mb, err := s.sendingMailbox(ctx, key, mailboxID)
 	if err != nil {
 		return nil, err
 	}
-	if mb.ReceiveOnly {
-		return nil, core.Errorf(core.CodeValidation, "mailbox_id", "mailbox %q is receive-only", mailboxID)
-	}
-
 	send := &core.Send{
 		Tenant: key.Tenant, IdempotencyKey: idemKey, MailboxID: mailboxID, TemplateID: r.TemplateID,
 	}
-	if send.To, err = addressList("to", r.To, true); err != nil {
-		return nil, err
-	}
-	if send.Cc, err = addressList("cc", r.Cc, false); err != nil {
-		return nil, err
-	}
-	if send.Bcc, err = addressList("bcc", r.Bcc, false); err != nil {
-		return nil, err
-	}
-	if send.ReplyTo, err = addressList("reply_to", r.ReplyTo, false); err != nil {
+	if err := setRecipients(send, r); err != nil {
 		return nil, err
 	}
 	if err := checkAllowlist(key, send); err != nil {
 		return nil, err
 	}
-	from := r.From
-	if from == "" {
-		from = FormatAddress(&mail.Address{Name: mb.Name, Address: mb.Address})
-	}
-	fromAddr, err := parseAddress("from", from)
-	if err != nil {
+	if send.From, err = fromAddress(key, mb, r.From); err != nil {
 		return nil, err
 	}
-	// A key limited to mailboxes sends only from those (API contract,
-	// section 2): the mailbox's address, under any display name.
-	if len(key.Mailboxes) > 0 && !strings.EqualFold(fromAddr.Address, mb.Address) {
-		return nil, core.Errorf(core.CodeForbidden, "from", "this API key may send only as its mailbox's address %s", mb.Address)
+	if send.Subject, send.Text, send.HTML, err = s.content(ctx, key.Tenant, r); err != nil {
+		return nil, err
 	}
-	send.From = FormatAddress(fromAddr)
-
-	subject, text, html := r.Subject, r.Text, r.HTML
-	if r.TemplateID != "" {
-		if subject != "" || text != "" || html != "" {
-			return nil, core.Errorf(core.CodeValidation, "template_id", "give either template_id or subject/text/html, not both")
-		}
-		t, err := s.store.Template(ctx, key.Tenant, r.TemplateID)
-		if errors.Is(err, core.ErrNotFound) {
-			return nil, core.Errorf(core.CodeValidation, "template_id", "template %q does not exist", r.TemplateID)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if subject, text, html, err = RenderTemplate(t, r.Variables); err != nil {
-			return nil, err
-		}
-	} else if r.Variables != nil {
-		return nil, core.Errorf(core.CodeValidation, "variables", "variables need a template_id")
+	if send.Headers, err = sendHeaders(r.Headers); err != nil {
+		return nil, err
 	}
-	if strings.TrimSpace(subject) == "" {
-		return nil, core.Errorf(core.CodeValidation, "subject", "subject is required")
-	}
-	if message.HasLineBreak(subject) {
-		return nil, core.Errorf(core.CodeValidation, "subject", "subject must not contain CR or LF")
-	}
-	if len(subject) > MaxSubjectLen {
-		return nil, core.Errorf(core.CodeValidation, "subject", "subject is longer than %d bytes", MaxSubjectLen)
-	}
-	if text == "" && html == "" {
-		return nil, core.Errorf(core.CodeValidation, "text", "text or html is required")
-	}
-	send.Subject, send.Text, send.HTML = subject, text, html
-
-	if len(r.Headers) > MaxHeaders {
-		return nil, core.Errorf(core.CodeValidation, "headers", "at most %d headers", MaxHeaders)
-	}
-	names := make([]string, 0, len(r.Headers))
-	for n := range r.Headers {
-		names = append(names, n)
-	}
-	sort.Strings(names) // a map has no order; the message must be the same on every attempt
-	for _, n := range names {
-		if err := message.CheckHeader(n, r.Headers[n]); err != nil {
-			return nil, core.Errorf(core.CodeValidation, "headers", "header %q: %v", n, err)
-		}
-		send.Headers = append(send.Headers, core.Header{Name: n, Value: r.Headers[n]})
-	}
-	if len(r.Tags) > MaxTags {
-		return nil, core.Errorf(core.CodeValidation, "tags", "at most %d tags", MaxTags)
-	}
-	for k, v := range r.Tags {
-		if k == "" || len(k) > MaxTagLen || len(v) > MaxTagLen {
-			return nil, core.Errorf(core.CodeValidation, "tags", "tag names must be 1 to %d bytes, values at most %d", MaxTagLen, MaxTagLen)
-		}
+	if err := checkTags(r.Tags); err != nil {
+		return nil, err
 	}
 	send.Tags = r.Tags
 	if err := applyThread(send, r); err != nil {
@@ -193,6 +119,151 @@ func (s *Service) PrepareSend(ctx context.Context, key *core.APIKey, idemKey str
 		send.Tags = map[string]string{}
 	}
 	return send, nil
+}
+
+// sendingMailbox is the mailbox a send goes out from, if key may use it
+// and it may send.
+func (s *Service) sendingMailbox(ctx context.Context, key *core.APIKey, id string) (*core.Mailbox, error) {
+	if !key.MayUseMailbox(id) {
+		return nil, core.Errorf(core.CodeForbidden, "mailbox_id", "this API key may not send from mailbox %q", id)
+	}
+	mb, err := s.Mailbox(ctx, key.Tenant, id)
+	if errors.Is(err, core.ErrNotFound) {
+		return nil, core.Errorf(core.CodeValidation, "mailbox_id", "mailbox %q does not exist", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if mb.ReceiveOnly {
+		return nil, core.Errorf(core.CodeValidation, "mailbox_id", "mailbox %q is receive-only", id)
+	}
+	return mb, nil
+}
+
+// setRecipients parses r's address lists into send, each in its stored
+// form; only to is required.
+func setRecipients(send *core.Send, r *SendRequest) error {
+	var err error
+	if send.To, err = addressList("to", r.To, true); err != nil {
+		return err
+	}
+	if send.Cc, err = addressList("cc", r.Cc, false); err != nil {
+		return err
+	}
+	if send.Bcc, err = addressList("bcc", r.Bcc, false); err != nil {
+		return err
+	}
+	send.ReplyTo, err = addressList("reply_to", r.ReplyTo, false)
+	return err
+}
+
+// fromAddress is the From of a send from mailbox mb: raw, or when that is
+// empty the mailbox's own address and name.
+func fromAddress(key *core.APIKey, mb *core.Mailbox, raw string) (string, error) {
+	if raw == "" {
+		raw = FormatAddress(&mail.Address{Name: mb.Name, Address: mb.Address})
+	}
+	a, err := parseAddress("from", raw)
+	if err != nil {
+		return "", err
+	}
+	// A key limited to mailboxes sends only from those (API contract,
+	// section 2): the mailbox's address, under any display name.
+	if len(key.Mailboxes) > 0 && !strings.EqualFold(a.Address, mb.Address) {
+		return "", core.Errorf(core.CodeForbidden, "from", "this API key may send only as its mailbox's address %s", mb.Address)
+	}
+	return FormatAddress(a), nil
+}
+
+// content is the subject and bodies of a send: r's own, or its template
+// rendered with r's variables.
+func (s *Service) content(ctx context.Context, tenant string, r *SendRequest) (subject, text, html string, err error) {
+	if err := checkContentSource(r); err != nil {
+		return "", "", "", err
+	}
+	subject, text, html = r.Subject, r.Text, r.HTML
+	if r.TemplateID != "" {
+		t, err := s.store.Template(ctx, tenant, r.TemplateID)
+		if errors.Is(err, core.ErrNotFound) {
+			return "", "", "", core.Errorf(core.CodeValidation, "template_id", "template %q does not exist", r.TemplateID)
+		}
+		if err != nil {
+			return "", "", "", err
+		}
+		if subject, text, html, err = RenderTemplate(t, r.Variables); err != nil {
+			return "", "", "", err
+		}
+	}
+	if err := checkContent(subject, text, html); err != nil {
+		return "", "", "", err
+	}
+	return subject, text, html, nil
+}
+
+// checkContentSource says whether r names its content one way: a template
+// (with variables) or subject, text and html of its own.
+func checkContentSource(r *SendRequest) error {
+	if r.TemplateID != "" {
+		if r.Subject != "" || r.Text != "" || r.HTML != "" {
+			return core.Errorf(core.CodeValidation, "template_id", "give either template_id or subject/text/html, not both")
+		}
+		return nil
+	}
+	if r.Variables != nil {
+		return core.Errorf(core.CodeValidation, "variables", "variables need a template_id")
+	}
+	return nil
+}
+
+// checkContent checks a send's subject and bodies, given or rendered.
+func checkContent(subject, text, html string) error {
+	if strings.TrimSpace(subject) == "" {
+		return core.Errorf(core.CodeValidation, "subject", "subject is required")
+	}
+	if message.HasLineBreak(subject) {
+		return core.Errorf(core.CodeValidation, "subject", "subject must not contain CR or LF")
+	}
+	if len(subject) > MaxSubjectLen {
+		return core.Errorf(core.CodeValidation, "subject", "subject is longer than %d bytes", MaxSubjectLen)
+	}
+	if text == "" && html == "" {
+		return core.Errorf(core.CodeValidation, "text", "text or html is required")
+	}
+	return nil
+}
+
+// sendHeaders checks a request's extra headers and returns them sorted by
+// name: a map has no order, and the message must be the same on every
+// attempt. None gives nil.
+func sendHeaders(h map[string]string) ([]core.Header, error) {
+	if len(h) > MaxHeaders {
+		return nil, core.Errorf(core.CodeValidation, "headers", "at most %d headers", MaxHeaders)
+	}
+	names := make([]string, 0, len(h))
+	for n := range h {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []core.Header
+	for _, n := range names {
+		if err := message.CheckHeader(n, h[n]); err != nil {
+			return nil, core.Errorf(core.CodeValidation, "headers", "header %q: %v", n, err)
+		}
+		out = append(out, core.Header{Name: n, Value: h[n]})
+	}
+	return out, nil
+}
+
+func checkTags(tags map[string]string) error {
+	if len(tags) > MaxTags {
+		return core.Errorf(core.CodeValidation, "tags", "at most %d tags", MaxTags)
+	}
+	for k, v := range tags {
+		if k == "" || len(k) > MaxTagLen || len(v) > MaxTagLen {
+			return core.Errorf(core.CodeValidation, "tags", "tag names must be 1 to %d bytes, values at most %d", MaxTagLen, MaxTagLen)
+		}
+	}
+	return nil
 }
 
 func parseAddress(param, raw string) (*mail.Address, error) {

@@ -36,18 +36,9 @@ func openStore(ctx context.Context, dsn string) (*sqlstore.Store, error) {
 }
 
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	e := newFlags("serve", getenv, stderr)
-	var cfg Config
-	serverFlags(e, &cfg)
-	if err := parse(e, args); err != nil {
-		return err
-	}
-	if err := cfg.validate(); err != nil {
-		return fmt.Errorf("%w: %v", ErrUsage, err)
-	}
-	spec, err := transport.ParseSpec(cfg.Server.Transport)
+	cfg, spec, err := parseServe(args, getenv, stderr)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+		return err
 	}
 	blog := newBufferedLog(stderr)
 	defer blog.Close() // last: after the final log lines
@@ -56,19 +47,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	logger = slog.New(flushOnWarn{Handler: logger.Handler(), b: blog})
-
-	smtpCfg, err := cfg.SMTP.submissionConfig()
+	sc, err := cfg.serverConfig()
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
-	sc := cfg.Server
-	sc.Work = cfg.Role != "api"
-	sc.ReplayCache = replayCacheSize(cfg.ReplayCache)
-	sc.Caps = cfg.caps()
-	sc.SMTP = smtpCfg
-	sc.SMTP.MaxMessageBytes = int64(cfg.MaxMessageSize) // one limit for every route in
-	sc.MaxRequestBytes, sc.MaxMessageBytes = int64(cfg.MaxRequestSize), int64(cfg.MaxMessageSize)
-	sc.MaxInflightBytes, sc.AttachmentFetch = int64(cfg.MaxInflightBytes), cfg.AttachmentFetch
 	s, err := server.New(ctx, sc, logger)
 	if err != nil {
 		return err
@@ -84,21 +66,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		defer stopPprof()
 	}
-
-	var (
-		srv      *http.Server
-		serveErr = make(chan error, 1)
-	)
-	if cfg.Role != "worker" {
-		if srv, err = listen(cfg, s.Handler, logger, spec, serveErr); err != nil {
-			return err
-		}
-		if s.Dashboard != nil {
-			srv.RegisterOnShutdown(s.Dashboard.Close) // its live streams would hold the shutdown
-		}
-		if err := startSMTP(&cfg.SMTP, s.Submission, logger, serveErr); err != nil {
-			return err
-		}
+	srv, serveErr, err := serveAPI(&cfg, s, spec, logger)
+	if err != nil {
+		return err
 	}
 	if err := s.Start(ctx); err != nil {
 		return err
@@ -106,7 +76,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if cfg.Role == "worker" {
 		logger.Info("worker started", slog.String("db", redactDSN(cfg.Server.DB)), slog.String("transport", spec.Redacted()))
 	}
-
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -117,6 +86,61 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	runErr = errors.Join(runErr, shutdown(ctx, srv, s, cfg.shutdownGrace()))
 	logger.Info("stopped")
 	return runErr
+}
+
+// parseServe reads serve's flags and checks them; a bad one is ErrUsage.
+func parseServe(args []string, getenv func(string) string, stderr io.Writer) (Config, transport.Spec, error) {
+	e := newFlags("serve", getenv, stderr)
+	var cfg Config
+	serverFlags(e, &cfg)
+	if err := parse(e, args); err != nil {
+		return cfg, transport.Spec{}, err
+	}
+	if err := cfg.validate(); err != nil {
+		return cfg, transport.Spec{}, fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	spec, err := transport.ParseSpec(cfg.Server.Transport)
+	if err != nil {
+		return cfg, transport.Spec{}, fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	return cfg, spec, nil
+}
+
+// serverConfig is the server's config from the flags: cfg.Server, and
+// what the CLI's own flags say in server terms.
+func (c *Config) serverConfig() (server.Config, error) {
+	smtpCfg, err := c.SMTP.submissionConfig()
+	if err != nil {
+		return server.Config{}, err
+	}
+	sc := c.Server
+	sc.Work = c.Role != "api"
+	sc.ReplayCache = replayCacheSize(c.ReplayCache)
+	sc.Caps = c.caps()
+	sc.SMTP = smtpCfg
+	sc.SMTP.MaxMessageBytes = int64(c.MaxMessageSize) // one limit for every route in
+	sc.MaxRequestBytes, sc.MaxMessageBytes = int64(c.MaxRequestSize), int64(c.MaxMessageSize)
+	sc.MaxInflightBytes, sc.AttachmentFetch = int64(c.MaxInflightBytes), c.AttachmentFetch
+	return sc, nil
+}
+
+// serveAPI starts the ways in, HTTP and SMTP, unless this process is a
+// worker (then srv is nil). The end of their Serve is sent on serveErr.
+func serveAPI(cfg *Config, s *server.Server, spec transport.Spec, logger *slog.Logger) (srv *http.Server, serveErr <-chan error, err error) {
+	errs := make(chan error, 1)
+	if cfg.Role == "worker" {
+		return nil, errs, nil
+	}
+	if srv, err = listen(*cfg, s.Handler, logger, spec, errs); err != nil {
+		return nil, nil, err
+	}
+	if s.Dashboard != nil {
+		srv.RegisterOnShutdown(s.Dashboard.Close) // its live streams would hold the shutdown
+	}
+	if err := startSMTP(&cfg.SMTP, s.Submission, logger, errs); err != nil {
+		return nil, nil, err
+	}
+	return srv, errs, nil
 }
 
 // listen starts the API on cfg.Addr; Serve's end is sent on serveErr.

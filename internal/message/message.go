@@ -59,81 +59,30 @@ func Build(m *Message) ([]byte, error) { return BuildWithAttachments(m, nil) }
 // Build. Like Build it is deterministic, so every attempt of a send hands
 // over the same bytes.
 func BuildWithAttachments(m *Message, atts []Attachment) ([]byte, error) {
-	if m == nil {
-		return nil, errors.New("message: build: nil *Message")
-	}
-	if m.Text == "" && m.HTML == "" {
-		return nil, fmt.Errorf("message: build %q: %w", m.MessageID, ErrNoBody)
-	}
-	if m.Date.IsZero() {
-		return nil, &HeaderError{Field: "Date", Reason: "not set"}
-	}
-	if y := m.Date.Year(); y < 1900 || y > 9999 {
-		// RFC 5322 §3.3 wants a four-digit year (and parsers choke on more).
-		return nil, &HeaderError{Field: "Date", Reason: fmt.Sprintf("year %d out of range", y)}
-	}
-	if err := checkMsgID("Message-ID", m.MessageID); err != nil {
+	if err := checkMessage(m); err != nil {
 		return nil, err
 	}
-	if m.InReplyTo != "" {
-		if err := checkMsgID("In-Reply-To", m.InReplyTo); err != nil {
-			return nil, err
-		}
-	}
+	// refs stays in this function (not returned by a step), so that the
+	// compiler can keep a short one on the stack.
 	refs := references(m.References, m.InReplyTo)
 	for _, id := range refs {
 		if err := checkMsgID("References", id); err != nil {
 			return nil, err
 		}
 	}
-	from, err := renderAddressList("From", []mail.Address{m.From})
+	addrs, err := renderAddresses(m)
 	if err != nil {
 		return nil, err
 	}
-	to, err := renderAddressList("To", m.To)
-	if err != nil {
+	if err := checkExtras(m, atts); err != nil {
 		return nil, err
 	}
-	cc, err := renderAddressList("Cc", m.Cc)
-	if err != nil {
-		return nil, err
-	}
-	replyTo, err := renderAddressList("Reply-To", m.ReplyTo)
-	if err != nil {
-		return nil, err
-	}
-	for _, h := range m.Headers {
-		if err := CheckHeader(h.Name, h.Value); err != nil {
-			return nil, err
-		}
-	}
-
-	for i, a := range atts {
-		if err := checkAttachment(a); err != nil {
-			return nil, fmt.Errorf("message: build %s: attachment %d: %w", m.MessageID, i, err)
-		}
-	}
-
+	// The fields are written in three runs around the body's own, each
+	// into its buffer; a field that cannot be written sticks in w.err,
+	// which is checked once, after the body was framed.
 	var head, content, rest bytes.Buffer
 	w := headerWriter{b: &head}
-	// RFC1123Z is the RFC 5322 date-time form with a numeric zone.
-	w.writeLines("Date", []string{"Date: " + m.Date.Format(time.RFC1123Z)})
-	w.writeLines("Message-ID", []string{"Message-ID: " + m.MessageID})
-	w.writeStructured("From", from)
-	// To is omitted rather than faked when every recipient is Bcc; RFC 5322
-	// only requires Date and From.
-	if to != "" {
-		w.writeStructured("To", to)
-	}
-	if cc != "" {
-		w.writeStructured("Cc", cc)
-	}
-	if replyTo != "" {
-		w.writeStructured("Reply-To", replyTo)
-	}
-	w.writeUnstructured("Subject", m.Subject, true)
-	w.writeLines("MIME-Version", []string{"MIME-Version: 1.0"})
-
+	writeLeadingFields(&w, m, addrs)
 	body, err := bodyEntity(m, atts)
 	if err != nil {
 		return nil, err
@@ -144,15 +93,7 @@ func BuildWithAttachments(m *Message, atts []Attachment) ([]byte, error) {
 		w.writeStructured("Content-Transfer-Encoding", body.cte)
 	}
 	w.b = &rest
-	if m.InReplyTo != "" {
-		w.writeLines("In-Reply-To", []string{"In-Reply-To: " + m.InReplyTo})
-	}
-	if len(refs) > 0 {
-		w.writeStructured("References", strings.Join(refs, " "))
-	}
-	for _, h := range m.Headers {
-		w.writeUnstructured(h.Name, h.Value, false)
-	}
+	writeTrailingFields(&w, m, refs)
 	if w.err != nil {
 		return nil, w.err
 	}
@@ -166,6 +107,105 @@ func BuildWithAttachments(m *Message, atts []Attachment) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// checkMessage checks what every message needs: a body, a date, its
+// Message-ID and, for a reply, its parent's.
+func checkMessage(m *Message) error {
+	if m == nil {
+		return errors.New("message: build: nil *Message")
+	}
+	if m.Text == "" && m.HTML == "" {
+		return fmt.Errorf("message: build %q: %w", m.MessageID, ErrNoBody)
+	}
+	if m.Date.IsZero() {
+		return &HeaderError{Field: "Date", Reason: "not set"}
+	}
+	if y := m.Date.Year(); y < 1900 || y > 9999 {
+		// RFC 5322 §3.3 wants a four-digit year (and parsers choke on more).
+		return &HeaderError{Field: "Date", Reason: fmt.Sprintf("year %d out of range", y)}
+	}
+	if err := checkMsgID("Message-ID", m.MessageID); err != nil {
+		return err
+	}
+	if m.InReplyTo != "" {
+		if err := checkMsgID("In-Reply-To", m.InReplyTo); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addressFields are a message's address fields in wire form; "" for an
+// empty list.
+type addressFields struct{ from, to, cc, replyTo string }
+
+func renderAddresses(m *Message) (addressFields, error) {
+	var a addressFields
+	var err error
+	if a.from, err = renderAddressList("From", []mail.Address{m.From}); err != nil {
+		return a, err
+	}
+	if a.to, err = renderAddressList("To", m.To); err != nil {
+		return a, err
+	}
+	if a.cc, err = renderAddressList("Cc", m.Cc); err != nil {
+		return a, err
+	}
+	a.replyTo, err = renderAddressList("Reply-To", m.ReplyTo)
+	return a, err
+}
+
+// checkExtras checks the caller's headers and attachments, so that
+// nothing is rendered for a message that cannot be built.
+func checkExtras(m *Message, atts []Attachment) error {
+	for _, h := range m.Headers {
+		if err := CheckHeader(h.Name, h.Value); err != nil {
+			return err
+		}
+	}
+	for i, a := range atts {
+		if err := checkAttachment(a); err != nil {
+			return fmt.Errorf("message: build %s: attachment %d: %w", m.MessageID, i, err)
+		}
+	}
+	return nil
+}
+
+// writeLeadingFields writes the fields before the body's Content-Type:
+// date, ids, addresses, subject and MIME-Version.
+func writeLeadingFields(w *headerWriter, m *Message, a addressFields) {
+	// RFC1123Z is the RFC 5322 date-time form with a numeric zone.
+	w.writeLines("Date", []string{"Date: " + m.Date.Format(time.RFC1123Z)})
+	w.writeLines("Message-ID", []string{"Message-ID: " + m.MessageID})
+	w.writeStructured("From", a.from)
+	// To is omitted rather than faked when every recipient is Bcc; RFC 5322
+	// only requires Date and From.
+	if a.to != "" {
+		w.writeStructured("To", a.to)
+	}
+	if a.cc != "" {
+		w.writeStructured("Cc", a.cc)
+	}
+	if a.replyTo != "" {
+		w.writeStructured("Reply-To", a.replyTo)
+	}
+	w.writeUnstructured("Subject", m.Subject, true)
+	w.writeLines("MIME-Version", []string{"MIME-Version: 1.0"})
+}
+
+// writeTrailingFields writes the fields after the body's: the thread and
+// the caller's headers, last and in order.
+func writeTrailingFields(w *headerWriter, m *Message, refs []string) {
+	if m.InReplyTo != "" {
+		w.writeLines("In-Reply-To", []string{"In-Reply-To: " + m.InReplyTo})
+	}
+	if len(refs) > 0 {
+		w.writeStructured("References", strings.Join(refs, " "))
+	}
+	for _, h := range m.Headers {
+		w.writeUnstructured(h.Name, h.Value, false)
+	}
 }
 
 // writeQP writes s quoted-printable with every CR, LF and CRLF in s turned

@@ -249,17 +249,15 @@ func OpenStoreWith(ctx context.Context, dsn string, maxConns int) (*sqlstore.Sto
 	return store, nil
 }
 
+// wire builds every part of an instance on store, inner ones first: the
+// use cases, delivery and its queue, the Redis front, webhooks, and the
+// ways in (dashboard, HTTP API, SMTP submission).
 func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.Logger) (*Server, error) {
 	resolver, err := app.ResolverAddr(cfg.DNSResolver)
 	if err != nil {
 		return nil, err
 	}
-	m := metrics.New(store.QueueDepth)
-	if store.PG != nil {
-		metrics.RegisterPool(m.Registry, "write", store.PG.Stat)
-		metrics.RegisterPool(m.Registry, "read", store.PGRead.Stat)
-	}
-	store.ObserveGroupCommits(func(n int) { m.GroupCommitSize.Observe(float64(n)) })
+	m := storeMetrics(store)
 	policy, err := outbound.Parse(cfg.OutboundAllow)
 	if err != nil {
 		return nil, fmt.Errorf("--outbound-allow: %w", err)
@@ -281,39 +279,14 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
-	qc := delivery.QueueConfig{Work: cfg.Work, Workers: cfg.Workers, PollInterval: cfg.PollInterval}
-	var q *delivery.Queue
-	if store.PG != nil {
-		q, err = delivery.NewPostgresQueue(ctx, store.PG, d, qc, logger)
-	} else {
-		q, err = delivery.NewSQLiteQueue(ctx, store.W, d, qc, logger)
-	}
+	q, err := newQueue(ctx, store, d, cfg, logger)
 	if err != nil {
 		return nil, err
 	}
 	store.OnDue(q.Notify)
-	var front idempotency.Store
-	var limiter ratelimit.Limiter
-	var rdb *redis.Client
-	if cfg.Redis != "" {
-		opts, err := redis.ParseURL(cfg.Redis)
-		if err != nil {
-			return nil, fmt.Errorf("--redis: %w", err)
-		}
-		rdb = redis.NewClient(opts)
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err = rdb.Ping(pctx).Err()
-		cancel()
-		if err != nil {
-			rdb.Close()
-			return nil, fmt.Errorf("--redis: %w", err)
-		}
-		prefix := cfg.RedisPrefix
-		if prefix == "" {
-			prefix = DefaultRedisPrefix
-		}
-		front = redisstore.New(rdb, prefix)
-		limiter = ratelimit.NewRedis(rdb, prefix+"rl:", svc.Now, logger)
+	rf, err := connectRedis(ctx, cfg, svc.Now, logger)
+	if err != nil {
+		return nil, err
 	}
 	hooks, worker, err := wireWebhooks(store, cfg, policy, logger)
 	if err != nil {
@@ -322,22 +295,76 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	dash := dashboard.New(dashboard.Config{Service: svc, Webhooks: hooks, Sessions: store, Stats: store, Metrics: m, Logger: logger})
 	h := httpapi.NewServer(svc, m, httpapi.Config{
 		Webhooks:              hooks,
-		Front:                 front,
+		Front:                 rf.front,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.ReservationLease,
 		DefaultTransport: cfg.Transport, ReplayCacheEntries: cfg.ReplayCache,
-		RateLimit: ratelimit.Limit{Requests: cfg.RateLimit, Window: cfg.RateLimitWindow}, Limiter: limiter,
+		RateLimit: ratelimit.Limit{Requests: cfg.RateLimit, Window: cfg.RateLimitWindow}, Limiter: rf.limiter,
 		Dashboard:       dash,
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxInflightBytes: cfg.MaxInflightBytes, InflightWait: cfg.InflightWait,
 	}, logger)
 	sc := cfg.SMTP
-	sc.Front, sc.IdempotencyTTL, sc.ReservationLease, sc.ReplayCacheEntries = front, cfg.IdempotencyTTL, cfg.ReservationLease, cfg.ReplayCache
+	sc.Front, sc.IdempotencyTTL, sc.ReservationLease, sc.ReplayCacheEntries = rf.front, cfg.IdempotencyTTL, cfg.ReservationLease, cfg.ReplayCache
 	sub := submission.New(svc, m, sc, logger)
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
 	}
-	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Webhooks: worker, Handler: h, Dashboard: dash, Submission: sub, redis: rdb,
+	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Webhooks: worker, Handler: h, Dashboard: dash, Submission: sub, redis: rf.client,
 		Bounce: signer, inboundAddr: cfg.InboundAddr, now: now, logger: logger}, nil
+}
+
+// storeMetrics makes the registry, with the store's pools and group
+// commits observed.
+func storeMetrics(store *sqlstore.Store) *metrics.Metrics {
+	m := metrics.New(store.QueueDepth)
+	if store.PG != nil {
+		metrics.RegisterPool(m.Registry, "write", store.PG.Stat)
+		metrics.RegisterPool(m.Registry, "read", store.PGRead.Stat)
+	}
+	store.ObserveGroupCommits(func(n int) { m.GroupCommitSize.Observe(float64(n)) })
+	return m
+}
+
+// newQueue makes the delivery queue on the store's database.
+func newQueue(ctx context.Context, store *sqlstore.Store, d *delivery.Deliverer, cfg Config, logger *slog.Logger) (*delivery.Queue, error) {
+	qc := delivery.QueueConfig{Work: cfg.Work, Workers: cfg.Workers, PollInterval: cfg.PollInterval}
+	if store.PG != nil {
+		return delivery.NewPostgresQueue(ctx, store.PG, d, qc, logger)
+	}
+	return delivery.NewSQLiteQueue(ctx, store.W, d, qc, logger)
+}
+
+// redisFront is what --redis adds: the idempotency store in front of the
+// database and the shared rate limiter. All nil without --redis.
+type redisFront struct {
+	client  *redis.Client
+	front   idempotency.Store
+	limiter ratelimit.Limiter
+}
+
+// connectRedis connects to cfg.Redis, if set, and checks that it answers,
+// so that a wrong URL fails at start and not at the first request.
+func connectRedis(ctx context.Context, cfg Config, now func() time.Time, logger *slog.Logger) (redisFront, error) {
+	if cfg.Redis == "" {
+		return redisFront{}, nil
+	}
+	opts, err := redis.ParseURL(cfg.Redis)
+	if err != nil {
+		return redisFront{}, fmt.Errorf("--redis: %w", err)
+	}
+	rdb := redis.NewClient(opts)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = rdb.Ping(pctx).Err()
+	cancel()
+	if err != nil {
+		rdb.Close()
+		return redisFront{}, fmt.Errorf("--redis: %w", err)
+	}
+	prefix := cfg.RedisPrefix
+	if prefix == "" {
+		prefix = DefaultRedisPrefix
+	}
+	return redisFront{client: rdb, front: redisstore.New(rdb, prefix), limiter: ratelimit.NewRedis(rdb, prefix+"rl:", now, logger)}, nil
 }
 
 // wireWebhooks makes the webhook use cases and, where delivery runs, the

@@ -61,6 +61,22 @@ postlog   unix-dgram n  -       n       -       1       postlogd
 // it listens on ("" picks a free port).
 func Start(t testing.TB, addr string, o Options) *Postfix {
 	t.Helper()
+	bin := lookPostfix(t)
+	if addr == "" {
+		addr = FreeAddr(t)
+	}
+	p := &Postfix{Addr: addr, dir: makeDirs(t)}
+	p.writeFile(t, "main.cf", mainCF(p.dir, o.Routes))
+	p.writeFile(t, "master.cf", fmt.Sprintf(masterCF, addr))
+	p.start(t, bin)
+	p.waitListening(t)
+	return p
+}
+
+// lookPostfix returns the postfix binary, or skips the test (fails it
+// under CI) where Postfix cannot run.
+func lookPostfix(t testing.TB) string {
+	t.Helper()
 	bin, err := exec.LookPath("postfix")
 	if err == nil && os.Geteuid() != 0 {
 		err = fmt.Errorf("postfix must be started as root (it runs as its own user)")
@@ -74,15 +90,18 @@ func Start(t testing.TB, addr string, o Options) *Postfix {
 		}
 		t.Skipf("needs Debian's postfix, run as root: %v", err)
 	}
-	if addr == "" {
-		addr = FreeAddr(t)
-	}
-	// Postfix's own processes (user postfix) must reach the directories.
+	return bin
+}
+
+// makeDirs makes the instance's directories: etc, spool and data (which
+// Postfix writes as its own user) in a new directory. It is not under
+// t.TempDir: Postfix's own processes (user postfix) must reach it.
+func makeDirs(t testing.TB) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "postfixtest-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Postfix{Addr: addr, dir: dir}
 	for _, d := range []string{"etc", "spool", "data"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
@@ -94,14 +113,21 @@ func Start(t testing.TB, addr string, o Options) *Postfix {
 	if out, err := exec.Command("chown", "postfix", filepath.Join(dir, "data")).CombinedOutput(); err != nil {
 		t.Fatalf("chown data directory: %v: %s", err, out)
 	}
-	var domains, routes []string
-	for d, hop := range o.Routes {
+	return dir
+}
+
+// mainCF is the main.cf of an instance in dir: it relays the routes'
+// domains (in a stable order) to their hops, without DNS or TLS, and
+// retries within seconds.
+func mainCF(dir string, routes map[string]string) string {
+	var domains, hops []string
+	for d, hop := range routes {
 		domains = append(domains, d)
-		routes = append(routes, fmt.Sprintf("%s=smtp:[%s]:%s", d, hostOf(hop), portOf(hop)))
+		hops = append(hops, fmt.Sprintf("%s=smtp:[%s]:%s", d, hostOf(hop), portOf(hop)))
 	}
 	sort.Strings(domains)
-	sort.Strings(routes)
-	mainCF := strings.Join([]string{
+	sort.Strings(hops)
+	return strings.Join([]string{
 		"compatibility_level = 3.7",
 		"queue_directory = " + filepath.Join(dir, "spool"),
 		"data_directory = " + filepath.Join(dir, "data"),
@@ -117,7 +143,7 @@ func Start(t testing.TB, addr string, o Options) *Postfix {
 		"inet_protocols = ipv4",
 		"mynetworks = 127.0.0.0/8",
 		"relay_domains = " + strings.Join(domains, ", "),
-		"transport_maps = inline:{ " + strings.Join(routes, ", ") + " }",
+		"transport_maps = inline:{ " + strings.Join(hops, ", ") + " }",
 		"smtp_dns_support_level = disabled",
 		"smtp_tls_security_level = none",
 		"smtpd_tls_security_level = none",
@@ -133,33 +159,46 @@ func Start(t testing.TB, addr string, o Options) *Postfix {
 		"delay_warning_time = 0",
 		"",
 	}, "\n")
-	write := func(name, text string) {
-		if err := os.WriteFile(filepath.Join(dir, "etc", name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+}
+
+func (p *Postfix) writeFile(t testing.TB, name, text string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(p.dir, "etc", name), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	write("main.cf", mainCF)
-	write("master.cf", fmt.Sprintf(masterCF, addr))
-	if out, err := exec.Command(bin, "-c", filepath.Join(dir, "etc"), "start").CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
+}
+
+// start starts Postfix on its configuration; t.Cleanup stops it and
+// removes its directory (showing the log of a failed test first).
+func (p *Postfix) start(t testing.TB, bin string) {
+	t.Helper()
+	etc := filepath.Join(p.dir, "etc")
+	if out, err := exec.Command(bin, "-c", etc, "start").CombinedOutput(); err != nil {
+		os.RemoveAll(p.dir)
 		t.Fatalf("postfix start: %v: %s (log: %s)", err, out, p.Log())
 	}
 	t.Cleanup(func() {
-		_ = exec.Command(bin, "-c", filepath.Join(dir, "etc"), "stop").Run()
+		_ = exec.Command(bin, "-c", etc, "stop").Run()
 		if t.Failed() {
 			t.Logf("postfix log:\n%s", p.Log())
 		}
-		os.RemoveAll(dir)
+		os.RemoveAll(p.dir)
 	})
+}
+
+// waitListening waits (up to 10 s) until Postfix takes connections:
+// "postfix start" may return before its master process listens.
+func (p *Postfix) waitListening(t testing.TB) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		c, err := net.DialTimeout("tcp", p.Addr, time.Second)
 		if err == nil {
 			c.Close()
-			return p
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("postfix does not listen on %s: %v\n%s", addr, err, p.Log())
+			t.Fatalf("postfix does not listen on %s: %v\n%s", p.Addr, err, p.Log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -172,13 +172,36 @@ func Start(t testing.TB, o Options) *Env {
 	if e.Clock == nil {
 		e.Clock = &Clock{}
 	}
+	e.pickDatabase(t, o.Backend)
+	cfg := e.serverConfig(t, o)
+	ctx := context.Background()
+	s, err := server.New(ctx, cfg, nil)
+	if err != nil {
+		t.Fatalf("start sendonce: %v", err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatalf("start workers: %v", err)
+	}
+	e.Server = s
+	e.InboundAddr = s.InboundAddr
+	e.http = httptest.NewServer(s.Handler)
+	e.URL = e.http.URL
+	t.Cleanup(e.Close)
+	_, e.AdminKey = e.NewKey(t, app.NewKeyParams{Name: "admin", Scopes: []core.Scope{core.ScopeSend, core.ScopeRead, core.ScopeAdmin}})
+	return e
+}
+
+// pickDatabase sets e.DB (and e.DBPath on SQLite): the one given, a fresh
+// PostgreSQL database, or a SQLite file.
+func (e *Env) pickDatabase(t testing.TB, b Backend) {
+	t.Helper()
 	switch {
 	case e.DB != "":
 		e.DBPath, _ = strings.CutPrefix(e.DB, "sqlite:")
 		if e.DBPath == e.DB {
 			e.DBPath = ""
 		}
-	case o.Backend == Postgres:
+	case b == Postgres:
 		e.DB = pgtest.NewDatabase(t)
 	default:
 		if e.DBPath == "" {
@@ -186,35 +209,16 @@ func Start(t testing.TB, o Options) *Env {
 		}
 		e.DB = "sqlite:" + e.DBPath
 	}
-	var redisURL, redisPrefix string
-	if o.Redis {
-		redisURL = os.Getenv("SENDONCE_TEST_REDIS_URL")
-		if redisURL == "" {
-			if os.Getenv("CI") != "" {
-				t.Fatal("SENDONCE_TEST_REDIS_URL is not set; .ci/run sets it")
-			}
-			t.Skip("Redis tests skipped: set SENDONCE_TEST_REDIS_URL=redis://127.0.0.1:6379/0 to run them")
-		}
-		redisPrefix = o.RedisPrefix
-		if redisPrefix == "" {
-			redisPrefix = "sendonce-test:" + app.NewID("") + ":"
-		}
-		e.RedisPrefix = redisPrefix
-	}
-	transport := "capture"
-	if o.SMTP || o.MX {
-		e.SMTP = smtptest.Start(t, smtptest.Options{})
-		transport = "smtp://" + e.SMTP.Addr + "?tls=none"
-	}
-	if o.Transport != "" {
-		transport = o.Transport
-	}
-	var mxPort string
-	if o.MX {
-		transport, mxPort = "mx", e.SMTP.Port
-	}
+}
+
+// serverConfig is the server's config for o, with the test-friendly
+// defaults. It starts the recording SMTP server when o asks for one.
+func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
+	t.Helper()
+	redisURL := e.redis(t, o)
+	transport, mxPort := e.transport(t, o)
 	cfg := server.Config{
-		DB: e.DB, Transport: transport, DBMaxConns: 8, Redis: redisURL, RedisPrefix: redisPrefix, From: "sender@example.com",
+		DB: e.DB, Transport: transport, DBMaxConns: 8, Redis: redisURL, RedisPrefix: e.RedisPrefix, From: "sender@example.com",
 		IdempotencyTTL: o.TTL, RequireIdempotencyKey: !o.AllowNoKey, RetryBase: o.RetryBase, MaxAttempts: o.MaxAttempts,
 		AttemptLease: o.Lease, Work: !o.NoWorkers, PollInterval: o.PollInterval, Now: e.Clock.Now,
 		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort, BounceDomain: o.BounceDomain,
@@ -243,21 +247,47 @@ func Start(t testing.TB, o Options) *Env {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 20 * time.Millisecond
 	}
-	ctx := context.Background()
-	s, err := server.New(ctx, cfg, nil)
-	if err != nil {
-		t.Fatalf("start sendonce: %v", err)
+	return cfg
+}
+
+// redis returns the Redis URL under o.Redis ("" without), setting
+// e.RedisPrefix; with no Redis configured the test is skipped (failed
+// under CI).
+func (e *Env) redis(t testing.TB, o Options) string {
+	t.Helper()
+	if !o.Redis {
+		return ""
 	}
-	if err := s.Start(ctx); err != nil {
-		t.Fatalf("start workers: %v", err)
+	url := os.Getenv("SENDONCE_TEST_REDIS_URL")
+	if url == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("SENDONCE_TEST_REDIS_URL is not set; .ci/run sets it")
+		}
+		t.Skip("Redis tests skipped: set SENDONCE_TEST_REDIS_URL=redis://127.0.0.1:6379/0 to run them")
 	}
-	e.Server = s
-	e.InboundAddr = s.InboundAddr
-	e.http = httptest.NewServer(s.Handler)
-	e.URL = e.http.URL
-	t.Cleanup(e.Close)
-	_, e.AdminKey = e.NewKey(t, app.NewKeyParams{Name: "admin", Scopes: []core.Scope{core.ScopeSend, core.ScopeRead, core.ScopeAdmin}})
-	return e
+	e.RedisPrefix = o.RedisPrefix
+	if e.RedisPrefix == "" {
+		e.RedisPrefix = "sendonce-test:" + app.NewID("") + ":"
+	}
+	return url
+}
+
+// transport returns the --transport value for o, and for mx the
+// exchangers' port (the recording server's, which it starts).
+func (e *Env) transport(t testing.TB, o Options) (transport, mxPort string) {
+	t.Helper()
+	transport = "capture"
+	if o.SMTP || o.MX {
+		e.SMTP = smtptest.Start(t, smtptest.Options{})
+		transport = "smtp://" + e.SMTP.Addr + "?tls=none"
+	}
+	if o.Transport != "" {
+		transport = o.Transport
+	}
+	if o.MX {
+		transport, mxPort = "mx", e.SMTP.Port
+	}
+	return transport, mxPort
 }
 
 // Close stops the instance (idempotent), leaving its database file.
