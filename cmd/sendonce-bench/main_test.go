@@ -138,6 +138,30 @@ func TestSink_CountsPerRecipient(t *testing.T) {
 	}
 }
 
+// The sink tells, per Message-ID, what it did with each DATA, and counts
+// the messages that carried none (the soak's orphans).
+func TestSink_StoryAndMessagesWithoutID(t *testing.T) {
+	sk, err := startSink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sk.close()
+	for _, msg := range []string{"Message-ID: <s1@x>\r\n\r\nhello\r\n", "Subject: no id\r\n\r\nhello\r\n"} {
+		if err := smtp.SendMail(sk.addr, nil, "from@example.com", []string{"r@example.com"}, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := sk.story("s1@x"); !strings.Contains(got, "kept, 250 from 127.0.0.1:") {
+		t.Fatalf("story of s1@x = %q", got)
+	}
+	if got := sk.story("never@x"); got != "no DATA with this Message-ID" {
+		t.Fatalf("story of an unseen id = %q", got)
+	}
+	if n := sk.withoutID(); n != 1 {
+		t.Fatalf("withoutID = %d, want 1", n)
+	}
+}
+
 // --mode all against a running server runs new, replay and storm (delivery
 // needs spawned servers), prints one table and writes the rows as JSON.
 func TestRun_AllAgainstURL(t *testing.T) {

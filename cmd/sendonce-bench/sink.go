@@ -38,6 +38,11 @@ type sink struct {
 	rcpts map[string]*rcptCount
 	ids   map[string]int // messages kept per Message-ID
 	began map[string]int // transactions that reached DATA, per Message-ID
+	noID  int            // messages kept that carried no Message-ID
+	// stories tells, per Message-ID, each transaction that reached DATA:
+	// when, on which session, and what the sink did — for a finding to
+	// say whether the sink ever saw the message. Bounded by the messages.
+	stories map[string][]string
 }
 
 // sinkAct is what the sink does with one transaction.
@@ -96,7 +101,7 @@ func startSinkOn(addr string) (*sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sink: listen: %w", err)
 	}
-	s := &sink{addr: ln.Addr().String(), ln: ln, done: make(chan struct{}), rcpts: map[string]*rcptCount{}, ids: map[string]int{}, began: map[string]int{}}
+	s := &sink{addr: ln.Addr().String(), ln: ln, done: make(chan struct{}), rcpts: map[string]*rcptCount{}, ids: map[string]int{}, began: map[string]int{}, stories: map[string][]string{}}
 	srv := smtp.NewServer(s)
 	srv.Domain = "localhost"
 	srv.AllowInsecureAuth = true
@@ -149,6 +154,49 @@ func (s *sink) idCounts() (kept, began map[string]int) {
 	return maps.Clone(s.ids), maps.Clone(s.began)
 }
 
+// withoutID is how many kept messages carried no Message-ID.
+func (s *sink) withoutID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.noID
+}
+
+// story is what the sink did with each transaction of a Message-ID.
+func (s *sink) story(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.stories[id]) == 0 {
+		return "no DATA with this Message-ID"
+	}
+	return strings.Join(s.stories[id], ", ")
+}
+
+// begin notes a transaction that reached DATA, and what the sink does
+// with it.
+func (s *sink) begin(id string, act sinkAct, remote net.Addr) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.began[id]++
+	s.stories[id] = append(s.stories[id], fmt.Sprintf("%s %s from %s",
+		time.Now().UTC().Format("15:04:05.000"), act, remote))
+}
+
+func (a sinkAct) String() string {
+	switch a {
+	case sinkAccept:
+		return "kept, 250"
+	case sinkTempFail:
+		return "451"
+	case sinkHangUpKept:
+		return "kept, hung up"
+	case sinkHangUpLost:
+		return "dropped, hung up"
+	case sinkLate:
+		return "kept, late 250"
+	}
+	return fmt.Sprintf("act %d", int(a))
+}
+
 func (s *sink) record(to []string, id string) {
 	now := time.Now()
 	s.mu.Lock()
@@ -156,6 +204,8 @@ func (s *sink) record(to []string, id string) {
 	s.total++
 	if id != "" {
 		s.ids[id]++
+	} else {
+		s.noID++
 	}
 	for _, r := range to {
 		r = strings.ToLower(r)
@@ -213,9 +263,7 @@ func (ss *sinkSession) Data(r io.Reader) error {
 		return fmt.Errorf("sink: reading body: %w", err)
 	}
 	id := strings.Trim(strings.TrimSpace(h.Get("Message-Id")), "<>")
-	ss.s.mu.Lock()
-	ss.s.began[id]++
-	ss.s.mu.Unlock()
+	ss.s.begin(id, ss.act, ss.conn.Conn().RemoteAddr())
 	switch ss.act {
 	case sinkTempFail:
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "sink: try again later (soak fault)"}

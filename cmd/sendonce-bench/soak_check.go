@@ -35,14 +35,15 @@ func check(ctx context.Context, c soakConfig, cl *clients, sk *sink, rep *soakRe
 	all := cl.logicals()
 	rep.Keys, rep.Statuses = len(all), map[string]int{}
 	k := &soakChecker{api: api, rep: rep, seen: map[string]bool{}}
-	k.ids, k.began = sk.idCounts()
-	for _, n := range k.ids {
+	k.sink.ids, k.sink.began = sk.idCounts()
+	k.sink.story = sk.story
+	for _, n := range k.sink.ids {
 		rep.AtSink += n
 	}
 	if err := k.judgeAll(ctx, all); err != nil {
 		return err
 	}
-	k.countOrphans()
+	k.countOrphans(sk.withoutID())
 	return ctx.Err()
 }
 
@@ -119,11 +120,9 @@ func awaitQuiescence(ctx context.Context, api *soakAPI, settle time.Duration, lo
 
 // soakChecker judges the logical sends into rep, several at once.
 type soakChecker struct {
-	api *soakAPI
-	rep *soakReport
-	// ids and began count the sink's Message-IDs: kept, and whose DATA
-	// began.
-	ids, began map[string]int
+	api  *soakAPI
+	rep  *soakReport
+	sink sinkView
 
 	mu   sync.Mutex      // guards rep, seen and the logicals' judging
 	seen map[string]bool // Message-IDs of the sends found
@@ -153,7 +152,7 @@ func (k *soakChecker) judgeAll(ctx context.Context, all []*logical) error {
 					k.mu.Unlock()
 					return
 				}
-				judge(all[i], sends, k.ids, k.began, k.seen, k.rep, k.finding)
+				judge(all[i], sends, k.sink, k.seen, k.rep, k.finding)
 				k.mu.Unlock()
 			}
 		}()
@@ -172,9 +171,14 @@ func (k *soakChecker) finding(kind string, l *logical, what string) {
 	}
 }
 
-// countOrphans counts the messages at the sink that belong to no send.
-func (k *soakChecker) countOrphans() {
-	for id, n := range k.ids {
+// countOrphans counts the messages at the sink that belong to no send,
+// those without a Message-ID (noID) among them.
+func (k *soakChecker) countOrphans(noID int) {
+	if noID > 0 {
+		k.rep.Other += noID
+		k.rep.Findings = append(k.rep.Findings, fmt.Sprintf("orphan: %d messages at the sink carried no Message-ID", noID))
+	}
+	for id, n := range k.sink.ids {
 		if !k.seen[id] {
 			k.rep.Other++
 			if len(k.rep.Findings) < maxFindings {
@@ -184,9 +188,18 @@ func (k *soakChecker) countOrphans() {
 	}
 }
 
+// sinkView is what the sink saw, per Message-ID: messages kept, DATA
+// begun, and (story, optional) every transaction's time, fate and
+// session, for the findings.
+type sinkView struct {
+	ids, began map[string]int
+	story      func(messageID string) string
+}
+
 // judge checks one logical send: its sends in the database and their
 // messages at the sink. It runs under check's lock.
-func judge(l *logical, sends []soakSend, ids, began map[string]int, seen map[string]bool, rep *soakReport, finding func(string, *logical, string)) {
+func judge(l *logical, sends []soakSend, sv sinkView, seen map[string]bool, rep *soakReport, finding func(string, *logical, string)) {
+	ids, began := sv.ids, sv.began
 	l.mu.Lock()
 	acked, sendID, bodies := l.sendID != "", l.sendID, len(l.bodies)
 	l.mu.Unlock()
@@ -214,6 +227,9 @@ func judge(l *logical, sends []soakSend, ids, began map[string]int, seen map[str
 		n := ids[id]
 		rep.Statuses[s.Status]++
 		what := fmt.Sprintf("send %s %s (attempts %d, last error %q), %d at the sink", s.ID, s.Status, s.Attempts, s.LastError, n)
+		if sv.story != nil {
+			what += "; the sink saw: " + sv.story(id)
+		}
 		switch s.Status {
 		case "queued", "sending":
 			rep.Stuck++

@@ -89,7 +89,7 @@ func TestSoakJudge_CountsEveryViolation(t *testing.T) {
 	rep := &soakReport{Statuses: map[string]int{}}
 	seen := map[string]bool{}
 	for _, c := range cases {
-		judge(c.l, c.sends, ids, began, seen, rep, func(string, *logical, string) {})
+		judge(c.l, c.sends, sinkView{ids: ids, began: began}, seen, rep, func(string, *logical, string) {})
 	}
 	got := [...]int{rep.Acked, rep.Lost, rep.Duplicates, rep.Stuck, rep.SentNotAt, rep.Other,
 		rep.UnknownNeverLeft, rep.UnknownLostAfterData, rep.UnknownAtSink, rep.UnknownTwice}
