@@ -96,6 +96,9 @@ func (t *Tx) InsertSend(ctx context.Context, s *core.Send) error {
 			return fmt.Errorf("insert send: %w", err)
 		}
 	}
+	if err := t.insertAddresses(ctx, s); err != nil {
+		return err
+	}
 	if err := t.insertTags(ctx, s); err != nil {
 		return err
 	}
@@ -324,6 +327,9 @@ func (s *Store) ListSends(ctx context.Context, tenant string, f core.SendFilter)
 		where = append(where, "id IN (SELECT send_id FROM send_tags WHERE tenant = ? AND name = ? AND value = ?)")
 		args = append(args, tenant, f.TagName, f.TagValue)
 	}
+	if f.Recipient != "" {
+		where, args = append(where, recipientFilter), append(args, tenant, f.Recipient)
+	}
 	if !f.CreatedAfter.IsZero() {
 		where, args = append(where, "created_at > ?"), append(args, micros(f.CreatedAfter))
 	}
@@ -463,6 +469,12 @@ const finishedStatuses = `('sent', 'failed', 'canceled', 'delivered', 'bounced',
 // (queued, sending, pending_approval, unknown) are kept however old.
 func (s *Store) PurgeSends(ctx context.Context, before time.Time) (int, error) {
 	cutoff := micros(before)
+	// One pass over the recipient index (it has no foreign key: see
+	// migration 0015).
+	if _, err := s.w.exec(ctx, `DELETE FROM send_addresses WHERE send_id IN (SELECT id FROM sends
+		WHERE created_at < ? AND status IN `+finishedStatuses+`)`, cutoff); err != nil {
+		return 0, fmt.Errorf("purge the recipient index: %w", err)
+	}
 	if _, err := s.w.exec(ctx, `DELETE FROM inbox_messages WHERE send_id IN (SELECT id FROM sends
 		WHERE created_at < ? AND status IN `+finishedStatuses+`)`, cutoff); err != nil {
 		return 0, fmt.Errorf("purge captured messages: %w", err)
