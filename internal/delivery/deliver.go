@@ -38,6 +38,10 @@ type Config struct {
 	MaxAttempts int
 	// AttemptLease is how long one attempt may hold a send. Defaults to 30s.
 	AttemptLease time.Duration
+	// LeasePerMiB grows a large send's lease per MiB of its files,
+	// submitted message and forward (lease.go). Defaults to
+	// DefaultLeasePerMiB.
+	LeasePerMiB time.Duration
 	// Retention is how long finished sends are kept. Defaults to 30 days.
 	Retention time.Duration
 	// AuditRetention is how long audit entries are kept. Defaults to 90
@@ -65,6 +69,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.AttemptLease <= 0 {
 		c.AttemptLease = DefaultAttemptLease
+	}
+	if c.LeasePerMiB <= 0 {
+		c.LeasePerMiB = DefaultLeasePerMiB
 	}
 	if c.Retention <= 0 {
 		c.Retention = DefaultRetention

@@ -26,7 +26,7 @@ const (
 
 // lease is what ClaimDue gives each send it claims.
 func (d *Deliverer) lease() core.Lease {
-	return core.Lease{Base: d.cfg.AttemptLease, PerMiB: DefaultLeasePerMiB, MaxGrowth: DefaultMaxLeaseGrowth}
+	return core.Lease{Base: d.cfg.AttemptLease, PerMiB: d.cfg.LeasePerMiB, MaxGrowth: DefaultMaxLeaseGrowth}
 }
 
 // maxLease is the longest lease a claim gives (the mx transport's DATA
