@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/mail"
+	"slices"
 	"strings"
 
 	"github.com/sendonce/sendonce/internal/core"
@@ -26,22 +27,12 @@ func sendAddresses(s *core.Send) []string {
 				}
 			}
 			addr = core.NormalizeAddress(addr)
-			if !containsString(out, addr) {
+			if !slices.Contains(out, addr) {
 				out = append(out, addr)
 			}
 		}
 	}
 	return out
-}
-
-// containsString is slices.Contains for a few strings, without a closure.
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // insertAddresses indexes the send's recipients (send_addresses): in a
