@@ -107,6 +107,12 @@ func TestClient_AgainstARealServer(t *testing.T) {
 	if _, ok, err := c.SendByKey(ctx, "never-used"); err != nil || ok {
 		t.Fatalf("SendByKey(never-used) = %v, %v; want not found", ok, err)
 	}
+	if l, err := c.ListSends(ctx, &client.ListSendsParams{Recipient: "ADA@example.com"}); err != nil || len(l.Data) != 1 || l.Data[0].ID != first.ID {
+		t.Fatalf("ListSends by recipient: %+v %v; want the one send to Ada", l, err)
+	}
+	if l, err := c.ListSends(ctx, &client.ListSendsParams{Recipient: "bob@example.com"}); err != nil || len(l.Data) != 0 {
+		t.Fatalf("ListSends by another recipient: %+v %v; want none", l, err)
+	}
 	if _, err := c.GetSend(ctx, "snd_nope"); !client.IsNotFound(err) {
 		t.Fatalf("GetSend(unknown id) = %v; want 404", err)
 	}

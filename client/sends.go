@@ -114,6 +114,9 @@ func (c *Client) ListSends(ctx context.Context, p *ListSendsParams) (*SendList, 
 		if p.After != "" {
 			q.Set("after", p.After)
 		}
+		if p.Recipient != "" {
+			q.Set("recipient", p.Recipient)
+		}
 	}
 	var l struct {
 		Data []json.RawMessage `json:"data"`

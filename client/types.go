@@ -151,6 +151,9 @@ type ListSendsParams struct {
 	Limit int
 	// After is the Next cursor of the previous page.
 	After string
+	// Recipient keeps the sends with this address in to, cc or bcc
+	// (compared without regard to case).
+	Recipient string
 }
 
 // SendList is one page of sends, newest first.

@@ -348,12 +348,14 @@ func runSends(ctx context.Context, args []string, getenv func(string) string, st
 		api    apiFlags
 		key    string
 		status string
+		rcpt   string
 		after  string
 		limit  int
 	)
 	api.define(e)
 	e.fs.StringVar(&key, "idempotency-key", "", "find the send made with this key")
 	e.fs.StringVar(&status, "status", "", "only sends in this status")
+	e.fs.StringVar(&rcpt, "recipient", "", "only sends with this address in to, cc or bcc")
 	e.fs.IntVar(&limit, "limit", 20, "at most this many (1-100)")
 	e.fs.StringVar(&after, "after", "", "the cursor printed by the previous page")
 	pos, err := parseInterleaved(e, args)
@@ -372,7 +374,8 @@ func runSends(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	l, err := c.ListSends(ctx, &client.ListSendsParams{IdempotencyKey: key, Status: client.Status(status), Limit: limit, After: after})
+	l, err := c.ListSends(ctx, &client.ListSendsParams{IdempotencyKey: key, Status: client.Status(status),
+		Recipient: rcpt, Limit: limit, After: after})
 	if err != nil {
 		return err
 	}
@@ -397,7 +400,11 @@ func runSends(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	if l.Next != "" {
-		fmt.Fprintf(stdout, "More: sendonce sends --limit %d --after %s\n", limit, l.Next)
+		more := ""
+		if rcpt != "" {
+			more = " --recipient " + rcpt
+		}
+		fmt.Fprintf(stdout, "More: sendonce sends%s --limit %d --after %s\n", more, limit, l.Next)
 	}
 	return nil
 }

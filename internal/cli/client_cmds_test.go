@@ -91,6 +91,14 @@ func TestSendStatusSends(t *testing.T) {
 	if r.err != nil || strings.Count(r.stdout, "snd_") != 1 || !strings.Contains(r.stdout, id) {
 		t.Fatalf("sends --idempotency-key: %v\n%s", r.err, r.stdout)
 	}
+	r = runCLI(t, env, "sends", "--recipient", "Ada@Example.com")
+	if r.err != nil || strings.Count(r.stdout, "snd_") != 1 || !strings.Contains(r.stdout, id) {
+		t.Fatalf("sends --recipient: %v\n%s", r.err, r.stdout)
+	}
+	r = runCLI(t, env, "sends", "--recipient", "bob@example.com")
+	if r.err != nil || !strings.Contains(r.stdout, "No sends.") {
+		t.Fatalf("sends --recipient for another address: %v\n%s", r.err, r.stdout)
+	}
 	r = runCLI(t, env, "sends", "--idempotency-key", "never-used", "--json")
 	if err := json.Unmarshal([]byte(r.stdout), &obj); err != nil || len(obj["data"].([]any)) != 0 {
 		t.Fatalf("sends --json for an unused key: %v\n%s", err, r.stdout)

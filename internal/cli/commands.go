@@ -43,7 +43,7 @@ func init() {
 			"send through a running server; without a key, makes one and prints it"}}},
 		{name: "cancel", run: runCancel, usage: []usageLine{{"cancel SEND_ID [--json]", "cancel a scheduled, pending or not yet attempted send"}}},
 		{name: "status", run: runStatus, usage: []usageLine{{"status SEND_ID [--json]", "a send and its history"}}},
-		{name: "sends", run: runSends, usage: []usageLine{{"sends --idempotency-key K [--json]", "find the send made with a key (also --status S, --limit N)"}}},
+		{name: "sends", run: runSends, usage: []usageLine{{"sends --idempotency-key K [--json]", "find the send made with a key (also --status S, --recipient ADDR, --limit N)"}}},
 		{name: "domains", run: runDomains, usage: []usageLine{
 			{"domains add DOMAIN [--selector S] [--algorithm rsa2048|ed25519] [--tenant T]", "make a DKIM key for a sending domain; prints the DNS records to publish"},
 			{"domains list", "list sending domains (never their keys)"},

@@ -114,10 +114,11 @@ type Tx interface {
 	// transaction.
 	AddEvent(ctx context.Context, sendID string, events ...Event) error
 	// ClaimDue takes up to limit queued sends due at now for one attempt
-	// each: they become sending under token until lease, their tries
-	// counted. Oldest due first; on PostgreSQL rows another claimer holds
-	// are skipped. Scheduled sends whose time has come become queued first.
-	ClaimDue(ctx context.Context, now, lease time.Time, token string, limit int) ([]*Send, error)
+	// each: they become sending under token until now plus lease.For
+	// their size (LeaseBytes), their tries counted. Oldest due first; on
+	// PostgreSQL rows another claimer holds are skipped. Scheduled sends
+	// whose time has come become queued first.
+	ClaimDue(ctx context.Context, now time.Time, lease Lease, token string, limit int) ([]*Send, error)
 	// ExpiredAttempts returns sends in status sending whose lease ended
 	// before now.
 	ExpiredAttempts(ctx context.Context, now time.Time, limit int) ([]*Send, error)

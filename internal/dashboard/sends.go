@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/mail"
 	"slices"
 	"strings"
 	"time"
@@ -17,8 +18,9 @@ import (
 const (
 	pageSize = 50
 	// searchScan bounds how many sends one search reads: the store indexes
-	// id, idempotency key and status; recipient, subject and tag are
-	// matched here, among the newest sends.
+	// id, idempotency key, status and whole recipient addresses; part of a
+	// recipient, the subject and tags are matched here, among the newest
+	// sends.
 	searchScan = 10000
 	scanBatch  = 1000
 )
@@ -88,6 +90,14 @@ func (d *Dashboard) search(ctx context.Context, tenant string, f core.SendFilter
 	byKey.IdempotencyKey = text
 	if list, _, err = d.store.ListSends(ctx, tenant, byKey); err != nil || len(list) > 0 {
 		return list, "", false, err
+	}
+	if a, err := mail.ParseAddress(text); err == nil {
+		// A whole address: the recipient index finds its sends however old.
+		byRecipient := f
+		byRecipient.Recipient = core.NormalizeAddress(a.Address)
+		if list, next, err = d.store.ListSends(ctx, tenant, byRecipient); err != nil || len(list) > 0 {
+			return list, next, false, err
+		}
 	}
 	needle := strings.ToLower(text)
 	scan := f

@@ -46,7 +46,7 @@ func (d *Deliverer) Claim(ctx context.Context, n int) (claimed []Claimed, short 
 	err = d.store.InTx(ctx, func(tx core.Tx) error {
 		now := d.cfg.Now().UTC()
 		var err error
-		sends, err = tx.ClaimDue(ctx, now, now.Add(d.cfg.AttemptLease), token, n)
+		sends, err = tx.ClaimDue(ctx, now, d.lease(), token, n)
 		return err
 	})
 	if err != nil {
@@ -111,14 +111,15 @@ var errLargeBusy = errors.New("as many large messages as this process hands over
 const deferDelay = 500 * time.Millisecond
 
 // Run makes the attempt of a claimed send and records its outcome. It is
-// bounded by the attempt budget, inside the lease, so that a healthy worker
-// has recorded its outcome before the rescuer would call the send unknown.
+// bounded by the attempt budget, inside the send's lease (grown with its
+// size: lease.go), so that a healthy worker has recorded its outcome before
+// the rescuer would call the send unknown.
 func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 	s := c.Send
 	if c.slot != nil {
 		defer c.slot.Release() // unused (suppressed, another transport): back to the pool
 	}
-	ctx, cancel := context.WithTimeout(ctx, attemptBudget(d.cfg.AttemptLease))
+	ctx, cancel := context.WithTimeout(ctx, attemptBudget(d.leaseOf(s)))
 	defer cancel()
 	token := s.AttemptToken
 	var h handoff
@@ -334,7 +335,7 @@ func outcomeOf(err error, attempt, maxAttempts int) outcome {
 func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o outcome, inTx func(core.Tx) error) error {
 	// Written even when the attempt's own context ended, and within the
 	// lease: losing it would turn a known result into unknown.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordBudget(d.cfg.AttemptLease))
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordBudget(d.leaseOf(s)))
 	defer cancel()
 	now := d.cfg.Now().UTC()
 	next := nextSend(s, o, now, Backoff(d.cfg.RetryBase, d.cfg.MaxRetryDelay, s.Tries))

@@ -38,6 +38,10 @@ type Config struct {
 	MaxAttempts int
 	// AttemptLease is how long one attempt may hold a send. Defaults to 30s.
 	AttemptLease time.Duration
+	// LeasePerMiB grows a large send's lease per MiB of its files,
+	// submitted message and forward (lease.go). Defaults to
+	// DefaultLeasePerMiB.
+	LeasePerMiB time.Duration
 	// Retention is how long finished sends are kept. Defaults to 30 days.
 	Retention time.Duration
 	// AuditRetention is how long audit entries are kept. Defaults to 90
@@ -65,6 +69,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.AttemptLease <= 0 {
 		c.AttemptLease = DefaultAttemptLease
+	}
+	if c.LeasePerMiB <= 0 {
+		c.LeasePerMiB = DefaultLeasePerMiB
 	}
 	if c.Retention <= 0 {
 		c.Retention = DefaultRetention
@@ -126,7 +133,7 @@ func NewDeliverer(svc *app.Service, cfg Config, m *metrics.Metrics, logger *slog
 	if cfg.MX.Policy == nil {
 		cfg.MX.Policy = svc.Outbound()
 	}
-	d.mx = transport.NewMX(boundMX(cfg.MX, attemptBudget(cfg.AttemptLease)))
+	d.mx = transport.NewMX(boundMX(cfg.MX, attemptBudget(cfg.AttemptLease), attemptBudget(d.maxLease())))
 	spec, err := transport.ParseSpec(cfg.DefaultTransport)
 	if err != nil {
 		return nil, err
@@ -200,7 +207,9 @@ func attemptBudget(lease time.Duration) time.Duration {
 
 // boundMX caps the mx transport's timeouts by the attempt budget. A dead
 // exchanger may take a third of it, so the next one still gets a chance.
-func boundMX(c transport.MXConfig, budget time.Duration) transport.MXConfig {
+// DATA may take the budget of the longest lease (a large message's): each
+// attempt's own budget, its context's deadline, ends a small one sooner.
+func boundMX(c transport.MXConfig, budget, dataBudget time.Duration) transport.MXConfig {
 	limit := func(v, most time.Duration) time.Duration {
 		if v <= 0 || v > most {
 			return most
@@ -210,7 +219,7 @@ func boundMX(c transport.MXConfig, budget time.Duration) transport.MXConfig {
 	c.DNSTimeout = limit(c.DNSTimeout, budget/5)
 	c.DialTimeout = limit(c.DialTimeout, budget/3)
 	c.CommandTimeout = limit(c.CommandTimeout, budget)
-	c.DataTimeout = limit(c.DataTimeout, budget)
+	c.DataTimeout = limit(c.DataTimeout, dataBudget)
 	return c
 }
 

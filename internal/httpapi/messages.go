@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/mail"
 	"net/url"
 	"reflect"
 	"strconv"
@@ -227,9 +228,16 @@ func (s *Server) resendOpts(o postOpts) postOpts {
 	return o
 }
 
-// listFilters reads GET /v1/sends' tag (name:value) and created_after and
-// created_before (RFC 3339) into f.
+// listFilters reads GET /v1/sends' recipient, tag (name:value) and
+// created_after and created_before (RFC 3339) into f.
 func listFilters(q url.Values, f *core.SendFilter) error {
+	if v := q.Get("recipient"); v != "" {
+		addr, err := recipientParam(v)
+		if err != nil {
+			return err
+		}
+		f.Recipient = addr
+	}
 	if tag := q.Get("tag"); tag != "" {
 		name, value, ok := strings.Cut(tag, ":")
 		if !ok || name == "" {
@@ -250,6 +258,20 @@ func listFilters(q url.Values, f *core.SendFilter) error {
 		}
 	}
 	return nil
+}
+
+// recipientParam is the address GET /v1/sends?recipient= looks up, as
+// the recipient index keeps it: bare and lower case ("Ada <Ada@x.org>"
+// finds what ada@x.org does).
+func recipientParam(v string) (string, error) {
+	if strings.ContainsAny(v, "\r\n") {
+		return "", core.Errorf(core.CodeValidation, "recipient", "recipient must not contain CR or LF")
+	}
+	a, err := mail.ParseAddress(v)
+	if err != nil {
+		return "", core.Errorf(core.CodeValidation, "recipient", "recipient must be an email address")
+	}
+	return core.NormalizeAddress(a.Address), nil
 }
 
 // largeJSON is the body size from which decodeStrict avoids json.Decoder,

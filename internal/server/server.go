@@ -89,6 +89,9 @@ type Config struct {
 	RetryBase    time.Duration
 	MaxAttempts  int
 	AttemptLease time.Duration
+	// LeasePerMiB is how much a large send's lease grows per MiB.
+	// Defaults to delivery.DefaultLeasePerMiB (tests set it).
+	LeasePerMiB time.Duration
 	// Work runs delivery workers in this process (roles worker and all).
 	Work bool
 	// Workers and PollInterval default to delivery.DefaultWorkers and
@@ -273,7 +276,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes}, logger)
 	d, err := delivery.NewDeliverer(svc, delivery.Config{
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
-		AttemptLease: cfg.AttemptLease, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
+		AttemptLease: cfg.AttemptLease, LeasePerMiB: cfg.LeasePerMiB, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
 		MX: transport.MXConfig{Resolver: resolver, Port: cfg.MXPort}, Bounce: signer,
 	}, m, logger)
 	if err != nil {

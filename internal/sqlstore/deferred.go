@@ -14,7 +14,8 @@ import (
 const deferRowsSQLite = true
 
 // deferredRows holds the rows that the transactions of one batch insert
-// into sends (InsertSend) and idempotency_keys (PutIdempotency), so that the
+// into sends and send_addresses (InsertSend) and idempotency_keys
+// (PutIdempotency), so that the
 // batch writes each table's rows with one multi-row statement instead of
 // one statement per row: on PostgreSQL each statement is a round trip and a
 // parse-bind-execute, on SQLite a run through the driver.
@@ -31,6 +32,7 @@ const deferRowsSQLite = true
 // reports it again, so that no transaction commits past lost rows.
 type deferredRows struct {
 	sends []deferredRow
+	addrs []deferredRow
 	keys  []deferredRow
 	err   error
 }
@@ -49,6 +51,10 @@ func (d *deferredRows) addSend(id string, args []any) {
 	d.sends = append(d.sends, deferredRow{key: id, args: args})
 }
 
+func (d *deferredRows) addAddress(tenant, address, sendID string) {
+	d.addrs = append(d.addrs, deferredRow{key: tenant + "\x00" + address + "\x00" + sendID, args: []any{tenant, address, sendID}})
+}
+
 func (d *deferredRows) addKey(sc idempotency.Scope, args []any) {
 	d.keys = append(d.keys, deferredRow{key: scopeKey(sc), args: args})
 }
@@ -63,7 +69,8 @@ func (d *deferredRows) hasKey(sc idempotency.Scope) bool {
 }
 
 // maxRowsPerStatement keeps a multi-row statement's parameters within
-// both databases' limits (32 per send row; SQLite allows 32,766).
+// both databases' limits (32 per send row; SQLite allows 32,766, and
+// PostgreSQL 65,535).
 const maxRowsPerStatement = 256
 
 // statement is one SQL text with its arguments.
@@ -74,7 +81,8 @@ type statement struct {
 }
 
 // take returns the statements that write the waiting rows — sends first,
-// each table's rows sorted — and forgets the rows.
+// then their addresses, then the keys; each table's rows sorted — and
+// forgets the rows.
 func (d *deferredRows) take() []statement {
 	if d == nil {
 		return nil
@@ -83,7 +91,11 @@ func (d *deferredRows) take() []statement {
 	for _, t := range []struct {
 		rows             *[]deferredRow
 		what, head, tail string
-	}{{&d.sends, "send rows", insertSendHead, ""}, {&d.keys, "idempotency records", putKeyHead, putKeyTail}} {
+	}{
+		{&d.sends, "send rows", insertSendHead, ""},
+		{&d.addrs, "recipient index rows", insertAddressHead, ""},
+		{&d.keys, "idempotency records", putKeyHead, putKeyTail},
+	} {
 		rows := *t.rows
 		if len(rows) == 0 {
 			continue

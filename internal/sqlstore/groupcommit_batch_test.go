@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -319,4 +320,51 @@ func TestPostgres_DuplicateInAnotherProcessIsInUseAtOnce(t *testing.T) {
 	if o := decide(); o != idempotency.Replay {
 		t.Fatalf("after the first committed: %v, want replay", o)
 	}
+}
+
+// A batch writes its sends' recipient index rows as one multi-row insert
+// with the send rows, not a statement per address, and they commit with
+// the batch.
+func TestGroupCommit_BatchIndexesRecipientsInOneStatement(t *testing.T) {
+	d := &deferredRows{}
+	for i := range 3 {
+		d.addSend(fmt.Sprint("snd_", i), []any{i})
+		for _, a := range []string{"ada@example.com", "bob@example.com"} {
+			d.addAddress("t", a, fmt.Sprint("snd_", i))
+		}
+	}
+	var inserts int
+	for _, st := range d.take() {
+		if strings.HasPrefix(st.sql, insertAddressHead) {
+			inserts++
+		}
+	}
+	if inserts != 1 {
+		t.Errorf("%d statements for the batch's 6 recipient rows, want 1", inserts)
+	}
+
+	forEachGC(t, func(t *testing.T, s *Store, _ func() []int) {
+		ctx := context.Background()
+		accept := func(id string) func(core.Tx) error {
+			return func(tx core.Tx) error {
+				if tx.(*Tx).deferred == nil {
+					return errors.New("the batch did not defer its rows")
+				}
+				send := testSend(id)
+				send.To, send.Bcc = []string{`"Ada" <ADA@example.com>`}, []string{"bob@example.com"}
+				return tx.InsertSend(ctx, send)
+			}
+		}
+		for i, err := range runAsBatch(s, accept("snd_a"), accept("snd_b"), accept("snd_c")) {
+			if err != nil {
+				t.Fatalf("accept %d: %v", i, err)
+			}
+		}
+		if n := countRows(t, s, "SELECT count(*) FROM send_addresses WHERE tenant = 't' AND address = 'ada@example.com'"); n != 3 {
+			t.Errorf("%d sends indexed under ada@example.com, want 3", n)
+		}
+		if n := countRows(t, s, "SELECT count(*) FROM send_addresses"); n != 6 {
+			t.Errorf("%d recipient rows, want 6", n)
+		}
+	})
 }

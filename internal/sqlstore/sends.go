@@ -96,6 +96,9 @@ func (t *Tx) InsertSend(ctx context.Context, s *core.Send) error {
 			return fmt.Errorf("insert send: %w", err)
 		}
 	}
+	if err := t.insertAddresses(ctx, s); err != nil {
+		return err
+	}
 	if err := t.insertTags(ctx, s); err != nil {
 		return err
 	}
@@ -247,8 +250,9 @@ func (t *Tx) AddEvent(ctx context.Context, sendID string, events ...core.Event) 
 	return t.queueWebhooks(ctx, sendID, events)
 }
 
-// ClaimDue implements core.Tx: one statement claims the batch.
-func (t *Tx) ClaimDue(ctx context.Context, now, lease time.Time, token string, limit int) ([]*core.Send, error) {
+// ClaimDue implements core.Tx: one statement claims the batch, each send
+// with the lease its size gives it (claimLease).
+func (t *Tx) ClaimDue(ctx context.Context, now time.Time, lease core.Lease, token string, limit int) ([]*core.Send, error) {
 	// A scheduled send is queued from its time on (API contract, section
 	// 9); the partial index makes this a look at an empty range when none
 	// is due.
@@ -256,15 +260,32 @@ func (t *Tx) ClaimDue(ctx context.Context, now, lease time.Time, token string, l
 		WHERE status = 'scheduled' AND next_attempt_at <= ?`, micros(now), micros(now)); err != nil {
 		return nil, fmt.Errorf("queue scheduled sends: %w", err)
 	}
-	rows, err := t.q.query(ctx, `UPDATE sends SET status = 'sending', attempt_token = ?, lease_until = ?,
+	rows, err := t.q.query(ctx, `UPDATE sends SET status = 'sending', attempt_token = ?, lease_until = `+t.claimLease()+`,
 		tries = tries + 1, next_attempt_at = NULL, updated_at = ?
 		WHERE id IN (SELECT id FROM sends WHERE status = 'queued' AND next_attempt_at <= ?
 			ORDER BY next_attempt_at LIMIT ?`+t.s.skipLocked+`)
-		RETURNING `+sendColumns, token, micros(lease), micros(now), micros(now), limit)
+		RETURNING `+sendColumns, token, micros(now.Add(lease.Base)), lease.MaxGrowth.Microseconds(), lease.PerMiB.Microseconds(),
+		micros(now), micros(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim due sends: %w", err)
 	}
 	return collectSends(rows)
+}
+
+// claimLease is the lease_until ClaimDue writes, core.Lease.For in SQL:
+// the base lease's end, plus PerMiB per MiB of the send's files, submitted
+// message and forward, at most MaxGrowth (parameters in that order, in
+// microseconds). length() reads a stored value's size, not its bytes (on
+// SQLite from the record header, on PostgreSQL from the TOAST pointer);
+// only a send with files looks into send_attachments, by its key.
+func (t *Tx) claimLease() string {
+	least := "min"
+	if t.s.dialect == Postgres {
+		least = "LEAST"
+	}
+	return `CAST(? AS BIGINT) + ` + least + `(CAST(? AS BIGINT), (coalesce(length(raw_message), 0) + coalesce(length(forward_raw), 0)
+		+ CASE WHEN attachment_count > 0 THEN (SELECT coalesce(sum(length(data)), 0) FROM send_attachments WHERE send_id = sends.id) ELSE 0 END)
+		* CAST(? AS BIGINT) / 1048576)`
 }
 
 // ExpiredAttempts implements core.Tx.
@@ -323,6 +344,9 @@ func (s *Store) ListSends(ctx context.Context, tenant string, f core.SendFilter)
 	if f.TagName != "" {
 		where = append(where, "id IN (SELECT send_id FROM send_tags WHERE tenant = ? AND name = ? AND value = ?)")
 		args = append(args, tenant, f.TagName, f.TagValue)
+	}
+	if f.Recipient != "" {
+		where, args = append(where, recipientFilter), append(args, tenant, f.Recipient)
 	}
 	if !f.CreatedAfter.IsZero() {
 		where, args = append(where, "created_at > ?"), append(args, micros(f.CreatedAfter))
@@ -463,6 +487,12 @@ const finishedStatuses = `('sent', 'failed', 'canceled', 'delivered', 'bounced',
 // (queued, sending, pending_approval, unknown) are kept however old.
 func (s *Store) PurgeSends(ctx context.Context, before time.Time) (int, error) {
 	cutoff := micros(before)
+	// One pass over the recipient index (it has no foreign key: see
+	// migration 0015).
+	if _, err := s.w.exec(ctx, `DELETE FROM send_addresses WHERE send_id IN (SELECT id FROM sends
+		WHERE created_at < ? AND status IN `+finishedStatuses+`)`, cutoff); err != nil {
+		return 0, fmt.Errorf("purge the recipient index: %w", err)
+	}
 	if _, err := s.w.exec(ctx, `DELETE FROM inbox_messages WHERE send_id IN (SELECT id FROM sends
 		WHERE created_at < ? AND status IN `+finishedStatuses+`)`, cutoff); err != nil {
 		return 0, fmt.Errorf("purge captured messages: %w", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 )
 
 // A lookup by idempotency key searches the key's index, whatever the
@@ -21,7 +22,8 @@ func TestListSends_ByKeyUsesTheKeyIndex(t *testing.T) {
 }
 
 // Every filter GET /v1/sends offers has an index behind it: a tag is
-// looked up in send_tags' primary key, a status in (tenant, status, id).
+// looked up in send_tags' primary key, a recipient in send_addresses', a
+// status in (tenant, status, id).
 func TestListSends_FiltersUseIndexes(t *testing.T) {
 	tag := queryPlan(t, []string{"tenant = ?", "id IN (SELECT send_id FROM send_tags WHERE tenant = ? AND name = ? AND value = ?)"},
 		[]any{"default", "default", "plan", "gold"}, core.SendFilter{TagName: "plan", TagValue: "gold"})
@@ -31,6 +33,53 @@ func TestListSends_FiltersUseIndexes(t *testing.T) {
 	status := queryPlan(t, []string{"tenant = ?", "status = ?"}, []any{"default", "queued"}, core.SendFilter{Status: core.StatusQueued})
 	if !strings.Contains(status, "sends_tenant_status_id") {
 		t.Fatalf("plan of the lookup by status: %s; want sends_tenant_status_id", status)
+	}
+	rcpt := queryPlan(t, []string{"tenant = ?", recipientFilter}, []any{"default", "default", "ada@example.com"}, core.SendFilter{Recipient: "ada@example.com"})
+	if !strings.Contains(rcpt, "SEARCH send_addresses USING PRIMARY KEY (tenant=? AND address=?)") || strings.Contains(rcpt, "SCAN") {
+		t.Fatalf("plan of the lookup by recipient: %s; want a search of send_addresses' primary key", rcpt)
+	}
+}
+
+// On PostgreSQL the recipient's lookup can use send_addresses' primary
+// key. The tables are empty, so sequential scans are turned off: the test
+// asks whether the index serves the query, not what a planner with no
+// rows to weigh would pick.
+func TestListSends_RecipientUsesItsIndexOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenPostgres(ctx, pgtest.NewDatabase(t), PostgresOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn, err := s.PG.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	q, args := listSendsQuery([]string{"tenant = ?", recipientFilter}, []any{"default", "default", "ada@example.com"},
+		core.SendFilter{Recipient: "ada@example.com"}, 100)
+	rows, err := conn.Query(ctx, "EXPLAIN "+s.rebind.Rebind(q), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, strings.TrimSpace(line))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(plan, "; ")
+	if !strings.Contains(joined, "send_addresses_pkey") || strings.Contains(joined, "Seq Scan on send_addresses") {
+		t.Fatalf("plan of the lookup by recipient: %s; want send_addresses_pkey", joined)
 	}
 }
 

@@ -99,6 +99,7 @@ type Options struct {
 	AllowNoKey   bool
 	TTL          time.Duration // default 24h
 	Lease        time.Duration // default 30s
+	LeasePerMiB  time.Duration // a large send's lease growth; default delivery's
 	RetryBase    time.Duration // default 20ms
 	MaxAttempts  int           // default 8
 	NoWorkers    bool
@@ -220,7 +221,7 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 	cfg := server.Config{
 		DB: e.DB, Transport: transport, DBMaxConns: 8, Redis: redisURL, RedisPrefix: e.RedisPrefix, From: "sender@example.com",
 		IdempotencyTTL: o.TTL, RequireIdempotencyKey: !o.AllowNoKey, RetryBase: o.RetryBase, MaxAttempts: o.MaxAttempts,
-		AttemptLease: o.Lease, Work: !o.NoWorkers, PollInterval: o.PollInterval, Now: e.Clock.Now,
+		AttemptLease: o.Lease, LeasePerMiB: o.LeasePerMiB, Work: !o.NoWorkers, PollInterval: o.PollInterval, Now: e.Clock.Now,
 		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort, BounceDomain: o.BounceDomain,
 		RateLimit: o.RateLimit, RateLimitWindow: o.RateLimitWindow, Caps: o.Caps,
 		WebhookRetrySchedule: o.WebhookSchedule, WebhookAllowPrivate: o.WebhookAllowPrivate, WebhookPoll: 20 * time.Millisecond,

@@ -82,6 +82,10 @@ type Behaviour struct {
 	// that must act while a message is being handed over does it before
 	// it closes the channel, whatever the machine's load.
 	HoldData <-chan struct{}
+	// ReadRate, when set, reads the body at about this many bytes a
+	// second, as a slow or loaded link would (cut short by the end of the
+	// test, which answers 421): the client's writes wait on it.
+	ReadRate int
 }
 
 // Server is a running recording SMTP server on 127.0.0.1.
@@ -375,7 +379,13 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 }
 
 func (ss *session) Data(r io.Reader) error {
+	if ss.b.ReadRate > 0 {
+		r = &slowReader{r: r, rate: ss.b.ReadRate, closing: ss.s.closing}
+	}
 	data, err := io.ReadAll(r)
+	if errors.Is(err, errTestOver) {
+		return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "smtptest: test over"}
+	}
 	if err != nil {
 		return fmt.Errorf("smtptest: reading message: %w", err)
 	}
@@ -415,6 +425,37 @@ func (ss *session) Data(r io.Reader) error {
 		TLS:       isTLS,
 	})
 	return nil
+}
+
+var errTestOver = errors.New("smtptest: test over")
+
+// slowReader reads at about rate bytes a second: after each read it waits
+// until the bytes read so far are due at that rate, however small the
+// reads (the DATA reader returns about a line each).
+type slowReader struct {
+	r       io.Reader
+	rate    int
+	closing <-chan struct{}
+	start   time.Time
+	read    int64
+}
+
+func (s *slowReader) Read(p []byte) (int, error) {
+	if s.start.IsZero() {
+		s.start = time.Now()
+	}
+	n, err := s.r.Read(p)
+	s.read += int64(n)
+	if wait := time.Until(s.start.Add(time.Duration(s.read) * time.Second / time.Duration(s.rate))); wait > time.Millisecond {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-s.closing:
+			return n, errTestOver
+		}
+	}
+	return n, err
 }
 
 func (ss *session) Reset() {

@@ -155,6 +155,22 @@ func TestDelayData(t *testing.T) {
 	}
 }
 
+func TestReadRate(t *testing.T) {
+	s := smtptest.Start(t, smtptest.Options{})
+	s.SetBehaviour(smtptest.Behaviour{ReadRate: 100 << 10})
+	big := body + strings.Repeat("0123456789abcdef\r\n", 2<<10) // 36 KiB: about a third of a second
+	start := time.Now()
+	if err := send(t, dial(t, s), "a@example.com", []string{"b@example.com"}, big); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("a 36 KiB body read at 100 KiB/s took %v, want at least 300ms", d)
+	}
+	if m := s.Messages(); len(m) != 1 || len(m[0].Data) < 36<<10 {
+		t.Errorf("recorded %d messages, want the whole one", len(m))
+	}
+}
+
 func TestAuth(t *testing.T) {
 	s := smtptest.Start(t, smtptest.Options{Username: "u", Password: "p"})
 
