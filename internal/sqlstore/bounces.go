@@ -164,9 +164,9 @@ func (t *Tx) SetRecipient(ctx context.Context, sendID string, r core.RecipientSt
 }
 
 // RecordReport implements core.Tx.
-func (t *Tx) RecordReport(ctx context.Context, digest, tenant, sendID string, at time.Time) (bool, error) {
+func (t *Tx) RecordReport(ctx context.Context, p core.ReportParams) (bool, error) {
 	n, err := t.q.exec(ctx, `INSERT INTO inbound_reports (digest, tenant, send_id, received_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (digest) DO NOTHING`, digest, tenant, sendID, micros(at))
+		ON CONFLICT (digest) DO NOTHING`, p.Digest, p.Tenant, p.SendID, micros(p.At))
 	if err != nil {
 		return false, fmt.Errorf("record report: %w", err)
 	}

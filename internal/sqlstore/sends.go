@@ -248,7 +248,8 @@ func (t *Tx) AddEvent(ctx context.Context, sendID string, events ...core.Event) 
 }
 
 // ClaimDue implements core.Tx: one statement claims the batch.
-func (t *Tx) ClaimDue(ctx context.Context, now, lease time.Time, token string, limit int) ([]*core.Send, error) {
+func (t *Tx) ClaimDue(ctx context.Context, p core.ClaimParams) ([]*core.Send, error) {
+	now, lease, token, limit := p.Now, p.LeaseUntil, p.Token, p.Limit
 	// A scheduled send is queued from its time on (API contract, section
 	// 9); the partial index makes this a look at an empty range when none
 	// is due.
@@ -370,11 +371,6 @@ func listSendsQuery(where []string, args []any, f core.SendFilter, limit int) (s
 	}
 	return `SELECT ` + sendColumns + ` FROM sends WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY ` + order + ` LIMIT ?`, append(args, limit+1)
-}
-
-// SendEvents implements core.Store.
-func (s *Store) SendEvents(ctx context.Context, tenant, id string) ([]core.Event, error) {
-	return sendEvents(ctx, s.r, tenant, id)
 }
 
 // SendWithEvents returns the tenant's send and its events as of one moment:
