@@ -77,6 +77,9 @@ type KeysTx interface {
 	// one key are counted one after the other) and counts the sends the
 	// key created at or after since, with the oldest one's creation time.
 	CountKeySends(ctx context.Context, keyID string, since time.Time) (n int, oldest time.Time, err error)
+	// SetSendAPIKey records which key created the send (what
+	// CountKeySends counts).
+	SetSendAPIKey(ctx context.Context, sendID, keyID string) error
 }
 
 // Sends reads sends. Every read is of one tenant's rows except
@@ -109,8 +112,6 @@ type SendsTx interface {
 	// tenant that subscribed to its type (WebhookType), in this
 	// transaction.
 	AddEvent(ctx context.Context, sendID string, events ...Event) error
-	// SetSendAPIKey records which key created the send.
-	SetSendAPIKey(ctx context.Context, sendID, keyID string) error
 }
 
 // Queue reads the delivery queue as a whole.
