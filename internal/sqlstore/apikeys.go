@@ -57,20 +57,8 @@ func (s *Store) APIKey(ctx context.Context, id string) (*core.APIKey, error) {
 
 // ListAPIKeys implements core.Store.
 func (s *Store) ListAPIKeys(ctx context.Context) ([]*core.APIKey, error) {
-	rows, err := s.r.query(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY created_at, id`)
-	if err != nil {
-		return nil, fmt.Errorf("list api keys: %w", err)
-	}
-	defer rows.Close()
-	var out []*core.APIKey
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
+	return list(ctx, s.r, "list api keys", scanKey, nil,
+		`SELECT `+keyColumns+` FROM api_keys ORDER BY created_at, id`)
 }
 
 // InsertAPIKey implements core.Tx.

@@ -39,20 +39,8 @@ func (s *Store) InboxMessage(ctx context.Context, tenant, id string) (*core.Inbo
 
 // ListInbox implements core.Store: newest first.
 func (s *Store) ListInbox(ctx context.Context, tenant string, limit int) ([]*core.InboxMessage, error) {
-	rows, err := s.r.query(ctx, `SELECT `+inboxColumns+` FROM inbox_messages WHERE tenant = ? ORDER BY id DESC LIMIT ?`, tenant, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list inbox: %w", err)
-	}
-	defer rows.Close()
-	out := []*core.InboxMessage{}
-	for rows.Next() {
-		m, err := scanInbox(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return list(ctx, s.r, "list inbox", scanInbox, []*core.InboxMessage{},
+		`SELECT `+inboxColumns+` FROM inbox_messages WHERE tenant = ? ORDER BY id DESC LIMIT ?`, tenant, limit)
 }
 
 // InsertInboxMessage implements core.Tx.

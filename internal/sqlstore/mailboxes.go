@@ -34,20 +34,8 @@ func (s *Store) Mailbox(ctx context.Context, tenant, id string) (*core.Mailbox, 
 
 // ListMailboxes implements core.Store.
 func (s *Store) ListMailboxes(ctx context.Context, tenant string) ([]*core.Mailbox, error) {
-	rows, err := s.r.query(ctx, `SELECT `+mailboxColumns+` FROM mailboxes WHERE tenant = ? ORDER BY id`, tenant)
-	if err != nil {
-		return nil, fmt.Errorf("list mailboxes: %w", err)
-	}
-	defer rows.Close()
-	var out []*core.Mailbox
-	for rows.Next() {
-		m, err := scanMailbox(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return list(ctx, s.r, "list mailboxes", scanMailbox, nil,
+		`SELECT `+mailboxColumns+` FROM mailboxes WHERE tenant = ? ORDER BY id`, tenant)
 }
 
 // InsertMailbox implements core.Tx; core.CodeConflict when the id is taken.

@@ -34,20 +34,8 @@ func (s *Store) Template(ctx context.Context, tenant, id string) (*core.Template
 
 // ListTemplates implements core.Store.
 func (s *Store) ListTemplates(ctx context.Context, tenant string) ([]*core.Template, error) {
-	rows, err := s.r.query(ctx, `SELECT `+templateColumns+` FROM templates WHERE tenant = ? ORDER BY id`, tenant)
-	if err != nil {
-		return nil, fmt.Errorf("list templates: %w", err)
-	}
-	defer rows.Close()
-	out := []*core.Template{}
-	for rows.Next() {
-		t, err := scanTemplate(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return list(ctx, s.r, "list templates", scanTemplate, []*core.Template{},
+		`SELECT `+templateColumns+` FROM templates WHERE tenant = ? ORDER BY id`, tenant)
 }
 
 // PutTemplate implements core.Tx.
