@@ -165,6 +165,17 @@ type request struct {
 	key    string // Idempotency-Key, "" for none
 }
 
+// get reads a GET of path (with query, nil for none) into a new T: the
+// shape of every read and list call but GetSend and ListSends, which keep
+// the raw answer too.
+func get[T any](ctx context.Context, c *Client, path string, query url.Values) (*T, error) {
+	var v T
+	if _, err := c.call(ctx, request{method: http.MethodGet, path: path, query: query}, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 // response is a 2xx answer.
 type response struct {
 	status int

@@ -75,11 +75,7 @@ func (c *Client) GetSuppression(ctx context.Context, email string) (*Suppression
 	if err != nil {
 		return nil, err
 	}
-	var s Suppression
-	if _, err := c.call(ctx, request{method: http.MethodGet, path: path}, &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return get[Suppression](ctx, c, path, nil)
 }
 
 // ListSuppressions returns a page of the list.
@@ -95,15 +91,12 @@ func (c *Client) ListSuppressions(ctx context.Context, p *ListSuppressionsParams
 			q.Set("limit", strconv.Itoa(p.Limit))
 		}
 	}
+	// The query stays in the path, as CallError.Path has always shown it.
 	path := "/v1/suppressions"
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	var l SuppressionList
-	if _, err := c.call(ctx, request{method: http.MethodGet, path: path}, &l); err != nil {
-		return nil, err
-	}
-	return &l, nil
+	return get[SuppressionList](ctx, c, path, nil)
 }
 
 // DeleteSuppression takes an address off the list: the next send to it is

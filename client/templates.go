@@ -45,19 +45,13 @@ func (c *Client) GetTemplate(ctx context.Context, id string) (*Template, error) 
 	if err != nil {
 		return nil, err
 	}
-	var t Template
-	if _, err := c.call(ctx, request{method: http.MethodGet, path: path}, &t); err != nil {
-		return nil, err
-	}
-	return &t, nil
+	return get[Template](ctx, c, path, nil)
 }
 
 // ListTemplates returns every template of the key's tenant.
 func (c *Client) ListTemplates(ctx context.Context) ([]Template, error) {
-	var l struct {
-		Data []Template `json:"data"`
-	}
-	if _, err := c.call(ctx, request{method: http.MethodGet, path: "/v1/templates"}, &l); err != nil {
+	l, err := get[List[Template]](ctx, c, "/v1/templates", nil)
+	if err != nil {
 		return nil, err
 	}
 	return l.Data, nil

@@ -144,20 +144,12 @@ func (c *Client) GetWebhook(ctx context.Context, id string) (*Webhook, error) {
 	if err != nil {
 		return nil, err
 	}
-	var w Webhook
-	if _, err := c.call(ctx, request{method: http.MethodGet, path: path}, &w); err != nil {
-		return nil, err
-	}
-	return &w, nil
+	return get[Webhook](ctx, c, path, nil)
 }
 
 // ListWebhooks returns a page of the tenant's webhooks, newest first.
 func (c *Client) ListWebhooks(ctx context.Context, p *Page) (*List[Webhook], error) {
-	var l List[Webhook]
-	if _, err := c.call(ctx, request{method: http.MethodGet, path: "/v1/webhooks", query: p.query()}, &l); err != nil {
-		return nil, err
-	}
-	return &l, nil
+	return get[List[Webhook]](ctx, c, "/v1/webhooks", p.query())
 }
 
 // UpdateWebhook changes a webhook (PATCH, retried like a GET: applying the
@@ -213,11 +205,7 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, id string, p *Page) 
 	if err != nil {
 		return nil, err
 	}
-	var l List[WebhookDelivery]
-	if _, err := c.call(ctx, request{method: http.MethodGet, path: path, query: p.query()}, &l); err != nil {
-		return nil, err
-	}
-	return &l, nil
+	return get[List[WebhookDelivery]](ctx, c, path, p.query())
 }
 
 // GetWebhookDelivery returns one delivery with its payload.
@@ -226,11 +214,7 @@ func (c *Client) GetWebhookDelivery(ctx context.Context, id, eventID string) (*W
 	if err != nil {
 		return nil, err
 	}
-	var d WebhookDelivery
-	if _, err := c.call(ctx, request{method: http.MethodGet, path: path}, &d); err != nil {
-		return nil, err
-	}
-	return &d, nil
+	return get[WebhookDelivery](ctx, c, path, nil)
 }
 
 // ListWebhookAttempts returns a page of a delivery's attempts, newest
@@ -240,11 +224,7 @@ func (c *Client) ListWebhookAttempts(ctx context.Context, id, eventID string, p 
 	if err != nil {
 		return nil, err
 	}
-	var l List[WebhookAttempt]
-	if _, err := c.call(ctx, request{method: http.MethodGet, path: path, query: p.query()}, &l); err != nil {
-		return nil, err
-	}
-	return &l, nil
+	return get[List[WebhookAttempt]](ctx, c, path, p.query())
 }
 
 // ReplayWebhookDelivery makes a delivery due now, with the same webhook-id

@@ -81,6 +81,14 @@ type WebhookPage struct {
 	After string
 }
 
+// WebhookDeliveryRef names one delivery: an event to one of the tenant's
+// endpoints.
+type WebhookDeliveryRef struct {
+	Tenant    string
+	WebhookID string
+	EventID   string
+}
+
 // WebhookStore reads webhooks and their deliveries. Every read is of one
 // tenant's rows; another tenant's id is ErrNotFound.
 type WebhookStore interface {
@@ -89,9 +97,9 @@ type WebhookStore interface {
 	ListWebhooks(ctx context.Context, tenant string, p WebhookPage) (hooks []*Webhook, more bool, err error)
 	// ListWebhookDeliveries returns an endpoint's deliveries, newest first.
 	ListWebhookDeliveries(ctx context.Context, tenant, webhookID string, p WebhookPage) (ds []*WebhookDelivery, more bool, err error)
-	WebhookDelivery(ctx context.Context, tenant, webhookID, eventID string) (*WebhookDelivery, error)
+	WebhookDelivery(ctx context.Context, ref WebhookDeliveryRef) (*WebhookDelivery, error)
 	// ListWebhookAttempts returns a delivery's attempts, newest first.
-	ListWebhookAttempts(ctx context.Context, tenant, webhookID, eventID string, p WebhookPage) (as []*WebhookAttempt, more bool, err error)
+	ListWebhookAttempts(ctx context.Context, ref WebhookDeliveryRef, p WebhookPage) (as []*WebhookAttempt, more bool, err error)
 }
 
 // WebhookTx changes webhooks inside a transaction.
@@ -108,7 +116,7 @@ type WebhookTx interface {
 	// ReplayWebhookDelivery makes a delivery due at now with a fresh
 	// retry schedule, keeping its id and body; ErrNotFound, and
 	// CodeInvalidState while an attempt of it runs.
-	ReplayWebhookDelivery(ctx context.Context, tenant, webhookID, eventID string, now time.Time) error
+	ReplayWebhookDelivery(ctx context.Context, ref WebhookDeliveryRef, now time.Time) error
 }
 
 // WebhookJob is a delivery claimed for one attempt, with what the attempt

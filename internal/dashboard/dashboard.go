@@ -71,12 +71,27 @@ type Config struct {
 	LivePoll time.Duration
 }
 
+// store is the part of core.Store the dashboard reads (its changes go
+// through app and webhook, in transactions).
+type store interface {
+	core.Transactor
+	core.Keys
+	core.Sends
+	core.Templates
+	core.Domains
+	core.Inbox
+	core.Suppressions
+	core.Reports
+	core.Audit
+	core.WebhookStore
+}
+
 // Dashboard is the web dashboard's http.Handler.
 type Dashboard struct {
 	cfg   Config
 	svc   *app.Service
 	hooks *webhook.Service
-	store core.Store
+	store store
 	log   *slog.Logger
 	mux   *http.ServeMux
 	pages map[string]*template.Template

@@ -103,7 +103,7 @@ func (d *Dashboard) storyOf(ctx context.Context, tenant string, events []core.Ev
 		return out, false, nil
 	}
 	for _, p := range pairs {
-		x, err := d.store.WebhookDelivery(ctx, tenant, hooks[p.hook].ID, events[p.event].ID)
+		x, err := d.store.WebhookDelivery(ctx, core.WebhookDeliveryRef{Tenant: tenant, WebhookID: hooks[p.hook].ID, EventID: events[p.event].ID})
 		if core.ErrorCode(err) == core.CodeNotFound {
 			continue // subscribed after the event, or deleted since
 		}

@@ -169,7 +169,7 @@ func (d *Dashboard) loadDelivery(q *req) (*core.Webhook, *core.WebhookDelivery, 
 	if err != nil {
 		return nil, nil, err
 	}
-	x, err := d.store.WebhookDelivery(q.ctx(), tenant, id, q.r.PathValue("event"))
+	x, err := d.store.WebhookDelivery(q.ctx(), core.WebhookDeliveryRef{Tenant: tenant, WebhookID: id, EventID: q.r.PathValue("event")})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -181,7 +181,7 @@ func (d *Dashboard) delivery(q *req) error {
 	if err != nil {
 		return err
 	}
-	as, more, err := d.store.ListWebhookAttempts(q.ctx(), q.key.Tenant, h.ID, x.EventID, core.WebhookPage{Limit: pageSize})
+	as, more, err := d.store.ListWebhookAttempts(q.ctx(), core.WebhookDeliveryRef{Tenant: q.key.Tenant, WebhookID: h.ID, EventID: x.EventID}, core.WebhookPage{Limit: pageSize})
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func (d *Deliverer) Claim(ctx context.Context, n int) (claimed []Claimed, short 
 	err = d.store.InTx(ctx, func(tx core.Tx) error {
 		now := d.cfg.Now().UTC()
 		var err error
-		sends, err = tx.ClaimDue(ctx, now, d.lease(), token, n)
+		sends, err = tx.ClaimDue(ctx, core.ClaimParams{Now: now, Lease: d.lease(), Token: token, Limit: n})
 		return err
 	})
 	if err != nil {

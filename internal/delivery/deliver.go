@@ -84,10 +84,20 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// store is the part of core.Store delivery uses: attempts run in
+// transactions (claim and record), read a send's files and the
+// suppressions, and the retention loop purges.
+type store interface {
+	core.Transactor
+	core.Sends
+	core.Suppressions
+	core.Retention
+}
+
 // Deliverer runs attempts.
 type Deliverer struct {
 	svc     *app.Service
-	store   core.Store
+	store   store
 	cfg     Config
 	metrics *metrics.Metrics
 	logger  *slog.Logger

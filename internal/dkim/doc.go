@@ -23,7 +23,8 @@
 // The ciphertext is the PKCS#8 DER of the key encrypted with AES-256-GCM
 // (16-byte tag appended), with version|salt as additional data. The AES key
 // is HKDF-SHA256 (RFC 5869) of the secret, with the random salt and the
-// info string "sendonce dkim private key v1", 32 bytes long.
+// info string "sendonce dkim private key v1", 32 bytes long (package seal,
+// which seals webhook signing secrets too).
 //
 // HKDF is not a password hash: the secret must be high-entropy random, at
 // least MinSecretLength bytes (for example the output of

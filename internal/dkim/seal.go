@@ -2,14 +2,11 @@ package dkim
 
 import (
 	"bytes"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/hkdf"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/pem"
 	"errors"
 	"fmt"
+
+	"github.com/sendonce/sendonce/internal/seal"
 )
 
 // MinSecretLength is the shortest SENDONCE_SECRET_KEY Seal and Open
@@ -19,8 +16,6 @@ const MinSecretLength = 32
 const (
 	sealedBlockType = "SENDONCE ENCRYPTED PRIVATE KEY"
 	sealVersion     = 1
-	saltSize        = 16
-	nonceSize       = 12
 	hkdfInfo        = "sendonce dkim private key v1"
 )
 
@@ -49,21 +44,10 @@ func Seal(k *Key, secret string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	header := make([]byte, 1+saltSize, 1+saltSize+nonceSize+len(der)+16)
-	header[0] = sealVersion
-	if _, err := rand.Read(header[1:]); err != nil {
-		return nil, fmt.Errorf("dkim: reading random salt: %w", err)
-	}
-	aead, err := newAEAD(secret, header[1:1+saltSize])
+	out, err := seal.Seal([]byte{sealVersion}, secret, hkdfInfo, der)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dkim: %w", err)
 	}
-	nonce := make([]byte, nonceSize)
-	if _, err := rand.Read(nonce); err != nil {
-		return nil, fmt.Errorf("dkim: reading random nonce: %w", err)
-	}
-	out := append(header, nonce...)
-	out = aead.Seal(out, nonce, der, header)
 	return pem.EncodeToMemory(&pem.Block{Type: sealedBlockType, Bytes: out}), nil
 }
 
@@ -88,20 +72,17 @@ func Open(stored []byte, secret string) (*Key, error) {
 		return nil, err
 	}
 	b := block.Bytes
-	if len(b) < 1+saltSize+nonceSize+16 {
-		return nil, errors.New("dkim: sealed key is truncated")
-	}
-	if b[0] != sealVersion {
+	if len(b) > 0 && b[0] != sealVersion {
 		return nil, fmt.Errorf("dkim: sealed key has unknown format version %d", b[0])
 	}
-	header, nonce, ct := b[:1+saltSize], b[1+saltSize:1+saltSize+nonceSize], b[1+saltSize+nonceSize:]
-	aead, err := newAEAD(secret, header[1:])
-	if err != nil {
-		return nil, err
-	}
-	der, err := aead.Open(nil, nonce, ct, header)
-	if err != nil {
+	der, err := seal.Open(b, 1, secret, hkdfInfo)
+	switch {
+	case errors.Is(err, seal.ErrTruncated):
+		return nil, errors.New("dkim: sealed key is truncated")
+	case errors.Is(err, seal.ErrOpen):
 		return nil, ErrWrongSecret
+	case err != nil:
+		return nil, fmt.Errorf("dkim: %w", err)
 	}
 	return parseDER("PRIVATE KEY", der)
 }
@@ -118,16 +99,4 @@ func checkSecret(secret string) error {
 		return fmt.Errorf("dkim: SENDONCE_SECRET_KEY must be at least %d bytes of random (try: openssl rand -base64 32)", MinSecretLength)
 	}
 	return nil
-}
-
-func newAEAD(secret string, salt []byte) (cipher.AEAD, error) {
-	key, err := hkdf.Key(sha256.New, []byte(secret), salt, hkdfInfo, 32)
-	if err != nil {
-		return nil, fmt.Errorf("dkim: deriving key: %w", err)
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, fmt.Errorf("dkim: %w", err)
-	}
-	return cipher.NewGCM(block)
 }

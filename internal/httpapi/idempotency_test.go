@@ -26,6 +26,7 @@ import (
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/sqlstore"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
@@ -756,7 +757,7 @@ func TestIdempotency_ExpiredLeaseIsTakenOver(t *testing.T) {
 				if err := env.Server.Service.AcceptSend(ctx, tx, deadKey, send); err != nil {
 					return err
 				}
-				return tx.CompleteIdempotency(ctx, sc, token, stale, now, now.Add(time.Hour))
+				return tx.(*sqlstore.Tx).CompleteIdempotency(ctx, sc, token, stale, now, now.Add(time.Hour))
 			})
 		}
 

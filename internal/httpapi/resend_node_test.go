@@ -40,6 +40,24 @@ func TestResendNodeSDKWebhooks(t *testing.T) {
 }
 
 func runNodeSDK(t *testing.T, script string, o sendoncetest.Options) {
+	node := nodeBinary(t)
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		dns := dnstest.Start(t) // publishes nothing: verify fails, as the test expects
+		o := o
+		o.Backend, o.DNSResolver = b, dns.Addr()
+		env := sendoncetest.Start(t, o)
+		if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: "mb-node",
+			Body: map[string]any{"id": "node", "address": "hello@node.test"}}); r.Status != http.StatusCreated {
+			t.Fatalf("mailbox: %d %s", r.Status, r.Body)
+		}
+		runNodeTest(t, node, script, env)
+	})
+}
+
+// nodeBinary returns node's path once node and the installed SDK are
+// there; without them it skips locally and fails in CI.
+func nodeBinary(t *testing.T) string {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err == nil {
 		_, err = os.Stat(filepath.Join(nodeSDKDir, "node_modules", "resend", "package.json"))
@@ -50,24 +68,21 @@ func runNodeSDK(t *testing.T, script string, o sendoncetest.Options) {
 		}
 		t.Skipf("needs node and `npm ci --prefix internal/httpapi/%s`: %v", nodeSDKDir, err)
 	}
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		dns := dnstest.Start(t) // publishes nothing: verify fails, as the test expects
-		o := o
-		o.Backend, o.DNSResolver = b, dns.Addr()
-		env := sendoncetest.Start(t, o)
-		if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: "mb-node",
-			Body: map[string]any{"id": "node", "address": "hello@node.test"}}); r.Status != http.StatusCreated {
-			t.Fatalf("mailbox: %d %s", r.Status, r.Body)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, node, "--test", script)
-		cmd.Dir = nodeSDKDir
-		cmd.Env = append(os.Environ(), "RESEND_BASE_URL="+env.URL, "RESEND_API_KEY="+env.AdminKey)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("node --test: %v\n%s", err, out)
-		}
-		t.Logf("%s", out)
-	})
+	return node
+}
+
+// runNodeTest runs `node --test script` against env with the admin key,
+// and extra environment (NAME=value) for the script.
+func runNodeTest(t *testing.T, node, script string, env *sendoncetest.Env, extra ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "--test", script)
+	cmd.Dir = nodeSDKDir
+	cmd.Env = append(append(os.Environ(), "RESEND_BASE_URL="+env.URL, "RESEND_API_KEY="+env.AdminKey), extra...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test %s: %v\n%s", script, err, out)
+	}
+	t.Logf("%s", out)
 }

@@ -113,19 +113,21 @@ func TestSchedule_CancelRacesDelivery(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, PollInterval: 5 * time.Millisecond})
 		const n = 30
-		at := time.Now().Add(1200 * time.Millisecond)
-		ids := make([]string, n)
+		// Each send is due a while after its own request, so that a slow
+		// machine still creates it in the future; its cancel is sent at
+		// that time, racing the claim.
+		ids, ats := make([]string, n), make([]time.Time, n)
 		for i := range ids {
-			ids[i] = scheduledSend(t, env, fmt.Sprintf("race-%d", i), at)
+			ats[i] = time.Now().Add(2 * time.Second)
+			ids[i] = scheduledSend(t, env, fmt.Sprintf("race-%d", i), ats[i])
 		}
-		time.Sleep(time.Until(at))
 		statuses := make([]int, n)
 		var wg sync.WaitGroup
 		for i, id := range ids {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				time.Sleep(time.Duration(i%10) * 3 * time.Millisecond) // spread across the claim
+				time.Sleep(time.Until(ats[i]) + time.Duration(i%10)*3*time.Millisecond) // spread across the claim
 				r, err := env.TryDo(sendoncetest.Request{Method: "POST", Path: "/v1/sends/" + id + "/cancel", Key: env.AdminKey, IdemKey: "c-" + id})
 				if err != nil {
 					t.Errorf("cancel %s: %v", id, err)

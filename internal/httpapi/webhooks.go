@@ -211,9 +211,15 @@ func (s *Server) handleListDeliveries(fail failFunc) http.HandlerFunc {
 	}
 }
 
+// deliveryRef is the delivery a …/webhooks/{id}/events/{event_id}
+// route names, of the caller's tenant.
+func deliveryRef(r *http.Request) core.WebhookDeliveryRef {
+	return core.WebhookDeliveryRef{Tenant: apiKeyFrom(r.Context()).Tenant, WebhookID: r.PathValue("id"), EventID: r.PathValue("event_id")}
+}
+
 func (s *Server) handleGetDelivery(fail failFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		d, err := s.store.WebhookDelivery(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"), r.PathValue("event_id"))
+		d, err := s.store.WebhookDelivery(r.Context(), deliveryRef(r))
 		if err != nil {
 			fail(w, r, s.logger, err)
 			return
@@ -228,8 +234,7 @@ func (s *Server) handleListAttempts(fail failFunc) http.HandlerFunc {
 		var as []*core.WebhookAttempt
 		more := false
 		if err == nil {
-			as, more, err = s.store.ListWebhookAttempts(r.Context(), apiKeyFrom(r.Context()).Tenant,
-				r.PathValue("id"), r.PathValue("event_id"), p)
+			as, more, err = s.store.ListWebhookAttempts(r.Context(), deliveryRef(r), p)
 		}
 		if err != nil {
 			fail(w, r, s.logger, err)

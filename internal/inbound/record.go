@@ -43,7 +43,7 @@ const (
 // keyed by the send the verified token names: a report whose Message-ID or
 // recipients are another send's changes nothing (it is kept unmatched in
 // the token's tenant), so a report can never touch another tenant's send.
-func Record(ctx context.Context, store core.Store, m Mail, now time.Time) (Result, error) {
+func Record(ctx context.Context, store core.Transactor, m Mail, now time.Time) (Result, error) {
 	rep, perr := dsn.Parse(bytes.NewReader(m.Raw))
 	var res Result
 	err := store.InTx(ctx, func(tx core.Tx) error {
@@ -75,7 +75,7 @@ func record(ctx context.Context, tx core.Tx, m Mail, rep *dsn.Report, perr error
 	if len(changes) == 0 {
 		return unmatched(ctx, tx, m, send.Tenant, why, now)
 	}
-	first, err := tx.RecordReport(ctx, reportDigest(send.ID, rep.Digest), send.Tenant, send.ID, now)
+	first, err := tx.RecordReport(ctx, core.ReportParams{Digest: reportDigest(send.ID, rep.Digest), Tenant: send.Tenant, SendID: send.ID, At: now})
 	if err != nil || !first {
 		return Duplicate, err
 	}

@@ -26,7 +26,7 @@ const maxRecipients = 10
 // Config is the listener's settings.
 type Config struct {
 	Signer   *verp.Signer
-	Store    core.Store
+	Store    core.Transactor
 	Logger   *slog.Logger
 	MaxBytes int64            // default DefaultMaxBytes
 	Now      func() time.Time // default time.Now

@@ -2,52 +2,10 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
 )
-
-// CountKeySends implements core.Tx. The key's row is locked first
-// (PostgreSQL; SQLite's write transaction excludes other writers anyway), so
-// two acceptances by one key never both see room under a cap.
-func (t *Tx) CountKeySends(ctx context.Context, keyID string, since time.Time) (int, time.Time, error) {
-	var id string
-	if err := t.q.queryRow(ctx, `SELECT id FROM api_keys WHERE id = ?`+t.s.forUpdate, keyID).Scan(&id); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return 0, time.Time{}, core.ErrNotFound
-		}
-		return 0, time.Time{}, fmt.Errorf("lock api key: %w", err)
-	}
-	var (
-		n      int
-		oldest sql.NullInt64
-	)
-	err := t.q.queryRow(ctx, `SELECT count(*), min(created_at) FROM sends WHERE api_key_id = ? AND created_at >= ?`,
-		keyID, micros(since)).Scan(&n, &oldest)
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("count key sends: %w", err)
-	}
-	var o time.Time
-	if oldest.Valid {
-		o = fromMicros(oldest.Int64)
-	}
-	return n, o, nil
-}
-
-// SetSendAPIKey implements core.Tx.
-func (t *Tx) SetSendAPIKey(ctx context.Context, sendID, keyID string) error {
-	n, err := t.q.exec(ctx, `UPDATE sends SET api_key_id = ? WHERE id = ?`, keyID, sendID)
-	if err != nil {
-		return fmt.Errorf("set send api key: %w", err)
-	}
-	if n != 1 {
-		return core.ErrNotFound
-	}
-	return nil
-}
 
 const auditColumns = `id, tenant, api_key_id, at, route, intent, idempotency_key, status, outcome, code, send_id, detail`
 

@@ -2,124 +2,11 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
 )
-
-const suppressionColumns = `id, tenant, address, reason, origin, send_id, created_at`
-
-func scanSuppression(r rowScanner) (*core.Suppression, error) {
-	var (
-		s  core.Suppression
-		at int64
-	)
-	err := r.Scan(&s.ID, &s.Tenant, &s.Address, &s.Reason, &s.Origin, &s.SendID, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan suppression: %w", err)
-	}
-	s.CreatedAt = fromMicros(at)
-	return &s, nil
-}
-
-// suppressionKey is the column a suppression is looked up by: ids start
-// with "sup_", addresses hold an @.
-func suppressionKey(emailOrID string) (column, value string) {
-	if strings.HasPrefix(emailOrID, "sup_") && !strings.Contains(emailOrID, "@") {
-		return "id", emailOrID
-	}
-	return "address", core.NormalizeAddress(emailOrID)
-}
-
-// Suppression implements core.Store.
-func (s *Store) Suppression(ctx context.Context, tenant, emailOrID string) (*core.Suppression, error) {
-	col, v := suppressionKey(emailOrID)
-	return scanSuppression(s.r.queryRow(ctx, `SELECT `+suppressionColumns+` FROM suppressions WHERE tenant = ? AND `+col+` = ?`, tenant, v))
-}
-
-// ListSuppressions implements core.Store: newest first (ids are ordered by
-// their creation time).
-func (s *Store) ListSuppressions(ctx context.Context, tenant string, f core.SuppressionFilter) ([]*core.Suppression, string, error) {
-	q, args := `SELECT `+suppressionColumns+` FROM suppressions WHERE tenant = ?`, []any{tenant}
-	if f.Email != "" {
-		q, args = q+` AND address = ?`, append(args, core.NormalizeAddress(f.Email))
-	}
-	if f.Origin != "" {
-		q, args = q+` AND origin = ?`, append(args, f.Origin)
-	}
-	if f.After != "" {
-		q, args = q+` AND id < ?`, append(args, f.After)
-	}
-	rows, err := s.r.query(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, f.Limit+1)...)
-	if err != nil {
-		return nil, "", fmt.Errorf("list suppressions: %w", err)
-	}
-	defer rows.Close()
-	out := []*core.Suppression{}
-	for rows.Next() {
-		sup, err := scanSuppression(rows)
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, sup)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("list suppressions: %w", err)
-	}
-	next := ""
-	if len(out) > f.Limit {
-		out = out[:f.Limit]
-		next = out[f.Limit-1].ID
-	}
-	return out, next, nil
-}
-
-// AddSuppression implements core.Tx.
-func (t *Tx) AddSuppression(ctx context.Context, sup *core.Suppression) (bool, error) {
-	sup.Address = core.NormalizeAddress(sup.Address)
-	n, err := t.q.exec(ctx, `INSERT INTO suppressions (`+suppressionColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (tenant, address) DO NOTHING`,
-		sup.ID, sup.Tenant, sup.Address, sup.Reason, sup.Origin, sup.SendID, micros(sup.CreatedAt))
-	if err != nil {
-		return false, fmt.Errorf("add suppression: %w", err)
-	}
-	stored, err := scanSuppression(t.q.queryRow(ctx, `SELECT `+suppressionColumns+` FROM suppressions
-		WHERE tenant = ? AND address = ?`, sup.Tenant, sup.Address))
-	if err != nil {
-		return false, err
-	}
-	*sup = *stored
-	return n == 1, nil
-}
-
-// DeleteSuppression implements core.Tx.
-func (t *Tx) DeleteSuppression(ctx context.Context, tenant, emailOrID string) (*core.Suppression, error) {
-	col, v := suppressionKey(emailOrID)
-	sup, err := scanSuppression(t.q.queryRow(ctx, `DELETE FROM suppressions WHERE tenant = ? AND `+col+` = ?
-		RETURNING `+suppressionColumns, tenant, v))
-	if err != nil {
-		return nil, err
-	}
-	return sup, nil
-}
-
-// IsSuppressed implements core.Store.
-func (s *Store) IsSuppressed(ctx context.Context, tenant, address string) (bool, error) {
-	var n int
-	err := s.r.queryRow(ctx, `SELECT count(*) FROM suppressions WHERE tenant = ? AND address = ?`,
-		tenant, core.NormalizeAddress(address)).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("check suppression: %w", err)
-	}
-	return n > 0, nil
-}
 
 func recipients(ctx context.Context, q querier, sendID string) ([]core.RecipientState, error) {
 	rows, err := q.query(ctx, `SELECT address, status, detail, updated_at FROM send_recipients
@@ -164,9 +51,9 @@ func (t *Tx) SetRecipient(ctx context.Context, sendID string, r core.RecipientSt
 }
 
 // RecordReport implements core.Tx.
-func (t *Tx) RecordReport(ctx context.Context, digest, tenant, sendID string, at time.Time) (bool, error) {
+func (t *Tx) RecordReport(ctx context.Context, p core.ReportParams) (bool, error) {
 	n, err := t.q.exec(ctx, `INSERT INTO inbound_reports (digest, tenant, send_id, received_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (digest) DO NOTHING`, digest, tenant, sendID, micros(at))
+		ON CONFLICT (digest) DO NOTHING`, p.Digest, p.Tenant, p.SendID, micros(p.At))
 	if err != nil {
 		return false, fmt.Errorf("record report: %w", err)
 	}
@@ -208,20 +95,6 @@ func (s *Store) ListUnmatched(ctx context.Context, tenant string, limit int) ([]
 	return out, rows.Err()
 }
 
-// ServerSecret implements core.Tx.
-func (t *Tx) ServerSecret(ctx context.Context, name string, fresh []byte) ([]byte, error) {
-	if _, err := t.q.exec(ctx, `INSERT INTO server_secrets (name, value, created_at) VALUES (?, ?, ?)
-		ON CONFLICT (name) DO NOTHING`, name, fresh, micros(time.Now())); err != nil {
-		return nil, fmt.Errorf("store server secret: %w", err)
-	}
-	var v []byte
-	if err := t.q.queryRow(ctx, `SELECT value FROM server_secrets WHERE name = ?`, name).Scan(&v); err != nil {
-		return nil, fmt.Errorf("read server secret: %w", err)
-	}
-	return v, nil
-}
-
-// fillRecipients reads the recipient states of a page of sends in one
 // statement.
 func (s *Store) fillRecipients(ctx context.Context, sends []*core.Send) error {
 	if len(sends) == 0 {

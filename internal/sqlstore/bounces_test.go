@@ -89,7 +89,7 @@ func TestBounceStore(t *testing.T) {
 				return err
 			}
 			for range 2 {
-				f, err := tx.RecordReport(ctx, "digest-1", "t", send.ID, at(3))
+				f, err := tx.RecordReport(ctx, core.ReportParams{Digest: "digest-1", Tenant: "t", SendID: send.ID, At: at(3)})
 				if err != nil {
 					return err
 				}

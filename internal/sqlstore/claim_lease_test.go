@@ -41,7 +41,7 @@ func TestClaimDue_LeaseGrowsWithTheSendsBytes(t *testing.T) {
 		var claimed []*core.Send
 		inTx(t, s, func(ctx context.Context, tx core.Tx) error {
 			var err error
-			claimed, err = tx.ClaimDue(ctx, now, lease, "tok", 10)
+			claimed, err = tx.ClaimDue(ctx, core.ClaimParams{Now: now, Lease: lease, Token: "tok", Limit: 10})
 			return err
 		})
 		if len(claimed) != len(sizes) {

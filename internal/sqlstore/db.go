@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"regexp"
 
 	"github.com/jackc/pgx/v5"
@@ -142,4 +143,23 @@ var passwordInURL = regexp.MustCompile(`(://[^:/@\s]*):[^@/\s]*@`)
 // redactPassword hides a URL's password in text meant for logs and errors.
 func redactPassword(s string) string {
 	return passwordInURL.ReplaceAllString(s, "${1}:xxxxx@")
+}
+
+// list runs a query and appends every row, read by scan, to out: callers
+// pass nil or an empty slice, and an empty answer stays as they passed it
+// (an API list answers [], never null).
+func list[T any](ctx context.Context, q querier, what string, scan func(rowScanner) (T, error), out []T, query string, args ...any) ([]T, error) {
+	rows, err := q.query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }

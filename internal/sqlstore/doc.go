@@ -1,7 +1,10 @@
 // Package sqlstore keeps sendonce's state in SQLite (through the pure-Go
-// modernc.org/sqlite driver) or PostgreSQL (through pgx). It implements
-// core.Store, and its transactions core.Tx, on both; the migrations of
-// each live under migrations/.
+// modernc.org/sqlite driver) or PostgreSQL (through pgx). One
+// implementation serves both: it implements core.Store, and its
+// transactions core.Tx, with the same SQL written with ? placeholders,
+// which the PostgreSQL side rebinds (db.go); where the SQL differs (row
+// locks, SKIP LOCKED) a field of Store holds the dialect's fragment. The
+// migrations of each live under migrations/sqlite and migrations/postgres.
 //
 // SQLite allows one writer at a time. Rather than let concurrent writers
 // collide and retry on SQLITE_BUSY, the store funnels every write through a
@@ -11,4 +14,31 @@
 // which WAL mode lets run beside the writer. On PostgreSQL transactions run
 // on a pgx pool; an idempotency key is held by a transaction-scoped
 // advisory lock (see docs/design.md).
+//
+// Where things live, by the aggregate of internal/core/store.go they
+// implement:
+//
+//   - sends.go: a send's write path (InsertSend with its tags and files,
+//     UpdateSend, Reschedule, AddEvent); sends_read.go: Send, ListSends,
+//     SendWithEvents, SendAttachments; queue.go: ClaimDue, UpdateAttempt,
+//     ExpiredAttempts, QueueDepth; events.go: event ids and bounce
+//     encoding.
+//   - apikeys.go (Keys, KeysTx), templates.go, mailboxes.go, domains.go,
+//     inbox.go (the capture inbox), audit.go, caps.go (CountCapped),
+//     secrets.go (ServerSecret).
+//   - suppressions.go; bounces.go: recipient states, inbound reports and
+//     unmatched mail.
+//   - idempotency.go: the durable Idempotency-Key tier (TxRecords and the
+//     completed-key read); keystore.go: the same table as the public
+//     idempotency.Store (reserve, complete, release).
+//   - webhooks.go (webhooks and their deliveries, read and changed) and
+//     webhook_queue.go (claiming and recording deliveries).
+//   - retention.go: the purges of sends and audit entries.
+//   - sessions.go and stats.go: the dashboard's sessions and counts.
+//
+// And the machinery: store.go (Store, Tx, InTx), db.go (the querier over
+// database/sql and pgx), sqlite.go and stmtconn.go (opening SQLite, with
+// prepared statements kept per connection), postgres.go, groupcommit.go,
+// deferred.go and pgbatch.go (the batched write path), unavailable.go (a
+// lost database as core's unavailable error).
 package sqlstore

@@ -35,20 +35,8 @@ func (s *Store) Domain(ctx context.Context, tenant, domain string) (*core.Domain
 
 // ListDomains implements core.Store.
 func (s *Store) ListDomains(ctx context.Context, tenant string) ([]*core.Domain, error) {
-	rows, err := s.r.query(ctx, `SELECT `+domainColumns+` FROM domains WHERE tenant = ? ORDER BY domain`, tenant)
-	if err != nil {
-		return nil, fmt.Errorf("list domains: %w", err)
-	}
-	defer rows.Close()
-	out := []*core.Domain{}
-	for rows.Next() {
-		d, err := scanDomain(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return list(ctx, s.r, "list domains", scanDomain, []*core.Domain{},
+		`SELECT `+domainColumns+` FROM domains WHERE tenant = ? ORDER BY domain`, tenant)
 }
 
 // InsertDomain implements core.Tx; core.CodeConflict when the tenant has

@@ -11,7 +11,7 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// ReserveIdempotency implements core.Store, the two-step reservation of
+// ReserveIdempotency is KeyStore's Reserve, the two-step reservation of
 // the public idempotency API (reserve, work, complete): a lookup without
 // the write lock, then an in-flight row in a transaction of its own.
 func (s *Store) ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time, lease time.Duration) (idempotency.Decision, error) {
@@ -211,7 +211,7 @@ func readIdempotency(ctx context.Context, q querier, sc idempotency.Scope, suffi
 	return &rec, nil
 }
 
-// CompleteIdempotency implements core.Tx.
+// CompleteIdempotency is KeyStore's Complete, inside a transaction.
 func (t *Tx) CompleteIdempotency(ctx context.Context, sc idempotency.Scope, token string, resp idempotency.Response, now, expires time.Time) error {
 	n, err := t.q.exec(ctx, `UPDATE idempotency_keys SET state = 'completed', status = ?, content_type = ?, body = ?,
 		completed_at = ?, expires_at = ?
@@ -227,7 +227,7 @@ func (t *Tx) CompleteIdempotency(ctx context.Context, sc idempotency.Scope, toke
 	return nil
 }
 
-// ReleaseIdempotency implements core.Store.
+// ReleaseIdempotency is KeyStore's Release.
 func (s *Store) ReleaseIdempotency(ctx context.Context, sc idempotency.Scope, token string) error {
 	_, err := s.w.exec(ctx, `DELETE FROM idempotency_keys
 		WHERE tenant = ? AND method = ? AND route = ? AND key = ? AND token = ? AND state = 'in_flight'`,

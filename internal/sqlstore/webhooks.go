@@ -103,7 +103,8 @@ func (t *Tx) DeleteWebhook(ctx context.Context, tenant, id string) error {
 }
 
 // ReplayWebhookDelivery implements core.WebhookTx.
-func (t *Tx) ReplayWebhookDelivery(ctx context.Context, tenant, webhookID, eventID string, now time.Time) error {
+func (t *Tx) ReplayWebhookDelivery(ctx context.Context, ref core.WebhookDeliveryRef, now time.Time) error {
+	tenant, webhookID, eventID := ref.Tenant, ref.WebhookID, ref.EventID
 	var status core.DeliveryStatus
 	err := t.q.queryRow(ctx, `SELECT status FROM webhook_deliveries WHERE webhook_id = ? AND event_id = ? AND tenant = ?`+t.s.forUpdate,
 		webhookID, eventID, tenant).Scan(&status)
@@ -225,19 +226,19 @@ func (s *Store) ListWebhookDeliveries(ctx context.Context, tenant, webhookID str
 }
 
 // WebhookDelivery implements core.WebhookStore.
-func (s *Store) WebhookDelivery(ctx context.Context, tenant, webhookID, eventID string) (*core.WebhookDelivery, error) {
+func (s *Store) WebhookDelivery(ctx context.Context, ref core.WebhookDeliveryRef) (*core.WebhookDelivery, error) {
 	return scanDelivery(s.r.queryRow(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries
-		WHERE webhook_id = ? AND event_id = ? AND tenant = ?`, webhookID, eventID, tenant))
+		WHERE webhook_id = ? AND event_id = ? AND tenant = ?`, ref.WebhookID, ref.EventID, ref.Tenant))
 }
 
 // ListWebhookAttempts implements core.WebhookStore.
-func (s *Store) ListWebhookAttempts(ctx context.Context, tenant, webhookID, eventID string, p core.WebhookPage) ([]*core.WebhookAttempt, bool, error) {
-	if _, err := s.WebhookDelivery(ctx, tenant, webhookID, eventID); err != nil {
+func (s *Store) ListWebhookAttempts(ctx context.Context, ref core.WebhookDeliveryRef, p core.WebhookPage) ([]*core.WebhookAttempt, bool, error) {
+	if _, err := s.WebhookDelivery(ctx, ref); err != nil {
 		return nil, false, err
 	}
 	limit := pageLimit(p)
 	q, args := `SELECT id, webhook_id, event_id, at, http_status, response, error, duration_us FROM webhook_attempts
-		WHERE webhook_id = ? AND event_id = ?`, []any{webhookID, eventID}
+		WHERE webhook_id = ? AND event_id = ?`, []any{ref.WebhookID, ref.EventID}
 	if p.After != "" {
 		q, args = q+` AND id < ?`, append(args, p.After)
 	}

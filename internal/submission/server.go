@@ -56,10 +56,17 @@ type Config struct {
 	ReplayCacheEntries int
 }
 
+// store is the part of core.Store submission uses: it accepts sends in
+// transactions and answers replays from completed keys.
+type store interface {
+	core.Transactor
+	core.Idempotency
+}
+
 // Server accepts submitted messages as sends.
 type Server struct {
 	svc     *app.Service
-	store   core.Store
+	store   store
 	idem    *idempotency.Engine
 	metrics *metrics.Metrics
 	cfg     Config

@@ -33,13 +33,13 @@ type ServiceConfig struct {
 
 // Service implements the webhook use cases.
 type Service struct {
-	store  core.Store
+	store  core.Transactor
 	cfg    ServiceConfig
 	logger *slog.Logger
 }
 
 // NewService returns a Service.
-func NewService(store core.Store, cfg ServiceConfig, logger *slog.Logger) *Service {
+func NewService(store core.Transactor, cfg ServiceConfig, logger *slog.Logger) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -185,5 +185,5 @@ func (s *Service) RotateTx(ctx context.Context, tx core.Tx, tenant, id string) (
 
 // ReplayTx makes a delivery due now with a fresh retry schedule.
 func (s *Service) ReplayTx(ctx context.Context, tx core.Tx, tenant, webhookID, eventID string) error {
-	return tx.ReplayWebhookDelivery(ctx, tenant, webhookID, eventID, s.now())
+	return tx.ReplayWebhookDelivery(ctx, core.WebhookDeliveryRef{Tenant: tenant, WebhookID: webhookID, EventID: eventID}, s.now())
 }

@@ -1,0 +1,53 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+const mailboxColumns = `tenant, id, address, name, transport, receive_only, created_at`
+
+func scanMailbox(r rowScanner) (*core.Mailbox, error) {
+	var (
+		m         core.Mailbox
+		createdAt int64
+	)
+	err := r.Scan(&m.Tenant, &m.ID, &m.Address, &m.Name, &m.Transport, &m.ReceiveOnly, &createdAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, core.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scan mailbox: %w", err)
+	}
+	m.CreatedAt = fromMicros(createdAt)
+	return &m, nil
+}
+
+// Mailbox implements core.Store.
+func (s *Store) Mailbox(ctx context.Context, tenant, id string) (*core.Mailbox, error) {
+	return scanMailbox(s.r.queryRow(ctx, `SELECT `+mailboxColumns+` FROM mailboxes WHERE tenant = ? AND id = ?`, tenant, id))
+}
+
+// ListMailboxes implements core.Store.
+func (s *Store) ListMailboxes(ctx context.Context, tenant string) ([]*core.Mailbox, error) {
+	return list(ctx, s.r, "list mailboxes", scanMailbox, nil,
+		`SELECT `+mailboxColumns+` FROM mailboxes WHERE tenant = ? ORDER BY id`, tenant)
+}
+
+// InsertMailbox implements core.Tx; core.CodeConflict when the id is taken.
+func (t *Tx) InsertMailbox(ctx context.Context, m *core.Mailbox) error {
+	n, err := t.q.exec(ctx, `INSERT INTO mailboxes (`+mailboxColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, id) DO NOTHING`,
+		m.Tenant, m.ID, m.Address, m.Name, m.Transport, m.ReceiveOnly, micros(m.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("insert mailbox: %w", err)
+	}
+	if n != 1 {
+		return core.Errorf(core.CodeConflict, "id", "mailbox %q already exists", m.ID)
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// ClaimDue implements core.Tx: one statement claims the batch, each send
+// with the lease its size gives it (claimLease).
+func (t *Tx) ClaimDue(ctx context.Context, p core.ClaimParams) ([]*core.Send, error) {
+	now, lease, token, limit := p.Now, p.Lease, p.Token, p.Limit
+	// A scheduled send is queued from its time on (API contract, section
+	// 9); the partial index makes this a look at an empty range when none
+	// is due.
+	if _, err := t.q.exec(ctx, `UPDATE sends SET status = 'queued', updated_at = ?
+		WHERE status = 'scheduled' AND next_attempt_at <= ?`, micros(now), micros(now)); err != nil {
+		return nil, fmt.Errorf("queue scheduled sends: %w", err)
+	}
+	rows, err := t.q.query(ctx, `UPDATE sends SET status = 'sending', attempt_token = ?, lease_until = `+t.claimLease()+`,
+		tries = tries + 1, next_attempt_at = NULL, updated_at = ?
+		WHERE id IN (SELECT id FROM sends WHERE status = 'queued' AND next_attempt_at <= ?
+			ORDER BY next_attempt_at LIMIT ?`+t.s.skipLocked+`)
+		RETURNING `+sendColumns, token, micros(now.Add(lease.Base)), lease.MaxGrowth.Microseconds(), lease.PerMiB.Microseconds(),
+		micros(now), micros(now), limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim due sends: %w", err)
+	}
+	return collectSends(rows)
+}
+
+// claimLease is the lease_until ClaimDue writes, core.Lease.For in SQL:
+// the base lease's end, plus PerMiB per MiB of the send's files, submitted
+// message and forward, at most MaxGrowth (parameters in that order, in
+// microseconds). length() reads a stored value's size, not its bytes (on
+// SQLite from the record header, on PostgreSQL from the TOAST pointer);
+// only a send with files looks into send_attachments, by its key.
+func (t *Tx) claimLease() string {
+	least := "min"
+	if t.s.dialect == Postgres {
+		least = "LEAST"
+	}
+	return `CAST(? AS BIGINT) + ` + least + `(CAST(? AS BIGINT), (coalesce(length(raw_message), 0) + coalesce(length(forward_raw), 0)
+		+ CASE WHEN attachment_count > 0 THEN (SELECT coalesce(sum(length(data)), 0) FROM send_attachments WHERE send_id = sends.id) ELSE 0 END)
+		* CAST(? AS BIGINT) / 1048576)`
+}
+
+// ExpiredAttempts implements core.Tx.
+func (t *Tx) ExpiredAttempts(ctx context.Context, now time.Time, limit int) ([]*core.Send, error) {
+	rows, err := t.q.query(ctx, `SELECT `+sendColumns+` FROM sends
+		WHERE status = 'sending' AND lease_until < ? ORDER BY lease_until LIMIT ?`+t.s.skipLocked, micros(now), limit)
+	if err != nil {
+		return nil, fmt.Errorf("expired attempts: %w", err)
+	}
+	return collectSends(rows)
+}
+
+// UpdateAttempt implements core.Tx.
+func (t *Tx) UpdateAttempt(ctx context.Context, s *core.Send, token string) (bool, error) {
+	n, err := t.q.exec(ctx, `UPDATE sends SET status = ?, attempts = ?, last_error = ?, attempt_token = ?,
+		lease_until = ?, updated_at = ?, sent_at = ?, tries = ?, next_attempt_at = ?
+		WHERE id = ? AND attempt_token = ? AND status = 'sending'`,
+		s.Status, s.Attempts, nullString(s.LastError), nullString(s.AttemptToken), nullMicros(s.LeaseUntil),
+		micros(s.UpdatedAt), nullMicros(s.SentAt), s.Tries, t.due(s), s.ID, token)
+	if err != nil {
+		return false, fmt.Errorf("record attempt: %w", err)
+	}
+	return n == 1, nil
+}
+
+// QueueDepth implements core.Store.
+func (s *Store) QueueDepth(ctx context.Context) (int, error) {
+	var n int
+	if err := s.r.queryRow(ctx, `SELECT count(*) FROM sends WHERE status IN ('queued', 'sending')`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("queue depth: %w", err)
+	}
+	return n, nil
+}
