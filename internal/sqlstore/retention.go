@@ -50,5 +50,25 @@ func (s *Store) PurgeSends(ctx context.Context, before time.Time) (int, error) {
 	if err := s.purgeInbound(ctx, cutoff); err != nil {
 		return 0, err
 	}
+	if err := s.purgeWebhookDeliveries(ctx, before); err != nil {
+		return 0, err
+	}
 	return int(n), nil
+}
+
+// purgeWebhookDeliveries deletes the finished deliveries (and, by their
+// foreign key, their attempts) of events made before the cutoff; pending
+// ones are kept, as sends that still need attention are. Event ids are
+// ULIDs of the event's time, so "made before" is a range on the key's
+// second column, walked per endpoint.
+func (s *Store) purgeWebhookDeliveries(ctx context.Context, before time.Time) error {
+	var floor ulid.ULID
+	if err := floor.SetTime(ulid.Timestamp(before)); err != nil {
+		return fmt.Errorf("purge webhook deliveries: %w", err)
+	}
+	if _, err := s.w.exec(ctx, `DELETE FROM webhook_deliveries WHERE webhook_id IN (SELECT id FROM webhooks)
+		AND event_id < ? AND status IN ('success', 'failed')`, "evt_"+strings.ToLower(floor.String())); err != nil {
+		return fmt.Errorf("purge webhook deliveries: %w", err)
+	}
+	return nil
 }
