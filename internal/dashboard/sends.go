@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/delivery"
+	msgrender "github.com/sendonce/sendonce/internal/render"
 )
 
 const (
@@ -240,7 +240,7 @@ func (d *Dashboard) send(q *req) error {
 		return err
 	}
 	data := sendData{Send: s, Events: story, AllDeliveries: all, Recipients: recipientsOf(s, events), Remote: q.r.URL.Query().Get("remote") == "1"}
-	if raw, _, err := delivery.Render(s); err == nil {
+	if raw, _, err := msgrender.Message(s); err == nil {
 		head, _, _ := bytes.Cut(raw, []byte("\r\n\r\n"))
 		data.Headers = string(head)
 	}
@@ -284,7 +284,7 @@ func (d *Dashboard) sendRaw(q *req) error {
 	if err != nil {
 		return err
 	}
-	raw, _, err := delivery.Render(s)
+	raw, _, err := msgrender.Message(s)
 	if err != nil {
 		return err
 	}

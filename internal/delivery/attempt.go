@@ -11,6 +11,7 @@ import (
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/render"
 	"github.com/sendonce/sendonce/internal/transport"
 )
 
@@ -204,7 +205,7 @@ func (d *Deliverer) handOff(ctx context.Context, s *core.Send, slot *transport.S
 		}
 		s.Attachments = atts
 	}
-	raw, env, err := Render(s)
+	raw, env, err := render.Message(s)
 	if err != nil {
 		return handoff{err: &transport.Error{Class: transport.Permanent, Stage: "render", Err: err}}
 	}

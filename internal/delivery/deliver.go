@@ -14,7 +14,6 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/message"
 	"github.com/sendonce/sendonce/internal/metrics"
 	"github.com/sendonce/sendonce/internal/transport"
 	"github.com/sendonce/sendonce/internal/verp"
@@ -345,68 +344,6 @@ func replyOf(e *transport.Error) (status, diag string) {
 		return status, fmt.Sprintf("smtp; %d %s %s", se.Code, status, se.Message)
 	}
 	return "5.0.0", "x-sendonce; " + e.Error()
-}
-
-// Render builds the message and its envelope from a stored send. It is
-// deterministic: every attempt of one send renders the same bytes (the
-// DKIM signature, when there is one, is added afterwards).
-func Render(s *core.Send) ([]byte, transport.Envelope, error) {
-	if s.Raw != nil {
-		return renderRaw(s)
-	}
-	from, err := mail.ParseAddress(s.From)
-	if err != nil {
-		return nil, transport.Envelope{}, fmt.Errorf("from: %w", err)
-	}
-	parse := func(list []string) ([]mail.Address, []string, error) {
-		var as []mail.Address
-		var bare []string
-		for _, r := range list {
-			a, err := mail.ParseAddress(r)
-			if err != nil {
-				return nil, nil, fmt.Errorf("address %q: %w", r, err)
-			}
-			as = append(as, *a)
-			bare = append(bare, a.Address)
-		}
-		return as, bare, nil
-	}
-	to, toBare, err := parse(s.To)
-	if err != nil {
-		return nil, transport.Envelope{}, err
-	}
-	cc, ccBare, err := parse(s.Cc)
-	if err != nil {
-		return nil, transport.Envelope{}, err
-	}
-	_, bccBare, err := parse(s.Bcc)
-	if err != nil {
-		return nil, transport.Envelope{}, err
-	}
-	replyTo, _, err := parse(s.ReplyTo)
-	if err != nil {
-		return nil, transport.Envelope{}, err
-	}
-	m := &message.Message{
-		From: *from, To: to, Cc: cc, ReplyTo: replyTo, Subject: s.Subject, Text: s.Text, HTML: s.HTML,
-		MessageID: s.MessageID, Date: s.CreatedAt, InReplyTo: s.InReplyTo, References: s.References,
-	}
-	for _, h := range s.Headers {
-		m.Headers = append(m.Headers, message.Header{Name: h.Name, Value: h.Value})
-	}
-	var atts []message.Attachment
-	if len(s.Forward) > 0 {
-		atts = append(atts, message.Attachment{ContentType: "message/rfc822", Filename: "forwarded.eml", Data: s.Forward})
-	}
-	for _, a := range s.Attachments {
-		atts = append(atts, message.Attachment{ContentType: a.ContentType, Filename: a.Filename, ContentID: a.ContentID, Data: a.Data})
-	}
-	raw, err := message.BuildWithAttachments(m, atts)
-	if err != nil {
-		return nil, transport.Envelope{}, err
-	}
-	rcpt := append(append(toBare, ccBare...), bccBare...)
-	return raw, transport.Envelope{From: from.Address, To: rcpt}, nil
 }
 
 func markUnknown(ctx context.Context, tx core.Tx, s *core.Send, now time.Time, why string) error {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/delivery"
 	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/render"
 	"github.com/sendonce/sendonce/internal/transport"
 )
 
@@ -161,7 +161,7 @@ func (s *Server) original(ctx context.Context, key *core.APIKey, id string) ([]b
 					return nil, "", err
 				}
 			}
-			if raw, _, err = delivery.Render(send); err != nil {
+			if raw, _, err = render.Message(send); err != nil {
 				return nil, "", err
 			}
 			subject = send.Subject

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/delivery"
+	"github.com/sendonce/sendonce/internal/render"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
@@ -148,7 +148,7 @@ func fuzzCheckSend(t *testing.T, env *sendoncetest.Env, out []byte) {
 	if s.Attachments, err = env.Server.Store.SendAttachments(context.Background(), id); err != nil || len(s.Attachments) != s.AttachmentCount {
 		t.Fatalf("accepted send %s: %d of %d attachments stored (%v)", id, len(s.Attachments), s.AttachmentCount, err)
 	}
-	raw, envl, err := delivery.Render(s)
+	raw, envl, err := render.Message(s)
 	if err != nil {
 		t.Fatalf("accepted send %s does not render: %v", id, err)
 	}

@@ -1,0 +1,103 @@
+// Package render turns a stored send into the message that goes out and
+// its envelope: the one place where a send's fields become bytes, used by
+// delivery for every attempt and by the API and the dashboard to show or
+// forward a send exactly as it is (or was) delivered.
+package render
+
+import (
+	"fmt"
+	"net/mail"
+
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/message"
+	"github.com/sendonce/sendonce/internal/transport"
+)
+
+// Message builds the message and its envelope from a stored send. It is
+// deterministic: every attempt of one send renders the same bytes (the
+// DKIM signature, when there is one, is added afterwards).
+func Message(s *core.Send) ([]byte, transport.Envelope, error) {
+	if s.Raw != nil {
+		return renderRaw(s)
+	}
+	from, err := mail.ParseAddress(s.From)
+	if err != nil {
+		return nil, transport.Envelope{}, fmt.Errorf("from: %w", err)
+	}
+	parse := func(list []string) ([]mail.Address, []string, error) {
+		var as []mail.Address
+		var bare []string
+		for _, r := range list {
+			a, err := mail.ParseAddress(r)
+			if err != nil {
+				return nil, nil, fmt.Errorf("address %q: %w", r, err)
+			}
+			as = append(as, *a)
+			bare = append(bare, a.Address)
+		}
+		return as, bare, nil
+	}
+	to, toBare, err := parse(s.To)
+	if err != nil {
+		return nil, transport.Envelope{}, err
+	}
+	cc, ccBare, err := parse(s.Cc)
+	if err != nil {
+		return nil, transport.Envelope{}, err
+	}
+	_, bccBare, err := parse(s.Bcc)
+	if err != nil {
+		return nil, transport.Envelope{}, err
+	}
+	replyTo, _, err := parse(s.ReplyTo)
+	if err != nil {
+		return nil, transport.Envelope{}, err
+	}
+	m := &message.Message{
+		From: *from, To: to, Cc: cc, ReplyTo: replyTo, Subject: s.Subject, Text: s.Text, HTML: s.HTML,
+		MessageID: s.MessageID, Date: s.CreatedAt, InReplyTo: s.InReplyTo, References: s.References,
+	}
+	for _, h := range s.Headers {
+		m.Headers = append(m.Headers, message.Header{Name: h.Name, Value: h.Value})
+	}
+	var atts []message.Attachment
+	if len(s.Forward) > 0 {
+		atts = append(atts, message.Attachment{ContentType: "message/rfc822", Filename: "forwarded.eml", Data: s.Forward})
+	}
+	for _, a := range s.Attachments {
+		atts = append(atts, message.Attachment{ContentType: a.ContentType, Filename: a.Filename, ContentID: a.ContentID, Data: a.Data})
+	}
+	raw, err := message.BuildWithAttachments(m, atts)
+	if err != nil {
+		return nil, transport.Envelope{}, err
+	}
+	rcpt := append(append(toBare, ccBare...), bccBare...)
+	return raw, transport.Envelope{From: from.Address, To: rcpt}, nil
+}
+
+// renderRaw is Message for a send that carries the client's own message
+// (SMTP submission): the message goes out as the client wrote it, with
+// Message-ID and Date added when it had none; the envelope is the send's
+// From address and its recipients, which for a submitted message are the
+// client's RCPT TO addresses.
+func renderRaw(s *core.Send) ([]byte, transport.Envelope, error) {
+	from, err := mail.ParseAddress(s.From)
+	if err != nil {
+		return nil, transport.Envelope{}, fmt.Errorf("from: %w", err)
+	}
+	var rcpt []string
+	for _, list := range [][]string{s.To, s.Cc, s.Bcc} {
+		for _, r := range list {
+			a, err := mail.ParseAddress(r)
+			if err != nil {
+				return nil, transport.Envelope{}, fmt.Errorf("address %q: %w", r, err)
+			}
+			rcpt = append(rcpt, a.Address)
+		}
+	}
+	raw, err := message.CompleteRaw(s.Raw, s.MessageID, s.CreatedAt)
+	if err != nil {
+		return nil, transport.Envelope{}, err
+	}
+	return raw, transport.Envelope{From: from.Address, To: rcpt}, nil
+}
