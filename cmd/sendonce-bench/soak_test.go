@@ -100,3 +100,16 @@ func TestSoakJudge_CountsEveryViolation(t *testing.T) {
 		t.Fatalf("acked, lost, duplicates, stuck, sent-not-at-sink, other, unknown never-at-DATA/hung-up/kept/twice = %v, want %v", got, want)
 	}
 }
+
+// Messages at the sink that belong to no send are violations, those
+// without a Message-ID among them (they would otherwise vanish from the
+// tally and make a sent send look undelivered).
+func TestSoakOrphans_CountMessagesWithoutID(t *testing.T) {
+	rep := &soakReport{}
+	k := &soakChecker{rep: rep, seen: map[string]bool{"m-1": true},
+		sink: sinkView{ids: map[string]int{"m-1": 1, "m-stray": 2}}}
+	k.countOrphans(3)
+	if rep.Other != 4 || len(rep.Findings) != 2 {
+		t.Fatalf("other = %d, findings %q; want 3 without an id + 1 stray Message-ID", rep.Other, rep.Findings)
+	}
+}
