@@ -339,7 +339,11 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordBudget(d.leaseOf(s)))
 	defer cancel()
 	now := d.cfg.Now().UTC()
-	next := nextSend(s, o, now, Backoff(d.cfg.RetryBase, d.cfg.MaxRetryDelay, s.Tries))
+	var backoff time.Duration
+	if o.retry {
+		backoff = Backoff(d.cfg.RetryBase, d.cfg.MaxRetryDelay, s.Tries)
+	}
+	next := nextSend(s, o, now, backoff)
 	write := func(tx core.Tx) error {
 		held, err := tx.UpdateAttempt(wctx, &next, token)
 		if err != nil {
@@ -373,8 +377,8 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 
 // nextSend is the send as the outcome leaves it: the claim released, the
 // status and error set, the attempt counted when it reached the relay, and
-// when it is due again (a retry after backoff; a deferred attempt after
-// deferDelay, its try given back).
+// when it is due again (a retry after backoff, which only a retry reads;
+// a deferred attempt after deferDelay, its try given back).
 func nextSend(s *core.Send, o outcome, now time.Time, backoff time.Duration) core.Send {
 	next := *s
 	next.AttemptToken, next.LeaseUntil, next.UpdatedAt = "", nil, now
