@@ -66,8 +66,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-// writerCacheKiB is the SQLite writer's page cache.
-const writerCacheKiB = 32 << 10
+// writerCacheKiB is the SQLite writer's page cache. 16 MiB since the
+// idempotency records moved out of the key's B-tree (migration 0016): the
+// random working set is the narrow key indexes now, and 32 MiB bought no
+// accepts (A/B 4,796 / 4,768 ok/s at 32, 4,896 / 4,834 at 16) while it
+// took the process's peak RSS past 150 MB (sendonce-bench --mode all:
+// 152–162 MiB at 32, 120–131 MiB at 16; docs/performance.md).
+const writerCacheKiB = 16 << 10
 
 // walCheckpointPages is how large the WAL grows (in 4 KiB pages) before the
 // writer copies it back into the database, inside a commit. SQLite's
