@@ -33,7 +33,7 @@ func ParseSchedule(param, v string, now time.Time) (time.Time, error) {
 // races it either comes first (and this answers invalid_state) or finds
 // the send canceled.
 func (s *Service) Cancel(ctx context.Context, tx core.Tx, tenant, id string) (*core.Send, error) {
-	send, err := tx.SendForUpdate(ctx, id)
+	send, err := tx.SendForUpdateIn(ctx, id, core.StatusScheduled, core.StatusPendingApproval, core.StatusQueued)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (s *Service) Reschedule(ctx context.Context, tx core.Tx, tenant, id, schedu
 	if err != nil {
 		return nil, err
 	}
-	send, err := tx.SendForUpdate(ctx, id)
+	send, err := tx.SendForUpdateIn(ctx, id, core.StatusScheduled)
 	if err != nil {
 		return nil, err
 	}

@@ -392,7 +392,7 @@ func (s *Service) Reconcile(ctx context.Context, tx core.Tx, tenant, id, outcome
 // "reconciled: unknown -> sent". Into queued it is due at once, with a
 // fresh retry budget.
 func (s *Service) transition(ctx context.Context, tx core.Tx, tenant, id string, from, to core.Status, event, why string) (*core.Send, error) {
-	send, err := tx.SendForUpdate(ctx, id)
+	send, err := tx.SendForUpdateIn(ctx, id, from)
 	if err != nil {
 		return nil, err
 	}

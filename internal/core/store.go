@@ -100,6 +100,14 @@ type SendsTx interface {
 	InsertSend(ctx context.Context, s *Send) error
 	// SendForUpdate reads the send inside the transaction.
 	SendForUpdate(ctx context.Context, id string) (*Send, error)
+	// SendForUpdateIn reads the send inside the transaction and holds it
+	// only when its status is one of statuses (at least one): a request
+	// that changes a send only from those (cancel, reschedule, approve,
+	// reconcile) never holds, nor waits for, the row of a send it will not
+	// change. On PostgreSQL that row may be one delivery is recording an
+	// outcome for, in another batch that waits for a row this batch holds:
+	// a deadlock. A send in another status is returned as it is.
+	SendForUpdateIn(ctx context.Context, id string, statuses ...Status) (*Send, error)
 	// UpdateSend writes the mutable fields of s (status, attempts, tries,
 	// last_error, sent_at, updated_at, attempt token, lease, next attempt).
 	// A send written queued without a next attempt time is due at once.

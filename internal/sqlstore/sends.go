@@ -170,6 +170,23 @@ func (t *Tx) SendForUpdate(ctx context.Context, id string) (*core.Send, error) {
 	return scanSend(t.q.queryRow(ctx, `SELECT `+sendColumns+` FROM sends WHERE id = ?`+t.s.forUpdate, id))
 }
 
+// SendForUpdateIn implements core.Tx. PostgreSQL locks only the rows that
+// meet the WHERE, and checks it again on a row it had to wait for: a send
+// that left those statuses meanwhile is read again, without a lock.
+func (t *Tx) SendForUpdateIn(ctx context.Context, id string, statuses ...core.Status) (*core.Send, error) {
+	args := make([]any, 0, 1+len(statuses))
+	args = append(args, id)
+	for _, st := range statuses {
+		args = append(args, string(st))
+	}
+	s, err := scanSend(t.q.queryRow(ctx, `SELECT `+sendColumns+` FROM sends WHERE id = ? AND status IN (?`+
+		strings.Repeat(", ?", len(statuses)-1)+`)`+t.s.forUpdate, args...))
+	if !errors.Is(err, core.ErrNotFound) {
+		return s, err
+	}
+	return scanSend(t.q.queryRow(ctx, `SELECT `+sendColumns+` FROM sends WHERE id = ?`, id))
+}
+
 // UpdateSend implements core.Tx.
 func (t *Tx) UpdateSend(ctx context.Context, s *core.Send) error {
 	n, err := t.q.exec(ctx, `UPDATE sends SET status = ?, attempts = ?, last_error = ?, attempt_token = ?,
