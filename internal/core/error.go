@@ -95,3 +95,27 @@ func (u *unavailable) As(target any) bool {
 	}
 	return false
 }
+
+// Conflicted marks err, a transaction that met another one (a deadlock or a
+// serialization failure on PostgreSQL), as work to run again as it is:
+// nothing of it committed and nothing was wrong with it. Code that meets
+// such an error inside a transaction returns it as it is — never answers
+// it — so that the store can run the transaction again. The store decides
+// which of its failures are such; nil stays nil.
+func Conflicted(err error) error {
+	if err == nil || IsConflicted(err) {
+		return err
+	}
+	return &conflicted{err: err}
+}
+
+// IsConflicted reports whether Conflicted marked err.
+func IsConflicted(err error) bool {
+	var c *conflicted
+	return errors.As(err, &c)
+}
+
+type conflicted struct{ err error }
+
+func (c *conflicted) Error() string { return c.err.Error() }
+func (c *conflicted) Unwrap() error { return c.err }

@@ -206,6 +206,11 @@ func (s *Server) runTx(r *http.Request, key *core.APIKey, body []byte, h txHandl
 			}
 		}
 		status, v, herr := write(ctx, tx)
+		if core.IsConflicted(herr) {
+			// Met another transaction (a deadlock): not an answer. The
+			// group commit runs the batch again.
+			return herr
+		}
 		if herr != nil {
 			out = s.refusal(r, o, herr)
 			return errRefused

@@ -172,7 +172,8 @@ func (g *groupCommit) runBatch(batch []*txReq) {
 			savepoints = true
 		case batchRetry:
 			if try == maxBatchTries {
-				failAll(batch, fmt.Errorf("gave up after %d tries: %w", try, cause))
+				// Nothing committed; the caller may simply retry (503).
+				failAll(batch, core.Unavailable(fmt.Errorf("gave up after %d tries: %w", try, cause)))
 				return
 			}
 		}

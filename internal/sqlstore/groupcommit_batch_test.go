@@ -222,6 +222,7 @@ func TestPostgres_BatchesRetryADeadlock(t *testing.T) {
 		aHolds, bHolds = make(chan struct{}), make(chan struct{})
 		aOnce, bOnce   sync.Once
 		runs           atomic.Int64
+		conflicted     atomic.Bool // a transaction saw the deadlock marked core.Conflicted
 	)
 	// wait lets the first statement of the other batch run first (the
 	// retried batch finds the channel closed long ago).
@@ -246,7 +247,11 @@ func TestPostgres_BatchesRetryADeadlock(t *testing.T) {
 				if err := wait(theirs); err != nil {
 					return err
 				}
-				return bump(tx, second)
+				err := bump(tx, second)
+				if core.IsConflicted(err) {
+					conflicted.Store(true)
+				}
+				return err
 			},
 		)
 	}
@@ -262,6 +267,11 @@ func TestPostgres_BatchesRetryADeadlock(t *testing.T) {
 	}
 	if n := runs.Load(); n < 6 {
 		t.Errorf("%d runs of the 4 transactions: no batch ran again after the deadlock", n)
+	}
+	if !conflicted.Load() {
+		// A handler that answers the error instead of returning it (the
+		// cancel route once did: a 500) must be able to tell it apart.
+		t.Error("the deadlock's victim did not see an error marked core.Conflicted")
 	}
 	if n := countRows(t, a, `SELECT count(*) FROM gc_rows WHERE v = 2`); n != 2 {
 		t.Errorf("%d of the 2 rows bumped once by each batch", n)

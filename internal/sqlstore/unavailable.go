@@ -20,7 +20,16 @@ import (
 // (a constraint, a bad statement, a canceled context) are returned as
 // they are.
 func pgUnavailable(err error) error {
-	if err == nil || !pgConnFailure(err) {
+	if err == nil {
+		return nil
+	}
+	if retryable(err) {
+		// A deadlock's victim or a serialization failure: the group
+		// commit runs the batch again, and the handler that met it must
+		// pass it up unanswered (core.Conflicted).
+		return core.Conflicted(err)
+	}
+	if !pgConnFailure(err) {
 		return err
 	}
 	return core.Unavailable(err)
