@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -172,20 +173,38 @@ func (t *Tx) SendForUpdate(ctx context.Context, id string) (*core.Send, error) {
 
 // SendForUpdateIn implements core.Tx. PostgreSQL locks only the rows that
 // meet the WHERE, and checks it again on a row it had to wait for: a send
-// that left those statuses meanwhile is read again, without a lock.
+// that left those statuses meanwhile is read again, without a lock. One
+// that came into them between the two statements (a deferred attempt
+// given back to queued, say) is locked after all: the caller changes it,
+// and must not on an unlocked read.
 func (t *Tx) SendForUpdateIn(ctx context.Context, id string, statuses ...core.Status) (*core.Send, error) {
+	if len(statuses) == 0 {
+		return scanSend(t.q.queryRow(ctx, `SELECT `+sendColumns+` FROM sends WHERE id = ?`, id))
+	}
 	args := make([]any, 0, 1+len(statuses))
 	args = append(args, id)
 	for _, st := range statuses {
 		args = append(args, string(st))
 	}
-	s, err := scanSend(t.q.queryRow(ctx, `SELECT `+sendColumns+` FROM sends WHERE id = ? AND status IN (?`+
-		strings.Repeat(", ?", len(statuses)-1)+`)`+t.s.forUpdate, args...))
-	if !errors.Is(err, core.ErrNotFound) {
-		return s, err
+	locking := `SELECT ` + sendColumns + ` FROM sends WHERE id = ? AND status IN (?` +
+		strings.Repeat(", ?", len(statuses)-1) + `)` + t.s.forUpdate
+	for range maxStatusReads {
+		s, err := scanSend(t.q.queryRow(ctx, locking, args...))
+		if !errors.Is(err, core.ErrNotFound) {
+			return s, err
+		}
+		s, err = scanSend(t.q.queryRow(ctx, `SELECT `+sendColumns+` FROM sends WHERE id = ?`, id))
+		if err != nil || !slices.Contains(statuses, s.Status) {
+			return s, err
+		}
 	}
-	return scanSend(t.q.queryRow(ctx, `SELECT `+sendColumns+` FROM sends WHERE id = ?`, id))
+	// Its status keeps moving under us: let the batch run again.
+	return nil, core.Conflicted(fmt.Errorf("send %s changed status %d times while being read", id, maxStatusReads))
 }
+
+// maxStatusReads bounds SendForUpdateIn's reads of a send whose status
+// moves between them.
+const maxStatusReads = 5
 
 // UpdateSend implements core.Tx.
 func (t *Tx) UpdateSend(ctx context.Context, s *core.Send) error {
