@@ -65,6 +65,20 @@ var listenRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
 
 func startServe(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
+	p, err := spawnServe(bin, args...)
+	if p != nil {
+		t.Cleanup(p.kill)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// spawnServe starts `sendonce serve` and waits until it listens. It never
+// touches a testing.T, so tests may call it from goroutines: the caller
+// reports the error and, whenever p is not nil, kills p when done.
+func spawnServe(bin string, args ...string) (*proc, error) {
 	p := &proc{done: make(chan struct{})}
 	// --rate-limit 0: these clients retry one key at full speed to test
 	// crashes, not the per-key request limit.
@@ -72,10 +86,10 @@ func startServe(t *testing.T, bin string, args ...string) *proc {
 	p.cmd.Env = append(os.Environ(), "SENDONCE_LOG_LEVEL=info")
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start serve: %v", err)
+		return nil, fmt.Errorf("start serve: %w", err)
 	}
 	addr := make(chan string, 1)
 	go func() {
@@ -94,17 +108,18 @@ func startServe(t *testing.T, bin string, args ...string) *proc {
 			}
 		}
 	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		_ = p.cmd.Wait()
-	})
 	select {
 	case a := <-addr:
 		p.url = "http://" + a
 	case <-time.After(30 * time.Second):
-		t.Fatalf("serve did not start listening:\n%s", p.logText())
+		return p, fmt.Errorf("serve did not start listening:\n%s", p.logText())
 	}
-	return p
+	return p, nil
+}
+
+func (p *proc) kill() {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
 }
 
 func (p *proc) logText() string {
@@ -159,6 +174,8 @@ func TestCrash_SIGKILLWhileClientsRetry(t *testing.T) {
 		mu        sync.Mutex
 		bodies    = map[string]map[string]bool{} // key → distinct 200 bodies
 		completed atomic.Int32
+		kills     killWindows
+		killed500 atomic.Int32 // 500s a kill could explain
 		wg        sync.WaitGroup
 	)
 	client := &http.Client{Timeout: 5 * time.Second}
@@ -175,6 +192,7 @@ func TestCrash_SIGKILLWhileClientsRetry(t *testing.T) {
 					req, _ := http.NewRequest("POST", p.url+"/v1/send", strings.NewReader(body))
 					req.Header.Set("Authorization", "Bearer "+secret)
 					req.Header.Set("Idempotency-Key", key)
+					sent := time.Now()
 					resp, err := client.Do(req)
 					if err != nil {
 						time.Sleep(20 * time.Millisecond) // server down: retry the same key
@@ -192,7 +210,14 @@ func TestCrash_SIGKILLWhileClientsRetry(t *testing.T) {
 						mu.Unlock()
 						completed.Add(1)
 						return
-					case http.StatusConflict, http.StatusInternalServerError, http.StatusServiceUnavailable:
+					case http.StatusInternalServerError:
+						if !kills.covers(sent, time.Now()) {
+							t.Errorf("key %s: 500 outside any kill: %s", key, b)
+							return
+						}
+						killed500.Add(1)
+						time.Sleep(20 * time.Millisecond)
+					case http.StatusConflict, http.StatusServiceUnavailable:
 						time.Sleep(20 * time.Millisecond)
 					default:
 						t.Errorf("key %s: unexpected %d %s", key, resp.StatusCode, b)
@@ -210,14 +235,17 @@ func TestCrash_SIGKILLWhileClientsRetry(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		old := current.Load()
+		kills.begin()
 		if err := old.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatalf("kill: %v", err)
 		}
 		_ = old.cmd.Wait()
 		<-old.done
 		current.Store(startServe(t, bin, serveArgs...))
+		kills.end(time.Second)
 	}
 	wg.Wait()
+	t.Logf("%d 500s inside a kill window", killed500.Load())
 	if t.Failed() {
 		t.Fatalf("server log:\n%s", current.Load().logText())
 	}

@@ -22,14 +22,25 @@ func TestPostgres_ProcessesStartTogetherOnEmptyDatabase(t *testing.T) {
 	db := pgtest.NewDatabase(t)
 	var wg sync.WaitGroup
 	procs := make([]*proc, 3)
+	errs := make([]error, len(procs))
 	for i := range procs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			procs[i] = startServe(t, binPath, "--db", db)
+			procs[i], errs[i] = spawnServe(binPath, "--db", db)
 		}()
 	}
 	wg.Wait()
+	for _, p := range procs {
+		if p != nil {
+			t.Cleanup(p.kill)
+		}
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("process %d: %v", i, err)
+		}
+	}
 	for i, p := range procs {
 		resp, err := http.Get(p.url + "/healthz")
 		if err != nil {
@@ -64,6 +75,8 @@ func TestPostgres_ThreeProcessesOneKeyOneSend(t *testing.T) {
 	const keys, dupes = 200, 8
 	var (
 		completed atomic.Int32
+		kills     killWindows
+		killed500 atomic.Int32 // 500s a kill could explain
 		mu        sync.Mutex
 		bodies    = map[string]map[string]bool{}
 		wg        sync.WaitGroup
@@ -88,6 +101,7 @@ func TestPostgres_ThreeProcessesOneKeyOneSend(t *testing.T) {
 					req, _ := http.NewRequest("POST", procs[n].url+"/v1/send", strings.NewReader(body))
 					req.Header.Set("Authorization", "Bearer "+secret)
 					req.Header.Set("Idempotency-Key", key)
+					sent := time.Now()
 					resp, err := client.Do(req)
 					if err != nil {
 						time.Sleep(10 * time.Millisecond) // that process is gone: try another
@@ -105,7 +119,14 @@ func TestPostgres_ThreeProcessesOneKeyOneSend(t *testing.T) {
 						mu.Unlock()
 						completed.Add(1)
 						return
-					case http.StatusConflict, http.StatusInternalServerError, http.StatusServiceUnavailable:
+					case http.StatusInternalServerError:
+						if !kills.covers(sent, time.Now()) {
+							t.Errorf("key %s: 500 outside any kill: %s", key, b)
+							return
+						}
+						killed500.Add(1)
+						time.Sleep(20 * time.Millisecond)
+					case http.StatusConflict, http.StatusServiceUnavailable:
 						time.Sleep(20 * time.Millisecond)
 					default:
 						t.Errorf("key %s: %d %s", key, resp.StatusCode, b)
@@ -120,11 +141,14 @@ func TestPostgres_ThreeProcessesOneKeyOneSend(t *testing.T) {
 	for completed.Load() < keys*dupes/3 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
+	kills.begin()
 	if err := procs[1].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	dead.Store(1)
+	kills.end(2 * time.Second)
 	wg.Wait()
+	t.Logf("%d 500s inside the kill window", killed500.Load())
 	if t.Failed() {
 		t.FailNow()
 	}
