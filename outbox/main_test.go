@@ -17,6 +17,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/sendonce/sendonce/client"
+	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 	"github.com/sendonce/sendonce/outbox"
 )
 
@@ -24,7 +25,6 @@ import (
 // again, with childEnv set, which runs childMain instead of the tests.
 const (
 	childEnv     = "SENDONCE_OUTBOX_TEST_CHILD"
-	pgEnv        = "SENDONCE_TEST_POSTGRES_URL"
 	childMaxLife = 90 * time.Second // a child outlives no parent by long
 )
 
@@ -108,10 +108,7 @@ func backends() []backend {
 			return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)", outbox.DefaultTable
 		}},
 		{name: "postgres", dialect: outbox.Postgres, newDSN: func(t *testing.T) (string, string) {
-			url := os.Getenv(pgEnv)
-			if url == "" {
-				t.Skipf("PostgreSQL variant skipped: set %s (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run it", pgEnv)
-			}
+			url := pgtest.URL(t) // skips, saying how, off CI; fails under CI
 			// One table per test, so tests and runs never see each other's tasks.
 			b := make([]byte, 6)
 			_, _ = rand.Read(b)

@@ -21,7 +21,7 @@ import (
 //
 //	go test -run XXX -bench Accept -count 5 ./internal/submission/
 func BenchmarkAccept(b *testing.B) {
-	for _, backend := range sendoncetest.Backends() {
+	for _, backend := range sendoncetest.Backends(b) {
 		env := sendoncetest.Start(b, sendoncetest.Options{Backend: backend, NoWorkers: true})
 		addr := serve(b, env.Server.Submission, "127.0.0.1:0", false)
 		for _, n := range []int{1, 20} {

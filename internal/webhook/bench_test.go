@@ -20,7 +20,7 @@ import (
 )
 
 func benchBackends(b *testing.B, fn func(b *testing.B, backend sendoncetest.Backend)) {
-	for _, be := range sendoncetest.Backends() {
+	for _, be := range sendoncetest.Backends(b) {
 		b.Run(string(be), func(b *testing.B) { fn(b, be) })
 	}
 }

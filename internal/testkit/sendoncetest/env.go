@@ -52,10 +52,16 @@ const (
 	Postgres Backend = "postgres"
 )
 
-// Backends lists the databases the suite runs on: SQLite always, and
-// PostgreSQL when SENDONCE_TEST_POSTGRES_URL names a server (CI sets it).
-func Backends() []Backend {
+// Backends lists the databases a benchmark runs on: SQLite always, and
+// PostgreSQL when SENDONCE_TEST_POSTGRES_URL names a server. Without one it
+// says so, and under CI (which always sets it) it fails instead.
+func Backends(tb testing.TB) []Backend {
+	tb.Helper()
 	if os.Getenv(pgtest.EnvVar) == "" {
+		if os.Getenv("CI") != "" {
+			tb.Fatalf("%s is not set; .ci/run sets it", pgtest.EnvVar)
+		}
+		tb.Logf("PostgreSQL half skipped: set %s to run it", pgtest.EnvVar)
 		return []Backend{SQLite}
 	}
 	return []Backend{SQLite, Postgres}
