@@ -11,7 +11,7 @@ import (
 )
 
 // Suppression is an entry of the suppression list: sends to the address
-// skip it (API contract, section 11).
+// skip it (docs/api.md, "Suppressions").
 type Suppression struct {
 	ID        string    `json:"id"`
 	Email     string    `json:"email"`

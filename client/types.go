@@ -8,7 +8,7 @@ import (
 // Status is where a send stands on the server.
 type Status string
 
-// The statuses of a send (API contract, section 4).
+// The statuses of a send (docs/api.md, "Statuses").
 const (
 	StatusPendingApproval Status = "pending_approval"
 	StatusScheduled       Status = "scheduled"
@@ -18,7 +18,7 @@ const (
 	StatusFailed          Status = "failed"
 	StatusUnknown         Status = "unknown"
 	StatusCanceled        Status = "canceled"
-	// Outcomes after the handoff (API contract, sections 4 and 11).
+	// Outcomes after the handoff (docs/api.md, "Statuses" and "Suppressions").
 	StatusDelivered  Status = "delivered"
 	StatusBounced    Status = "bounced"
 	StatusComplained Status = "complained"

@@ -10,7 +10,7 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// Guardrails of agent keys (issue 6). They are enforced here, on the server,
+// Guardrails of agent keys (docs/agents.md). They are enforced here, on the server,
 // whatever the agent's prompt or MCP server says:
 //
 //   - an agent key may not set bcc, from or extra headers (403 forbidden);

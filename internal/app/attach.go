@@ -19,7 +19,7 @@ import (
 	"github.com/sendonce/sendonce/internal/outbound"
 )
 
-// Limits on attachments (API contract, section 9).
+// Limits on attachments (docs/api.md, "Attachments").
 const (
 	MaxAttachments = 20
 	MaxFilenameLen = 255

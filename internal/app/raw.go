@@ -13,7 +13,7 @@ import (
 	"github.com/sendonce/sendonce/internal/message"
 )
 
-// A submitted message (SMTP, issue 18) is the client's own MIME: it keeps
+// A submitted message (SMTP, docs/smtp.md) is the client's own MIME: it keeps
 // its header fields and parts, and the same rules as a JSON send apply to
 // what it asks for — the key's mailboxes, the agent guardrails, the
 // recipient allowlist, the caps (in AcceptSend).
@@ -79,7 +79,7 @@ func (s *Service) PrepareRawSend(ctx context.Context, key *core.APIKey, idemKey,
 		return nil, err
 	}
 	// A key limited to mailboxes, and an agent key, send only as the
-	// mailbox's address (API contract, section 2; issue 6).
+	// mailbox's address (docs/api.md, "Authentication and scopes"; docs/agents.md).
 	if (len(key.Mailboxes) > 0 || key.Agent) && !strings.EqualFold(from.Address, mb.Address) {
 		return nil, core.Errorf(core.CodeForbidden, "from", "this API key may send only as its mailbox's address %s", mb.Address)
 	}

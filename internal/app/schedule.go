@@ -7,8 +7,8 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// MaxScheduleAhead is how far ahead scheduled_at may be (API contract,
-// section 9).
+// MaxScheduleAhead is how far ahead scheduled_at may be (docs/api.md,
+// "Scheduled sends").
 const MaxScheduleAhead = 30 * 24 * time.Hour
 
 // ParseSchedule reads a scheduled_at: RFC 3339 with an offset, after now

@@ -167,8 +167,8 @@ func fromAddress(key *core.APIKey, mb *core.Mailbox, raw string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	// A key limited to mailboxes sends only from those (API contract,
-	// section 2): the mailbox's address, under any display name.
+	// A key limited to mailboxes sends only from those (docs/api.md,
+	// "Authentication and scopes"): the mailbox's address, under any display name.
 	if len(key.Mailboxes) > 0 && !strings.EqualFold(a.Address, mb.Address) {
 		return "", core.Errorf(core.CodeForbidden, "from", "this API key may send only as its mailbox's address %s", mb.Address)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/sendonce/sendonce/internal/submission"
 )
 
-// smtpConfig is the SMTP submission server's settings (issue 18).
+// smtpConfig is the SMTP submission server's settings (docs/smtp.md).
 type smtpConfig struct {
 	Addr, TLSAddr    string
 	TLSCert, TLSKey  string

@@ -3,7 +3,7 @@ package core
 import "slices"
 
 // Names of the entries of a send's history. Those that report a change the
-// API contract names (section 10) are also webhook events: WebhookType gives
+// docs/webhooks.md lists are also webhook events: WebhookType gives
 // their "email.…" name. The others (accepted, attempt_started,
 // attempt_failed, late_attempt_result, …) are history only.
 const (

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Status is where a send stands. See the API contract, section 4.
+// Status is where a send stands. See docs/api.md, "Statuses".
 type Status string
 
 const (

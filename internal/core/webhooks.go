@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Webhook is a tenant's endpoint for events (API contract, section 10).
+// Webhook is a tenant's endpoint for events (docs/webhooks.md).
 type Webhook struct {
 	ID       string
 	Tenant   string

@@ -1,4 +1,4 @@
-// Package dashboard is sendonce's web dashboard (API contract, section 13):
+// Package dashboard is sendonce's web dashboard (docs/api.md, "The dashboard"):
 // server-rendered html/template pages, assets embedded in the binary, and a
 // little progressive JavaScript (live lists over server-sent events, copy
 // buttons, the template preview). Every page works without the script.

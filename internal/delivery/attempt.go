@@ -138,7 +138,7 @@ func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 	o.attempted = true
 	switch {
 	case derr == nil && len(skipped) == len(all):
-		// Nothing to attempt: the send ends suppressed (contract, section 4).
+		// Nothing to attempt: the send ends suppressed (docs/api.md, "Statuses").
 		// Each recipient's email.suppressed tells it; no event for the send.
 		o = outcome{status: core.StatusSuppressed, metric: "suppressed",
 			detail: "every recipient is on the suppression list: nothing was attempted"}

@@ -1,5 +1,5 @@
 // Package delivery hands accepted sends to the next hop and keeps the
-// attempt state machine of the API contract (section 5):
+// attempt state machine of docs/guarantees.md, section 2:
 //
 //	queued ──attempt──▶ sending ──250──▶ sent
 //	                       │ 4xx / failure before DATA ──▶ queued (retry with backoff) … ▶ failed

@@ -16,7 +16,7 @@ import (
 	"github.com/sendonce/sendonce/internal/transport"
 )
 
-// The Mailera-style routes under /api/public/v1 (API contract, section 7).
+// The Mailera-style routes under /api/public/v1 (docs/compatibility.md).
 // They speak the native error body and idempotency rules; the mailbox id is
 // part of the path, so it is part of every key's scope.
 

@@ -76,7 +76,7 @@ type sendRequest struct {
 	Variables  map[string]any    `json:"variables"`
 	Headers    map[string]string `json:"headers"`
 	Tags       map[string]string `json:"tags"`
-	// Attachments and ScheduledAt: API contract, section 9.
+	// Attachments and ScheduledAt: docs/api.md, "Attachments" and "Scheduled sends".
 	Attachments []attachmentJSON `json:"attachments"`
 	ScheduledAt string           `json:"scheduled_at"`
 }

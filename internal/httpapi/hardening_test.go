@@ -10,7 +10,7 @@ import (
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
-// TestTemplates_UnboundedRefused: the template of issue 15, which used to
+// TestTemplates_UnboundedRefused: the unbounded template of docs/security.md ("templates"), which used to
 // exhaust the process's memory on its first send or preview, is refused
 // when stored; one that data makes unbounded fails its send with a 422.
 func TestTemplates_UnboundedRefused(t *testing.T) {
@@ -40,7 +40,7 @@ func TestTemplates_UnboundedRefused(t *testing.T) {
 }
 
 // TestMailboxLimitedKey_FromIsTheMailbox: a key limited to mailboxes may
-// send only from those (API contract, section 2), so its from is the
+// send only from those (docs/api.md, "Authentication and scopes"), so its from is the
 // mailbox's address, whatever the display name, on the native and the
 // Mailera routes. Keys without the limit keep choosing their from.
 func TestMailboxLimitedKey_FromIsTheMailbox(t *testing.T) {

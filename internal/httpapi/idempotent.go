@@ -84,8 +84,8 @@ var emptyFingerprint = func() string {
 	return fp
 }()
 
-// idempotent wraps a POST handler with the rules of the API contract,
-// section 3, on the server's idempotency engine: the stored response
+// idempotent wraps a POST handler with the rules of docs/api.md,
+// "Idempotency", on the server's idempotency engine: the stored response
 // commits in the handler's own transaction. What was answered is one typed
 // result, which the audit log and the metrics take as it is.
 func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {

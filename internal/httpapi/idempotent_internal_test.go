@@ -15,7 +15,7 @@ import (
 
 // A write step that refuses after it wrote (the tenth email of a batch,
 // say) must not commit its writes with the stored refusal: the key's
-// answer is the refusal, and "all or none" holds (issue 15). The test is
+// answer is the refusal, and "all or none" holds (docs/api.md, "Idempotency"). The test is
 // about the seam between the idempotent wrapper and its write steps, so it
 // registers a write step of its own on a real store.
 func TestIdempotent_WriteStepRefusalRollsBackItsWrites(t *testing.T) {

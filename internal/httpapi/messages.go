@@ -19,7 +19,7 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// What issue 17 adds to the routes: attachments, scheduled sends (PATCH and
+// Beside the routes' own handlers: attachments, scheduled sends (PATCH and
 // cancel), and the bound on the request bytes being worked on at once.
 
 // Defaults of the request limits (--max-request-size, --max-inflight-bytes).

@@ -72,7 +72,7 @@ func (s *Server) routes() []string {
 	m.Handle("GET /v1/inbox/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInbox)))
 	m.Handle("GET /v1/inbox/{id}/raw", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInboxRaw)))
 
-	// Compatibility surfaces (API contract, section 7; docs/compatibility.md).
+	// Compatibility surfaces (docs/compatibility.md).
 	statusCache := newStatusCache()
 	m.Handle("POST /api/public/v1/mailboxes/{id}/send", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{committed: accepted, audit: true}, s.handleMailboxSend))))
 	m.Handle("GET /api/public/v1/sends/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetSend)))
@@ -121,7 +121,7 @@ func (s *Server) routes() []string {
 
 	if s.cfg.Dashboard != nil {
 		// Method-less: the dashboard answers its own methods, and its pages
-		// are HTML, not API routes (API contract, section 13).
+		// are HTML, not API routes (docs/api.md, "The dashboard").
 		m.Handle("/{$}", s.cfg.Dashboard)
 		m.Handle("/ui/", s.cfg.Dashboard)
 	}

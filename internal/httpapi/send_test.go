@@ -1,8 +1,7 @@
 package httpapi_test
 
-// These tests prove the API contract's sections 2 (auth and scopes), 4
-// (sending, lists, approvals, bad input), 5 (the capture inbox) and 6
-// (templates) against a whole running instance: a real database (SQLite and
+// These tests prove docs/api.md's authentication and scopes, sending,
+// lists, approvals, bad input, the capture inbox and templates against a whole running instance: a real database (SQLite and
 // PostgreSQL, see sendoncetest.EachBackend), River, HTTP on 127.0.0.1 and,
 // where delivery is observed, a recording SMTP relay.
 //

@@ -8,7 +8,7 @@ import (
 	"github.com/sendonce/sendonce/internal/transport"
 )
 
-// sendView is the send object of the API contract.
+// sendView is the send object of docs/api.md.
 type sendView struct {
 	ID             string            `json:"id"`
 	Object         string            `json:"object"`
@@ -44,7 +44,7 @@ type eventView struct {
 	Bounce    *bounceView `json:"bounce,omitempty"`
 }
 
-// recipientView is one recipient's own outcome (contract, section 4).
+// recipientView is one recipient's own outcome (docs/api.md, "The send object").
 type recipientView struct {
 	Email  string      `json:"email"`
 	Status core.Status `json:"status"`

@@ -10,7 +10,7 @@ import (
 	"github.com/sendonce/sendonce/internal/webhook"
 )
 
-// /v1/webhooks and Resend's /webhooks (API contract, section 10) share
+// /v1/webhooks and Resend's /webhooks (docs/webhooks.md) share
 // their handlers and shapes — sendonce's webhook object is Resend's with
 // more fields, a list carries both Resend's has_more and the native next —
 // and differ in their auth and error bodies (routes.go passes the style)

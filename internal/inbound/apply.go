@@ -55,7 +55,7 @@ func apply(ctx context.Context, tx core.Tx, send *core.Send, changes []change, n
 }
 
 // sendStatus is the send's status once its recipients' outcomes are
-// known, for sends already handed off (contract, section 4): complained
+// known, for sends already handed off (docs/api.md, "Statuses"): complained
 // when a recipient complained, bounced when every recipient that was
 // attempted bounced, delivered when each of them was delivered or bounced
 // and one was delivered. ok is false when the send keeps its status.

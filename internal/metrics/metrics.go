@@ -28,7 +28,7 @@ type Metrics struct {
 	// GroupCommitSize observes how many write transactions each commit
 	// carried (a batch of the group commit, on either database).
 	GroupCommitSize prometheus.Histogram
-	// SMTP submission (issue 18): sessions opened, sessions open now,
+	// SMTP submission (docs/smtp.md): sessions opened, sessions open now,
 	// messages answered 250 (outcome: accepted | replayed) and replies
 	// refusing a command or a message, by SMTP code.
 	SMTPSessions     prometheus.Counter

@@ -12,8 +12,8 @@ import (
 // with the lease its size gives it (claimLease).
 func (t *Tx) ClaimDue(ctx context.Context, p core.ClaimParams) ([]*core.Send, error) {
 	now, lease, token, limit := p.Now, p.Lease, p.Token, p.Limit
-	// A scheduled send is queued from its time on (API contract, section
-	// 9); the partial index makes this a look at an empty range when none
+	// A scheduled send is queued from its time on (docs/api.md,
+	// "Scheduled sends"); the partial index makes this a look at an empty range when none
 	// is due.
 	if _, err := t.q.exec(ctx, `UPDATE sends SET status = 'queued', updated_at = ?
 		WHERE status = 'scheduled' AND next_attempt_at <= ?`, micros(now), micros(now)); err != nil {

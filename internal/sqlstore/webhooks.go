@@ -11,7 +11,7 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// Webhooks (API contract, section 10): the endpoints, the subscriptions
+// Webhooks (docs/webhooks.md): the endpoints, the subscriptions
 // AddEvent joins, and the reads of deliveries and attempts. The queue side
 // (queueing, claiming, recording) is in webhook_queue.go.
 

@@ -1,5 +1,5 @@
 // Package webhook delivers a tenant's send events to its HTTP endpoints
-// (API contract, section 10): the use cases behind /v1/webhooks and
+// (docs/webhooks.md): the use cases behind /v1/webhooks and
 // Resend's /webhooks (Service), the payloads (Build), the endpoint rules
 // (CheckEndpoint), the signing secret at rest (SealSecret) and the worker
 // that sends, retries and disables (Worker).
