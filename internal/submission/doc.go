@@ -4,7 +4,8 @@
 // DATA is written only after that transaction committed, naming the send.
 // A client that resends the same message with the same key (its
 // Idempotency-Key, Resend-Idempotency-Key or Message-ID header) is answered
-// with the first send's id and nothing is sent again — RFC 1047's duplicate, which a
-// connection lost after the final dot causes, does not happen. docs/smtp.md
+// with the first send's id and nothing is sent again — RFC 1047's
+// duplicate, which a connection lost after the final dot causes, does not
+// happen. docs/smtp.md
 // has the rules.
 package submission
