@@ -6,6 +6,5 @@
 // Idempotency-Key, Resend-Idempotency-Key or Message-ID header) is answered
 // with the first send's id and nothing is sent again — RFC 1047's
 // duplicate, which a connection lost after the final dot causes, does not
-// happen. docs/smtp.md
-// has the rules.
+// happen. docs/smtp.md has the rules.
 package submission
