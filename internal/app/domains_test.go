@@ -67,15 +67,15 @@ func TestResolverAddrAndSecretKey(t *testing.T) {
 // key takes tens to hundreds of milliseconds, and inside a transaction it
 // held SQLite's one writer, stalling every tenant's writes. PrepareDomain
 // generates it with no database at all (the service here has none); the
-// transaction only inserts, in a fraction of the generation's time.
+// transaction stores that key as it is. (It once compared the two
+// durations, which a loaded CI machine turned red at random: what the
+// transaction stores is the fact, not how long it took.)
 func TestAddDomain_KeyGeneratedOutsideTheTransaction(t *testing.T) {
 	ctx := context.Background()
-	start := time.Now()
 	d, err := app.New(nil, app.Config{}, nil).PrepareDomain(app.AddDomainParams{Domain: "example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	prepared := time.Since(start)
 	if d.Algorithm != "rsa2048" || len(d.PrivateKey) == 0 || !strings.HasPrefix(d.PublicRecord, "v=DKIM1") {
 		t.Fatalf("prepared domain %+v", d)
 	}
@@ -89,17 +89,9 @@ func TestAddDomain_KeyGeneratedOutsideTheTransaction(t *testing.T) {
 		defer cancel()
 		_ = srv.Close(cctx)
 	})
-	var inTx time.Duration
-	err = srv.Store.InTx(ctx, func(tx core.Tx) error {
-		start := time.Now()
-		defer func() { inTx = time.Since(start) }()
-		return srv.Service.AddDomain(ctx, tx, d)
-	})
+	err = srv.Store.InTx(ctx, func(tx core.Tx) error { return srv.Service.AddDomain(ctx, tx, d) })
 	if err != nil {
 		t.Fatal(err)
-	}
-	if inTx > prepared/2 {
-		t.Errorf("the transaction took %v, the key generation %v: the writer is held for the generation", inTx, prepared)
 	}
 	if got, err := srv.Service.Domain(ctx, "default", "example.com"); err != nil || got.PublicRecord != d.PublicRecord {
 		t.Fatalf("stored domain %+v, %v", got, err)
