@@ -137,15 +137,18 @@ func (n *node) signal(sig syscall.Signal) bool {
 	return true
 }
 
-// kill SIGKILLs the process and waits for it to be gone.
-func (n *node) kill() {
+// kill SIGKILLs the process and waits for it to be gone; false when
+// there was none.
+func (n *node) kill() bool {
 	n.url.Store(new(string))
-	if n.signal(syscall.SIGKILL) {
+	killed := n.signal(syscall.SIGKILL)
+	if killed {
 		<-n.exited
 	}
 	n.mu.Lock()
 	n.cmd = nil
 	n.mu.Unlock()
+	return killed
 }
 
 // running says whether the process is up (stopped or not).

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,32 @@ func TestSoakOrphans_CountMessagesWithoutID(t *testing.T) {
 	k.countOrphans(3)
 	if rep.Other != 4 || len(rep.Findings) != 2 {
 		t.Fatalf("other = %d, findings %q; want 3 without an id + 1 stray Message-ID", rep.Other, rep.Findings)
+	}
+}
+
+// A seed names one schedule of faults, whatever else draws meanwhile:
+// the schedule is drawn up front from a stream of its own, its faults in
+// order, apart and within the duration.
+func TestSoakSchedule_OneSeedOneSchedule(t *testing.T) {
+	kinds := faultKinds(true)
+	a := drawSchedule(newStream(16, "schedule"), kinds, 4, 3*time.Second, time.Minute)
+	other := newStream(16, "sink")
+	for range 100 {
+		other.intN(1000) // another consumer's draws change nothing
+	}
+	b := drawSchedule(newStream(16, "schedule"), kinds, 4, 3*time.Second, time.Minute)
+	c := drawSchedule(newStream(17, "schedule"), kinds, 4, 3*time.Second, time.Minute)
+	if !slices.Equal(a, b) || slices.Equal(a, c) {
+		t.Fatalf("seed 16 twice: %v and %v; seed 17: %v", a, b, c)
+	}
+	if len(a) < 8 {
+		t.Fatalf("%d faults in a minute, want more", len(a))
+	}
+	end := time.Duration(0)
+	for i, e := range a {
+		if e.at < end+500*time.Millisecond || e.at >= time.Minute || e.node < 0 || e.node >= 4 {
+			t.Fatalf("fault %d %+v: begins before the one before has ended (%s) and a pause, or out of bounds", i, e, end)
+		}
+		end = e.at + e.hold
 	}
 }
