@@ -33,6 +33,7 @@ type soakConfig struct {
 	// queued and sending; giveUp the clients' last retries.
 	settle time.Duration
 	giveUp time.Duration
+	floors soakFloors
 }
 
 // soakPGConns bounds each soak process's PostgreSQL connections.
@@ -54,7 +55,10 @@ func soakMode(ctx context.Context, bc config, seed uint64, workers int, dir stri
 		return errors.New("--duration, --concurrency and --soak-workers must be positive")
 	}
 	c := soakConfig{bin: bc.binary, db: bc.db, duration: bc.duration, seed: seed, clients: bc.concurrency,
-		apis: apis, workers: workers, dir: dir, lease: 3 * time.Second, settle: 3 * time.Minute, giveUp: 30 * time.Second}
+		apis: apis, workers: workers, dir: dir, lease: 3 * time.Second, settle: 3 * time.Minute, giveUp: 30 * time.Second,
+		// By hand, at least something must have happened; TestSoak sets
+		// floors measured for its minute.
+		floors: soakFloors{Acked: 1, AtSink: 1, Faults: 1}}
 	if c.dir == "" && strings.HasPrefix(bc.db, "sqlite:") {
 		c.dir = filepath.Dir(strings.TrimPrefix(bc.db, "sqlite:"))
 	}
@@ -62,7 +66,7 @@ func soakMode(ctx context.Context, bc config, seed uint64, workers int, dir stri
 }
 
 // runSoak runs the randomized fault soak and reports; it returns an error
-// when a check failed.
+// when a check failed or the soak did too little to count.
 func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr io.Writer) (err error) {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if c.dir, err = soakDir(c.dir); err != nil {

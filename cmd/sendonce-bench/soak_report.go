@@ -42,15 +42,46 @@ type soakReport struct {
 	UnknownNeverLeft     int      `json:"unknown_never_reached_data"`
 	UnknownTwice         int      `json:"unknown_delivered_twice"`
 	Findings             []string `json:"findings,omitempty"`
+	// Floors is the least the soak had to do; BelowFloor what fell short.
+	Floors     soakFloors `json:"floors"`
+	BelowFloor []string   `json:"below_floor,omitempty"`
 }
 
 func (r *soakReport) violations() int {
 	return r.Duplicates + r.Lost + r.Stuck + r.SentNotAt + r.Other
 }
 
+// soakFloors is the least a soak must do to count. A soak whose clients
+// were never answered 200, whose sink took nothing or that injected no
+// fault checked nothing, and must not pass for one that did.
+type soakFloors struct {
+	Acked  int `json:"acknowledged"`
+	AtSink int `json:"messages_at_sink"`
+	Faults int `json:"faults"`
+}
+
+// judgeFloors notes in r.BelowFloor each figure below its floor.
+func (r *soakReport) judgeFloors(f soakFloors) {
+	r.Floors = f
+	faults := 0
+	for _, n := range r.Faults {
+		faults += n
+	}
+	for _, c := range []struct {
+		what       string
+		got, floor int
+	}{{"acknowledged sends", r.Acked, f.Acked}, {"messages at the sink", r.AtSink, f.AtSink}, {"faults applied", faults, f.Faults}} {
+		if c.got < c.floor {
+			r.BelowFloor = append(r.BelowFloor, fmt.Sprintf("%s %d < %d", c.what, c.got, c.floor))
+		}
+	}
+}
+
 // reportSoak prints the report (and writes it as JSON to jsonFile, if
-// set); it returns an error when a check found violations.
+// set); it returns an error when a check found violations or the soak did
+// less than its floors.
 func reportSoak(c soakConfig, rep *soakReport, jsonFile string, stdout io.Writer) error {
+	rep.judgeFloors(c.floors)
 	printSoak(stdout, rep)
 	if jsonFile != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")
@@ -60,6 +91,10 @@ func reportSoak(c soakConfig, rep *soakReport, jsonFile string, stdout io.Writer
 	}
 	if n := rep.violations(); n > 0 {
 		return fmt.Errorf("soak: %d violations (seed %d; logs in %s)", n, c.seed, c.dir)
+	}
+	if len(rep.BelowFloor) > 0 {
+		return fmt.Errorf("soak: too little happened to count: %s (seed %d; requests %v; logs in %s)",
+			strings.Join(rep.BelowFloor, ", "), c.seed, rep.Requests, c.dir)
 	}
 	return nil
 }
@@ -92,12 +127,18 @@ func printSoak(w io.Writer, r *soakReport) {
 	fmt.Fprintf(w, "sends:      %s; %d messages at the sink\n", sorted(r.Statuses), r.AtSink)
 	fmt.Fprintf(w, "unknown:    %d kept by the sink, %d began DATA but not kept, %d never reached DATA, %d delivered twice (reconcile case)\n",
 		r.UnknownAtSink, r.UnknownLostAfterData, r.UnknownNeverLeft, r.UnknownTwice)
+	floors := "met"
+	if len(r.BelowFloor) > 0 {
+		floors = "NOT MET: " + strings.Join(r.BelowFloor, ", ")
+	}
+	fmt.Fprintf(w, "floors:     acknowledged >= %d, at the sink >= %d, faults >= %d: %s\n",
+		r.Floors.Acked, r.Floors.AtSink, r.Floors.Faults, floors)
 	fmt.Fprintf(w, "violations: duplicates=%d lost=%d stuck=%d sent-not-at-sink=%d other=%d\n",
 		r.Duplicates, r.Lost, r.Stuck, r.SentNotAt, r.Other)
 	for _, f := range r.Findings {
 		fmt.Fprintln(w, "  "+f)
 	}
-	if r.violations() > 0 {
+	if r.violations() > 0 || len(r.BelowFloor) > 0 {
 		// The faults beside the findings' histories: all times count from
 		// the start above.
 		for _, a := range r.Applied {
