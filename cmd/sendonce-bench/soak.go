@@ -114,6 +114,8 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 	if err := check(ctx, c, cl, sk, rep, logger); err != nil {
 		return err
 	}
+	stopNodes(inj.nodes, logger) // a race-enabled process's reports are in its log by the time it exits
+	countRaces(inj.nodes, rep)
 	rep.Faults, rep.Requests = inj.figures(), cl.statusFigures()
 	rep.Applied, rep.MaxFaultLate = inj.appliedFaults()
 	return reportSoak(c, rep, jsonFile, stdout)

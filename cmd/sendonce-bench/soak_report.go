@@ -33,6 +33,7 @@ type soakReport struct {
 	Stuck      int `json:"stuck"`
 	SentNotAt  int `json:"sent_not_at_sink"`
 	Other      int `json:"other_violations"`
+	Races      int `json:"data_races"` // reported by race-enabled processes
 	// The unknown sends: whose message the sink kept once; whose DATA
 	// began but the sink did not keep it (it hung up); whose attempts
 	// never reached DATA at the sink (the ones unknown should not be);
@@ -48,7 +49,7 @@ type soakReport struct {
 }
 
 func (r *soakReport) violations() int {
-	return r.Duplicates + r.Lost + r.Stuck + r.SentNotAt + r.Other
+	return r.Duplicates + r.Lost + r.Stuck + r.SentNotAt + r.Other + r.Races
 }
 
 // soakFloors is the least a soak must do to count. A soak whose clients
@@ -133,8 +134,8 @@ func printSoak(w io.Writer, r *soakReport) {
 	}
 	fmt.Fprintf(w, "floors:     acknowledged >= %d, at the sink >= %d, faults >= %d: %s\n",
 		r.Floors.Acked, r.Floors.AtSink, r.Floors.Faults, floors)
-	fmt.Fprintf(w, "violations: duplicates=%d lost=%d stuck=%d sent-not-at-sink=%d other=%d\n",
-		r.Duplicates, r.Lost, r.Stuck, r.SentNotAt, r.Other)
+	fmt.Fprintf(w, "violations: duplicates=%d lost=%d stuck=%d sent-not-at-sink=%d other=%d races=%d\n",
+		r.Duplicates, r.Lost, r.Stuck, r.SentNotAt, r.Other, r.Races)
 	for _, f := range r.Findings {
 		fmt.Fprintln(w, "  "+f)
 	}

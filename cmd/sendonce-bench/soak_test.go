@@ -35,13 +35,18 @@ var soakCIFloors = soakFloors{Acked: 100, AtSink: 100, Faults: 8}
 // process) and PostgreSQL (two API and two worker processes), 60 s of
 // seeded faults each, then the checks (see soak_check.go). A violation
 // fails the test with the offending histories, and so does a soak that
-// did less than soakCIFloors.
+// did less than soakCIFloors. Under -race the processes are race-enabled
+// too, and a race they report is a violation.
 func TestSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs sendonce processes under faults for a minute")
 	}
 	bin := filepath.Join(t.TempDir(), "sendonce")
-	build := exec.Command("go", "build", "-o", bin, "../sendonce")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "../sendonce")...)
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		t.Fatalf("build sendonce: %v", err)
@@ -168,5 +173,23 @@ func TestSoakFloors_AnIdleSoakFails(t *testing.T) {
 	busy := &soakReport{Acked: 10, AtSink: 10, Faults: map[string]int{faultKill: 1, faultStop: 1}}
 	if err := reportSoak(c, busy, "", &out); err != nil {
 		t.Fatalf("a soak at its floors: %v", err)
+	}
+}
+
+// A race-enabled process's reports, in its log, are violations.
+func TestSoakRaces_CountedFromTheLogs(t *testing.T) {
+	dir := t.TempDir()
+	clean, racy := newNode("api1", "api", "", dir, nil), newNode("worker1", "worker", "", dir, nil)
+	log := "---- soak: start 1\n==================\nWARNING: DATA RACE\nWrite at 0x00c by goroutine 7:\n" +
+		"==================\n==================\nWARNING: DATA RACE\n"
+	for n, text := range map[*node]string{clean: "level=INFO msg=listening\n", racy: log} {
+		if err := os.WriteFile(n.log, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := &soakReport{}
+	countRaces([]*node{clean, racy}, rep)
+	if rep.Races != 2 || len(rep.Findings) != 1 || !strings.Contains(rep.Findings[0], "goroutine 7") || rep.violations() != 2 {
+		t.Fatalf("races %d, findings %q", rep.Races, rep.Findings)
 	}
 }
