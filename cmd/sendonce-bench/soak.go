@@ -112,7 +112,7 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 	}
 	logger.Info("clients done; waiting for quiescence", slog.Int("keys", len(cl.logicals())))
 	if err := check(ctx, c, cl, sk, rep, logger); err != nil {
-		return err
+		return fmt.Errorf("%w (seed %d; logs in %s)", err, c.seed, c.dir)
 	}
 	stopNodes(inj.nodes, logger) // a race-enabled process's reports are in its log by the time it exits
 	countRaces(inj.nodes, rep)

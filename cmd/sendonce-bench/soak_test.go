@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,6 +177,37 @@ func TestSoakFloors_AnIdleSoakFails(t *testing.T) {
 	busy := &soakReport{Acked: 10, AtSink: 10, Faults: map[string]int{faultKill: 1, faultStop: 1}}
 	if err := reportSoak(c, busy, "", &out); err != nil {
 		t.Fatalf("a soak at its floors: %v", err)
+	}
+}
+
+// A lookup that meets a 503 or a timeout is tried again, with backoff; one
+// refused as malformed is not.
+func TestSoakLookup_RetriesWhatMayPass(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		switch {
+		case r.URL.Query().Get("idempotency_key") == "bad":
+			http.Error(w, `{"error":{"code":"invalid_request"}}`, http.StatusBadRequest)
+		case n == 1:
+			time.Sleep(300 * time.Millisecond) // longer than the client waits
+		case n == 2:
+			http.Error(w, `{"error":{"code":"service_unavailable"}}`, http.StatusServiceUnavailable)
+		default:
+			fmt.Fprint(w, `{"data":[{"id":"snd_1","status":"sent"}]}`)
+		}
+	}))
+	defer srv.Close()
+	n := newNode("api1", "api", "", t.TempDir(), nil)
+	n.url.Store(&srv.URL)
+	api := &soakAPI{cl: &clients{nodes: []*node{n}}, hc: &http.Client{Timeout: 100 * time.Millisecond}}
+	sends, err := api.sendsFor(context.Background(), "k")
+	if err != nil || len(sends) != 1 || calls.Load() != 3 {
+		t.Fatalf("sends %v, err %v after %d calls; want snd_1 at the third", sends, err, calls.Load())
+	}
+	calls.Store(10)
+	if _, err := api.sendsFor(context.Background(), "bad"); err == nil || calls.Load() != 11 {
+		t.Fatalf("a 400: err %v after %d calls, want an error at once", err, calls.Load()-10)
 	}
 }
 
