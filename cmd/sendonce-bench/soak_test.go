@@ -60,16 +60,18 @@ func TestSoak(t *testing.T) {
 		seed uint64
 	}{{"sqlite", 15}, {"postgres", 16}} {
 		t.Run(c.name, func(t *testing.T) {
-			db := "sqlite:" + filepath.Join(t.TempDir(), "soak.db")
+			dir := keptOnFailure(t, "sendonce-soak-"+c.name+"-")
+			db := "sqlite:" + filepath.Join(dir, "soak.db")
 			if c.name == "postgres" {
 				db = pgtest.URL(t) // the soak creates (and drops) a database of its own
 			}
 			t.Parallel()
 			sc := soakConfig{bin: bin, db: db, duration: soakCIDuration, seed: c.seed, clients: 4, apis: 2, workers: 2,
-				dir: t.TempDir(), lease: 3 * time.Second, settle: 3 * time.Minute, giveUp: 30 * time.Second, floors: soakCIFloors}
+				dir: dir, lease: 3 * time.Second, settle: 3 * time.Minute, giveUp: 30 * time.Second, floors: soakCIFloors}
 			var stdout, stderr bytes.Buffer
+			start := time.Now()
 			err := runSoak(context.Background(), sc, "", &stdout, &stderr)
-			t.Logf("\n%s", stdout.String())
+			t.Logf("soak took %s\n%s", time.Since(start).Round(time.Second), stdout.String())
 			if err != nil {
 				t.Fatalf("%v\n%s", err, tail(stderr.String(), 40))
 			}
@@ -78,6 +80,24 @@ func TestSoak(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keptOnFailure is a new temporary directory, removed after a test that
+// passed and kept (its path logged) after one that failed: the processes'
+// logs are what a failure is chased with.
+func keptOnFailure(t *testing.T, prefix string) string {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the soak's logs are kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	return dir
 }
 
 func tail(s string, n int) string {
