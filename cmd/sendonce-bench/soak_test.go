@@ -25,7 +25,7 @@ const soakCIDuration = 60 * time.Second
 // soakCIFloors is the least a CI soak must do, per database, to pass: a
 // soak whose clients were never answered 200 checked nothing. Measured on
 // this project's 2-core machine under `go test -race` (the processes
-// race-enabled too) with other work running, load average 11–19: SQLite
+// race-enabled too) with other work running, load average 11–21: SQLite
 // 1,852–2,483 acknowledged, 1,807–2,401 at the sink; PostgreSQL
 // 3,743–4,645 acknowledged, 3,498–4,378 at the sink; the seeds' schedules
 // hold 16 (SQLite) and 17 (PostgreSQL) faults, all applied. The send
