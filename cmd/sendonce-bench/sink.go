@@ -43,6 +43,9 @@ type sink struct {
 	// when, on which session, and what the sink did — for a finding to
 	// say whether the sink ever saw the message. Bounded by the messages.
 	stories map[string][]string
+	// start, once set, is the soak's start: the stories' times count from
+	// it, as the clients' histories and the fault schedule do.
+	start time.Time
 }
 
 // sinkAct is what the sink does with one transaction.
@@ -177,8 +180,18 @@ func (s *sink) begin(id string, act sinkAct, remote net.Addr) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.began[id]++
-	s.stories[id] = append(s.stories[id], fmt.Sprintf("%s %s from %s",
-		time.Now().UTC().Format("15:04:05.000"), act, remote))
+	at := time.Now().UTC().Format("15:04:05.000")
+	if !s.start.IsZero() {
+		at = fmt.Sprintf("%.3fs", time.Since(s.start).Seconds())
+	}
+	s.stories[id] = append(s.stories[id], fmt.Sprintf("%s %s from %s", at, act, remote))
+}
+
+// setStart sets the instant the stories' times count from.
+func (s *sink) setStart(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.start = t
 }
 
 func (a sinkAct) String() string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -35,43 +33,11 @@ type soakConfig struct {
 	// queued and sending; giveUp the clients' last retries.
 	settle time.Duration
 	giveUp time.Duration
+	floors soakFloors
 }
 
 // soakPGConns bounds each soak process's PostgreSQL connections.
 const soakPGConns = 5
-
-// soakReport is what a soak prints (and writes with --json).
-type soakReport struct {
-	Database  string         `json:"database"`
-	Seed      uint64         `json:"seed"`
-	Duration  string         `json:"duration"`
-	Processes []string       `json:"processes"`
-	Keys      int            `json:"keys"`
-	Acked     int            `json:"acknowledged"`
-	Requests  map[string]int `json:"requests"`
-	Faults    map[string]int `json:"faults"`
-	Statuses  map[string]int `json:"send_statuses"`
-	AtSink    int            `json:"messages_at_sink"`
-	// The violations, each a count; Findings has the histories.
-	Duplicates int `json:"duplicates"`
-	Lost       int `json:"lost"`
-	Stuck      int `json:"stuck"`
-	SentNotAt  int `json:"sent_not_at_sink"`
-	Other      int `json:"other_violations"`
-	// The unknown sends: whose message the sink kept once; whose DATA
-	// began but the sink did not keep it (it hung up); whose attempts
-	// never reached DATA at the sink (the ones unknown should not be);
-	// and kept twice (the reconcile case; not a violation, counted apart).
-	UnknownAtSink        int      `json:"unknown_at_sink"`
-	UnknownLostAfterData int      `json:"unknown_data_began_not_kept"`
-	UnknownNeverLeft     int      `json:"unknown_never_reached_data"`
-	UnknownTwice         int      `json:"unknown_delivered_twice"`
-	Findings             []string `json:"findings,omitempty"`
-}
-
-func (r *soakReport) violations() int {
-	return r.Duplicates + r.Lost + r.Stuck + r.SentNotAt + r.Other
-}
 
 // soakMode checks the flags of --mode soak and runs it.
 func soakMode(ctx context.Context, bc config, seed uint64, workers int, dir string, stdout, stderr io.Writer) error {
@@ -89,7 +55,10 @@ func soakMode(ctx context.Context, bc config, seed uint64, workers int, dir stri
 		return errors.New("--duration, --concurrency and --soak-workers must be positive")
 	}
 	c := soakConfig{bin: bc.binary, db: bc.db, duration: bc.duration, seed: seed, clients: bc.concurrency,
-		apis: apis, workers: workers, dir: dir, lease: 3 * time.Second, settle: 3 * time.Minute, giveUp: 30 * time.Second}
+		apis: apis, workers: workers, dir: dir, lease: 3 * time.Second, settle: 3 * time.Minute, giveUp: 30 * time.Second,
+		// By hand, at least something must have happened; TestSoak sets
+		// floors measured for its minute.
+		floors: soakFloors{Acked: 1, AtSink: 1, Faults: 1}}
 	if c.dir == "" && strings.HasPrefix(bc.db, "sqlite:") {
 		c.dir = filepath.Dir(strings.TrimPrefix(bc.db, "sqlite:"))
 	}
@@ -97,68 +66,93 @@ func soakMode(ctx context.Context, bc config, seed uint64, workers int, dir stri
 }
 
 // runSoak runs the randomized fault soak and reports; it returns an error
-// when a check failed.
+// when a check failed or the soak did too little to count.
 func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr io.Writer) (err error) {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if c.dir, err = soakDir(c.dir); err != nil {
 		return err
 	}
-	g := newRNG(c.seed)
-	inj := &injector{rng: g, lease: c.lease, logger: logger, counts: map[string]int{}}
+	inj := &injector{sinkRNG: newStream(c.seed, "sink"), logger: logger, counts: map[string]int{}}
 	sk, err := startSink()
 	if err != nil {
 		return err
 	}
 	defer sk.close()
 	sk.faults = &sinkFaults{pick: inj.pick, late: c.lease}
-	smtpPx, err := tcpproxy.Start(sk.addr, g.chance)
+	smtpPx, err := tcpproxy.Start(sk.addr, newStream(c.seed, "smtp proxy").chance)
 	if err != nil {
 		return err
 	}
 	defer smtpPx.Close()
 	inj.smtpPx = smtpPx
-	inj.kinds = []string{faultKill, faultStop, faultSink451, faultSink550, faultHangUp, faultLate, faultDropReply}
-
-	sdb, err := setUpSoakDB(ctx, c, inj)
+	sdb, err := setUpSoakDB(ctx, c, logger)
 	if err != nil {
 		return err
 	}
 	defer func() { sdb.close(err != nil) }()
+	inj.pgPx = sdb.px
 	var apiNodes []*node
 	inj.nodes, apiNodes = soakNodes(c, sdb.url, smtpPx.Addr, sdb.pg)
+	defer stopNodes(inj.nodes, logger) // on the way out of a failure; stopping twice is harmless
 	rep := &soakReport{Database: strings.SplitN(c.db, ":", 2)[0], Seed: c.seed, Duration: c.duration.String()}
-	for _, n := range inj.nodes {
-		if err := n.start(ctx); err != nil {
-			return err
-		}
-		rep.Processes = append(rep.Processes, n.name)
-	}
-	defer func() {
-		for _, n := range inj.nodes {
-			if err := n.term(); err != nil {
-				logger.Warn("stop", slog.Any("error", err))
-			}
-		}
-	}()
-	out, err := exec.CommandContext(ctx, c.bin, "keys", "create", "--db", sdb.direct, "--name", "soak", "--scopes", "send,read,admin").Output()
+	apiKey, err := startNodes(ctx, c, inj.nodes, sdb.direct, rep)
 	if err != nil {
-		return fmt.Errorf("keys create: %w", err)
+		return err
 	}
-	apiKey := strings.TrimSpace(string(out))
-
+	inj.sched = drawSchedule(newStream(c.seed, "schedule"), faultKinds(sdb.pg), len(inj.nodes), c.lease, c.duration)
+	start := time.Now()
+	inj.start, rep.Started = start, start.UTC().Format("2006-01-02T15:04:05.000Z")
+	sk.setStart(start)
 	logger.Info("soak started", slog.Uint64("seed", c.seed), slog.Duration("duration", c.duration),
-		slog.String("db", rep.Database), slog.String("dir", c.dir))
-	cl := newClients(apiKey, apiNodes, g, time.Now(), c.clients)
+		slog.String("db", rep.Database), slog.String("dir", c.dir), slog.Int("faults", len(inj.sched)))
+	cl := newClients(apiKey, apiNodes, c.seed, start, c.clients)
 	inj.soakPhase(ctx, c, cl)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	logger.Info("clients done; waiting for quiescence", slog.Int("keys", len(cl.logicals())))
 	if err := check(ctx, c, cl, sk, rep, logger); err != nil {
-		return err
+		return fmt.Errorf("%w (seed %d; logs in %s)", err, c.seed, c.dir)
 	}
+	stopNodes(inj.nodes, logger) // a race-enabled process's reports are in its log by the time it exits
+	countRaces(inj.nodes, rep)
 	rep.Faults, rep.Requests = inj.figures(), cl.statusFigures()
+	rep.Applied, rep.MaxFaultLate = inj.appliedFaults()
 	return reportSoak(c, rep, jsonFile, stdout)
+}
+
+// faultKinds are the faults a soak draws from: on PostgreSQL also a cut
+// of every database connection.
+func faultKinds(pg bool) []string {
+	kinds := []string{faultKill, faultStop, faultSink451, faultSink550, faultHangUp, faultLate, faultDropReply}
+	if pg {
+		kinds = append(kinds, faultPGCut)
+	}
+	return kinds
+}
+
+// startNodes starts the soak's processes and makes its API key.
+func startNodes(ctx context.Context, c soakConfig, nodes []*node, directDB string, rep *soakReport) (string, error) {
+	for _, n := range nodes {
+		if err := n.start(ctx); err != nil {
+			return "", err
+		}
+		rep.Processes = append(rep.Processes, n.name)
+	}
+	out, err := exec.CommandContext(ctx, c.bin, "keys", "create", "--db", directDB, "--name", "soak", "--scopes", "send,read,admin").Output()
+	if err != nil {
+		return "", fmt.Errorf("keys create: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// stopNodes stops every process gracefully (see node.term).
+func stopNodes(nodes []*node, logger *slog.Logger) {
+	for _, n := range nodes {
+		if err := n.term(); err != nil {
+			logger.Warn("stop", slog.Any("error", err))
+		}
+	}
 }
 
 // soakDir is the soak's directory (dir, or a new temporary one), made.
@@ -187,7 +181,7 @@ type soakDB struct {
 // setUpSoakDB makes the soak's database: on SQLite c.db itself, on
 // PostgreSQL a fresh one behind a fault proxy (faultPGCut then joins the
 // schedule).
-func setUpSoakDB(ctx context.Context, c soakConfig, in *injector) (*soakDB, error) {
+func setUpSoakDB(ctx context.Context, c soakConfig, logger *slog.Logger) (*soakDB, error) {
 	if strings.HasPrefix(c.db, "sqlite:") {
 		return &soakDB{url: c.db, direct: c.db}, nil
 	}
@@ -195,14 +189,12 @@ func setUpSoakDB(ctx context.Context, c soakConfig, in *injector) (*soakDB, erro
 	if err != nil {
 		return nil, err
 	}
-	d := &soakDB{direct: direct, pg: true, drop: drop, logger: in.logger}
+	d := &soakDB{direct: direct, pg: true, drop: drop, logger: logger}
 	u, _ := url.Parse(direct)
-	if d.px, err = tcpproxy.Start(u.Host, in.rng.chance); err != nil {
+	if d.px, err = tcpproxy.Start(u.Host, newStream(c.seed, "postgres proxy").chance); err != nil {
 		d.close(true)
 		return nil, err
 	}
-	in.pgPx = d.px
-	in.kinds = append(in.kinds, faultPGCut)
 	u.Host = d.px.Addr
 	d.url = u.String()
 	return d, nil
@@ -269,30 +261,6 @@ func soakNodes(c soakConfig, db, smtp string, pg bool) (all, api []*node) {
 	return all, api
 }
 
-// reportSoak prints the report (and writes it as JSON to jsonFile, if
-// set); it returns an error when a check found violations.
-func reportSoak(c soakConfig, rep *soakReport, jsonFile string, stdout io.Writer) error {
-	printSoak(stdout, rep)
-	if jsonFile != "" {
-		b, _ := json.MarshalIndent(rep, "", "  ")
-		if err := writeFile(jsonFile, stdout, append(b, '\n')); err != nil {
-			return err
-		}
-	}
-	if n := rep.violations(); n > 0 {
-		return fmt.Errorf("soak: %d violations (seed %d; logs in %s)", n, c.seed, c.dir)
-	}
-	return nil
-}
-
-func writeFile(file string, stdout io.Writer, b []byte) error {
-	if file == "-" {
-		_, err := stdout.Write(b)
-		return err
-	}
-	return os.WriteFile(file, b, 0o644)
-}
-
 // createSoakDatabase makes a fresh database on the server of admin for
 // this soak; cleanup drops it.
 func createSoakDatabase(ctx context.Context, admin string, seed uint64) (string, func(), error) {
@@ -321,33 +289,6 @@ func createSoakDatabase(ctx context.Context, admin string, seed uint64) (string,
 		}
 	}
 	return u.String(), cleanup, nil
-}
-
-func printSoak(w io.Writer, r *soakReport) {
-	sorted := func(m map[string]int) string {
-		var ks []string
-		for k := range m {
-			ks = append(ks, k)
-		}
-		slices.Sort(ks)
-		var parts []string
-		for _, k := range ks {
-			parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
-		}
-		return strings.Join(parts, " ")
-	}
-	fmt.Fprintf(w, "soak on %s, seed %d, %s, processes %s\n", r.Database, r.Seed, r.Duration, strings.Join(r.Processes, ","))
-	fmt.Fprintf(w, "keys:       %d logical sends, %d acknowledged (200)\n", r.Keys, r.Acked)
-	fmt.Fprintf(w, "requests:   %s\n", sorted(r.Requests))
-	fmt.Fprintf(w, "faults:     %s\n", sorted(r.Faults))
-	fmt.Fprintf(w, "sends:      %s; %d messages at the sink\n", sorted(r.Statuses), r.AtSink)
-	fmt.Fprintf(w, "unknown:    %d kept by the sink, %d began DATA but not kept, %d never reached DATA, %d delivered twice (reconcile case)\n",
-		r.UnknownAtSink, r.UnknownLostAfterData, r.UnknownNeverLeft, r.UnknownTwice)
-	fmt.Fprintf(w, "violations: duplicates=%d lost=%d stuck=%d sent-not-at-sink=%d other=%d\n",
-		r.Duplicates, r.Lost, r.Stuck, r.SentNotAt, r.Other)
-	for _, f := range r.Findings {
-		fmt.Fprintln(w, "  "+f)
-	}
 }
 
 var errNoAPI = errors.New("no API process is up")

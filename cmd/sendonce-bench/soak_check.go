@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -54,7 +55,7 @@ type soakAPI struct {
 }
 
 // get decodes the JSON answer to GET path into v; any status but 200 is
-// an error.
+// an error (a *statusError).
 func (a *soakAPI) get(ctx context.Context, path string, v any) error {
 	base := a.cl.anyURL()
 	if base == "" {
@@ -72,22 +73,55 @@ func (a *soakAPI) get(ctx context.Context, path string, v any) error {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, b)
+		return &statusError{path: path, code: resp.StatusCode, body: string(b)}
 	}
 	return json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(v)
 }
 
-// sendsFor returns the sends of one Idempotency-Key, trying a few times:
-// a lookup may meet a process being restarted.
+// statusError is an answer other than 200 to a lookup.
+type statusError struct {
+	path string
+	code int
+	body string
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("GET %s: %d %s", e.path, e.code, e.body) }
+
+// lookupTries bounds the tries of one lookup, and lookupBackoff is the
+// pause after the first failed one, doubled after each (up to
+// lookupMaxPause): on a loaded machine, with race-enabled processes, a
+// lookup can time out or meet a 503 while the database is slow, and one
+// such miss must not fail the whole check. In all about 20 s of pauses.
+const (
+	lookupTries    = 8
+	lookupBackoff  = 250 * time.Millisecond
+	lookupMaxPause = 5 * time.Second
+)
+
+// getRetrying is get, tried again with backoff after an error that may
+// pass: no answer, no process up, 5xx, 409 or 429. A 4xx other than those
+// says the lookup itself is wrong, and is not tried again.
+func (a *soakAPI) getRetrying(ctx context.Context, path string, v any) error {
+	pause := lookupBackoff
+	for try := 1; ; try++ {
+		err := a.get(ctx, path, v)
+		var se *statusError
+		final := errors.As(err, &se) && se.code < 500 && se.code != http.StatusConflict && se.code != http.StatusTooManyRequests
+		if err == nil || final || ctx.Err() != nil {
+			return err
+		}
+		if try == lookupTries {
+			return fmt.Errorf("%d tries: %w", try, err)
+		}
+		sleepCtx(ctx, pause)
+		pause = min(2*pause, lookupMaxPause)
+	}
+}
+
+// sendsFor returns the sends of one Idempotency-Key.
 func (a *soakAPI) sendsFor(ctx context.Context, key string) ([]soakSend, error) {
 	var list struct{ Data []soakSend }
-	var err error
-	for try := 0; try < 5; try++ {
-		if err = a.get(ctx, "/v1/sends?limit=100&idempotency_key="+url.QueryEscape(key), &list); err == nil {
-			break
-		}
-		sleepCtx(ctx, 500*time.Millisecond)
-	}
+	err := a.getRetrying(ctx, "/v1/sends?limit=100&idempotency_key="+url.QueryEscape(key), &list)
 	return list.Data, err
 }
 
@@ -100,7 +134,7 @@ func awaitQuiescence(ctx context.Context, api *soakAPI, settle time.Duration, lo
 		var err error
 		for _, st := range []string{"queued", "sending"} {
 			var list struct{ Data []soakSend }
-			if err = api.get(ctx, "/v1/sends?limit=100&status="+st, &list); err != nil {
+			if err = api.getRetrying(ctx, "/v1/sends?limit=100&status="+st, &list); err != nil {
 				break
 			}
 			busy += len(list.Data)
@@ -148,7 +182,7 @@ func (k *soakChecker) judgeAll(ctx context.Context, all []*logical) error {
 				sends, err := k.api.sendsFor(ctx, all[i].key)
 				k.mu.Lock()
 				if err != nil {
-					fails = append(fails, err)
+					fails = append(fails, fmt.Errorf("key %s: %w", all[i].key, err))
 					k.mu.Unlock()
 					return
 				}

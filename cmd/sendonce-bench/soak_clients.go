@@ -67,7 +67,7 @@ const (
 type clients struct {
 	apiKey string
 	nodes  []*node // the ones that serve the API
-	rng    *rng
+	seed   uint64  // each client draws from a stream of its own
 	start  time.Time
 	hc     *http.Client
 
@@ -77,20 +77,21 @@ type clients struct {
 	seq      atomic.Int64
 }
 
-func newClients(apiKey string, nodes []*node, g *rng, start time.Time, n int) *clients {
-	return &clients{apiKey: apiKey, nodes: nodes, rng: g, start: start, statuses: map[string]int{},
+func newClients(apiKey string, nodes []*node, seed uint64, start time.Time, n int) *clients {
+	return &clients{apiKey: apiKey, nodes: nodes, seed: seed, start: start, statuses: map[string]int{},
 		hc: &http.Client{Timeout: clientTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: n}}}
 }
 
 func (c *clients) run(newUntil, giveUp context.Context, n int) {
 	var wg sync.WaitGroup
-	for range n {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			g := newStream(c.seed, fmt.Sprintf("client %d", i+1))
 			for newUntil.Err() == nil {
 				l := c.newLogical()
-				c.drive(giveUp, l)
+				c.drive(giveUp, g, l)
 				sleepCtx(newUntil, clientPause)
 			}
 		}()
@@ -110,11 +111,12 @@ func (c *clients) newLogical() *logical {
 }
 
 // drive posts l until a 200, then once more to see the replay, or until
-// giveUp ends.
-func (c *clients) drive(giveUp context.Context, l *logical) {
+// giveUp ends; g is the client's stream, which picks the process of each
+// try.
+func (c *clients) drive(giveUp context.Context, g *rng, l *logical) {
 	replayed := false
 	for giveUp.Err() == nil {
-		n := c.nodes[c.rng.intN(len(c.nodes))]
+		n := c.nodes[g.intN(len(c.nodes))]
 		url := n.URL()
 		if url == "" {
 			url = c.anyURL()

@@ -2,8 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
-	"math/rand/v2"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -23,52 +24,25 @@ const (
 	faultPGCut     = "postgres-cut" // the PostgreSQL proxy cuts every connection for a while
 )
 
-// rng is the soak's one seeded source, shared by the schedule and the
-// sink's draws.
-type rng struct {
-	mu sync.Mutex
-	r  *rand.Rand
-}
-
-func newRNG(seed uint64) *rng { return &rng{r: rand.New(rand.NewPCG(seed, seed^0x5eed))} }
-
-func (g *rng) intN(n int) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.r.IntN(n)
-}
-
-// between is a duration in [lo, hi).
-func (g *rng) between(lo, hi time.Duration) time.Duration {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return lo + time.Duration(g.r.Int64N(int64(hi-lo)))
-}
-
-func (g *rng) chance(perMille int32) bool { return int32(g.intN(1000)) < perMille }
-
-// injector applies the seeded schedule of faults until its context ends.
+// injector applies the schedule of faults, drawn up front, beside the
+// clients, and draws the sink's fate for each transaction while a sink
+// fault is on.
 type injector struct {
-	rng    *rng
-	kinds  []string
-	nodes  []*node
-	sinkFx *sinkFaults
-	smtpPx *tcpproxy.Proxy
-	pgPx   *tcpproxy.Proxy // nil on SQLite
-	lease  time.Duration
-	logger *slog.Logger
+	sched   []faultEvent
+	start   time.Time // the soak's start, from which the schedule counts
+	sinkRNG *rng
+	nodes   []*node
+	smtpPx  *tcpproxy.Proxy
+	pgPx    *tcpproxy.Proxy // nil on SQLite
+	logger  *slog.Logger
 
-	mu     sync.Mutex
-	counts map[string]int
+	mu      sync.Mutex
+	counts  map[string]int
+	applied []string      // each fault as it was applied, for a failure's report
+	maxLate time.Duration // the most a fault began after its time
 	// sinkMode is the act the sink draws with sinkP (1/1000), else accept.
 	sinkMode sinkAct
 	sinkP    int32
-}
-
-func (in *injector) count(kind string) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.counts[kind]++
 }
 
 func (in *injector) figures() map[string]int {
@@ -86,10 +60,10 @@ func (in *injector) pick() sinkAct {
 	in.mu.Lock()
 	mode, p := in.sinkMode, in.sinkP
 	in.mu.Unlock()
-	if p == 0 || !in.rng.chance(p) {
+	if p == 0 || !in.sinkRNG.chance(p) {
 		return sinkAccept
 	}
-	if mode == sinkHangUpKept && in.rng.intN(2) == 0 {
+	if mode == sinkHangUpKept && in.sinkRNG.intN(2) == 0 {
 		return sinkHangUpLost
 	}
 	return mode
@@ -101,55 +75,92 @@ func (in *injector) setSink(mode sinkAct, perMille int32) {
 	in.sinkMode, in.sinkP = mode, perMille
 }
 
-// run applies one fault after another, with a pause of 0.5–2.5 s between
-// them, until ctx ends. Every fault is bounded: a window of at most a few
-// seconds, or a stop a little longer than the lease.
+// run applies the schedule's faults, each at its time (or as soon as the
+// one before has ended, if that is later), until ctx ends. Faults never
+// overlap: each ends before the next begins.
 func (in *injector) run(ctx context.Context) {
-	for {
-		if !sleepCtx(ctx, in.rng.between(500*time.Millisecond, 2500*time.Millisecond)) {
+	for i, e := range in.sched {
+		if !in.sleepUntil(ctx, e.at) {
 			return
 		}
-		kind := in.kinds[in.rng.intN(len(in.kinds))]
-		in.apply(ctx, kind)
+		in.apply(ctx, i, e)
 	}
 }
 
-func (in *injector) apply(ctx context.Context, kind string) {
-	in.count(kind)
-	window := in.rng.between(time.Second, 3*time.Second)
-	switch kind {
+// sleepUntil sleeps until off after the soak's start; false if ctx ended.
+func (in *injector) sleepUntil(ctx context.Context, off time.Duration) bool {
+	return sleepCtx(ctx, time.Until(in.start.Add(off)))
+}
+
+func (in *injector) apply(ctx context.Context, i int, e faultEvent) {
+	late := time.Since(in.start) - e.at
+	var n *node
+	if e.kind == faultKill || e.kind == faultStop {
+		n = in.nodes[e.node]
+	}
+	in.logger.Info("fault", slog.Int("n", i+1), slog.String("what", faultWhat(e, n)),
+		slog.Duration("for", e.hold), slog.Duration("late", late))
+	ok := true
+	switch e.kind {
 	case faultKill:
-		n := in.nodes[in.rng.intN(len(in.nodes))]
-		in.logger.Info("fault", slog.String("kind", kind), slog.String("node", n.name))
-		n.kill()
-		sleepCtx(ctx, in.rng.between(200*time.Millisecond, time.Second))
-		in.restart(ctx, n)
+		if ok = n.kill(); ok {
+			in.sleepUntil(ctx, e.at+e.hold)
+			in.restart(ctx, n)
+		}
 	case faultStop:
-		n := in.nodes[in.rng.intN(len(in.nodes))]
-		d := in.lease + in.rng.between(time.Second, 3*time.Second)
-		in.logger.Info("fault", slog.String("kind", kind), slog.String("node", n.name), slog.Duration("for", d))
-		if n.signal(syscall.SIGSTOP) {
-			sleepCtx(ctx, d)
+		if ok = n.signal(syscall.SIGSTOP); ok {
+			in.sleepUntil(ctx, e.at+e.hold)
 			n.signal(syscall.SIGCONT)
 		}
 	case faultSink451, faultSink550, faultHangUp, faultLate:
 		mode := map[string]sinkAct{faultSink451: sinkTempFail, faultSink550: sinkReject,
-			faultHangUp: sinkHangUpKept, faultLate: sinkLate}[kind]
-		in.logger.Info("fault", slog.String("kind", kind), slog.Duration("for", window))
+			faultHangUp: sinkHangUpKept, faultLate: sinkLate}[e.kind]
 		in.setSink(mode, 500)
-		sleepCtx(ctx, window)
+		in.sleepUntil(ctx, e.at+e.hold)
 		in.setSink(sinkAccept, 0)
 	case faultDropReply:
-		in.logger.Info("fault", slog.String("kind", kind), slog.Duration("for", window))
 		in.smtpPx.DropReplies(500)
-		sleepCtx(ctx, window)
+		in.sleepUntil(ctx, e.at+e.hold)
 		in.smtpPx.Pass()
 	case faultPGCut:
-		in.logger.Info("fault", slog.String("kind", kind), slog.Duration("for", window))
 		in.pgPx.Cut()
-		sleepCtx(ctx, window)
+		in.sleepUntil(ctx, e.at+e.hold)
 		in.pgPx.Pass()
 	}
+	in.record(i, e, n, late, ok)
+}
+
+// record counts a fault that was applied (a signal to a process that was
+// down is not) and notes it, with how late it began.
+func (in *injector) record(i int, e faultEvent, n *node, late time.Duration, ok bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	line := fmt.Sprintf("fault %d at %.3fs: %s for %.3fs", i+1, e.at.Seconds(), faultWhat(e, n), e.hold.Seconds())
+	if late >= 100*time.Millisecond {
+		line += fmt.Sprintf(", began %.3fs late", late.Seconds())
+	}
+	if !ok {
+		line += ", not applied: the process was down"
+	} else {
+		in.counts[e.kind]++
+	}
+	in.maxLate = max(in.maxLate, late)
+	in.applied = append(in.applied, line)
+}
+
+// appliedFaults is every fault as applied, and the most one began late.
+func (in *injector) appliedFaults() ([]string, time.Duration) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return slices.Clone(in.applied), in.maxLate
+}
+
+// faultWhat names a fault and the process it strikes, if any.
+func faultWhat(e faultEvent, n *node) string {
+	if n == nil {
+		return e.kind
+	}
+	return e.kind + " " + n.name
 }
 
 // restart starts a node again, trying a few times (a restart may land in

@@ -137,15 +137,18 @@ func (n *node) signal(sig syscall.Signal) bool {
 	return true
 }
 
-// kill SIGKILLs the process and waits for it to be gone.
-func (n *node) kill() {
+// kill SIGKILLs the process and waits for it to be gone; false when
+// there was none.
+func (n *node) kill() bool {
 	n.url.Store(new(string))
-	if n.signal(syscall.SIGKILL) {
+	killed := n.signal(syscall.SIGKILL)
+	if killed {
 		<-n.exited
 	}
 	n.mu.Lock()
 	n.cmd = nil
 	n.mu.Unlock()
+	return killed
 }
 
 // running says whether the process is up (stopped or not).
@@ -188,5 +191,51 @@ func (n *node) term() error {
 	case <-time.After(nodeStopWait):
 		n.kill()
 		return errors.New(n.name + ": no exit within " + nodeStopWait.String() + " of SIGTERM")
+	}
+}
+
+// raceMark begins each report of the race detector in a race-enabled
+// process's stderr (its log here).
+const raceMark = "WARNING: DATA RACE"
+
+// races counts the race detector's reports in the node's log, and returns
+// the first, cut to a few dozen lines.
+func (n *node) races() (count int, first string, err error) {
+	f, err := os.Open(n.log)
+	if err != nil {
+		return 0, "", err
+	}
+	defer f.Close()
+	var b strings.Builder
+	lines := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.Contains(line, raceMark) {
+			count++
+		}
+		if count == 1 && lines < 40 {
+			b.WriteString(line + "\n")
+			lines++
+		}
+	}
+	return count, b.String(), sc.Err()
+}
+
+// countRaces adds the race reports of every node's log to rep, the first
+// of each node's as a finding.
+func countRaces(nodes []*node, rep *soakReport) {
+	for _, n := range nodes {
+		c, first, err := n.races()
+		if err != nil {
+			rep.Findings = append(rep.Findings, fmt.Sprintf("race: cannot read %s: %v", n.log, err))
+			rep.Other++
+			continue
+		}
+		if c > 0 {
+			rep.Races += c
+			rep.Findings = append(rep.Findings, fmt.Sprintf("race: %d reports in %s, the first:\n%s", c, n.log, first))
+		}
 	}
 }
