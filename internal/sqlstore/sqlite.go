@@ -71,15 +71,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // random working set is the narrow key indexes now, and 32 MiB bought no
 // accepts (A/B 4,796 / 4,768 ok/s at 32, 4,896 / 4,834 at 16) while it
 // took the process's peak RSS past 150 MB (sendonce-bench --mode all:
-// 152–162 MiB at 32, 120–131 MiB at 16; docs/performance.md).
+// 152–162 MiB at 32, 120–131 MiB at 16; docs/performance-journal.md).
 const writerCacheKiB = 16 << 10
 
 // walCheckpointPages is how large the WAL grows (in 4 KiB pages) before the
 // writer copies it back into the database, inside a commit. SQLite's
 // default, kept on purpose: 10,000 pages gave +15% new-key accepts (fewer
 // copies of the hot index pages) but doubled p99 (57–64 ms against 27–29
-// ms, A/B, docs/performance.md), since each checkpoint then stalls one
-// commit for longer.
+// ms, A/B, docs/performance-journal.md), since each checkpoint then stalls
+// one commit for longer.
 const walCheckpointPages = 1000
 
 func (s *Store) migrateSQLite(ctx context.Context) error {
