@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -170,16 +169,8 @@ func TestCrash_SIGKILLWhileClientsRetry(t *testing.T) {
 
 	const keys = 60
 	const dupes = 3 // concurrent clients per key
-	var (
-		mu        sync.Mutex
-		bodies    = map[string]map[string]bool{} // key → distinct 200 bodies
-		completed atomic.Int32
-		kills     killWindows
-		killed500 atomic.Int32 // 500s a kill could explain
-		wg        sync.WaitGroup
-	)
-	client := &http.Client{Timeout: 5 * time.Second}
-	deadline := time.Now().Add(90 * time.Second)
+	kc := newKeyClients(secret, 5*time.Second, 90*time.Second)
+	var wg sync.WaitGroup
 	for k := range keys {
 		key := fmt.Sprintf("crash-key-%03d", k)
 		body := fmt.Sprintf(`{"to":"user%d@example.com","subject":"Crash test %d","text":"hello %d"}`, k, k, k)
@@ -187,65 +178,28 @@ func TestCrash_SIGKILLWhileClientsRetry(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for time.Now().Before(deadline) {
-					p := current.Load()
-					req, _ := http.NewRequest("POST", p.url+"/v1/send", strings.NewReader(body))
-					req.Header.Set("Authorization", "Bearer "+secret)
-					req.Header.Set("Idempotency-Key", key)
-					sent := time.Now()
-					resp, err := client.Do(req)
-					if err != nil {
-						time.Sleep(20 * time.Millisecond) // server down: retry the same key
-						continue
-					}
-					b, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					switch resp.StatusCode {
-					case http.StatusOK:
-						mu.Lock()
-						if bodies[key] == nil {
-							bodies[key] = map[string]bool{}
-						}
-						bodies[key][string(b)] = true
-						mu.Unlock()
-						completed.Add(1)
-						return
-					case http.StatusInternalServerError:
-						if !kills.covers(sent, time.Now()) {
-							t.Errorf("key %s: 500 outside any kill: %s", key, b)
-							return
-						}
-						killed500.Add(1)
-						time.Sleep(20 * time.Millisecond)
-					case http.StatusConflict, http.StatusServiceUnavailable:
-						time.Sleep(20 * time.Millisecond)
-					default:
-						t.Errorf("key %s: unexpected %d %s", key, resp.StatusCode, b)
-						return
-					}
-				}
-				t.Errorf("key %s: no 200 before the deadline", key)
+				kc.send(t, key, body, func(int) (string, bool) { return current.Load().url, true }, 20*time.Millisecond)
 			}()
 		}
 	}
 
 	// Kill twice: once early, once when most clients are done.
 	for _, after := range []int32{keys / 3, keys} {
-		for completed.Load() < after && time.Now().Before(deadline) {
+		for kc.completed.Load() < after && time.Now().Before(kc.deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		old := current.Load()
-		kills.begin()
+		kc.kills.begin()
 		if err := old.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatalf("kill: %v", err)
 		}
 		_ = old.cmd.Wait()
 		<-old.done
 		current.Store(startServe(t, bin, serveArgs...))
-		kills.end(time.Second)
+		kc.kills.end(time.Second)
 	}
 	wg.Wait()
-	t.Logf("%d 500s inside a kill window", killed500.Load())
+	t.Logf("%d 500s inside a kill window", kc.killed500.Load())
 	if t.Failed() {
 		t.Fatalf("server log:\n%s", current.Load().logText())
 	}
@@ -256,7 +210,7 @@ func TestCrash_SIGKILLWhileClientsRetry(t *testing.T) {
 		t.Helper()
 		req, _ := http.NewRequest("GET", p.url+path, nil)
 		req.Header.Set("Authorization", "Bearer "+secret)
-		resp, err := client.Do(req)
+		resp, err := kc.client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +222,7 @@ func TestCrash_SIGKILLWhileClientsRetry(t *testing.T) {
 	ids := map[string]string{}
 	for k := range keys {
 		key := fmt.Sprintf("crash-key-%03d", k)
-		if n := len(bodies[key]); n != 1 {
+		if n := kc.distinct(key); n != 1 {
 			t.Errorf("key %s: %d different 200 bodies, want 1", key, n)
 		}
 		var list struct{ Data []sendView }

@@ -3,9 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -74,16 +72,10 @@ func TestPostgres_ThreeProcessesOneKeyOneSend(t *testing.T) {
 
 	const keys, dupes = 200, 8
 	var (
-		completed atomic.Int32
-		kills     killWindows
-		killed500 atomic.Int32 // 500s a kill could explain
-		mu        sync.Mutex
-		bodies    = map[string]map[string]bool{}
-		wg        sync.WaitGroup
-		sem       = make(chan struct{}, 48)
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, 48)
 	)
-	client := &http.Client{Timeout: 10 * time.Second}
-	deadline := time.Now().Add(3 * time.Minute)
+	kc := newKeyClients(secret, 10*time.Second, 3*time.Minute)
 	for k := range keys {
 		key := fmt.Sprintf("multi-%03d", k)
 		body := fmt.Sprintf(`{"to":"user%d@example.com","subject":"Multi %d","text":"hello"}`, k, k)
@@ -93,62 +85,25 @@ func TestPostgres_ThreeProcessesOneKeyOneSend(t *testing.T) {
 				defer wg.Done()
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				for i := 0; time.Now().Before(deadline); i++ {
-					n := (k + d + i) % len(procs)
-					if int32(n) == dead.Load() {
-						continue
-					}
-					req, _ := http.NewRequest("POST", procs[n].url+"/v1/send", strings.NewReader(body))
-					req.Header.Set("Authorization", "Bearer "+secret)
-					req.Header.Set("Idempotency-Key", key)
-					sent := time.Now()
-					resp, err := client.Do(req)
-					if err != nil {
-						time.Sleep(10 * time.Millisecond) // that process is gone: try another
-						continue
-					}
-					b, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					switch resp.StatusCode {
-					case http.StatusOK:
-						mu.Lock()
-						if bodies[key] == nil {
-							bodies[key] = map[string]bool{}
-						}
-						bodies[key][string(b)] = true
-						mu.Unlock()
-						completed.Add(1)
-						return
-					case http.StatusInternalServerError:
-						if !kills.covers(sent, time.Now()) {
-							t.Errorf("key %s: 500 outside any kill: %s", key, b)
-							return
-						}
-						killed500.Add(1)
-						time.Sleep(20 * time.Millisecond)
-					case http.StatusConflict, http.StatusServiceUnavailable:
-						time.Sleep(20 * time.Millisecond)
-					default:
-						t.Errorf("key %s: %d %s", key, resp.StatusCode, b)
-						return
-					}
-				}
-				t.Errorf("key %s: no 200 before the deadline", key)
+				kc.send(t, key, body, func(try int) (string, bool) {
+					n := (k + d + try) % len(procs)
+					return procs[n].url, int32(n) != dead.Load()
+				}, 10*time.Millisecond)
 			}()
 		}
 	}
 	// SIGKILL the second process once a third of the requests are answered.
-	for completed.Load() < keys*dupes/3 && time.Now().Before(deadline) {
+	for kc.completed.Load() < keys*dupes/3 && time.Now().Before(kc.deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	kills.begin()
+	kc.kills.begin()
 	if err := procs[1].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	dead.Store(1)
-	kills.end(2 * time.Second)
+	kc.kills.end(2 * time.Second)
 	wg.Wait()
-	t.Logf("%d 500s inside the kill window", killed500.Load())
+	t.Logf("%d 500s inside the kill window", kc.killed500.Load())
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -158,7 +113,7 @@ func TestPostgres_ThreeProcessesOneKeyOneSend(t *testing.T) {
 		t.Helper()
 		req, _ := http.NewRequest("GET", live.url+path, nil)
 		req.Header.Set("Authorization", "Bearer "+secret)
-		resp, err := client.Do(req)
+		resp, err := kc.client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +125,7 @@ func TestPostgres_ThreeProcessesOneKeyOneSend(t *testing.T) {
 	var sendIDs []string
 	for k := range keys {
 		key := fmt.Sprintf("multi-%03d", k)
-		if n := len(bodies[key]); n != 1 {
+		if n := kc.distinct(key); n != 1 {
 			t.Errorf("key %s: %d different 200 bodies, want 1 (replays are byte for byte)", key, n)
 		}
 		var list struct{ Data []sendView }

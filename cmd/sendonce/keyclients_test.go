@@ -1,0 +1,129 @@
+package main_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// killWindows records when a test was killing a server, so its clients can
+// tell a 500 that a kill could explain from one nothing explains. A 500 is a
+// bug, not a retryable answer: a deadlock once surfaced exactly as a 500 in
+// these multi-process tests, and retrying it hid it.
+type killWindows struct {
+	mu    sync.Mutex
+	spans []killSpan
+}
+
+type killSpan struct{ from, to time.Time } // to is zero while the span is open
+
+// begin opens a span: a kill is about to land.
+func (k *killWindows) begin() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.spans = append(k.spans, killSpan{from: time.Now()})
+}
+
+// end closes the open span grace from now: the replacement listens, and
+// requests already in flight get grace to be answered.
+func (k *killWindows) end(grace time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if n := len(k.spans); n > 0 && k.spans[n-1].to.IsZero() {
+		k.spans[n-1].to = time.Now().Add(grace)
+	}
+}
+
+// covers reports whether a request sent at sent and answered at answered
+// overlaps a kill.
+func (k *killWindows) covers(sent, answered time.Time) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, s := range k.spans {
+		if !answered.Before(s.from) && (s.to.IsZero() || !sent.After(s.to)) {
+			return true
+		}
+	}
+	return false
+}
+
+// keyClients retry one send per key, as a careful client does, until a
+// server answers 200: a connection error (a server killed) and 409 or 503
+// are retried with the same key; a 500 is retried only when a kill
+// explains it; anything else fails the test.
+type keyClients struct {
+	secret   string
+	client   *http.Client
+	deadline time.Time
+	kills    killWindows
+
+	mu     sync.Mutex
+	bodies map[string]map[string]bool // key → distinct 200 bodies
+
+	completed atomic.Int32 // keys answered 200
+	killed500 atomic.Int32 // 500s a kill could explain
+}
+
+func newKeyClients(secret string, timeout, within time.Duration) *keyClients {
+	return &keyClients{secret: secret, client: &http.Client{Timeout: timeout},
+		deadline: time.Now().Add(within), bodies: map[string]map[string]bool{}}
+}
+
+// send posts body under key to target(try)'s server (skipped when it
+// says no) until a 200; down is the pause after a connection error. It
+// may run on any goroutine: it reports with t.Errorf only.
+func (c *keyClients) send(t *testing.T, key, body string, target func(try int) (string, bool), down time.Duration) {
+	for try := 0; time.Now().Before(c.deadline); try++ {
+		url, ok := target(try)
+		if !ok {
+			continue
+		}
+		req, _ := http.NewRequest("POST", url+"/v1/send", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+c.secret)
+		req.Header.Set("Idempotency-Key", key)
+		sent := time.Now()
+		resp, err := c.client.Do(req)
+		if err != nil {
+			time.Sleep(down) // that server is gone: retry the same key
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusOK:
+			c.mu.Lock()
+			if c.bodies[key] == nil {
+				c.bodies[key] = map[string]bool{}
+			}
+			c.bodies[key][string(b)] = true
+			c.mu.Unlock()
+			c.completed.Add(1)
+			return
+		case http.StatusInternalServerError:
+			if !c.kills.covers(sent, time.Now()) {
+				t.Errorf("key %s: 500 outside any kill: %s", key, b)
+				return
+			}
+			c.killed500.Add(1)
+			time.Sleep(20 * time.Millisecond)
+		case http.StatusConflict, http.StatusServiceUnavailable:
+			time.Sleep(20 * time.Millisecond)
+		default:
+			t.Errorf("key %s: unexpected %d %s", key, resp.StatusCode, b)
+			return
+		}
+	}
+	t.Errorf("key %s: no 200 before the deadline", key)
+}
+
+// distinct is how many different 200 bodies key got (replays are byte for
+// byte: 1).
+func (c *keyClients) distinct(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.bodies[key])
+}
