@@ -148,4 +148,3 @@ func decodeSubject(v string) string {
 	}
 	return d
 }
-

@@ -135,9 +135,9 @@ func (s *Server) decideAndRun(w http.ResponseWriter, r *http.Request, o postOpts
 		}
 	}
 	var (
-		sc       *idempotency.Scope
-		sendIDs  []string
-		refused  result // the styled refusal Refuse made last: the one answered
+		sc      *idempotency.Scope
+		sendIDs []string
+		refused result // the styled refusal Refuse made last: the one answered
 	)
 	if present {
 		sc = &idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: idemKey}
