@@ -10,7 +10,6 @@ import (
 
 	"github.com/emersion/go-message/textproto"
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/message"
 )
 
 // A submitted message (SMTP, docs/smtp.md) is the client's own MIME: it keeps
@@ -50,15 +49,21 @@ var agentHeaders = map[string]bool{
 	"Content-Transfer-Encoding": true, "Content-Disposition": true, "Content-Id": true, "Content-Language": true,
 }
 
+// RawSubmission is a submitted message as the SMTP door parsed it, once.
+type RawSubmission struct {
+	IdemKey, MailboxID string
+	// Rcpt are the envelope recipients.
+	Rcpt []string
+	// Header is Msg's header, parsed; Msg is what will be delivered (the
+	// idempotency key header already removed).
+	Header textproto.Header
+	Msg    []byte
+}
+
 // PrepareRawSend validates a submitted message for key and makes it a send
-// ready to be accepted: msg is what will be delivered (the idempotency key
-// header already removed), rcpt the envelope recipients. It writes
-// nothing.
-func (s *Service) PrepareRawSend(ctx context.Context, key *core.APIKey, idemKey, mailboxID string, rcpt []string, msg []byte) (*core.Send, error) {
-	h, _, err := message.ReadRaw(msg)
-	if err != nil {
-		return nil, core.Errorf(core.CodeValidation, "message", "the message's header does not parse")
-	}
+// ready to be accepted. It writes nothing.
+func (s *Service) PrepareRawSend(ctx context.Context, key *core.APIKey, sub RawSubmission) (*core.Send, error) {
+	h, mailboxID, rcpt, msg, idemKey := sub.Header, sub.MailboxID, sub.Rcpt, sub.Msg, sub.IdemKey
 	mb, err := s.Mailbox(ctx, key.Tenant, mailboxID)
 	if err != nil {
 		return nil, err
@@ -71,7 +76,7 @@ func (s *Service) PrepareRawSend(ctx context.Context, key *core.APIKey, idemKey,
 		return nil, err
 	}
 	send := &core.Send{Tenant: key.Tenant, IdempotencyKey: idemKey, MailboxID: mailboxID, From: FormatAddress(from),
-		Raw: msg, Tags: map[string]string{}}
+		Raw: msg, RawMessageID: strings.TrimSpace(h.Get("Message-Id")), Tags: map[string]string{}}
 	if send.To, err = addressList("to", rcpt, true); err != nil {
 		return nil, err
 	}
@@ -142,17 +147,4 @@ func decodeSubject(v string) string {
 		return v
 	}
 	return d
-}
-
-// rawMessageID is a submitted message's own Message-ID, "" when it has
-// none: it stays the send's message id.
-func rawMessageID(raw []byte) string {
-	if raw == nil {
-		return ""
-	}
-	h, _, err := message.ReadRaw(raw)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(h.Get("Message-Id"))
 }

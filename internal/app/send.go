@@ -316,9 +316,9 @@ func (s *Service) AcceptSend(ctx context.Context, tx core.Tx, key *core.APIKey, 
 		return err
 	}
 	send.ID = NewID("snd_")
-	send.MessageID = message.NewMessageID(send.ID, addrOf(send.From))
-	if id := rawMessageID(send.Raw); id != "" {
-		send.MessageID = id // a submitted message keeps its own
+	send.MessageID = send.RawMessageID // a submitted message keeps its own
+	if send.MessageID == "" {
+		send.MessageID = message.NewMessageID(send.ID, addrOf(send.From))
 	}
 	send.CreatedAt, send.UpdatedAt = now, now
 	send.Status = core.StatusQueued

@@ -31,7 +31,7 @@ type mailboxSendRequest struct {
 	OriginalID string   `json:"original_id"`
 }
 
-func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error) {
+func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
 	var req mailboxSendRequest
 	if err := decodeStrict(body, &req); err != nil {
 		return nil, err
@@ -91,7 +91,7 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 			sr.Text = "Forwarded message attached."
 		}
 	}
-	send, err := s.svc.PrepareSend(ctx, key, idemKeyFrom(ctx), sr)
+	send, err := s.svc.PrepareSend(ctx, key, idemKey, sr)
 	if err != nil {
 		return nil, err
 	}

@@ -152,7 +152,7 @@ type resendEmail struct {
 }
 
 // prepareResend validates one email and renders it into a send.
-func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendEmail) (*core.Send, error) {
+func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendEmail, idemKey string) (*core.Send, error) {
 	if e.Template != nil {
 		if err := s.applyTemplateDefaults(ctx, key.Tenant, e); err != nil {
 			return nil, err
@@ -199,19 +199,19 @@ func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendE
 			sr.Variables = map[string]any{}
 		}
 	}
-	return s.svc.PrepareSend(ctx, key, idemKeyFrom(ctx), sr)
+	return s.svc.PrepareSend(ctx, key, idemKey, sr)
 }
 
 type resendID struct {
 	ID string `json:"id"`
 }
 
-func (s *Server) handleResendSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error) {
+func (s *Server) handleResendSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
 	var e resendEmail
 	if err := decodeStrict(body, &e); err != nil {
 		return nil, err
 	}
-	send, err := s.prepareResend(ctx, key, &e)
+	send, err := s.prepareResend(ctx, key, &e, idemKey)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +228,7 @@ func (s *Server) handleResendSend(ctx context.Context, key *core.APIKey, r *http
 // all or none; permissive accepts the valid ones and reports the others
 // by index. As on Resend, a batch carries no attachments and no
 // scheduled_at.
-func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error) {
+func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
 	mode := r.Header.Get("X-Batch-Validation")
 	switch mode {
 	case "", "strict", "permissive":
@@ -245,7 +245,7 @@ func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *htt
 	sends := make([]*core.Send, 0, len(emails))
 	var refused []resendBatchError
 	for i := range emails {
-		send, err := s.prepareBatched(ctx, key, &emails[i])
+		send, err := s.prepareBatched(ctx, key, &emails[i], idemKey)
 		if err != nil {
 			var ce *core.Error
 			if !errors.As(err, &ce) || ce.Code == core.CodeInternal {
@@ -275,14 +275,14 @@ func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *htt
 }
 
 // prepareBatched is prepareResend for one email of a batch.
-func (s *Server) prepareBatched(ctx context.Context, key *core.APIKey, e *resendEmail) (*core.Send, error) {
+func (s *Server) prepareBatched(ctx context.Context, key *core.APIKey, e *resendEmail, idemKey string) (*core.Send, error) {
 	if len(e.Attachments) > 0 {
 		return nil, core.Errorf(core.CodeValidation, "attachments", "attachments are not supported in a batch (as on Resend): send the email on its own")
 	}
 	if e.ScheduledAt != nil {
 		return nil, core.Errorf(core.CodeValidation, "scheduled_at", "scheduled_at is not supported in a batch (as on Resend): send the email on its own")
 	}
-	return s.prepareResend(ctx, key, e)
+	return s.prepareResend(ctx, key, e, idemKey)
 }
 
 // resendBatchView is Resend's answer to a batch; Errors only in

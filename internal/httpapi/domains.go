@@ -46,7 +46,7 @@ func viewDomain(d *core.Domain) (domainView, error) {
 
 // handleAddDomain generates the DKIM key before the transaction (see
 // app.PrepareDomain); the write step only inserts it.
-func (s *Server) handleAddDomain(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error) {
+func (s *Server) handleAddDomain(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (writeStep, error) {
 	var req struct {
 		Domain    string `json:"domain"`
 		Selector  string `json:"selector"`

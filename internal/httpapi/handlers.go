@@ -150,12 +150,12 @@ func jsonKind(k string) string {
 	return "number"
 }
 
-func (s *Server) handleSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error) {
+func (s *Server) handleSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
 	var req sendRequest
 	if err := decodeStrict(body, &req); err != nil {
 		return nil, err
 	}
-	send, err := s.svc.PrepareSend(ctx, key, idemKeyFrom(ctx), req.toApp(req.MailboxID))
+	send, err := s.svc.PrepareSend(ctx, key, idemKey, req.toApp(req.MailboxID))
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -16,16 +15,17 @@ import (
 // concurrent requests do in parallel — and returns the second, which runs
 // inside the transaction that also reserves the key and stores the
 // response (on SQLite one shared, group-committed transaction, so the step
-// must only write). An error from either step is turned into the API's
-// error response; a 5xx rolls everything back.
-type txHandler func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error)
+// must only write). idemKey is the request's Idempotency-Key, "" without
+// one. An error from either step is turned into the API's error response;
+// a 5xx rolls everything back.
+type txHandler func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error)
 
 type writeStep func(ctx context.Context, tx core.Tx) (status int, v any, err error)
 
 // inTx is a txHandler whose work all happens in the transaction (the
 // admin routes: small, and reading what they change).
 func inTx(h func(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error)) txHandler {
-	return func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error) {
+	return func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (writeStep, error) {
 		return func(ctx context.Context, tx core.Tx) (int, any, error) { return h(ctx, tx, key, r, body) }, nil
 	}
 }
@@ -109,8 +109,9 @@ func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
 	})
 }
 
-// decideAndRun reads and fingerprints the request, asks the engine, and
-// runs the handler when the key (or its absence) lets it.
+// decideAndRun reads and fingerprints the request and runs it through the
+// one write protocol (idempotency.Run) when the key (or its absence) lets
+// it.
 func (s *Server) decideAndRun(w http.ResponseWriter, r *http.Request, o postOpts, h txHandler) result {
 	ctx := r.Context()
 	key := apiKeyFrom(ctx)
@@ -133,143 +134,61 @@ func (s *Server) decideAndRun(w http.ResponseWriter, r *http.Request, o postOpts
 			return s.refusal(r, o, apiError(core.CodeInvalidJSON, "", "the request body is not valid JSON"))
 		}
 	}
-	if !present {
-		return s.runTx(r, key, body, h, nil, o)
+	var (
+		sc      *idempotency.Scope
+		sendIDs []string
+		refused result // the styled refusal Refuse made last: the one answered
+	)
+	if present {
+		sc = &idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: idemKey}
 	}
-	r = r.WithContext(context.WithValue(ctx, idemKeyCtx, idemKey))
-	sc := idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: idemKey}
-	var res result
-	if t, err := s.idem.Begin(ctx, sc, fp); err != nil {
-		res = s.refusal(r, o, err)
-	} else if t.Decision.Outcome != idempotency.Proceed {
-		res = s.decided(r, o, t.Decision)
-	} else {
-		res = s.runTx(r, key, body, h, t, o)
+	ran := idempotency.Run(ctx, s.idem, idempotency.Write[core.Tx]{
+		Scope: sc, Fingerprint: fp, InTx: s.store.InTx,
+		Prepare: func(ctx context.Context) (idempotency.Step[core.Tx], error) {
+			write, err := h(ctx, key, r, body, idemKey)
+			if err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context, tx core.Tx) (idempotency.Response, error) {
+				sendIDs = nil // the step may run more than once
+				status, v, err := write(ctx, tx)
+				if err != nil {
+					return idempotency.Response{}, err
+				}
+				sendIDs = sendIDsOf(v)
+				return idempotency.Response{Status: status, ContentType: "application/json", Body: marshal(v)}, nil
+			}, nil
+		},
+		Refuse: func(err error) (idempotency.Response, bool) {
+			if core.IsConflicted(err) {
+				// Met another transaction (a deadlock): not an answer. The
+				// transaction runs again.
+				return idempotency.Response{}, false
+			}
+			refused = s.refusal(r, o, err)
+			return refused.response(), true
+		},
+	})
+	res := s.resultOf(r, o, ran, refused)
+	if ran.Outcome == idempotency.Proceed && !ran.Refused {
+		res.sendIDs = sendIDs
 	}
-	res.idemKey = idemKey
+	if present {
+		res.idemKey = idemKey
+	}
 	return res
 }
 
-const idemKeyCtx ctxKey = 2
-
-// idemKeyFrom returns the request's parsed Idempotency-Key, "" when none.
-func idemKeyFrom(ctx context.Context) string {
-	k, _ := ctx.Value(idemKeyCtx).(string)
-	return k
-}
-
-// Ends of a transaction in which nothing may commit.
-var (
-	errDecided   = errors.New("idempotency key decided")      // found completed, in flight or reused
-	errRefused   = errors.New("write step refused")           // the handler's error: its writes roll back
-	errNotStored = errors.New("response is not to be stored") // a status the contract does not store
-)
-
-// runTx runs h's first step, then, in one transaction, decides the key
-// (when there is one), runs h's write step and stores its response. A
-// response that is not stored rolls it all back, so a retry runs afresh.
-// A refusal of the write step (a 4xx after some writes, say the tenth
-// email of a batch) rolls back its writes and is stored alone: "all or
-// none" holds for what the key's answer says.
-func (s *Server) runTx(r *http.Request, key *core.APIKey, body []byte, h txHandler, t *idempotency.Ticket, o postOpts) result {
-	ctx := r.Context()
-	committed := false
-	defer func() {
-		if !committed && t != nil {
-			// Also when the handler panicked: the ticket must not outlive
-			// this request.
-			t.Release(ctx)
-		}
-	}()
-	write, perr := h(ctx, key, r, body)
-	if perr != nil {
-		out := s.refusal(r, o, perr)
-		committed = s.storeAlone(r, o, t, &out)
-		return out
-	}
-	var (
-		out     result
-		decided idempotency.Decision
-	)
-	err := s.store.InTx(ctx, func(tx core.Tx) error {
-		// May run more than once (group commit reruns a batch): start
-		// from nothing each time.
-		out, decided = result{}, idempotency.Decision{}
-		if t != nil {
-			d, err := t.Decide(ctx, tx)
-			if err != nil {
-				return err
-			}
-			if d.Outcome != idempotency.Proceed {
-				decided = d
-				return errDecided
-			}
-		}
-		status, v, herr := write(ctx, tx)
-		if core.IsConflicted(herr) {
-			// Met another transaction (a deadlock): not an answer. The
-			// group commit runs the batch again.
-			return herr
-		}
-		if herr != nil {
-			out = s.refusal(r, o, herr)
-			return errRefused
-		}
-		out = result{status: status, body: marshal(v), outcome: idempotency.Proceed, sendIDs: sendIDsOf(v)}
-		if !idempotency.ShouldStore(status) {
-			return errNotStored
-		}
-		if t != nil {
-			return t.Put(ctx, tx, out.response())
-		}
-		return nil
-	})
+// resultOf turns the protocol's answer into the route's typed result.
+func (s *Server) resultOf(r *http.Request, o postOpts, ran idempotency.Result, refused result) result {
 	switch {
-	case err == nil:
-		out.stored, committed = true, true
-		if t != nil {
-			t.Committed(ctx, nil)
-		}
-		return out
-	case errors.Is(err, errDecided):
-		return s.decided(r, o, decided)
-	case errors.Is(err, errRefused):
-		committed = s.storeAlone(r, o, t, &out)
-		return out
-	case errors.Is(err, errNotStored):
-		return out
+	case ran.Outcome != idempotency.Proceed:
+		return s.decided(r, o, idempotency.Decision{Outcome: ran.Outcome, Response: ran.Response})
+	case ran.Refused:
+		refused.outcome, refused.stored = idempotency.Proceed, ran.Stored
+		return refused
+	case ran.Err != nil:
+		return s.refusal(r, o, ran.Err)
 	}
-	return s.refusal(r, o, err)
-}
-
-// storeAlone stores a refusal that wrote nothing as the key's answer, in a
-// transaction of its own, and reports whether it committed. A refusal that
-// is not to be stored (or has no key) is left as it is.
-func (s *Server) storeAlone(r *http.Request, o postOpts, t *idempotency.Ticket, out *result) bool {
-	if t == nil || !idempotency.ShouldStore(out.status) {
-		return false
-	}
-	ctx := r.Context()
-	var decided idempotency.Decision
-	err := s.store.InTx(ctx, func(tx core.Tx) error {
-		d, err := t.Decide(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if decided = d; d.Outcome != idempotency.Proceed {
-			return errDecided
-		}
-		return t.Put(ctx, tx, out.response())
-	})
-	switch {
-	case err == nil:
-		out.stored = true
-		t.Committed(ctx, nil)
-		return true
-	case errors.Is(err, errDecided):
-		*out = s.decided(r, o, decided)
-	default:
-		*out = s.refusal(r, o, err)
-	}
-	return false
+	return result{status: ran.Response.Status, body: ran.Response.Body, outcome: idempotency.Proceed, stored: ran.Stored}
 }

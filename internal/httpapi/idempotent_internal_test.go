@@ -31,8 +31,8 @@ func TestIdempotent_WriteStepRefusalRollsBackItsWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newServer(svc, nil, Config{}, nil)
-	h := s.idempotent(postOpts{}, func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error) {
-		send, err := s.svc.PrepareSend(ctx, key, idemKeyFrom(ctx), &app.SendRequest{
+	h := s.idempotent(postOpts{}, func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
+		send, err := s.svc.PrepareSend(ctx, key, idemKey, &app.SendRequest{
 			To: []string{"ada@example.com"}, Subject: "part one", Text: "hi"})
 		if err != nil {
 			return nil, err

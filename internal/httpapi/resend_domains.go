@@ -110,7 +110,7 @@ func (o *resendDomainOptions) check() error {
 
 // handleResendCreateDomain generates the DKIM key before the transaction
 // (see app.PrepareDomain); the write step only inserts it.
-func (s *Server) handleResendCreateDomain(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error) {
+func (s *Server) handleResendCreateDomain(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (writeStep, error) {
 	var req struct {
 		Name string `json:"name"`
 		resendDomainOptions
@@ -231,7 +231,7 @@ func (s *Server) handleResendRemoveDomain(w http.ResponseWriter, r *http.Request
 // resolver) before the transaction, and stores the status it gives in it.
 // Resend verifies in the background; sendonce answers when the check is
 // done, so "pending" is seen only by readers while one runs.
-func (s *Server) handleResendVerifyDomain(ctx context.Context, key *core.APIKey, r *http.Request, _ []byte) (writeStep, error) {
+func (s *Server) handleResendVerifyDomain(ctx context.Context, key *core.APIKey, r *http.Request, _ []byte, _ string) (writeStep, error) {
 	d, err := s.svc.Domain(ctx, key.Tenant, r.PathValue("id"))
 	if err != nil {
 		return nil, err

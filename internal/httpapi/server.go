@@ -23,20 +23,10 @@ type Config struct {
 	// RequireIdempotencyKey makes POST /v1/send refuse requests without a
 	// key. Defaults to false here; the binary's flag defaults to true.
 	RequireIdempotencyKey bool
-	// IdempotencyTTL is how long a completed key replays. Defaults to
-	// idempotency.DefaultTTL.
-	IdempotencyTTL time.Duration
-	// ReservationLease is how long a running request holds its key before
-	// a retry may take over. Defaults to idempotency.DefaultLease.
-	ReservationLease time.Duration
-	// Front is an optional idempotency store (Redis) consulted before the
-	// database, so that retry storms are answered from memory. The
-	// database remains the source of truth. Defaults to none.
-	Front idempotency.Store
-	// ReplayCacheEntries bounds the in-memory cache of completed keys that
-	// answers replays without a database read. 0 means
-	// idempotency.DefaultReplayCacheEntries; negative turns the cache off.
-	ReplayCacheEntries int
+	// Idempotency is the process's idempotency engine, shared with every
+	// other door (app.Service.NewIdempotencyEngine). Defaults to one of
+	// its own on the service's store, with the package's defaults.
+	Idempotency *idempotency.Engine
 	// MaxBodyBytes bounds a request body. Defaults to DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// MaxRequestBytes (--max-request-size) bounds a request body on the
@@ -108,23 +98,15 @@ func newServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Lo
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	cache := cfg.ReplayCacheEntries
-	if cache == 0 {
-		cache = idempotency.DefaultReplayCacheEntries
-	}
 	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, mux: http.NewServeMux(), limiter: cfg.Limiter, hooks: cfg.Webhooks,
 		inflight: newInflight(cfg.MaxInflightBytes)}
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory(svc.Now)
 	}
-	// The durable tier is decided inside each request's own transaction
-	// (core.Tx is an idempotency.TxRecords); the read pool answers
-	// completed keys before any write.
 	s.fp = idempotency.NewFingerprintMemo(idempotency.DefaultFingerprintMemo)
-	s.idem = idempotency.NewEngine(idempotency.Config{
-		Lookup: s.store.CompletedIdempotency, Front: cfg.Front, ReplayCacheEntries: cache,
-		TTL: cfg.IdempotencyTTL, Lease: cfg.ReservationLease, Now: svc.Now, Logger: logger,
-	})
+	if s.idem = cfg.Idempotency; s.idem == nil {
+		s.idem = svc.NewIdempotencyEngine(app.IdempotencyConfig{Logger: logger})
+	}
 	return s
 }
 

@@ -85,7 +85,7 @@ func page[T any](data []T, more bool, id func(T) string) pageView[T] {
 type failFunc func(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error)
 
 func (s *Server) handleCreateWebhook(status int) txHandler {
-	return func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte) (writeStep, error) {
+	return func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (writeStep, error) {
 		var req struct {
 			Endpoint string   `json:"endpoint"`
 			Events   []string `json:"events"`

@@ -296,17 +296,20 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		return nil, err
 	}
 	dash := dashboard.New(dashboard.Config{Service: svc, Webhooks: hooks, Sessions: store, Stats: store, Metrics: m, Logger: logger})
+	// One idempotency engine for every door of the process.
+	idem := svc.NewIdempotencyEngine(app.IdempotencyConfig{Front: rf.front, TTL: cfg.IdempotencyTTL,
+		Lease: cfg.ReservationLease, ReplayCacheEntries: cfg.ReplayCache, Logger: logger})
 	h := httpapi.NewServer(svc, m, httpapi.Config{
 		Webhooks:              hooks,
-		Front:                 rf.front,
-		RequireIdempotencyKey: cfg.RequireIdempotencyKey, IdempotencyTTL: cfg.IdempotencyTTL, ReservationLease: cfg.ReservationLease,
-		DefaultTransport: cfg.Transport, ReplayCacheEntries: cfg.ReplayCache,
-		RateLimit: ratelimit.Limit{Requests: cfg.RateLimit, Window: cfg.RateLimitWindow}, Limiter: rf.limiter,
+		Idempotency:           idem,
+		RequireIdempotencyKey: cfg.RequireIdempotencyKey,
+		DefaultTransport:      cfg.Transport,
+		RateLimit:             ratelimit.Limit{Requests: cfg.RateLimit, Window: cfg.RateLimitWindow}, Limiter: rf.limiter,
 		Dashboard:       dash,
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxInflightBytes: cfg.MaxInflightBytes, InflightWait: cfg.InflightWait,
 	}, logger)
 	sc := cfg.SMTP
-	sc.Front, sc.IdempotencyTTL, sc.ReservationLease, sc.ReplayCacheEntries = rf.front, cfg.IdempotencyTTL, cfg.ReservationLease, cfg.ReplayCache
+	sc.Idempotency = idem
 	sub := submission.New(svc, m, sc, logger)
 	now := cfg.Now
 	if now == nil {

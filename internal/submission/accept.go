@@ -46,12 +46,6 @@ func reply(code int, enh smtp.EnhancedCode, msg string) *smtp.SMTPError {
 	return &smtp.SMTPError{Code: code, EnhancedCode: enh, Message: msg}
 }
 
-// Ends of an acceptance transaction in which nothing may commit.
-var (
-	errDecided = errors.New("idempotency key decided")
-	errRefused = errors.New("send refused")
-)
-
 // submit accepts one message: the key and fingerprint, the engine's
 // decision, then — on Proceed — the send and the key's answer in one
 // transaction, as POST /v1/send does (httpapi's runTx). The reply is
@@ -81,8 +75,8 @@ func (s *Server) submit(ctx context.Context, key *core.APIKey, env envelope, dat
 	} else if id := strings.TrimSpace(h.Get("Message-Id")); id != "" {
 		idemKey, source = messageIDKey(id), "Message-ID"
 	}
-	fp := fingerprint(env, msg)
-	rep, sendID, outcome := s.acceptOnce(ctx, key, env, idemKey, fp, msg)
+	sub := app.RawSubmission{IdemKey: idemKey, MailboxID: env.mailbox, Rcpt: env.rcpt, Header: h, Msg: msg}
+	rep, sendID, outcome := s.acceptOnce(ctx, key, sub, fingerprint(env, msg))
 	s.logger.LogAttrs(ctx, slog.LevelInfo, "smtp message",
 		slog.Int("code", rep.Code), slog.String("send_id", sendID), slog.String("outcome", outcome),
 		slog.String("key", app.KeyFingerprint(key)), slog.String("idempotency_key_from", source),
@@ -120,77 +114,57 @@ func fingerprint(env envelope, msg []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// acceptOnce runs the idempotency engine around the acceptance. It
-// returns the reply, the send's id and the outcome for the log.
-func (s *Server) acceptOnce(ctx context.Context, key *core.APIKey, env envelope, idemKey, fp string, msg []byte) (*smtp.SMTPError, string, string) {
-	var t *idempotency.Ticket
-	if idemKey != "" {
-		var err error
-		sc := idempotency.Scope{Tenant: key.Tenant, Method: scopeMethod, Route: scopeRoute, Key: idemKey}
-		if t, err = s.idem.Begin(ctx, sc, fp); err != nil {
-			return replyFor(ctx, s.logger, err), "", "error"
-		}
-		if t.Decision.Outcome != idempotency.Proceed {
-			return s.decided(t.Decision)
-		}
-	}
-	committed := false
-	defer func() {
-		if t != nil && !committed {
-			t.Release(ctx) // also on panic: the ticket must not outlive the message
-		}
-	}()
-	send, err := s.svc.PrepareRawSend(ctx, key, idemKey, env.mailbox, env.rcpt, msg)
-	if err != nil {
-		return replyFor(ctx, s.logger, err), "", "refused"
-	}
+// acceptOnce runs the acceptance through the one write protocol
+// (idempotency.Run): the key decided, the send and the key's answer
+// committed in one transaction. It returns the reply, the send's id and
+// the outcome for the log.
+func (s *Server) acceptOnce(ctx context.Context, key *core.APIKey, sub app.RawSubmission, fp string) (*smtp.SMTPError, string, string) {
 	var (
-		decided idempotency.Decision
-		refusal error
-		answer  []byte
+		sc     *idempotency.Scope
+		sendID string
 	)
-	err = s.store.InTx(ctx, func(tx core.Tx) error {
-		// May run more than once (group commit reruns a batch).
-		decided, refusal = idempotency.Decision{}, nil
-		if t != nil {
-			d, err := t.Decide(ctx, tx)
+	if sub.IdemKey != "" {
+		sc = &idempotency.Scope{Tenant: key.Tenant, Method: scopeMethod, Route: scopeRoute, Key: sub.IdemKey}
+	}
+	ran := idempotency.Run(ctx, s.idem, idempotency.Write[core.Tx]{
+		Scope: sc, Fingerprint: fp, InTx: s.store.InTx,
+		Prepare: func(ctx context.Context) (idempotency.Step[core.Tx], error) {
+			send, err := s.svc.PrepareRawSend(ctx, key, sub)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if d.Outcome != idempotency.Proceed {
-				decided = d
-				return errDecided
+			return func(ctx context.Context, tx core.Tx) (idempotency.Response, error) {
+				if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
+					return idempotency.Response{}, err
+				}
+				sendID = send.ID
+				answer, err := json.Marshal(storedAnswer{ID: send.ID})
+				return idempotency.Response{Status: 250, ContentType: "application/json", Body: answer}, err
+			}, nil
+		},
+		// A refusal is answered, not stored: its SMTP code is no status
+		// the key keeps (idempotency.ShouldStore), and the same message
+		// is refused again for the same reason.
+		Refuse: func(err error) (idempotency.Response, bool) {
+			if code := core.ErrorCode(err); code == core.CodeInternal || core.IsConflicted(err) {
+				return idempotency.Response{}, false
 			}
-		}
-		if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
-			if refusal = err; core.ErrorCode(err) == core.CodeInternal {
-				return err
-			}
-			return errRefused
-		}
-		answer, _ = json.Marshal(storedAnswer{ID: send.ID})
-		if t != nil {
-			return t.Put(ctx, tx, idempotency.Response{Status: 250, ContentType: "application/json", Body: answer})
-		}
-		return nil
+			return idempotency.Response{Status: 550}, true
+		},
 	})
 	switch {
-	case err == nil:
-		committed = true
-		if t != nil {
-			t.Committed(ctx, nil)
-		}
-		if s.metrics != nil {
-			s.metrics.SendsAccepted.Inc()
-			s.metrics.SMTPMessages.WithLabelValues("accepted").Inc()
-		}
-		return reply(250, smtp.EnhancedCode{2, 0, 0}, "OK: queued as "+send.ID), send.ID, "accepted"
-	case errors.Is(err, errDecided):
-		return s.decided(decided)
-	case errors.Is(err, errRefused):
-		return replyFor(ctx, s.logger, refusal), "", "refused"
+	case ran.Outcome != idempotency.Proceed:
+		return s.decided(idempotency.Decision{Outcome: ran.Outcome, Response: ran.Response})
+	case ran.Refused:
+		return replyFor(ctx, s.logger, ran.Err), "", "refused"
+	case ran.Err != nil:
+		return replyFor(ctx, s.logger, ran.Err), "", "error"
 	}
-	return replyFor(ctx, s.logger, err), "", "error"
+	if s.metrics != nil {
+		s.metrics.SendsAccepted.Inc()
+		s.metrics.SMTPMessages.WithLabelValues("accepted").Inc()
+	}
+	return reply(250, smtp.EnhancedCode{2, 0, 0}, "OK: queued as "+sendID), sendID, "accepted"
 }
 
 // decided answers a key the engine decided without running the message.

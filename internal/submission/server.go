@@ -48,12 +48,11 @@ type Config struct {
 	// AcceptTimeout bounds the acceptance of one message (after the
 	// final dot, before its reply).
 	AcceptTimeout time.Duration
-	// IdempotencyTTL, ReservationLease, Front and ReplayCacheEntries are
-	// the HTTP API's settings of the same names (httpapi.Config).
-	IdempotencyTTL     time.Duration
-	ReservationLease   time.Duration
-	Front              idempotency.Store
-	ReplayCacheEntries int
+	// Idempotency is the process's idempotency engine, the HTTP API's
+	// (app.Service.NewIdempotencyEngine): SMTP keys have their own scope
+	// (method SMTP), so they never meet HTTP keys. Defaults to one of its
+	// own on the service's store.
+	Idempotency *idempotency.Engine
 }
 
 // store is the part of core.Store submission uses: it accepts sends in
@@ -105,18 +104,10 @@ func New(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	cache := cfg.ReplayCacheEntries
-	if cache == 0 {
-		cache = idempotency.DefaultReplayCacheEntries
-	}
 	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, perKey: map[string]int{}}
-	// The same engine as the HTTP API's, on the same durable tier: the
-	// key is decided in the transaction that accepts the send. SMTP keys
-	// have their own scope (method SMTP), so they never meet HTTP keys.
-	s.idem = idempotency.NewEngine(idempotency.Config{
-		Lookup: s.store.CompletedIdempotency, Front: cfg.Front, ReplayCacheEntries: cache,
-		TTL: cfg.IdempotencyTTL, Lease: cfg.ReservationLease, Now: svc.Now, Logger: logger,
-	})
+	if s.idem = cfg.Idempotency; s.idem == nil {
+		s.idem = svc.NewIdempotencyEngine(app.IdempotencyConfig{Logger: logger})
+	}
 	return s
 }
 
