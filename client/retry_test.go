@@ -195,31 +195,55 @@ func TestSend_NeverRetriesAFinal4xx(t *testing.T) {
 	}
 }
 
+// Full jitter: each wait is drawn anew from [0, min(MaxDelay, BaseDelay·2^(n−1))].
+// Bounds alone would pass a zero (or a fixed) backoff, so the test makes
+// many calls and checks that the waits of each retry spread over their
+// whole range: none above its cap, some in its upper half and some in its
+// lower quarter, and a mean near half the cap (a uniform draw's).
 func TestSend_BackoffIsFullJitterAndBounded(t *testing.T) {
+	const calls, attempts = 40, 6
 	f := newFakeAPI(t)
-	f.script = make([]func(http.ResponseWriter), 100)
+	f.script = make([]func(http.ResponseWriter), calls*attempts)
 	for i := range f.script {
 		f.script[i] = answer(503, "", `{"error":{"code":"internal_error","message":"x"}}`)
 	}
-	c, clk := testClient(t, f.srv.URL, func(c *Config) { c.MaxAttempts = 6; c.MaxElapsed = time.Hour })
-	_, err := c.Send(context.Background(), mail, nil)
-	var ce *CallError
-	if !errors.As(err, &ce) || ce.Attempts != 6 || !IsOutcomeUnknown(err) || !IsRetryable(err) {
-		t.Fatalf("err = %v; want a CallError after 6 attempts, outcome unknown", err)
-	}
-	keys, _ := f.requests()
-	if len(keys) != 6 || IdempotencyKeyOf(err) != keys[0] {
-		t.Fatalf("%d requests, key %q in error, %q sent", len(keys), IdempotencyKeyOf(err), keys[0])
+	c, clk := testClient(t, f.srv.URL, func(c *Config) { c.MaxAttempts = attempts; c.MaxElapsed = time.Hour })
+	for call := range calls {
+		_, err := c.Send(context.Background(), mail, nil)
+		var ce *CallError
+		if !errors.As(err, &ce) || ce.Attempts != attempts || !IsOutcomeUnknown(err) || !IsRetryable(err) {
+			t.Fatalf("err = %v; want a CallError after %d attempts, outcome unknown", err, attempts)
+		}
+		keys, _ := f.requests()
+		if len(keys) != (call+1)*attempts || IdempotencyKeyOf(err) != keys[call*attempts] {
+			t.Fatalf("%d requests, key %q in error, %q sent", len(keys), IdempotencyKeyOf(err), keys[call*attempts])
+		}
 	}
 	sleeps := clk.Sleeps()
-	if len(sleeps) != 5 {
-		t.Fatalf("%d sleeps, want 5", len(sleeps))
+	if len(sleeps) != calls*(attempts-1) {
+		t.Fatalf("%d sleeps, want %d", len(sleeps), calls*(attempts-1))
 	}
-	for i, d := range sleeps {
-		limit := min(time.Second, 100*time.Millisecond<<i)
-		if d < 0 || d > limit {
-			t.Errorf("sleep %d = %v, want within [0, %v]", i+1, d, limit)
+	var sum float64 // of wait/cap over every wait
+	for retry := range attempts - 1 {
+		limit := min(time.Second, 100*time.Millisecond<<retry)
+		lo, hi := limit, time.Duration(0)
+		for call := range calls {
+			d := sleeps[call*(attempts-1)+retry]
+			if d < 0 || d > limit {
+				t.Fatalf("call %d, sleep %d = %v, want within [0, %v]", call+1, retry+1, d, limit)
+			}
+			lo, hi = min(lo, d), max(hi, d)
+			sum += float64(d) / float64(limit)
 		}
+		// Each fails for a uniform draw with probability 2^-40 or 4^-40.
+		if hi <= limit/2 || lo >= limit/4 {
+			t.Errorf("sleep %d ranged over [%v, %v] in %d calls; full jitter spreads it over [0, %v]", retry+1, lo, hi, calls, limit)
+		}
+	}
+	// The mean of 200 uniform draws on [0, 1] has a standard deviation
+	// of 0.02: 0.35–0.65 is seven of them either side.
+	if mean := sum / float64(len(sleeps)); mean < 0.35 || mean > 0.65 {
+		t.Errorf("mean wait is %.2f of its cap, want about 0.5 (uniform)", mean)
 	}
 }
 

@@ -28,7 +28,9 @@ func TestCrash_ScheduledSendSurvivesSIGKILL(t *testing.T) {
 	args := []string{"--db", db, "--transport", "smtp://" + smtpd.Addr + "?tls=none", "--poll-interval", "50ms"}
 	p := startServe(t, bin, args...)
 
-	at := time.Now().Add(3 * time.Second).UTC()
+	// Whole milliseconds: the store keeps microseconds, so the due time it
+	// compares is exactly at.
+	at := time.Now().Add(3 * time.Second).UTC().Truncate(time.Millisecond)
 	body := fmt.Sprintf(`{"to":"ann@example.com","subject":"later","text":"x","scheduled_at":%q}`, at.Format(time.RFC3339Nano))
 	req, _ := http.NewRequest("POST", p.url+"/v1/send", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+secret)
@@ -50,7 +52,7 @@ func TestCrash_ScheduledSendSurvivesSIGKILL(t *testing.T) {
 	if time.Now().After(at) {
 		t.Fatalf("the kill came after the send's time; the machine is too slow for this test")
 	}
-	startServe(t, bin, args...)
+	p = startServe(t, bin, args...)
 
 	deadline := at.Add(15 * time.Second)
 	for time.Now().Before(deadline) && len(smtpd.Messages()) == 0 {
@@ -65,8 +67,41 @@ func TestCrash_ScheduledSendSurvivesSIGKILL(t *testing.T) {
 	if "<"+msgs[0].MessageID+">" != sv.MessageID {
 		t.Fatalf("relay got %s, want %s", msgs[0].MessageID, sv.MessageID)
 	}
-	if arrived.Before(at) {
-		t.Fatalf("delivered %v before its time", at.Sub(arrived))
+	// arrived is when the poll saw the message, not when it came: the
+	// attempt's start, on the server's clock, is what must not be early.
+	if started := attemptStarted(t, p.url, secret, sv.ID); started.Before(at) {
+		t.Fatalf("attempt started at %v, %v before its time %v", started, at.Sub(started), at)
 	}
 	t.Logf("delivered %v after its time, across a SIGKILL and a restart", arrived.Sub(at))
+}
+
+// attemptStarted returns the time of the send's one attempt_started event.
+func attemptStarted(t *testing.T, url, secret, id string) time.Time {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url+"/v1/sends/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Events []struct {
+			Type string    `json:"type"`
+			At   time.Time `json:"at"`
+		} `json:"events"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET the send: %d, %v", resp.StatusCode, err)
+	}
+	var starts []time.Time
+	for _, e := range v.Events {
+		if e.Type == "attempt_started" {
+			starts = append(starts, e.At)
+		}
+	}
+	if len(starts) != 1 {
+		t.Fatalf("%d attempt_started events in %+v, want 1", len(starts), v.Events)
+	}
+	return starts[0]
 }

@@ -9,15 +9,25 @@ import (
 	"time"
 )
 
+// lockedBuf is the log's output; it counts the writes it gets, so that a
+// test can tell batched lines from a write per line.
 type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu     sync.Mutex
+	b      bytes.Buffer
+	writes int
 }
 
 func (l *lockedBuf) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.writes++
 	return l.b.Write(p)
+}
+
+func (l *lockedBuf) Writes() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.writes
 }
 
 func (l *lockedBuf) String() string {
@@ -26,8 +36,40 @@ func (l *lockedBuf) String() string {
 	return l.b.String()
 }
 
-// Info lines are batched but written within logFlushEvery; warnings are
-// written at once; Close writes what is left.
+// Info lines are batched: many lines logged at once reach the output in
+// a write per flush, not a write per line.
+func TestBufferedLog_BatchesInfoLines(t *testing.T) {
+	out := &lockedBuf{}
+	b := newBufferedLog(out)
+	defer b.Close()
+	logger := slog.New(flushOnWarn{Handler: slog.NewTextHandler(b, nil), b: b})
+
+	const lines = 200
+	start := time.Now()
+	for i := range lines {
+		logger.Info("line", "n", i)
+	}
+	// The flusher ticks every logFlushEvery: at most one write per tick
+	// in the time the lines took, and one for a tick that came after.
+	ticks := int(time.Since(start)/logFlushEvery) + 1
+	if w := out.Writes(); w > ticks {
+		t.Fatalf("%d lines made %d writes in %d flush periods; want at most %d (batched)", lines, w, ticks, ticks)
+	}
+	deadline := time.Now().Add(10 * logFlushEvery)
+	for strings.Count(out.String(), "msg=line") < lines {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d info lines written within %s", strings.Count(out.String(), "msg=line"), lines, 10*logFlushEvery)
+		}
+		time.Sleep(logFlushEvery / 4)
+	}
+	if w := out.Writes(); w >= lines/2 {
+		t.Fatalf("%d lines made %d writes, want far fewer", lines, w)
+	}
+}
+
+// Info lines wait for the flusher, but are written within logFlushEvery;
+// warnings are written at once, with what was waiting; Close writes what
+// is left.
 func TestBufferedLog(t *testing.T) {
 	out := &lockedBuf{}
 	b := newBufferedLog(out)

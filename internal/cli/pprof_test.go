@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -48,12 +51,28 @@ func TestPprof_ServesIndex(t *testing.T) {
 	}
 }
 
+// startPprof serves the profiles on the address it logs, and its stop
+// closes the listener: nothing answers there afterwards.
 func TestPprof_StartStop(t *testing.T) {
-	stop, err := startPprof("127.0.0.1:0", slog.New(slog.DiscardHandler))
+	var logged bytes.Buffer
+	stop, err := startPprof("127.0.0.1:0", slog.New(slog.NewJSONHandler(&logged, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var line struct {
+		Addr string `json:"pprof_addr"`
+	}
+	if err := json.Unmarshal(logged.Bytes(), &line); err != nil || line.Addr == "" {
+		t.Fatalf("log %q names no pprof_addr (%v)", logged.String(), err)
+	}
+	if body := get(t, "http://"+line.Addr+"/debug/pprof/"); !strings.Contains(body, "goroutine") {
+		t.Fatalf("index before stop:\n%s", body)
+	}
 	stop()
+	if conn, err := net.DialTimeout("tcp", line.Addr, 5*time.Second); err == nil {
+		conn.Close()
+		t.Fatalf("%s still accepts connections after stop", line.Addr)
+	}
 	if _, err := startPprof("127.0.0.1:notaport", slog.New(slog.DiscardHandler)); err == nil {
 		t.Fatal("a bad address should fail")
 	}

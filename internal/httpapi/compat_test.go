@@ -7,11 +7,13 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,21 +25,63 @@ import (
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
-func resendClient(t *testing.T, env *sendoncetest.Env) *resend.Client {
+func resendClient(t *testing.T, env *sendoncetest.Env) (*resend.Client, *lastAnswer) {
 	t.Helper()
-	c := resend.NewClient(env.AdminKey)
+	last := &lastAnswer{}
+	c := resend.NewCustomClient(&http.Client{Transport: last, Timeout: 30 * time.Second}, env.AdminKey)
 	u, err := url.Parse(env.URL + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.BaseURL = u
-	return c
+	return c, last
+}
+
+// lastAnswer is the SDK's transport; it keeps the status and error name of
+// the last answer. The SDK's errors carry only the message, so without it
+// a test of an error could not tell a 409 from a 500.
+type lastAnswer struct {
+	mu     sync.Mutex
+	status int
+	name   string
+}
+
+func (l *lastAnswer) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var e struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(body, &e)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.status, l.name = resp.StatusCode, e.Name
+	return resp, nil
+}
+
+// requireAnswer fails the test unless err is the SDK's error for the last
+// answer, status with Resend's error name.
+func (l *lastAnswer) requireAnswer(t *testing.T, what string, err error, status int, name string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil || l.status != status || l.name != name {
+		t.Fatalf("%s: error %v after %d %q; want %d %s", what, err, l.status, l.name, status, name)
+	}
 }
 
 func TestCompat_ResendSDK(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
-		c := resendClient(t, env)
+		c, last := resendClient(t, env)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 
@@ -79,9 +123,8 @@ func TestCompat_ResendSDK(t *testing.T) {
 		}
 		// The same key with another payload is Resend's 409.
 		req.Subject = "Other"
-		if _, err := c.Emails.SendWithOptions(ctx, req, opts); err == nil {
-			t.Fatal("reused key with another payload: no error")
-		}
+		_, err = c.Emails.SendWithOptions(ctx, req, opts)
+		last.requireAnswer(t, "reused key with another payload", err, http.StatusConflict, "invalid_idempotent_request")
 
 		// A batch under one key: all accepted, and replayed whole.
 		batch := []*resend.SendEmailRequest{
@@ -114,12 +157,13 @@ func TestCompat_ResendSDK(t *testing.T) {
 		}
 		// A batch with one bad email accepts none.
 		bad := []*resend.SendEmailRequest{batch[0], {From: "sender@example.com", To: []string{"not an address"}, Subject: "x", Text: "x"}}
-		if _, err := c.Batch.SendWithContext(ctx, bad); err == nil || !strings.Contains(err.Error(), "email 1") {
+		_, err = c.Batch.SendWithContext(ctx, bad)
+		last.requireAnswer(t, "bad batch", err, http.StatusUnprocessableEntity, "validation_error")
+		if !strings.Contains(err.Error(), "email 1") {
 			t.Fatalf("bad batch: %v, want an error naming email 1", err)
 		}
-		if _, err := c.Emails.GetWithContext(ctx, "snd_nope"); err == nil {
-			t.Fatal("get of a missing email: no error")
-		}
+		_, err = c.Emails.GetWithContext(ctx, "snd_nope")
+		last.requireAnswer(t, "get of a missing email", err, http.StatusNotFound, "not_found")
 	})
 }
 

@@ -3,7 +3,7 @@ package httpapi_test
 // These tests prove the rules of the API contract, section 3 (idempotency),
 // one test per rule, against a whole running instance: a real database
 // (each test runs on SQLite and on PostgreSQL, see sendoncetest.EachBackend),
-// real River workers, real HTTP on 127.0.0.1 and, where delivery is counted,
+// real delivery workers, real HTTP on 127.0.0.1 and, where delivery is counted,
 // a recording SMTP server as the relay. Nothing of ours is mocked; the only
 // seam used is the store's enqueuer (to make acceptance fail with a 5xx),
 // and a few tests call the store directly to play a request that is still
@@ -175,10 +175,14 @@ func count(t testing.TB, env *sendoncetest.Env, query string, args ...any) int {
 	return env.QueryInt(t, query, args...)
 }
 
-// deliveryJobs counts the delivery jobs ever enqueued (River keeps finished
-// jobs), so a count equal to the number of sends means no second delivery
-// can ever happen.
-func deliveryJobs(t testing.TB, env *sendoncetest.Env) int {
+// deliverableSends counts the send rows that are (or were) delivery jobs.
+// There is no job table: since the lean write path a send row is its own
+// delivery job (the workers claim send rows, ClaimDue), so every send but
+// one held for approval or canceled is one job, finished or not. A count
+// equal to the number of requests accepted means that no retry made a
+// second job; that the one job reached the relay once is for
+// requireDeliveredOnce and the SMTP server's count to show.
+func deliverableSends(t testing.TB, env *sendoncetest.Env) int {
 	t.Helper()
 	return count(t, env, `SELECT count(*) FROM sends WHERE status NOT IN ('pending_approval', 'canceled')`)
 }
@@ -293,8 +297,8 @@ func TestIdempotency_ReplaysByteForByte(t *testing.T) {
 		if n := len(env.SMTP.Messages()); n != 1 {
 			t.Errorf("SMTP server got %d messages, want 1", n)
 		}
-		if n := deliveryJobs(t, env); n != 1 {
-			t.Errorf("%d delivery jobs enqueued, want 1", n)
+		if n := deliverableSends(t, env); n != 1 {
+			t.Errorf("%d deliverable sends, want 1", n)
 		}
 	})
 }
@@ -345,8 +349,8 @@ func TestIdempotency_ReusedKeyWithOtherBodyIs422(t *testing.T) {
 			release(t, env, sc, token)
 		})
 
-		if n := deliveryJobs(t, env); n != 1 {
-			t.Errorf("%d delivery jobs enqueued, want 1", n)
+		if n := deliverableSends(t, env); n != 1 {
+			t.Errorf("%d deliverable sends, want 1", n)
 		}
 	})
 }
@@ -403,8 +407,8 @@ func TestIdempotency_ConcurrentDuplicatesSendOnce(t *testing.T) {
 		if n := len(env.SMTP.Messages()); n != 1 {
 			t.Errorf("SMTP server got %d messages, want 1", n)
 		}
-		if n := deliveryJobs(t, env); n != 1 {
-			t.Errorf("%d delivery jobs enqueued, want 1", n)
+		if n := deliverableSends(t, env); n != 1 {
+			t.Errorf("%d deliverable sends, want 1", n)
 		}
 	})
 }
@@ -545,8 +549,8 @@ func TestIdempotency_ManyKeysConcurrentlySendEachOnce(t *testing.T) {
 			}
 			msgIDs[strings.Trim(s["message_id"].(string), "<>")] = true
 		}
-		if n := deliveryJobs(t, env); n != keys {
-			t.Fatalf("%d delivery jobs enqueued, want %d", n, keys)
+		if n := deliverableSends(t, env); n != keys {
+			t.Fatalf("%d deliverable sends, want %d", n, keys)
 		}
 
 		waitMessages(t, env, keys, 60*time.Second)
@@ -692,7 +696,7 @@ func TestIdempotency_ServerErrorRollsBackAndFreesKey(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				key := fmt.Sprintf("fail-%d", i)
 				body := mail(t, "hank@example.com", "after a 500")
-				sendsBefore, jobsBefore := count(t, env, `SELECT count(*) FROM sends`), deliveryJobs(t, env)
+				sendsBefore, deliverableBefore := count(t, env, `SELECT count(*) FROM sends`), deliverableSends(t, env)
 
 				restore := env.FailWrites(t, tc.table)
 				r := post(t, env, env.AdminKey, key, body)
@@ -707,8 +711,8 @@ func TestIdempotency_ServerErrorRollsBackAndFreesKey(t *testing.T) {
 				if n := count(t, env, `SELECT count(*) FROM sends`); n != sendsBefore {
 					t.Fatalf("%d send rows after a 500, want %d", n, sendsBefore)
 				}
-				if n := deliveryJobs(t, env); n != jobsBefore {
-					t.Fatalf("%d delivery jobs after a 500, want %d", n, jobsBefore)
+				if n := deliverableSends(t, env); n != deliverableBefore {
+					t.Fatalf("%d deliverable sends after a 500, want %d", n, deliverableBefore)
 				}
 				if n := idempotencyRows(t, env, key); n != 0 {
 					t.Fatalf("the key is still held after a 500 (%d rows)", n)
@@ -794,8 +798,8 @@ func TestIdempotency_ExpiredLeaseIsTakenOver(t *testing.T) {
 			release(t, env, sc, newToken)
 		})
 
-		if n := deliveryJobs(t, env); n != 1 {
-			t.Errorf("%d delivery jobs enqueued, want 1", n)
+		if n := deliverableSends(t, env); n != 1 {
+			t.Errorf("%d deliverable sends, want 1", n)
 		}
 	})
 }

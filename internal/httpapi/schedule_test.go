@@ -28,13 +28,17 @@ func scheduledSend(t *testing.T, env *sendoncetest.Env, key string, at time.Time
 
 // TestSchedule_NotBeforeItsTimeOnceAfter: a scheduled send reaches the
 // relay once, after its time and within a second or two of it, with the
-// scheduled event in its history.
+// scheduled event in its history. Not before its time is checked to the
+// microsecond: the relay has nothing until then, and the attempt's start
+// (attempt_started, on the store's clock) is not before it.
 func TestSchedule_NotBeforeItsTimeOnceAfter(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
-		at := time.Now().Add(1500 * time.Millisecond)
+		// Whole milliseconds: the store keeps microseconds, so the due time
+		// it compares is exactly at.
+		at := time.Now().Add(1500 * time.Millisecond).Truncate(time.Millisecond)
 		id := scheduledSend(t, env, "sched-1", at)
-		for time.Now().Before(at.Add(-200 * time.Millisecond)) {
+		for time.Now().Before(at) {
 			if n := len(env.SMTP.Messages()); n != 0 {
 				t.Fatalf("delivered %v before its time", time.Until(at))
 			}
@@ -57,7 +61,21 @@ func TestSchedule_NotBeforeItsTimeOnceAfter(t *testing.T) {
 		if fmt.Sprint(types[:2]) != "[accepted scheduled]" {
 			t.Errorf("events %v, want accepted, scheduled first", types)
 		}
-		_ = s
+		if got, err := time.Parse(time.RFC3339Nano, s["scheduled_at"].(string)); err != nil || !got.Equal(at) {
+			t.Fatalf("scheduled_at %v (%v), want %v", s["scheduled_at"], err, at)
+		}
+		starts := 0
+		for _, e := range events {
+			if e := e.(map[string]any); e["type"] == "attempt_started" {
+				starts++
+				if started, err := time.Parse(time.RFC3339Nano, e["at"].(string)); err != nil || started.Before(at) {
+					t.Errorf("attempt started at %v (%v), %v before its time %v", e["at"], err, at.Sub(started), at)
+				}
+			}
+		}
+		if starts != 1 {
+			t.Errorf("%d attempt_started events in %v, want 1", starts, types)
+		}
 	})
 }
 

@@ -785,17 +785,3 @@ func FuzzBuild(f *testing.F) {
 		}
 	})
 }
-
-func BenchmarkBuild(b *testing.B) {
-	m := fullMessage()
-	para := "Hello Jane, here is a paragraph of ordinary text with the odd ümlaut. "
-	m.Text = strings.Repeat(para+"\n", 2048/len(para)+1)[:2048]
-	m.HTML = strings.Repeat("<p>"+para+"</p>\n", 2048/(len(para)+8)+1)[:2048]
-	b.ReportAllocs()
-	b.SetBytes(int64(len(m.Text) + len(m.HTML)))
-	for b.Loop() {
-		if _, err := Build(m); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -55,6 +55,34 @@ func (s *Store) Send(ctx context.Context, tenant, id string) (*core.Send, error)
 // ListSends implements core.Store: newest first; After continues below a
 // cursor.
 func (s *Store) ListSends(ctx context.Context, tenant string, f core.SendFilter) ([]*core.Send, string, error) {
+	limit := f.Limit
+	q, args := listSendsStatement(tenant, f)
+	rows, err := s.r.query(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list sends: %w", err)
+	}
+	sends, err := collectSends(rows)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(sends) > limit {
+		sends = sends[:limit]
+		next = sends[limit-1].ID
+	}
+	if f.Before != "" {
+		slices.Reverse(sends) // read oldest first, from just above the cursor
+	}
+	if err := s.fillRecipients(ctx, sends); err != nil {
+		return nil, "", err
+	}
+	return sends, next, nil
+}
+
+// listSendsStatement is the statement ListSends runs for f, with its
+// arguments: the filters' conditions and listSendsQuery's order and
+// limit. The query plan tests explain this very statement.
+func listSendsStatement(tenant string, f core.SendFilter) (string, []any) {
 	var (
 		where = []string{"tenant = ?"}
 		args  = []any{tenant}
@@ -87,28 +115,7 @@ func (s *Store) ListSends(ctx context.Context, tenant string, f core.SendFilter)
 	if !f.CreatedBefore.IsZero() {
 		where, args = append(where, "created_at < ?"), append(args, micros(f.CreatedBefore))
 	}
-	limit := f.Limit
-	q, args := listSendsQuery(where, args, f, limit)
-	rows, err := s.r.query(ctx, q, args...)
-	if err != nil {
-		return nil, "", fmt.Errorf("list sends: %w", err)
-	}
-	sends, err := collectSends(rows)
-	if err != nil {
-		return nil, "", err
-	}
-	next := ""
-	if len(sends) > limit {
-		sends = sends[:limit]
-		next = sends[limit-1].ID
-	}
-	if f.Before != "" {
-		slices.Reverse(sends) // read oldest first, from just above the cursor
-	}
-	if err := s.fillRecipients(ctx, sends); err != nil {
-		return nil, "", err
-	}
-	return sends, next, nil
+	return listSendsQuery(where, args, f, f.Limit)
 }
 
 // listSendsQuery is ListSends' statement. By key, the order is an

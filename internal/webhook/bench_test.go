@@ -124,6 +124,10 @@ func medianRatio(a, b []time.Duration) float64 {
 	return r[len(r)/2]
 }
 
+// deliveriesDeadline bounds BenchmarkDeliveries' wait for its deliveries:
+// far more than the second or so -benchtime asks of a round.
+const deliveriesDeadline = time.Minute
+
 // BenchmarkDeliveries: b.N queued deliveries through the worker (claim,
 // sign, POST to a local endpoint, record) against the yardstick of the
 // same number of signed POSTs of the same body to the same endpoint with
@@ -182,12 +186,18 @@ func BenchmarkDeliveries(b *testing.B) {
 		b.ResetTimer()
 		start := time.Now()
 		w.Start()
-		for env.QueryInt(b, `SELECT count(*) FROM webhook_deliveries WHERE status = 'success'`) < b.N {
+		defer func() { _ = w.Stop(ctx) }()
+		// A delivery that never succeeds (refused by the policy, failing
+		// for good) would otherwise keep the benchmark waiting for ever.
+		deadline := start.Add(deliveriesDeadline)
+		for done := 0; done < b.N; done = env.QueryInt(b, `SELECT count(*) FROM webhook_deliveries WHERE status = 'success'`) {
+			if time.Now().After(deadline) {
+				b.Fatalf("%d of %d deliveries succeeded in %v", done, b.N, deliveriesDeadline)
+			}
 			time.Sleep(2 * time.Millisecond)
 		}
 		elapsed := time.Since(start)
 		b.StopTimer()
-		_ = w.Stop(ctx)
 		b.ReportMetric(float64(b.N)/elapsed.Seconds(), "deliveries/s")
 	})
 }
