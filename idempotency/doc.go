@@ -122,5 +122,7 @@
 //
 // Stores implement Reserve, Complete (inside the caller's transaction) and
 // Release; Decide holds the rules they share so that every store behaves
-// alike.
+// alike. The record types and Decide are defined in package
+// idempotency/idemtype, a leaf on the standard library only, and
+// re-exported here under the same names.
 package idempotency

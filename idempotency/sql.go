@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sendonce/sendonce/internal/idemrecord"
+	"github.com/sendonce/sendonce/idempotency/idemtype"
 	"github.com/sendonce/sendonce/internal/sqldialect"
 )
 
@@ -170,7 +170,7 @@ func (s *SQLStore) Reserve(ctx context.Context, sc Scope, fingerprint string, no
 			return d, err
 		}
 	}
-	return Decision{}, idemrecord.ErrContended
+	return Decision{}, idemtype.ErrContended
 }
 
 // reserveOnce is one transaction of Reserve; done is false when another

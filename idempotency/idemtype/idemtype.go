@@ -1,10 +1,13 @@
-// Package idemrecord holds what an idempotency key is and the rules that
-// decide a request with one: the scope, the stored record and response,
-// and Decide. It depends on the standard library only, so that
-// internal/core can name these types without importing the idempotency
-// package's HTTP middleware, Redis and SQL stores. The idempotency package
-// re-exports every name here; users import that.
-package idemrecord
+// Package idemtype holds what every idempotency store speaks: what a key
+// is (Scope), what is kept for it (Record, Response), a store's answer
+// (Decision, Outcome) and the rules that decide a request (Decide). It is
+// a leaf, as river keeps its job types in rivertype: it imports the
+// standard library only, so that a domain package — sendonce's
+// internal/core, which must not link HTTP, SQL or Redis — can name these
+// types without importing package idempotency and its middleware and
+// stores. Package idempotency re-exports every name here; a user of the
+// middleware imports that, a store or a domain package may import this.
+package idemtype
 
 import (
 	"context"
