@@ -76,7 +76,9 @@
 //
 // Either the order and its stored response both commit or neither does, so
 // a retry can never create the order twice, even after a crash. Call
-// SQLStore.Purge now and then to drop expired keys.
+// SQLStore.Purge now and then to drop expired keys: every store drops a
+// record by one rule, Record.Expired (a completed key at the end of its
+// TTL, a reservation at the end of its lease).
 //
 // # One engine
 //

@@ -58,3 +58,28 @@ func TestNewToken_Unique(t *testing.T) {
 		seen[tok] = true
 	}
 }
+
+// A record is expired from the instant Decide stops honouring it.
+func TestRecord_Expired(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	for _, c := range []struct {
+		name string
+		rec  Record
+		want bool
+	}{
+		{"completed, before its TTL", Record{State: StateCompleted, ExpiresAt: now.Add(time.Nanosecond)}, false},
+		{"completed, at its TTL", Record{State: StateCompleted, ExpiresAt: now}, true},
+		{"completed, lease long past", Record{State: StateCompleted, LockedUntil: now.Add(-time.Hour), ExpiresAt: now.Add(time.Hour)}, false},
+		{"in flight, within its lease", Record{State: StateInFlight, LockedUntil: now.Add(time.Nanosecond)}, false},
+		{"in flight, at its lease", Record{State: StateInFlight, LockedUntil: now}, true},
+	} {
+		rec := c.rec
+		rec.Fingerprint = "a"
+		if got := rec.Expired(now); got != c.want {
+			t.Errorf("%s: Expired = %v, want %v", c.name, got, c.want)
+		}
+		if got := Decide(&rec, "a", now) == Proceed; got != c.want {
+			t.Errorf("%s: Decide proceeds = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -95,31 +95,37 @@ var ErrReservationLost = errors.New("idempotency reservation lost")
 // compare-and-set it may try: the key changed under it each time.
 var ErrContended = errors.New("idempotency key changed on every attempt")
 
+// Expired reports whether r neither replays nor holds its key at now: a
+// completed record from its ExpiresAt on, a reservation from its
+// LockedUntil on. Decide treats an expired record as absent, and it is the
+// one rule by which every store drops records: MemoryStore's sweep,
+// SQLStore.Purge and sendonce's PurgeIdempotency delete exactly the
+// expired ones, and redisstore sets a record's Redis TTL to end then.
+// Nothing is kept longer, since nothing would read it: the next request
+// with the key proceeds whether the record is still there or not.
+func (r *Record) Expired(now time.Time) bool {
+	if r.State == StateCompleted {
+		return !now.Before(r.ExpiresAt)
+	}
+	return !now.Before(r.LockedUntil)
+}
+
 // Decide applies the rules to the existing record (nil when there is none)
 // at time now. Proceed means the store should write a new reservation.
 func Decide(rec *Record, fingerprint string, now time.Time) Outcome {
-	if rec == nil {
+	if rec == nil || rec.Expired(now) {
+		// Past its TTL the key is new again. Past its lease the holder
+		// died (or is hopelessly slow): take over; its completion will
+		// fail on the token check.
 		return Proceed
 	}
-	switch rec.State {
-	case StateCompleted:
-		if !now.Before(rec.ExpiresAt) {
-			return Proceed // past its TTL the key is new again
-		}
-		if rec.Fingerprint != fingerprint {
-			return Mismatch
-		}
+	switch {
+	case rec.Fingerprint != fingerprint:
+		return Mismatch
+	case rec.State == StateCompleted:
 		return Replay
 	default:
-		if now.Before(rec.LockedUntil) {
-			if rec.Fingerprint != fingerprint {
-				return Mismatch
-			}
-			return InUse
-		}
-		// The holder died (or is hopelessly slow): take over. Its
-		// completion will fail on the token check.
-		return Proceed
+		return InUse
 	}
 }
 

@@ -305,8 +305,9 @@ type Retention interface {
 	PurgeSends(ctx context.Context, before time.Time) (int, error)
 	// PurgeAudit deletes audit entries made before the cutoff.
 	PurgeAudit(ctx context.Context, before time.Time) (int, error)
-	// PurgeIdempotency deletes keys whose replay time ended before now, and
-	// reservations abandoned long ago.
+	// PurgeIdempotency deletes the idempotency records expired at now
+	// (idemtype.Record.Expired): completed keys past their TTL and
+	// reservations past their lease.
 	PurgeIdempotency(ctx context.Context, now time.Time) (int, error)
 }
 

@@ -164,16 +164,15 @@ func readIdempotency(ctx context.Context, q querier, sc idempotency.Scope, suffi
 	return &rec, nil
 }
 
-// abandonedAfter is how long past its lease an unfinished reservation is
-// kept before the purge drops it; any retry after the lease already takes
-// it over, so this only bounds table growth.
-const abandonedAfter = time.Hour
-
-// PurgeIdempotency implements core.Store.
+// PurgeIdempotency implements core.Store. It deletes the records that are
+// expired at now, by the rule every idempotency store drops them by
+// (idemtype.Record.Expired; idempotency.SQLStore.Purge is the same SQL):
+// a completed key from its expiry on, a reservation (which only older
+// releases wrote) from the end of its lease.
 func (s *Store) PurgeIdempotency(ctx context.Context, now time.Time) (int, error) {
 	n, err := s.w.exec(ctx, `DELETE FROM idempotency_keys
-		WHERE (state = 'completed' AND expires_at <= ?) OR (state = 'in_flight' AND locked_until <= ?)`,
-		micros(now), micros(now.Add(-abandonedAfter)))
+		WHERE (state = 'completed' AND expires_at <= ?) OR (state <> 'completed' AND locked_until <= ?)`,
+		micros(now), micros(now))
 	if err != nil {
 		return 0, fmt.Errorf("purge idempotency keys: %w", err)
 	}

@@ -101,26 +101,37 @@ func TestDecideIdempotency_OneTakesOverAnExpiredReservation(t *testing.T) {
 	})
 }
 
-func TestPurgeIdempotency_DropsExpiredKeys(t *testing.T) {
+// The purge drops a record exactly when it is expired, by the rule every
+// idempotency store drops them by (idemtype.Record.Expired): a
+// reservation at the end of its lease, a completed key at the end of its
+// TTL, and not a microsecond before.
+func TestPurgeIdempotency_DropsExactlyTheExpiredRecords(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s *sqlstore.Store) {
 		ctx := context.Background()
-		now := time.Now()
-		sc := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "k"}
+		now := time.Now().Truncate(time.Microsecond) // as the store keeps times
+		held := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "held"}
+		done := held
+		done.Key = "done"
+		putReservation(t, s, held, "fp", now.Add(time.Minute))
 		resp := idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte(`{"ok":true}`)}
-		if d := decide(t, s, sc, "fp", now, &resp); d.Outcome != idempotency.Proceed {
+		if d := decide(t, s, done, "fp", now, &resp); d.Outcome != idempotency.Proceed { // replays for an hour
 			t.Fatalf("first request: %v, want proceed", d.Outcome)
 		}
-		if n, err := s.PurgeIdempotency(ctx, now.Add(30*time.Minute)); err != nil || n != 0 {
-			t.Fatalf("purge before expiry removed %d (%v)", n, err)
+		for _, step := range []struct {
+			after time.Duration
+			want  int
+		}{
+			{time.Minute - time.Microsecond, 0},
+			{time.Minute, 1}, // the reservation
+			{time.Hour - time.Microsecond, 0},
+			{time.Hour, 1}, // the completed key
+		} {
+			if n, err := s.PurgeIdempotency(ctx, now.Add(step.after)); err != nil || n != step.want {
+				t.Fatalf("purge at +%v dropped %d (%v), want %d", step.after, n, err, step.want)
+			}
 		}
-		if d := decide(t, s, sc, "fp", now.Add(30*time.Minute), nil); d.Outcome != idempotency.Replay {
-			t.Fatalf("after a purge before expiry: %v, want replay", d.Outcome)
-		}
-		if n, err := s.PurgeIdempotency(ctx, now.Add(2*time.Hour)); err != nil || n != 1 {
-			t.Fatalf("purge after expiry removed %d (%v), want 1", n, err)
-		}
-		if d := decide(t, s, sc, "other", now.Add(2*time.Hour), nil); d.Outcome != idempotency.Proceed {
-			t.Fatalf("after purge: %v, want proceed", d.Outcome)
+		if d := decide(t, s, done, "other", now.Add(time.Hour), nil); d.Outcome != idempotency.Proceed {
+			t.Fatalf("after the purge: %v, want proceed", d.Outcome)
 		}
 	})
 }
