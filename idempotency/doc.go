@@ -1,6 +1,6 @@
 // Package idempotency implements the Idempotency-Key state machine that
-// sendonce uses for every POST that creates something (see the API contract,
-// section 3, and the IETF httpapi Idempotency-Key draft), and a net/http
+// sendonce uses for every POST that creates something (docs/api.md,
+// "Idempotency", and the IETF httpapi Idempotency-Key draft), and a net/http
 // middleware that gives any Go service the same behaviour.
 //
 // # The middleware in five minutes

@@ -38,7 +38,7 @@ func TestShouldStore(t *testing.T) {
 	for status, want := range map[int]bool{
 		200: true, 201: true, 204: true, 400: true, 404: true, 422: true,
 		http.StatusUnauthorized: false, http.StatusForbidden: false, http.StatusConflict: false,
-		499:                              false, // the client left: nothing final was answered (issue 15: a batch cut short stored its part)
+		499:                              false, // the client left: nothing final was answered (a batch cut short must not store its part)
 		http.StatusRequestEntityTooLarge: false, http.StatusTooManyRequests: false,
 		500: false, 502: false, 503: false, 302: false,
 	} {
