@@ -1,6 +1,6 @@
 // Package idempotency implements the Idempotency-Key state machine that
-// sendonce uses for every POST that creates something (see the API contract,
-// section 3, and the IETF httpapi Idempotency-Key draft), and a net/http
+// sendonce uses for every POST that creates something (docs/api.md,
+// "Idempotency", and the IETF httpapi Idempotency-Key draft), and a net/http
 // middleware that gives any Go service the same behaviour.
 //
 // # The middleware in five minutes
@@ -76,7 +76,9 @@
 //
 // Either the order and its stored response both commit or neither does, so
 // a retry can never create the order twice, even after a crash. Call
-// SQLStore.Purge now and then to drop expired keys.
+// SQLStore.Purge now and then to drop expired keys: every store drops a
+// record by one rule, Record.Expired (a completed key at the end of its
+// TTL, a reservation at the end of its lease).
 //
 // # One engine
 //
@@ -122,5 +124,7 @@
 //
 // Stores implement Reserve, Complete (inside the caller's transaction) and
 // Release; Decide holds the rules they share so that every store behaves
-// alike.
+// alike. The record types and Decide are defined in package
+// idempotency/idemtype, a leaf on the standard library only, and
+// re-exported here under the same names.
 package idempotency

@@ -70,8 +70,8 @@ func (m *MemoryStore) Release(_ context.Context, sc Scope, token string) error {
 	return nil
 }
 
-// Purge drops the records that can no longer replay or hold a key at now
-// and returns how many it dropped. Reserve also does this now and then.
+// Purge drops the records that are expired at now (Record.Expired) and
+// returns how many it dropped. Reserve also does this now and then.
 func (m *MemoryStore) Purge(now time.Time) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -81,8 +81,7 @@ func (m *MemoryStore) Purge(now time.Time) int {
 func (m *MemoryStore) purgeLocked(now time.Time) int {
 	n := 0
 	for sc, rec := range m.recs {
-		if (rec.State == StateCompleted && !now.Before(rec.ExpiresAt)) ||
-			(rec.State == StateInFlight && !now.Before(rec.LockedUntil)) {
+		if rec.Expired(now) {
 			delete(m.recs, sc)
 			n++
 		}

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// Error codes the middleware answers with (API contract, section 3).
+// Error codes the middleware answers with (docs/api.md, "Idempotency").
 const (
 	CodeKeyInvalid      = "idempotency_key_invalid"  // 400
 	CodeKeyRequired     = "idempotency_key_required" // 400
@@ -68,8 +68,8 @@ func WriteJSONError(w http.ResponseWriter, _ *http.Request, e *Error) {
 	_, _ = w.Write(b)
 }
 
-// Options configure Middleware. The zero value (or nil) gives the defaults
-// of the API contract, section 3.
+// Options configure Middleware. The zero value (or nil) gives the default
+// each field names.
 type Options struct {
 	// Methods the middleware applies to; other requests pass straight
 	// through. Defaults to POST and PATCH.
@@ -249,8 +249,8 @@ func WithTx(h func(w http.ResponseWriter, r *http.Request, tx *sql.Tx)) http.Han
 }
 
 // Middleware returns a net/http middleware that makes requests with an
-// Idempotency-Key header safe to retry, following the API contract,
-// section 3, with store keeping the records. opts may be nil. It panics
+// Idempotency-Key header safe to retry, as docs/api.md ("Idempotency")
+// describes sendonce's API, with store keeping the records. opts may be nil. It panics
 // when store is nil, or when opts.RunInTx is set and store is not a
 // TxStore: both are programming errors.
 func Middleware(store Store, opts *Options) func(http.Handler) http.Handler {

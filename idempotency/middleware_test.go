@@ -44,7 +44,7 @@ func wantStatus(t testing.TB, w *httptest.ResponseRecorder, status int, code str
 	}
 }
 
-// TestMiddleware runs the contract of API.md section 3 through the
+// TestMiddleware runs the rules of docs/api.md ("Idempotency") through the
 // middleware on every store.
 func TestMiddleware(t *testing.T) {
 	for _, sc := range storeCases() {

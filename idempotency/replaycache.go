@@ -29,10 +29,20 @@ const maxCacheBytes = 16 << 20
 type replayCache struct {
 	mu    sync.Mutex
 	max   int
-	m     map[Scope]*Record
-	order []Scope // ring of the keys in m, oldest at next
+	m     map[Scope]cacheEntry
+	order []Scope // ring of the slots, oldest at next
 	next  int
 	bytes int // body bytes held
+}
+
+// cacheEntry is a cached record and the ring slot it was put in. An entry
+// dropped before its turn (expired, or over the byte budget) leaves its
+// slot behind still naming its scope; the slot number is how a later entry
+// of that scope, which took a new slot, is told from the stale one, so
+// that reaching the stale slot in turn evicts nothing.
+type cacheEntry struct {
+	rec  *Record
+	slot int
 }
 
 // newReplayCache returns a cache of at most n records; nil (no cache) when
@@ -44,7 +54,7 @@ func newReplayCache(n int) *replayCache {
 	if n == 0 {
 		n = DefaultReplayCacheEntries
 	}
-	return &replayCache{max: n, m: make(map[Scope]*Record, n)}
+	return &replayCache{max: n, m: make(map[Scope]cacheEntry, n)}
 }
 
 // get returns the completed record of sc, nil when the cache has none or
@@ -55,18 +65,25 @@ func (c *replayCache) get(sc Scope, now time.Time) *Record {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rec := c.m[sc]
-	if rec != nil && !now.Before(rec.ExpiresAt) {
+	e, ok := c.m[sc]
+	if ok && !now.Before(e.rec.ExpiresAt) {
 		c.drop(sc) // its slot in the ring is reused in turn
 		return nil
 	}
-	return rec
+	return e.rec
 }
 
 func (c *replayCache) drop(sc Scope) {
-	if rec, ok := c.m[sc]; ok {
-		c.bytes -= len(rec.Response.Body)
+	if e, ok := c.m[sc]; ok {
+		c.bytes -= len(e.rec.Response.Body)
 		delete(c.m, sc)
+	}
+}
+
+// evict drops the entry that holds ring slot i, if one still does.
+func (c *replayCache) evict(i int) {
+	if e, ok := c.m[c.order[i]]; ok && e.slot == i {
+		c.drop(c.order[i])
 	}
 }
 
@@ -79,27 +96,27 @@ func (c *replayCache) put(sc Scope, rec *Record, now time.Time) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[sc]; ok {
-		c.drop(sc)
-		c.m[sc] = rec
-		c.bytes += len(rec.Response.Body)
+	if e, ok := c.m[sc]; ok {
+		c.bytes += len(rec.Response.Body) - len(e.rec.Response.Body)
+		c.m[sc] = cacheEntry{rec: rec, slot: e.slot}
 		return
 	}
-	if len(c.order) < c.max {
+	slot := len(c.order)
+	if slot < c.max {
 		c.order = append(c.order, sc)
 	} else {
-		c.drop(c.order[c.next])
-		c.order[c.next] = sc
+		slot = c.next
+		c.evict(slot)
+		c.order[slot] = sc
 		c.next = (c.next + 1) % c.max
 	}
-	c.m[sc] = rec
+	c.m[sc] = cacheEntry{rec: rec, slot: slot}
 	c.bytes += len(rec.Response.Body)
 	// Over the byte budget: drop the oldest until under it (their ring
 	// slots stay, empty, and are reused in turn).
 	for i := 0; c.bytes > maxCacheBytes && i < len(c.order); i++ {
-		old := (c.next + i) % len(c.order)
-		if c.order[old] != sc {
-			c.drop(c.order[old])
+		if old := (c.next + i) % len(c.order); old != slot {
+			c.evict(old)
 		}
 	}
 }

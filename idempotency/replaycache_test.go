@@ -96,8 +96,8 @@ func TestReplayCache_ByteBudget(t *testing.T) {
 		t.Fatalf("%d body bytes held, budget %d", c.bytes, maxCacheBytes)
 	}
 	held := 0
-	for _, rec := range c.m {
-		held += len(rec.Response.Body)
+	for _, e := range c.m {
+		held += len(e.rec.Response.Body)
 	}
 	if held != c.bytes {
 		t.Fatalf("byte count %d, bodies held %d", c.bytes, held)
@@ -105,4 +105,50 @@ func TestReplayCache_ByteBudget(t *testing.T) {
 	if c.get(scopeN(0), now) != nil || c.get(scopeN(n-1), now) == nil {
 		t.Fatal("the oldest were not the ones dropped")
 	}
+}
+
+// An entry dropped before its turn (expired, or over the byte budget)
+// leaves its ring slot behind, naming its scope. When that scope is cached
+// again it takes a new slot; the old one, reached in turn, must evict
+// nothing of it: the fresh entry is among the newest and stays.
+func TestReplayCache_StaleSlotNeverEvictsAFreshEntry(t *testing.T) {
+	now := time.Unix(1000, 0)
+	soon, later := now.Add(time.Minute), now.Add(time.Hour)
+
+	t.Run("entry bound", func(t *testing.T) {
+		c := newReplayCache(3)
+		c.put(scopeN(1), completed("old", soon), now) // slot 0
+		c.put(scopeN(2), completed("2", later), now)  // slot 1
+		if c.get(scopeN(1), soon) != nil {            // expired: dropped, slot 0 left naming key 1
+			t.Fatal("served an expired record")
+		}
+		c.put(scopeN(1), completed("fresh", later), soon) // slot 2
+		c.put(scopeN(3), completed("3", later), soon)     // the ring is full: slot 0's turn
+		for i := 1; i <= 3; i++ {
+			if c.get(scopeN(i), soon) == nil {
+				t.Errorf("key %d evicted with %d of 3 entries held", i, len(c.m))
+			}
+		}
+	})
+
+	t.Run("byte budget", func(t *testing.T) {
+		c := newReplayCache(100000)
+		big := strings.Repeat("x", maxCachedBody)
+		c.put(scopeN(0), completed("old", soon), now) // slot 0
+		n := maxCacheBytes/maxCachedBody - 1
+		for i := 1; i <= n; i++ {
+			c.put(scopeN(i), completed(big, later), now)
+		}
+		if c.get(scopeN(0), soon) != nil { // expired: dropped, slot 0 left naming key 0
+			t.Fatal("served an expired record")
+		}
+		c.put(scopeN(0), completed("fresh", later), soon)
+		c.put(scopeN(n+1), completed(big, later), soon) // over the budget: the oldest go
+		if c.get(scopeN(0), soon) == nil {
+			t.Error("the fresh entry was dropped for the budget before older ones")
+		}
+		if c.get(scopeN(1), soon) != nil {
+			t.Error("the oldest entry outlived the budget")
+		}
+	})
 }

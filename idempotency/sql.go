@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sendonce/sendonce/internal/idemrecord"
+	"github.com/sendonce/sendonce/idempotency/idemtype"
 	"github.com/sendonce/sendonce/internal/sqldialect"
 )
 
@@ -105,8 +105,10 @@ var sqlQueries = map[string]string{
 	"complete": `UPDATE ` + SQLTable + ` SET state = 'completed', status = ?, content_type = ?, body = ?, expires_at = ?
 		WHERE ` + pk + ` AND token = ? AND state = 'in_flight'`,
 	"release": `DELETE FROM ` + SQLTable + ` WHERE ` + pk + ` AND token = ? AND state = 'in_flight'`,
+	// Record.Expired, in SQL: sendonce's own idempotency_keys table is
+	// purged by the same condition.
 	"purge": `DELETE FROM ` + SQLTable + ` WHERE (state = 'completed' AND expires_at <= ?)
-		OR (state = 'in_flight' AND locked_until <= ?)`,
+		OR (state <> 'completed' AND locked_until <= ?)`,
 }
 
 // sqlReserveAttempts bounds Reserve's retries; each one means another
@@ -170,7 +172,7 @@ func (s *SQLStore) Reserve(ctx context.Context, sc Scope, fingerprint string, no
 			return d, err
 		}
 	}
-	return Decision{}, idemrecord.ErrContended
+	return Decision{}, idemtype.ErrContended
 }
 
 // reserveOnce is one transaction of Reserve; done is false when another
@@ -270,8 +272,9 @@ func (s *SQLStore) Release(ctx context.Context, sc Scope, token string) error {
 	return nil
 }
 
-// Purge deletes the records that can no longer replay or hold a key at now
-// and returns how many it deleted.
+// Purge deletes the records that are expired at now (Record.Expired: a
+// completed one from its expiry on, a reservation from the end of its
+// lease) and returns how many it deleted.
 func (s *SQLStore) Purge(ctx context.Context, now time.Time) (int64, error) {
 	res, err := s.db.ExecContext(ctx, s.q["purge"], now.UnixMicro(), now.UnixMicro())
 	if err != nil {

@@ -4,55 +4,55 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sendonce/sendonce/internal/idemrecord"
+	"github.com/sendonce/sendonce/idempotency/idemtype"
 )
 
-// The key's types and rules live in internal/idemrecord (standard library
-// only, so internal/core can name them); these aliases are this package's
-// API for them.
+// The key's types and rules live in package idemtype (standard library
+// only, so that a domain package such as sendonce's internal/core can name
+// them); these aliases are this package's API for them.
 type (
 	// Scope names one key: keys of different tenants, methods or routes
 	// never meet.
-	Scope = idemrecord.Scope
+	Scope = idemtype.Scope
 	// Response is what is stored and replayed.
-	Response = idemrecord.Response
+	Response = idemtype.Response
 	// State of a stored record.
-	State = idemrecord.State
+	State = idemtype.State
 	// Record is a key's row as a store keeps it.
-	Record = idemrecord.Record
+	Record = idemtype.Record
 	// Outcome is what a request with a key should do.
-	Outcome = idemrecord.Outcome
+	Outcome = idemtype.Outcome
 	// Decision is a store's answer to Reserve.
-	Decision = idemrecord.Decision
+	Decision = idemtype.Decision
 	// TxRecords is the durable tier as one of the caller's own
-	// transactions sees it (see idemrecord.TxRecords).
-	TxRecords = idemrecord.TxRecords
+	// transactions sees it (see idemtype.TxRecords).
+	TxRecords = idemtype.TxRecords
 )
 
-// The record states and the outcomes (see idemrecord).
+// The record states and the outcomes (see idemtype).
 const (
-	StateInFlight  = idemrecord.StateInFlight
-	StateCompleted = idemrecord.StateCompleted
+	StateInFlight  = idemtype.StateInFlight
+	StateCompleted = idemtype.StateCompleted
 
-	Proceed  = idemrecord.Proceed
-	Replay   = idemrecord.Replay
-	InUse    = idemrecord.InUse
-	Mismatch = idemrecord.Mismatch
+	Proceed  = idemtype.Proceed
+	Replay   = idemtype.Replay
+	InUse    = idemtype.InUse
+	Mismatch = idemtype.Mismatch
 )
 
 // ErrReservationLost is returned by Complete when the reservation is no
 // longer the caller's: its lease ran out and another request took it over,
 // or it was released. The caller must roll its transaction back.
-var ErrReservationLost = idemrecord.ErrReservationLost
+var ErrReservationLost = idemtype.ErrReservationLost
 
 // Decide applies the rules to the existing record (nil when there is none)
 // at time now. Proceed means the store should write a new reservation.
 func Decide(rec *Record, fingerprint string, now time.Time) Outcome {
-	return idemrecord.Decide(rec, fingerprint, now)
+	return idemtype.Decide(rec, fingerprint, now)
 }
 
 // NewToken returns a random reservation token.
-func NewToken() string { return idemrecord.NewToken() }
+func NewToken() string { return idemtype.NewToken() }
 
 // statusClientClosedRequest is nginx's 499, which servers (sendonce among
 // them) log for a request whose client left before the answer.

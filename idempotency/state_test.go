@@ -38,7 +38,7 @@ func TestShouldStore(t *testing.T) {
 	for status, want := range map[int]bool{
 		200: true, 201: true, 204: true, 400: true, 404: true, 422: true,
 		http.StatusUnauthorized: false, http.StatusForbidden: false, http.StatusConflict: false,
-		499:                              false, // the client left: nothing final was answered (issue 15: a batch cut short stored its part)
+		499:                              false, // the client left: nothing final was answered (a batch cut short must not store its part)
 		http.StatusRequestEntityTooLarge: false, http.StatusTooManyRequests: false,
 		500: false, 502: false, 503: false, 302: false,
 	} {
@@ -56,5 +56,30 @@ func TestNewToken_Unique(t *testing.T) {
 			t.Fatalf("token %q repeated or malformed", tok)
 		}
 		seen[tok] = true
+	}
+}
+
+// A record is expired from the instant Decide stops honouring it.
+func TestRecord_Expired(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	for _, c := range []struct {
+		name string
+		rec  Record
+		want bool
+	}{
+		{"completed, before its TTL", Record{State: StateCompleted, ExpiresAt: now.Add(time.Nanosecond)}, false},
+		{"completed, at its TTL", Record{State: StateCompleted, ExpiresAt: now}, true},
+		{"completed, lease long past", Record{State: StateCompleted, LockedUntil: now.Add(-time.Hour), ExpiresAt: now.Add(time.Hour)}, false},
+		{"in flight, within its lease", Record{State: StateInFlight, LockedUntil: now.Add(time.Nanosecond)}, false},
+		{"in flight, at its lease", Record{State: StateInFlight, LockedUntil: now}, true},
+	} {
+		rec := c.rec
+		rec.Fingerprint = "a"
+		if got := rec.Expired(now); got != c.want {
+			t.Errorf("%s: Expired = %v, want %v", c.name, got, c.want)
+		}
+		if got := Decide(&rec, "a", now) == Proceed; got != c.want {
+			t.Errorf("%s: Decide proceeds = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

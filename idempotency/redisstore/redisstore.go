@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sendonce/sendonce/internal/idemrecord"
+	"github.com/sendonce/sendonce/idempotency/idemtype"
 )
 
 // Store keeps records in Redis (github.com/redis/go-redis/v9), on a
@@ -60,7 +60,7 @@ func New(client redis.Scripter, prefix string) *Store {
 // (unix µs), status, ctype, body.
 
 // reserveScript creates a reservation when the key has no record, and
-// otherwise returns the record unchanged for idemrecord.Decide.
+// otherwise returns the record unchanged for idemtype.Decide.
 // KEYS[1] record; ARGV fingerprint, token, locked_until, ttl_ms.
 var reserveScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -110,7 +110,7 @@ return 0
 // failed attempt means another request changed the key in between.
 const redisReserveAttempts = 5
 
-func (s *Store) key(sc idemrecord.Scope) string {
+func (s *Store) key(sc idemtype.Scope) string {
 	h := sha256.New()
 	for _, part := range []string{sc.Tenant, sc.Method, sc.Route, sc.Key} {
 		var n [8]byte
@@ -129,46 +129,46 @@ func ttlMillis(d time.Duration) int64 {
 }
 
 // Reserve implements Store.
-func (s *Store) Reserve(ctx context.Context, sc idemrecord.Scope, fingerprint string, now time.Time, lease time.Duration) (idemrecord.Decision, error) {
+func (s *Store) Reserve(ctx context.Context, sc idemtype.Scope, fingerprint string, now time.Time, lease time.Duration) (idemtype.Decision, error) {
 	k := []string{s.key(sc)}
 	locked := strconv.FormatInt(now.Add(lease).UnixMicro(), 10)
 	ttl := ttlMillis(lease)
 	for range redisReserveAttempts {
-		token := idemrecord.NewToken()
+		token := idemtype.NewToken()
 		v, err := reserveScript.Run(ctx, s.c, k, fingerprint, token, locked, ttl).Result()
 		if err != nil {
-			return idemrecord.Decision{}, fmt.Errorf("redis reserve: %w", err)
+			return idemtype.Decision{}, fmt.Errorf("redis reserve: %w", err)
 		}
 		fields, ok := v.([]any)
 		if !ok {
-			return idemrecord.Decision{Outcome: idemrecord.Proceed, Token: token}, nil
+			return idemtype.Decision{Outcome: idemtype.Proceed, Token: token}, nil
 		}
 		rec, err := parseRecord(fields)
 		if err != nil {
-			return idemrecord.Decision{}, err
+			return idemtype.Decision{}, err
 		}
 		if rec == nil { // expired between EXISTS and HMGET cannot happen in a script; be safe
 			continue
 		}
-		switch o := idemrecord.Decide(rec, fingerprint, now); o {
-		case idemrecord.Replay:
-			return idemrecord.Decision{Outcome: idemrecord.Replay, Response: rec.Response}, nil
-		case idemrecord.Proceed:
+		switch o := idemtype.Decide(rec, fingerprint, now); o {
+		case idemtype.Replay:
+			return idemtype.Decision{Outcome: idemtype.Replay, Response: rec.Response}, nil
+		case idemtype.Proceed:
 			n, err := takeoverScript.Run(ctx, s.c, k, rec.Token, fingerprint, token, locked, ttl).Int()
 			if err != nil {
-				return idemrecord.Decision{}, fmt.Errorf("redis take over: %w", err)
+				return idemtype.Decision{}, fmt.Errorf("redis take over: %w", err)
 			}
 			if n == 1 {
-				return idemrecord.Decision{Outcome: idemrecord.Proceed, Token: token}, nil
+				return idemtype.Decision{Outcome: idemtype.Proceed, Token: token}, nil
 			}
 		default:
-			return idemrecord.Decision{Outcome: o}, nil
+			return idemtype.Decision{Outcome: o}, nil
 		}
 	}
-	return idemrecord.Decision{}, idemrecord.ErrContended
+	return idemtype.Decision{}, idemtype.ErrContended
 }
 
-func parseRecord(f []any) (*idemrecord.Record, error) {
+func parseRecord(f []any) (*idemtype.Record, error) {
 	if len(f) != 8 {
 		return nil, fmt.Errorf("redis record: %d fields, want 8", len(f))
 	}
@@ -176,7 +176,7 @@ func parseRecord(f []any) (*idemrecord.Record, error) {
 	if str(1) == "" {
 		return nil, nil
 	}
-	rec := &idemrecord.Record{Fingerprint: str(0), State: idemrecord.State(str(1)), Token: str(2)}
+	rec := &idemtype.Record{Fingerprint: str(0), State: idemtype.State(str(1)), Token: str(2)}
 	micros := func(i int) (time.Time, error) {
 		if str(i) == "" {
 			return time.Time{}, nil
@@ -194,31 +194,31 @@ func parseRecord(f []any) (*idemrecord.Record, error) {
 	if rec.ExpiresAt, err = micros(4); err != nil {
 		return nil, err
 	}
-	if rec.State == idemrecord.StateCompleted {
+	if rec.State == idemtype.StateCompleted {
 		status, err := strconv.Atoi(str(5))
 		if err != nil {
 			return nil, fmt.Errorf("redis record: bad status: %w", err)
 		}
-		rec.Response = &idemrecord.Response{Status: status, ContentType: str(6), Body: []byte(str(7))}
+		rec.Response = &idemtype.Response{Status: status, ContentType: str(6), Body: []byte(str(7))}
 	}
 	return rec, nil
 }
 
 // Complete implements Store.
-func (s *Store) Complete(ctx context.Context, sc idemrecord.Scope, token string, resp idemrecord.Response, now, expires time.Time) error {
+func (s *Store) Complete(ctx context.Context, sc idemtype.Scope, token string, resp idemtype.Response, now, expires time.Time) error {
 	n, err := completeScript.Run(ctx, s.c, []string{s.key(sc)}, token, resp.Status, resp.ContentType, resp.Body,
 		expires.UnixMicro(), ttlMillis(expires.Sub(now))).Int()
 	if err != nil {
 		return fmt.Errorf("redis complete: %w", err)
 	}
 	if n != 1 {
-		return idemrecord.ErrReservationLost
+		return idemtype.ErrReservationLost
 	}
 	return nil
 }
 
 // Release implements Store.
-func (s *Store) Release(ctx context.Context, sc idemrecord.Scope, token string) error {
+func (s *Store) Release(ctx context.Context, sc idemtype.Scope, token string) error {
 	if err := releaseScript.Run(ctx, s.c, []string{s.key(sc)}, token).Err(); err != nil {
 		return fmt.Errorf("redis release: %w", err)
 	}

@@ -7,8 +7,9 @@ import (
 )
 
 // TestCore_StandardLibraryOnly: the domain depends on the standard library
-// alone (docs/architecture.md). Module packages it imports — only
-// internal/idemrecord today — must themselves import nothing else.
+// alone (docs/architecture.md). Module packages it imports — only the
+// public leaf idempotency/idemtype today — must themselves import nothing
+// else.
 func TestCore_StandardLibraryOnly(t *testing.T) {
 	const module = "github.com/sendonce/sendonce/"
 	seen := map[string]bool{}
@@ -33,6 +34,6 @@ func TestCore_StandardLibraryOnly(t *testing.T) {
 	}
 	walk(module + "internal/core")
 	if len(seen) < 2 {
-		t.Fatalf("walked %v; want internal/core and internal/idemrecord", seen)
+		t.Fatalf("walked %v; want internal/core and idempotency/idemtype", seen)
 	}
 }

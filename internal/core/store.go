@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/sendonce/sendonce/internal/idemrecord"
+	"github.com/sendonce/sendonce/idempotency/idemtype"
 )
 
 // The store is split by aggregate: one small reading interface (Keys,
@@ -38,7 +38,7 @@ type Tx interface {
 	// TxRecords decides an Idempotency-Key and stores its answer inside
 	// the transaction: the durable tier of the server's
 	// idempotency.Engine.
-	idemrecord.TxRecords
+	idemtype.TxRecords
 	KeysTx
 	SendsTx
 	QueueTx
@@ -294,7 +294,7 @@ type Idempotency interface {
 	// CompletedIdempotency returns the scoped key's record when it is
 	// completed (nil otherwise), read without the write lock: a completed
 	// record does not change until it expires.
-	CompletedIdempotency(ctx context.Context, sc idemrecord.Scope) (*idemrecord.Record, error)
+	CompletedIdempotency(ctx context.Context, sc idemtype.Scope) (*idemtype.Record, error)
 }
 
 // Retention deletes what is kept no longer; delivery's retention loop
@@ -305,8 +305,9 @@ type Retention interface {
 	PurgeSends(ctx context.Context, before time.Time) (int, error)
 	// PurgeAudit deletes audit entries made before the cutoff.
 	PurgeAudit(ctx context.Context, before time.Time) (int, error)
-	// PurgeIdempotency deletes keys whose replay time ended before now, and
-	// reservations abandoned long ago.
+	// PurgeIdempotency deletes the idempotency records expired at now
+	// (idemtype.Record.Expired): completed keys past their TTL and
+	// reservations past their lease.
 	PurgeIdempotency(ctx context.Context, now time.Time) (int, error)
 }
 

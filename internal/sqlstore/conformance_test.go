@@ -10,8 +10,7 @@ import (
 )
 
 // sendonce's own store runs the idempotency package's conformance suite on
-// each database: as the transactional tier the server decides keys with,
-// and as a two-step store.
+// each database, as the transactional tier the server decides keys with.
 func TestIdempotencyConformance_InTheSendTransaction(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		idempotencytest.RunTx(t, func(t testing.TB) idempotencytest.TxStore {
@@ -22,14 +21,6 @@ func TestIdempotencyConformance_InTheSendTransaction(t *testing.T) {
 				},
 				Lookup: s.CompletedIdempotency,
 			}
-		})
-	})
-}
-
-func TestIdempotencyConformance_TwoStep(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		idempotencytest.RunStore(t, func(t testing.TB) idempotency.Store {
-			return b.openStore(t.(*testing.T), b.newDB(t.(*testing.T))).KeyStore()
 		})
 	})
 }

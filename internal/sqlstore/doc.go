@@ -28,9 +28,8 @@
 //     secrets.go (ServerSecret).
 //   - suppressions.go; bounces.go: recipient states, inbound reports and
 //     unmatched mail.
-//   - idempotency.go: the durable Idempotency-Key tier (TxRecords and the
-//     completed-key read); keystore.go: the same table as the public
-//     idempotency.Store (reserve, complete, release).
+//   - idempotency.go: the durable Idempotency-Key tier (TxRecords, the
+//     completed-key read and the purge).
 //   - webhooks.go (webhooks and their deliveries, read and changed) and
 //     webhook_queue.go (claiming and recording deliveries).
 //   - retention.go: the purges of sends and audit entries.

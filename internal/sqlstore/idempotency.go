@@ -8,33 +8,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/idempotency"
-	"github.com/sendonce/sendonce/internal/core"
 )
-
-// ReserveIdempotency is KeyStore's Reserve, the two-step reservation of
-// the public idempotency API (reserve, work, complete): a lookup without
-// the write lock, then an in-flight row in a transaction of its own.
-func (s *Store) ReserveIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time, lease time.Duration) (idempotency.Decision, error) {
-	rec, err := s.CompletedIdempotency(ctx, sc)
-	if err != nil {
-		return idempotency.Decision{}, err
-	}
-	if rec != nil {
-		switch o := idempotency.Decide(rec, fingerprint, now); o {
-		case idempotency.Replay:
-			return idempotency.Decision{Outcome: o, Response: rec.Response}, nil
-		case idempotency.Mismatch:
-			return idempotency.Decision{Outcome: o}, nil
-		}
-	}
-	var d idempotency.Decision
-	err = s.InTx(ctx, func(tx core.Tx) error {
-		var err error
-		d, err = tx.(*Tx).reserveInTx(ctx, sc, fingerprint, now, lease)
-		return err
-	})
-	return d, err
-}
 
 // CompletedIdempotency implements core.Store. It needs no write lock: a
 // completed key's record does not change until it expires, so a replay (or
@@ -150,27 +124,6 @@ func (t *Tx) PutIdempotency(ctx context.Context, sc idempotency.Scope, fingerpri
 	return nil
 }
 
-// reserveInTx is the two-step reservation (Store.ReserveIdempotency): an
-// in-flight row that holds the key for lease, committed on its own.
-func (t *Tx) reserveInTx(ctx context.Context, sc idempotency.Scope, fingerprint string, now time.Time, lease time.Duration) (idempotency.Decision, error) {
-	d, err := t.DecideIdempotency(ctx, sc, fingerprint, now)
-	if err != nil || d.Outcome != idempotency.Proceed {
-		return d, err
-	}
-	_, err = t.q.exec(ctx, `INSERT INTO idempotency_keys
-		(tenant, method, route, key, fingerprint, state, token, locked_until, created_at)
-		VALUES (?, ?, ?, ?, ?, 'in_flight', ?, ?, ?)
-		ON CONFLICT (tenant, method, route, key) DO UPDATE SET fingerprint = excluded.fingerprint,
-		 state = 'in_flight', token = excluded.token, locked_until = excluded.locked_until,
-		 status = NULL, content_type = NULL, body = NULL, created_at = excluded.created_at,
-		 completed_at = NULL, expires_at = NULL`,
-		sc.Tenant, sc.Method, sc.Route, sc.Key, fingerprint, d.Token, micros(now.Add(lease)), micros(now))
-	if err != nil {
-		return idempotency.Decision{}, fmt.Errorf("reserve idempotency key: %w", err)
-	}
-	return d, nil
-}
-
 const idempotencyColumns = `fingerprint, state, token, locked_until, expires_at, status, content_type, body`
 
 // recordFields are the columns of a record that need converting.
@@ -211,43 +164,15 @@ func readIdempotency(ctx context.Context, q querier, sc idempotency.Scope, suffi
 	return &rec, nil
 }
 
-// CompleteIdempotency is KeyStore's Complete, inside a transaction.
-func (t *Tx) CompleteIdempotency(ctx context.Context, sc idempotency.Scope, token string, resp idempotency.Response, now, expires time.Time) error {
-	n, err := t.q.exec(ctx, `UPDATE idempotency_keys SET state = 'completed', status = ?, content_type = ?, body = ?,
-		completed_at = ?, expires_at = ?
-		WHERE tenant = ? AND method = ? AND route = ? AND key = ? AND token = ? AND state = 'in_flight'`,
-		resp.Status, resp.ContentType, resp.Body, micros(now), micros(expires),
-		sc.Tenant, sc.Method, sc.Route, sc.Key, token)
-	if err != nil {
-		return fmt.Errorf("complete idempotency key: %w", err)
-	}
-	if n != 1 {
-		return idempotency.ErrReservationLost
-	}
-	return nil
-}
-
-// ReleaseIdempotency is KeyStore's Release.
-func (s *Store) ReleaseIdempotency(ctx context.Context, sc idempotency.Scope, token string) error {
-	_, err := s.w.exec(ctx, `DELETE FROM idempotency_keys
-		WHERE tenant = ? AND method = ? AND route = ? AND key = ? AND token = ? AND state = 'in_flight'`,
-		sc.Tenant, sc.Method, sc.Route, sc.Key, token)
-	if err != nil {
-		return fmt.Errorf("release idempotency key: %w", err)
-	}
-	return nil
-}
-
-// abandonedAfter is how long past its lease an unfinished reservation is
-// kept before the purge drops it; any retry after the lease already takes
-// it over, so this only bounds table growth.
-const abandonedAfter = time.Hour
-
-// PurgeIdempotency implements core.Store.
+// PurgeIdempotency implements core.Store. It deletes the records that are
+// expired at now, by the rule every idempotency store drops them by
+// (idemtype.Record.Expired; idempotency.SQLStore.Purge is the same SQL):
+// a completed key from its expiry on, a reservation (which only older
+// releases wrote) from the end of its lease.
 func (s *Store) PurgeIdempotency(ctx context.Context, now time.Time) (int, error) {
 	n, err := s.w.exec(ctx, `DELETE FROM idempotency_keys
-		WHERE (state = 'completed' AND expires_at <= ?) OR (state = 'in_flight' AND locked_until <= ?)`,
-		micros(now), micros(now.Add(-abandonedAfter)))
+		WHERE (state = 'completed' AND expires_at <= ?) OR (state <> 'completed' AND locked_until <= ?)`,
+		micros(now), micros(now))
 	if err != nil {
 		return 0, fmt.Errorf("purge idempotency keys: %w", err)
 	}

@@ -51,9 +51,7 @@ func TestMigration0016_IdempotencyKeysBecomeARowidTableAndKeepTheirRecords(t *te
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := s.ReserveIdempotency(ctx, running, "fp", now, time.Hour); err != nil || d.Outcome != idempotency.Proceed {
-		t.Fatalf("reserve before the migration: %v %v", d.Outcome, err)
-	}
+	putReservation(t, s, running, "fp", now.Add(time.Hour))
 	s.Close()
 
 	s, err = sqlstore.Open(ctx, path)
@@ -68,14 +66,14 @@ func TestMigration0016_IdempotencyKeysBecomeARowidTableAndKeepTheirRecords(t *te
 	if strings.Contains(strings.ToUpper(ddl), "WITHOUT ROWID") {
 		t.Errorf("idempotency_keys is still WITHOUT ROWID after the migration: %s", ddl)
 	}
-	d, err := s.ReserveIdempotency(ctx, done, "fp", now, time.Hour)
-	if err != nil || d.Outcome != idempotency.Replay || !bytes.Equal(d.Response.Body, body) || d.Response.Status != 200 {
-		t.Fatalf("completed key after the migration: %+v %v, want its replay", d, err)
+	d := decide(t, s, done, "fp", now, nil)
+	if d.Outcome != idempotency.Replay || !bytes.Equal(d.Response.Body, body) || d.Response.Status != 200 {
+		t.Fatalf("completed key after the migration: %+v, want its replay", d)
 	}
-	if d, _ := s.ReserveIdempotency(ctx, done, "other", now, time.Hour); d.Outcome != idempotency.Mismatch {
+	if d := decide(t, s, done, "other", now, nil); d.Outcome != idempotency.Mismatch {
 		t.Errorf("completed key with another payload: %v, want mismatch", d.Outcome)
 	}
-	if d, _ := s.ReserveIdempotency(ctx, running, "fp", now, time.Hour); d.Outcome != idempotency.InUse {
+	if d := decide(t, s, running, "fp", now, nil); d.Outcome != idempotency.InUse {
 		t.Errorf("reserved key after the migration: %v, want in use", d.Outcome)
 	}
 	if _, err := s.Exec(ctx, `INSERT INTO idempotency_keys (tenant, method, route, key, fingerprint, state, token, locked_until, created_at)

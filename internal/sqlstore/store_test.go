@@ -5,7 +5,6 @@ package sqlstore_test
 // names a server), one copy of each test over a table of backends.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 	"github.com/sendonce/sendonce/internal/testkit/pgtest"
@@ -222,116 +220,6 @@ func TestInTx_ReadsInsideTransactionsDoNotStarve(t *testing.T) {
 			if err := <-errs; err != nil {
 				t.Fatalf("a transaction that reads: %v", err)
 			}
-		}
-	})
-}
-
-func TestReserveIdempotency_OneWinnerUnderConcurrency(t *testing.T) {
-	forEachStore(t, func(t *testing.T, s *sqlstore.Store) {
-		sc := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "k"}
-		count := raceReserve(t, []*sqlstore.Store{s}, sc, 32, time.Now())
-		if count[idempotency.Proceed] != 1 || count[idempotency.InUse] != 31 {
-			t.Fatalf("outcomes %v; want 1 proceed and 31 in use", count)
-		}
-	})
-}
-
-func TestReserveIdempotency_OneTakesOverAnExpiredLease(t *testing.T) {
-	forEachStore(t, func(t *testing.T, s *sqlstore.Store) {
-		ctx := context.Background()
-		now := time.Now()
-		sc := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "dead"}
-		if d, err := s.ReserveIdempotency(ctx, sc, "fp", now, time.Second); err != nil || d.Outcome != idempotency.Proceed {
-			t.Fatalf("reserve: %v %v", d.Outcome, err)
-		}
-		count := raceReserve(t, []*sqlstore.Store{s}, sc, 16, now.Add(time.Minute))
-		if count[idempotency.Proceed] != 1 || count[idempotency.InUse] != 15 {
-			t.Fatalf("outcomes %v after the lease; want 1 proceed (the take-over) and 15 in use", count)
-		}
-	})
-}
-
-// raceReserve starts n ReserveIdempotency calls at once, spread over the
-// stores, and counts their outcomes.
-func raceReserve(t *testing.T, stores []*sqlstore.Store, sc idempotency.Scope, n int, now time.Time) map[idempotency.Outcome]int {
-	t.Helper()
-	ctx := context.Background()
-	outcomes := make([]idempotency.Outcome, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			d, err := stores[i%len(stores)].ReserveIdempotency(ctx, sc, "fp", now, time.Minute)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			outcomes[i] = d.Outcome
-		}()
-	}
-	close(start)
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
-	count := map[idempotency.Outcome]int{}
-	for _, o := range outcomes {
-		count[o]++
-	}
-	return count
-}
-
-func TestIdempotency_CompleteReplayReleasePurge(t *testing.T) {
-	forEachStore(t, func(t *testing.T, s *sqlstore.Store) {
-		ctx := context.Background()
-		now := time.Now()
-		sc := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "k"}
-		d, err := s.ReserveIdempotency(ctx, sc, "fp", now, time.Minute)
-		if err != nil || d.Outcome != idempotency.Proceed {
-			t.Fatalf("reserve: %v %v", d.Outcome, err)
-		}
-		// Bytes that are not valid UTF-8 must come back as they went in.
-		resp := idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte("{\"ok\":true}\n\x00\xff")}
-		if err := s.InTx(ctx, func(tx core.Tx) error {
-			return tx.(*sqlstore.Tx).CompleteIdempotency(ctx, sc, d.Token, resp, now, now.Add(time.Hour))
-		}); err != nil {
-			t.Fatalf("complete: %v", err)
-		}
-		r, err := s.ReserveIdempotency(ctx, sc, "fp", now, time.Minute)
-		if err != nil || r.Outcome != idempotency.Replay || !bytes.Equal(r.Response.Body, resp.Body) || r.Response.Status != 200 || r.Response.ContentType != resp.ContentType {
-			t.Fatalf("replay: %+v %v", r, err)
-		}
-		if m, _ := s.ReserveIdempotency(ctx, sc, "other", now, time.Minute); m.Outcome != idempotency.Mismatch {
-			t.Fatalf("other fingerprint: %v, want mismatch", m.Outcome)
-		}
-		// Completing twice with the same token fails: it is no longer in flight.
-		err = s.InTx(ctx, func(tx core.Tx) error {
-			return tx.(*sqlstore.Tx).CompleteIdempotency(ctx, sc, d.Token, resp, now, now.Add(time.Hour))
-		})
-		if err != idempotency.ErrReservationLost {
-			t.Fatalf("second complete: %v, want ErrReservationLost", err)
-		}
-		if n, err := s.PurgeIdempotency(ctx, now.Add(30*time.Minute)); err != nil || n != 0 {
-			t.Fatalf("purge before expiry removed %d (%v)", n, err)
-		}
-		if n, err := s.PurgeIdempotency(ctx, now.Add(2*time.Hour)); err != nil || n != 1 {
-			t.Fatalf("purge after expiry removed %d (%v), want 1", n, err)
-		}
-		if p, _ := s.ReserveIdempotency(ctx, sc, "other", now.Add(2*time.Hour), time.Minute); p.Outcome != idempotency.Proceed {
-			t.Fatalf("after purge: %v, want proceed", p.Outcome)
-		}
-		// A released reservation frees the key.
-		sc2 := sc
-		sc2.Key = "k2"
-		d2, _ := s.ReserveIdempotency(ctx, sc2, "fp", now, time.Minute)
-		if err := s.ReleaseIdempotency(ctx, sc2, d2.Token); err != nil {
-			t.Fatal(err)
-		}
-		if again, _ := s.ReserveIdempotency(ctx, sc2, "fp", now, time.Minute); again.Outcome != idempotency.Proceed {
-			t.Fatalf("after release: %v, want proceed", again.Outcome)
 		}
 	})
 }

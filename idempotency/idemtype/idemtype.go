@@ -1,10 +1,13 @@
-// Package idemrecord holds what an idempotency key is and the rules that
-// decide a request with one: the scope, the stored record and response,
-// and Decide. It depends on the standard library only, so that
-// internal/core can name these types without importing the idempotency
-// package's HTTP middleware, Redis and SQL stores. The idempotency package
-// re-exports every name here; users import that.
-package idemrecord
+// Package idemtype holds what every idempotency store speaks: what a key
+// is (Scope), what is kept for it (Record, Response), a store's answer
+// (Decision, Outcome) and the rules that decide a request (Decide). It is
+// a leaf, as river keeps its job types in rivertype: it imports the
+// standard library only, so that a domain package — sendonce's
+// internal/core, which must not link HTTP, SQL or Redis — can name these
+// types without importing package idempotency and its middleware and
+// stores. Package idempotency re-exports every name here; a user of the
+// middleware imports that, a store or a domain package may import this.
+package idemtype
 
 import (
 	"context"
@@ -92,31 +95,37 @@ var ErrReservationLost = errors.New("idempotency reservation lost")
 // compare-and-set it may try: the key changed under it each time.
 var ErrContended = errors.New("idempotency key changed on every attempt")
 
+// Expired reports whether r neither replays nor holds its key at now: a
+// completed record from its ExpiresAt on, a reservation from its
+// LockedUntil on. Decide treats an expired record as absent, and it is the
+// one rule by which every store drops records: MemoryStore's sweep,
+// SQLStore.Purge and sendonce's PurgeIdempotency delete exactly the
+// expired ones, and redisstore sets a record's Redis TTL to end then.
+// Nothing is kept longer, since nothing would read it: the next request
+// with the key proceeds whether the record is still there or not.
+func (r *Record) Expired(now time.Time) bool {
+	if r.State == StateCompleted {
+		return !now.Before(r.ExpiresAt)
+	}
+	return !now.Before(r.LockedUntil)
+}
+
 // Decide applies the rules to the existing record (nil when there is none)
 // at time now. Proceed means the store should write a new reservation.
 func Decide(rec *Record, fingerprint string, now time.Time) Outcome {
-	if rec == nil {
+	if rec == nil || rec.Expired(now) {
+		// Past its TTL the key is new again. Past its lease the holder
+		// died (or is hopelessly slow): take over; its completion will
+		// fail on the token check.
 		return Proceed
 	}
-	switch rec.State {
-	case StateCompleted:
-		if !now.Before(rec.ExpiresAt) {
-			return Proceed // past its TTL the key is new again
-		}
-		if rec.Fingerprint != fingerprint {
-			return Mismatch
-		}
+	switch {
+	case rec.Fingerprint != fingerprint:
+		return Mismatch
+	case rec.State == StateCompleted:
 		return Replay
 	default:
-		if now.Before(rec.LockedUntil) {
-			if rec.Fingerprint != fingerprint {
-				return Mismatch
-			}
-			return InUse
-		}
-		// The holder died (or is hopelessly slow): take over. Its
-		// completion will fail on the token check.
-		return Proceed
+		return InUse
 	}
 }
 
