@@ -148,13 +148,23 @@ func TestCrash_SendsThatNeverReachedTheRelayAreRetriedNotUnknown(t *testing.T) {
 }
 
 // SIGTERM lets an attempt already inside DATA finish, and the process
-// exits once its outcome is recorded: the send is sent, not unknown.
+// exits once its outcome is recorded: the send is sent, not unknown. The
+// relay holds the end of DATA until the test lets it go, after SIGTERM.
 func TestServe_GracefulShutdownLetsAttemptsInFlightFinish(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
 	smtpd := smtptest.Start(t, smtptest.Options{})
-	smtpd.SetBehaviour(smtptest.Behaviour{DelayData: 2 * time.Second})
+	hold := make(chan struct{})
+	held := true
+	letGo := func() {
+		if held {
+			held = false
+			close(hold)
+		}
+	}
+	defer letGo() // also when the test fails first
+	smtpd.SetBehaviour(smtptest.Behaviour{HoldData: hold})
 	db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
 	secret := run(t, binPath, "keys", "create", "--db", db, "--name", "graceful", "--scopes", "send,read,admin")
 	p := startServe(t, binPath, "--db", db, "--transport", "smtp://"+smtpd.Addr+"?tls=none&max_sessions=1",
@@ -164,14 +174,22 @@ func TestServe_GracefulShutdownLetsAttemptsInFlightFinish(t *testing.T) {
 	for i := range 3 {
 		ids = append(ids, a.send(fmt.Sprintf("graceful-%d", i)).ID)
 	}
-	waitFor(t, 10*time.Second, "a session open at the relay", func() bool { return smtpd.Connections() >= 1 })
-	time.Sleep(500 * time.Millisecond) // the first message is inside DATA
-	termAt := time.Now()
+	waitFor(t, 10*time.Second, "a message inside DATA at the relay", func() bool { return smtpd.Holding() == 1 })
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- p.cmd.Wait() }()
+	// It took the signal, and must not exit while the relay holds the
+	// attempt. A second is how long a broken build has to show it exits
+	// anyway; a good one never does, however slow the machine.
+	waitFor(t, 10*time.Second, "the shutdown to begin", func() bool { return strings.Contains(p.logText(), "shutting down") })
+	select {
+	case err := <-exited:
+		t.Fatalf("exited (%v) while an attempt was inside DATA\n%s", err, p.logText())
+	case <-time.After(time.Second):
+	}
+	letGo()
 	select {
 	case err := <-exited:
 		if err != nil {
@@ -179,9 +197,6 @@ func TestServe_GracefulShutdownLetsAttemptsInFlightFinish(t *testing.T) {
 		}
 	case <-time.After(40 * time.Second):
 		t.Fatalf("no exit within 40s of SIGTERM\n%s", p.logText())
-	}
-	if waited := time.Since(termAt); waited < time.Second {
-		t.Errorf("exited %s after SIGTERM: it did not wait for the attempt inside DATA", waited)
 	}
 	// Read the outcomes without delivering anything more.
 	p = startServe(t, binPath, "--db", db, "--role", "api")

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
@@ -14,7 +15,8 @@ import (
 // prices them.
 func TestOverview_DuplicatesPrevented(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, Clock: clockInsideOneDay()})
+		today := env.Clock.Now().UTC().Format("2006-01-02")
 		br := newBrowser(t, env)
 		br.signIn(env.AdminKey)
 		if p := br.get("/"); !strings.Contains(p.Body, "No sends yet") || !strings.Contains(p.Body, "curl -X POST") {
@@ -44,9 +46,11 @@ func TestOverview_DuplicatesPrevented(t *testing.T) {
 		id, _ := r.JSON(t)["id"].(string)
 		env.Exec(t, "UPDATE sends SET status = 'unknown' WHERE id = ?", id)
 		p := br.get("/")
-		today := env.Clock.Now().UTC().Format("2006-01-02")
-		row := p.Body[strings.Index(p.Body, today):]
-		row = row[:strings.Index(row, "</tr>")]
+		at := strings.Index(p.Body, today)
+		if at < 0 {
+			t.Fatalf("the chart has no row for today, %s:\n%s", today, p.Body)
+		}
+		row, _, _ := strings.Cut(p.Body[at:], "</tr>")
 		if !strings.Contains(row, `value="2"></meter> 2`) || !strings.Contains(row, "<td>1</td>") {
 			t.Errorf("today's row of the chart is %q, want 2 accepted, 1 unknown", row)
 		}
@@ -59,4 +63,17 @@ func TestOverview_DuplicatesPrevented(t *testing.T) {
 			}
 		}
 	})
+}
+
+// clockInsideOneDay is a clock at least ten minutes before the end of its
+// UTC day, moved past midnight when the test starts closer to it: the
+// chart counts by UTC day, and the test's sends must all fall on the day
+// it reads.
+func clockInsideOneDay() *sendoncetest.Clock {
+	c := &sendoncetest.Clock{}
+	now := c.Now().UTC()
+	if left := now.Truncate(24 * time.Hour).Add(24 * time.Hour).Sub(now); left < 10*time.Minute {
+		c.Advance(left + time.Minute)
+	}
+	return c
 }

@@ -1105,12 +1105,14 @@ func TestIdempotency_ConcurrentDuplicatesNeverReachTheWriter(t *testing.T) {
 	body := mail(t, "cole@example.com", "coalesced")
 	before := commits()
 	const n = 8
-	res := make([]*sendoncetest.Response, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { res[i] = post(t, env, env.AdminKey, "coalesce-1", body) })
+	// No t.Fatal off the test goroutine: concurrently returns the errors.
+	res, failed := concurrently(env, "coalesce-1", body, n)
+	for _, err := range failed {
+		t.Error(err)
 	}
-	wg.Wait()
+	if len(failed) != 0 {
+		t.FailNow()
+	}
 	originals := 0
 	for _, r := range res {
 		switch {
@@ -1136,11 +1138,16 @@ func TestIdempotency_ConcurrentDuplicatesNeverReachTheWriter(t *testing.T) {
 // While a first request is still running (here: waiting for the database
 // writer, which a transaction holds), a duplicate gets 409
 // idempotency_key_in_use with Retry-After: 1 at once, and the same key
-// with another body 422; afterwards the duplicate gets the replay.
+// with another body 422; afterwards the duplicate gets the replay. Two
+// requests go at once: whichever the server takes first is the first, so
+// the test does not guess when it is far enough along.
 func TestIdempotency_FirstStillRunningIs409(t *testing.T) {
 	env := sendoncetest.Start(t, sendoncetest.Options{Backend: sendoncetest.SQLite, NoWorkers: true})
 	body := mail(t, "dina@example.com", "still running")
 	entered, gate := make(chan struct{}), make(chan struct{})
+	var opened sync.Once
+	release := func() { opened.Do(func() { close(gate) }) }
+	defer release() // also when the test fails before it lets the writer go
 	held := make(chan error, 1)
 	go func() {
 		held <- env.Server.Store.InTx(context.Background(), func(core.Tx) error {
@@ -1150,29 +1157,43 @@ func TestIdempotency_FirstStillRunningIs409(t *testing.T) {
 		})
 	}()
 	<-entered
-	firstDone := make(chan *sendoncetest.Response, 1)
-	go func() { firstDone <- post(t, env, env.AdminKey, "running-1", body) }()
-	time.Sleep(200 * time.Millisecond) // the first is now waiting for the writer
-
-	safety := time.AfterFunc(5*time.Second, func() { close(gate) }) // a broken build waits here
-	dup := post(t, env, env.AdminKey, "running-1", body)
-	if !safety.Stop() {
-		t.Fatalf("the duplicate waited for the first (then got %d)", dup.Status)
+	type answer struct {
+		r   *sendoncetest.Response
+		err error
 	}
-	requireError(t, dup, http.StatusConflict, "idempotency_key_in_use")
-	if got := dup.Header.Get("Retry-After"); got != "1" {
+	answers := make(chan answer, 2)
+	for range 2 {
+		go func() {
+			r, err := env.TryDo(sendoncetest.Request{Method: http.MethodPost, Path: sendPath, Key: env.AdminKey, IdemKey: "running-1", Body: body})
+			answers <- answer{r, err}
+		}()
+	}
+
+	safety := time.AfterFunc(5*time.Second, release) // a broken build waits here
+	dup := <-answers
+	if dup.err != nil {
+		t.Fatal(dup.err)
+	}
+	if !safety.Stop() {
+		t.Fatalf("the duplicate waited for the first (then got %d)", dup.r.Status)
+	}
+	requireError(t, dup.r, http.StatusConflict, "idempotency_key_in_use")
+	if got := dup.r.Header.Get("Retry-After"); got != "1" {
 		t.Fatalf("Retry-After %q, want 1", got)
 	}
 	requireError(t, post(t, env, env.AdminKey, "running-1", mail(t, "dina@example.com", "other")),
 		http.StatusUnprocessableEntity, "idempotency_key_reused")
 
-	close(gate)
+	release()
 	if err := <-held; err != nil {
 		t.Fatal(err)
 	}
-	first := <-firstDone
-	requireOriginal(t, first, http.StatusOK)
-	requireReplayOf(t, first, post(t, env, env.AdminKey, "running-1", body))
+	first := <-answers
+	if first.err != nil {
+		t.Fatal(first.err)
+	}
+	requireOriginal(t, first.r, http.StatusOK)
+	requireReplayOf(t, first.r, post(t, env, env.AdminKey, "running-1", body))
 }
 
 // On PostgreSQL a first request running in another transaction (another
@@ -1182,11 +1203,12 @@ func TestIdempotency_KeyHeldByAnotherTransactionIs409(t *testing.T) {
 	env := sendoncetest.Start(t, sendoncetest.Options{Backend: sendoncetest.Postgres, NoWorkers: true})
 	body := mail(t, "eli@example.com", "held elsewhere")
 	sc := sendScope("held-1")
+	fp := fingerprint(t, body) // here: no t.Fatal off the test goroutine
 	entered, gate := make(chan struct{}), make(chan struct{})
 	held := make(chan error, 1)
 	go func() {
 		held <- env.Server.Store.InTx(context.Background(), func(tx core.Tx) error {
-			d, err := tx.DecideIdempotency(context.Background(), sc, fingerprint(t, body), env.Clock.Now())
+			d, err := tx.DecideIdempotency(context.Background(), sc, fp, env.Clock.Now())
 			if err != nil || d.Outcome != idempotency.Proceed {
 				t.Errorf("holder's reservation: %v %v", d.Outcome, err)
 			}

@@ -369,22 +369,32 @@ func TestAttachments_LargeRequestsBeyondTheBoundWaitThen503(t *testing.T) {
 	body["attachments"] = []map[string]any{{"filename": "a.bin", "content": base64.StdEncoding.EncodeToString(randomBytes(t, 1600<<10))}}
 	raw := mustJSON(t, body)
 
-	// A request that declares its size and sends its body slowly holds the room.
-	pr, pw := io.Pipe()
-	req, _ := http.NewRequest("POST", env.URL+"/v1/send", pr)
+	// A request that declares its size and holds back its body holds the
+	// room. It asks Expect: 100-continue, which the server answers only
+	// once the handler reads the body, past the bound: its client reading
+	// the body is the sign that it holds the room.
+	slow := &gatedBody{r: bytes.NewReader(raw), reading: make(chan struct{}), gate: make(chan struct{})}
+	defer slow.open() // also when the test fails first
+	req, _ := http.NewRequest("POST", env.URL+"/v1/send", slow)
 	req.ContentLength = int64(len(raw))
 	req.Header.Set("Authorization", "Bearer "+env.AdminKey)
 	req.Header.Set("Idempotency-Key", "holder")
+	req.Header.Set("Expect", "100-continue")
+	client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
+	defer client.CloseIdleConnections()
 	held := make(chan *http.Response, 1)
 	go func() {
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Errorf("holder: %v", err)
 		}
 		held <- resp
 	}()
-	pw.Write(raw[:10])
-	time.Sleep(200 * time.Millisecond) // the holder is in, waiting for its body
+	select {
+	case <-slow.reading:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder's body was never asked for")
+	}
 
 	r := env.Send(t, "second", raw)
 	if r.Status != http.StatusServiceUnavailable || r.ErrorCode() != core.CodeUnavailable || r.Header.Get("Retry-After") == "" {
@@ -393,11 +403,12 @@ func TestAttachments_LargeRequestsBeyondTheBoundWaitThen503(t *testing.T) {
 	if small := env.Send(t, "small", sendoncetest.Mail("ann@example.com", "small")); small.Status != http.StatusOK {
 		t.Fatalf("a small send waited: %d %s", small.Status, small.Body)
 	}
-	pw.Write(raw[10:])
-	pw.Close()
-	if resp := <-held; resp == nil || resp.StatusCode != http.StatusOK {
+	slow.open()
+	resp := <-held
+	if resp == nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("holder: %v", resp)
 	}
+	resp.Body.Close()
 	if r := env.Send(t, "second", raw); r.Status != http.StatusOK {
 		t.Fatalf("second large request once room was free: %d %s", r.Status, r.Body)
 	}
@@ -405,3 +416,19 @@ func TestAttachments_LargeRequestsBeyondTheBoundWaitThen503(t *testing.T) {
 		t.Fatalf("%d sends, want the holder, the small one and the second", n)
 	}
 }
+
+// gatedBody is a request body that tells when its client first reads it
+// (reading is closed) and gives its bytes only once open is called.
+type gatedBody struct {
+	r             io.Reader
+	reading, gate chan struct{}
+	asked, opened sync.Once
+}
+
+func (b *gatedBody) Read(p []byte) (int, error) {
+	b.asked.Do(func() { close(b.reading) })
+	<-b.gate
+	return b.r.Read(p)
+}
+
+func (b *gatedBody) open() { b.opened.Do(func() { close(b.gate) }) }

@@ -151,7 +151,7 @@ func TestGroupCommit_AnswersOnlyAfterTheCommit(t *testing.T) {
 		release := holdWriter(t, s)
 		first := make(chan error, 1)
 		go func() { first <- s.InTx(ctx, func(tx core.Tx) error { return insertRow(ctx, tx, "first") }) }()
-		time.Sleep(50 * time.Millisecond) // first in the batch
+		waitQueued(t, 1) // first in the batch
 		entered, gate := make(chan struct{}), make(chan struct{})
 		second := make(chan error, 1)
 		go func() {
@@ -161,7 +161,7 @@ func TestGroupCommit_AnswersOnlyAfterTheCommit(t *testing.T) {
 				return insertRow(ctx, tx, "second")
 			})
 		}()
-		time.Sleep(50 * time.Millisecond)
+		waitQueued(t, 2)
 		release()
 		<-entered
 		select {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -106,6 +107,55 @@ func holdWriter(t *testing.T, s *Store) (release func()) {
 	}
 }
 
+// waitQueued waits until exactly n callers of InTx are parked handing
+// their requests over to the group commit. With the writer held
+// (holdWriter), the next batch then takes all n, in the order they queued
+// (a channel's waiting senders are served first come, first served).
+//
+// It reads the goroutines' states instead of a counter kept by InTx: a
+// counter bumped before the hand-over counts a caller a moment before it
+// is in the channel's queue, and a caller not yet in it when the writer
+// is released misses the batch. A goroutine shows as [select] only once it
+// is parked in InTx's select, and as [chan receive] once its request was
+// taken.
+func waitQueued(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := queuedCallers()
+		switch {
+		case got == n:
+			return
+		case got > n:
+			t.Fatalf("%d callers queued, want %d: another test's store is busy", got, n)
+		case time.Now().After(deadline):
+			t.Fatalf("%d callers queued after 10s, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// queuedCallers counts the goroutines parked in groupCommit.do's select.
+func queuedCallers() int {
+	buf := make([]byte, 1<<16)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(header, "[select") && strings.Contains(g, "sqlstore.(*groupCommit).do(") {
+			count++
+		}
+	}
+	return count
+}
+
 // One failing transaction in a shared commit rolls back alone; the others
 // in its batch commit, and each caller gets its own result.
 func TestGroupCommit_FailureRollsBackAlone(t *testing.T) {
@@ -133,7 +183,7 @@ func testFailureRollsBackAlone(t *testing.T, s *Store, sizes func() []int) {
 			})
 		})
 	}
-	time.Sleep(200 * time.Millisecond) // let the callers queue behind the holder
+	waitQueued(t, n)
 	release()
 	wg.Wait()
 
@@ -187,7 +237,7 @@ func testPanicStaysWithItsCaller(t *testing.T, s *Store, sizes func() []int) {
 			errs[i] = s.InTx(ctx, func(tx core.Tx) error { return insertRow(ctx, tx, fmt.Sprint("ok-", i)) })
 		})
 	}
-	time.Sleep(200 * time.Millisecond)
+	waitQueued(t, 1+len(errs))
 	release()
 	wg.Wait()
 
@@ -236,7 +286,7 @@ func testCancelDoesNotAbortTheBatch(t *testing.T, s *Store, sizes func() []int) 
 			errs[i] = s.InTx(ctx, func(tx core.Tx) error { return insertRow(ctx, tx, fmt.Sprint("other-", i)) })
 		})
 	}
-	time.Sleep(200 * time.Millisecond)
+	waitQueued(t, 1+len(errs))
 	release()
 	wg.Wait()
 
@@ -305,7 +355,7 @@ func testFailedCommitFailsEveryone(t *testing.T, s *Store, sizes func() []int) {
 	wg.Go(func() {
 		readerErr = s.InTx(ctx, func(tx core.Tx) error { return errAnswered })
 	})
-	time.Sleep(200 * time.Millisecond)
+	waitQueued(t, 3)
 	release()
 	wg.Wait()
 	if sz := sizes(); len(sz) != 2 || sz[1] != 3 {
@@ -354,7 +404,7 @@ func testWakesOncePerBatch(t *testing.T, s *Store, sizes func() []int) {
 			})
 		})
 	}
-	time.Sleep(200 * time.Millisecond)
+	waitQueued(t, 6)
 	release()
 	wg.Wait()
 	if n := wakes.Load(); n < 1 || int(n) > len(sizes())-1 {
@@ -396,7 +446,9 @@ func testFailureRerunsTheOthersOnce(t *testing.T, backend string) {
 		var wg sync.WaitGroup
 		for i := range 6 {
 			if i == 5 {
-				time.Sleep(50 * time.Millisecond) // the failing one comes last in its batch
+				// The failing one comes last in its batch: the queue is
+				// first come, first served.
+				waitQueued(t, 5)
 			}
 			wg.Go(func() {
 				_ = s.InTx(ctx, func(tx core.Tx) error {
@@ -411,7 +463,7 @@ func testFailureRerunsTheOthersOnce(t *testing.T, backend string) {
 				})
 			})
 		}
-		time.Sleep(200 * time.Millisecond)
+		waitQueued(t, 6)
 		release()
 		wg.Wait()
 		if sz := sizes(); len(sz) != 2 || sz[1] != 6 {

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/emersion/go-smtp"
 
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 	"github.com/sendonce/sendonce/internal/testkit/tcpproxy"
@@ -168,7 +169,9 @@ func TestSubmission_ReplyLostAfterTheDotThenResent(t *testing.T) {
 // TestSubmission_ConcurrentDuplicatesGetOne250AndThe451s: while the first
 // message with a key is being accepted (its commit held up by another
 // transaction), duplicates get 451 4.7.0; once it commits, it is the one
-// send, and a later duplicate replays it.
+// send, and a later duplicate replays it. The copies go at once: whichever
+// the server takes first is the first, so the test does not guess when it
+// is far enough along.
 func TestSubmission_ConcurrentDuplicatesGetOne250AndThe451s(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env, addr := startEnv(t, b)
@@ -178,32 +181,46 @@ func TestSubmission_ConcurrentDuplicatesGetOne250AndThe451s(t *testing.T) {
 		release := holdWrites(t, env)
 		defer release()
 
-		first := make(chan string, 1)
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := dial(t, addr, env.AdminKey)
-			text, err := submit(c, "sender@example.com", to, data)
-			if err != nil {
-				t.Errorf("first: %v", err)
+		const n = 5
+		clients := make([]*smtp.Client, n)
+		for i := range clients {
+			clients[i] = dial(t, addr, env.AdminKey)
+		}
+		type result struct {
+			text string
+			err  error
+		}
+		results := make(chan result, n)
+		for _, c := range clients {
+			go func() {
+				text, err := submit(c, "sender@example.com", to, data)
+				results <- result{text, err}
+			}()
+		}
+		next := func(what string) result {
+			t.Helper()
+			select {
+			case r := <-results:
+				return r
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no answer to the %s within 30s", what)
+				return result{}
 			}
-			first <- text
-		}()
-		time.Sleep(500 * time.Millisecond) // the first is past its MAIL, RCPT and DATA: waiting on the lock
-		for i := range 4 {
-			c := dial(t, addr, env.AdminKey)
-			_, err := submit(c, "sender@example.com", to, data)
-			if code(err) != 451 || enhanced(err) != "4.7.0" {
-				t.Errorf("duplicate %d while the first runs: %v, want 451 4.7.0", i, err)
+		}
+		// All but the first are answered while its commit waits.
+		for i := range n - 1 {
+			if r := next("duplicates"); code(r.err) != 451 || enhanced(r.err) != "4.7.0" {
+				t.Errorf("duplicate %d while the first runs: %q, %v; want 451 4.7.0", i, r.text, r.err)
 			}
 		}
 		release()
-		wg.Wait()
-		text := <-first
-		id := sendID(t, text)
-		if !strings.Contains(text, "queued as") {
-			t.Errorf("first answered %q", text)
+		first := next("first")
+		if first.err != nil {
+			t.Fatalf("first: %v", first.err)
+		}
+		id := sendID(t, first.text)
+		if !strings.Contains(first.text, "queued as") {
+			t.Errorf("first answered %q", first.text)
 		}
 		c := dial(t, addr, env.AdminKey)
 		again, err := submit(c, "sender@example.com", to, data)
