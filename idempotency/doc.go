@@ -93,17 +93,34 @@
 // two-step Store (Reserve before the work, Complete after) or, with
 // Config.Store nil, a TxRecords that decides and writes the key inside the
 // caller's own transaction: one record write per request, committed with
-// the work (Ticket.Decide, Ticket.Put, Ticket.Committed).
+// the work.
+//
+// # One write protocol
+//
+// Run is the whole of a transactional write, the one protocol every door
+// of sendonce (HTTP, SMTP submission) runs: Begin on the cheap tiers;
+// Write.Prepare outside any transaction (the CPU work); one transaction
+// that decides the key again, runs the step and stores its answer;
+// Committed — or Release on every other way out, panics included. A
+// refusal rolls back the step's writes and is stored alone; a status not
+// stored (ShouldStore) frees the key; a conflict the transaction runs
+// again is not an answer. The typed Result says which.
 //
 //	e := idempotency.NewEngine(idempotency.Config{Lookup: readCompleted, ReplayCacheEntries: 10000})
-//	t, err := e.Begin(ctx, scope, fingerprint)
-//	if t.Decision.Outcome != idempotency.Proceed { /* answer it */ }
-//	err = db.InTx(ctx, func(tx Tx) error {
-//		if d, err := t.Decide(ctx, tx); err != nil || d.Outcome != idempotency.Proceed { ... }
-//		// ... the work, in tx ...
-//		return t.Put(ctx, tx, resp)
+//	res := idempotency.Run(ctx, e, idempotency.Write[Tx]{
+//		Scope: &scope, Fingerprint: fp, InTx: db.InTx,
+//		Prepare: func(ctx context.Context) (idempotency.Step[Tx], error) {
+//			order, err := validate(body) // no transaction yet
+//			return func(ctx context.Context, tx Tx) (idempotency.Response, error) {
+//				return insert(ctx, tx, order) // in the transaction that stores the answer
+//			}, err
+//		},
+//		Refuse: func(err error) (idempotency.Response, bool) { return asAnswer(err) },
 //	})
-//	if err == nil { t.Committed(ctx, nil) } else { t.Release(ctx) }
+//
+// The Ticket underneath (Begin, Ticket.Decide, Ticket.Put,
+// Ticket.Committed, Ticket.Release) is there for a protocol of one's own,
+// a two-step Store's (Ticket.Complete) above all.
 //
 // Package idempotencytest is the conformance suite every store runs:
 // RunStore for a Store, RunTx for a TxRecords.

@@ -10,6 +10,8 @@
 // dies mid-attempt leaves a trace that the rescuer turns into unknown.
 // unknown is never retried by itself: only reconcile leaves it.
 //
-// Jobs run on River (github.com/riverqueue/river), inserted in the same
-// transaction that accepts the send.
+// A queued send's row is its own delivery job, written in the transaction
+// that accepts the send: workers claim due rows with a lease. River
+// (github.com/riverqueue/river) runs only the periodic housekeeping (the
+// rescue of lapsed attempts, the purges).
 package delivery
