@@ -120,7 +120,7 @@ func (s *Server) handleResendGetSuppression(w http.ResponseWriter, r *http.Reque
 }
 
 func (s *Server) handleResendRemoveSuppression(w http.ResponseWriter, r *http.Request) {
-	sup, err := s.deleteSuppression(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	sup, err := s.svc.RemoveSuppression(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
 		writeResendError(w, r, s.logger, err)
 		return

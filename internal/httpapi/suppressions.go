@@ -86,21 +86,10 @@ func (s *Server) handleGetSuppression(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, viewSuppression(sup))
 }
 
-// deleteSuppression removes an entry by address or id.
-func (s *Server) deleteSuppression(ctx context.Context, tenant, emailOrID string) (*core.Suppression, error) {
-	var sup *core.Suppression
-	err := s.store.InTx(ctx, func(tx core.Tx) error {
-		var err error
-		sup, err = tx.DeleteSuppression(ctx, tenant, emailOrID)
-		return err
-	})
-	return sup, err
-}
-
 // handleDeleteSuppression is DELETE /v1/suppressions/{email} (admin): the
 // removed entry; 404 when there was none.
 func (s *Server) handleDeleteSuppression(w http.ResponseWriter, r *http.Request) {
-	sup, err := s.deleteSuppression(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("email"))
+	sup, err := s.svc.RemoveSuppression(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("email"))
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
