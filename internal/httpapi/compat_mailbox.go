@@ -40,13 +40,8 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 	if req.MailboxID != "" && req.MailboxID != mailboxID {
 		return nil, core.Errorf(core.CodeValidation, "mailbox_id", "the mailbox is the one in the path; leave mailbox_id out")
 	}
-	for _, f := range []struct {
-		name string
-		list addrList
-	}{{"to", req.To}, {"cc", req.Cc}, {"bcc", req.Bcc}, {"reply_to", req.ReplyTo}} {
-		if len(f.list) > app.MaxRecipients {
-			return nil, core.Errorf(core.CodeValidation, f.name, "at most %d addresses", app.MaxRecipients)
-		}
+	if err := checkRecipientCounts(req.To, req.Cc, req.Bcc, req.ReplyTo); err != nil {
+		return nil, err
 	}
 	sr := &app.SendRequest{
 		To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: mailboxID,

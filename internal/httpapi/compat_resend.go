@@ -161,13 +161,8 @@ func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendE
 	if e.From == "" {
 		return nil, core.Errorf(core.CodeValidation, "from", "from is required")
 	}
-	for _, f := range []struct {
-		name string
-		list addrList
-	}{{"to", e.To}, {"cc", e.Cc}, {"bcc", e.Bcc}, {"reply_to", e.ReplyTo}} {
-		if len(f.list) > app.MaxRecipients {
-			return nil, core.Errorf(core.CodeValidation, f.name, "at most %d addresses", app.MaxRecipients)
-		}
+	if err := checkRecipientCounts(e.To, e.Cc, e.Bcc, e.ReplyTo); err != nil {
+		return nil, err
 	}
 	var tags map[string]string
 	for _, t := range e.Tags {

@@ -20,6 +20,21 @@ import (
 // addrList accepts a single address or an array of them.
 type addrList []string
 
+// checkRecipientCounts refuses a field of more than app.MaxRecipients
+// addresses before anything else reads the request (the compatibility
+// routes resolve templates first, which a huge list should not reach).
+func checkRecipientCounts(to, cc, bcc, replyTo addrList) error {
+	for _, f := range []struct {
+		name string
+		list addrList
+	}{{"to", to}, {"cc", cc}, {"bcc", bcc}, {"reply_to", replyTo}} {
+		if len(f.list) > app.MaxRecipients {
+			return core.Errorf(core.CodeValidation, f.name, "at most %d addresses", app.MaxRecipients)
+		}
+	}
+	return nil
+}
+
 func (a *addrList) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	if bytes.Equal(b, []byte("null")) {
