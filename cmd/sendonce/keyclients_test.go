@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
 // killWindows records when a test was killing a server, so its clients can
@@ -126,4 +128,18 @@ func (c *keyClients) distinct(key string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.bodies[key])
+}
+
+// requireRelayedOnce: the relay saw no Message-ID twice, every sent send,
+// and of the unknown ones (a kill during their attempt) at most each once.
+func requireRelayedOnce(t *testing.T, smtpd *smtptest.Server, sent, unknown int) {
+	t.Helper()
+	for id, n := range smtpd.MessageIDCounts() {
+		if n != 1 {
+			t.Errorf("Message-ID %s delivered %d times", id, n)
+		}
+	}
+	if got := len(smtpd.Messages()); got < sent || got > sent+unknown {
+		t.Errorf("relay got %d messages; %d sends are sent and %d unknown", got, sent, unknown)
+	}
 }
