@@ -35,6 +35,31 @@ func (s *Service) PutTemplate(ctx context.Context, tx core.Tx, t *core.Template)
 	return true, s.CheckCap(ctx, tx, core.ResourceTemplates, t.Tenant)
 }
 
+// SaveTemplate is PutTemplate in a transaction of its own (PUT
+// /v1/templates/{id}, which is not idempotent by key: a PUT is
+// idempotent by itself).
+func (s *Service) SaveTemplate(ctx context.Context, t *core.Template) (created bool, err error) {
+	err = s.store.InTx(ctx, func(tx core.Tx) error {
+		created, err = s.PutTemplate(ctx, tx, t)
+		return err
+	})
+	return created, err
+}
+
+// DeleteTemplate removes the tenant's template; ErrNotFound.
+func (s *Service) DeleteTemplate(ctx context.Context, tenant, id string) error {
+	return s.store.InTx(ctx, func(tx core.Tx) error { return tx.DeleteTemplate(ctx, tenant, id) })
+}
+
+// AddWebhook stores a webhook webhook.Service.Prepare made, within the
+// tenant's cap of webhooks.
+func (s *Service) AddWebhook(ctx context.Context, tx core.Tx, w *core.Webhook) error {
+	if err := tx.InsertWebhook(ctx, w); err != nil {
+		return err
+	}
+	return s.CheckCap(ctx, tx, core.ResourceWebhooks, w.Tenant)
+}
+
 // CreateMailbox stores a new mailbox for the tenant.
 func (s *Service) CreateMailbox(ctx context.Context, tx core.Tx, m *core.Mailbox) error {
 	if !ValidID(m.ID) {

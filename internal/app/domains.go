@@ -283,6 +283,29 @@ func VerifyStatus(rep *dnscheck.Report) core.DomainStatus {
 	return core.DomainVerified
 }
 
+// VerifyDomain runs the DNS check of the tenant's stored domain d and
+// returns the status it gives (failed when the check could not run), for
+// RecordDomainStatus to store. Meanwhile, in a transaction of its own, the
+// domain reads as pending: a check takes seconds, and readers see it run.
+func (s *Service) VerifyDomain(ctx context.Context, d *core.Domain) (core.DomainStatus, error) {
+	if err := s.store.InTx(ctx, func(tx core.Tx) error {
+		return tx.SetDomainStatus(ctx, d.Tenant, d.Domain, core.DomainPending)
+	}); err != nil {
+		return "", err
+	}
+	rep, err := s.CheckDomain(ctx, DNSCheck{Tenant: d.Tenant, Domain: d.Domain, RequireStored: true})
+	if err != nil {
+		return core.DomainFailed, nil
+	}
+	return VerifyStatus(rep), nil
+}
+
+// RecordDomainStatus stores the status VerifyDomain gave, in the
+// caller's transaction; ErrNotFound.
+func (s *Service) RecordDomainStatus(ctx context.Context, tx core.Tx, d *core.Domain, status core.DomainStatus) error {
+	return tx.SetDomainStatus(ctx, d.Tenant, d.Domain, status)
+}
+
 // DomainMailboxes returns the ids of the tenant's mailboxes whose address
 // is at domain (any form of the name): what a key limited to a domain may
 // send from. ErrNotFound when the tenant has no such domain.

@@ -85,6 +85,16 @@ func (s *Service) Now() time.Time { return s.cfg.Now().UTC() }
 // Store returns the store the service uses.
 func (s *Service) Store() core.Store { return s.store }
 
+// InTx is the transactor of the one write protocol (idempotency.Run):
+// the doors pass it to the protocol as its InTx, and the protocol hands
+// the transaction to a step that gives it to service methods (AcceptSend,
+// AddDomain, …). A door calls no method of the transaction itself, and
+// opens none for anything else: a change outside the protocol is a
+// service method that opens its own.
+func (s *Service) InTx(ctx context.Context, fn func(tx core.Tx) error) error {
+	return s.store.InTx(ctx, fn)
+}
+
 // NewID returns a time-ordered id with the given prefix, e.g. "snd_01j…".
 // Ordering by id is ordering by creation, which list cursors rely on.
 func NewID(prefix string) string {

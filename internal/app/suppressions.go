@@ -60,8 +60,14 @@ func (s *Service) RemoveSuppression(ctx context.Context, tenant, emailOrID strin
 	var sup *core.Suppression
 	err := s.store.InTx(ctx, func(tx core.Tx) error {
 		var err error
-		sup, err = tx.DeleteSuppression(ctx, tenant, emailOrID)
+		sup, err = s.RemoveSuppressionTx(ctx, tx, tenant, emailOrID)
 		return err
 	})
 	return sup, err
+}
+
+// RemoveSuppressionTx is RemoveSuppression in the caller's transaction (a
+// batch removal, all or nothing, with its stored answer).
+func (s *Service) RemoveSuppressionTx(ctx context.Context, tx core.Tx, tenant, emailOrID string) (*core.Suppression, error) {
+	return tx.DeleteSuppression(ctx, tenant, emailOrID)
 }

@@ -75,7 +75,7 @@ func checkEvents(events []string) ([]string, error) {
 // Prepare validates a new webhook and makes it, with a new signing secret
 // (returned, whsec_…; the webhook holds its stored form). It runs outside
 // any transaction (the endpoint's host is looked up); the caller inserts
-// the webhook with core.Tx.InsertWebhook.
+// the webhook with app.Service.AddWebhook, within the tenant's cap.
 func (s *Service) Prepare(ctx context.Context, tenant, endpoint string, events []string) (*core.Webhook, string, error) {
 	events, err := checkEvents(events)
 	if err != nil {
