@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/sendonce/sendonce/idempotency"
-	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 )
 
@@ -51,13 +50,12 @@ func intentFrom(h http.Header) (string, error) {
 }
 
 // writeAudit writes an audited request's entry with its result, whatever
-// it is (accepted, replayed, refused by a guardrail, invalid). It runs
-// after the response is decided, in a transaction of its own: a refused
-// send's transaction rolled back, its audit entry does not.
+// it is (accepted, replayed, refused by a guardrail, invalid), after the
+// response is decided (app.RecordAudit).
 func (s *Server) writeAudit(r *http.Request, key *core.APIKey, intent string, res result) {
 	res = res.withAnswer()
 	e := &core.AuditEntry{
-		ID: app.NewID("aud_"), Tenant: key.Tenant, APIKeyID: key.ID, At: s.svc.Now(), Route: r.Method + " " + r.URL.Path,
+		Tenant: key.Tenant, APIKeyID: key.ID, Route: r.Method + " " + r.URL.Path,
 		Intent: intent, IdempotencyKey: res.idemKey, Status: res.status, SendID: strings.Join(res.sendIDs, ","),
 	}
 	switch {
@@ -72,7 +70,7 @@ func (s *Server) writeAudit(r *http.Request, key *core.APIKey, intent string, re
 		e.Outcome, e.Code, e.Detail = "refused", res.code, res.message
 	}
 	ctx := context.WithoutCancel(r.Context())
-	if err := s.store.InTx(ctx, func(tx core.Tx) error { return tx.InsertAudit(ctx, e) }); err != nil {
+	if err := s.svc.RecordAudit(ctx, e); err != nil {
 		s.logger.ErrorContext(ctx, "write audit entry", slog.Any("error", err))
 	}
 }
@@ -101,7 +99,7 @@ func (s *Server) handleListAudit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.logger, err)
 		return
 	}
-	entries, next, err := s.store.ListAudit(r.Context(), apiKeyFrom(r.Context()).Tenant, limit, q.Get("after"))
+	entries, next, err := s.reads.ListAudit(r.Context(), apiKeyFrom(r.Context()).Tenant, limit, q.Get("after"))
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return

@@ -122,7 +122,7 @@ func (s *Server) original(ctx context.Context, key *core.APIKey, id string) ([]b
 	switch {
 	case strings.HasPrefix(id, "snd_"):
 	case strings.HasPrefix(id, "msg_"):
-		m, err := s.store.InboxMessage(ctx, key.Tenant, id)
+		m, err := s.reads.InboxMessage(ctx, key.Tenant, id)
 		if errors.Is(err, core.ErrNotFound) {
 			return nil, "", notFound
 		}
@@ -140,7 +140,7 @@ func (s *Server) original(ctx context.Context, key *core.APIKey, id string) ([]b
 		return nil, "", notFound
 	}
 	if raw == nil || len(key.Mailboxes) > 0 {
-		send, err := s.store.Send(ctx, key.Tenant, sendID)
+		send, err := s.reads.Send(ctx, key.Tenant, sendID)
 		if errors.Is(err, core.ErrNotFound) {
 			return nil, "", notFound
 		}
@@ -152,7 +152,7 @@ func (s *Server) original(ctx context.Context, key *core.APIKey, id string) ([]b
 		}
 		if raw == nil {
 			if send.AttachmentCount > 0 { // the original as it was delivered, its files included
-				if send.Attachments, err = s.store.SendAttachments(ctx, send.ID); err != nil {
+				if send.Attachments, err = s.reads.SendAttachments(ctx, send.ID); err != nil {
 					return nil, "", err
 				}
 			}

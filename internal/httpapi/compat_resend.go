@@ -331,7 +331,7 @@ func resendEvent(st core.Status) string {
 }
 
 func (s *Server) handleResendGet(w http.ResponseWriter, r *http.Request) {
-	send, err := s.store.Send(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	send, err := s.reads.Send(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
 		writeResendError(w, r, s.logger, err)
 		return

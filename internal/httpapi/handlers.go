@@ -190,7 +190,7 @@ func (s *Server) acceptStep(key *core.APIKey, send *core.Send) writeStep {
 
 func (s *Server) handleGetSend(w http.ResponseWriter, r *http.Request) {
 	key := apiKeyFrom(r.Context())
-	send, events, err := s.store.SendWithEvents(r.Context(), key.Tenant, r.PathValue("id"))
+	send, events, err := s.reads.SendWithEvents(r.Context(), key.Tenant, r.PathValue("id"))
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
@@ -240,7 +240,7 @@ func (s *Server) handleListSends(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.logger, err)
 		return
 	}
-	sends, next, err := s.store.ListSends(r.Context(), key.Tenant, f)
+	sends, next, err := s.reads.ListSends(r.Context(), key.Tenant, f)
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
@@ -304,17 +304,12 @@ func (s *Server) handlePutTemplate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := &core.Template{Tenant: key.Tenant, ID: r.PathValue("id"), Subject: req.Subject, Text: req.Text, HTML: req.HTML}
-	var created bool
-	err = s.store.InTx(r.Context(), func(tx core.Tx) error {
-		var err error
-		created, err = s.svc.PutTemplate(r.Context(), tx, t)
-		return err
-	})
+	created, err := s.svc.SaveTemplate(r.Context(), t)
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
 	}
-	stored, err := s.store.Template(r.Context(), key.Tenant, t.ID)
+	stored, err := s.reads.Template(r.Context(), key.Tenant, t.ID)
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
@@ -327,7 +322,7 @@ func (s *Server) handlePutTemplate(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) {
-	t, err := s.store.Template(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	t, err := s.reads.Template(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
@@ -336,7 +331,7 @@ func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleListTemplates(w http.ResponseWriter, r *http.Request) {
-	ts, err := s.store.ListTemplates(r.Context(), apiKeyFrom(r.Context()).Tenant)
+	ts, err := s.reads.ListTemplates(r.Context(), apiKeyFrom(r.Context()).Tenant)
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
@@ -351,8 +346,7 @@ func (s *Server) handleListTemplates(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) {
 	key := apiKeyFrom(r.Context())
 	id := r.PathValue("id")
-	err := s.store.InTx(r.Context(), func(tx core.Tx) error { return tx.DeleteTemplate(r.Context(), key.Tenant, id) })
-	if err != nil {
+	if err := s.svc.DeleteTemplate(r.Context(), key.Tenant, id); err != nil {
 		writeError(w, r, s.logger, err)
 		return
 	}
@@ -388,7 +382,7 @@ func (s *Server) handleGetMailbox(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleListMailboxes(w http.ResponseWriter, r *http.Request) {
 	tenant := apiKeyFrom(r.Context()).Tenant
-	ms, err := s.store.ListMailboxes(r.Context(), tenant)
+	ms, err := s.reads.ListMailboxes(r.Context(), tenant)
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
@@ -413,7 +407,7 @@ func (s *Server) handleListInbox(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.logger, err)
 		return
 	}
-	ms, err := s.store.ListInbox(r.Context(), apiKeyFrom(r.Context()).Tenant, limit)
+	ms, err := s.reads.ListInbox(r.Context(), apiKeyFrom(r.Context()).Tenant, limit)
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
@@ -426,7 +420,7 @@ func (s *Server) handleListInbox(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleGetInbox(w http.ResponseWriter, r *http.Request) {
-	m, err := s.store.InboxMessage(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	m, err := s.reads.InboxMessage(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
@@ -435,7 +429,7 @@ func (s *Server) handleGetInbox(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleGetInboxRaw(w http.ResponseWriter, r *http.Request) {
-	m, err := s.store.InboxMessage(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	m, err := s.reads.InboxMessage(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
@@ -444,7 +438,7 @@ func (s *Server) handleGetInboxRaw(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
-	if err := s.store.Ping(r.Context()); err != nil {
+	if err := s.reads.Ping(r.Context()); err != nil {
 		s.logger.ErrorContext(r.Context(), "health check", "error", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": "unreachable"})
 		return

@@ -143,7 +143,7 @@ func (s *Server) decideAndRun(w http.ResponseWriter, r *http.Request, o postOpts
 		sc = &idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: idemKey}
 	}
 	ran := idempotency.Run(ctx, s.idem, idempotency.Write[core.Tx]{
-		Scope: sc, Fingerprint: fp, InTx: s.store.InTx,
+		Scope: sc, Fingerprint: fp, InTx: s.svc.InTx,
 		Prepare: func(ctx context.Context) (idempotency.Step[core.Tx], error) {
 			write, err := h(ctx, key, r, body, idemKey)
 			if err != nil {

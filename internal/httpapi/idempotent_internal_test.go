@@ -30,7 +30,7 @@ func TestIdempotent_WriteStepRefusalRollsBackItsWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newServer(svc, nil, Config{}, nil)
+	s := newServer(svc, nil, Config{Reads: store}, nil)
 	h := s.idempotent(postOpts{}, func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
 		send, err := s.svc.PrepareSend(ctx, key, idemKey, &app.SendRequest{
 			To: []string{"ada@example.com"}, Subject: "part one", Text: "hi"})

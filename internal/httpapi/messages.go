@@ -210,7 +210,7 @@ func (s *Server) handleResendList(w http.ResponseWriter, r *http.Request) {
 	if key.Agent {
 		f.APIKeyID = key.ID
 	}
-	sends, next, err := s.store.ListSends(r.Context(), key.Tenant, f)
+	sends, next, err := s.reads.ListSends(r.Context(), key.Tenant, f)
 	if err != nil {
 		writeResendError(w, r, s.logger, err)
 		return

@@ -148,7 +148,7 @@ func renameParam(err error, native, resend string) error {
 }
 
 func (s *Server) handleResendListDomains(w http.ResponseWriter, r *http.Request) {
-	ds, err := s.store.ListDomains(r.Context(), apiKeyFrom(r.Context()).Tenant)
+	ds, err := s.reads.ListDomains(r.Context(), apiKeyFrom(r.Context()).Tenant)
 	if err != nil {
 		writeResendError(w, r, s.logger, err)
 		return
@@ -228,7 +228,8 @@ func (s *Server) handleResendRemoveDomain(w http.ResponseWriter, r *http.Request
 }
 
 // handleResendVerifyDomain runs the DNS check (through the server's
-// resolver) before the transaction, and stores the status it gives in it.
+// resolver, app.VerifyDomain) before the transaction, and stores the
+// status it gives in it.
 // Resend verifies in the background; sendonce answers when the check is
 // done, so "pending" is seen only by readers while one runs.
 func (s *Server) handleResendVerifyDomain(ctx context.Context, key *core.APIKey, r *http.Request, _ []byte, _ string) (writeStep, error) {
@@ -236,18 +237,12 @@ func (s *Server) handleResendVerifyDomain(ctx context.Context, key *core.APIKey,
 	if err != nil {
 		return nil, err
 	}
-	if err := s.store.InTx(ctx, func(tx core.Tx) error {
-		return tx.SetDomainStatus(ctx, d.Tenant, d.Domain, core.DomainPending)
-	}); err != nil {
+	status, err := s.svc.VerifyDomain(ctx, d)
+	if err != nil {
 		return nil, err
 	}
-	rep, err := s.svc.CheckDomain(ctx, app.DNSCheck{Tenant: d.Tenant, Domain: d.Domain, RequireStored: true})
-	status := core.DomainFailed
-	if err == nil {
-		status = app.VerifyStatus(rep)
-	}
 	return func(ctx context.Context, tx core.Tx) (int, any, error) {
-		if err := tx.SetDomainStatus(ctx, d.Tenant, d.Domain, status); err != nil {
+		if err := s.svc.RecordDomainStatus(ctx, tx, d, status); err != nil {
 			return 0, nil, err
 		}
 		return http.StatusOK, resendRef{Object: "domain", ID: d.Domain}, nil

@@ -9,7 +9,7 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// Resend's /api-keys on sendonce's keys (app.CreateKeyTx, TenantKeys,
+// Resend's /api-keys on sendonce's keys (app.CreateKey, TenantKeys,
 // RevokeTenantKey). The token is shown once, in the create answer; the
 // database keeps its hash only, and the list never has a secret.
 
@@ -36,23 +36,26 @@ func (s *Server) handleResendCreateKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, err := s.readBody(w, r)
-	var created resendKeyCreated
+	var p app.NewKeyParams
 	if err == nil {
-		err = s.store.InTx(r.Context(), func(tx core.Tx) error {
-			var err error
-			created, err = s.createResendKey(r.Context(), tx, apiKeyFrom(r.Context()), body)
-			return err
-		})
+		p, err = s.resendKeyParams(r.Context(), apiKeyFrom(r.Context()), body)
+	}
+	var k *core.APIKey
+	var secret string
+	if err == nil {
+		k, secret, err = s.svc.CreateKey(r.Context(), p)
 	}
 	if err != nil {
 		writeResendError(w, r, s.logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, created)
+	writeJSON(w, http.StatusOK, resendKeyCreated{ID: k.ID, Token: secret})
 }
 
-func (s *Server) createResendKey(ctx context.Context, tx core.Tx, key *core.APIKey, body []byte) (resendKeyCreated, error) {
-	var none resendKeyCreated
+// resendKeyParams is the key a create body asks for, within what the
+// creating key may give.
+func (s *Server) resendKeyParams(ctx context.Context, key *core.APIKey, body []byte) (app.NewKeyParams, error) {
+	var none app.NewKeyParams
 	var req struct {
 		Name       string `json:"name"`
 		Permission string `json:"permission"`
@@ -95,11 +98,7 @@ func (s *Server) createResendKey(ctx context.Context, tx core.Tx, key *core.APIK
 		}
 		p.Mailboxes = ids
 	}
-	k, secret, err := s.svc.CreateKeyTx(ctx, tx, p)
-	if err != nil {
-		return none, err
-	}
-	return resendKeyCreated{ID: k.ID, Token: secret}, nil
+	return p, nil
 }
 
 type resendKeyView struct {

@@ -79,7 +79,7 @@ func (s *Server) handleResendBatchRemoveSuppressions(ctx context.Context, tx cor
 		Data []resendDeleted `json:"data"`
 	}{Data: []resendDeleted{}}
 	for _, it := range items {
-		sup, err := tx.DeleteSuppression(ctx, key.Tenant, it)
+		sup, err := s.svc.RemoveSuppressionTx(ctx, tx, key.Tenant, it)
 		switch {
 		case err == nil:
 			out.Data = append(out.Data, resendDeleted{Object: "suppression", ID: sup.ID, Deleted: true})
@@ -98,7 +98,7 @@ func (s *Server) handleResendListSuppressions(w http.ResponseWriter, r *http.Req
 		writeResendError(w, r, s.logger, err)
 		return
 	}
-	list, next, err := s.store.ListSuppressions(r.Context(), apiKeyFrom(r.Context()).Tenant, f)
+	list, next, err := s.reads.ListSuppressions(r.Context(), apiKeyFrom(r.Context()).Tenant, f)
 	if err != nil {
 		writeResendError(w, r, s.logger, err)
 		return
@@ -111,7 +111,7 @@ func (s *Server) handleResendListSuppressions(w http.ResponseWriter, r *http.Req
 }
 
 func (s *Server) handleResendGetSuppression(w http.ResponseWriter, r *http.Request) {
-	sup, err := s.store.Suppression(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	sup, err := s.reads.Suppression(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
 		writeResendError(w, r, s.logger, err)
 		return

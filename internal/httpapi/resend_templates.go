@@ -123,9 +123,8 @@ func (f *resendTemplateFields) apply(t *core.Template, c *templateCompat, now ti
 	return nil
 }
 
-// putResendTemplate validates and stores t with c, through the one rule
-// of templates (app.PutTemplate).
-func (s *Server) putResendTemplate(ctx context.Context, tx core.Tx, t *core.Template, c templateCompat) error {
+// withCompat checks c and keeps it in t.
+func withCompat(t *core.Template, c templateCompat) error {
 	if c.Name == "" {
 		return core.Errorf(core.CodeValidation, "name", "name is required")
 	}
@@ -134,6 +133,15 @@ func (s *Server) putResendTemplate(ctx context.Context, tx core.Tx, t *core.Temp
 		return err
 	}
 	t.Compat = string(b)
+	return nil
+}
+
+// putResendTemplate validates and stores t with c, through the one rule
+// of templates (app.PutTemplate), in the caller's transaction.
+func (s *Server) putResendTemplate(ctx context.Context, tx core.Tx, t *core.Template, c templateCompat) error {
+	if err := withCompat(t, c); err != nil {
+		return err
+	}
 	created := t.CreatedAt
 	if _, err := s.svc.PutTemplate(ctx, tx, t); err != nil {
 		return err
@@ -165,11 +173,11 @@ func (s *Server) handleResendCreateTemplate(ctx context.Context, tx core.Tx, key
 
 // resendTemplate finds a template by id or by alias, as Resend does.
 func (s *Server) resendTemplate(ctx context.Context, tenant, ident string) (*core.Template, error) {
-	t, err := s.store.Template(ctx, tenant, ident)
+	t, err := s.reads.Template(ctx, tenant, ident)
 	if !errors.Is(err, core.ErrNotFound) {
 		return t, err
 	}
-	ts, err := s.store.ListTemplates(ctx, tenant)
+	ts, err := s.reads.ListTemplates(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +253,7 @@ type resendTemplateItem struct {
 }
 
 func (s *Server) handleResendListTemplates(w http.ResponseWriter, r *http.Request) {
-	ts, err := s.store.ListTemplates(r.Context(), apiKeyFrom(r.Context()).Tenant)
+	ts, err := s.reads.ListTemplates(r.Context(), apiKeyFrom(r.Context()).Tenant)
 	if err != nil {
 		writeResendError(w, r, s.logger, err)
 		return
@@ -284,31 +292,34 @@ func (s *Server) handleResendUpdateTemplate(w http.ResponseWriter, r *http.Reque
 	writeJSON(w, http.StatusOK, resendRef{Object: "template", ID: id})
 }
 
-// changeTemplate reads the template ident names, lets change edit it, and
-// stores it, in one transaction.
+// changeTemplate reads the template ident names, lets change edit a copy
+// of it, and stores that in a transaction of its own (app.SaveTemplate).
+// The read and the change run before it: they read the store, not the
+// transaction, so holding it over them would protect nothing.
 func (s *Server) changeTemplate(ctx context.Context, tenant, ident string, change func(*core.Template, *templateCompat) error) (string, error) {
 	found, err := s.resendTemplate(ctx, tenant, ident)
 	if err != nil {
 		return "", err
 	}
-	var id string
-	err = s.store.InTx(ctx, func(tx core.Tx) error {
-		t := *found // a fresh copy on every run of the transaction
-		c := compatOf(&t)
-		if err := change(&t, &c); err != nil {
-			return err
-		}
-		id = t.ID
-		return s.putResendTemplate(ctx, tx, &t, c)
-	})
-	return id, err
+	t := *found
+	c := compatOf(&t)
+	if err := change(&t, &c); err != nil {
+		return "", err
+	}
+	if err := withCompat(&t, c); err != nil {
+		return "", err
+	}
+	if _, err := s.svc.SaveTemplate(ctx, &t); err != nil {
+		return "", err
+	}
+	return t.ID, nil
 }
 
 func (s *Server) handleResendRemoveTemplate(w http.ResponseWriter, r *http.Request) {
 	tenant := apiKeyFrom(r.Context()).Tenant
 	t, err := s.resendTemplate(r.Context(), tenant, r.PathValue("id"))
 	if err == nil {
-		err = s.store.InTx(r.Context(), func(tx core.Tx) error { return tx.DeleteTemplate(r.Context(), tenant, t.ID) })
+		err = s.svc.DeleteTemplate(r.Context(), tenant, t.ID)
 	}
 	if err != nil {
 		writeResendError(w, r, s.logger, err)

@@ -50,6 +50,9 @@ type Config struct {
 	// between processes. Defaults to ratelimit.NewMemory on the
 	// service's clock.
 	Limiter ratelimit.Limiter
+	// Reads is what the API lists and shows (the server's store).
+	// Required.
+	Reads Reads
 	// Webhooks serves /v1/webhooks and Resend's /webhooks. Required.
 	Webhooks *webhook.Service
 	// Dashboard, when set, serves the web dashboard at / and under /ui/
@@ -60,7 +63,7 @@ type Config struct {
 // Server is the HTTP API.
 type Server struct {
 	svc     *app.Service
-	store   core.Store
+	reads   Reads
 	metrics *metrics.Metrics
 	cfg     Config
 	logger  *slog.Logger
@@ -98,7 +101,7 @@ func newServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Lo
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, mux: http.NewServeMux(), limiter: cfg.Limiter, hooks: cfg.Webhooks,
+	s := &Server{svc: svc, reads: cfg.Reads, metrics: m, cfg: cfg, logger: logger, mux: http.NewServeMux(), limiter: cfg.Limiter, hooks: cfg.Webhooks,
 		inflight: newInflight(cfg.MaxInflightBytes)}
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory(svc.Now)

@@ -65,7 +65,7 @@ func (s *Server) handleListSuppressions(w http.ResponseWriter, r *http.Request) 
 		writeError(w, r, s.logger, err)
 		return
 	}
-	list, next, err := s.store.ListSuppressions(r.Context(), apiKeyFrom(r.Context()).Tenant, f)
+	list, next, err := s.reads.ListSuppressions(r.Context(), apiKeyFrom(r.Context()).Tenant, f)
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
@@ -78,7 +78,7 @@ func (s *Server) handleListSuppressions(w http.ResponseWriter, r *http.Request) 
 }
 
 func (s *Server) handleGetSuppression(w http.ResponseWriter, r *http.Request) {
-	sup, err := s.store.Suppression(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("email"))
+	sup, err := s.reads.Suppression(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("email"))
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
@@ -117,7 +117,7 @@ func (s *Server) handleListUnmatched(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.logger, err)
 		return
 	}
-	items, err := s.store.ListUnmatched(r.Context(), apiKeyFrom(r.Context()).Tenant, limit)
+	items, err := s.reads.ListUnmatched(r.Context(), apiKeyFrom(r.Context()).Tenant, limit)
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return

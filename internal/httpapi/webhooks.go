@@ -98,10 +98,7 @@ func (s *Server) handleCreateWebhook(status int) txHandler {
 			return nil, err
 		}
 		return func(ctx context.Context, tx core.Tx) (int, any, error) {
-			if err := tx.InsertWebhook(ctx, hook); err != nil {
-				return 0, nil, err
-			}
-			if err := s.svc.CheckCap(ctx, tx, core.ResourceWebhooks, key.Tenant); err != nil {
+			if err := s.svc.AddWebhook(ctx, tx, hook); err != nil {
 				return 0, nil, err
 			}
 			return status, viewWebhook(hook, secret), nil
@@ -120,7 +117,7 @@ func (s *Server) handleListWebhooks(fail failFunc) http.HandlerFunc {
 		var hooks []*core.Webhook
 		more := false
 		if err == nil {
-			hooks, more, err = s.store.ListWebhooks(r.Context(), apiKeyFrom(r.Context()).Tenant, p)
+			hooks, more, err = s.reads.ListWebhooks(r.Context(), apiKeyFrom(r.Context()).Tenant, p)
 		}
 		if err != nil {
 			fail(w, r, s.logger, err)
@@ -136,7 +133,7 @@ func (s *Server) handleListWebhooks(fail failFunc) http.HandlerFunc {
 
 func (s *Server) handleGetWebhook(fail failFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		h, err := s.store.Webhook(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+		h, err := s.reads.Webhook(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 		if err != nil {
 			fail(w, r, s.logger, err)
 			return
@@ -197,7 +194,7 @@ func (s *Server) handleListDeliveries(fail failFunc) http.HandlerFunc {
 		var ds []*core.WebhookDelivery
 		more := false
 		if err == nil {
-			ds, more, err = s.store.ListWebhookDeliveries(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"), p)
+			ds, more, err = s.reads.ListWebhookDeliveries(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"), p)
 		}
 		if err != nil {
 			fail(w, r, s.logger, err)
@@ -219,7 +216,7 @@ func deliveryRef(r *http.Request) core.WebhookDeliveryRef {
 
 func (s *Server) handleGetDelivery(fail failFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		d, err := s.store.WebhookDelivery(r.Context(), deliveryRef(r))
+		d, err := s.reads.WebhookDelivery(r.Context(), deliveryRef(r))
 		if err != nil {
 			fail(w, r, s.logger, err)
 			return
@@ -234,7 +231,7 @@ func (s *Server) handleListAttempts(fail failFunc) http.HandlerFunc {
 		var as []*core.WebhookAttempt
 		more := false
 		if err == nil {
-			as, more, err = s.store.ListWebhookAttempts(r.Context(), deliveryRef(r), p)
+			as, more, err = s.reads.ListWebhookAttempts(r.Context(), deliveryRef(r), p)
 		}
 		if err != nil {
 			fail(w, r, s.logger, err)

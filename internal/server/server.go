@@ -300,6 +300,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	idem := svc.NewIdempotencyEngine(app.IdempotencyConfig{Front: rf.front, TTL: cfg.IdempotencyTTL,
 		Lease: cfg.ReservationLease, ReplayCacheEntries: cfg.ReplayCache, Logger: logger})
 	h := httpapi.NewServer(svc, m, httpapi.Config{
+		Reads:                 store,
 		Webhooks:              hooks,
 		Idempotency:           idem,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey,
