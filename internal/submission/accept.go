@@ -127,7 +127,7 @@ func (s *Server) acceptOnce(ctx context.Context, key *core.APIKey, sub app.RawSu
 		sc = &idempotency.Scope{Tenant: key.Tenant, Method: scopeMethod, Route: scopeRoute, Key: sub.IdemKey}
 	}
 	ran := idempotency.Run(ctx, s.idem, idempotency.Write[core.Tx]{
-		Scope: sc, Fingerprint: fp, InTx: s.store.InTx,
+		Scope: sc, Fingerprint: fp, InTx: s.svc.InTx,
 		Prepare: func(ctx context.Context) (idempotency.Step[core.Tx], error) {
 			send, err := s.svc.PrepareRawSend(ctx, key, sub)
 			if err != nil {
@@ -225,8 +225,7 @@ func replyFor(ctx context.Context, logger *slog.Logger, err error) *smtp.SMTPErr
 // audit writes an agent key's message to the audit log, as the HTTP send
 // routes do, with the SMTP reply code as its status.
 func (s *Server) audit(ctx context.Context, key *core.APIKey, idemKey string, rep *smtp.SMTPError, sendID, outcome string) {
-	e := &core.AuditEntry{ID: app.NewID("aud_"), Tenant: key.Tenant, APIKeyID: key.ID, At: s.svc.Now(),
-		Route: "SMTP DATA", IdempotencyKey: idemKey, Status: rep.Code, SendID: sendID}
+	e := &core.AuditEntry{Tenant: key.Tenant, APIKeyID: key.ID, Route: "SMTP DATA", IdempotencyKey: idemKey, Status: rep.Code, SendID: sendID}
 	switch outcome {
 	case "accepted":
 		e.Outcome = "created"
@@ -238,7 +237,7 @@ func (s *Server) audit(ctx context.Context, key *core.APIKey, idemKey string, re
 		e.Outcome, e.Code, e.Detail = "refused", outcome, rep.Message
 	}
 	ctx = context.WithoutCancel(ctx)
-	if err := s.store.InTx(ctx, func(tx core.Tx) error { return tx.InsertAudit(ctx, e) }); err != nil {
+	if err := s.svc.RecordAudit(ctx, e); err != nil {
 		s.logger.ErrorContext(ctx, "write audit entry", slog.Any("error", err))
 	}
 }

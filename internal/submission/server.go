@@ -14,7 +14,6 @@ import (
 	"github.com/emersion/go-smtp"
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
-	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/metrics"
 )
 
@@ -55,17 +54,9 @@ type Config struct {
 	Idempotency *idempotency.Engine
 }
 
-// store is the part of core.Store submission uses: it accepts sends in
-// transactions and answers replays from completed keys.
-type store interface {
-	core.Transactor
-	core.Idempotency
-}
-
 // Server accepts submitted messages as sends.
 type Server struct {
 	svc     *app.Service
-	store   store
 	idem    *idempotency.Engine
 	metrics *metrics.Metrics
 	cfg     Config
@@ -78,7 +69,7 @@ type Server struct {
 	closed  bool
 }
 
-// New returns a server on svc's store. m may be nil.
+// New returns a server that accepts messages through svc. m may be nil.
 func New(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) *Server {
 	if cfg.Domain == "" {
 		cfg.Domain = "localhost"
@@ -104,7 +95,7 @@ func New(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, store: svc.Store(), metrics: m, cfg: cfg, logger: logger, perKey: map[string]int{}}
+	s := &Server{svc: svc, metrics: m, cfg: cfg, logger: logger, perKey: map[string]int{}}
 	if s.idem = cfg.Idempotency; s.idem == nil {
 		s.idem = svc.NewIdempotencyEngine(app.IdempotencyConfig{Logger: logger})
 	}
