@@ -86,7 +86,9 @@ func (d *Dashboard) createKey(q *req) error {
 	if p.MaxPerDay, err = formInt(r, "max_per_day"); err != nil {
 		return err
 	}
-	k, secret, err := d.svc.CreateKey(q.ctx(), p)
+	// By the signed-in key, as every door does: the new key is no freer
+	// than the one that made it.
+	k, secret, err := d.svc.CreateKeyBy(q.ctx(), q.key, p)
 	if err != nil {
 		return err
 	}
