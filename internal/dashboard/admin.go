@@ -273,10 +273,7 @@ func (d *Dashboard) saveTemplate(q *req) error {
 		p := render(t, vars)
 		return d.render(q, 0, "template", "Template "+t.ID, templateData{T: t, Variables: vars, Preview: &p})
 	}
-	err := d.store.InTx(q.ctx(), func(tx core.Tx) error {
-		_, err := d.svc.PutTemplate(q.ctx(), tx, t)
-		return err
-	})
+	_, err := d.svc.SaveTemplate(q.ctx(), t)
 	if core.ErrorCode(err) == core.CodeValidation || core.ErrorCode(err) == core.CodeTemplateMissingVar {
 		p := render(t, vars)
 		p.Error = err.Error()

@@ -74,7 +74,6 @@ type Config struct {
 // store is the part of core.Store the dashboard reads (its changes go
 // through app and webhook, in transactions).
 type store interface {
-	core.Transactor
 	core.Keys
 	core.Sends
 	core.Templates

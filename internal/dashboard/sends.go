@@ -327,20 +327,16 @@ func (d *Dashboard) sendAction(q *req) error {
 		return err
 	}
 	tenant := q.key.Tenant
-	err = d.store.InTx(q.ctx(), func(tx core.Tx) error {
-		var err error
-		switch a.Name {
-		case "approve":
-			_, err = d.svc.Approve(q.ctx(), tx, tenant, s.ID)
-		case "reject":
-			_, err = d.svc.Reject(q.ctx(), tx, tenant, s.ID)
-		case "cancel":
-			_, err = d.svc.Cancel(q.ctx(), tx, tenant, s.ID)
-		default:
-			_, err = d.svc.Reconcile(q.ctx(), tx, tenant, s.ID, strings.TrimPrefix(a.Name, "reconcile-"))
-		}
-		return err
-	})
+	switch a.Name {
+	case "approve":
+		_, err = d.svc.ApproveSend(q.ctx(), tenant, s.ID)
+	case "reject":
+		_, err = d.svc.RejectSend(q.ctx(), tenant, s.ID)
+	case "cancel":
+		_, err = d.svc.CancelSend(q.ctx(), tenant, s.ID)
+	default:
+		_, err = d.svc.ReconcileSend(q.ctx(), tenant, s.ID, strings.TrimPrefix(a.Name, "reconcile-"))
+	}
 	if err != nil {
 		return err
 	}

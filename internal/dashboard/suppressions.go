@@ -45,15 +45,7 @@ func (d *Dashboard) renderSuppressions(q *req, status int, data suppressionsData
 // addSuppression puts an address on the list through the app's service,
 // as POST /v1/suppressions does.
 func (d *Dashboard) addSuppression(q *req) error {
-	var (
-		sup     *core.Suppression
-		created bool
-	)
-	err := d.store.InTx(q.ctx(), func(tx core.Tx) error {
-		var err error
-		sup, created, err = d.svc.AddManualSuppression(q.ctx(), tx, q.key.Tenant, q.r.PostFormValue("email"), strings.TrimSpace(q.r.PostFormValue("reason")))
-		return err
-	})
+	sup, created, err := d.svc.SuppressAddress(q.ctx(), q.key.Tenant, q.r.PostFormValue("email"), strings.TrimSpace(q.r.PostFormValue("reason")))
 	if err != nil {
 		return err
 	}

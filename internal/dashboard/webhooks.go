@@ -43,11 +43,8 @@ func (d *Dashboard) renderWebhooks(q *req, status int, title string, data webhoo
 // transaction, as the API does) and shows the new signing secret on this
 // one response, which no cache keeps (Cache-Control: no-store).
 func (d *Dashboard) createWebhook(q *req) error {
-	hook, secret, err := d.hooks.Prepare(q.ctx(), q.key.Tenant, q.r.PostFormValue("endpoint"), q.r.PostForm["event"])
+	hook, secret, err := d.hooks.Create(q.ctx(), q.key.Tenant, q.r.PostFormValue("endpoint"), q.r.PostForm["event"])
 	if err != nil {
-		return err
-	}
-	if err := d.store.InTx(q.ctx(), func(tx core.Tx) error { return tx.InsertWebhook(q.ctx(), hook) }); err != nil {
 		return err
 	}
 	return d.renderWebhooks(q, http.StatusCreated, "Webhook created", webhooksData{Created: hook, Secret: secret})
@@ -141,15 +138,7 @@ func (d *Dashboard) deleteWebhook(q *req) error {
 }
 
 func (d *Dashboard) rotateWebhook(q *req) error {
-	var (
-		h      *core.Webhook
-		secret string
-	)
-	err := d.store.InTx(q.ctx(), func(tx core.Tx) error {
-		var err error
-		h, secret, err = d.hooks.RotateTx(q.ctx(), tx, q.key.Tenant, q.r.PathValue("id"))
-		return err
-	})
+	h, secret, err := d.hooks.Rotate(q.ctx(), q.key.Tenant, q.r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -204,8 +193,7 @@ func (d *Dashboard) replayDelivery(q *req) error {
 	if err != nil {
 		return err
 	}
-	err = d.store.InTx(q.ctx(), func(tx core.Tx) error { return d.hooks.ReplayTx(q.ctx(), tx, q.key.Tenant, h.ID, x.EventID) })
-	if err != nil {
+	if err := d.hooks.Replay(q.ctx(), q.key.Tenant, h.ID, x.EventID); err != nil {
 		return err
 	}
 	http.Redirect(q.w, q.r, "/ui/webhooks/"+h.ID+"/events/"+x.EventID, http.StatusSeeOther)
