@@ -100,7 +100,7 @@ func (d *Dashboard) createKey(q *req) error {
 }
 
 func (d *Dashboard) tenantKey(q *req) (*core.APIKey, error) {
-	k, err := d.store.APIKey(q.ctx(), q.r.PathValue("id"))
+	k, err := d.reads.APIKey(q.ctx(), q.r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (d *Dashboard) revokeKey(q *req) error {
 }
 
 func (d *Dashboard) domains(q *req) error {
-	list, err := d.store.ListDomains(q.ctx(), q.key.Tenant)
+	list, err := d.reads.ListDomains(q.ctx(), q.key.Tenant)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ type domainData struct {
 }
 
 func (d *Dashboard) loadDomain(q *req) (domainData, error) {
-	dom, err := d.store.Domain(q.ctx(), q.key.Tenant, q.r.PathValue("domain"))
+	dom, err := d.reads.Domain(q.ctx(), q.key.Tenant, q.r.PathValue("domain"))
 	if err != nil {
 		return domainData{}, err
 	}
@@ -184,7 +184,7 @@ func (d *Dashboard) checkDomain(q *req) error {
 }
 
 func (d *Dashboard) audit(q *req) error {
-	list, next, err := d.store.ListAudit(q.ctx(), q.key.Tenant, pageSize, q.r.URL.Query().Get("after"))
+	list, next, err := d.reads.ListAudit(q.ctx(), q.key.Tenant, pageSize, q.r.URL.Query().Get("after"))
 	if err != nil {
 		return err
 	}
@@ -202,7 +202,7 @@ func (d *Dashboard) templates(q *req) error {
 		http.Redirect(q.w, q.r, "/ui/templates/"+id, http.StatusSeeOther)
 		return nil
 	}
-	list, err := d.store.ListTemplates(q.ctx(), q.key.Tenant)
+	list, err := d.reads.ListTemplates(q.ctx(), q.key.Tenant)
 	if err != nil {
 		return err
 	}
@@ -229,7 +229,7 @@ const sampleVariables = `{"name": "Ada"}`
 
 func (d *Dashboard) template(q *req) error {
 	id := q.r.PathValue("id")
-	t, err := d.store.Template(q.ctx(), q.key.Tenant, id)
+	t, err := d.reads.Template(q.ctx(), q.key.Tenant, id)
 	isNew := false
 	if core.ErrorCode(err) == core.CodeNotFound && q.admin() && app.ValidID(id) {
 		t, err, isNew = &core.Template{ID: id}, nil, true
