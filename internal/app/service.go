@@ -50,6 +50,11 @@ type Config struct {
 	// MaxMessageBytes (--max-message-size) bounds a message after MIME
 	// encoding. Defaults to DefaultMaxMessageBytes.
 	MaxMessageBytes int64
+	// RateLimit requests per RateLimitWindow is the server's request limit
+	// (--rate-limit) of a key that sets none: CreateKeyBy refuses a new key
+	// a limit above its creator's. Off when either is 0.
+	RateLimit       int
+	RateLimitWindow time.Duration
 }
 
 // Service implements the use cases.

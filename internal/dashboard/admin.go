@@ -86,7 +86,9 @@ func (d *Dashboard) createKey(q *req) error {
 	if p.MaxPerDay, err = formInt(r, "max_per_day"); err != nil {
 		return err
 	}
-	k, secret, err := d.svc.CreateKey(q.ctx(), p)
+	// By the signed-in key, as every door does: the new key is no freer
+	// than the one that made it.
+	k, secret, err := d.svc.CreateKeyBy(q.ctx(), q.key, p)
 	if err != nil {
 		return err
 	}
@@ -98,7 +100,7 @@ func (d *Dashboard) createKey(q *req) error {
 }
 
 func (d *Dashboard) tenantKey(q *req) (*core.APIKey, error) {
-	k, err := d.store.APIKey(q.ctx(), q.r.PathValue("id"))
+	k, err := d.reads.APIKey(q.ctx(), q.r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +134,7 @@ func (d *Dashboard) revokeKey(q *req) error {
 }
 
 func (d *Dashboard) domains(q *req) error {
-	list, err := d.store.ListDomains(q.ctx(), q.key.Tenant)
+	list, err := d.reads.ListDomains(q.ctx(), q.key.Tenant)
 	if err != nil {
 		return err
 	}
@@ -147,7 +149,7 @@ type domainData struct {
 }
 
 func (d *Dashboard) loadDomain(q *req) (domainData, error) {
-	dom, err := d.store.Domain(q.ctx(), q.key.Tenant, q.r.PathValue("domain"))
+	dom, err := d.reads.Domain(q.ctx(), q.key.Tenant, q.r.PathValue("domain"))
 	if err != nil {
 		return domainData{}, err
 	}
@@ -182,7 +184,7 @@ func (d *Dashboard) checkDomain(q *req) error {
 }
 
 func (d *Dashboard) audit(q *req) error {
-	list, next, err := d.store.ListAudit(q.ctx(), q.key.Tenant, pageSize, q.r.URL.Query().Get("after"))
+	list, next, err := d.reads.ListAudit(q.ctx(), q.key.Tenant, pageSize, q.r.URL.Query().Get("after"))
 	if err != nil {
 		return err
 	}
@@ -200,7 +202,7 @@ func (d *Dashboard) templates(q *req) error {
 		http.Redirect(q.w, q.r, "/ui/templates/"+id, http.StatusSeeOther)
 		return nil
 	}
-	list, err := d.store.ListTemplates(q.ctx(), q.key.Tenant)
+	list, err := d.reads.ListTemplates(q.ctx(), q.key.Tenant)
 	if err != nil {
 		return err
 	}
@@ -227,7 +229,7 @@ const sampleVariables = `{"name": "Ada"}`
 
 func (d *Dashboard) template(q *req) error {
 	id := q.r.PathValue("id")
-	t, err := d.store.Template(q.ctx(), q.key.Tenant, id)
+	t, err := d.reads.Template(q.ctx(), q.key.Tenant, id)
 	isNew := false
 	if core.ErrorCode(err) == core.CodeNotFound && q.admin() && app.ValidID(id) {
 		t, err, isNew = &core.Template{ID: id}, nil, true
@@ -271,10 +273,7 @@ func (d *Dashboard) saveTemplate(q *req) error {
 		p := render(t, vars)
 		return d.render(q, 0, "template", "Template "+t.ID, templateData{T: t, Variables: vars, Preview: &p})
 	}
-	err := d.store.InTx(q.ctx(), func(tx core.Tx) error {
-		_, err := d.svc.PutTemplate(q.ctx(), tx, t)
-		return err
-	})
+	_, err := d.svc.SaveTemplate(q.ctx(), t)
 	if core.ErrorCode(err) == core.CodeValidation || core.ErrorCode(err) == core.CodeTemplateMissingVar {
 		p := render(t, vars)
 		p.Error = err.Error()

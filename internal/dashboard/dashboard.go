@@ -54,7 +54,10 @@ const (
 
 // Config holds what the dashboard needs.
 type Config struct {
-	Service  *app.Service
+	// Service makes every change but the webhooks' (and authenticates).
+	Service *app.Service
+	// Reads serves the pages' reads (core.Store implements it).
+	Reads    Reads
 	Sessions Sessions
 	// Webhooks makes the webhook pages' changes (the API's webhook.Service).
 	Webhooks *webhook.Service
@@ -71,27 +74,12 @@ type Config struct {
 	LivePoll time.Duration
 }
 
-// store is the part of core.Store the dashboard reads (its changes go
-// through app and webhook, in transactions).
-type store interface {
-	core.Transactor
-	core.Keys
-	core.Sends
-	core.Templates
-	core.Domains
-	core.Inbox
-	core.Suppressions
-	core.Reports
-	core.Audit
-	core.WebhookStore
-}
-
 // Dashboard is the web dashboard's http.Handler.
 type Dashboard struct {
 	cfg   Config
 	svc   *app.Service
 	hooks *webhook.Service
-	store store
+	reads Reads
 	log   *slog.Logger
 	mux   *http.ServeMux
 	pages map[string]*template.Template
@@ -107,8 +95,12 @@ type Dashboard struct {
 func (d *Dashboard) Close() { d.closeOnce.Do(func() { close(d.done) }) }
 
 // New returns the dashboard. It panics if its embedded templates do not
-// parse (a build mistake, caught by every test).
+// parse or cfg lacks Service or Reads (wiring mistakes, caught by every
+// test).
 func New(cfg Config) *Dashboard {
+	if cfg.Service == nil || cfg.Reads == nil {
+		panic("dashboard: Config needs Service and Reads")
+	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
@@ -121,7 +113,7 @@ func New(cfg Config) *Dashboard {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Dashboard{cfg: cfg, svc: cfg.Service, hooks: cfg.Webhooks, store: cfg.Service.Store(), log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{})}
+	d := &Dashboard{cfg: cfg, svc: cfg.Service, hooks: cfg.Webhooks, reads: cfg.Reads, log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{})}
 	d.pages = parsePages()
 	for _, rt := range routes {
 		d.mux.Handle(rt.pattern, d.handle(rt))

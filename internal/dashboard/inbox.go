@@ -20,7 +20,7 @@ const inboxLimit = 200
 const maxPart = 4 << 20
 
 func (d *Dashboard) inbox(q *req) error {
-	list, err := d.store.ListInbox(q.ctx(), q.key.Tenant, inboxLimit)
+	list, err := d.reads.ListInbox(q.ctx(), q.key.Tenant, inboxLimit)
 	if err != nil {
 		return err
 	}
@@ -29,7 +29,7 @@ func (d *Dashboard) inbox(q *req) error {
 
 func (d *Dashboard) inboxLive(q *req) error {
 	return d.live(q, func(ctx context.Context) ([]liveRow, error) {
-		list, err := d.store.ListInbox(ctx, q.key.Tenant, inboxLimit)
+		list, err := d.reads.ListInbox(ctx, q.key.Tenant, inboxLimit)
 		if err != nil {
 			return nil, err
 		}
@@ -75,7 +75,7 @@ func parsed(m *core.InboxMessage) inboxData {
 }
 
 func (d *Dashboard) inboxMessage(q *req) error {
-	m, err := d.store.InboxMessage(q.ctx(), q.key.Tenant, q.r.PathValue("id"))
+	m, err := d.reads.InboxMessage(q.ctx(), q.key.Tenant, q.r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (d *Dashboard) inboxMessage(q *req) error {
 }
 
 func (d *Dashboard) inboxHTML(q *req) error {
-	m, err := d.store.InboxMessage(q.ctx(), q.key.Tenant, q.r.PathValue("id"))
+	m, err := d.reads.InboxMessage(q.ctx(), q.key.Tenant, q.r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (d *Dashboard) inboxHTML(q *req) error {
 }
 
 func (d *Dashboard) inboxRaw(q *req) error {
-	m, err := d.store.InboxMessage(q.ctx(), q.key.Tenant, q.r.PathValue("id"))
+	m, err := d.reads.InboxMessage(q.ctx(), q.key.Tenant, q.r.PathValue("id"))
 	if err != nil {
 		return err
 	}

@@ -74,11 +74,11 @@ func (d *Dashboard) sends(q *req) error {
 // an idempotency key, or part of a recipient, the subject or a tag.
 func (d *Dashboard) search(ctx context.Context, tenant string, f core.SendFilter, text string) (list []*core.Send, next string, scanned bool, err error) {
 	if text == "" {
-		list, next, err = d.store.ListSends(ctx, tenant, f)
+		list, next, err = d.reads.ListSends(ctx, tenant, f)
 		return list, next, false, err
 	}
 	if strings.HasPrefix(text, "snd_") && f.APIKeyID == "" { // an agent's search scans its own sends
-		s, err := d.store.Send(ctx, tenant, text)
+		s, err := d.reads.Send(ctx, tenant, text)
 		if err == nil && (f.Status == "" || s.Status == f.Status) {
 			return []*core.Send{s}, "", false, nil
 		}
@@ -88,14 +88,14 @@ func (d *Dashboard) search(ctx context.Context, tenant string, f core.SendFilter
 	}
 	byKey := f
 	byKey.IdempotencyKey = text
-	if list, _, err = d.store.ListSends(ctx, tenant, byKey); err != nil || len(list) > 0 {
+	if list, _, err = d.reads.ListSends(ctx, tenant, byKey); err != nil || len(list) > 0 {
 		return list, "", false, err
 	}
 	if a, err := mail.ParseAddress(text); err == nil {
 		// A whole address: the recipient index finds its sends however old.
 		byRecipient := f
 		byRecipient.Recipient = core.NormalizeAddress(a.Address)
-		if list, next, err = d.store.ListSends(ctx, tenant, byRecipient); err != nil || len(list) > 0 {
+		if list, next, err = d.reads.ListSends(ctx, tenant, byRecipient); err != nil || len(list) > 0 {
 			return list, next, false, err
 		}
 	}
@@ -103,7 +103,7 @@ func (d *Dashboard) search(ctx context.Context, tenant string, f core.SendFilter
 	scan := f
 	scan.Limit = scanBatch
 	for read := 0; read < searchScan; {
-		batch, more, err := d.store.ListSends(ctx, tenant, scan)
+		batch, more, err := d.reads.ListSends(ctx, tenant, scan)
 		if err != nil {
 			return nil, "", false, err
 		}
@@ -144,7 +144,7 @@ func (d *Dashboard) sendsLive(q *req) error {
 	}
 	f.After = ""
 	return d.live(q, func(ctx context.Context) ([]liveRow, error) {
-		list, _, err := d.store.ListSends(ctx, q.key.Tenant, f)
+		list, _, err := d.reads.ListSends(ctx, q.key.Tenant, f)
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +213,7 @@ func actionsFor(s *core.Send) []action {
 }
 
 func (d *Dashboard) loadSend(q *req) (*core.Send, []core.Event, error) {
-	s, events, err := d.store.SendWithEvents(q.ctx(), q.key.Tenant, q.r.PathValue("id"))
+	s, events, err := d.reads.SendWithEvents(q.ctx(), q.key.Tenant, q.r.PathValue("id"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -226,7 +226,7 @@ func (d *Dashboard) loadSend(q *req) (*core.Send, []core.Event, error) {
 // ownSend reports whether the agent key created the send (the API lists an
 // agent only its own sends; the dashboard shows it no others either).
 func (d *Dashboard) ownSend(q *req, id string) bool {
-	list, _, err := d.store.ListSends(q.ctx(), q.key.Tenant, core.SendFilter{APIKeyID: q.key.ID, After: id + "~", Limit: 1})
+	list, _, err := d.reads.ListSends(q.ctx(), q.key.Tenant, core.SendFilter{APIKeyID: q.key.ID, After: id + "~", Limit: 1})
 	return err == nil && len(list) == 1 && list[0].ID == id
 }
 
@@ -327,20 +327,16 @@ func (d *Dashboard) sendAction(q *req) error {
 		return err
 	}
 	tenant := q.key.Tenant
-	err = d.store.InTx(q.ctx(), func(tx core.Tx) error {
-		var err error
-		switch a.Name {
-		case "approve":
-			_, err = d.svc.Approve(q.ctx(), tx, tenant, s.ID)
-		case "reject":
-			_, err = d.svc.Reject(q.ctx(), tx, tenant, s.ID)
-		case "cancel":
-			_, err = d.svc.Cancel(q.ctx(), tx, tenant, s.ID)
-		default:
-			_, err = d.svc.Reconcile(q.ctx(), tx, tenant, s.ID, strings.TrimPrefix(a.Name, "reconcile-"))
-		}
-		return err
-	})
+	switch a.Name {
+	case "approve":
+		_, err = d.svc.ApproveSend(q.ctx(), tenant, s.ID)
+	case "reject":
+		_, err = d.svc.RejectSend(q.ctx(), tenant, s.ID)
+	case "cancel":
+		_, err = d.svc.CancelSend(q.ctx(), tenant, s.ID)
+	default:
+		_, err = d.svc.ReconcileSend(q.ctx(), tenant, s.ID, strings.TrimPrefix(a.Name, "reconcile-"))
+	}
 	if err != nil {
 		return err
 	}
@@ -353,7 +349,7 @@ func (d *Dashboard) approvals(q *req) error {
 	if q.key.Agent {
 		f.APIKeyID = q.key.ID
 	}
-	list, next, err := d.store.ListSends(q.ctx(), q.key.Tenant, f)
+	list, next, err := d.reads.ListSends(q.ctx(), q.key.Tenant, f)
 	if err != nil {
 		return err
 	}
@@ -424,7 +420,7 @@ func (d *Dashboard) overview(q *req) error {
 		data.Max = max(data.Max, c.Accepted)
 	}
 	if data.Max == 0 && data.Pending == 0 && data.Unknown == 0 {
-		any, _, err := d.store.ListSends(q.ctx(), q.key.Tenant, core.SendFilter{Limit: 1, APIKeyID: agent})
+		any, _, err := d.reads.ListSends(q.ctx(), q.key.Tenant, core.SendFilter{Limit: 1, APIKeyID: agent})
 		if err != nil {
 			return err
 		}

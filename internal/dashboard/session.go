@@ -133,7 +133,7 @@ func (d *Dashboard) session(r *http.Request) (*core.DashboardSession, *core.APIK
 		return nil, nil, errors.Join(errNoSession, d.cfg.Sessions.DeleteSession(ctx, s.ID))
 	}
 	// The key is read afresh: a revoked key ends its sessions at once.
-	key, err := d.store.APIKey(ctx, s.APIKeyID)
+	key, err := d.reads.APIKey(ctx, s.APIKeyID)
 	if errors.Is(err, core.ErrNotFound) || (err == nil && (key.RevokedAt != nil || key.Tenant != s.Tenant)) {
 		return nil, nil, errors.Join(errNoSession, d.cfg.Sessions.DeleteSession(ctx, s.ID))
 	}

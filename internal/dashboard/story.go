@@ -82,7 +82,7 @@ func (d *Dashboard) storyOf(ctx context.Context, tenant string, events []core.Ev
 	for i, e := range events {
 		out[i].Event = e
 	}
-	hooks, more, err := d.store.ListWebhooks(ctx, tenant, core.WebhookPage{Limit: pageSize})
+	hooks, more, err := d.reads.ListWebhooks(ctx, tenant, core.WebhookPage{Limit: pageSize})
 	if err != nil || len(hooks) == 0 {
 		return out, err == nil, err
 	}
@@ -103,7 +103,7 @@ func (d *Dashboard) storyOf(ctx context.Context, tenant string, events []core.Ev
 		return out, false, nil
 	}
 	for _, p := range pairs {
-		x, err := d.store.WebhookDelivery(ctx, core.WebhookDeliveryRef{Tenant: tenant, WebhookID: hooks[p.hook].ID, EventID: events[p.event].ID})
+		x, err := d.reads.WebhookDelivery(ctx, core.WebhookDeliveryRef{Tenant: tenant, WebhookID: hooks[p.hook].ID, EventID: events[p.event].ID})
 		if core.ErrorCode(err) == core.CodeNotFound {
 			continue // subscribed after the event, or deleted since
 		}

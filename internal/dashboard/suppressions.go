@@ -34,7 +34,7 @@ func (d *Dashboard) renderSuppressions(q *req, status int, data suppressionsData
 		}
 		f.Email, data.Email = addr, email
 	}
-	list, next, err := d.store.ListSuppressions(q.ctx(), q.key.Tenant, f)
+	list, next, err := d.reads.ListSuppressions(q.ctx(), q.key.Tenant, f)
 	if err != nil {
 		return err
 	}
@@ -45,15 +45,7 @@ func (d *Dashboard) renderSuppressions(q *req, status int, data suppressionsData
 // addSuppression puts an address on the list through the app's service,
 // as POST /v1/suppressions does.
 func (d *Dashboard) addSuppression(q *req) error {
-	var (
-		sup     *core.Suppression
-		created bool
-	)
-	err := d.store.InTx(q.ctx(), func(tx core.Tx) error {
-		var err error
-		sup, created, err = d.svc.AddManualSuppression(q.ctx(), tx, q.key.Tenant, q.r.PostFormValue("email"), strings.TrimSpace(q.r.PostFormValue("reason")))
-		return err
-	})
+	sup, created, err := d.svc.SuppressAddress(q.ctx(), q.key.Tenant, q.r.PostFormValue("email"), strings.TrimSpace(q.r.PostFormValue("reason")))
 	if err != nil {
 		return err
 	}
@@ -69,7 +61,7 @@ func (d *Dashboard) tenantSuppression(q *req) (*core.Suppression, error) {
 	if !strings.HasPrefix(id, "sup_") { // by id only: an address here would be a second way in
 		return nil, core.ErrNotFound
 	}
-	return d.store.Suppression(q.ctx(), q.key.Tenant, id)
+	return d.reads.Suppression(q.ctx(), q.key.Tenant, id)
 }
 
 func (d *Dashboard) confirmRemoveSuppression(q *req) error {
@@ -97,7 +89,7 @@ func (d *Dashboard) removeSuppression(q *req) error {
 // unmatched lists inbound mail the bounce listener kept because it could
 // not use it (admin, as GET /v1/inbound/unmatched).
 func (d *Dashboard) unmatched(q *req) error {
-	list, err := d.store.ListUnmatched(q.ctx(), q.key.Tenant, pageSize)
+	list, err := d.reads.ListUnmatched(q.ctx(), q.key.Tenant, pageSize)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/sendonce/sendonce/internal/webhook"
 )
 
-// The webhook pages read through the store (every read is of the signed-in
+// The webhook pages read through Reads (every read is of the signed-in
 // tenant's rows; another tenant's id is not found) and change webhooks only
 // through webhook.Service, as the API's /v1/webhooks routes do.
 
@@ -28,7 +28,7 @@ func (d *Dashboard) webhooks(q *req) error {
 }
 
 func (d *Dashboard) renderWebhooks(q *req, status int, title string, data webhooksData) error {
-	list, more, err := d.store.ListWebhooks(q.ctx(), q.key.Tenant, core.WebhookPage{Limit: pageSize, After: q.r.URL.Query().Get("after")})
+	list, more, err := d.reads.ListWebhooks(q.ctx(), q.key.Tenant, core.WebhookPage{Limit: pageSize, After: q.r.URL.Query().Get("after")})
 	if err != nil {
 		return err
 	}
@@ -43,11 +43,8 @@ func (d *Dashboard) renderWebhooks(q *req, status int, title string, data webhoo
 // transaction, as the API does) and shows the new signing secret on this
 // one response, which no cache keeps (Cache-Control: no-store).
 func (d *Dashboard) createWebhook(q *req) error {
-	hook, secret, err := d.hooks.Prepare(q.ctx(), q.key.Tenant, q.r.PostFormValue("endpoint"), q.r.PostForm["event"])
+	hook, secret, err := d.hooks.Create(q.ctx(), q.key.Tenant, q.r.PostFormValue("endpoint"), q.r.PostForm["event"])
 	if err != nil {
-		return err
-	}
-	if err := d.store.InTx(q.ctx(), func(tx core.Tx) error { return tx.InsertWebhook(q.ctx(), hook) }); err != nil {
 		return err
 	}
 	return d.renderWebhooks(q, http.StatusCreated, "Webhook created", webhooksData{Created: hook, Secret: secret})
@@ -72,11 +69,11 @@ func rowOf(d *core.WebhookDelivery) deliveryRow {
 
 func (d *Dashboard) webhook(q *req) error {
 	tenant, id := q.key.Tenant, q.r.PathValue("id")
-	h, err := d.store.Webhook(q.ctx(), tenant, id)
+	h, err := d.reads.Webhook(q.ctx(), tenant, id)
 	if err != nil {
 		return err
 	}
-	ds, more, err := d.store.ListWebhookDeliveries(q.ctx(), tenant, id, core.WebhookPage{Limit: pageSize, After: q.r.URL.Query().Get("after")})
+	ds, more, err := d.reads.ListWebhookDeliveries(q.ctx(), tenant, id, core.WebhookPage{Limit: pageSize, After: q.r.URL.Query().Get("after")})
 	if err != nil {
 		return err
 	}
@@ -119,7 +116,7 @@ var webhookAsks = map[string]struct{ warn, button string }{
 }
 
 func (d *Dashboard) confirmWebhook(q *req) error {
-	h, err := d.store.Webhook(q.ctx(), q.key.Tenant, q.r.PathValue("id"))
+	h, err := d.reads.Webhook(q.ctx(), q.key.Tenant, q.r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -141,15 +138,7 @@ func (d *Dashboard) deleteWebhook(q *req) error {
 }
 
 func (d *Dashboard) rotateWebhook(q *req) error {
-	var (
-		h      *core.Webhook
-		secret string
-	)
-	err := d.store.InTx(q.ctx(), func(tx core.Tx) error {
-		var err error
-		h, secret, err = d.hooks.RotateTx(q.ctx(), tx, q.key.Tenant, q.r.PathValue("id"))
-		return err
-	})
+	h, secret, err := d.hooks.Rotate(q.ctx(), q.key.Tenant, q.r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -165,11 +154,11 @@ type deliveryData struct {
 
 func (d *Dashboard) loadDelivery(q *req) (*core.Webhook, *core.WebhookDelivery, error) {
 	tenant, id := q.key.Tenant, q.r.PathValue("id")
-	h, err := d.store.Webhook(q.ctx(), tenant, id)
+	h, err := d.reads.Webhook(q.ctx(), tenant, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	x, err := d.store.WebhookDelivery(q.ctx(), core.WebhookDeliveryRef{Tenant: tenant, WebhookID: id, EventID: q.r.PathValue("event")})
+	x, err := d.reads.WebhookDelivery(q.ctx(), core.WebhookDeliveryRef{Tenant: tenant, WebhookID: id, EventID: q.r.PathValue("event")})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -181,7 +170,7 @@ func (d *Dashboard) delivery(q *req) error {
 	if err != nil {
 		return err
 	}
-	as, more, err := d.store.ListWebhookAttempts(q.ctx(), core.WebhookDeliveryRef{Tenant: q.key.Tenant, WebhookID: h.ID, EventID: x.EventID}, core.WebhookPage{Limit: pageSize})
+	as, more, err := d.reads.ListWebhookAttempts(q.ctx(), core.WebhookDeliveryRef{Tenant: q.key.Tenant, WebhookID: h.ID, EventID: x.EventID}, core.WebhookPage{Limit: pageSize})
 	if err != nil {
 		return err
 	}
@@ -204,8 +193,7 @@ func (d *Dashboard) replayDelivery(q *req) error {
 	if err != nil {
 		return err
 	}
-	err = d.store.InTx(q.ctx(), func(tx core.Tx) error { return d.hooks.ReplayTx(q.ctx(), tx, q.key.Tenant, h.ID, x.EventID) })
-	if err != nil {
+	if err := d.hooks.Replay(q.ctx(), q.key.Tenant, h.ID, x.EventID); err != nil {
 		return err
 	}
 	http.Redirect(q.w, q.r, "/ui/webhooks/"+h.ID+"/events/"+x.EventID, http.StatusSeeOther)
