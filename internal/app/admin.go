@@ -51,6 +51,12 @@ func (s *Service) DeleteTemplate(ctx context.Context, tenant, id string) error {
 	return s.store.InTx(ctx, func(tx core.Tx) error { return tx.DeleteTemplate(ctx, tenant, id) })
 }
 
+// CreateWebhook is AddWebhook in a transaction of its own (the dashboard's
+// form, which stores no idempotent answer beside it).
+func (s *Service) CreateWebhook(ctx context.Context, w *core.Webhook) error {
+	return s.store.InTx(ctx, func(tx core.Tx) error { return s.AddWebhook(ctx, tx, w) })
+}
+
 // AddWebhook stores a webhook webhook.Service.Prepare made, within the
 // tenant's cap of webhooks.
 func (s *Service) AddWebhook(ctx context.Context, tx core.Tx, w *core.Webhook) error {

@@ -10,16 +10,8 @@ import (
 // answer beside them (the dashboard's forms). The API and SMTP doors store
 // their idempotent answer in the change's transaction, so they call the
 // forms that take a core.Tx (PutTemplate, Approve, Reject, Cancel,
-// Reconcile, AddManualSuppression); these wrap exactly those.
-
-// SaveTemplate is PutTemplate in its own transaction.
-func (s *Service) SaveTemplate(ctx context.Context, t *core.Template) (created bool, err error) {
-	err = s.store.InTx(ctx, func(tx core.Tx) error {
-		created, err = s.PutTemplate(ctx, tx, t)
-		return err
-	})
-	return created, err
-}
+// Reconcile, AddManualSuppression); these wrap exactly those
+// (SaveTemplate, beside PutTemplate, is the other).
 
 // ApproveSend is Approve in its own transaction.
 func (s *Service) ApproveSend(ctx context.Context, tenant, id string) (*core.Send, error) {

@@ -87,9 +87,6 @@ func New(store core.Store, cfg Config, logger *slog.Logger) *Service {
 // Now returns the service clock's time in UTC.
 func (s *Service) Now() time.Time { return s.cfg.Now().UTC() }
 
-// Store returns the store the service uses.
-func (s *Service) Store() core.Store { return s.store }
-
 // InTx is the transactor of the one write protocol (idempotency.Run):
 // the doors pass it to the protocol as its InTx, and the protocol hands
 // the transaction to a step that gives it to service methods (AcceptSend,

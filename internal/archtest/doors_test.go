@@ -15,9 +15,8 @@ import (
 // doors are the adapters that take requests from outside and change the
 // database: every change they make goes through a service (internal/app,
 // internal/webhook), which owns the transaction or is handed the one of
-// the write protocol (idempotency.Run). The dashboard joins them once its
-// own move is done.
-var doors = []string{"../httpapi", "../submission"}
+// the write protocol (idempotency.Run).
+var doors = []string{"../httpapi", "../submission", "../dashboard"}
 
 // TestDoors_ChangeOnlyThroughServices keeps the adapters honest. A store
 // handed to an adapter let one door create keys without the rules the

@@ -38,6 +38,3 @@ type Reads interface {
 	ListWebhookDeliveries(ctx context.Context, tenant, webhookID string, p core.WebhookPage) (ds []*core.WebhookDelivery, more bool, err error)
 	ListWebhookAttempts(ctx context.Context, ref core.WebhookDeliveryRef, p core.WebhookPage) (as []*core.WebhookAttempt, more bool, err error)
 }
-
-// The store the server wires in must keep serving every page.
-var _ Reads = core.Store(nil)

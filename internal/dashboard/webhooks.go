@@ -43,7 +43,10 @@ func (d *Dashboard) renderWebhooks(q *req, status int, title string, data webhoo
 // transaction, as the API does) and shows the new signing secret on this
 // one response, which no cache keeps (Cache-Control: no-store).
 func (d *Dashboard) createWebhook(q *req) error {
-	hook, secret, err := d.hooks.Create(q.ctx(), q.key.Tenant, q.r.PostFormValue("endpoint"), q.r.PostForm["event"])
+	hook, secret, err := d.hooks.Prepare(q.ctx(), q.key.Tenant, q.r.PostFormValue("endpoint"), q.r.PostForm["event"])
+	if err == nil {
+		err = d.svc.CreateWebhook(q.ctx(), hook) // within the tenant's cap, as the API's
+	}
 	if err != nil {
 		return err
 	}

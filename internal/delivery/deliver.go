@@ -83,10 +83,10 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// store is the part of core.Store delivery uses: attempts run in
+// Store is the part of core.Store delivery uses: attempts run in
 // transactions (claim and record), read a send's files and the
 // suppressions, and the retention loop purges.
-type store interface {
+type Store interface {
 	core.Transactor
 	core.Sends
 	core.Suppressions
@@ -96,7 +96,7 @@ type store interface {
 // Deliverer runs attempts.
 type Deliverer struct {
 	svc     *app.Service
-	store   store
+	store   Store
 	cfg     Config
 	metrics *metrics.Metrics
 	logger  *slog.Logger
@@ -135,9 +135,9 @@ func isLarge(s *core.Send) bool {
 }
 
 // NewDeliverer returns a Deliverer. It validates the default transport.
-func NewDeliverer(svc *app.Service, cfg Config, m *metrics.Metrics, logger *slog.Logger) (*Deliverer, error) {
+func NewDeliverer(svc *app.Service, st Store, cfg Config, m *metrics.Metrics, logger *slog.Logger) (*Deliverer, error) {
 	cfg.setDefaults()
-	d := &Deliverer{svc: svc, store: svc.Store(), cfg: cfg, metrics: m, logger: logger, relays: relays{m: map[string]*relay{}, now: time.Now},
+	d := &Deliverer{svc: svc, store: st, cfg: cfg, metrics: m, logger: logger, relays: relays{m: map[string]*relay{}, now: time.Now},
 		large: make(chan struct{}, DefaultLargeAttempts)}
 	if cfg.MX.Policy == nil {
 		cfg.MX.Policy = svc.Outbound()

@@ -13,7 +13,7 @@ import (
 // MaxRelays, drops tenant relays idle past RelayIdleTTL, and never drops
 // the operator's.
 func TestRelays_Bounded(t *testing.T) {
-	d, err := NewDeliverer(app.New(nil, app.Config{}, nil), Config{DefaultTransport: "smtp://relay.example.com:2525?tls=none"}, nil, nil)
+	d, err := NewDeliverer(app.New(nil, app.Config{}, nil), nil, Config{DefaultTransport: "smtp://relay.example.com:2525?tls=none"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

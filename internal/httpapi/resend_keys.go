@@ -9,7 +9,7 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// Resend's /api-keys on sendonce's keys (app.CreateKey, TenantKeys,
+// Resend's /api-keys on sendonce's keys (app.CreateKeyBy, TenantKeys,
 // RevokeTenantKey). The token is shown once, in the create answer; the
 // database keeps its hash only, and the list never has a secret.
 
@@ -43,7 +43,7 @@ func (s *Server) handleResendCreateKey(w http.ResponseWriter, r *http.Request) {
 	var k *core.APIKey
 	var secret string
 	if err == nil {
-		k, secret, err = s.svc.CreateKey(r.Context(), p)
+		k, secret, err = s.svc.CreateKeyBy(r.Context(), apiKeyFrom(r.Context()), p)
 	}
 	if err != nil {
 		writeResendError(w, r, s.logger, err)
@@ -73,13 +73,10 @@ func (s *Server) resendKeyParams(ctx context.Context, key *core.APIKey, body []b
 	if !ok {
 		return none, core.Errorf(core.CodeValidation, "permission", "permission is full_access or sending_access")
 	}
-	p := app.NewKeyParams{Name: req.Name, Tenant: key.Tenant, Scopes: scopes, Mailboxes: key.Mailboxes, RateLimit: req.RateLimit}
-	// Through the API a key may only be given a lower limit than the
-	// creating key's: a tenant must not lift the operator's limit (the
-	// CLI, which is the operator's, may).
-	if own := s.keyLimit(key); req.RateLimit < 0 || (req.RateLimit > 0 && own.On() && req.RateLimit > own.Requests) {
-		return none, core.Errorf(core.CodeValidation, "rate_limit", "rate_limit is 1 to this key's own limit (%d per %s), or absent for the server's", own.Requests, own.Window)
-	}
+	// What the creating key may give (its mailboxes, allowlist, caps,
+	// approval, a rate limit no higher than its own) is app.CreateKeyBy's
+	// rule, the dashboard's too.
+	p := app.NewKeyParams{Name: req.Name, Scopes: scopes, RateLimit: req.RateLimit}
 	if req.DomainID != "" {
 		if req.Permission != "sending_access" {
 			return none, core.Errorf(core.CodeValidation, "domain_id", "domain_id limits a sending_access key; a full_access key manages every domain")

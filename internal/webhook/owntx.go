@@ -6,24 +6,11 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// Create, Rotate and Replay are the webhook changes each in a transaction
-// of its own, for a door that stores no answer beside them (the
-// dashboard). The API stores its idempotent answer in the change's
-// transaction, so it uses Prepare and the Tx forms instead.
-
-// Create checks the endpoint (outbound policy and DNS, outside any
-// transaction) and stores a new webhook; it returns it with its signing
-// secret, which is shown once.
-func (s *Service) Create(ctx context.Context, tenant, endpoint string, events []string) (*core.Webhook, string, error) {
-	hook, secret, err := s.Prepare(ctx, tenant, endpoint, events)
-	if err != nil {
-		return nil, "", err
-	}
-	if err := s.store.InTx(ctx, func(tx core.Tx) error { return tx.InsertWebhook(ctx, hook) }); err != nil {
-		return nil, "", err
-	}
-	return hook, secret, nil
-}
+// Rotate and Replay are the webhook changes each in a transaction of its
+// own, for a door that stores no answer beside them (the dashboard). The
+// API stores its idempotent answer in the change's transaction, so it uses
+// the Tx forms instead. A new webhook is made by Prepare and stored by
+// app.Service.AddWebhook (or CreateWebhook), which checks the tenant's cap.
 
 // Rotate is RotateTx in its own transaction.
 func (s *Service) Rotate(ctx context.Context, tenant, id string) (h *core.Webhook, secret string, err error) {
