@@ -355,3 +355,40 @@ func TestResendSDK_Templates(t *testing.T) {
 		}
 	})
 }
+
+// TestResendAPIKeys_NewKeyIsNoFreerThanItsCreator: a key made through
+// POST /api-keys by an admin key with a recipient allowlist, approval and
+// caps inherits all of them (it once inherited only the mailboxes), and
+// asking for more than the creator has is refused.
+func TestResendAPIKeys_NewKeyIsNoFreerThanItsCreator(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+		_, creator := env.NewKey(t, app.NewKeyParams{Name: "limited", Tenant: "default",
+			Scopes: []core.Scope{core.ScopeSend, core.ScopeRead, core.ScopeAdmin}, AllowRecipients: []string{"team.example"},
+			RequiresApproval: true, MaxPerHour: 5})
+		ctx := testCtx(t)
+		made, err := resendClientWith(t, env, creator).ApiKeys.CreateWithContext(ctx, &resend.CreateApiKeyRequest{Name: "child"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		child := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/send", Key: made.Token, IdemKey: "c-1",
+			Body: mail(t, "stranger@elsewhere.example", "hi")})
+		if child.Status != http.StatusForbidden {
+			t.Fatalf("the child sent outside its creator's allowlist: %d %s, want 403", child.Status, child.Body)
+		}
+		ok := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/send", Key: made.Token, IdemKey: "c-2",
+			Body: mail(t, "ada@team.example", "hi")})
+		if ok.Status != http.StatusOK || ok.JSON(t)["status"] != string(core.StatusPendingApproval) {
+			t.Fatalf("the child's send inside the allowlist: %d %s, want 200 pending_approval", ok.Status, ok.Body)
+		}
+		keys, err := env.Server.Service.TenantKeys(ctx, "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			if k.ID == made.Id && (k.MaxPerHour != 5 || !k.RequiresApproval) {
+				t.Errorf("the child's caps %d/h, approval %v: want the creator's 5/h and approval", k.MaxPerHour, k.RequiresApproval)
+			}
+		}
+	})
+}
