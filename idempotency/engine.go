@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Defaults of the API contract, section 3: how long a completed key
+// Defaults of docs/api.md, "Idempotency": how long a completed key
 // replays, and how long a reservation holds a key before another request
 // may take it over.
 const (

@@ -6,7 +6,7 @@ import (
 
 // running holds the scoped keys whose first request is running in this
 // process, so that a concurrent duplicate is answered 409
-// idempotency_key_in_use at once (API contract, section 3) instead of
+// idempotency_key_in_use at once (docs/api.md, "Idempotency") instead of
 // taking a turn at the database writer only to find the key held. In a
 // retry storm that keeps the duplicates away from the writer. The database
 // still decides across processes.

@@ -1,6 +1,6 @@
 package dashboard_test
 
-// Figures for issue 20's note: the weight of the sends page and how fast a
+// Figures for docs/performance.md: the weight of the sends page and how fast a
 // list of 10,000 sends renders, on the server and in Chromium, each with a
 // yardstick from the same run (the API's own list; the sign-in page).
 

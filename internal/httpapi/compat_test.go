@@ -1,6 +1,6 @@
 package httpapi_test
 
-// These tests prove the API contract's section 7 with real clients: the
+// These tests prove docs/compatibility.md with real clients: the
 // official Resend Go SDK against the Resend-compatible routes, and the
 // Mailera-style routes against recording SMTP relays.
 

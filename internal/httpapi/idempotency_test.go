@@ -1,6 +1,6 @@
 package httpapi_test
 
-// These tests prove the rules of the API contract, section 3 (idempotency),
+// These tests prove the rules of docs/api.md, "Idempotency",
 // one test per rule, against a whole running instance: a real database
 // (each test runs on SQLite and on PostgreSQL, see sendoncetest.EachBackend),
 // real delivery workers, real HTTP on 127.0.0.1 and, where delivery is counted,

@@ -16,8 +16,8 @@ import (
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
-// TestSubmission_RefusalsHaveTheirCodes: every refusal of section 12 and
-// issue 18 with its SMTP code, and none of them creates a send.
+// TestSubmission_RefusalsHaveTheirCodes: every refusal docs/smtp.md lists,
+// with its SMTP code, and none of them creates a send.
 func TestSubmission_RefusalsHaveTheirCodes(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env, addr := startEnv(t, b)
