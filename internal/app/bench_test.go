@@ -107,17 +107,7 @@ func BenchmarkStoreAccept_Parallel(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var n atomic.Int64
-	b.SetParallelism(16) // × GOMAXPROCS (2 here) = 32 callers
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := accept(ctx, s, key, fp, fmt.Sprintf("bench-parallel-%d", n.Add(1))); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	parallel32(b, func(n int64) error { return accept(ctx, s, key, fp, fmt.Sprintf("bench-parallel-%d", n)) })
 }
 
 // BenchmarkReplayLookup measures the database half of a replay: the
@@ -127,21 +117,12 @@ func BenchmarkStoreAccept_Parallel(b *testing.B) {
 func BenchmarkReplayLookup(b *testing.B) {
 	s, key := benchServer(b)
 	ctx := context.Background()
-	fp, err := idempotency.Fingerprint(benchBody)
-	if err != nil {
-		b.Fatal(err)
-	}
-	const keys = 64
-	for i := range keys {
-		if err := accept(ctx, s, key, fp, fmt.Sprintf("bench-replay-%d", i)); err != nil {
-			b.Fatal(err)
-		}
-	}
+	fp := acceptReplayKeys(ctx, b, s, key)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		i++
-		rec, err := s.Store.CompletedIdempotency(ctx, benchScope(key, fmt.Sprintf("bench-replay-%d", i%keys)))
+		rec, err := s.Store.CompletedIdempotency(ctx, benchScope(key, fmt.Sprintf("bench-replay-%d", i%replayKeys)))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -207,41 +188,25 @@ func BenchmarkStoreAccept_Parallel_Yardstick(b *testing.B) {
 	s, _ := benchServer(b)
 	yardstickTable(b, s)
 	ctx := context.Background()
-	var n atomic.Int64
-	b.SetParallelism(16) // × GOMAXPROCS (2 here) = 32 callers
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := s.Store.Exec(ctx, `INSERT INTO yardstick (key, body) VALUES (?, ?)`, fmt.Sprint("bench-parallel-", n.Add(1)), benchBody); err != nil {
-				b.Error(err)
-				return
-			}
-		}
+	parallel32(b, func(n int64) error {
+		_, err := s.Store.Exec(ctx, `INSERT INTO yardstick (key, body) VALUES (?, ?)`, fmt.Sprint("bench-parallel-", n), benchBody)
+		return err
 	})
 }
 
 // BenchmarkReplayLookup_Yardstick reads the stored answer of the same 64
 // keys by their primary key, one statement on the read pool: the least a
-// lookup of a stored answer costs. The ratio is what ReserveIdempotency
+// lookup of a stored answer costs. The ratio is what CompletedIdempotency
 // adds to reading the row (decoding it, deciding the outcome).
 func BenchmarkReplayLookup_Yardstick(b *testing.B) {
 	s, key := benchServer(b)
 	ctx := context.Background()
-	fp, err := idempotency.Fingerprint(benchBody)
-	if err != nil {
-		b.Fatal(err)
-	}
-	const keys = 64
-	for i := range keys {
-		if err := accept(ctx, s, key, fp, fmt.Sprintf("bench-replay-%d", i)); err != nil {
-			b.Fatal(err)
-		}
-	}
+	acceptReplayKeys(ctx, b, s, key)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		i++
-		sc := benchScope(key, fmt.Sprintf("bench-replay-%d", i%keys))
+		sc := benchScope(key, fmt.Sprintf("bench-replay-%d", i%replayKeys))
 		var (
 			status int
 			ctype  string
@@ -271,4 +236,39 @@ func BenchmarkPrepareSend_Yardstick(b *testing.B) {
 			}
 		}
 	}
+}
+
+// acceptReplayKeys accepts the 64 keys the replay benchmarks read back and
+// returns their body's fingerprint.
+func acceptReplayKeys(ctx context.Context, b *testing.B, s *server.Server, key *core.APIKey) string {
+	b.Helper()
+	fp, err := idempotency.Fingerprint(benchBody)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range replayKeys {
+		if err := accept(ctx, s, key, fp, fmt.Sprintf("bench-replay-%d", i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return fp
+}
+
+// replayKeys is how many keys the replay benchmarks cycle through.
+const replayKeys = 64
+
+// parallel32 runs op from 32 callers (16 × GOMAXPROCS, 2 here), each call
+// with a number of its own.
+func parallel32(b *testing.B, op func(n int64) error) {
+	var n atomic.Int64
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := op(n.Add(1)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
