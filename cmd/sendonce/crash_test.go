@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -206,19 +205,7 @@ func TestCrash_SIGKILLWhileClientsRetry(t *testing.T) {
 
 	// Every key: one distinct 200 body (replays are byte for byte), one send.
 	p := current.Load()
-	get := func(path string, v any) {
-		t.Helper()
-		req, _ := http.NewRequest("GET", p.url+path, nil)
-		req.Header.Set("Authorization", "Bearer "+secret)
-		resp, err := kc.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-			t.Fatal(err)
-		}
-	}
+	get := func(path string, v any) { t.Helper(); kc.get(t, p.url+path, v) }
 	ids := map[string]string{}
 	for k := range keys {
 		key := fmt.Sprintf("crash-key-%03d", k)

@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -120,6 +121,22 @@ func (c *keyClients) send(t *testing.T, key, body string, target func(try int) (
 		}
 	}
 	t.Errorf("key %s: no 200 before the deadline", key)
+}
+
+// get reads url's JSON into v with the clients' key, on the test
+// goroutine.
+func (c *keyClients) get(t *testing.T, url string, v any) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+c.secret)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // distinct is how many different 200 bodies key got (replays are byte for

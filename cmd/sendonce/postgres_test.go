@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -109,19 +108,7 @@ func TestPostgres_ThreeProcessesOneKeyOneSend(t *testing.T) {
 	}
 
 	live := procs[0]
-	get := func(path string, v any) {
-		t.Helper()
-		req, _ := http.NewRequest("GET", live.url+path, nil)
-		req.Header.Set("Authorization", "Bearer "+secret)
-		resp, err := kc.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-			t.Fatal(err)
-		}
-	}
+	get := func(path string, v any) { t.Helper(); kc.get(t, live.url+path, v) }
 	var sendIDs []string
 	for k := range keys {
 		key := fmt.Sprintf("multi-%03d", k)

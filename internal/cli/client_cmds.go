@@ -227,19 +227,26 @@ func addAttachmentsAndTime(req *client.SendRequest, files []string, at string) e
 	return nil
 }
 
-// runCancel cancels a send that was never attempted.
-func runCancel(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	e := newFlags("cancel", getenv, stderr)
+// sendIDCommand parses the flags of a command that takes one SEND_ID and
+// talks to the server: its client, its API flags and the id.
+func sendIDCommand(name string, args []string, getenv func(string) string, stderr io.Writer) (*client.Client, apiFlags, []string, error) {
+	e := newFlags(name, getenv, stderr)
 	var api apiFlags
 	api.define(e)
 	pos, err := parseInterleaved(e, args)
 	if err != nil {
-		return err
+		return nil, api, nil, err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("%w: cancel SEND_ID", ErrUsage)
+		return nil, api, nil, fmt.Errorf("%w: %s SEND_ID", ErrUsage, name)
 	}
 	c, err := api.client(getenv)
+	return c, api, pos, err
+}
+
+// runCancel cancels a send that was never attempted.
+func runCancel(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c, api, pos, err := sendIDCommand("cancel", args, getenv, stderr)
 	if err != nil {
 		return err
 	}
@@ -288,17 +295,7 @@ func printRaw(w io.Writer, raw []byte) error {
 }
 
 func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	e := newFlags("status", getenv, stderr)
-	var api apiFlags
-	api.define(e)
-	pos, err := parseInterleaved(e, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: status SEND_ID", ErrUsage)
-	}
-	c, err := api.client(getenv)
+	c, api, pos, err := sendIDCommand("status", args, getenv, stderr)
 	if err != nil {
 		return err
 	}
