@@ -3,8 +3,6 @@ package delivery_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -20,30 +18,6 @@ import (
 )
 
 const testSecret = "0123456789abcdef0123456789abcdef-test-secret"
-
-// addDomain adds a sending domain through the API and returns its DKIM
-// record as a zone-file line.
-func addDomain(t *testing.T, env *sendoncetest.Env, body map[string]string) string {
-	t.Helper()
-	r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/domains", Key: env.AdminKey, IdemKey: rand.Text(), Body: body})
-	if r.Status != http.StatusCreated {
-		t.Fatalf("POST /v1/domains: %d %s", r.Status, r.Body)
-	}
-	recs, _ := r.JSON(t)["records"].([]any)
-	for _, rec := range recs {
-		m, _ := rec.(map[string]any)
-		if m["purpose"] != "dkim" {
-			continue
-		}
-		var quoted []string
-		for _, s := range m["strings"].([]any) {
-			quoted = append(quoted, fmt.Sprintf("%q", s))
-		}
-		return fmt.Sprintf("%s. 300 IN TXT %s", m["name"], strings.Join(quoted, " "))
-	}
-	t.Fatalf("no dkim record in %s", r.Body)
-	return ""
-}
 
 func verifyDKIM(t *testing.T, dns *dnstest.Server, data []byte) []*msgdkim.Verification {
 	t.Helper()
@@ -61,7 +35,7 @@ func verifyDKIM(t *testing.T, dns *dnstest.Server, data []byte) []*msgdkim.Verif
 func TestDKIM_SignedMessageVerifiesAgainstThePublishedKey(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: retryBase, SecretKey: testSecret})
-		record := addDomain(t, env, map[string]string{"domain": "Signed.Test"}) // RSA-2048 by default
+		record := env.AddDomain(t, map[string]string{"domain": "Signed.Test"}) // RSA-2048 by default
 		dns := dnstest.Start(t, record)
 
 		id := send(t, env, map[string]any{
@@ -203,7 +177,7 @@ func TestMX_DeliversToTheExchangerTheZoneNames(t *testing.T) {
 func TestDKIM_MessageWithAttachmentsVerifies(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: retryBase, SecretKey: testSecret})
-		dns := dnstest.Start(t, addDomain(t, env, map[string]string{"domain": "files.test"}))
+		dns := dnstest.Start(t, env.AddDomain(t, map[string]string{"domain": "files.test"}))
 		id := send(t, env, map[string]any{
 			"from": "files@files.test", "to": "ann@example.com", "subject": "Invoice",
 			"text": "See attached.", "html": `<p>Logo: <img src="cid:logo"></p>`,

@@ -2,9 +2,6 @@ package submission_test
 
 import (
 	"bytes"
-	"crypto/rand"
-	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -12,30 +9,6 @@ import (
 	"github.com/sendonce/sendonce/internal/testkit/dnstest"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
-
-// dkimRecord adds domain through the API and returns its DKIM TXT record
-// in zone-file form.
-func dkimRecord(t *testing.T, env *sendoncetest.Env, domain string) string {
-	t.Helper()
-	r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/domains", Key: env.AdminKey, IdemKey: rand.Text(), Body: map[string]string{"domain": domain}})
-	if r.Status != http.StatusCreated {
-		t.Fatalf("POST /v1/domains: %d %s", r.Status, r.Body)
-	}
-	recs, _ := r.JSON(t)["records"].([]any)
-	for _, rec := range recs {
-		m, _ := rec.(map[string]any)
-		if m["purpose"] != "dkim" {
-			continue
-		}
-		var quoted []string
-		for _, s := range m["strings"].([]any) {
-			quoted = append(quoted, fmt.Sprintf("%q", s))
-		}
-		return fmt.Sprintf("%s. 300 IN TXT %s", m["name"], strings.Join(quoted, " "))
-	}
-	t.Fatalf("no dkim record in %s", r.Body)
-	return ""
-}
 
 // TestSubmission_DKIMSignsTheClientsMessage: a submitted message from a
 // domain the tenant added reaches the relay with a DKIM signature that
@@ -45,7 +18,7 @@ func dkimRecord(t *testing.T, env *sendoncetest.Env, domain string) string {
 func TestSubmission_DKIMSignsTheClientsMessage(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env, addr := startEnv(t, b)
-		dns := dnstest.Start(t, dkimRecord(t, env, "signed.test"))
+		dns := dnstest.Start(t, env.AddDomain(t, map[string]string{"domain": "signed.test"}))
 		c := dial(t, addr, env.AdminKey)
 		data := []byte("From: News <news@signed.test>\r\nTo: ann@example.com\r\nSubject: Signed\r\n" +
 			"Idempotency-Key: dkim-1\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n" +
