@@ -98,26 +98,17 @@ func Run[Tx TxRecords](ctx context.Context, e *Engine, w Write[Tx]) Result {
 type runner[Tx TxRecords] struct {
 	w         Write[Tx]
 	t         *Ticket
+	decided   Decision // what a transaction found another request decided
 	committed bool
 }
 
 // write runs the step and stores its answer in one transaction.
 func (r *runner[Tx]) write(ctx context.Context, step Step[Tx]) Result {
-	var (
-		out     Result
-		decided Decision
-	)
+	var out Result
 	err := r.w.InTx(ctx, func(tx Tx) error {
-		out, decided = Result{Outcome: Proceed}, Decision{}
-		if r.t != nil {
-			d, err := r.t.Decide(ctx, tx)
-			if err != nil {
-				return err
-			}
-			if d.Outcome != Proceed {
-				decided = d
-				return errDecided
-			}
+		out = Result{Outcome: Proceed}
+		if err := r.decide(ctx, tx); err != nil {
+			return err
 		}
 		resp, err := step(ctx, tx)
 		if err != nil {
@@ -138,16 +129,43 @@ func (r *runner[Tx]) write(ctx context.Context, step Step[Tx]) Result {
 		return nil
 	})
 	switch {
+	case errors.Is(err, errRefused):
+		return r.storeAlone(ctx, out)
+	case errors.Is(err, errNotStored):
+		return out
+	}
+	return r.end(ctx, err, out)
+}
+
+// decide confirms the key inside tx (may run more than once: the
+// transaction's function starts from nothing each time); errDecided when
+// another request decided it, its decision kept.
+func (r *runner[Tx]) decide(ctx context.Context, tx Tx) error {
+	r.decided = Decision{}
+	if r.t == nil {
+		return nil
+	}
+	d, err := r.t.Decide(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if d.Outcome != Proceed {
+		r.decided = d
+		return errDecided
+	}
+	return nil
+}
+
+// end is the Result of a transaction that ended with err: out stored and
+// the ticket committed, the decision another request made, or a failure.
+func (r *runner[Tx]) end(ctx context.Context, err error, out Result) Result {
+	switch {
 	case err == nil:
 		out.Stored = true
 		r.commit(ctx)
 		return out
 	case errors.Is(err, errDecided):
-		return decidedResult(decided)
-	case errors.Is(err, errRefused):
-		return r.storeAlone(ctx, out)
-	case errors.Is(err, errNotStored):
-		return out
+		return decidedResult(r.decided)
 	}
 	return Result{Outcome: Proceed, Err: err}
 }
@@ -169,26 +187,13 @@ func (r *runner[Tx]) storeAlone(ctx context.Context, out Result) Result {
 	if r.t == nil || !ShouldStore(out.Response.Status) {
 		return out
 	}
-	var decided Decision
 	err := r.w.InTx(ctx, func(tx Tx) error {
-		d, err := r.t.Decide(ctx, tx)
-		if err != nil {
+		if err := r.decide(ctx, tx); err != nil {
 			return err
-		}
-		if decided = d; d.Outcome != Proceed {
-			return errDecided
 		}
 		return r.t.Put(ctx, tx, *out.Response)
 	})
-	switch {
-	case err == nil:
-		out.Stored = true
-		r.commit(ctx)
-		return out
-	case errors.Is(err, errDecided):
-		return decidedResult(decided)
-	}
-	return Result{Outcome: Proceed, Err: err}
+	return r.end(ctx, err, out)
 }
 
 func (r *runner[Tx]) commit(ctx context.Context) {
