@@ -19,7 +19,7 @@ import (
 )
 
 // soakCIDuration is how long CI runs the soak per database, with a fixed
-// seed each; docs/reliability.md records longer runs.
+// seed each; docs/reliability-journal.md records longer runs.
 const soakCIDuration = 60 * time.Second
 
 // soakCIFloors is the least a CI soak must do, per database, to pass: a
