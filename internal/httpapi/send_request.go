@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// The send body as the native route spells it. Its address lists are
+// shared with the Resend and Mailera bodies.
+
+// addrList accepts a single address or an array of them.
+type addrList []string
+
+// checkRecipientCounts refuses a field of more than app.MaxRecipients
+// addresses before anything else reads the request (the compatibility
+// routes resolve templates first, which a huge list should not reach).
+func checkRecipientCounts(to, cc, bcc, replyTo addrList) error {
+	for _, f := range []struct {
+		name string
+		list addrList
+	}{{"to", to}, {"cc", cc}, {"bcc", bcc}, {"reply_to", replyTo}} {
+		if len(f.list) > app.MaxRecipients {
+			return core.Errorf(core.CodeValidation, f.name, "at most %d addresses", app.MaxRecipients)
+		}
+	}
+	return nil
+}
+
+func (a *addrList) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if bytes.Equal(b, []byte("null")) {
+		*a = nil
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*a = addrList{s}
+		return nil
+	}
+	var l []string
+	if err := json.Unmarshal(b, &l); err != nil {
+		// A type error, so that the decoder names the field it happened in
+		// and decodeStrict reports it as the param.
+		return &json.UnmarshalTypeError{Value: jsonValueKind(b), Type: addrListType}
+	}
+	*a = l
+	return nil
+}
+
+var addrListType = reflect.TypeFor[addrList]()
+
+type sendRequest struct {
+	To         addrList          `json:"to"`
+	Cc         addrList          `json:"cc"`
+	Bcc        addrList          `json:"bcc"`
+	ReplyTo    addrList          `json:"reply_to"`
+	From       string            `json:"from"`
+	MailboxID  string            `json:"mailbox_id"`
+	Subject    string            `json:"subject"`
+	Text       string            `json:"text"`
+	HTML       string            `json:"html"`
+	TemplateID string            `json:"template_id"`
+	Variables  map[string]any    `json:"variables"`
+	Headers    map[string]string `json:"headers"`
+	Tags       map[string]string `json:"tags"`
+	// Attachments and ScheduledAt: docs/api.md, "Attachments" and "Scheduled sends".
+	Attachments []attachmentJSON `json:"attachments"`
+	ScheduledAt string           `json:"scheduled_at"`
+}
+
+// toApp is the request as the application takes it (the one mapping of
+// the native body; app checks every field, the recipient counts
+// included). mailboxID is the body's, or the path's on the Mailera route.
+func (req *sendRequest) toApp(mailboxID string) *app.SendRequest {
+	return &app.SendRequest{
+		To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: mailboxID,
+		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
+		Headers: req.Headers, Tags: req.Tags, Attachments: appAttachments(req.Attachments), ScheduledAt: req.ScheduledAt,
+	}
+}
