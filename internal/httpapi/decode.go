@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 
 	"github.com/sendonce/sendonce/internal/core"
@@ -85,4 +86,76 @@ func jsonValueKind(b []byte) string {
 		return "bool"
 	}
 	return "number"
+}
+
+// largeJSON is the body size from which decodeStrict avoids json.Decoder,
+// which copies the whole body into a buffer it grows by doubling (23 MB
+// allocated for a 14 MB send, measured with the heap profile of 16
+// concurrent 10 MiB sends).
+const largeJSON = 1 << 20
+
+// decodeLarge is decodeStrict for a large body: the strict decoder runs on
+// a copy whose long string values are emptied (a few kilobytes), which
+// finds unknown fields, type errors and trailing data as it would on the
+// whole; then json.Unmarshal, which reads the body in place, decodes it.
+func decodeLarge(body []byte, v any) error {
+	blank := reflect.New(reflect.TypeOf(v).Elem()).Interface()
+	dec := json.NewDecoder(bytes.NewReader(blankLongStrings(body)))
+	dec.DisallowUnknownFields()
+	if err := decodeError(dec, dec.Decode(blank)); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return decodeError(json.NewDecoder(bytes.NewReader(nil)), err)
+	}
+	return nil
+}
+
+// blankLongStrings returns body with every string value of 4 KiB or more
+// (not a member name) replaced by "".
+func blankLongStrings(body []byte) []byte {
+	out := make([]byte, 0, 64<<10)
+	last := 0
+	for i := 0; i < len(body); i++ {
+		if body[i] != '"' {
+			continue
+		}
+		end := stringEnd(body, i+1)
+		if end < 0 {
+			break // unterminated: the strict decoder reports it
+		}
+		next := end + 1
+		for next < len(body) && (body[next] == ' ' || body[next] == '\t' || body[next] == '\r' || body[next] == '\n') {
+			next++
+		}
+		if end-i > 4<<10 && (next >= len(body) || body[next] != ':') {
+			out = append(out, body[last:i]...)
+			out = append(out, '"', '"')
+			last = end + 1
+		}
+		i = end
+	}
+	return append(out, body[last:]...)
+}
+
+// stringEnd returns the index of the quote that closes the JSON string
+// starting at i, or -1. It jumps from quote to quote with IndexByte: a
+// 13 MiB base64 value has none inside it.
+func stringEnd(body []byte, i int) int {
+	for i < len(body) {
+		q := bytes.IndexByte(body[i:], '"')
+		if q < 0 {
+			return -1
+		}
+		q += i
+		n := 0 // backslashes right before the quote: an odd number escapes it
+		for j := q - 1; j >= i && body[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
+	return -1
 }

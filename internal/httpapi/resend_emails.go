@@ -356,3 +356,64 @@ func viewResendEmail(send *core.Send) resendEmailView {
 func slicesSortTags(t []resendTag) {
 	sort.Slice(t, func(i, j int) bool { return t[i].Name < t[j].Name })
 }
+
+// resendEmailRef is Resend's answer to an update or a cancel.
+type resendEmailRef struct {
+	Object string `json:"object"`
+	ID     string `json:"id"`
+}
+
+func (s *Server) handleResendUpdate(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	var req scheduleRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return 0, nil, err
+	}
+	send, err := s.svc.Reschedule(ctx, tx, key.Tenant, r.PathValue("id"), req.ScheduledAt)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, resendEmailRef{Object: "email", ID: send.ID}, nil
+}
+
+func (s *Server) handleResendCancel(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
+	send, err := s.svc.Cancel(ctx, tx, key.Tenant, r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, resendEmailRef{Object: "email", ID: send.ID}, nil
+}
+
+// handleResendList is GET /emails: newest first, after or before an id.
+func (s *Server) handleResendList(w http.ResponseWriter, r *http.Request) {
+	key := apiKeyFrom(r.Context())
+	q := r.URL.Query()
+	limit, err := parseLimit(q.Get("limit"))
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	f := core.SendFilter{Limit: limit, After: q.Get("after"), Before: q.Get("before")}
+	if f.After != "" && f.Before != "" {
+		writeResendError(w, r, s.logger, core.Errorf(core.CodeValidation, "after", "give after or before, not both"))
+		return
+	}
+	if key.Agent {
+		f.APIKeyID = key.ID
+	}
+	sends, next, err := s.reads.ListSends(r.Context(), key.Tenant, f)
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	out := resendList[resendEmailView]{Object: "list", HasMore: next != "", Data: make([]resendEmailView, 0, len(sends))}
+	for _, sd := range sends {
+		out.Data = append(out.Data, viewResendEmail(sd))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// resendOpts gives o Resend's key length and error body.
+func (s *Server) resendOpts(o postOpts) postOpts {
+	o.maxKeyLen, o.errs = resendMaxKeyLen, resendErrors
+	return o
+}

@@ -3,14 +3,19 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"net/mail"
+	"net/url"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/metrics"
 )
 
-// The native send routes under /v1: send, read and list, and the
-// operator's decisions on a send (reconcile, approve, reject).
+// The native send routes under /v1: send, read and list, scheduled sends
+// (reschedule, cancel), and the operator's decisions on a send
+// (reconcile, approve, reject).
 
 func (s *Server) handleSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
 	var req sendRequest
@@ -104,6 +109,52 @@ func (s *Server) handleListSends(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// listFilters reads GET /v1/sends' recipient, tag (name:value) and
+// created_after and created_before (RFC 3339) into f.
+func listFilters(q url.Values, f *core.SendFilter) error {
+	if v := q.Get("recipient"); v != "" {
+		addr, err := recipientParam(v)
+		if err != nil {
+			return err
+		}
+		f.Recipient = addr
+	}
+	if tag := q.Get("tag"); tag != "" {
+		name, value, ok := strings.Cut(tag, ":")
+		if !ok || name == "" {
+			return core.Errorf(core.CodeValidation, "tag", "tag must be name:value")
+		}
+		f.TagName, f.TagValue = name, value
+	}
+	for _, b := range []struct {
+		param string
+		dst   *time.Time
+	}{{"created_after", &f.CreatedAfter}, {"created_before", &f.CreatedBefore}} {
+		if v := q.Get(b.param); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return core.Errorf(core.CodeValidation, b.param, "%s must be an RFC 3339 time with an offset", b.param)
+			}
+			*b.dst = t
+		}
+	}
+	return nil
+}
+
+// recipientParam is the address GET /v1/sends?recipient= looks up, as
+// the recipient index keeps it: bare and lower case ("Ada <Ada@x.org>"
+// finds what ada@x.org does).
+func recipientParam(v string) (string, error) {
+	if strings.ContainsAny(v, "\r\n") {
+		return "", core.Errorf(core.CodeValidation, "recipient", "recipient must not contain CR or LF")
+	}
+	a, err := mail.ParseAddress(v)
+	if err != nil {
+		return "", core.Errorf(core.CodeValidation, "recipient", "recipient must be an email address")
+	}
+	return core.NormalizeAddress(a.Address), nil
+}
+
 func (s *Server) handleReconcile(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
 	var req struct {
 		Outcome string `json:"outcome"`
@@ -128,6 +179,32 @@ func (s *Server) handleApprove(ctx context.Context, tx core.Tx, key *core.APIKey
 
 func (s *Server) handleReject(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
 	send, err := s.svc.Reject(ctx, tx, key.Tenant, r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, viewSend(send), nil
+}
+
+func (s *Server) handleCancel(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
+	send, err := s.svc.Cancel(ctx, tx, key.Tenant, r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, viewSend(send), nil
+}
+
+// scheduleRequest is the body of PATCH /v1/sends/{id} and PATCH
+// /emails/{id}.
+type scheduleRequest struct {
+	ScheduledAt string `json:"scheduled_at"`
+}
+
+func (s *Server) handleReschedule(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	var req scheduleRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return 0, nil, err
+	}
+	send, err := s.svc.Reschedule(ctx, tx, key.Tenant, r.PathValue("id"), req.ScheduledAt)
 	if err != nil {
 		return 0, nil, err
 	}
