@@ -146,3 +146,14 @@ func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err
 func apiError(code, param, msg string) *core.Error {
 	return &core.Error{Code: code, Param: param, Message: msg}
 }
+
+// writeStyled writes err in the error shape of the route's style.
+func writeStyled(w http.ResponseWriter, r *http.Request, s *Server, err error) {
+	if isResendPath(r.URL.Path) {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	writeError(w, r, s.logger, err)
+}
+
+func isResendPath(p string) bool { return len(p) >= 7 && p[:7] == "/emails" }

@@ -161,14 +161,6 @@ func (s *Server) handleResendListDomains(w http.ResponseWriter, r *http.Request)
 	writeJSON(w, http.StatusOK, out)
 }
 
-// resendList is Resend's list object. sendonce answers every item at once,
-// so has_more is always false and the pagination parameters change nothing.
-type resendList[T any] struct {
-	Object  string `json:"object"`
-	HasMore bool   `json:"has_more"`
-	Data    []T    `json:"data"`
-}
-
 func (s *Server) handleResendGetDomain(w http.ResponseWriter, r *http.Request) {
 	d, err := s.svc.Domain(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err == nil {
@@ -201,18 +193,6 @@ func (s *Server) handleResendUpdateDomain(w http.ResponseWriter, r *http.Request
 		return
 	}
 	writeJSON(w, http.StatusOK, resendRef{Object: "domain", ID: d.Domain})
-}
-
-// resendRef is the {"object","id"} answer of Resend's updates and actions.
-type resendRef struct {
-	Object string `json:"object"`
-	ID     string `json:"id"`
-}
-
-type resendDeleted struct {
-	Object  string `json:"object"`
-	ID      string `json:"id"`
-	Deleted bool   `json:"deleted"`
 }
 
 func (s *Server) handleResendRemoveDomain(w http.ResponseWriter, r *http.Request) {

@@ -72,7 +72,8 @@ func (s *Server) routes() []string {
 	m.Handle("GET /v1/inbox/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInbox)))
 	m.Handle("GET /v1/inbox/{id}/raw", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInboxRaw)))
 
-	// Compatibility surfaces (docs/compatibility.md).
+	// Compatibility surfaces (docs/compatibility.md): Mailera's, whose
+	// handlers are in mailera_*.go, then Resend's, in resend_*.go.
 	statusCache := newStatusCache()
 	m.Handle("POST /api/public/v1/mailboxes/{id}/send", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{committed: accepted, audit: true}, s.handleMailboxSend))))
 	m.Handle("GET /api/public/v1/sends/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetSend)))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/mail"
 	"sort"
@@ -13,118 +12,13 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// The Resend-compatible routes: POST /emails, POST /emails/batch and
-// GET /emails/{id}, with Resend's field names, error body and idempotency
+// Resend's email routes: POST /emails and /emails/batch, GET /emails and
+// /emails/{id}, PATCH /emails/{id} and POST /emails/{id}/cancel, with Resend's field names, error body and idempotency
 // errors, so that Resend's client libraries work by changing their base
 // URL. docs/compatibility.md lists what still differs.
 
-// resendMaxKeyLen is Resend's limit on an Idempotency-Key.
-const resendMaxKeyLen = 256
-
 // resendMaxBatch is how many emails one batch may hold.
 const resendMaxBatch = 100
-
-// resendError is Resend's error body.
-type resendError struct {
-	StatusCode int    `json:"statusCode"`
-	Name       string `json:"name"`
-	Message    string `json:"message"`
-}
-
-// resendErrors is the errorStyle of the Resend routes: the native codes
-// mapped to Resend's names and statuses.
-func resendErrors(r *http.Request, logger *slog.Logger, err error) (int, any) {
-	var e *core.Error
-	if !errors.As(err, &e) || e.Code == core.CodeInternal {
-		status, _ := errorResponse(r, logger, err) // logs it
-		return status, resendError{StatusCode: status, Name: "internal_server_error", Message: "internal error; nothing was stored, a retry with the same Idempotency-Key runs afresh"}
-	}
-	status, name := statusOf(e.Code), e.Code
-	switch e.Code {
-	case codeKeyInvalid:
-		status, name = http.StatusBadRequest, "invalid_idempotency_key"
-	case codeKeyReused:
-		status, name = http.StatusConflict, "invalid_idempotent_request"
-	case codeKeyInUse:
-		status, name = http.StatusConflict, "concurrent_idempotent_requests"
-	case core.CodeValidation, core.CodeTemplateMissingVar:
-		status, name = http.StatusUnprocessableEntity, "validation_error"
-	case core.CodeInvalidJSON:
-		status, name = http.StatusBadRequest, "invalid_json"
-	case core.CodeForbidden:
-		status, name = http.StatusForbidden, "validation_error"
-	case core.CodeUnauthorized:
-		name = "invalid_api_key"
-		if r.Header.Get("Authorization") == "" {
-			name = "missing_api_key"
-		}
-	case core.CodeNotFound:
-		name = "not_found"
-	case core.CodeRateLimited:
-		name = "rate_limit_exceeded" // Resend's name for its 429
-	}
-	msg := e.Message
-	if e.Param != "" && e.Code == core.CodeValidation {
-		msg = fmt.Sprintf("%s (field %s)", e.Message, e.Param)
-	}
-	return status, resendError{StatusCode: status, Name: name, Message: msg}
-}
-
-func writeResendError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
-	status, body := resendErrors(r, logger, err)
-	writeJSON(w, status, body)
-}
-
-// resendAuth is auth with Resend's error body: 401 for a missing or unknown
-// key, 403 restricted_api_key for a key without the scope.
-func (s *Server) resendAuth(scope core.Scope, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		secret, ok := bearer(r.Header)
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="sendonce"`)
-			writeResendError(w, r, s.logger, app.ErrUnauthorized)
-			return
-		}
-		key, err := s.svc.Authenticate(r.Context(), secret)
-		if err != nil {
-			if core.ErrorCode(err) == core.CodeUnauthorized {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="sendonce"`)
-			}
-			writeResendError(w, r, s.logger, err)
-			return
-		}
-		if err := s.rateLimit(w, r, key); err != nil {
-			writeResendError(w, r, s.logger, err)
-			return
-		}
-		if !key.Has(scope) {
-			writeJSON(w, http.StatusForbidden, resendError{StatusCode: http.StatusForbidden, Name: "restricted_api_key",
-				Message: fmt.Sprintf("this API key lacks the %q scope", scope)})
-			return
-		}
-		if lw, ok := w.(*loggingWriter); ok {
-			lw.keyID = app.KeyFingerprint(key)
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), apiKeyCtx, key)))
-	})
-}
-
-func (s *Server) resendPost(h txHandler) http.Handler {
-	return s.resendAuth(core.ScopeSend, s.idempotent(postOpts{maxKeyLen: resendMaxKeyLen, errs: resendErrors, committed: s.acceptedMetric, audit: true}, h))
-}
-
-// resendManage is an idempotent Resend management POST: admin scope,
-// Resend's key length and error body.
-func (s *Server) resendManage(o postOpts, h txHandler) http.Handler {
-	o.maxKeyLen, o.errs = resendMaxKeyLen, resendErrors
-	return s.resendAuth(core.ScopeAdmin, s.idempotent(o, h))
-}
-
-func (s *Server) acceptedMetric() {
-	if s.metrics != nil {
-		s.metrics.SendsAccepted.Inc()
-	}
-}
 
 type resendTag struct {
 	Name  string `json:"name"`
@@ -355,4 +249,59 @@ func viewResendEmail(send *core.Send) resendEmailView {
 
 func slicesSortTags(t []resendTag) {
 	sort.Slice(t, func(i, j int) bool { return t[i].Name < t[j].Name })
+}
+
+// resendEmailRef is Resend's answer to an update or a cancel.
+type resendEmailRef struct {
+	Object string `json:"object"`
+	ID     string `json:"id"`
+}
+
+func (s *Server) handleResendUpdate(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	var req scheduleRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return 0, nil, err
+	}
+	send, err := s.svc.Reschedule(ctx, tx, key.Tenant, r.PathValue("id"), req.ScheduledAt)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, resendEmailRef{Object: "email", ID: send.ID}, nil
+}
+
+func (s *Server) handleResendCancel(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
+	send, err := s.svc.Cancel(ctx, tx, key.Tenant, r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, resendEmailRef{Object: "email", ID: send.ID}, nil
+}
+
+// handleResendList is GET /emails: newest first, after or before an id.
+func (s *Server) handleResendList(w http.ResponseWriter, r *http.Request) {
+	key := apiKeyFrom(r.Context())
+	q := r.URL.Query()
+	limit, err := parseLimit(q.Get("limit"))
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	f := core.SendFilter{Limit: limit, After: q.Get("after"), Before: q.Get("before")}
+	if f.After != "" && f.Before != "" {
+		writeResendError(w, r, s.logger, core.Errorf(core.CodeValidation, "after", "give after or before, not both"))
+		return
+	}
+	if key.Agent {
+		f.APIKeyID = key.ID
+	}
+	sends, next, err := s.reads.ListSends(r.Context(), key.Tenant, f)
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	out := resendList[resendEmailView]{Object: "list", HasMore: next != "", Data: make([]resendEmailView, 0, len(sends))}
+	for _, sd := range sends {
+		out.Data = append(out.Data, viewResendEmail(sd))
+	}
+	writeJSON(w, http.StatusOK, out)
 }

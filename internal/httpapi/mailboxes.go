@@ -1,0 +1,94 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// The native mailbox and inbox routes, /v1/mailboxes and /v1/inbox.
+
+func (s *Server) handleCreateMailbox(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	var req struct {
+		ID          string `json:"id"`
+		Address     string `json:"address"`
+		Name        string `json:"name"`
+		Transport   string `json:"transport"`
+		ReceiveOnly bool   `json:"receive_only"`
+	}
+	if err := decodeStrict(body, &req); err != nil {
+		return 0, nil, err
+	}
+	m := &core.Mailbox{Tenant: key.Tenant, ID: req.ID, Address: req.Address, Name: req.Name, Transport: req.Transport, ReceiveOnly: req.ReceiveOnly}
+	if err := s.svc.CreateMailbox(ctx, tx, m); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, viewMailbox(m), nil
+}
+
+func (s *Server) handleGetMailbox(w http.ResponseWriter, r *http.Request) {
+	m, err := s.svc.Mailbox(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewMailbox(m))
+}
+
+func (s *Server) handleListMailboxes(w http.ResponseWriter, r *http.Request) {
+	tenant := apiKeyFrom(r.Context()).Tenant
+	ms, err := s.reads.ListMailboxes(r.Context(), tenant)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	def, err := s.svc.Mailbox(r.Context(), tenant, core.DefaultMailboxID)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	out := listView[mailboxView]{Object: "list", Data: []mailboxView{viewMailbox(def)}}
+	for _, m := range ms {
+		if m.ID != core.DefaultMailboxID {
+			out.Data = append(out.Data, viewMailbox(m))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleListInbox(w http.ResponseWriter, r *http.Request) {
+	limit, err := parseLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	ms, err := s.reads.ListInbox(r.Context(), apiKeyFrom(r.Context()).Tenant, limit)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	out := listView[inboxView]{Object: "list", Data: []inboxView{}}
+	for _, m := range ms {
+		out.Data = append(out.Data, viewInbox(m, false))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleGetInbox(w http.ResponseWriter, r *http.Request) {
+	m, err := s.reads.InboxMessage(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewInbox(m, true))
+}
+
+func (s *Server) handleGetInboxRaw(w http.ResponseWriter, r *http.Request) {
+	m, err := s.reads.InboxMessage(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, "message/rfc822", m.Raw)
+}
