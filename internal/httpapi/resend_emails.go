@@ -258,24 +258,17 @@ type resendEmailRef struct {
 }
 
 func (s *Server) handleResendUpdate(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
-	var req scheduleRequest
-	if err := decodeStrict(body, &req); err != nil {
-		return 0, nil, err
-	}
-	send, err := s.svc.Reschedule(ctx, tx, key.Tenant, r.PathValue("id"), req.ScheduledAt)
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, resendEmailRef{Object: "email", ID: send.ID}, nil
+	send, err := s.reschedule(ctx, tx, key, r, body)
+	return answerSend(send, err, resendRefView)
 }
 
 func (s *Server) handleResendCancel(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
 	send, err := s.svc.Cancel(ctx, tx, key.Tenant, r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, resendEmailRef{Object: "email", ID: send.ID}, nil
+	return answerSend(send, err, resendRefView)
 }
+
+// resendRefView is Resend's answer to a change: {"object":"email","id"}.
+func resendRefView(send *core.Send) any { return resendEmailRef{Object: "email", ID: send.ID} }
 
 // handleResendList is GET /emails: newest first, after or before an id.
 func (s *Server) handleResendList(w http.ResponseWriter, r *http.Request) {

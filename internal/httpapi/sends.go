@@ -187,10 +187,7 @@ func (s *Server) handleReject(ctx context.Context, tx core.Tx, key *core.APIKey,
 
 func (s *Server) handleCancel(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
 	send, err := s.svc.Cancel(ctx, tx, key.Tenant, r.PathValue("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, viewSend(send), nil
+	return answerSend(send, err, nativeSendView)
 }
 
 // scheduleRequest is the body of PATCH /v1/sends/{id} and PATCH
@@ -200,13 +197,28 @@ type scheduleRequest struct {
 }
 
 func (s *Server) handleReschedule(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	send, err := s.reschedule(ctx, tx, key, r, body)
+	return answerSend(send, err, nativeSendView)
+}
+
+// reschedule is the change behind PATCH /v1/sends/{id} and Resend's PATCH
+// /emails/{id}: they differ only in the answer's shape.
+func (s *Server) reschedule(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (*core.Send, error) {
 	var req scheduleRequest
 	if err := decodeStrict(body, &req); err != nil {
-		return 0, nil, err
+		return nil, err
 	}
-	send, err := s.svc.Reschedule(ctx, tx, key.Tenant, r.PathValue("id"), req.ScheduledAt)
+	return s.svc.Reschedule(ctx, tx, key.Tenant, r.PathValue("id"), req.ScheduledAt)
+}
+
+// answerSend answers a change of one send (cancel, reschedule) with view
+// of the changed send, in the surface's shape, or with its error.
+func answerSend(send *core.Send, err error, view func(*core.Send) any) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, viewSend(send), nil
+	return http.StatusOK, view(send), nil
 }
+
+// nativeSendView is the native API's answer to a change: the send object.
+func nativeSendView(send *core.Send) any { return viewSend(send) }
