@@ -63,22 +63,7 @@ func reportReqPerSec(b *testing.B) {
 // on the same database. BenchmarkSend_NewKey_Yardstick is its yardstick.
 func BenchmarkSend_NewKey(b *testing.B) {
 	env := sendoncetest.Start(b, sendoncetest.Options{})
-	client := benchClient()
-	body := mail(b, "bench@example.com", "benchmark")
-	var seq atomic.Int64
-	b.SetParallelism(benchClients)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			key := fmt.Sprintf("bench-new-%d", seq.Add(1))
-			status, replayed, err := benchPost(client, env.URL, env.AdminKey, key, body)
-			if err != nil || status != http.StatusOK || replayed {
-				b.Errorf("key %s: status %d, replayed %v, error %v", key, status, replayed, err)
-				return
-			}
-		}
-	})
-	reportReqPerSec(b)
+	benchNewKeys(b, env.URL, env.AdminKey, "bench-new-", false)
 }
 
 // BenchmarkSend_Replay measures retries of one finished request: reserve
@@ -146,6 +131,13 @@ func yardstickServer(b *testing.B, replayed bool, store func(key string, body []
 
 // benchYardstick posts as the Send benchmarks do, to a yardstick server.
 func benchYardstick(b *testing.B, url string, replayed bool) {
+	benchNewKeys(b, url, "so_yardstick", "bench-yardstick-", replayed)
+}
+
+// benchNewKeys posts the benchmark's mail from benchClients callers, each
+// request with a key of its own (prefix and a number), and wants 200 with
+// Idempotent-Replayed as replayed says.
+func benchNewKeys(b *testing.B, url, secret, prefix string, replayed bool) {
 	client := benchClient()
 	body := mail(b, "bench@example.com", "benchmark")
 	var seq atomic.Int64
@@ -153,9 +145,10 @@ func benchYardstick(b *testing.B, url string, replayed bool) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			status, gotReplayed, err := benchPost(client, url, "so_yardstick", fmt.Sprintf("bench-yardstick-%d", seq.Add(1)), body)
+			key := fmt.Sprintf("%s%d", prefix, seq.Add(1))
+			status, gotReplayed, err := benchPost(client, url, secret, key, body)
 			if err != nil || status != http.StatusOK || gotReplayed != replayed {
-				b.Errorf("status %d, replayed %v, error %v", status, gotReplayed, err)
+				b.Errorf("key %s: status %d, replayed %v, error %v", key, status, gotReplayed, err)
 				return
 			}
 		}
