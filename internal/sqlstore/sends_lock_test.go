@@ -18,7 +18,7 @@ import (
 // the send back to one of the statuses (a deferred attempt back to queued)
 // before the second, plain read, the caller is about to change it, so it
 // must come back locked: returned unlocked, a cancel could overwrite a
-// claim made meanwhile (85c5476). Here another connection commits that
+// claim made meanwhile. Here another connection commits that
 // change between the two reads, and then tries to take the row: it must
 // find it held.
 //
