@@ -28,6 +28,15 @@ const (
 	TemplateRenderTimeout = 2 * time.Second
 	// maxFormatWidth bounds printf widths and precisions.
 	maxFormatWidth = 1000
+	// maxProducedBytes caps the bytes the string-making builtins (print,
+	// printf, println, html, js, urlquery) may make in one render, all
+	// parts together: what a chain of variables built from each other can
+	// hold in memory before any of it is written.
+	maxProducedBytes = 4 * MaxRenderedBytes
+	// maxCalls caps the builtin calls of one render, all parts together:
+	// CPU for a template without a loop, which the iteration count does
+	// not see.
+	maxCalls = 1_000_000
 )
 
 // tickFunc is the function injected at the start of every range body:
@@ -47,7 +56,25 @@ var (
 // budget is the state of one render.
 type budget struct {
 	iterations int
+	calls      int
+	produced   int
 	deadline   time.Time
+}
+
+// made counts a builtin's call and the n bytes it made, and stops the
+// render past the bounds.
+func (b *budget) made(n int) error {
+	b.calls++
+	if b.produced += n; b.produced > maxProducedBytes {
+		return errTooLarge
+	}
+	if b.calls > maxCalls {
+		return errTooManyIterations
+	}
+	if b.calls%256 == 0 && !b.deadline.IsZero() && time.Now().After(b.deadline) {
+		return errTooSlow
+	}
+	return nil
 }
 
 func (b *budget) tick() (string, error) {
@@ -81,19 +108,38 @@ func checkFormat(format string) error {
 	return nil
 }
 
-// safePrintf replaces the builtin printf: the format may come from the
-// request's variables, so it is checked at every call.
-func safePrintf(format string, args ...any) (string, error) {
-	if err := checkFormat(format); err != nil {
-		return "", err
+// funcs are the functions every template is parsed with: the budget's
+// tick, and the string-making builtins wrapped so that what they make
+// counts against b. A variable may hold what they make, so the writer's
+// cap alone does not bound memory: a chain of variables, each built from
+// the one before, doubles at every link.
+func funcs(b *budget) map[string]any {
+	return map[string]any{
+		tickFunc: b.tick,
+		// printf's format may come from the request's variables, so it is
+		// checked at every call.
+		"printf": func(format string, args ...any) (string, error) {
+			if err := checkFormat(format); err != nil {
+				return "", err
+			}
+			return b.string(fmt.Sprintf(format, args...))
+		},
+		"print":    func(args ...any) (string, error) { return b.string(fmt.Sprint(args...)) },
+		"println":  func(args ...any) (string, error) { return b.string(fmt.Sprintln(args...)) },
+		"html":     func(args ...any) (string, error) { return b.string(texttemplate.HTMLEscaper(args...)) },
+		"js":       func(args ...any) (string, error) { return b.string(texttemplate.JSEscaper(args...)) },
+		"urlquery": func(args ...any) (string, error) { return b.string(texttemplate.URLQueryEscaper(args...)) },
 	}
-	return fmt.Sprintf(format, args...), nil
 }
 
-// funcs are the functions every template is parsed with. The tick is a
-// placeholder replaced per render.
-func funcs(b *budget) map[string]any {
-	return map[string]any{"printf": safePrintf, tickFunc: b.tick}
+// string counts what a builtin made. (It is made before it is counted:
+// each argument is at most what the budget let through, so one call makes
+// at most a few times that.)
+func (b *budget) string(s string) (string, error) {
+	if err := b.made(len(s)); err != nil {
+		return "", err
+	}
+	return s, nil
 }
 
 // cappedWriter keeps at most max bytes and then fails every write, which
@@ -135,6 +181,14 @@ func checkTree(tree *parse.Tree, tick *parse.ActionNode) error {
 			walk(n.Pipe)
 		case *parse.PipeNode:
 			if n == nil {
+				return
+			}
+			if n.IsAssign {
+				// {{$x = …}} inside a range carries a value from one
+				// iteration to the next: the way to grow a string
+				// without bound. A declaration ({{$x := …}}) is scoped
+				// to its iteration.
+				err = fmt.Errorf("%w: templates may not assign to a variable ({{$x = …}}); declare it once ({{$x := …}})", errUnbounded)
 				return
 			}
 			for _, c := range n.Cmds {

@@ -2,6 +2,8 @@ package app_test
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -85,5 +87,60 @@ func TestRenderTemplate_Bounded(t *testing.T) {
 		map[string]any{"n": "<Ada>", "a": []any{1, 2}})
 	if err != nil || subject != "Hi <Ada>" || text != "  1  2" || html != "<b>&lt;Ada&gt;</b>" {
 		t.Fatalf("RenderTemplate = %q %q %q %v", subject, text, html, err)
+	}
+}
+
+// TestTemplates_GrowingVariablesAreBounded: a variable built from itself
+// grows without the writer seeing it. Reassignment in a loop (the bomb
+// that built 268 MB from `range 24`) is refused when stored; a chain of
+// declarations, each twice the one before, and the same through html,
+// js, urlquery and println, stops at the render's byte budget with a 422
+// — and takes little memory on the way.
+func TestTemplates_GrowingVariablesAreBounded(t *testing.T) {
+	bomb := `{{$x := "aaaaaaaaaaaaaaaa"}}{{range 30}}{{$x = print $x $x}}{{end}}len={{len $x}}`
+	for _, part := range []string{"text", "html"} {
+		tpl := &core.Template{Subject: "s", Text: "t"}
+		if part == "text" {
+			tpl.Text = bomb
+		} else {
+			tpl.HTML = bomb
+		}
+		if err := app.ValidateTemplate(tpl); codeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "assign") {
+			t.Errorf("%s: storing the reassignment bomb: %v, want refused", part, err)
+		}
+		if _, _, _, err := app.RenderTemplate(tpl, nil); codeOf(err) != core.CodeValidation {
+			t.Errorf("%s: rendering the reassignment bomb: %v, want a validation error", part, err)
+		}
+	}
+	chain := func(fn string) string {
+		var b strings.Builder
+		b.WriteString(`{{$v0 := "aaaaaaaaaaaaaaaa"}}`)
+		for i := 1; i <= 40; i++ {
+			fmt.Fprintf(&b, `{{$v%d := %s $v%d $v%d}}`, i, fn, i-1, i-1)
+		}
+		b.WriteString(`{{len $v40}}`)
+		return b.String()
+	}
+	for _, fn := range []string{"print", "println", "html", "js", "urlquery", `printf "%s%s"`} {
+		for _, part := range []string{"text", "html"} {
+			tpl := &core.Template{Subject: "s", Text: "t"}
+			if part == "text" {
+				tpl.Text = chain(fn)
+			} else {
+				tpl.HTML = chain(fn)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, _, _, err := app.RenderTemplate(tpl, nil)
+			runtime.ReadMemStats(&after)
+			if codeOf(err) != core.CodeValidation {
+				t.Errorf("%s chain in %s: %v, want a validation error", fn, part, err)
+			}
+			// 2^40 × 16 bytes unbounded; the budget allows a few MiB.
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 256<<20 {
+				t.Errorf("%s chain in %s: allocated %d MiB", fn, part, grew>>20)
+			}
+		}
 	}
 }

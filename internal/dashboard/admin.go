@@ -287,7 +287,9 @@ func (d *Dashboard) saveTemplate(q *req) error {
 }
 
 // previewTemplate answers the live preview's script with JSON; it stores
-// nothing (read scope may preview).
+// nothing. It renders text the caller posts, not a stored template: admin
+// scope, as for saving it (a read key may look at templates, not run its
+// own).
 func (d *Dashboard) previewTemplate(q *req) error {
 	p := render(formTemplate(q), q.r.PostFormValue("variables"))
 	q.w.Header().Set("Content-Type", "application/json")

@@ -46,7 +46,7 @@ var routes = []route{
 	{"GET /ui/templates", core.ScopeRead, (*Dashboard).templates},
 	{"GET /ui/templates/{id}", core.ScopeRead, (*Dashboard).template},
 	{"POST /ui/templates/{id}", core.ScopeAdmin, (*Dashboard).saveTemplate},
-	{"POST /ui/templates/{id}/preview", core.ScopeRead, (*Dashboard).previewTemplate},
+	{"POST /ui/templates/{id}/preview", core.ScopeAdmin, (*Dashboard).previewTemplate},
 
 	{"GET /ui/webhooks", core.ScopeRead, (*Dashboard).webhooks},
 	{"POST /ui/webhooks", core.ScopeAdmin, (*Dashboard).createWebhook},
