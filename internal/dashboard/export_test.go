@@ -14,3 +14,6 @@ func Routes() []Route {
 	}
 	return out
 }
+
+// SafeNext is safeNext, for its table test.
+var SafeNext = safeNext

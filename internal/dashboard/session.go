@@ -51,7 +51,18 @@ func (d *Dashboard) renderSignIn(q *req, status int, msg string) error {
 
 // safeNext keeps a redirect after sign-in on this site.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
+		return "/"
+	}
+	// Browsers drop tabs and newlines anywhere in a URL and read a
+	// backslash as a slash, so "/\t/evil.example" is "//evil.example":
+	// another site. Only visible ASCII, no backslash, is kept.
+	for _, c := range next {
+		if c <= ' ' || c >= 0x7f || c == '\\' {
+			return "/"
+		}
+	}
+	if u, err := url.Parse(next); err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
 		return "/"
 	}
 	return next
