@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/emersion/go-message/textproto"
 	"github.com/emersion/go-smtp"
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
@@ -53,27 +54,9 @@ func reply(code int, enh smtp.EnhancedCode, msg string) *smtp.SMTPError {
 // the commit.
 func (s *Server) submit(ctx context.Context, key *core.APIKey, env envelope, data []byte) *smtp.SMTPError {
 	start := time.Now()
-	h, body, err := message.ReadRaw(data)
-	if err != nil {
-		return reply(550, smtp.EnhancedCode{5, 6, 0}, "the message's header does not parse")
-	}
-	idemKey, source := "", ""
-	for _, name := range keyHeaders {
-		if v := h.Get(name); v != "" && idemKey == "" {
-			if idemKey, err = idempotency.ParseKey(v, idempotency.MaxKeyLen); err != nil {
-				return reply(550, smtp.EnhancedCode{5, 6, 0}, fmt.Sprintf("the %s header must be 1 to %d visible ASCII characters", name, idempotency.MaxKeyLen))
-			}
-			source = name
-		}
-	}
-	msg := data
-	if source != "" {
-		for _, name := range keyHeaders {
-			h.Del(name)
-		}
-		msg = message.WriteRaw(h, body) // the key is not part of the message delivered
-	} else if id := strings.TrimSpace(h.Get("Message-Id")); id != "" {
-		idemKey, source = messageIDKey(id), "Message-ID"
+	h, msg, idemKey, source, rerr := readSubmission(data)
+	if rerr != nil {
+		return rerr
 	}
 	sub := app.RawSubmission{IdemKey: idemKey, MailboxID: env.mailbox, Rcpt: env.rcpt, Header: h, Msg: msg}
 	rep, sendID, outcome := s.acceptOnce(ctx, key, sub, fingerprint(env, msg))
@@ -85,6 +68,60 @@ func (s *Server) submit(ctx context.Context, key *core.APIKey, env envelope, dat
 		s.audit(ctx, key, idemKey, rep, sendID, outcome)
 	}
 	return rep
+}
+
+// readSubmission parses a submitted message, once. It refuses bare CR or
+// LF (RFC 5321 forbids them, and a next hop that reads "\r.\r\n" as the
+// end of data would take what follows as another message: SMTP
+// smuggling), takes the idempotency key header out, and drops Bcc, as
+// Postfix and Exim do: delivered, it tells every recipient who else got
+// the mail. msg is what will be delivered; idemKey comes from the key
+// header or, without one, the Message-ID (source says which).
+func readSubmission(data []byte) (h textproto.Header, msg []byte, idemKey, source string, rerr *smtp.SMTPError) {
+	if bareLineEnd(data) {
+		return h, nil, "", "", reply(550, smtp.EnhancedCode{5, 6, 0}, "the message has a bare CR or LF: every line must end in CRLF")
+	}
+	h, body, err := message.ReadRaw(data)
+	if err != nil {
+		return h, nil, "", "", reply(550, smtp.EnhancedCode{5, 6, 0}, "the message's header does not parse")
+	}
+	for _, name := range keyHeaders {
+		if v := h.Get(name); v != "" && idemKey == "" {
+			if idemKey, err = idempotency.ParseKey(v, idempotency.MaxKeyLen); err != nil {
+				return h, nil, "", "", reply(550, smtp.EnhancedCode{5, 6, 0}, fmt.Sprintf("the %s header must be 1 to %d visible ASCII characters", name, idempotency.MaxKeyLen))
+			}
+			source = name
+		}
+	}
+	rewrite := source != "" || h.Has("Bcc")
+	for _, name := range keyHeaders {
+		h.Del(name) // the key is not part of the message delivered
+	}
+	h.Del("Bcc")
+	msg = data
+	if rewrite {
+		msg = message.WriteRaw(h, body)
+	}
+	if source == "" {
+		if id := strings.TrimSpace(h.Get("Message-Id")); id != "" {
+			idemKey, source = messageIDKey(id), "Message-ID"
+		}
+	}
+	return h, msg, idemKey, source, nil
+}
+
+// bareLineEnd reports a CR not followed by LF, or an LF not preceded by
+// CR.
+func bareLineEnd(data []byte) bool {
+	for i, c := range data {
+		switch {
+		case c == '\r' && (i+1 == len(data) || data[i+1] != '\n'):
+			return true
+		case c == '\n' && (i == 0 || data[i-1] != '\r'):
+			return true
+		}
+	}
+	return false
 }
 
 // messageIDKey is the key a Message-ID makes: the msg-id without its

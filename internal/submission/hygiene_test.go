@@ -1,0 +1,101 @@
+package submission_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"net"
+	"net/textproto"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
+)
+
+// TestSubmission_BccHeaderIsNotDelivered: a client's Bcc header is
+// dropped, as Postfix and Exim drop it (delivered, it tells every
+// recipient who else got the mail); the blind recipient still gets the
+// message through the envelope.
+func TestSubmission_BccHeaderIsNotDelivered(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env, addr := startEnv(t, b)
+		c := dial(t, addr, env.AdminKey)
+		to := []string{"ann@example.com", "secret@example.com"}
+		text, err := submit(c, "sender@example.com", to, mail(newMsgID(), "Hi.", "Bcc: secret@example.com"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		delivered(t, env, sendID(t, text))
+		msgs := env.SMTP.Messages()
+		var rcpt []string
+		for _, m := range msgs {
+			rcpt = append(rcpt, m.To...)
+			if bytes.Contains(bytes.ToLower(m.Data), []byte("\r\nbcc:")) || bytes.Contains(m.Data, []byte("secret@example.com")) {
+				t.Errorf("the Bcc header reached the relay:\n%s", m.Data)
+			}
+		}
+		if !slices.Contains(rcpt, "secret@example.com") {
+			t.Errorf("the blind recipient got nothing: envelopes %v", rcpt)
+		}
+	})
+}
+
+// TestSubmission_BareLineEndsAreRefused: a bare CR or LF in the data is
+// refused with 550 5.6.0 and no send: passed on, a next hop that reads
+// "\r.\r\n" or "\n.\n" as the end of data would take what follows as
+// another message (SMTP smuggling).
+func TestSubmission_BareLineEndsAreRefused(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env, addr := startEnv(t, b)
+		for name, data := range map[string][]byte{
+			"bare LF":      append(mail(newMsgID(), "one"), []byte("smuggled\n.\nMAIL FROM:<x@evil.example>\r\n")...),
+			"bare CR":      append(mail(newMsgID(), "one"), []byte("smuggled\r.\rMAIL FROM:<x@evil.example>\r\n")...),
+			"LF line ends": bytes.ReplaceAll(mail(newMsgID(), "one"), []byte("\r\n"), []byte("\n")),
+			"CR in a line": mail(newMsgID(), "one\rtwo"),
+		} {
+			if code, msg := rawSubmit(t, addr, env.AdminKey, data); code != 550 || !strings.HasPrefix(msg, "5.6.0") {
+				t.Errorf("%s: %d %s, want 550 5.6.0", name, code, msg)
+			}
+		}
+		if n := env.QueryInt(t, `SELECT count(*) FROM sends`); n != 0 {
+			t.Errorf("%d sends made from refused messages", n)
+		}
+	})
+}
+
+// rawSubmit speaks SMTP itself, so that the data reaches the server byte
+// for byte (a client's DATA writer turns a bare LF into CRLF), and
+// returns the reply to the final dot.
+func rawSubmit(t *testing.T, addr, secret string, data []byte) (int, string) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(15 * time.Second))
+	tc := textproto.NewConn(conn)
+	step := func(want int, format string, args ...any) {
+		t.Helper()
+		if format != "" {
+			if err := tc.PrintfLine(format, args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, msg, err := tc.ReadResponse(want); err != nil {
+			t.Fatalf("%q: %v %s", format, err, msg)
+		}
+	}
+	step(220, "")
+	step(250, "EHLO test.example")
+	step(235, "AUTH PLAIN %s", base64.StdEncoding.EncodeToString([]byte("\x00app\x00"+secret)))
+	step(250, "MAIL FROM:<sender@example.com>")
+	step(250, "RCPT TO:<ann@example.com>")
+	step(354, "DATA")
+	if _, err := tc.W.Write(append(data, "\r\n.\r\n"...)); err != nil || tc.W.Flush() != nil {
+		t.Fatalf("write data: %v", err)
+	}
+	code, msg, _ := tc.ReadResponse(0)
+	return code, msg
+}
