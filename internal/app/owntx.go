@@ -24,8 +24,8 @@ func (s *Service) RejectSend(ctx context.Context, tenant, id string) (*core.Send
 }
 
 // CancelSend is Cancel in its own transaction.
-func (s *Service) CancelSend(ctx context.Context, tenant, id string) (*core.Send, error) {
-	return s.sendTx(ctx, func(tx core.Tx) (*core.Send, error) { return s.Cancel(ctx, tx, tenant, id) })
+func (s *Service) CancelSend(ctx context.Context, key *core.APIKey, id string) (*core.Send, error) {
+	return s.sendTx(ctx, func(tx core.Tx) (*core.Send, error) { return s.Cancel(ctx, tx, key, id) })
 }
 
 // ReconcileSend is Reconcile in its own transaction.

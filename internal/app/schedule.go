@@ -31,14 +31,15 @@ func ParseSchedule(param, v string, now time.Time) (time.Time, error) {
 // pending_approval, or queued and never claimed — into canceled; it is
 // never delivered. The row is locked while it is read, so a claim that
 // races it either comes first (and this answers invalid_state) or finds
-// the send canceled.
-func (s *Service) Cancel(ctx context.Context, tx core.Tx, tenant, id string) (*core.Send, error) {
+// the send canceled. key changes only what it could have sent
+// (mayChange).
+func (s *Service) Cancel(ctx context.Context, tx core.Tx, key *core.APIKey, id string) (*core.Send, error) {
 	send, err := tx.SendForUpdateIn(ctx, id, core.StatusScheduled, core.StatusPendingApproval, core.StatusQueued)
 	if err != nil {
 		return nil, err
 	}
-	if send.Tenant != tenant {
-		return nil, core.ErrNotFound
+	if err := mayChange(key, send); err != nil {
+		return nil, err
 	}
 	switch {
 	case send.Status == core.StatusScheduled, send.Status == core.StatusPendingApproval,
@@ -59,7 +60,7 @@ func (s *Service) Cancel(ctx context.Context, tx core.Tx, tenant, id string) (*c
 }
 
 // Reschedule moves a scheduled send to a new time.
-func (s *Service) Reschedule(ctx context.Context, tx core.Tx, tenant, id, scheduledAt string) (*core.Send, error) {
+func (s *Service) Reschedule(ctx context.Context, tx core.Tx, key *core.APIKey, id, scheduledAt string) (*core.Send, error) {
 	now := s.Now()
 	at, err := ParseSchedule("scheduled_at", scheduledAt, now)
 	if err != nil {
@@ -69,8 +70,8 @@ func (s *Service) Reschedule(ctx context.Context, tx core.Tx, tenant, id, schedu
 	if err != nil {
 		return nil, err
 	}
-	if send.Tenant != tenant {
-		return nil, core.ErrNotFound
+	if err := mayChange(key, send); err != nil {
+		return nil, err
 	}
 	if send.Status != core.StatusScheduled {
 		return nil, core.Errorf(core.CodeInvalidState, "", "send %s is %s: only a scheduled send can be moved", id, send.Status)
@@ -83,4 +84,19 @@ func (s *Service) Reschedule(ctx context.Context, tx core.Tx, tenant, id, schedu
 	}
 	send.ScheduledAt, send.NextAttemptAt, send.UpdatedAt = &at, &at, now
 	return send, nil
+}
+
+// mayChange applies the sending rules to a change of a send already made:
+// another tenant's send does not exist for key, and a key limited to
+// mailboxes changes only the sends of those, as it sends only from them.
+// (Without it a mailbox-limited agent key canceled or moved a send of a
+// mailbox it could not have sent from.)
+func mayChange(key *core.APIKey, send *core.Send) error {
+	if send.Tenant != key.Tenant {
+		return core.ErrNotFound
+	}
+	if !key.MayUseMailbox(send.MailboxID) {
+		return core.Errorf(core.CodeForbidden, "id", "this API key may not change sends of mailbox %q", send.MailboxID)
+	}
+	return nil
 }

@@ -333,7 +333,7 @@ func (d *Dashboard) sendAction(q *req) error {
 	case "reject":
 		_, err = d.svc.RejectSend(q.ctx(), tenant, s.ID)
 	case "cancel":
-		_, err = d.svc.CancelSend(q.ctx(), tenant, s.ID)
+		_, err = d.svc.CancelSend(q.ctx(), q.key, s.ID)
 	default:
 		_, err = d.svc.ReconcileSend(q.ctx(), tenant, s.ID, strings.TrimPrefix(a.Name, "reconcile-"))
 	}

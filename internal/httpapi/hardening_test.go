@@ -78,3 +78,47 @@ func TestMailboxLimitedKey_FromIsTheMailbox(t *testing.T) {
 		}
 	}
 }
+
+// TestMailboxLimitedKey_ChangesOnlyItsMailboxesSends: a key limited to
+// mailboxes cancels and moves only the sends of those, as it sends only
+// from them — on the native routes and Resend's. (A mailbox-limited agent
+// key once canceled a send of another mailbox and moved another key's
+// send 29 days out.)
+func TestMailboxLimitedKey_ChangesOnlyItsMailboxesSends(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{AllowNoKey: true, NoWorkers: true})
+	for _, mb := range []string{"a", "sales"} {
+		if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, Body: map[string]any{"id": mb, "address": mb + "@example.com"}}); r.Status != 201 {
+			t.Fatalf("create mailbox: %d %s", r.Status, r.Body)
+		}
+	}
+	_, limited := env.NewKey(t, app.NewKeyParams{Name: "limited", Scopes: []core.Scope{core.ScopeSend}, Mailboxes: []string{"a"}, Agent: true})
+	scheduled := func(mailbox string) string {
+		at := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+		r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/send", Key: env.AdminKey,
+			Body: map[string]any{"to": "ann@example.com", "subject": "s", "text": "x", "mailbox_id": mailbox, "scheduled_at": at}})
+		if r.Status != 200 {
+			t.Fatalf("scheduled send from %s: %d %s", mailbox, r.Status, r.Body)
+		}
+		return r.JSON(t)["id"].(string)
+	}
+	later := map[string]any{"scheduled_at": time.Now().Add(29 * 24 * time.Hour).UTC().Format(time.RFC3339)}
+	sales := scheduled("sales")
+	for _, req := range []sendoncetest.Request{
+		{Method: "PATCH", Path: "/v1/sends/" + sales, Body: later},
+		{Method: "POST", Path: "/v1/sends/" + sales + "/cancel"},
+		{Method: "PATCH", Path: "/emails/" + sales, Body: later},
+		{Method: "POST", Path: "/emails/" + sales + "/cancel"},
+	} {
+		req.Key = limited
+		if r := env.Do(t, req); r.Status != 403 {
+			t.Errorf("%s %s with a key limited to mailbox a: %d %s, want 403", req.Method, req.Path, r.Status, r.Body)
+		}
+	}
+	if s := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/sends/" + sales, Key: env.AdminKey}).JSON(t); s["status"] != "scheduled" || s["scheduled_at"] == later["scheduled_at"] {
+		t.Errorf("the sales send was changed: %v at %v", s["status"], s["scheduled_at"])
+	}
+	own := scheduled("a")
+	if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/sends/" + own + "/cancel", Key: limited}); r.Status != 200 {
+		t.Errorf("cancel of its own mailbox's send: %d %s, want 200", r.Status, r.Body)
+	}
+}

@@ -263,7 +263,7 @@ func (s *Server) handleResendUpdate(ctx context.Context, tx core.Tx, key *core.A
 }
 
 func (s *Server) handleResendCancel(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
-	send, err := s.svc.Cancel(ctx, tx, key.Tenant, r.PathValue("id"))
+	send, err := s.svc.Cancel(ctx, tx, key, r.PathValue("id"))
 	return answerSend(send, err, resendRefView)
 }
 

@@ -186,7 +186,7 @@ func (s *Server) handleReject(ctx context.Context, tx core.Tx, key *core.APIKey,
 }
 
 func (s *Server) handleCancel(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
-	send, err := s.svc.Cancel(ctx, tx, key.Tenant, r.PathValue("id"))
+	send, err := s.svc.Cancel(ctx, tx, key, r.PathValue("id"))
 	return answerSend(send, err, nativeSendView)
 }
 
@@ -208,7 +208,7 @@ func (s *Server) reschedule(ctx context.Context, tx core.Tx, key *core.APIKey, r
 	if err := decodeStrict(body, &req); err != nil {
 		return nil, err
 	}
-	return s.svc.Reschedule(ctx, tx, key.Tenant, r.PathValue("id"), req.ScheduledAt)
+	return s.svc.Reschedule(ctx, tx, key, r.PathValue("id"), req.ScheduledAt)
 }
 
 // answerSend answers a change of one send (cancel, reschedule) with view
