@@ -1,6 +1,7 @@
 package submission
 
 import (
+	"crypto/tls"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,11 @@ type limitListener struct {
 	open   *atomic.Int64
 	max    int64
 	reject func()
+	// session bounds a whole connection and auth the time to a
+	// successful AUTH, both from accept: a client that never says EHLO,
+	// or never authenticates, cannot keep its slot by sending NOOPs
+	// (each of which resets only the command timeout).
+	session, auth time.Duration
 }
 
 var tooManyReply = []byte("421 4.7.0 too many SMTP sessions open; try again later\r\n")
@@ -35,18 +41,38 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			}()
 			continue
 		}
-		return &countedConn{Conn: c, open: l.open}, nil
+		cc := &countedConn{Conn: c, open: l.open}
+		cc.session = time.AfterFunc(l.session, func() { _ = cc.Close() })
+		cc.auth = time.AfterFunc(l.auth, func() { _ = cc.Close() })
+		return cc, nil
 	}
 }
 
-// countedConn gives its slot back once, when it is closed.
+// countedConn gives its slot back once, when it is closed, and is closed
+// by its deadlines.
 type countedConn struct {
 	net.Conn
-	open *atomic.Int64
-	once sync.Once
+	open          *atomic.Int64
+	once          sync.Once
+	session, auth *time.Timer
 }
 
 func (c *countedConn) Close() error {
-	c.once.Do(func() { c.open.Add(-1) })
+	c.once.Do(func() {
+		c.open.Add(-1)
+		c.session.Stop()
+		c.auth.Stop()
+	})
 	return c.Conn.Close()
+}
+
+// authenticated lifts the deadline to AUTH of the connection under conn
+// (a TLS connection's too); the session's deadline stays.
+func authenticated(conn net.Conn) {
+	if t, ok := conn.(*tls.Conn); ok {
+		conn = t.NetConn()
+	}
+	if c, ok := conn.(*countedConn); ok {
+		c.auth.Stop()
+	}
 }

@@ -24,6 +24,7 @@ const (
 	DefaultMaxSessionsPerKey = 20
 	DefaultCommandTimeout    = time.Minute
 	DefaultSessionTimeout    = 30 * time.Minute
+	DefaultAuthTimeout       = 2 * time.Minute
 	DefaultAcceptTimeout     = 30 * time.Second
 )
 
@@ -42,8 +43,9 @@ type Config struct {
 	// those one API key has authenticated.
 	MaxSessions, MaxSessionsPerKey int
 	// CommandTimeout bounds the wait for each command line and each
-	// reply write; SessionTimeout a whole connection.
-	CommandTimeout, SessionTimeout time.Duration
+	// reply write; SessionTimeout a whole connection and AuthTimeout its
+	// time to a successful AUTH, both from accept.
+	CommandTimeout, SessionTimeout, AuthTimeout time.Duration
 	// AcceptTimeout bounds the acceptance of one message (after the
 	// final dot, before its reply).
 	AcceptTimeout time.Duration
@@ -89,6 +91,9 @@ func New(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) 
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = DefaultSessionTimeout
 	}
+	if cfg.AuthTimeout <= 0 {
+		cfg.AuthTimeout = DefaultAuthTimeout
+	}
 	if cfg.AcceptTimeout <= 0 {
 		cfg.AcceptTimeout = DefaultAcceptTimeout
 	}
@@ -117,7 +122,8 @@ func (s *Server) ServeTLS(ln net.Listener) error {
 // limit bounds ln's open connections by MaxSessions, counted with those
 // of the server's other listeners.
 func (s *Server) limit(ln net.Listener) net.Listener {
-	return &limitListener{Listener: ln, open: &s.conns, max: int64(s.cfg.MaxSessions), reject: func() { s.reject(421) }}
+	return &limitListener{Listener: ln, open: &s.conns, max: int64(s.cfg.MaxSessions), reject: func() { s.reject(421) },
+		session: s.cfg.SessionTimeout, auth: s.cfg.AuthTimeout}
 }
 
 func (s *Server) serve(ln net.Listener) error {
@@ -169,10 +175,9 @@ func (s *Server) NewSession(c *smtp.Conn) (smtp.Session, error) {
 		s.metrics.SMTPSessions.Inc()
 		s.metrics.SMTPSessionsOpen.Inc()
 	}
-	ss := &session{s: s, conn: c, loopback: isLoopback(c.Conn().RemoteAddr())}
-	// A whole connection is bounded, whatever its commands do.
-	ss.timer = time.AfterFunc(s.cfg.SessionTimeout, func() { _ = c.Close() })
-	return ss, nil
+	// A whole connection is bounded from accept, whatever its commands
+	// do (the listener's deadlines).
+	return &session{s: s, conn: c, loopback: isLoopback(c.Conn().RemoteAddr())}, nil
 }
 
 // enterKey counts a session of key; false when it has MaxSessionsPerKey.

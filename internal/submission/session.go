@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/mail"
 	"sync"
-	"time"
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
@@ -20,7 +19,6 @@ type session struct {
 	s        *Server
 	conn     *smtp.Conn
 	loopback bool
-	timer    *time.Timer
 	once     sync.Once
 
 	key *core.APIKey
@@ -92,6 +90,7 @@ func (ss *session) authenticate(secret string) error {
 		return ss.fail(errKeySessions)
 	}
 	ss.key, ss.secret = key, secret
+	authenticated(ss.conn.Conn())
 	return nil
 }
 
@@ -172,7 +171,6 @@ func (ss *session) Reset() { ss.mailFrom, ss.mailboxID, ss.rcpt = "", "", nil }
 // then the close).
 func (ss *session) Logout() error {
 	ss.once.Do(func() {
-		ss.timer.Stop()
 		if ss.s.metrics != nil {
 			ss.s.metrics.SMTPSessionsOpen.Dec()
 		}
