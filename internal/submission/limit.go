@@ -42,8 +42,11 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			continue
 		}
 		cc := &countedConn{Conn: c, open: l.open}
+		// Under the lock: a deadline that fires must find both timers set.
+		cc.mu.Lock()
 		cc.session = time.AfterFunc(l.session, func() { _ = cc.Close() })
 		cc.auth = time.AfterFunc(l.auth, func() { _ = cc.Close() })
+		cc.mu.Unlock()
 		return cc, nil
 	}
 }
@@ -52,14 +55,18 @@ func (l *limitListener) Accept() (net.Conn, error) {
 // by its deadlines.
 type countedConn struct {
 	net.Conn
-	open          *atomic.Int64
-	once          sync.Once
+	open *atomic.Int64
+	once sync.Once
+
+	mu            sync.Mutex
 	session, auth *time.Timer
 }
 
 func (c *countedConn) Close() error {
 	c.once.Do(func() {
 		c.open.Add(-1)
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		c.session.Stop()
 		c.auth.Stop()
 	})
@@ -73,6 +80,8 @@ func authenticated(conn net.Conn) {
 		conn = t.NetConn()
 	}
 	if c, ok := conn.(*countedConn); ok {
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		c.auth.Stop()
 	}
 }
