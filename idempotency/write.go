@@ -43,7 +43,8 @@ type Step[Tx TxRecords] func(ctx context.Context, tx Tx) (Response, error)
 // Result is what one Write answered.
 type Result struct {
 	// Outcome is Proceed when the request ran (with or without a key);
-	// Replay, InUse or Mismatch when the key decided it.
+	// Replay, InUse or Mismatch when the key decided it; zero when Err
+	// stopped the request before its key was decided (check Err first).
 	Outcome Outcome
 	// Response is the answer: the step's, the refusal's, or the stored one
 	// replayed. Nil for InUse, Mismatch and an Err that is not a refusal.

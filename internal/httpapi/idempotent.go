@@ -182,13 +182,13 @@ func (s *Server) decideAndRun(w http.ResponseWriter, r *http.Request, o postOpts
 // resultOf turns the protocol's answer into the route's typed result.
 func (s *Server) resultOf(r *http.Request, o postOpts, ran idempotency.Result, refused result) result {
 	switch {
-	case ran.Outcome != idempotency.Proceed:
-		return s.decided(r, o, idempotency.Decision{Outcome: ran.Outcome, Response: ran.Response})
 	case ran.Refused:
 		refused.outcome, refused.stored = idempotency.Proceed, ran.Stored
 		return refused
 	case ran.Err != nil:
-		return s.refusal(r, o, ran.Err)
+		return s.refusal(r, o, ran.Err) // before the outcome: Begin's failure has none
+	case ran.Outcome != idempotency.Proceed:
+		return s.decided(r, o, idempotency.Decision{Outcome: ran.Outcome, Response: ran.Response})
 	}
 	return result{status: ran.Response.Status, body: ran.Response.Body, outcome: idempotency.Proceed, stored: ran.Stored}
 }

@@ -190,12 +190,12 @@ func (s *Server) acceptOnce(ctx context.Context, key *core.APIKey, sub app.RawSu
 		},
 	})
 	switch {
-	case ran.Outcome != idempotency.Proceed:
-		return s.decided(idempotency.Decision{Outcome: ran.Outcome, Response: ran.Response})
 	case ran.Refused:
 		return replyFor(ctx, s.logger, ran.Err), "", "refused"
 	case ran.Err != nil:
-		return replyFor(ctx, s.logger, ran.Err), "", "error"
+		return replyFor(ctx, s.logger, ran.Err), "", "error" // before the outcome: Begin's failure has none
+	case ran.Outcome != idempotency.Proceed:
+		return s.decided(idempotency.Decision{Outcome: ran.Outcome, Response: ran.Response})
 	}
 	if s.metrics != nil {
 		s.metrics.SendsAccepted.Inc()

@@ -18,7 +18,7 @@ import (
 // accept in all, whatever it sends.
 func TestSubmission_NoopsDoNotHoldASlot(t *testing.T) {
 	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, NoWorkers: true})
-	const authIn, sessionIn = 600 * time.Millisecond, 1500 * time.Millisecond
+	const authIn, sessionIn = 600 * time.Millisecond, 4 * time.Second
 	server := func(session time.Duration) string {
 		sub := submission.New(env.Server.Service, nil, submission.Config{CommandTimeout: 5 * time.Second,
 			AuthTimeout: authIn, SessionTimeout: session}, nil)
@@ -35,10 +35,9 @@ func TestSubmission_NoopsDoNotHoldASlot(t *testing.T) {
 		}
 		return c
 	}
-	// noopUntilClosed sends a NOOP every 100 ms and returns how long the
-	// server kept the connection, at most within.
-	noopUntilClosed := func(c *smtp.Client, within time.Duration) time.Duration {
-		start := time.Now()
+	// noopUntilClosed sends a NOOP every 100 ms and returns how long after
+	// start the server closed the connection, at most within.
+	noopUntilClosed := func(c *smtp.Client, start time.Time, within time.Duration) time.Duration {
 		for time.Since(start) < within {
 			if err := c.Noop(); err != nil {
 				return time.Since(start)
@@ -49,19 +48,26 @@ func TestSubmission_NoopsDoNotHoldASlot(t *testing.T) {
 	}
 	// Only the auth timeout can close this one: its session may last an
 	// hour.
-	anon := dialNoAuth(server(time.Hour))
-	if held := noopUntilClosed(anon, 5*time.Second); held >= 5*time.Second {
+	anonAddr := server(time.Hour)
+	start := time.Now()
+	anon := dialNoAuth(anonAddr)
+	if held := noopUntilClosed(anon, start, 10*time.Second); held >= 10*time.Second {
 		t.Errorf("an unauthenticated connection sending NOOPs was kept %v (auth timeout %v)", held, authIn)
 	}
-	authed := dialNoAuth(server(sessionIn))
+	// Times from the dial, which is before the accept: a connection
+	// whose auth deadline AUTH did not lift closes about authIn after it,
+	// a correct one sessionIn after it, however slow the AUTH.
+	authedAddr := server(sessionIn)
+	start = time.Now()
+	authed := dialNoAuth(authedAddr)
 	if err := authed.Auth(sasl.NewPlainClient("", "app", env.AdminKey)); err != nil {
 		t.Fatal(err)
 	}
-	held := noopUntilClosed(authed, 5*time.Second)
-	if held < authIn {
-		t.Errorf("an authenticated connection was closed after %v, at the auth timeout", held)
+	held := noopUntilClosed(authed, start, 15*time.Second)
+	if held < sessionIn-time.Second {
+		t.Errorf("an authenticated connection was closed %v after its dial, before its session timeout %v", held, sessionIn)
 	}
-	if held >= 5*time.Second {
+	if held >= 15*time.Second {
 		t.Errorf("an authenticated connection sending NOOPs was kept %v (session timeout %v)", held, sessionIn)
 	}
 }
