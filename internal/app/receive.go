@@ -2,8 +2,17 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/inmail"
 )
 
 // Incoming is one message arriving for one receiving mailbox, from the
@@ -18,6 +27,9 @@ type Incoming struct {
 	RcptTo   []string
 	RemoteIP string
 	Raw      []byte
+	// Auth is what the listener's checks found (zero for IMAP: the
+	// mailbox's own server checked it).
+	Auth core.ReceivedAuth
 	// Seen is the IMAP \Seen flag: the message arrives read.
 	Seen       bool
 	ReceivedAt time.Time
@@ -33,11 +45,117 @@ type Received struct {
 	Duplicate bool
 }
 
-// errReceivingNotBuilt is returned until receiving is wired.
-var errReceivingNotBuilt = errors.New("receiving is not built yet")
+// DefaultMaxReceivedBytes is a tenant's raw received mail past which new
+// mail is refused (452 over SMTP) until some is deleted or expires.
+const DefaultMaxReceivedBytes = 1 << 30
+
+// ErrReceivedStorageFull is a tenant past its received-mail storage cap.
+var ErrReceivedStorageFull = errors.New("the tenant's received mail storage is full")
+
+// DedupKey is what makes two deliveries the same received message: the
+// mailbox, the Message-ID, the envelope and the SHA-256 of the bytes. A
+// sending MTA that lost our 250 sends the very same queue file again, so
+// all four match; a message that is only similar (another envelope, a
+// re-sent copy with a new Date) is another message. For IMAP the envelope
+// is empty: a folder resynchronised after a UIDVALIDITY change hands over
+// the same bytes again.
+func DedupKey(mailboxID, messageID, mailFrom string, rcptTo []string, digest string) string {
+	rc := slices.Clone(rcptTo)
+	for i := range rc {
+		rc[i] = strings.ToLower(rc[i])
+	}
+	slices.Sort(rc)
+	h := sha256.Sum256([]byte(strings.Join([]string{mailboxID, messageID, strings.ToLower(mailFrom),
+		strings.Join(rc, ","), digest}, "\x00")))
+	return hex.EncodeToString(h[:])
+}
+
+var errDuplicate = errors.New("duplicate received message")
 
 // Receive stores in once, with its parsed view and thread, in one
-// transaction; the same message again is recognised as a duplicate.
+// transaction; the same message again is recognised as a duplicate. It
+// is the one way mail comes in, whatever the door.
 func (s *Service) Receive(ctx context.Context, in Incoming) (Received, error) {
-	return Received{}, errReceivingNotBuilt
+	if in.ReceivedAt.IsZero() {
+		in.ReceivedAt = s.Now()
+	}
+	sum := sha256.Sum256(in.Raw)
+	digest := hex.EncodeToString(sum[:])
+	m := receivedView(in, digest)
+	var out Received
+	err := s.store.InTx(ctx, func(tx core.Tx) error {
+		if err := s.checkReceivedCap(ctx, in.Tenant, len(in.Raw)); err != nil {
+			return err
+		}
+		m.ID, m.ThreadID = NewID("rcv_"), ""
+		if err := s.threadFor(ctx, tx, m); err != nil {
+			return err
+		}
+		id, thread, inserted, err := tx.InsertReceived(ctx, m, in.Raw)
+		if err != nil {
+			return err
+		}
+		out = Received{ID: id, ThreadID: thread, Duplicate: !inserted}
+		if !inserted {
+			return errDuplicate // roll back the thread this copy opened
+		}
+		if err := tx.AddThreadItem(ctx, m.Tenant, m.ThreadID, core.ThreadItem{Kind: core.ThreadReceived, ID: m.ID,
+			MessageID: m.MessageID, At: m.ReceivedAt}); err != nil {
+			return err
+		}
+		if m.SendID != "" {
+			if err := tx.AddEvent(ctx, m.SendID, core.Event{ID: NewID("evt_"), Type: core.EventReplied, At: m.ReceivedAt,
+				Detail: "a reply was received: " + m.ID}); err != nil {
+				return err
+			}
+		}
+		return queueReceivedWebhook(ctx, tx, m)
+	})
+	if errors.Is(err, errDuplicate) {
+		err = nil
+	}
+	if err != nil {
+		return Received{}, fmt.Errorf("receive for %s: %w", in.MailboxID, err)
+	}
+	s.logger.InfoContext(ctx, "received", slog.String("id", out.ID), slog.String("mailbox", in.MailboxID),
+		slog.Bool("duplicate", out.Duplicate), slog.String("source", in.Source))
+	return out, nil
+}
+
+func (s *Service) checkReceivedCap(ctx context.Context, tenant string, size int) error {
+	max := s.cfg.MaxReceivedBytes
+	if max == 0 {
+		max = DefaultMaxReceivedBytes
+	}
+	if max < 0 {
+		return nil
+	}
+	_, used, err := s.store.ReceivedUsage(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	if used+int64(size) > max {
+		return ErrReceivedStorageFull
+	}
+	return nil
+}
+
+// receivedView parses the message; one that cannot be parsed is kept
+// with its envelope alone (its raw bytes are still there to read).
+func receivedView(in Incoming, digest string) *core.ReceivedMessage {
+	m := &core.ReceivedMessage{Tenant: in.Tenant, MailboxID: in.MailboxID, Digest: digest, Source: in.Source,
+		MailFrom: in.MailFrom, RcptTo: in.RcptTo, RemoteIP: in.RemoteIP, Auth: in.Auth, Size: len(in.Raw),
+		Read: in.Seen, ReceivedAt: in.ReceivedAt.UTC()}
+	if p, err := inmail.Parse(in.Raw); err == nil {
+		m.MessageID, m.InReplyTo, m.References = p.MessageID, p.InReplyTo, p.References
+		m.From, m.To, m.Cc, m.ReplyTo, m.Subject, m.Date = p.From, p.To, p.Cc, p.ReplyTo, p.Subject, p.Date
+		m.Text, m.HTML, m.Headers, m.Attachments = p.Text, p.HTML, p.Headers, p.Attachments
+	} else {
+		m.From = in.MailFrom
+	}
+	if in.Auth.Results != "" {
+		m.Headers = append([]core.Header{{Name: "Authentication-Results", Value: in.Auth.Results}}, m.Headers...)
+	}
+	m.DedupKey = DedupKey(in.MailboxID, m.MessageID, in.MailFrom, in.RcptTo, digest)
+	return m
 }

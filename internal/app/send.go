@@ -331,6 +331,11 @@ func (s *Service) AcceptSend(ctx context.Context, tx core.Tx, key *core.APIKey, 
 	if err := tx.InsertSend(ctx, send); err != nil {
 		return err
 	}
+	if send.InReplyTo != "" {
+		if err := joinThread(ctx, tx, send); err != nil {
+			return err
+		}
+	}
 	if tracksKey(key) {
 		if err := tx.SetSendAPIKey(ctx, send.ID, key.ID); err != nil {
 			return err

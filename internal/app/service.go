@@ -55,6 +55,9 @@ type Config struct {
 	// a limit above its creator's. Off when either is 0.
 	RateLimit       int
 	RateLimitWindow time.Duration
+	// MaxReceivedBytes bounds a tenant's stored received mail (raw bytes):
+	// 0 means DefaultMaxReceivedBytes, negative no bound.
+	MaxReceivedBytes int64
 }
 
 // Service implements the use cases.

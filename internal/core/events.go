@@ -27,6 +27,12 @@ const (
 	EventSuppressed      = "suppressed"
 	EventCanceled        = "canceled"
 	EventUnknown         = "unknown"
+	// EventReplied: a reply to the send was received (history only:
+	// the received message has its own webhook, email.received).
+	EventReplied = "replied"
+	// EventReceived names email.received, a webhook event about a received
+	// message, never a send's history entry.
+	EventReceived = "received"
 )
 
 // webhookTypes maps history entries to the webhook event types of the API
@@ -42,6 +48,7 @@ var webhookTypes = map[string]string{
 	EventSuppressed:      "email.suppressed",
 	EventCanceled:        "email.canceled",
 	EventUnknown:         "email.unknown",
+	EventReceived:        "email.received",
 }
 
 // WebhookType returns the webhook event type of a history entry, and false

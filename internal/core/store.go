@@ -22,6 +22,7 @@ type Store interface {
 	Mailboxes
 	Domains
 	Inbox
+	Receiving
 	Suppressions
 	Reports
 	Audit
@@ -46,6 +47,7 @@ type Tx interface {
 	MailboxesTx
 	DomainsTx
 	InboxTx
+	ReceivingTx
 	AuditTx
 	CapsTx
 	SuppressionsTx

@@ -11,7 +11,9 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/inmail"
 	"github.com/sendonce/sendonce/internal/verp"
 )
 
@@ -19,17 +21,41 @@ import (
 // message with attachments fits; anything larger is refused with 552.
 const DefaultMaxBytes = 10 << 20
 
-// maxRecipients bounds RCPT TO per message: a report goes to one bounce
-// address.
-const maxRecipients = 10
+// maxRecipients bounds RCPT TO per message (452 past it, RFC 5321 4.5.3.1.10).
+const maxRecipients = 50
+
+// Connection bounds: a stranger can open connections, each holding up to
+// a message in memory while it is read.
+const (
+	DefaultMaxConns      = 100
+	DefaultMaxConnsPerIP = 10
+)
 
 // Config is the listener's settings.
 type Config struct {
-	Signer   *verp.Signer
-	Store    core.Transactor
-	Logger   *slog.Logger
-	MaxBytes int64            // default DefaultMaxBytes
-	Now      func() time.Time // default time.Now
+	// Signer reads bounce addresses; nil when there is no --bounce-domain
+	// (the listener then takes receiving addresses only).
+	Signer *verp.Signer
+	Store  core.Transactor
+	// Receiver stores mail for receiving addresses.
+	Receiver Receiver
+	// Checker runs SPF, DKIM and DMARC on received mail; nil skips them.
+	Checker *inmail.Checker
+	// RejectDMARCFail answers 550 to a message that fails DMARC instead of
+	// keeping it flagged.
+	RejectDMARCFail bool
+	Domain          string // the name the listener greets with
+	Logger          *slog.Logger
+	MaxBytes        int64 // default DefaultMaxBytes
+	MaxConns        int   // default DefaultMaxConns
+	MaxConnsPerIP   int   // default DefaultMaxConnsPerIP
+	Now             func() time.Time
+}
+
+// Receiver is what the listener needs of the use cases.
+type Receiver interface {
+	ReceivingRoute(ctx context.Context, address string) (*core.ReceivingAddress, error)
+	Receive(ctx context.Context, in app.Incoming) (app.Received, error)
 }
 
 // Server is the SMTP listener of --inbound-addr.
@@ -43,15 +69,27 @@ func New(cfg Config) *Server {
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = DefaultMaxBytes
 	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.MaxConnsPerIP <= 0 {
+		cfg.MaxConnsPerIP = DefaultMaxConnsPerIP
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Domain == "" && cfg.Signer != nil {
+		cfg.Domain = cfg.Signer.Domain()
+	}
+	if cfg.Domain == "" {
+		cfg.Domain = "localhost"
+	}
 	s := &Server{cfg: cfg}
 	srv := smtp.NewServer(backend{s})
-	srv.Domain = cfg.Signer.Domain()
+	srv.Domain = cfg.Domain
 	srv.MaxMessageBytes = cfg.MaxBytes
 	srv.MaxRecipients = maxRecipients
 	srv.ReadTimeout, srv.WriteTimeout = 2*time.Minute, 2*time.Minute
@@ -61,9 +99,10 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// Serve accepts connections on l until Close.
+// Serve accepts connections on l until Close, at most MaxConns at once
+// and MaxConnsPerIP from one address.
 func (s *Server) Serve(l net.Listener) error {
-	err := s.smtp.Serve(l)
+	err := s.smtp.Serve(newCappedListener(l, s.cfg.MaxConns, s.cfg.MaxConnsPerIP, s.cfg.Logger))
 	if errors.Is(err, smtp.ErrServerClosed) {
 		return nil
 	}
@@ -85,12 +124,26 @@ func (a slogAdapter) Println(v ...any) { a.l.Warn("inbound smtp", "error", fmt.S
 
 type backend struct{ s *Server }
 
-func (b backend) NewSession(*smtp.Conn) (smtp.Session, error) { return &session{s: b.s}, nil }
+func (b backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
+	ss := &session{s: b.s, conn: c}
+	if tcp, ok := c.Conn().RemoteAddr().(*net.TCPAddr); ok {
+		ss.ip = tcp.IP
+	}
+	return ss, nil
+}
 
-type rcpt struct{ addr, sendID string }
+// rcpt is one accepted recipient: a bounce address (sendID) or a
+// receiving address (route).
+type rcpt struct {
+	addr   string
+	sendID string
+	route  *core.ReceivingAddress
+}
 
 type session struct {
 	s     *Server
+	conn  *smtp.Conn
+	ip    net.IP
 	from  string
 	rcpts []rcpt
 }
@@ -103,23 +156,42 @@ func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 	return nil
 }
 
-var errBadToken = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such bounce address"}
+var (
+	errNoSuchUser = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such recipient here"}
+	errTryLater   = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "could not store the message; try again later"}
+	errFull       = &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "the recipient's storage is full; try again later"}
+	errDMARC      = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "the message fails the sender domain's DMARC policy"}
+)
 
 func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
-	id, err := ss.s.cfg.Signer.SendID(to)
-	if err != nil {
-		return errBadToken
+	if ss.s.cfg.Signer != nil {
+		if id, err := ss.s.cfg.Signer.SendID(to); err == nil {
+			ss.rcpts = append(ss.rcpts, rcpt{addr: to, sendID: id})
+			return nil
+		}
 	}
-	ss.rcpts = append(ss.rcpts, rcpt{addr: to, sendID: id})
+	if ss.s.cfg.Receiver == nil {
+		return errNoSuchUser
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	route, err := ss.s.cfg.Receiver.ReceivingRoute(ctx, to)
+	if errors.Is(err, core.ErrNotFound) {
+		return errNoSuchUser
+	}
+	if err != nil {
+		ss.s.cfg.Logger.ErrorContext(ctx, "inbound route lookup", slog.Any("error", err))
+		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}
+	}
+	ss.rcpts = append(ss.rcpts, rcpt{addr: to, route: route})
 	return nil
 }
 
-var errTryLater = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "could not record the report; try again later"}
-
-// Data reads the message (go-smtp answers 552 past MaxMessageBytes) and
-// records it for each bounce address. It answers 250 for a report and for
-// mail it keeps unmatched alike; only a database failure is a 451, so the
-// sender keeps the report and tries again.
+// Data reads the message (go-smtp answers 552 past MaxMessageBytes), then
+// stores it before answering: once per bounce address's send, and once
+// per receiving mailbox. Only a storage failure is a 4xx, so the sender
+// keeps the message and tries again; what was stored before the failure
+// is recognised as the same message then.
 func (ss *session) Data(r io.Reader) error {
 	raw, err := io.ReadAll(r)
 	if err != nil {
@@ -127,7 +199,19 @@ func (ss *session) Data(r io.Reader) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if err := ss.reports(ctx, raw); err != nil {
+		return err
+	}
+	return ss.receive(ctx, raw)
+}
+
+func (ss *session) reports(ctx context.Context, raw []byte) error {
+	done := map[string]bool{}
 	for _, rc := range ss.rcpts {
+		if rc.sendID == "" || done[rc.sendID] {
+			continue // one copy per send, however many of its addresses
+		}
+		done[rc.sendID] = true
 		res, err := Record(ctx, ss.s.cfg.Store, Mail{SendID: rc.sendID, MailFrom: ss.from, RcptTo: rc.addr, Raw: raw}, ss.s.cfg.Now().UTC())
 		if err != nil {
 			ss.s.cfg.Logger.ErrorContext(ctx, "inbound report not recorded", slog.String("send_id", rc.sendID), slog.Any("error", err))

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/inbound"
+	"github.com/sendonce/sendonce/internal/inmail"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 	"github.com/sendonce/sendonce/internal/verp"
 )
@@ -39,6 +41,12 @@ func bounceSigner(ctx context.Context, store *sqlstore.Store, domain string) (*v
 	return verp.New(key, domain), nil
 }
 
+// inboundConfig is the listener's settings from the server's.
+func inboundConfig(cfg Config, resolver string) inbound.Config {
+	name := cmp.Or(cfg.InboundName, cfg.BounceDomain, "localhost")
+	return inbound.Config{Domain: name, Checker: inmail.NewChecker(name, resolver), RejectDMARCFail: cfg.InboundRejectDMARC}
+}
+
 // startInbound opens --inbound-addr and serves bounce mail on it.
 func (s *Server) startInbound(logger *slog.Logger) error {
 	if s.inboundAddr == "" {
@@ -48,9 +56,11 @@ func (s *Server) startInbound(logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--inbound-addr: %w", err)
 	}
-	in := inbound.New(inbound.Config{Signer: s.Bounce, Store: s.Store, Logger: logger, Now: s.now})
+	c := s.inboundCfg
+	c.Signer, c.Store, c.Receiver, c.Logger, c.Now = s.Bounce, s.Store, s.Service, logger, s.now
+	in := inbound.New(c)
 	s.inbound, s.InboundAddr = in, ln.Addr().String()
-	logger.Info("inbound listening", slog.String("addr", s.InboundAddr), slog.String("bounce_domain", s.Bounce.Domain()))
+	logger.Info("inbound listening", slog.String("addr", s.InboundAddr))
 	go func() {
 		if err := in.Serve(ln); err != nil {
 			logger.Error("inbound listener stopped", slog.Any("error", err))

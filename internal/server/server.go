@@ -138,9 +138,15 @@ type Config struct {
 	// BounceDomain is --bounce-domain: attempts' envelope senders become
 	// VERP addresses of it. Off when empty.
 	BounceDomain string
-	// InboundAddr is --inbound-addr: Start serves bounce mail there (it
-	// needs BounceDomain). Off when empty.
+	// InboundAddr is --inbound-addr: Start serves bounce mail (with
+	// BounceDomain) and mail for receiving addresses there. Off when empty.
 	InboundAddr string
+	// InboundRejectDMARC is --inbound-reject-dmarc: received mail that
+	// fails DMARC is refused (550) instead of kept flagged.
+	InboundRejectDMARC bool
+	// InboundName is the name the inbound listener greets with and writes
+	// in Authentication-Results. Defaults to BounceDomain, else localhost.
+	InboundName string
 }
 
 // DefaultRedisPrefix prefixes sendonce's Redis keys unless
@@ -187,6 +193,7 @@ type Server struct {
 	// InboundAddr is the inbound listener's address once started.
 	InboundAddr string
 	inboundAddr string
+	inboundCfg  inbound.Config
 	inbound     *inbound.Server
 	now         func() time.Time
 	logger      *slog.Logger
@@ -265,9 +272,6 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if err != nil {
 		return nil, fmt.Errorf("--outbound-allow: %w", err)
 	}
-	if cfg.InboundAddr != "" && cfg.BounceDomain == "" {
-		return nil, errors.New("--inbound-addr needs --bounce-domain: it takes mail for that domain's bounce addresses")
-	}
 	signer, err := bounceSigner(ctx, store, cfg.BounceDomain)
 	if err != nil {
 		return nil, err
@@ -317,7 +321,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		now = time.Now
 	}
 	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Webhooks: worker, Handler: h, Dashboard: dash, Submission: sub, redis: rf.client,
-		Bounce: signer, inboundAddr: cfg.InboundAddr, now: now, logger: logger}, nil
+		Bounce: signer, inboundAddr: cfg.InboundAddr, inboundCfg: inboundConfig(cfg, resolver), now: now, logger: logger}, nil
 }
 
 // storeMetrics makes the registry, with the store's pools and group

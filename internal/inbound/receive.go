@@ -1,0 +1,75 @@
+package inbound
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/mail"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// receive stores raw once per receiving mailbox among the recipients,
+// each copy with the envelope recipients of its mailbox.
+func (ss *session) receive(ctx context.Context, raw []byte) error {
+	type box struct {
+		tenant, id string
+		rcpts      []string
+	}
+	var boxes []*box
+	byID := map[string]*box{}
+	for _, rc := range ss.rcpts {
+		if rc.route == nil {
+			continue
+		}
+		k := rc.route.Tenant + "\x00" + rc.route.MailboxID
+		b, ok := byID[k]
+		if !ok {
+			b = &box{tenant: rc.route.Tenant, id: rc.route.MailboxID}
+			byID[k] = b
+			boxes = append(boxes, b)
+		}
+		b.rcpts = append(b.rcpts, rc.addr)
+	}
+	if len(boxes) == 0 {
+		return nil
+	}
+	auth := ss.check(ctx, raw)
+	if auth.DMARCFailed && ss.s.cfg.RejectDMARCFail {
+		return errDMARC
+	}
+	now := ss.s.cfg.Now().UTC()
+	for _, b := range boxes {
+		res, err := ss.s.cfg.Receiver.Receive(ctx, app.Incoming{Tenant: b.tenant, MailboxID: b.id, Source: "smtp",
+			MailFrom: ss.from, RcptTo: b.rcpts, RemoteIP: ss.ipString(), Raw: raw, Auth: auth, ReceivedAt: now})
+		if errors.Is(err, app.ErrReceivedStorageFull) {
+			return errFull
+		}
+		if err != nil {
+			ss.s.cfg.Logger.ErrorContext(ctx, "inbound mail not stored", slog.String("mailbox", b.id), slog.Any("error", err))
+			return errTryLater
+		}
+		ss.s.cfg.Logger.InfoContext(ctx, "inbound received", slog.String("id", res.ID), slog.Bool("duplicate", res.Duplicate))
+	}
+	return nil
+}
+
+func (ss *session) check(ctx context.Context, raw []byte) core.ReceivedAuth {
+	if ss.s.cfg.Checker == nil || ss.ip == nil {
+		return core.ReceivedAuth{SPF: "none", DKIM: "none", DMARC: "none"}
+	}
+	from := ""
+	if msg, err := mail.ReadMessage(bytes.NewReader(raw)); err == nil {
+		from = msg.Header.Get("From")
+	}
+	return ss.s.cfg.Checker.Check(ctx, ss.ip, ss.conn.Hostname(), ss.from, from, raw)
+}
+
+func (ss *session) ipString() string {
+	if ss.ip == nil {
+		return ""
+	}
+	return ss.ip.String()
+}

@@ -1,0 +1,282 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+const receivedColumns = `id, tenant, mailbox_id, thread_id, dedup_key, digest, source, mail_from, rcpt_to, remote_ip,
+	message_id, in_reply_to, refs, from_addr, to_addrs, cc_addrs, reply_to, subject, sent_date, text_body, html_body,
+	headers, attachments, auth, size, is_read, send_id, received_at`
+
+func scanReceived(r rowScanner) (*core.ReceivedMessage, error) {
+	var (
+		m                                             core.ReceivedMessage
+		rcpt, refs, to, cc, replyTo, hdrs, atts, auth string
+		sentDate                                      sql.NullInt64
+		receivedAt                                    int64
+	)
+	err := r.Scan(&m.ID, &m.Tenant, &m.MailboxID, &m.ThreadID, &m.DedupKey, &m.Digest, &m.Source, &m.MailFrom, &rcpt,
+		&m.RemoteIP, &m.MessageID, &m.InReplyTo, &refs, &m.From, &to, &cc, &replyTo, &m.Subject, &sentDate, &m.Text,
+		&m.HTML, &hdrs, &atts, &auth, &m.Size, &m.Read, &m.SendID, &receivedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, core.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scan received message: %w", err)
+	}
+	for _, f := range []struct {
+		src string
+		dst any
+	}{{rcpt, &m.RcptTo}, {refs, &m.References}, {to, &m.To}, {cc, &m.Cc}, {replyTo, &m.ReplyTo},
+		{hdrs, &m.Headers}, {atts, &m.Attachments}, {auth, &m.Auth}} {
+		if err := json.Unmarshal([]byte(f.src), f.dst); err != nil {
+			return nil, fmt.Errorf("decode received message %s: %w", m.ID, err)
+		}
+	}
+	if sentDate.Valid {
+		d := fromMicros(sentDate.Int64)
+		m.Date = &d
+	}
+	m.ReceivedAt = fromMicros(receivedAt)
+	return &m, nil
+}
+
+// InsertReceived implements core.ReceivingTx. The dedup index decides:
+// of two copies inserted at once, one waits for the other's commit and
+// then finds it.
+func (t *Tx) InsertReceived(ctx context.Context, m *core.ReceivedMessage, raw []byte) (string, string, bool, error) {
+	var date any
+	if m.Date != nil {
+		date = micros(*m.Date)
+	}
+	n, err := t.q.exec(ctx, `INSERT INTO received_messages (`+receivedColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, dedup_key) DO NOTHING`,
+		m.ID, m.Tenant, m.MailboxID, m.ThreadID, m.DedupKey, m.Digest, m.Source, m.MailFrom, jsonText(nonNil(m.RcptTo)),
+		m.RemoteIP, m.MessageID, m.InReplyTo, jsonText(nonNil(m.References)), m.From, jsonText(nonNil(m.To)),
+		jsonText(nonNil(m.Cc)), jsonText(nonNil(m.ReplyTo)), m.Subject, date, m.Text, m.HTML,
+		jsonText(nonNil(m.Headers)), jsonText(nonNil(m.Attachments)), jsonText(m.Auth), m.Size, m.Read, m.SendID,
+		micros(m.ReceivedAt))
+	if err != nil {
+		return "", "", false, fmt.Errorf("insert received message: %w", err)
+	}
+	if n == 0 {
+		var id, thread string
+		err := t.q.queryRow(ctx, `SELECT id, thread_id FROM received_messages WHERE tenant = ? AND dedup_key = ?`,
+			m.Tenant, m.DedupKey).Scan(&id, &thread)
+		if err != nil {
+			return "", "", false, fmt.Errorf("read received duplicate: %w", err)
+		}
+		return id, thread, false, nil
+	}
+	if _, err := t.q.exec(ctx, `INSERT INTO received_raw (tenant, digest, raw, created_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (tenant, digest) DO NOTHING`, m.Tenant, m.Digest, raw, micros(m.ReceivedAt)); err != nil {
+		return "", "", false, fmt.Errorf("insert received raw: %w", err)
+	}
+	return m.ID, m.ThreadID, true, nil
+}
+
+// ReceivedMessage implements core.Receiving.
+func (s *Store) ReceivedMessage(ctx context.Context, tenant, id string) (*core.ReceivedMessage, error) {
+	return scanReceived(s.r.queryRow(ctx, `SELECT `+receivedColumns+` FROM received_messages WHERE tenant = ? AND id = ?`, tenant, id))
+}
+
+// ReceivedRaw implements core.Receiving.
+func (s *Store) ReceivedRaw(ctx context.Context, tenant, id string) ([]byte, error) {
+	var raw []byte
+	err := s.r.queryRow(ctx, `SELECT r.raw FROM received_messages m JOIN received_raw r ON r.tenant = m.tenant AND r.digest = m.digest
+		WHERE m.tenant = ? AND m.id = ?`, tenant, id).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, core.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read received raw: %w", err)
+	}
+	return raw, nil
+}
+
+// ReceivedUsage implements core.Receiving.
+func (s *Store) ReceivedUsage(ctx context.Context, tenant string) (int, int64, error) {
+	var (
+		n     int
+		bytes sql.NullInt64
+	)
+	err := s.r.queryRow(ctx, `SELECT (SELECT count(*) FROM received_messages WHERE tenant = ?),
+		(SELECT sum(length(raw)) FROM received_raw WHERE tenant = ?)`, tenant, tenant).Scan(&n, &bytes)
+	if err != nil {
+		return 0, 0, fmt.Errorf("received usage: %w", err)
+	}
+	return n, bytes.Int64, nil
+}
+
+// ListReceived implements core.Receiving: newest first (ids are ULIDs).
+func (s *Store) ListReceived(ctx context.Context, tenant string, f core.ReceivedFilter) ([]*core.ReceivedMessage, bool, error) {
+	where, args := []string{"tenant = ?"}, []any{tenant}
+	if len(f.MailboxIDs) > 0 {
+		where = append(where, "mailbox_id IN (?"+strings.Repeat(", ?", len(f.MailboxIDs)-1)+")")
+		for _, id := range f.MailboxIDs {
+			args = append(args, id)
+		}
+	}
+	add := func(cond string, v any) { where, args = append(where, cond), append(args, v) }
+	if f.ThreadID != "" {
+		add("thread_id = ?", f.ThreadID)
+	}
+	if f.From != "" {
+		add("lower(from_addr) LIKE ?", "%"+likeEscape(strings.ToLower(f.From))+"%")
+	}
+	if f.Since != nil {
+		add("received_at >= ?", micros(*f.Since))
+	}
+	if f.Until != nil {
+		add("received_at < ?", micros(*f.Until))
+	}
+	if f.HasAttachment != nil {
+		if *f.HasAttachment {
+			where = append(where, "attachments <> '[]'")
+		} else {
+			where = append(where, "attachments = '[]'")
+		}
+	}
+	if f.After != "" {
+		add("id < ?", f.After)
+	}
+	args = append(args, f.Limit+1)
+	ms, err := list(ctx, s.r, "list received", scanReceived, []*core.ReceivedMessage{},
+		`SELECT `+receivedColumns+` FROM received_messages WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(ms) > f.Limit
+	if more {
+		ms = ms[:f.Limit]
+	}
+	return ms, more, nil
+}
+
+// likeEscape makes s match itself in a LIKE pattern with no ESCAPE
+// clause: the wildcards it holds are dropped.
+func likeEscape(s string) string {
+	return strings.NewReplacer("%", "", "_", "").Replace(s)
+}
+
+// SetReceivedRead implements core.ReceivingTx.
+func (t *Tx) SetReceivedRead(ctx context.Context, tenant, id string, read bool) error {
+	n, err := t.q.exec(ctx, `UPDATE received_messages SET is_read = ? WHERE tenant = ? AND id = ?`, read, tenant, id)
+	if err != nil {
+		return fmt.Errorf("mark received message: %w", err)
+	}
+	if n == 0 {
+		return core.ErrNotFound
+	}
+	return nil
+}
+
+// ReceivingRoute implements core.Receiving.
+func (s *Store) ReceivingRoute(ctx context.Context, address string) (*core.ReceivingAddress, error) {
+	addr := strings.ToLower(address)
+	domain := addr
+	if at := strings.LastIndexByte(addr, '@'); at >= 0 {
+		domain = addr[at:]
+	}
+	var (
+		a  core.ReceivingAddress
+		at int64
+	)
+	// The address's own row sorts before its domain's '@…' row.
+	err := s.r.queryRow(ctx, `SELECT address, tenant, mailbox_id, created_at FROM receiving_addresses
+		WHERE address IN (?, ?) ORDER BY address DESC LIMIT 1`, addr, domain).Scan(&a.Address, &a.Tenant, &a.MailboxID, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, core.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("receiving route: %w", err)
+	}
+	a.CreatedAt = fromMicros(at)
+	return &a, nil
+}
+
+// ReceivingAddresses implements core.Receiving.
+func (s *Store) ReceivingAddresses(ctx context.Context, tenant, mailboxID string) ([]string, error) {
+	return list(ctx, s.r, "receiving addresses", func(r rowScanner) (string, error) {
+		var a string
+		return a, r.Scan(&a)
+	}, []string{}, `SELECT address FROM receiving_addresses WHERE tenant = ? AND mailbox_id = ? ORDER BY address`, tenant, mailboxID)
+}
+
+// AddReceivingAddress implements core.ReceivingTx: an address another
+// mailbox holds already is CodeConflict.
+func (t *Tx) AddReceivingAddress(ctx context.Context, a core.ReceivingAddress) error {
+	n, err := t.q.exec(ctx, `INSERT INTO receiving_addresses (address, tenant, mailbox_id, created_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (address) DO NOTHING`, strings.ToLower(a.Address), a.Tenant, a.MailboxID, micros(a.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("add receiving address: %w", err)
+	}
+	if n == 0 {
+		var tenant, mailbox string
+		err := t.q.queryRow(ctx, `SELECT tenant, mailbox_id FROM receiving_addresses WHERE address = ?`,
+			strings.ToLower(a.Address)).Scan(&tenant, &mailbox)
+		if err == nil && tenant == a.Tenant && mailbox == a.MailboxID {
+			return nil
+		}
+		return core.Errorf(core.CodeConflict, "email_address", "the address %s already receives for another inbox", a.Address)
+	}
+	return nil
+}
+
+// RemoveReceivingAddresses implements core.ReceivingTx.
+func (t *Tx) RemoveReceivingAddresses(ctx context.Context, tenant, mailboxID string) error {
+	if _, err := t.q.exec(ctx, `DELETE FROM receiving_addresses WHERE tenant = ? AND mailbox_id = ?`, tenant, mailboxID); err != nil {
+		return fmt.Errorf("remove receiving addresses: %w", err)
+	}
+	return nil
+}
+
+// QueueTenantWebhook implements core.ReceivingTx.
+func (t *Tx) QueueTenantWebhook(ctx context.Context, tenant, event, eventID, subject string, body []byte, at time.Time) error {
+	n, err := t.q.exec(ctx, `INSERT INTO webhook_deliveries
+		(webhook_id, event_id, tenant, send_id, event, status, tries, next_attempt_at, body, created_at, updated_at)
+		SELECT ws.webhook_id, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?
+		FROM webhook_subscriptions ws WHERE ws.tenant = ? AND ws.event = ?`,
+		eventID, tenant, subject, event, micros(at), body, micros(at), micros(at), tenant, event)
+	if err != nil {
+		return fmt.Errorf("queue webhook deliveries: %w", err)
+	}
+	if n > 0 {
+		t.hooked = true
+	}
+	return nil
+}
+
+// UpdateMailboxName implements core.ReceivingTx.
+func (t *Tx) UpdateMailboxName(ctx context.Context, tenant, id, name string) error {
+	n, err := t.q.exec(ctx, `UPDATE mailboxes SET name = ? WHERE tenant = ? AND id = ?`, name, tenant, id)
+	if err != nil {
+		return fmt.Errorf("update mailbox: %w", err)
+	}
+	if n == 0 {
+		return core.ErrNotFound
+	}
+	return nil
+}
+
+// DeleteMailbox implements core.ReceivingTx: the mailbox and its receiving
+// addresses; its received mail and threads stay until deleted or expired.
+func (t *Tx) DeleteMailbox(ctx context.Context, tenant, id string) error {
+	n, err := t.q.exec(ctx, `DELETE FROM mailboxes WHERE tenant = ? AND id = ?`, tenant, id)
+	if err != nil {
+		return fmt.Errorf("delete mailbox: %w", err)
+	}
+	if n == 0 {
+		return core.ErrNotFound
+	}
+	return t.RemoveReceivingAddresses(ctx, tenant, id)
+}
