@@ -289,3 +289,43 @@ func TestReceiving_MaileraMailbox(t *testing.T) {
 		t.Fatalf("a key of another mailbox listed: %v", l)
 	}
 }
+
+// TestReceiving_DomainCatchAll: a domain added with receiving and a
+// catch-all mailbox publishes an MX and takes mail for any of its
+// addresses into that mailbox; a receiving domain without one refuses
+// unknown addresses with 550.
+func TestReceiving_DomainCatchAll(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, Inbound: true})
+	if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: "mb",
+		Body: map[string]any{"id": "catch", "address": "catch@all.test"}}); r.Status != http.StatusCreated {
+		t.Fatalf("mailbox: %d %s", r.Status, r.Body)
+	}
+	r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/domains", Key: env.AdminKey, IdemKey: "d1",
+		Body: map[string]any{"domain": "all.test", "receiving": true, "catch_all": "catch"}})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("domain: %d %s", r.Status, r.Body)
+	}
+	var mx bool
+	for _, rec := range r.JSON(t)["records"].([]any) {
+		if m := rec.(map[string]any); m["type"] == "MX" && m["name"] == "all.test" {
+			mx = true
+		}
+	}
+	if !mx {
+		t.Fatalf("a receiving domain's records have no MX: %s", r.Body)
+	}
+	if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/domains", Key: env.AdminKey, IdemKey: "d2",
+		Body: map[string]any{"domain": "strict.test", "receiving": true}}); r.Status != http.StatusCreated {
+		t.Fatalf("domain: %d %s", r.Status, r.Body)
+	}
+	if err := receive(t, env.InboundAddr, "anyone@strict.test", []byte(plainMail)); smtpCode(err) != 550 {
+		t.Fatalf("a receiving domain without a catch-all took an unknown address: %v", err)
+	}
+	if err := receive(t, env.InboundAddr, "whoever@all.test", []byte(plainMail)); err != nil {
+		t.Fatalf("catch-all: %v", err)
+	}
+	list := receivedList(t, env)
+	if len(list) != 1 || list[0].(map[string]any)["mailbox_id"] != "catch" {
+		t.Fatalf("received: %v", list)
+	}
+}
