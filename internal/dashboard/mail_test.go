@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,6 +124,16 @@ func TestDashboard_MailThread(t *testing.T) {
 		items, err := env.Server.Service.ThreadItems(context.Background(), mustKey(t, env), rcv.ThreadID)
 		if err != nil || len(items) != 2 || items[0].ID != rcv.ID || items[1].ID != sendIDs[0] {
 			t.Fatalf("thread items %+v (%v), want the message then one reply", items, err)
+		}
+		audit, _, err := env.Server.Store.ListAudit(context.Background(), "default", 10, "")
+		var outcomes []string
+		for _, e := range audit {
+			if e.Route == "POST /ui/received/{id}/reply" && e.SendID == sendIDs[0] {
+				outcomes = append(outcomes, e.Outcome)
+			}
+		}
+		if slices.Sort(outcomes); err != nil || strings.Join(outcomes, ",") != "created,replayed" {
+			t.Errorf("the audit log has the reply as %v (%v), want created then replayed", outcomes, err)
 		}
 		s, err := env.Server.Store.Send(context.Background(), "default", sendIDs[0])
 		if err != nil || s.Subject != "Re: Help, please" || s.InReplyTo != "<m1@sender.test>" || len(s.To) != 1 || !strings.Contains(s.To[0], "alice@sender.test") {
