@@ -111,18 +111,6 @@ func makeFixture(t *testing.T, env *sendoncetest.Env) fixture {
 	return f
 }
 
-// apiSend sends through the API and returns the send's id.
-func apiSend(t *testing.T, env *sendoncetest.Env, key, subject, html string) string {
-	t.Helper()
-	r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/send", Key: key, IdemKey: app.NewID("k"),
-		Body: map[string]any{"to": []string{"rcpt@example.net"}, "subject": subject, "html": html, "text": "text body"}})
-	if r.Status != http.StatusOK {
-		t.Fatalf("POST /v1/send: %d %s", r.Status, r.Body)
-	}
-	id, _ := r.JSON(t)["id"].(string)
-	return id
-}
-
 // path fills a route's pattern with the fixture's ids.
 func (f fixture) path(pattern string) (method, path string) {
 	method, path, _ = strings.Cut(pattern, " ")
@@ -270,29 +258,6 @@ func TestDashboard_OtherTenantIsNotFound(t *testing.T) {
 		}
 		f.unchanged(t, env, "another tenant's POSTs")
 	})
-}
-
-// unchanged fails the test unless the fixture's webhook and suppression
-// are as makeFixture left them.
-func (f fixture) unchanged(t *testing.T, env *sendoncetest.Env, after string) {
-	t.Helper()
-	ctx := context.Background()
-	h, err := env.Server.Store.Webhook(ctx, "default", f.webhook)
-	if err != nil || h.Status != core.WebhookEnabled || string(h.Secret) != "whsec_fixture" {
-		t.Errorf("after %s the webhook is %+v (%v), want enabled with its secret", after, h, err)
-	}
-	if _, err := env.Server.Store.Suppression(ctx, "default", f.suppression); err != nil {
-		t.Errorf("after %s the suppression is gone: %v", after, err)
-	}
-	if hooks, _, _ := env.Server.Store.ListWebhooks(ctx, "default", core.WebhookPage{Limit: 10}); len(hooks) != 1 {
-		t.Errorf("after %s tenant default has %d webhooks, want 1", after, len(hooks))
-	}
-	if _, err := env.Server.Store.Suppression(ctx, "default", "new@fixture.example"); err == nil {
-		t.Errorf("after %s new@fixture.example is suppressed", after)
-	}
-	if th, err := env.Server.Store.Thread(ctx, "default", f.thread); err != nil || th.Unread != 1 || th.Messages != 1 {
-		t.Errorf("after %s the thread is %+v (%v), want its one message unread and no reply", after, th, err)
-	}
 }
 
 func TestDashboard_ReadKeyLooksButDoesNotAct(t *testing.T) {

@@ -73,28 +73,7 @@ func TestDashboard_MailThread(t *testing.T) {
 			t.Errorf("the archive lists the thread, which is in the inbox")
 		}
 		thread := "/ui/mail/" + rcv.ThreadID
-		p = br.get(thread)
-		for _, want := range []string{"My order is late.", "invoice.pdf", "application/pdf", "/ui/received/" + rcv.ID + "/attachments/",
-			`src="/ui/received/` + rcv.ID + `/html"`, `sandbox=""`, "dmarc-failed", "DMARC failed", "dkim=fail; dmarc=fail", "/ui/received/" + rcv.ID + "/raw"} {
-			if !strings.Contains(p.Body, want) {
-				t.Errorf("the thread page lacks %q", want)
-			}
-		}
-		if strings.Contains(p.Body, "<script>alert") || strings.Contains(p.Body, "<b>late</b>") {
-			t.Errorf("the thread page inlines the message's HTML")
-		}
-		h := br.get("/ui/received/" + rcv.ID + "/html")
-		if csp := h.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "sandbox") || !strings.Contains(h.Body, "<b>late</b>") {
-			t.Errorf("the HTML frame's source: CSP %q, body %q", csp, h.Body)
-		}
-		raw := br.get("/ui/received/" + rcv.ID + "/raw")
-		if !strings.Contains(raw.Body, "&lt;script&gt;alert(") || strings.Contains(raw.Body, "<script>alert") {
-			t.Errorf("the raw source page does not show the source escaped as text")
-		}
-		att := regexp.MustCompile(`/ui/received/` + rcv.ID + `/attachments/[^"]+`).FindString(p.Body)
-		if a := br.get(att); a.Body != "%PDF-1.4\n" || !strings.HasPrefix(a.Header.Get("Content-Disposition"), "attachment") {
-			t.Errorf("attachment download: %q, %q", a.Body, a.Header.Get("Content-Disposition"))
-		}
+		checkMessagePage(t, br, rcv)
 
 		if p := br.post(thread+"/change", url.Values{"do": {"read"}}); p.Status != http.StatusSeeOther {
 			t.Fatalf("mark read: %d %s", p.Status, p.Body)
@@ -104,47 +83,13 @@ func TestDashboard_MailThread(t *testing.T) {
 		}
 
 		env.Clock.Advance(time.Minute) // the reply comes after the message
+		sendID, nonce := replyTwice(t, env, br, rcv)
 		p = br.get(thread)
-		m := nonceField.FindStringSubmatch(p.Body)
-		if m == nil {
-			t.Fatal("the thread page has no reply form")
-		}
-		form := url.Values{"text": {"We are on it."}, "nonce": {m[1]}}
-		var sendIDs []string
-		for i := range 2 {
-			r := br.post("/ui/received/"+rcv.ID+"/reply", form)
-			if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, thread+"#msg-snd_") {
-				t.Fatalf("reply %d: %d to %q: %s", i, r.Status, r.Location, r.Body)
-			}
-			sendIDs = append(sendIDs, strings.TrimPrefix(r.Location, thread+"#msg-"))
-		}
-		if sendIDs[0] != sendIDs[1] {
-			t.Errorf("one form submitted twice made two sends: %v", sendIDs)
-		}
-		items, err := env.Server.Service.ThreadItems(context.Background(), mustKey(t, env), rcv.ThreadID)
-		if err != nil || len(items) != 2 || items[0].ID != rcv.ID || items[1].ID != sendIDs[0] {
-			t.Fatalf("thread items %+v (%v), want the message then one reply", items, err)
-		}
-		audit, _, err := env.Server.Store.ListAudit(context.Background(), "default", 10, "")
-		var outcomes []string
-		for _, e := range audit {
-			if e.Route == "POST /ui/received/{id}/reply" && e.SendID == sendIDs[0] {
-				outcomes = append(outcomes, e.Outcome)
-			}
-		}
-		if slices.Sort(outcomes); err != nil || strings.Join(outcomes, ",") != "created,replayed" {
-			t.Errorf("the audit log has the reply as %v (%v), want created then replayed", outcomes, err)
-		}
-		s, err := env.Server.Store.Send(context.Background(), "default", sendIDs[0])
-		if err != nil || s.Subject != "Re: Help, please" || s.InReplyTo != "<m1@sender.test>" || len(s.To) != 1 || !strings.Contains(s.To[0], "alice@sender.test") {
-			t.Errorf("the reply %+v (%v) is not an answer to the message", s, err)
-		}
-		p = br.get(thread)
-		if i, j := strings.Index(p.Body, `id="msg-`+rcv.ID+`"`), strings.Index(p.Body, `id="msg-`+sendIDs[0]+`"`); i < 0 || j < i || !strings.Contains(p.Body, "We are on it.") {
+		if i, j := strings.Index(p.Body, `id="msg-`+rcv.ID+`"`), strings.Index(p.Body, `id="msg-`+sendID+`"`); i < 0 || j < i || !strings.Contains(p.Body, "We are on it.") {
 			t.Errorf("the thread page does not show the message, then the reply")
 		}
 		// The same nonce with other text is another reply under a used key.
-		if r := br.post("/ui/received/"+rcv.ID+"/reply", url.Values{"text": {"Something else"}, "nonce": {m[1]}}); r.Status != http.StatusConflict {
+		if r := br.post("/ui/received/"+rcv.ID+"/reply", url.Values{"text": {"Something else"}, "nonce": {nonce}}); r.Status != http.StatusConflict {
 			t.Errorf("a used nonce with other text: %d, want 409", r.Status)
 		}
 
@@ -158,6 +103,79 @@ func TestDashboard_MailThread(t *testing.T) {
 			t.Errorf("the archived thread is not in the archive tab")
 		}
 	})
+}
+
+// checkMessagePage: the thread page shows the received message's text,
+// attachment and failed DMARC, its HTML only as the sandboxed frame's
+// source; the raw source is escaped text; the attachment downloads.
+func checkMessagePage(t *testing.T, br *browser, rcv app.Received) {
+	t.Helper()
+	p := br.get("/ui/mail/" + rcv.ThreadID)
+	for _, want := range []string{"My order is late.", "invoice.pdf", "application/pdf", "/ui/received/" + rcv.ID + "/attachments/",
+		`src="/ui/received/` + rcv.ID + `/html"`, `sandbox=""`, "dmarc-failed", "DMARC failed", "dkim=fail; dmarc=fail", "/ui/received/" + rcv.ID + "/raw"} {
+		if !strings.Contains(p.Body, want) {
+			t.Errorf("the thread page lacks %q", want)
+		}
+	}
+	if strings.Contains(p.Body, "<script>alert") || strings.Contains(p.Body, "<b>late</b>") {
+		t.Errorf("the thread page inlines the message's HTML")
+	}
+	h := br.get("/ui/received/" + rcv.ID + "/html")
+	if csp := h.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "sandbox") || !strings.Contains(h.Body, "<b>late</b>") {
+		t.Errorf("the HTML frame's source: CSP %q, body %q", csp, h.Body)
+	}
+	raw := br.get("/ui/received/" + rcv.ID + "/raw")
+	if !strings.Contains(raw.Body, "&lt;script&gt;alert(") || strings.Contains(raw.Body, "<script>alert") {
+		t.Errorf("the raw source page does not show the source escaped as text")
+	}
+	att := regexp.MustCompile(`/ui/received/` + rcv.ID + `/attachments/[^"]+`).FindString(p.Body)
+	if a := br.get(att); a.Body != "%PDF-1.4\n" || !strings.HasPrefix(a.Header.Get("Content-Disposition"), "attachment") {
+		t.Errorf("attachment download: %q, %q", a.Body, a.Header.Get("Content-Disposition"))
+	}
+}
+
+// replyTwice submits the thread page's reply form twice and checks that
+// one send answered the message, in the thread after it and in the audit
+// log; it returns the send and the form's nonce.
+func replyTwice(t *testing.T, env *sendoncetest.Env, br *browser, rcv app.Received) (sendID, nonce string) {
+	t.Helper()
+	thread := "/ui/mail/" + rcv.ThreadID
+	p := br.get(thread)
+	m := nonceField.FindStringSubmatch(p.Body)
+	if m == nil {
+		t.Fatal("the thread page has no reply form")
+	}
+	form := url.Values{"text": {"We are on it."}, "nonce": {m[1]}}
+	var sendIDs []string
+	for i := range 2 {
+		r := br.post("/ui/received/"+rcv.ID+"/reply", form)
+		if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Location, thread+"#msg-snd_") {
+			t.Fatalf("reply %d: %d to %q: %s", i, r.Status, r.Location, r.Body)
+		}
+		sendIDs = append(sendIDs, strings.TrimPrefix(r.Location, thread+"#msg-"))
+	}
+	if sendIDs[0] != sendIDs[1] {
+		t.Errorf("one form submitted twice made two sends: %v", sendIDs)
+	}
+	items, err := env.Server.Service.ThreadItems(context.Background(), mustKey(t, env), rcv.ThreadID)
+	if err != nil || len(items) != 2 || items[0].ID != rcv.ID || items[1].ID != sendIDs[0] {
+		t.Fatalf("thread items %+v (%v), want the message then one reply", items, err)
+	}
+	audit, _, err := env.Server.Store.ListAudit(context.Background(), "default", 10, "")
+	var outcomes []string
+	for _, e := range audit {
+		if e.Route == "POST /ui/received/{id}/reply" && e.SendID == sendIDs[0] {
+			outcomes = append(outcomes, e.Outcome)
+		}
+	}
+	if slices.Sort(outcomes); err != nil || strings.Join(outcomes, ",") != "created,replayed" {
+		t.Errorf("the audit log has the reply as %v (%v), want created then replayed", outcomes, err)
+	}
+	s, err := env.Server.Store.Send(context.Background(), "default", sendIDs[0])
+	if err != nil || s.Subject != "Re: Help, please" || s.InReplyTo != "<m1@sender.test>" || len(s.To) != 1 || !strings.Contains(s.To[0], "alice@sender.test") {
+		t.Errorf("the reply %+v (%v) is not an answer to the message", s, err)
+	}
+	return sendIDs[0], m[1]
 }
 
 // mustKey is the admin key's record, to read as the dashboard does.
