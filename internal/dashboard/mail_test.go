@@ -57,7 +57,8 @@ var nonceField = regexp.MustCompile(`name="nonce" value="([^"]+)"`)
 // and the authentication results with the DMARC failure flagged, its HTML
 // only through the sandboxed frame; marking it read changes the count;
 // a reply form submitted twice sends one reply, which the thread shows;
-// archive moves the thread to the archive tab.
+// archive moves the thread to the archive tab, and mark unread counts it
+// again.
 func TestDashboard_MailThread(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
@@ -101,6 +102,10 @@ func TestDashboard_MailThread(t *testing.T) {
 		}
 		if p := br.get("/ui/mail?folder=archive"); !strings.Contains(p.Body, rcv.ThreadID) {
 			t.Errorf("the archived thread is not in the archive tab")
+		}
+		br.post(thread+"/change", url.Values{"do": {"unread"}})
+		if p := br.get("/ui/mail?folder=archive"); !strings.Contains(p.Body, "1 unread") {
+			t.Errorf("after mark unread the archive tab does not count the message unread")
 		}
 	})
 }
