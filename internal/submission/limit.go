@@ -21,6 +21,37 @@ type limitListener struct {
 	// or never authenticates, cannot keep its slot by sending NOOPs
 	// (each of which resets only the command timeout).
 	session, auth time.Duration
+	// unauth counts the connections of each client address that have not
+	// authenticated yet; past perIP a new one from that address is
+	// refused. Authenticated sessions do not count: an application opens
+	// many from one host, a stranger holds slots without credentials.
+	unauth *unauthCount
+	perIP  int
+}
+
+// unauthCount is shared by a server's listeners.
+type unauthCount struct {
+	mu   sync.Mutex
+	byIP map[string]int
+}
+
+// take counts a new unauthenticated connection of ip unless it has max.
+func (u *unauthCount) take(ip string, max int) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.byIP[ip] >= max {
+		return false
+	}
+	u.byIP[ip]++
+	return true
+}
+
+func (u *unauthCount) give(ip string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.byIP[ip]--; u.byIP[ip] <= 0 {
+		delete(u.byIP, ip)
+	}
 }
 
 var tooManyReply = []byte("421 4.7.0 too many SMTP sessions open; try again later\r\n")
@@ -31,7 +62,8 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l.open.Add(1) > l.max {
+		ip := clientIP(c.RemoteAddr())
+		if l.open.Add(1) > l.max || !l.unauth.take(ip, l.perIP) {
 			l.open.Add(-1)
 			l.reject()
 			go func() {
@@ -41,7 +73,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			}()
 			continue
 		}
-		cc := &countedConn{Conn: c, open: l.open}
+		cc := &countedConn{Conn: c, open: l.open, unauth: l.unauth, ip: ip}
 		// Under the lock: a deadline that fires must find both timers set.
 		cc.mu.Lock()
 		cc.session = time.AfterFunc(l.session, func() { _ = cc.Close() })
@@ -58,8 +90,19 @@ type countedConn struct {
 	open *atomic.Int64
 	once sync.Once
 
+	unauth *unauthCount
+	ip     string
+
 	mu            sync.Mutex
 	session, auth *time.Timer
+	authed        bool
+}
+
+func clientIP(a net.Addr) string {
+	if tcp, ok := a.(*net.TCPAddr); ok {
+		return tcp.IP.String()
+	}
+	return a.String()
 }
 
 func (c *countedConn) Close() error {
@@ -69,6 +112,9 @@ func (c *countedConn) Close() error {
 		defer c.mu.Unlock()
 		c.session.Stop()
 		c.auth.Stop()
+		if !c.authed {
+			c.unauth.give(c.ip)
+		}
 	})
 	return c.Conn.Close()
 }
@@ -83,5 +129,9 @@ func authenticated(conn net.Conn) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.auth.Stop()
+		if !c.authed {
+			c.authed = true
+			c.unauth.give(c.ip)
+		}
 	}
 }

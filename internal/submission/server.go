@@ -25,7 +25,10 @@ const (
 	DefaultCommandTimeout    = time.Minute
 	DefaultSessionTimeout    = 30 * time.Minute
 	DefaultAuthTimeout       = 2 * time.Minute
-	DefaultAcceptTimeout     = 30 * time.Second
+	// DefaultMaxUnauthenticatedPerIP bounds one client address's
+	// connections that have not authenticated yet.
+	DefaultMaxUnauthenticatedPerIP = 10
+	DefaultAcceptTimeout           = 30 * time.Second
 )
 
 // Config is the SMTP server's settings. Zero values take the defaults.
@@ -42,6 +45,10 @@ type Config struct {
 	// MaxSessions bounds the connections open at once; MaxSessionsPerKey
 	// those one API key has authenticated.
 	MaxSessions, MaxSessionsPerKey int
+	// MaxUnauthenticatedPerIP bounds the connections of one client
+	// address that have not authenticated (421 past it): one stranger
+	// cannot hold every slot.
+	MaxUnauthenticatedPerIP int
 	// CommandTimeout bounds the wait for each command line and each
 	// reply write; SessionTimeout a whole connection and AuthTimeout its
 	// time to a successful AUTH, both from accept.
@@ -65,6 +72,7 @@ type Server struct {
 	logger  *slog.Logger
 
 	conns   atomic.Int64 // open connections, of all listeners
+	unauth  unauthCount  // not yet authenticated, by client address
 	mu      sync.Mutex
 	perKey  map[string]int
 	servers []*smtp.Server
@@ -94,13 +102,16 @@ func New(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) 
 	if cfg.AuthTimeout <= 0 {
 		cfg.AuthTimeout = DefaultAuthTimeout
 	}
+	if cfg.MaxUnauthenticatedPerIP <= 0 {
+		cfg.MaxUnauthenticatedPerIP = DefaultMaxUnauthenticatedPerIP
+	}
 	if cfg.AcceptTimeout <= 0 {
 		cfg.AcceptTimeout = DefaultAcceptTimeout
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, metrics: m, cfg: cfg, logger: logger, perKey: map[string]int{}}
+	s := &Server{svc: svc, metrics: m, cfg: cfg, logger: logger, perKey: map[string]int{}, unauth: unauthCount{byIP: map[string]int{}}}
 	if s.idem = cfg.Idempotency; s.idem == nil {
 		s.idem = svc.NewIdempotencyEngine(app.IdempotencyConfig{Logger: logger})
 	}
@@ -123,7 +134,7 @@ func (s *Server) ServeTLS(ln net.Listener) error {
 // of the server's other listeners.
 func (s *Server) limit(ln net.Listener) net.Listener {
 	return &limitListener{Listener: ln, open: &s.conns, max: int64(s.cfg.MaxSessions), reject: func() { s.reject(421) },
-		session: s.cfg.SessionTimeout, auth: s.cfg.AuthTimeout}
+		session: s.cfg.SessionTimeout, auth: s.cfg.AuthTimeout, unauth: &s.unauth, perIP: s.cfg.MaxUnauthenticatedPerIP}
 }
 
 func (s *Server) serve(ln net.Listener) error {

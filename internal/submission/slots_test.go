@@ -71,3 +71,41 @@ func TestSubmission_NoopsDoNotHoldASlot(t *testing.T) {
 		t.Errorf("an authenticated connection sending NOOPs was kept %v (session timeout %v)", held, sessionIn)
 	}
 }
+
+// TestSubmission_UnauthenticatedPerAddressIsBounded: one client address
+// holds at most MaxUnauthenticatedPerIP connections that have not
+// authenticated (the next is 421); an authenticated one gives its count
+// back, so an application's many sessions from one host are not refused.
+func TestSubmission_UnauthenticatedPerAddressIsBounded(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, NoWorkers: true})
+	const perIP = 3
+	sub := submission.New(env.Server.Service, nil, submission.Config{MaxUnauthenticatedPerIP: perIP}, nil)
+	addr := serve(t, sub, "127.0.0.1:0", false)
+	dial := func() (*smtp.Client, error) {
+		c, err := smtp.Dial(addr)
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, c.Hello("client.example")
+	}
+	var first *smtp.Client
+	for i := 0; i < perIP; i++ {
+		c, err := dial()
+		if err != nil {
+			t.Fatalf("connection %d: %v", i+1, err)
+		}
+		if i == 0 {
+			first = c
+		}
+	}
+	if _, err := dial(); err == nil {
+		t.Fatalf("connection %d from one address without AUTH was served", perIP+1)
+	}
+	if err := first.Auth(sasl.NewPlainClient("", "app", env.AdminKey)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dial(); err != nil {
+		t.Fatalf("after one authenticated, a new connection was refused: %v", err)
+	}
+}
