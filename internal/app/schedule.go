@@ -38,7 +38,7 @@ func (s *Service) Cancel(ctx context.Context, tx core.Tx, key *core.APIKey, id s
 	if err != nil {
 		return nil, err
 	}
-	if err := mayChange(key, send); err != nil {
+	if err := mayChange(ctx, tx, key, send); err != nil {
 		return nil, err
 	}
 	switch {
@@ -70,7 +70,7 @@ func (s *Service) Reschedule(ctx context.Context, tx core.Tx, key *core.APIKey, 
 	if err != nil {
 		return nil, err
 	}
-	if err := mayChange(key, send); err != nil {
+	if err := mayChange(ctx, tx, key, send); err != nil {
 		return nil, err
 	}
 	if send.Status != core.StatusScheduled {
@@ -90,13 +90,23 @@ func (s *Service) Reschedule(ctx context.Context, tx core.Tx, key *core.APIKey, 
 // another tenant's send does not exist for key, and a key limited to
 // mailboxes changes only the sends of those, as it sends only from them.
 // (Without it a mailbox-limited agent key canceled or moved a send of a
-// mailbox it could not have sent from.)
-func mayChange(key *core.APIKey, send *core.Send) error {
+// mailbox it could not have sent from.) An agent key changes only the
+// sends it made, as it lists only those.
+func mayChange(ctx context.Context, tx core.Tx, key *core.APIKey, send *core.Send) error {
 	if send.Tenant != key.Tenant {
 		return core.ErrNotFound
 	}
 	if !key.MayUseMailbox(send.MailboxID) {
 		return core.Errorf(core.CodeForbidden, "id", "this API key may not change sends of mailbox %q", send.MailboxID)
+	}
+	if key.Agent {
+		owner, err := tx.SendAPIKey(ctx, send.ID)
+		if err != nil {
+			return err
+		}
+		if owner != key.ID {
+			return core.Errorf(core.CodeForbidden, "id", "an agent key changes only the sends it made")
+		}
 	}
 	return nil
 }

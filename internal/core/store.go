@@ -82,6 +82,9 @@ type KeysTx interface {
 	// SetSendAPIKey records which key created the send (what
 	// CountKeySends counts).
 	SetSendAPIKey(ctx context.Context, sendID, keyID string) error
+	// SendAPIKey is the id of the key that created the send, "" when it
+	// was not tracked (only agent and capped keys' sends are).
+	SendAPIKey(ctx context.Context, sendID string) (string, error)
 }
 
 // Sends reads sends. Every read is of one tenant's rows except

@@ -117,8 +117,30 @@ func TestMailboxLimitedKey_ChangesOnlyItsMailboxesSends(t *testing.T) {
 	if s := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/sends/" + sales, Key: env.AdminKey}).JSON(t); s["status"] != "scheduled" || s["scheduled_at"] == later["scheduled_at"] {
 		t.Errorf("the sales send was changed: %v at %v", s["status"], s["scheduled_at"])
 	}
-	own := scheduled("a")
+	// An agent key changes only the sends it made, even in its mailbox.
+	others := scheduled("a")
+	if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/sends/" + others + "/cancel", Key: limited}); r.Status != 403 {
+		t.Errorf("an agent canceled another key's send of its mailbox: %d %s, want 403", r.Status, r.Body)
+	}
+	at := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/send", Key: limited,
+		Body: map[string]any{"to": "ann@example.com", "subject": "s", "text": "x", "mailbox_id": "a", "scheduled_at": at}})
+	if r.Status != 200 {
+		t.Fatalf("the agent's own send: %d %s", r.Status, r.Body)
+	}
+	own := r.JSON(t)["id"].(string)
 	if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/sends/" + own + "/cancel", Key: limited}); r.Status != 200 {
-		t.Errorf("cancel of its own mailbox's send: %d %s, want 200", r.Status, r.Body)
+		t.Errorf("cancel of its own send: %d %s, want 200", r.Status, r.Body)
+	}
+	// Both refusals and the cancel are in the audit log.
+	audit := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/audit?limit=100", Key: env.AdminKey}).JSON(t)
+	var cancels int
+	for _, e := range audit["data"].([]any) {
+		if route, _ := e.(map[string]any)["route"].(string); strings.Contains(route, "cancel") {
+			cancels++
+		}
+	}
+	if cancels < 3 {
+		t.Errorf("the audit log has %d entries of the agent's cancels, want its refusals and its cancel: %v", cancels, audit["data"])
 	}
 }

@@ -29,8 +29,8 @@ func (s *Server) routes() []string {
 	m.Handle("GET /v1/audit", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleListAudit)))
 	m.Handle("GET /v1/sends", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListSends)))
 	m.Handle("GET /v1/sends/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetSend)))
-	m.Handle("PATCH /v1/sends/{id}", s.auth(core.ScopeSend, s.idempotent(postOpts{}, inTx(s.handleReschedule))))
-	m.Handle("POST /v1/sends/{id}/cancel", s.auth(core.ScopeSend, s.idempotent(postOpts{emptyBody: true}, inTx(s.handleCancel))))
+	m.Handle("PATCH /v1/sends/{id}", s.auth(core.ScopeSend, s.idempotent(postOpts{audit: true}, inTx(s.handleReschedule))))
+	m.Handle("POST /v1/sends/{id}/cancel", s.auth(core.ScopeSend, s.idempotent(postOpts{emptyBody: true, audit: true}, inTx(s.handleCancel))))
 	m.Handle("POST /v1/sends/{id}/reconcile", s.auth(core.ScopeAdmin, s.idempotent(postOpts{}, inTx(s.handleReconcile))))
 	m.Handle("POST /v1/sends/{id}/approve", s.auth(core.ScopeAdmin, s.idempotent(postOpts{emptyBody: true}, inTx(s.handleApprove))))
 	m.Handle("POST /v1/sends/{id}/reject", s.auth(core.ScopeAdmin, s.idempotent(postOpts{emptyBody: true}, inTx(s.handleReject))))
@@ -94,8 +94,8 @@ func (s *Server) routes() []string {
 	m.Handle("POST /emails/batch", s.bounded(s.resendPost(s.handleResendBatch)))
 	m.Handle("GET /emails", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendList)))
 	m.Handle("GET /emails/{id}", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendGet)))
-	m.Handle("PATCH /emails/{id}", s.resendAuth(core.ScopeSend, s.idempotent(s.resendOpts(postOpts{}), inTx(s.handleResendUpdate))))
-	m.Handle("POST /emails/{id}/cancel", s.resendAuth(core.ScopeSend, s.idempotent(s.resendOpts(postOpts{emptyBody: true}), inTx(s.handleResendCancel))))
+	m.Handle("PATCH /emails/{id}", s.resendAuth(core.ScopeSend, s.idempotent(s.resendOpts(postOpts{audit: true}), inTx(s.handleResendUpdate))))
+	m.Handle("POST /emails/{id}/cancel", s.resendAuth(core.ScopeSend, s.idempotent(s.resendOpts(postOpts{emptyBody: true, audit: true}), inTx(s.handleResendCancel))))
 	// Resend's management routes: admin scope to change, read to look
 	// (so a sending_access key, scope send, gets 403 on all of them).
 	// Resend's receiving and inbox routes (resend_receiving.go, resend_inboxes.go, resend_threads.go).

@@ -127,3 +127,16 @@ func (t *Tx) SetSendAPIKey(ctx context.Context, sendID, keyID string) error {
 	}
 	return nil
 }
+
+// SendAPIKey implements core.Tx.
+func (t *Tx) SendAPIKey(ctx context.Context, sendID string) (string, error) {
+	var id sql.NullString
+	err := t.q.queryRow(ctx, `SELECT api_key_id FROM sends WHERE id = ?`, sendID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", core.ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the send's key: %w", err)
+	}
+	return id.String, nil
+}
