@@ -67,10 +67,13 @@ var special = prefixes(
 )
 
 // privateRanges is what the keyword "private" allows: the ranges a host's
-// own network uses (loopback, RFC 1918, shared, link-local, unique local).
+// own network uses (loopback, RFC 1918, shared, unique local). Link-local
+// is not among them: 169.254.169.254 is the cloud's metadata service,
+// whose credentials no webhook or relay should reach; an operator who
+// means it lists 169.254.0.0/16 or fe80::/10 by name.
 var privateRanges = prefixes(
-	"10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16",
-	"::1/128", "fc00::/7", "fe80::/10",
+	"10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+	"::1/128", "fc00::/7",
 )
 
 func prefixes(ss ...string) []netip.Prefix {

@@ -48,6 +48,10 @@ func TestPolicyCheck(t *testing.T) {
 		{"private", "::ffff:127.0.0.1", true},
 		{"private", "10.1.2.3", true},
 		{"private", "fd00::1", true},
+		{"private", "169.254.169.254", false}, // the metadata service is never "private"
+		{"private", "::ffff:169.254.169.254", false},
+		{"private", "fe80::1", false},
+		{"169.254.0.0/16", "169.254.169.254", true},
 		{"private", "0.0.0.0", false}, // never: the unspecified address is no destination
 		{"private", "::ffff:0.0.0.0", false},
 		{"private", "224.0.0.1", false},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 	"strings"
 	"time"
@@ -25,8 +24,6 @@ type ServiceConfig struct {
 	// SecretKey (SENDONCE_SECRET_KEY) seals signing secrets; empty keeps
 	// them as they are.
 	SecretKey string
-	// Resolver looks endpoint hosts up. Defaults to net.DefaultResolver.
-	Resolver *net.Resolver
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -81,7 +78,7 @@ func (s *Service) Prepare(ctx context.Context, tenant, endpoint string, events [
 	if err != nil {
 		return nil, "", err
 	}
-	if err := CheckEndpoint(ctx, endpoint, s.cfg.Policy, s.cfg.Resolver); err != nil {
+	if err := CheckEndpoint(endpoint, s.cfg.Policy); err != nil {
 		return nil, "", err
 	}
 	secret, stored, err := s.newSecret()
@@ -113,7 +110,7 @@ type Patch struct {
 // CheckPatch validates an update outside the transaction.
 func (s *Service) CheckPatch(ctx context.Context, p *Patch) error {
 	if p.Endpoint != nil {
-		if err := CheckEndpoint(ctx, *p.Endpoint, s.cfg.Policy, s.cfg.Resolver); err != nil {
+		if err := CheckEndpoint(*p.Endpoint, s.cfg.Policy); err != nil {
 			return err
 		}
 	}

@@ -3,13 +3,17 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sendonce/sendonce/idempotency"
@@ -244,7 +248,9 @@ func (w *Worker) Attempt(ctx context.Context, j *core.WebhookJob) {
 	a.Duration = w.cfg.Now().Sub(start)
 	a.HTTPStatus, a.Response = status, resp
 	if err != nil {
-		a.Error = err.Error()
+		a.Error = attemptError(err)
+		w.logger.LogAttrs(ctx, slog.LevelInfo, "webhook attempt failed", slog.String("webhook_id", d.WebhookID),
+			slog.String("event_id", d.EventID), slog.Any("error", err))
 	}
 	r := core.WebhookResult{Job: j, Attempt: a, Now: w.cfg.Now().UTC(), MaxFailures: w.cfg.MaxFailures,
 		Success: err == nil && status >= 200 && status < 300}
@@ -298,4 +304,29 @@ func (w *Worker) post(ctx context.Context, j *core.WebhookJob, now time.Time) (i
 	b, _ := io.ReadAll(io.LimitReader(res.Body, maxResponse))
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10)) // let the connection be reused
 	return res.StatusCode, string(b), nil
+}
+
+// attemptError is what an attempt's record says of a failure: a class,
+// never the error's text, which names resolvers and internal addresses to
+// whoever reads the endpoint's attempts (the log has the whole error).
+func attemptError(err error) string {
+	var dnsErr *net.DNSError
+	var blocked *outbound.BlockedError
+	var certErr *tls.CertificateVerificationError
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &blocked) || errors.Is(err, outbound.ErrBlocked):
+		return "the endpoint's address is not one sendonce may connect to"
+	case errors.As(err, &dnsErr):
+		return "the endpoint's host name did not resolve"
+	case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
+		return "no answer within the timeout"
+	case errors.As(err, &certErr):
+		return "the endpoint's TLS certificate was not accepted"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "the connection was refused"
+	case errors.As(err, &opErr):
+		return "the connection failed"
+	}
+	return "the request failed"
 }
