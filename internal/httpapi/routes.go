@@ -68,6 +68,13 @@ func (s *Server) routes() []string {
 	m.Handle("GET /v1/webhooks/{id}/events/{event_id}/attempts", s.auth(core.ScopeRead, s.handleListAttempts(writeError)))
 	m.Handle("POST /v1/webhooks/{id}/events/{event_id}/replay", s.auth(core.ScopeAdmin, s.idempotent(postOpts{emptyBody: true}, inTx(s.handleReplayDelivery))))
 
+	// Received mail as the MCP server's mail tools read and answer it
+	// (received.go); replies and forwards are sends, audited as sends.
+	m.Handle("GET /v1/received", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListReceived)))
+	m.Handle("GET /v1/received/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetReceived)))
+	m.Handle("POST /v1/received/{id}/reply", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{requireKey: true, committed: accepted, audit: true}, s.handleReplyReceived))))
+	m.Handle("POST /v1/received/{id}/forward", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{requireKey: true, committed: accepted, audit: true}, s.handleForwardReceived))))
+
 	m.Handle("GET /v1/inbox", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListInbox)))
 	m.Handle("GET /v1/inbox/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInbox)))
 	m.Handle("GET /v1/inbox/{id}/raw", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInboxRaw)))
