@@ -28,6 +28,7 @@ type ReceivedMessage struct {
 	Size        int                  `json:"size"`
 	Read        bool                 `json:"read"`
 	SendID      string               `json:"send_id"` // the send it answers, "" for none
+	InReplyTo   string               `json:"in_reply_to"`
 	Auth        ReceivedAuth         `json:"authentication"`
 	Attachments []ReceivedAttachment `json:"attachments"`
 	// Text and HTML are filled by GetReceived only.
@@ -43,6 +44,8 @@ type ReceivedAuth struct {
 	DKIM        string `json:"dkim"`
 	DMARC       string `json:"dmarc"`
 	DMARCFailed bool   `json:"dmarc_failed"`
+	// Results is the Authentication-Results header sendonce wrote.
+	Results string `json:"results"`
 }
 
 // ReceivedAttachment is one file of a received message.
@@ -51,13 +54,14 @@ type ReceivedAttachment struct {
 	Filename    string `json:"filename"`
 	ContentType string `json:"content_type"`
 	Size        int    `json:"size"`
-	Inline      bool   `json:"inline"`
+	// Disposition is "attachment" or "inline".
+	Disposition string `json:"content_disposition"`
 }
 
 // ReceivedList is one page of received messages, newest first.
 type ReceivedList struct {
 	Data []ReceivedMessage `json:"data"`
-	Next string            `json:"-"` // the After of the next page, "" at the end
+	Next string            `json:"next_cursor"` // the After of the next page, "" at the end
 }
 
 // ListReceivedParams filters ListReceived; zero fields do not filter.
@@ -74,7 +78,7 @@ type ListReceivedParams struct {
 func (c *Client) ListReceived(ctx context.Context, p *ListReceivedParams) (*ReceivedList, error) {
 	q := url.Values{}
 	if p != nil {
-		for k, v := range map[string]string{"mailbox_id": p.MailboxID, "thread_id": p.ThreadID, "from": p.From, "after": p.After} {
+		for k, v := range map[string]string{"mailbox_id": p.MailboxID, "thread_id": p.ThreadID, "from": p.From, "cursor": p.After} {
 			if v != "" {
 				q.Set(k, v)
 			}
@@ -83,19 +87,12 @@ func (c *Client) ListReceived(ctx context.Context, p *ListReceivedParams) (*Rece
 			q.Set("limit", strconv.Itoa(p.Limit))
 		}
 	}
-	var l struct {
-		Data []ReceivedMessage `json:"data"`
-		Next *string           `json:"next"`
-	}
-	if _, err := c.call(ctx, request{method: http.MethodGet, path: "/v1/received", query: q}, &l); err != nil {
+	out, err := get[ReceivedList](ctx, c, "/v1/received", q)
+	if err != nil {
 		return nil, err
 	}
-	out := &ReceivedList{Data: l.Data}
 	if out.Data == nil {
 		out.Data = []ReceivedMessage{}
-	}
-	if l.Next != nil {
-		out.Next = *l.Next
 	}
 	return out, nil
 }
@@ -117,8 +114,9 @@ func (c *Client) GetReceived(ctx context.Context, id string) (*ReceivedMessage, 
 	return get[ReceivedMessage](ctx, c, p, nil)
 }
 
-// ReplyRequest is a reply to a received message: recipients, subject and
-// threading come from the message; To and Cc add to them.
+// ReplyRequest is a reply to a received message: recipients (its Reply-To
+// or sender, unless To names others; with ReplyAll its other recipients
+// in Cc), subject and threading come from the message.
 type ReplyRequest struct {
 	ReplyAll bool     `json:"reply_all,omitempty"`
 	To       []string `json:"to,omitempty"`
@@ -127,24 +125,28 @@ type ReplyRequest struct {
 	HTML     string   `json:"html,omitempty"`
 }
 
-// ForwardRequest is a forward of a received message, attached whole.
+// ForwardRequest is a forward of a received message, attached whole, with
+// a text of the forwarder's own (a fixed line when empty).
 type ForwardRequest struct {
 	To   []string `json:"to"`
 	Cc   []string `json:"cc,omitempty"`
-	Note string   `json:"note,omitempty"`
+	Text string   `json:"text,omitempty"`
+	HTML string   `json:"html,omitempty"`
 }
 
 // Reply sends a reply to the received message id (POST
 // /v1/received/{id}/reply) with opts.IdempotencyKey (a UUID when empty) on
-// every attempt. A recipient outside the message's thread makes the send
-// wait for approval (StatusPendingApproval). Errors as Send's.
+// every attempt. For an agent key, a recipient outside the message's
+// thread makes the send wait for approval (StatusPendingApproval). Errors
+// as Send's.
 func (c *Client) Reply(ctx context.Context, id string, req *ReplyRequest, opts *SendOptions) (*Send, error) {
 	return c.receivedAction(ctx, id, "/reply", req, opts)
 }
 
 // Forward forwards the received message id (POST
-// /v1/received/{id}/forward); the send waits for approval unless the key's
-// recipient allowlist covers every recipient. Errors as Send's.
+// /v1/received/{id}/forward); for an agent key the send waits for approval
+// unless the key's recipient allowlist covers every recipient. Errors as
+// Send's.
 func (c *Client) Forward(ctx context.Context, id string, req *ForwardRequest, opts *SendOptions) (*Send, error) {
 	return c.receivedAction(ctx, id, "/forward", req, opts)
 }

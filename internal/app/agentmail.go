@@ -17,60 +17,69 @@ import (
 // hands the whole original to a new reader, waits for a person unless the
 // key's recipient allowlist already says who may get mail.
 
-// ReplyParams is a reply to a received message. Recipients, subject and
-// threading come from the message (ReplyRequest); To and Cc add to them.
-type ReplyParams struct {
-	ReplyAll   bool
-	To, Cc     []string
-	Text, HTML string
-}
-
 // Hold reasons, fixed sentences: they are written to the send's history
 // and shown to the person who approves.
 const (
-	HoldOutsideThread = "a recipient is not a participant of the thread replied to"
-	HoldForward       = "a forward needs approval unless the key's recipient allowlist covers every recipient"
+	HoldReasonOutsideThread = "a recipient is not a participant of the thread replied to"
+	HoldReasonForward       = "a forward needs approval unless the key's recipient allowlist covers every recipient"
 )
 
-// PrepareReply prepares the reply to the received message id. A recipient
-// who is not a participant of the message's thread holds the send for a
-// person's approval: the reply still goes through PrepareSend (the key's
-// allowlist and agent rules refuse first) and, once accepted, through the
-// same idempotency engine as any send.
-func (s *Service) PrepareReply(ctx context.Context, key *core.APIKey, idemKey, id string, p ReplyParams) (*core.Send, error) {
-	r := &SendRequest{Text: p.Text, HTML: p.HTML}
-	m, err := s.ReplyRequest(ctx, key, id, p.ReplyAll, r)
-	if err != nil {
-		return nil, err
-	}
-	r.To = appendMissing(r.To, p.To, nil)
-	r.Cc = appendMissing(r.Cc, p.Cc, r.To)
+// Guarded says whether a reply or forward gets the agent rules: it is made
+// with an agent key, or asked for by an agent (the MCP server says so; a
+// caller can only add the rules by saying it, never remove them).
+func Guarded(key *core.APIKey, agentAsked bool) bool { return key.Agent || agentAsked }
+
+// HoldOutsideThread holds r, a reply to m, for a person's approval when a
+// recipient is not a participant of m's thread (ThreadParticipants).
+func (s *Service) HoldOutsideThread(ctx context.Context, key *core.APIKey, m *core.ReceivedMessage, r *SendRequest) error {
 	parts, err := s.ThreadParticipants(ctx, key, m)
 	if err != nil {
+		return err
+	}
+	if len(outsiders(parts, r.To, r.Cc, r.Bcc)) > 0 {
+		r.Hold = HoldReasonOutsideThread
+	}
+	return nil
+}
+
+// HoldForward holds r, a forward, unless the key has a recipient allowlist
+// that covers every recipient (a key with one that does not is refused by
+// PrepareSend, as any send).
+func HoldForward(key *core.APIKey, r *SendRequest) {
+	if !allAllowed(key.AllowRecipients, r.To, r.Cc, r.Bcc) {
+		r.Hold = HoldReasonForward
+	}
+}
+
+// PrepareReply prepares r as the reply to the received message id
+// (ReplyRequest fills what r leaves out); guarded, a recipient outside the
+// thread holds it. It then goes through PrepareSend (the key's allowlist
+// and agent rules refuse first) and, accepted, the idempotency engine as
+// any send.
+func (s *Service) PrepareReply(ctx context.Context, key *core.APIKey, idemKey, id string, replyAll, guarded bool, r *SendRequest) (*core.Send, error) {
+	m, err := s.ReplyRequest(ctx, key, id, replyAll, r)
+	if err != nil {
 		return nil, err
 	}
-	if len(outsiders(parts, r.To, r.Cc)) > 0 {
-		r.Hold = HoldOutsideThread
+	if guarded {
+		if err := s.HoldOutsideThread(ctx, key, m, r); err != nil {
+			return nil, err
+		}
 	}
 	return s.PrepareSend(ctx, key, idemKey, r)
 }
 
-// ForwardParams is a forward of a received message to To and Cc, with a
-// note of the forwarder's own as its text.
-type ForwardParams struct {
-	To, Cc []string
-	Note   string
-}
-
-// PrepareForward prepares the forward of the received message id: the
-// original, as received, attached whole (message/rfc822), from the mailbox
-// it arrived at. It is held for approval unless the key has a recipient
-// allowlist that covers every recipient (a key with one that does not is
-// refused by PrepareSend, as any send).
-func (s *Service) PrepareForward(ctx context.Context, key *core.APIKey, idemKey, id string, p ForwardParams) (*core.Send, error) {
+// PrepareForward prepares r as the forward of the received message id:
+// the original, as received, attached whole (message/rfc822), from the
+// mailbox it arrived at unless r names one; subject "Fwd: …" and a fixed
+// text unless r has its own. Guarded, it is held (HoldForward).
+func (s *Service) PrepareForward(ctx context.Context, key *core.APIKey, idemKey, id string, guarded bool, r *SendRequest) (*core.Send, error) {
 	if !key.Has(core.ScopeRead) {
 		// Forwarding shows the original to whoever gets the forward.
-		return nil, core.Errorf(core.CodeForbidden, "message_id", "forwarding needs an API key with the read scope")
+		return nil, core.Errorf(core.CodeForbidden, "id", "forwarding needs an API key with the read scope")
+	}
+	if len(r.To) == 0 {
+		return nil, core.Errorf(core.CodeValidation, "to", "a forward needs to")
 	}
 	m, err := s.ReceivedMessage(ctx, key, id)
 	if err != nil {
@@ -81,15 +90,20 @@ func (s *Service) PrepareForward(ctx context.Context, key *core.APIKey, idemKey,
 		return nil, err
 	}
 	if len(raw) > MaxForwardBytes {
-		return nil, core.Errorf(core.CodeValidation, "message_id", "the message is larger than %d bytes, the most a forward may attach", MaxForwardBytes)
+		return nil, core.Errorf(core.CodeValidation, "id", "the message is larger than %d bytes, the most a forward may attach", MaxForwardBytes)
 	}
-	text := p.Note
-	if strings.TrimSpace(text) == "" {
-		text = "Forwarded message attached."
+	r.Forward = raw
+	if r.MailboxID == "" {
+		r.MailboxID = m.MailboxID
 	}
-	r := &SendRequest{To: p.To, Cc: p.Cc, MailboxID: m.MailboxID, Subject: ForwardSubject(m.Subject), Text: text, Forward: raw}
-	if !allAllowed(key.AllowRecipients, r.To, r.Cc) {
-		r.Hold = HoldForward
+	if r.Subject == "" && r.TemplateID == "" {
+		r.Subject = ForwardSubject(m.Subject)
+	}
+	if strings.TrimSpace(r.Text) == "" && r.HTML == "" && r.TemplateID == "" {
+		r.Text = "Forwarded message attached."
+	}
+	if guarded {
+		HoldForward(key, r)
 	}
 	return s.PrepareSend(ctx, key, idemKey, r)
 }
@@ -122,19 +136,4 @@ func allAllowed(allow []string, lists ...[]string) bool {
 		}
 	}
 	return true
-}
-
-// appendMissing is list with the addresses of more that neither it nor
-// elsewhere has (by bare address), in order: an address is mailed once.
-func appendMissing(list, more, elsewhere []string) []string {
-	out := slices.Clone(list)
-	for _, a := range more {
-		n := bareAddress(a)
-		has := func(b string) bool { return bareAddress(b) == n }
-		if n != "" && (slices.ContainsFunc(out, has) || slices.ContainsFunc(elsewhere, has)) {
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
 }

@@ -67,6 +67,7 @@ type Service struct {
 	logger    *slog.Logger
 	keys      ttlCache[*core.APIKey]
 	mailboxes ttlCache[*core.Mailbox]
+	dlKey     downloadKey
 }
 
 // New returns a Service.

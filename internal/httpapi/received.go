@@ -3,187 +3,192 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strings"
+	"strconv"
+	"time"
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// The native received-message routes the MCP server's mail tools call
-// (docs/agents.md, "Reading mail"): list and read received messages, and
-// reply to or forward one. Replies and forwards are sends: they go
-// through the idempotency engine and the audit log as POST /v1/send does,
-// with the holds of app.PrepareReply and app.PrepareForward. Reads by an
-// agent key, or carrying an intent, are written to the audit log too:
-// what an agent read is what it may have been told.
+// The native receiving routes (docs/api.md, "Receiving").
 
-type receivedAuthView struct {
-	SPF         string `json:"spf"`
-	DKIM        string `json:"dkim"`
-	DMARC       string `json:"dmarc"`
-	DMARCFailed bool   `json:"dmarc_failed"`
+type listPage[T any] struct {
+	Data       []T    `json:"data"`
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
-type receivedAttachmentView struct {
-	ID          string `json:"id"`
-	Filename    string `json:"filename"`
-	ContentType string `json:"content_type"`
-	Size        int    `json:"size"`
-	Inline      bool   `json:"inline"`
-}
-
-// receivedView is a received message without its bodies (the list).
-type receivedView struct {
-	ID          string                   `json:"id"`
-	Object      string                   `json:"object"`
-	MailboxID   string                   `json:"mailbox_id"`
-	ThreadID    string                   `json:"thread_id"`
-	MessageID   *string                  `json:"message_id"`
-	From        string                   `json:"from"`
-	To          []string                 `json:"to"`
-	Cc          []string                 `json:"cc"`
-	ReplyTo     []string                 `json:"reply_to"`
-	Subject     string                   `json:"subject"`
-	Date        *string                  `json:"date"`
-	ReceivedAt  string                   `json:"received_at"`
-	Size        int                      `json:"size"`
-	Read        bool                     `json:"read"`
-	SendID      *string                  `json:"send_id"`
-	Auth        receivedAuthView         `json:"authentication"`
-	Attachments []receivedAttachmentView `json:"attachments"`
-}
-
-// receivedDetail is one received message with its bodies.
-type receivedDetail struct {
-	receivedView
-	Text string `json:"text"`
-	HTML string `json:"html"`
-}
-
-func viewReceived(m *core.ReceivedMessage) receivedView {
-	v := receivedView{ID: m.ID, Object: "received_message", MailboxID: m.MailboxID, ThreadID: m.ThreadID,
-		MessageID: optString(m.MessageID), From: m.From, To: list(m.To), Cc: list(m.Cc), ReplyTo: list(m.ReplyTo),
-		Subject: m.Subject, Date: optTime(m.Date), ReceivedAt: rfc3339(m.ReceivedAt), Size: m.Size, Read: m.Read,
-		SendID: optString(m.SendID), Attachments: []receivedAttachmentView{},
-		Auth: receivedAuthView{SPF: m.Auth.SPF, DKIM: m.Auth.DKIM, DMARC: m.Auth.DMARC, DMARCFailed: m.Auth.DMARCFailed}}
-	for _, a := range m.Attachments {
-		v.Attachments = append(v.Attachments, receivedAttachmentView{ID: a.ID, Filename: a.Filename,
-			ContentType: a.ContentType, Size: a.Size, Inline: a.Disposition == "inline"})
-	}
-	return v
-}
-
-// handleListReceived is GET /v1/received (scope read): the received
-// messages the key may see, newest first, ?mailbox_id=&thread_id=&from=
-// &limit=&after=.
-func (s *Server) handleListReceived(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
+func receivedFilter(r *http.Request) (core.ReceivedFilter, error) {
 	q := r.URL.Query()
 	limit, err := parseLimit(q.Get("limit"))
 	if err != nil {
-		writeError(w, r, s.logger, err)
-		return
+		return core.ReceivedFilter{}, err
 	}
-	f := core.ReceivedFilter{ThreadID: q.Get("thread_id"), Limit: limit, After: q.Get("after")}
-	if mb := q.Get("mailbox_id"); mb != "" {
-		f.MailboxIDs = []string{mb}
+	f := core.ReceivedFilter{Limit: limit, After: q.Get("cursor"), ThreadID: q.Get("thread_id"), From: q.Get("from")}
+	if v := q.Get("mailbox_id"); v != "" {
+		f.MailboxIDs = []string{v}
 	}
-	if from := q.Get("from"); from != "" {
-		if f.From, err = recipientParam(from); err != nil {
-			writeError(w, r, s.logger, core.Errorf(core.CodeValidation, "from", "from must be an email address"))
-			return
+	for _, p := range []struct {
+		name string
+		dst  **time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if v := q.Get(p.name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return f, core.Errorf(core.CodeValidation, p.name, "%s must be an RFC 3339 time", p.name)
+			}
+			*p.dst = &t
 		}
 	}
-	ms, more, err := s.svc.ListReceived(r.Context(), key, f)
+	if v := q.Get("has_attachment"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return f, core.Errorf(core.CodeValidation, "has_attachment", "has_attachment must be true or false")
+		}
+		f.HasAttachment = &b
+	}
+	return f, nil
+}
+
+func (s *Server) handleListReceived(w http.ResponseWriter, r *http.Request) {
+	key := apiKeyFrom(r.Context())
+	f, err := receivedFilter(r)
+	var ms []*core.ReceivedMessage
+	var more bool
+	if err == nil {
+		ms, more, err = s.svc.ListReceived(r.Context(), key, f)
+	}
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
 	}
-	out := listView[receivedView]{Object: "list", Data: make([]receivedView, 0, len(ms))}
+	out := listPage[receivedView]{Data: make([]receivedView, 0, len(ms))}
 	ids := make([]string, 0, len(ms))
 	for _, m := range ms {
-		out.Data = append(out.Data, viewReceived(m))
+		out.Data = append(out.Data, viewReceived(m, false))
 		ids = append(ids, m.ID)
 	}
-	if more && len(ms) > 0 {
-		out.Next = optString(ms[len(ms)-1].ID)
+	if more {
+		out.NextCursor = ms[len(ms)-1].ID
 	}
-	s.auditRead(r, key, strings.Join(ids, ","))
+	s.auditRead(r, key, ids...)
 	writeJSON(w, http.StatusOK, out)
 }
 
-// handleGetReceived is GET /v1/received/{id} (scope read).
 func (s *Server) handleGetReceived(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
-	m, err := s.svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
+	m, err := s.svc.ReceivedMessage(r.Context(), apiKeyFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
 	}
-	s.auditRead(r, key, m.ID)
-	writeJSON(w, http.StatusOK, receivedDetail{receivedView: viewReceived(m), Text: m.Text, HTML: m.HTML})
+	s.auditRead(r, apiKeyFrom(r.Context()), m.ID)
+	writeJSON(w, http.StatusOK, viewReceived(m, true))
 }
 
-// auditRead writes a read by an agent key, or one carrying an intent, to
-// the audit log: outcome "read", the ids read in detail.
-func (s *Server) auditRead(r *http.Request, key *core.APIKey, ids string) {
-	intent, err := intentFrom(r.Header)
+func (s *Server) handleGetReceivedRaw(w http.ResponseWriter, r *http.Request) {
+	raw, err := s.svc.ReceivedRaw(r.Context(), apiKeyFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
-		intent = "" // a read is answered either way; the header is not trusted
-	}
-	if !key.Agent && intent == "" {
+		writeError(w, r, s.logger, err)
 		return
 	}
-	e := &core.AuditEntry{Tenant: key.Tenant, APIKeyID: key.ID, Route: r.Method + " " + r.URL.Path,
-		Intent: intent, Status: http.StatusOK, Outcome: "read", Detail: ids}
-	ctx := context.WithoutCancel(r.Context())
-	if err := s.svc.RecordAudit(ctx, e); err != nil {
-		s.logger.ErrorContext(ctx, "write audit entry", "error", err)
-	}
+	s.auditRead(r, apiKeyFrom(r.Context()), r.PathValue("id"))
+	w.Header().Set("Content-Type", "message/rfc822")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+r.PathValue("id")+`.eml"`)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(raw)
 }
 
-// replyRequest is the body of POST /v1/received/{id}/reply.
-type replyRequest struct {
-	ReplyAll bool     `json:"reply_all"`
-	To       addrList `json:"to"`
-	Cc       addrList `json:"cc"`
-	Text     string   `json:"text"`
-	HTML     string   `json:"html"`
-}
-
-func (s *Server) handleReplyReceived(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
-	var req replyRequest
-	if err := decodeStrict(body, &req); err != nil {
-		return nil, err
-	}
-	if err := checkRecipientCounts(req.To, req.Cc, nil, nil); err != nil {
-		return nil, err
-	}
-	send, err := s.svc.PrepareReply(ctx, key, idemKey, r.PathValue("id"), app.ReplyParams{
-		ReplyAll: req.ReplyAll, To: req.To, Cc: req.Cc, Text: req.Text, HTML: req.HTML})
+func (s *Server) handleGetReceivedAttachment(w http.ResponseWriter, r *http.Request) {
+	att, b, err := s.svc.ReceivedAttachment(r.Context(), apiKeyFrom(r.Context()), r.PathValue("id"), r.PathValue("attachment"))
 	if err != nil {
-		return nil, err
+		writeError(w, r, s.logger, err)
+		return
 	}
-	return s.acceptStep(key, send), nil
+	s.auditRead(r, apiKeyFrom(r.Context()), r.PathValue("id"))
+	w.Header().Set("Content-Type", att.ContentType)
+	w.Header().Set("Content-Disposition", "attachment")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(b)
 }
 
-// forwardRequest is the body of POST /v1/received/{id}/forward.
-type forwardRequest struct {
-	To   addrList `json:"to"`
-	Cc   addrList `json:"cc"`
-	Note string   `json:"note"`
+func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
+	f, err := threadFilter(r, r.URL.Query().Get("mailbox_id"))
+	f.After = r.URL.Query().Get("cursor")
+	var ts []*core.Thread
+	var more bool
+	if err == nil {
+		ts, more, err = s.svc.ListThreads(r.Context(), apiKeyFrom(r.Context()), f)
+	}
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	out := listPage[threadView]{Data: make([]threadView, 0, len(ts))}
+	for _, t := range ts {
+		out.Data = append(out.Data, viewThread(t))
+	}
+	if more {
+		out.NextCursor = ts[len(ts)-1].ID
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) handleForwardReceived(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
-	var req forwardRequest
+type threadDetail struct {
+	threadView
+	Messages []inboxMessageView `json:"messages"`
+}
+
+func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
+	key := apiKeyFrom(r.Context())
+	t, err := s.svc.Thread(r.Context(), key, r.PathValue("id"))
+	var ms []inboxMessageView
+	if err == nil {
+		ms, err = s.threadMessages(r.Context(), key, t)
+	}
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, threadDetail{viewThread(t), ms})
+}
+
+func (s *Server) handlePatchThread(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Read   *bool     `json:"read"`
+		Folder *string   `json:"folder"`
+		Labels *[]string `json:"labels"`
+	}
+	body, err := s.readBody(w, r)
+	if err == nil {
+		err = decodeStrict(body, &req)
+	}
+	var t *core.Thread
+	if err == nil {
+		t, err = s.svc.ChangeThread(r.Context(), apiKeyFrom(r.Context()), r.PathValue("id"),
+			app.ThreadChange{Read: req.Read, Folder: req.Folder, Labels: req.Labels})
+	}
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewThread(t))
+}
+
+// handleReplyReceived answers a received message: POST
+// /v1/received/{id}/reply, idempotent like every send.
+func (s *Server) handleReplyReceived(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
+	var req struct {
+		sendRequest
+		ReplyAll bool `json:"reply_all"`
+	}
 	if err := decodeStrict(body, &req); err != nil {
 		return nil, err
 	}
-	if err := checkRecipientCounts(req.To, req.Cc, nil, nil); err != nil {
-		return nil, err
-	}
-	send, err := s.svc.PrepareForward(ctx, key, idemKey, r.PathValue("id"), app.ForwardParams{
-		To: req.To, Cc: req.Cc, Note: req.Note})
+	sr := &app.SendRequest{To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: req.MailboxID,
+		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
+		Headers: req.Headers, Tags: req.Tags, Attachments: appAttachments(req.Attachments)}
+	// An agent's reply outside the thread waits for a person
+	// (received_agent.go).
+	send, err := s.svc.PrepareReply(ctx, key, idemKey, r.PathValue("id"), req.ReplyAll, app.Guarded(key, agentAsked(r)), sr)
 	if err != nil {
 		return nil, err
 	}

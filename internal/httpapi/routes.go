@@ -35,6 +35,17 @@ func (s *Server) routes() []string {
 	m.Handle("POST /v1/sends/{id}/approve", s.auth(core.ScopeAdmin, s.idempotent(postOpts{emptyBody: true}, inTx(s.handleApprove))))
 	m.Handle("POST /v1/sends/{id}/reject", s.auth(core.ScopeAdmin, s.idempotent(postOpts{emptyBody: true}, inTx(s.handleReject))))
 
+	// Receiving (docs/receiving.md).
+	m.Handle("GET /v1/received", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListReceived)))
+	m.Handle("GET /v1/received/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetReceived)))
+	m.Handle("GET /v1/received/{id}/raw", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetReceivedRaw)))
+	m.Handle("GET /v1/received/{id}/attachments/{attachment}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetReceivedAttachment)))
+	m.Handle("POST /v1/received/{id}/reply", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{committed: accepted, audit: true}, s.handleReplyReceived))))
+	m.Handle("POST /v1/received/{id}/forward", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{committed: accepted, audit: true}, s.handleForwardReceived))))
+	m.Handle("GET /v1/threads", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListThreads)))
+	m.Handle("GET /v1/threads/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetThread)))
+	m.Handle("PATCH /v1/threads/{id}", s.auth(core.ScopeSend, http.HandlerFunc(s.handlePatchThread)))
+
 	m.Handle("PUT /v1/templates/{id}", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handlePutTemplate)))
 	m.Handle("GET /v1/templates/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetTemplate)))
 	m.Handle("GET /v1/templates", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListTemplates)))
@@ -68,13 +79,6 @@ func (s *Server) routes() []string {
 	m.Handle("GET /v1/webhooks/{id}/events/{event_id}/attempts", s.auth(core.ScopeRead, s.handleListAttempts(writeError)))
 	m.Handle("POST /v1/webhooks/{id}/events/{event_id}/replay", s.auth(core.ScopeAdmin, s.idempotent(postOpts{emptyBody: true}, inTx(s.handleReplayDelivery))))
 
-	// Received mail as the MCP server's mail tools read and answer it
-	// (received.go); replies and forwards are sends, audited as sends.
-	m.Handle("GET /v1/received", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListReceived)))
-	m.Handle("GET /v1/received/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetReceived)))
-	m.Handle("POST /v1/received/{id}/reply", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{requireKey: true, committed: accepted, audit: true}, s.handleReplyReceived))))
-	m.Handle("POST /v1/received/{id}/forward", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{requireKey: true, committed: accepted, audit: true}, s.handleForwardReceived))))
-
 	m.Handle("GET /v1/inbox", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListInbox)))
 	m.Handle("GET /v1/inbox/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInbox)))
 	m.Handle("GET /v1/inbox/{id}/raw", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetInboxRaw)))
@@ -93,6 +97,27 @@ func (s *Server) routes() []string {
 	m.Handle("POST /emails/{id}/cancel", s.resendAuth(core.ScopeSend, s.idempotent(s.resendOpts(postOpts{emptyBody: true}), inTx(s.handleResendCancel))))
 	// Resend's management routes: admin scope to change, read to look
 	// (so a sending_access key, scope send, gets 403 on all of them).
+	// Resend's receiving and inbox routes (resend_receiving.go, resend_inboxes.go, resend_threads.go).
+	m.Handle("GET /emails/receiving", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendListReceiving)))
+	m.Handle("GET /emails/receiving/{id}", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendGetReceiving)))
+	m.Handle("GET /emails/receiving/{id}/attachments", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendReceivingAttachments)))
+	m.Handle("GET /emails/receiving/{id}/attachments/{attachment}", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendReceivingAttachment)))
+	m.HandleFunc("GET /emails/receiving/{id}/raw", s.handleDownloadReceived)
+	m.HandleFunc("GET /emails/receiving/{id}/attachments/{attachment}/content", s.handleDownloadReceived)
+	m.Handle("POST /inboxes", s.resendManage(postOpts{}, s.handleResendCreateInbox))
+	m.Handle("GET /inboxes", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendListInboxes)))
+	m.Handle("GET /inboxes/{inbox}", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendGetInbox)))
+	m.Handle("PATCH /inboxes/{inbox}", s.resendAuth(core.ScopeAdmin, http.HandlerFunc(s.handleResendUpdateInbox)))
+	m.Handle("DELETE /inboxes/{inbox}", s.resendAuth(core.ScopeAdmin, http.HandlerFunc(s.handleResendRemoveInbox)))
+	m.Handle("GET /inboxes/{inbox}/threads", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendListThreads)))
+	m.Handle("GET /inboxes/{inbox}/threads/search", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendListThreads)))
+	m.Handle("GET /inboxes/{inbox}/threads/{thread}", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendGetThread)))
+	m.Handle("PATCH /inboxes/{inbox}/threads/{thread}", s.resendAuth(core.ScopeSend, http.HandlerFunc(s.handleResendUpdateThread)))
+	m.Handle("DELETE /inboxes/{inbox}/threads/{thread}", s.resendAuth(core.ScopeAdmin, http.HandlerFunc(s.handleResendRemoveThread)))
+	m.Handle("GET /inboxes/{inbox}/threads/{thread}/emails", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendThreadEmails)))
+	m.Handle("GET /inboxes/{inbox}/threads/{thread}/emails/{email}", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendThreadEmail)))
+	m.Handle("POST /inboxes/{inbox}/threads/{thread}/emails/{email}/reply", s.bounded(s.resendPost(s.handleResendReplyThreadEmail)))
+	m.Handle("POST /inboxes/{inbox}/threads/{thread}/emails/{email}/forward", s.bounded(s.resendPost(s.handleResendForwardThreadEmail)))
 	m.Handle("POST /domains", s.resendManage(postOpts{}, s.handleResendCreateDomain))
 	m.Handle("GET /domains", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendListDomains)))
 	m.Handle("GET /domains/{id}", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendGetDomain)))

@@ -52,6 +52,11 @@ func arfMail(to, msgID, rcpt string) []byte {
 // a report would (MAIL FROM:<>).
 func deliver(t *testing.T, addr, rcpt string, raw []byte) error {
 	t.Helper()
+	return deliverFrom(t, addr, "", rcpt, raw)
+}
+
+func deliverFrom(t *testing.T, addr, from, rcpt string, raw []byte) error {
+	t.Helper()
 	c, err := smtp.Dial(addr)
 	if err != nil {
 		t.Fatalf("dial inbound: %v", err)
@@ -60,7 +65,7 @@ func deliver(t *testing.T, addr, rcpt string, raw []byte) error {
 	if err := c.Hello("relay.test"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Mail("", nil); err != nil {
+	if err := c.Mail(from, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Rcpt(rcpt, nil); err != nil {

@@ -53,8 +53,8 @@ type ReplyInput struct {
 	Text      string   `json:"text,omitempty" jsonschema:"the reply's plain text; give text or html"`
 	HTML      string   `json:"html,omitempty" jsonschema:"the reply's HTML"`
 	ReplyAll  bool     `json:"reply_all,omitempty" jsonschema:"also to the message's other recipients"`
-	To        []string `json:"to,omitempty" jsonschema:"extra recipients; one who is not in the thread makes the reply wait for a person's approval"`
-	Cc        []string `json:"cc,omitempty" jsonschema:"extra copy recipients; same rule as to"`
+	To        []string `json:"to,omitempty" jsonschema:"recipients instead of the message's sender (default: its Reply-To or From); one who is not in the thread makes the reply wait for a person's approval"`
+	Cc        []string `json:"cc,omitempty" jsonschema:"extra copy recipients; one who is not in the thread makes the reply wait for a person's approval"`
 }
 
 // ForwardInput is the input of forward_message.
@@ -155,7 +155,7 @@ func (s *Server) forwardMessage(ctx context.Context, _ *mcp.CallToolRequest, in 
 		return refused(SendOutput{}, &ToolError{Code: "validation_error", Message: err.Error(), Param: "message_id"})
 	}
 	canonical, _ := agent.ReplyIntentJSON("forward", in.MessageID)
-	req := &client.ForwardRequest{To: in.To, Note: in.Note}
+	req := &client.ForwardRequest{To: in.To, Text: in.Note}
 	return s.submit(ctx, canonical, key, "Calling forward_message again with the same input is safe: it never sends twice.",
 		func(ctx context.Context) (*client.Send, error) {
 			return s.c.Forward(ctx, in.MessageID, req, &client.SendOptions{IdempotencyKey: key})

@@ -1,0 +1,181 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// Resend's receiving routes (docs/receiving.md): received messages as
+// Resend's SDK reads them (emails.receiving.*).
+
+type resendReceivedView struct {
+	Object      string                 `json:"object"`
+	ID          string                 `json:"id"`
+	To          []string               `json:"to"`
+	From        string                 `json:"from"`
+	CreatedAt   string                 `json:"created_at"`
+	Subject     string                 `json:"subject"`
+	Bcc         []string               `json:"bcc"`
+	Cc          []string               `json:"cc"`
+	ReplyTo     []string               `json:"reply_to"`
+	ReceivedFor []string               `json:"received_for"`
+	HTML        *string                `json:"html,omitempty"`
+	Text        *string                `json:"text,omitempty"`
+	Headers     map[string]string      `json:"headers,omitempty"`
+	MessageID   string                 `json:"message_id"`
+	Raw         *resendDownload        `json:"raw,omitempty"`
+	Attachments []resendInboundAttView `json:"attachments"`
+}
+
+type resendDownload struct {
+	DownloadURL string `json:"download_url"`
+	ExpiresAt   string `json:"expires_at"`
+}
+
+type resendInboundAttView struct {
+	ID                 string `json:"id"`
+	Filename           string `json:"filename"`
+	Size               int    `json:"size"`
+	ContentType        string `json:"content_type"`
+	ContentID          string `json:"content_id"`
+	ContentDisposition string `json:"content_disposition"`
+	DownloadURL        string `json:"download_url,omitempty"`
+	ExpiresAt          string `json:"expires_at,omitempty"`
+}
+
+func viewResendReceived(m *core.ReceivedMessage) resendReceivedView {
+	v := resendReceivedView{Object: "email", ID: m.ID, To: nonNil(m.To), From: m.From, CreatedAt: rfc3339(m.ReceivedAt),
+		Subject: m.Subject, Bcc: []string{}, Cc: nonNil(m.Cc), ReplyTo: nonNil(m.ReplyTo), ReceivedFor: nonNil(m.RcptTo),
+		MessageID: m.MessageID, Attachments: []resendInboundAttView{}}
+	for _, a := range m.Attachments {
+		v.Attachments = append(v.Attachments, resendInboundAttView{ID: a.ID, Filename: a.Filename, Size: a.Size,
+			ContentType: a.ContentType, ContentID: a.ContentID, ContentDisposition: a.Disposition})
+	}
+	return v
+}
+
+func (s *Server) handleResendListReceiving(w http.ResponseWriter, r *http.Request) {
+	key := apiKeyFrom(r.Context())
+	limit, err := parseLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	ms, more, err := s.svc.ListReceived(r.Context(), key, core.ReceivedFilter{Limit: limit, After: r.URL.Query().Get("after")})
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	out := resendList[resendReceivedView]{Object: "list", HasMore: more, Data: make([]resendReceivedView, 0, len(ms))}
+	for _, m := range ms {
+		out.Data = append(out.Data, viewResendReceived(m))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleResendGetReceiving(w http.ResponseWriter, r *http.Request) {
+	key := apiKeyFrom(r.Context())
+	m, err := s.svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	v := viewResendReceived(m)
+	v.Text, v.HTML = &m.Text, &m.HTML
+	v.Headers = map[string]string{}
+	for _, h := range m.Headers {
+		if _, ok := v.Headers[h.Name]; !ok {
+			v.Headers[h.Name] = h.Value
+		}
+	}
+	u, exp, err := s.downloadURL(r.Context(), r, m, "")
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	v.Raw = &resendDownload{DownloadURL: u, ExpiresAt: rfc3339(exp)}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) handleResendReceivingAttachments(w http.ResponseWriter, r *http.Request) {
+	key := apiKeyFrom(r.Context())
+	m, err := s.svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	out := resendList[resendInboundAttView]{Object: "list", Data: []resendInboundAttView{}}
+	for _, a := range viewResendReceived(m).Attachments {
+		if a.DownloadURL, a.ExpiresAt, err = s.attachmentURL(r, m, a.ID); err != nil {
+			writeResendError(w, r, s.logger, err)
+			return
+		}
+		out.Data = append(out.Data, a)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleResendReceivingAttachment(w http.ResponseWriter, r *http.Request) {
+	key := apiKeyFrom(r.Context())
+	m, err := s.svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	for _, a := range viewResendReceived(m).Attachments {
+		if a.ID != r.PathValue("attachment") {
+			continue
+		}
+		if a.DownloadURL, a.ExpiresAt, err = s.attachmentURL(r, m, a.ID); err != nil {
+			writeResendError(w, r, s.logger, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, struct {
+			Object string `json:"object"`
+			resendInboundAttView
+		}{"attachment", a})
+		return
+	}
+	writeResendError(w, r, s.logger, core.ErrNotFound)
+}
+
+func (s *Server) attachmentURL(r *http.Request, m *core.ReceivedMessage, id string) (string, string, error) {
+	u, exp, err := s.downloadURL(r.Context(), r, m, id)
+	return u, rfc3339(exp), err
+}
+
+// handleDownloadReceived serves a signed download link: the raw message,
+// or one attachment's bytes. The token is the authorization (Resend's
+// SDK fetches the link without a key); a wrong or expired one is a 404.
+func (s *Server) handleDownloadReceived(w http.ResponseWriter, r *http.Request) {
+	id, part := r.PathValue("id"), r.PathValue("attachment")
+	tenant, err := s.svc.CheckDownload(r.Context(), r.URL.Query().Get("token"), id, part)
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	raw, err := s.svc.ReceivedRawFor(r.Context(), tenant, id)
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	ctype, body := "message/rfc822", raw
+	if part != "" {
+		key := &core.APIKey{Tenant: tenant}
+		att, b, err := s.svc.ReceivedAttachment(r.Context(), key, id, part)
+		if errors.Is(err, core.ErrNotFound) || err != nil {
+			writeResendError(w, r, s.logger, err)
+			return
+		}
+		ctype, body = att.ContentType, b
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Header().Set("Cache-Control", "private, no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Disposition", "attachment")
+	_, _ = w.Write(body)
+}

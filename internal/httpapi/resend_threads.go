@@ -1,0 +1,279 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// threadFilter reads the list and search parameters of the thread routes.
+func threadFilter(r *http.Request, mailboxID string) (core.ThreadFilter, error) {
+	q := r.URL.Query()
+	limit, err := parseLimit(q.Get("limit"))
+	if err != nil {
+		return core.ThreadFilter{}, err
+	}
+	f := core.ThreadFilter{Limit: limit, After: q.Get("after"), Query: q.Get("query"), Label: q.Get("labels")}
+	if mailboxID != "" {
+		f.MailboxIDs = []string{mailboxID}
+	}
+	for _, v := range q["folders"] {
+		f.Folders = append(f.Folders, strings.Split(v, ",")...)
+	}
+	if v := q.Get("read"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return f, core.Errorf(core.CodeValidation, "read", "read must be true or false")
+		}
+		f.Read = &b
+	}
+	return f, nil
+}
+
+func (s *Server) handleResendListThreads(w http.ResponseWriter, r *http.Request) {
+	key, in, err := s.inbox(r)
+	var f core.ThreadFilter
+	if err == nil {
+		f, err = threadFilter(r, in.Mailbox.ID)
+	}
+	var ts []*core.Thread
+	var more bool
+	if err == nil {
+		ts, more, err = s.svc.ListThreads(r.Context(), key, f)
+	}
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	out := resendList[threadView]{Object: "list", HasMore: more, Data: make([]threadView, 0, len(ts))}
+	for _, t := range ts {
+		out.Data = append(out.Data, viewThread(t))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// thread resolves {inbox} and {thread}: a thread of another inbox is
+// not found.
+func (s *Server) thread(r *http.Request) (*core.APIKey, *core.Thread, error) {
+	key, in, err := s.inbox(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := s.svc.Thread(r.Context(), key, r.PathValue("thread"))
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.MailboxID != in.Mailbox.ID {
+		return nil, nil, core.ErrNotFound
+	}
+	return key, t, nil
+}
+
+func (s *Server) handleResendGetThread(w http.ResponseWriter, r *http.Request) {
+	_, t, err := s.thread(r)
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewThread(t))
+}
+
+func (s *Server) handleResendUpdateThread(w http.ResponseWriter, r *http.Request) {
+	key, t, err := s.thread(r)
+	var req struct {
+		Read   *bool   `json:"read"`
+		Folder *string `json:"folder"`
+	}
+	if err == nil {
+		var body []byte
+		if body, err = s.readBody(w, r); err == nil {
+			err = decodeStrict(body, &req)
+		}
+	}
+	if err == nil {
+		t, err = s.svc.ChangeThread(r.Context(), key, t.ID, app.ThreadChange{Read: req.Read, Folder: req.Folder})
+	}
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewThread(t))
+}
+
+func (s *Server) handleResendRemoveThread(w http.ResponseWriter, r *http.Request) {
+	key, t, err := s.thread(r)
+	if err == nil {
+		err = s.svc.DeleteThread(r.Context(), key, t.ID)
+	}
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resendDeleted{Object: "inbox_thread", ID: t.ID, Deleted: true})
+}
+
+// inboxMessageView is Resend's InboxMessage: a received message or a
+// send of the thread.
+type inboxMessageView struct {
+	ID          string                 `json:"id"`
+	Direction   string                 `json:"direction"`
+	From        string                 `json:"from"`
+	To          []string               `json:"to"`
+	Cc          []string               `json:"cc"`
+	Bcc         []string               `json:"bcc"`
+	ReplyTo     []string               `json:"reply_to"`
+	Subject     string                 `json:"subject"`
+	MessageID   string                 `json:"message_id"`
+	HTML        *string                `json:"html"`
+	Text        *string                `json:"text"`
+	Attachments []resendInboundAttView `json:"attachments"`
+	Read        bool                   `json:"read"`
+	ReceivedAt  string                 `json:"received_at"`
+}
+
+func (s *Server) threadMessages(ctx context.Context, key *core.APIKey, t *core.Thread) ([]inboxMessageView, error) {
+	items, err := s.svc.ThreadItems(ctx, key, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]inboxMessageView, 0, len(items))
+	for _, it := range items {
+		if it.Kind == core.ThreadSent {
+			send, err := s.reads.Send(ctx, key.Tenant, it.ID)
+			if err != nil {
+				continue // purged after its retention
+			}
+			out = append(out, inboxMessageView{ID: send.ID, Direction: "outbound", From: send.From, To: nonNil(send.To),
+				Cc: nonNil(send.Cc), Bcc: []string{}, ReplyTo: nonNil(send.ReplyTo), Subject: send.Subject,
+				MessageID: send.MessageID, HTML: &send.HTML, Text: &send.Text, Attachments: []resendInboundAttView{},
+				Read: true, ReceivedAt: rfc3339(send.CreatedAt)})
+			continue
+		}
+		m, err := s.svc.ReceivedMessage(ctx, key, it.ID)
+		if err != nil {
+			continue
+		}
+		rv := viewResendReceived(m)
+		out = append(out, inboxMessageView{ID: m.ID, Direction: "inbound", From: m.From, To: rv.To, Cc: rv.Cc,
+			Bcc: []string{}, ReplyTo: rv.ReplyTo, Subject: m.Subject, MessageID: m.MessageID, HTML: &m.HTML, Text: &m.Text,
+			Attachments: rv.Attachments, Read: m.Read, ReceivedAt: rfc3339(m.ReceivedAt)})
+	}
+	return out, nil
+}
+
+func (s *Server) handleResendThreadEmails(w http.ResponseWriter, r *http.Request) {
+	key, t, err := s.thread(r)
+	var ms []inboxMessageView
+	if err == nil {
+		ms, err = s.threadMessages(r.Context(), key, t)
+	}
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resendList[inboxMessageView]{Object: "list", Data: ms})
+}
+
+func (s *Server) handleResendThreadEmail(w http.ResponseWriter, r *http.Request) {
+	key, t, err := s.thread(r)
+	var ms []inboxMessageView
+	if err == nil {
+		ms, err = s.threadMessages(r.Context(), key, t)
+	}
+	if err != nil {
+		writeResendError(w, r, s.logger, err)
+		return
+	}
+	for _, m := range ms {
+		if m.ID == r.PathValue("email") {
+			writeJSON(w, http.StatusOK, m)
+			return
+		}
+	}
+	writeResendError(w, r, s.logger, core.ErrNotFound)
+}
+
+// resendReplyBody is the body of …/emails/{email}/reply and /forward.
+type resendReplyBody struct {
+	To          addrList          `json:"to"`
+	Cc          addrList          `json:"cc"`
+	Bcc         addrList          `json:"bcc"`
+	HTML        string            `json:"html"`
+	Text        string            `json:"text"`
+	Subject     string            `json:"subject"`
+	ReplyAll    bool              `json:"reply_all"`
+	Attachments []attachmentJSON  `json:"attachments"`
+	Headers     map[string]string `json:"headers"`
+}
+
+// handleResendReplyThreadEmail answers a received message of the thread:
+// an ordinary send through the idempotency engine, so the same
+// Idempotency-Key twice sends one reply.
+func (s *Server) handleResendReplyThreadEmail(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
+	return s.replyOrForward(ctx, key, r, body, idemKey, false)
+}
+
+func (s *Server) handleResendForwardThreadEmail(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
+	return s.replyOrForward(ctx, key, r, body, idemKey, true)
+}
+
+func (s *Server) replyOrForward(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string, forward bool) (writeStep, error) {
+	var req resendReplyBody
+	if err := decodeStrict(body, &req); err != nil {
+		return nil, err
+	}
+	for h := range req.Headers {
+		switch strings.ToLower(h) {
+		case "in-reply-to", "references", "reply-to":
+			return nil, core.Errorf(core.CodeValidation, "headers", "the %s header is set by sendonce", h)
+		}
+	}
+	_, t, err := s.thread(r)
+	if err != nil {
+		return nil, err
+	}
+	sr := &app.SendRequest{To: req.To, Cc: req.Cc, Bcc: req.Bcc, Subject: req.Subject, Text: req.Text, HTML: req.HTML,
+		Headers: req.Headers, Attachments: appAttachments(req.Attachments), MailboxID: t.MailboxID}
+	m, err := s.svc.ReceivedMessage(ctx, key, r.PathValue("email"))
+	if err != nil || m.ThreadID != t.ID {
+		return nil, core.ErrNotFound
+	}
+	if forward {
+		if len(req.To) == 0 {
+			return nil, core.Errorf(core.CodeValidation, "to", "a forward needs to")
+		}
+		raw, err := s.svc.ReceivedRaw(ctx, key, m.ID)
+		if err != nil {
+			return nil, err
+		}
+		if len(raw) > app.MaxForwardBytes {
+			return nil, core.Errorf(core.CodeValidation, "email_id", "the message is larger than %d bytes, the most a forward may attach", app.MaxForwardBytes)
+		}
+		sr.Forward = raw
+		if sr.Subject == "" {
+			sr.Subject = app.ForwardSubject(m.Subject)
+		}
+		if sr.Text == "" && sr.HTML == "" {
+			sr.Text = "Forwarded message attached."
+		}
+	} else if _, err := s.svc.ReplyRequest(ctx, key, m.ID, req.ReplyAll, sr); err != nil {
+		return nil, err
+	}
+	if err := s.holdAgentMail(ctx, key, r, m, sr, forward); err != nil {
+		return nil, err
+	}
+	send, err := s.svc.PrepareSend(ctx, key, idemKey, sr)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, tx core.Tx) (int, any, error) {
+		if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, resendID{ID: send.ID}, nil
+	}, nil
+}

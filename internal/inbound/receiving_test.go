@@ -1,0 +1,175 @@
+package inbound_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
+	"github.com/sendonce/sendonce/internal/testkit/tcpproxy"
+)
+
+// receive hands raw to the listener at addr from a sender, as an MTA.
+func receive(t *testing.T, addr, rcpt string, raw []byte) error {
+	t.Helper()
+	return deliverFrom(t, addr, "alice@sender.test", rcpt, raw)
+}
+
+func createInbox(t *testing.T, env *sendoncetest.Env, address string) string {
+	t.Helper()
+	r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/inboxes", Key: env.AdminKey, IdemKey: app.NewID("k"),
+		Body: map[string]any{"email_address": address, "name": "Support"}})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create inbox: %d %s", r.Status, r.Body)
+	}
+	return r.JSON(t)["id"].(string)
+}
+
+func receivedList(t *testing.T, env *sendoncetest.Env) []any {
+	t.Helper()
+	_, m := get(t, env, env.AdminKey, "/v1/received?limit=100")
+	if m == nil {
+		t.Fatal("list received failed")
+	}
+	return m["data"].([]any)
+}
+
+const plainMail = "From: Alice <alice@sender.test>\r\nTo: support@recv.test\r\nSubject: Help, please\r\n" +
+	"Message-ID: <m1@sender.test>\r\nDate: Wed, 02 Dec 2026 05:00:00 +0000\r\nMIME-Version: 1.0\r\n" +
+	"Content-Type: multipart/mixed; boundary=\"B\"\r\n\r\n--B\r\nContent-Type: text/plain\r\n\r\nMy order is late.\r\n" +
+	"--B\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename=\"invoice.pdf\"\r\n" +
+	"Content-Transfer-Encoding: base64\r\n\r\nJVBERi0xLjQK\r\n--B--\r\n"
+
+// TestReceiving_StoredOnceAndReadable: mail for an inbox's address is
+// stored with its parsed view and attachment; any other recipient is 550;
+// the same message delivered again is the same received message; the raw
+// link works without a key and not with a wrong token.
+func TestReceiving_StoredOnceAndReadable(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+		inbox := createInbox(t, env, "support@recv.test")
+		if err := receive(t, env.InboundAddr, "nobody@recv.test", []byte(plainMail)); smtpCode(err) != 550 {
+			t.Fatalf("unknown recipient: %v, want 550", err)
+		}
+		for i := 0; i < 2; i++ {
+			if err := receive(t, env.InboundAddr, "support@recv.test", []byte(plainMail)); err != nil {
+				t.Fatalf("delivery %d: %v", i, err)
+			}
+		}
+		list := receivedList(t, env)
+		if len(list) != 1 {
+			t.Fatalf("received %d messages, want 1", len(list))
+		}
+		id := list[0].(map[string]any)["id"].(string)
+		_, m := get(t, env, env.AdminKey, "/v1/received/"+id)
+		if m["subject"] != "Help, please" || m["mailbox_id"] != inbox || !strings.Contains(m["text"].(string), "order is late") {
+			t.Fatalf("received message: %v", m)
+		}
+		atts := m["attachments"].([]any)
+		if len(atts) != 1 || atts[0].(map[string]any)["filename"] != "invoice.pdf" {
+			t.Fatalf("attachments: %v", atts)
+		}
+		r := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/received/" + id + "/attachments/" + atts[0].(map[string]any)["id"].(string), Key: env.AdminKey})
+		if r.Status != 200 || string(r.Body) != "%PDF-1.4\n" {
+			t.Fatalf("attachment: %d %q", r.Status, r.Body)
+		}
+		_, rm := get(t, env, env.AdminKey, "/emails/receiving/"+id)
+		url := rm["raw"].(map[string]any)["download_url"].(string)
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(raw) != plainMail {
+			t.Fatalf("raw download: %d, %d bytes", resp.StatusCode, len(raw))
+		}
+		resp, err = http.Get(url[:len(url)-3] + "AAA")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 404 {
+			t.Fatalf("a wrong token: %d, want 404", resp.StatusCode)
+		}
+	})
+}
+
+// TestReceiving_LostReplyIsOneMessage: a proxy swallows the listener's 250
+// after the final dot, as a lost reply; the sender tries again through a
+// clean path; one received message.
+func TestReceiving_LostReplyIsOneMessage(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, Inbound: true})
+	createInbox(t, env, "support@recv.test")
+	p, err := tcpproxy.Start(env.InboundAddr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.DropReplies(1000)
+	if err := receive(t, p.Addr, "support@recv.test", []byte(plainMail)); err == nil {
+		t.Fatal("the reply was not dropped")
+	}
+	if p.Dropped() != 1 {
+		t.Fatalf("dropped %d replies, want 1", p.Dropped())
+	}
+	if err := receive(t, env.InboundAddr, "support@recv.test", []byte(plainMail)); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if n := len(receivedList(t, env)); n != 1 {
+		t.Fatalf("received %d messages after a lost reply and a retry, want 1", n)
+	}
+}
+
+// TestReceiving_ReplyToASendJoinsItsThread: a reply naming a send in
+// In-Reply-To is linked to it, and both are one thread; the send's
+// history says replied; a reply from the API to that message joins the
+// thread too, and the same Idempotency-Key twice sends one.
+func TestReceiving_ReplyToASendJoinsItsThread(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, Inbound: true})
+	inbox := createInbox(t, env, "support@recv.test")
+	sendID, msgID := sendTo(t, env, env.AdminKey, map[string]any{"mailbox_id": inbox, "to": []string{"alice@sender.test"},
+		"subject": "Your order", "text": "shipped"})
+	reply := "From: alice@sender.test\r\nTo: support@recv.test\r\nSubject: Re: Your order\r\nMessage-ID: <r1@sender.test>\r\n" +
+		"In-Reply-To: " + msgID + "\r\nReferences: " + msgID + "\r\n\r\nThanks!\r\n"
+	if err := receive(t, env.InboundAddr, "support@recv.test", []byte(reply)); err != nil {
+		t.Fatal(err)
+	}
+	list := receivedList(t, env)
+	if len(list) != 1 {
+		t.Fatalf("received %d", len(list))
+	}
+	rm := list[0].(map[string]any)
+	if rm["send_id"] != sendID {
+		t.Fatalf("send_id %v, want %s", rm["send_id"], sendID)
+	}
+	_, s := get(t, env, env.AdminKey, "/v1/sends/"+sendID)
+	if len(events(s, "replied")) != 1 {
+		t.Fatalf("the send's history has no replied entry: %v", s["events"])
+	}
+	thread := rm["thread_id"].(string)
+	key := app.NewID("k")
+	var ids []string
+	for i := 0; i < 2; i++ {
+		r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/inboxes/" + inbox + "/threads/" + thread + "/emails/" + rm["id"].(string) + "/reply",
+			Key: env.AdminKey, IdemKey: key, Body: map[string]any{"text": "You are welcome."}})
+		if r.Status != 200 {
+			t.Fatalf("reply: %d %s", r.Status, r.Body)
+		}
+		ids = append(ids, r.JSON(t)["id"].(string))
+	}
+	if ids[0] != ids[1] {
+		t.Fatalf("the same key made two replies: %v", ids)
+	}
+	_, th := get(t, env, env.AdminKey, "/v1/threads/"+thread)
+	msgs := th["messages"].([]any)
+	if len(msgs) != 3 {
+		t.Fatalf("thread has %d messages, want the send, the reply and our answer: %v", len(msgs), msgs)
+	}
+	last := msgs[2].(map[string]any)
+	if last["id"] != ids[0] || last["direction"] != "outbound" || last["subject"] != "Re: Your order" {
+		t.Fatalf("our answer: %v", last)
+	}
+}
