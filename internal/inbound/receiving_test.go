@@ -1,10 +1,14 @@
 package inbound_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
@@ -171,5 +175,65 @@ func TestReceiving_ReplyToASendJoinsItsThread(t *testing.T) {
 	last := msgs[2].(map[string]any)
 	if last["id"] != ids[0] || last["direction"] != "outbound" || last["subject"] != "Re: Your order" {
 		t.Fatalf("our answer: %v", last)
+	}
+}
+
+// TestReceiving_WebhookOncePerMessage: an endpoint subscribed to
+// email.received gets one signed delivery per received message, with
+// Resend's metadata payload, and none for the second delivery of it.
+func TestReceiving_WebhookOncePerMessage(t *testing.T) {
+	var mu sync.Mutex
+	var bodies [][]byte
+	ep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.Header.Get("webhook-signature") == "" {
+			w.WriteHeader(400)
+			return
+		}
+		mu.Lock()
+		bodies = append(bodies, b)
+		mu.Unlock()
+		w.WriteHeader(204)
+	}))
+	defer ep.Close()
+	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, Inbound: true, WebhookAllowPrivate: true})
+	inbox := createInbox(t, env, "support@recv.test")
+	r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/webhooks", Key: env.AdminKey, IdemKey: "wh",
+		Body: map[string]any{"endpoint": ep.URL, "events": []string{"email.received"}}})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create webhook: %d %s", r.Status, r.Body)
+	}
+	for i := 0; i < 2; i++ {
+		if err := receive(t, env.InboundAddr, "support@recv.test", []byte(plainMail)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(bodies)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // room for a second delivery that must not come
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 1 {
+		t.Fatalf("endpoint got %d deliveries, want 1", len(bodies))
+	}
+	var m map[string]any
+	if err := json.Unmarshal(bodies[0], &m); err != nil {
+		t.Fatal(err)
+	}
+	data := m["data"].(map[string]any)
+	id := receivedList(t, env)[0].(map[string]any)["id"]
+	if m["type"] != "email.received" || data["email_id"] != id || data["subject"] != "Help, please" || data["inbox_id"] != inbox {
+		t.Fatalf("payload: %s", bodies[0])
+	}
+	if _, ok := data["text"]; ok {
+		t.Fatalf("the payload carries the body; Resend's has metadata only: %s", bodies[0])
 	}
 }
