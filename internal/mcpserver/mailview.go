@@ -200,7 +200,7 @@ func findLinks(text, htmlBody string) []LinkData {
 		out = append(out, LinkData{URL: raw, Host: strings.ToLower(u.Hostname())})
 		return len(out) < MaxLinks
 	}
-	for _, l := range append(urlPattern.FindAllString(text, MaxLinks), htmlLinks(htmlBody)...) {
+	for _, l := range append(urlPattern.FindAllString(text, 4*MaxLinks), htmlLinks(htmlBody)...) {
 		if !add(l) {
 			break
 		}
