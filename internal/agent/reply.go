@@ -74,12 +74,13 @@ func ReplyKey(r Reply) (string, error) {
 	return KeyPrefix + hex.EncodeToString(sum[:]), nil
 }
 
-// ReplyIntentJSON is the canonical JSON the tools send as the intent
-// header, for the audit log: the action and the message answered.
+// ReplyIntentJSON is the canonical JSON the mail tools send as the intent
+// header, for the audit log: the action ("list", "read", "reply",
+// "forward") and the message concerned, if one is.
 func ReplyIntentJSON(action, messageID string) (string, error) {
 	return canonical(struct {
 		Action    string `json:"action"`
-		MessageID string `json:"message_id"`
+		MessageID string `json:"message_id,omitempty"`
 	}{action, strings.TrimSpace(messageID)})
 }
 

@@ -203,11 +203,7 @@ func (s *Server) sendEmail(ctx context.Context, req *mcp.CallToolRequest, in Ema
 		return refused(SendOutput{}, terr)
 	}
 	out := SendOutput{IdempotencyKey: key}
-	// Found before: the key outlives the replay window for as long as the
-	// send is kept.
-	// The lookups carry the intent, so the server counts a found one as a
-	// duplicate prevented.
-	if prior, found, err := s.c.SendByKey(withIntent(ctx, canonical), key); err == nil && found {
+	if prior := s.prior(ctx, canonical, key); prior != nil {
 		return nil, s.found(out, prior), nil
 	}
 	// Validation errors are found by a preview, which stores nothing, so
@@ -243,10 +239,21 @@ func (s *Server) sendEmail(ctx context.Context, req *mcp.CallToolRequest, in Ema
 // it (finish).
 func (s *Server) submit(ctx context.Context, canonical, key, retryNote string, send func(context.Context) (*client.Send, error)) (*mcp.CallToolResult, SendOutput, error) {
 	out := SendOutput{IdempotencyKey: key}
-	if prior, found, err := s.c.SendByKey(withIntent(ctx, canonical), key); err == nil && found {
+	if prior := s.prior(ctx, canonical, key); prior != nil {
 		return nil, s.found(out, prior), nil
 	}
 	return s.finish(ctx, canonical, out, retryNote, send)
+}
+
+// prior is the send made with key before, or nil. Found before sending:
+// the key outlives the replay window for as long as the send is kept. The
+// lookup carries the intent, so the server counts a found one as a
+// duplicate prevented.
+func (s *Server) prior(ctx context.Context, canonical, key string) *client.Send {
+	if p, found, err := s.c.SendByKey(withIntent(ctx, canonical), key); err == nil && found {
+		return p
+	}
+	return nil
 }
 
 // finish sends with out's key and turns the answer into the tool's: a
