@@ -88,6 +88,10 @@ type AddDomainParams struct {
 	Domain    string
 	Selector  string // defaults to DefaultSelector
 	Algorithm string // "rsa2048" (the default) or "ed25519"
+	// Receive makes the domain receive; CatchAll names the mailbox that
+	// takes its otherwise unknown addresses.
+	Receive  bool
+	CatchAll string
 }
 
 // PrepareDomain validates a new sending domain and generates its DKIM key,
@@ -129,6 +133,7 @@ func (s *Service) PrepareDomain(p AddDomainParams) (*core.Domain, error) {
 	return &core.Domain{
 		Tenant: cmp.Or(p.Tenant, "default"), Domain: name, Selector: selector, Algorithm: string(alg),
 		PrivateKey: sealed, PublicRecord: rec.Value, Status: core.DomainNotStarted,
+		Receiving: p.Receive || p.CatchAll != "", CatchAll: p.CatchAll, MXHost: s.cfg.InboundName,
 	}, nil
 }
 
@@ -140,6 +145,17 @@ func (s *Service) AddDomain(ctx context.Context, tx core.Tx, d *core.Domain) err
 	if err := tx.InsertDomain(ctx, d); err != nil {
 		return err
 	}
+	if d.Receiving {
+		if d.CatchAll != "" {
+			if _, err := s.Mailbox(ctx, d.Tenant, d.CatchAll); err != nil {
+				return core.Errorf(core.CodeValidation, "catch_all", "no mailbox %q", d.CatchAll)
+			}
+		}
+		if err := tx.AddReceivingAddress(ctx, core.ReceivingAddress{Address: "@" + d.Domain, Tenant: d.Tenant,
+			MailboxID: d.CatchAll, CreatedAt: d.CreatedAt}); err != nil {
+			return err
+		}
+	}
 	return s.CheckCap(ctx, tx, core.ResourceDomains, d.Tenant)
 }
 
@@ -150,7 +166,15 @@ func (s *Service) Domain(ctx context.Context, tenant, domain string) (*core.Doma
 	if err != nil {
 		return nil, core.ErrNotFound
 	}
-	return s.store.Domain(ctx, tenant, name)
+	d, err := s.store.Domain(ctx, tenant, name)
+	if err != nil {
+		return nil, err
+	}
+	if r, err := s.store.ReceivingRoute(ctx, "@"+name); err == nil && r.Tenant == tenant {
+		d.Receiving, d.CatchAll = true, r.MailboxID
+	}
+	d.MXHost = s.cfg.InboundName
+	return d, nil
 }
 
 // RemoveDomain deletes the tenant's domain and its key: its mail is no
@@ -186,11 +210,18 @@ func DomainRecords(d *core.Domain) ([]PublishRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []PublishRecord{
+	recs := []PublishRecord{
 		{Purpose: "dkim", Record: txtRecord(d.Selector+"._domainkey."+d.Domain, d.PublicRecord)},
 		{Purpose: "spf", Record: spf},
 		{Purpose: "dmarc", Record: dmarc},
-	}, nil
+	}
+	if d.Receiving {
+		host := cmp.Or(d.MXHost, "the host of --inbound-addr")
+		recs = append(recs, PublishRecord{Purpose: "mx", Record: dkim.Record{Name: d.Domain, Type: "MX",
+			Value: "10 " + host, Strings: []string{"10 " + host},
+			Note: "points the domain's mail at sendonce's inbound listener (port 25); see docs/receiving.md"}})
+	}
+	return recs, nil
 }
 
 // txtRecord cuts value into DNS character-strings of at most 255 bytes, as

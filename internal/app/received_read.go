@@ -18,7 +18,11 @@ func (s *Service) ReceivingRoute(ctx context.Context, address string) (*core.Rec
 	if a == "" || !strings.Contains(a, "@") {
 		return nil, core.ErrNotFound
 	}
-	return s.store.ReceivingRoute(ctx, a)
+	r, err := s.store.ReceivingRoute(ctx, a)
+	if err == nil && r.MailboxID == "" {
+		return nil, core.ErrNotFound // a receiving domain without a catch-all
+	}
+	return r, err
 }
 
 // visibleMailboxes narrows want (empty: all) to the mailboxes key may see;

@@ -58,6 +58,9 @@ type Config struct {
 	// MaxReceivedBytes bounds a tenant's stored received mail (raw bytes):
 	// 0 means DefaultMaxReceivedBytes, negative no bound.
 	MaxReceivedBytes int64
+	// InboundName is the host name of the inbound listener, which the MX
+	// record of a receiving domain names (--inbound-name).
+	InboundName string
 }
 
 // Service implements the use cases.

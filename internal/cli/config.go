@@ -173,7 +173,9 @@ func serverFlags(e *envFlags, c *Config) {
 	sc.SecretKey = e.getenv("SENDONCE_SECRET_KEY")
 	smtpFlags(e, &c.SMTP)
 	e.str(&sc.BounceDomain, "bounce-domain", "SENDONCE_BOUNCE_DOMAIN", "", "domain of the VERP envelope senders bounce+TOKEN@DOMAIN every attempt uses, whose MX is --inbound-addr (off by default; see docs/deliverability.md)")
-	e.str(&sc.InboundAddr, "inbound-addr", "SENDONCE_INBOUND_ADDR", "", "HOST:PORT of the SMTP listener for bounce and complaint mail to --bounce-domain (off by default)")
+	e.str(&sc.InboundAddr, "inbound-addr", "SENDONCE_INBOUND_ADDR", "", "HOST:PORT of the SMTP listener for mail to receiving addresses and for bounce and complaint mail to --bounce-domain (off by default; see docs/receiving.md)")
+	e.str(&sc.InboundName, "inbound-name", "SENDONCE_INBOUND_NAME", "", "host name of the inbound listener: its greeting, its Authentication-Results, and the MX a receiving domain publishes (default: --bounce-domain, else localhost)")
+	e.boolean(&sc.InboundRejectDMARC, "inbound-reject-dmarc", "SENDONCE_INBOUND_REJECT_DMARC", false, "refuse (550 5.7.1) received mail that fails its sender domain's DMARC policy instead of keeping it flagged")
 }
 
 // caps is the --max-* flags as core.Caps.
@@ -215,9 +217,6 @@ func (c *Config) validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
-	}
-	if sc.InboundAddr != "" && sc.BounceDomain == "" {
-		return fmt.Errorf("--inbound-addr needs --bounce-domain")
 	}
 	if err := app.CheckSecretKey(sc.SecretKey); err != nil {
 		return err

@@ -18,7 +18,7 @@ import (
 	"github.com/sendonce/sendonce/internal/sqlstore"
 )
 
-const domainsUsage = "domains add DOMAIN [--selector S] [--algorithm rsa2048|ed25519] | domains list | domains remove DOMAIN"
+const domainsUsage = "domains add DOMAIN [--selector S] [--algorithm rsa2048|ed25519] [--receive] [--catch-all MAILBOX] [--mx-host HOST] | domains list | domains remove DOMAIN"
 
 func runDomains(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -45,6 +45,11 @@ func domainsAdd(ctx context.Context, e *envFlags, dsn, tenant *string, args []st
 	var selector, algorithm string
 	e.fs.StringVar(&selector, "selector", app.DefaultSelector, "DKIM selector: the key is published at SELECTOR._domainkey.DOMAIN")
 	e.fs.StringVar(&algorithm, "algorithm", "rsa2048", "key algorithm: rsa2048 (verified everywhere) or ed25519")
+	var receive bool
+	var catchAll, mxHost string
+	e.fs.BoolVar(&receive, "receive", false, "the domain receives mail at the inbound listener: its records include the MX (docs/receiving.md)")
+	e.fs.StringVar(&catchAll, "catch-all", "", "mailbox that takes mail for the domain's addresses no mailbox holds (implies --receive)")
+	e.fs.StringVar(&mxHost, "mx-host", getenv("SENDONCE_INBOUND_NAME"), "host the MX record names: the server's --inbound-name")
 	pos, err := parseInterleaved(e, args[1:])
 	if err != nil {
 		return err
@@ -61,10 +66,11 @@ func domainsAdd(ctx context.Context, e *envFlags, dsn, tenant *string, args []st
 		return fmt.Errorf("open database: %w", err)
 	}
 	defer store.Close()
-	svc := app.New(store, app.Config{SecretKey: secret}, nil)
+	svc := app.New(store, app.Config{SecretKey: secret, InboundName: mxHost}, nil)
 	// The key is generated before the transaction: a running server
 	// shares SQLite's one writer with this command.
-	d, err := svc.PrepareDomain(app.AddDomainParams{Tenant: *tenant, Domain: pos[0], Selector: selector, Algorithm: algorithm})
+	d, err := svc.PrepareDomain(app.AddDomainParams{Tenant: *tenant, Domain: pos[0], Selector: selector, Algorithm: algorithm,
+		Receive: receive, CatchAll: catchAll})
 	if err != nil {
 		return err
 	}

@@ -292,6 +292,14 @@ type Domain struct {
 	// signing does not depend on it.
 	Status    DomainStatus
 	CreatedAt time.Time
+	// Receiving says the domain takes mail at the inbound listener: the
+	// records to publish include its MX (MXHost). CatchAll is the mailbox
+	// that takes mail for its addresses no mailbox holds ("": those are
+	// refused with 550). Both live in the receiving routes, not the
+	// domains table; MXHost is the server's --inbound-name.
+	Receiving bool
+	CatchAll  string
+	MXHost    string
 }
 
 // DomainStatus is what the last DNS check of a domain concluded, in the

@@ -18,6 +18,8 @@ type domainView struct {
 	Algorithm    string       `json:"algorithm"`
 	KeyEncrypted bool         `json:"key_encrypted"`
 	Records      []recordView `json:"records"`
+	Receiving    bool         `json:"receiving"`
+	CatchAll     *string      `json:"catch_all"`
 	CreatedAt    string       `json:"created_at"`
 }
 
@@ -36,7 +38,8 @@ func viewDomain(d *core.Domain) (domainView, error) {
 		return domainView{}, err
 	}
 	v := domainView{Domain: d.Domain, Object: "domain", Selector: d.Selector, Algorithm: d.Algorithm,
-		KeyEncrypted: app.KeyEncrypted(d), Records: make([]recordView, 0, len(recs)), CreatedAt: rfc3339(d.CreatedAt)}
+		KeyEncrypted: app.KeyEncrypted(d), Records: make([]recordView, 0, len(recs)), Receiving: d.Receiving,
+		CatchAll: optString(d.CatchAll), CreatedAt: rfc3339(d.CreatedAt)}
 	for _, r := range recs {
 		v.Records = append(v.Records, recordView{Purpose: r.Purpose, Name: r.Name, Type: r.Type, Value: r.Value,
 			Strings: list(r.Strings), Note: optString(r.Note)})
@@ -51,11 +54,14 @@ func (s *Server) handleAddDomain(ctx context.Context, key *core.APIKey, r *http.
 		Domain    string `json:"domain"`
 		Selector  string `json:"selector"`
 		Algorithm string `json:"algorithm"`
+		Receiving bool   `json:"receiving"`
+		CatchAll  string `json:"catch_all"`
 	}
 	if err := decodeStrict(body, &req); err != nil {
 		return nil, err
 	}
-	d, err := s.svc.PrepareDomain(app.AddDomainParams{Tenant: key.Tenant, Domain: req.Domain, Selector: req.Selector, Algorithm: req.Algorithm})
+	d, err := s.svc.PrepareDomain(app.AddDomainParams{Tenant: key.Tenant, Domain: req.Domain, Selector: req.Selector, Algorithm: req.Algorithm,
+		Receive: req.Receiving, CatchAll: req.CatchAll})
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ func (s *Server) handleCreateMailbox(ctx context.Context, tx core.Tx, key *core.
 		Name        string `json:"name"`
 		Transport   string `json:"transport"`
 		ReceiveOnly bool   `json:"receive_only"`
+		Receiving   bool   `json:"receiving"`
 	}
 	if err := decodeStrict(body, &req); err != nil {
 		return 0, nil, err
@@ -23,6 +24,11 @@ func (s *Server) handleCreateMailbox(ctx context.Context, tx core.Tx, key *core.
 	m := &core.Mailbox{Tenant: key.Tenant, ID: req.ID, Address: req.Address, Name: req.Name, Transport: req.Transport, ReceiveOnly: req.ReceiveOnly}
 	if err := s.svc.CreateMailbox(ctx, tx, m); err != nil {
 		return 0, nil, err
+	}
+	if req.Receiving || req.ReceiveOnly {
+		if err := s.svc.MarkReceiving(ctx, tx, m); err != nil {
+			return 0, nil, err
+		}
 	}
 	return http.StatusCreated, viewMailbox(m), nil
 }

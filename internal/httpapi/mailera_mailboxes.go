@@ -29,6 +29,10 @@ type mailboxSendRequest struct {
 	InReplyTo  string   `json:"in_reply_to"`
 	References []string `json:"references"`
 	OriginalID string   `json:"original_id"`
+	// ReplyToID names a received message (rcv_…) to answer: recipients,
+	// In-Reply-To, References and "Re:" come from it.
+	ReplyToID string `json:"reply_to_id"`
+	ReplyAll  bool   `json:"reply_all"`
 }
 
 func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
@@ -58,7 +62,7 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 	default:
 		return nil, core.Errorf(core.CodeValidation, "mode", "mode must be send, reply or forward")
 	}
-	if mode != app.ModeReply && (req.InReplyTo != "" || len(req.References) > 0) {
+	if mode != app.ModeReply && (req.InReplyTo != "" || len(req.References) > 0 || req.ReplyToID != "") {
 		return nil, core.Errorf(core.CodeValidation, "in_reply_to", "in_reply_to and references need mode reply")
 	}
 	if mode != app.ModeForward && req.OriginalID != "" {
@@ -66,10 +70,9 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 	}
 	switch mode {
 	case app.ModeReply:
-		if req.InReplyTo == "" {
-			return nil, core.Errorf(core.CodeValidation, "in_reply_to", "a reply needs in_reply_to: the Message-ID it answers")
+		if err := s.mailboxReply(ctx, key, &req, sr); err != nil {
+			return nil, err
 		}
-		sr.InReplyTo = req.InReplyTo
 	case app.ModeForward:
 		if req.OriginalID == "" {
 			return nil, core.Errorf(core.CodeValidation, "original_id", "a forward needs original_id: a send (snd_…) or inbox message (msg_…) id")
@@ -102,6 +105,27 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 	return s.acceptStep(key, send), nil
 }
 
+// mailboxReply makes sr a reply: to the received message reply_to_id
+// (which must have arrived at this mailbox), or to the Message-ID
+// in_reply_to.
+func (s *Server) mailboxReply(ctx context.Context, key *core.APIKey, req *mailboxSendRequest, sr *app.SendRequest) error {
+	switch {
+	case req.ReplyToID != "" && req.InReplyTo != "":
+		return core.Errorf(core.CodeValidation, "reply_to_id", "give reply_to_id or in_reply_to, not both")
+	case req.ReplyToID != "":
+		m, err := s.svc.ReceivedMessage(ctx, key, req.ReplyToID)
+		if err != nil || m.MailboxID != sr.MailboxID {
+			return core.Errorf(core.CodeValidation, "reply_to_id", "no received message %q in this mailbox", req.ReplyToID)
+		}
+		_, err = s.svc.ReplyRequest(ctx, key, req.ReplyToID, req.ReplyAll, sr)
+		return err
+	case req.InReplyTo == "":
+		return core.Errorf(core.CodeValidation, "in_reply_to", "a reply needs reply_to_id (a received message) or in_reply_to (the Message-ID it answers)")
+	}
+	sr.InReplyTo = req.InReplyTo
+	return nil
+}
+
 // original returns the whole message to forward and its subject: a send,
 // rendered as its attempts render it (without a DKIM signature), or a
 // message of the capture inbox, as kept. Forwarding shows the original to
@@ -114,6 +138,20 @@ func (s *Server) original(ctx context.Context, key *core.APIKey, id string) ([]b
 		return nil, "", core.Errorf(core.CodeForbidden, "original_id", "forwarding needs an API key with the read scope")
 	}
 	notFound := core.Errorf(core.CodeValidation, "original_id", "no send or inbox message %q", id)
+	if strings.HasPrefix(id, "rcv_") {
+		m, err := s.svc.ReceivedMessage(ctx, key, id)
+		if err != nil {
+			return nil, "", notFound
+		}
+		raw, err := s.svc.ReceivedRaw(ctx, key, id)
+		if err != nil {
+			return nil, "", err
+		}
+		if len(raw) > app.MaxForwardBytes {
+			return nil, "", core.Errorf(core.CodeValidation, "original_id", "the original message is larger than %d bytes, the most a forward may attach", app.MaxForwardBytes)
+		}
+		return raw, m.Subject, nil
+	}
 	var (
 		raw     []byte
 		subject string

@@ -87,6 +87,8 @@ func (s *Server) routes() []string {
 	// handlers are in mailera_*.go, then Resend's, in resend_*.go.
 	statusCache := newStatusCache()
 	m.Handle("POST /api/public/v1/mailboxes/{id}/send", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{committed: accepted, audit: true}, s.handleMailboxSend))))
+	m.Handle("GET /api/public/v1/mailboxes/{id}/messages", s.auth(core.ScopeRead, http.HandlerFunc(s.handleMailboxMessages)))
+	m.Handle("GET /api/public/v1/mailboxes/{id}/messages/{message}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleMailboxMessage)))
 	m.Handle("GET /api/public/v1/sends/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetSend)))
 	m.Handle("GET /api/public/v1/mailboxes/{id}/status", s.auth(core.ScopeRead, s.handleMailboxStatus(statusCache)))
 	m.Handle("POST /emails", s.bounded(s.resendPost(s.handleResendSend)))

@@ -2,6 +2,7 @@ package inbound_test
 
 import (
 	"net/http"
+	netsmtp "net/smtp"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,46 @@ func TestInbound_PostfixBounce(t *testing.T) {
 		}
 		if !strings.Contains(pf.Log(), "status=bounced") {
 			t.Errorf("Postfix's log has no bounce:\n%s", pf.Log())
+		}
+	})
+}
+
+// TestReceiving_FromPostfix: a real MTA delivers to a receiving address.
+// Postfix takes a message for support@recv.test and relays it to
+// sendonce's inbound listener as it would to any MX; the message, its
+// attachment and the receiving side's Authentication-Results are there
+// through the API, once.
+func TestReceiving_FromPostfix(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+		createInbox(t, env, "support@recv.test")
+		pf := postfixtest.Start(t, "", postfixtest.Options{Routes: map[string]string{"recv.test": env.InboundAddr}})
+		if err := netsmtp.SendMail(pf.Addr, nil, "alice@sender.test", []string{"support@recv.test"}, []byte(plainMail)); err != nil {
+			t.Fatalf("submit to postfix: %v", err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		var list []any
+		for time.Now().Before(deadline) {
+			if list = receivedList(t, env); len(list) > 0 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if len(list) != 1 {
+			t.Fatalf("received %d messages through postfix, want 1\n%s", len(list), pf.Log())
+		}
+		_, m := get(t, env, env.AdminKey, "/v1/received/"+list[0].(map[string]any)["id"].(string))
+		if m["subject"] != "Help, please" || len(m["attachments"].([]any)) != 1 || m["mail_from"] != "alice@sender.test" {
+			t.Fatalf("received through postfix: %v", m)
+		}
+		auth := m["authentication"].(map[string]any)
+		hdrs := m["headers"].([]any)
+		first := hdrs[0].(map[string]any)
+		if auth["spf"] == "" || first["name"] != "Authentication-Results" || !strings.Contains(first["value"].(string), "spf=") {
+			t.Fatalf("authentication %v, first header %v", auth, first)
+		}
+		if !strings.Contains(pf.Log(), "status=sent") {
+			t.Errorf("postfix's log has no delivery:\n%s", pf.Log())
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 	"github.com/sendonce/sendonce/internal/testkit/tcpproxy"
 )
@@ -235,5 +236,96 @@ func TestReceiving_WebhookOncePerMessage(t *testing.T) {
 	}
 	if _, ok := data["text"]; ok {
 		t.Fatalf("the payload carries the body; Resend's has metadata only: %s", bodies[0])
+	}
+}
+
+// TestReceiving_MaileraMailbox: a mailbox created with receiving: true
+// takes mail at its address; the Mailera routes list and read it; mode
+// reply with reply_to_id answers the sender with the thread's headers; a
+// key limited to another mailbox sees none of it.
+func TestReceiving_MaileraMailbox(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, Inbound: true})
+	for _, mb := range []map[string]any{{"id": "sales", "address": "sales@recv.test", "receiving": true}, {"id": "other", "address": "other@recv.test"}} {
+		if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: app.NewID("k"), Body: mb}); r.Status != http.StatusCreated {
+			t.Fatalf("mailbox: %d %s", r.Status, r.Body)
+		}
+	}
+	if err := receive(t, env.InboundAddr, "other@recv.test", []byte(plainMail)); smtpCode(err) != 550 {
+		t.Fatalf("a mailbox not marked receiving took mail: %v", err)
+	}
+	if err := receive(t, env.InboundAddr, "sales@recv.test", []byte(plainMail)); err != nil {
+		t.Fatal(err)
+	}
+	_, list := get(t, env, env.AdminKey, "/api/public/v1/mailboxes/sales/messages")
+	data := list["data"].([]any)
+	if len(data) != 1 {
+		t.Fatalf("mailbox messages: %v", list)
+	}
+	id := data[0].(map[string]any)["id"].(string)
+	r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/api/public/v1/mailboxes/sales/send", Key: env.AdminKey, IdemKey: app.NewID("k"),
+		Body: map[string]any{"mode": "reply", "reply_to_id": id, "text": "On its way."}})
+	if r.Status != http.StatusOK {
+		t.Fatalf("reply: %d %s", r.Status, r.Body)
+	}
+	sendID := r.JSON(t)["id"].(string)
+	s := env.WaitStatus(t, sendID, 15*time.Second, "sent")
+	if to := s["to"].([]any); len(to) != 1 || !strings.Contains(to[0].(string), "alice@sender.test") || s["subject"] != "Re: Help, please" {
+		t.Fatalf("reply send: %v", s)
+	}
+	var got string
+	for _, m := range env.SMTP.Messages() {
+		if strings.Contains(string(m.Data), "Re: Help, please") {
+			got = string(m.Data)
+		}
+	}
+	if !strings.Contains(got, "In-Reply-To: <m1@sender.test>") {
+		t.Fatalf("the relay's copy has no In-Reply-To:\n%s", got)
+	}
+	_, limited := env.NewKey(t, app.NewKeyParams{Name: "other-only", Scopes: []core.Scope{core.ScopeRead, core.ScopeSend}, Mailboxes: []string{"other"}})
+	if st, _ := get(t, env, limited, "/v1/received/"+id); st != http.StatusNotFound {
+		t.Fatalf("a key of another mailbox read the message: %d", st)
+	}
+	if _, l := get(t, env, limited, "/v1/received"); len(l["data"].([]any)) != 0 {
+		t.Fatalf("a key of another mailbox listed: %v", l)
+	}
+}
+
+// TestReceiving_DomainCatchAll: a domain added with receiving and a
+// catch-all mailbox publishes an MX and takes mail for any of its
+// addresses into that mailbox; a receiving domain without one refuses
+// unknown addresses with 550.
+func TestReceiving_DomainCatchAll(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, Inbound: true})
+	if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: "mb",
+		Body: map[string]any{"id": "catch", "address": "catch@all.test"}}); r.Status != http.StatusCreated {
+		t.Fatalf("mailbox: %d %s", r.Status, r.Body)
+	}
+	r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/domains", Key: env.AdminKey, IdemKey: "d1",
+		Body: map[string]any{"domain": "all.test", "receiving": true, "catch_all": "catch"}})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("domain: %d %s", r.Status, r.Body)
+	}
+	var mx bool
+	for _, rec := range r.JSON(t)["records"].([]any) {
+		if m := rec.(map[string]any); m["type"] == "MX" && m["name"] == "all.test" {
+			mx = true
+		}
+	}
+	if !mx {
+		t.Fatalf("a receiving domain's records have no MX: %s", r.Body)
+	}
+	if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/domains", Key: env.AdminKey, IdemKey: "d2",
+		Body: map[string]any{"domain": "strict.test", "receiving": true}}); r.Status != http.StatusCreated {
+		t.Fatalf("domain: %d %s", r.Status, r.Body)
+	}
+	if err := receive(t, env.InboundAddr, "anyone@strict.test", []byte(plainMail)); smtpCode(err) != 550 {
+		t.Fatalf("a receiving domain without a catch-all took an unknown address: %v", err)
+	}
+	if err := receive(t, env.InboundAddr, "whoever@all.test", []byte(plainMail)); err != nil {
+		t.Fatalf("catch-all: %v", err)
+	}
+	list := receivedList(t, env)
+	if len(list) != 1 || list[0].(map[string]any)["mailbox_id"] != "catch" {
+		t.Fatalf("received: %v", list)
 	}
 }
