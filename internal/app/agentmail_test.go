@@ -82,6 +82,8 @@ func TestAgentMail_HeldOnEveryDoor(t *testing.T) {
 		{"agent forwards", sendoncetest.Request{Method: "POST", Path: "/v1/received/" + rcv.ID + "/forward", Key: agent, Body: map[string]any{"to": []string{"bob@outside.example"}}}, core.StatusPendingApproval},
 		{"agent forwards on Resend's route", sendoncetest.Request{Method: "POST", Path: resend + "/forward", Key: agent, Body: map[string]any{"to": []string{"bob@outside.example"}}}, core.StatusPendingApproval},
 		{"agent replies outside on Resend's route", sendoncetest.Request{Method: "POST", Path: resend + "/reply", Key: agent, Body: map[string]any{"text": "Hi", "cc": []string{"eve@evil.example"}}}, core.StatusPendingApproval},
+		{"agent replies outside on Mailera's route", sendoncetest.Request{Method: "POST", Path: "/api/public/v1/mailboxes/" + inbox.ID + "/send", Key: agent,
+			Body: map[string]any{"mode": "reply", "reply_to_id": rcv.ID, "to": []string{"eve@evil.example"}, "text": "Hi"}}, core.StatusPendingApproval},
 		{"app replies outside", sendoncetest.Request{Method: "POST", Path: reply, Key: plain, Body: map[string]any{"text": "Hi", "to": []string{"eve@evil.example"}}}, core.StatusQueued},
 		{"app forwards", sendoncetest.Request{Method: "POST", Path: "/v1/received/" + rcv.ID + "/forward", Key: plain, Body: map[string]any{"to": []string{"eve@evil.example"}}}, core.StatusQueued},
 		{"app replies outside for an agent", sendoncetest.Request{Method: "POST", Path: reply, Key: plain, Header: intent, Body: map[string]any{"text": "Hi", "to": []string{"eve@evil.example"}}}, core.StatusPendingApproval},
@@ -89,6 +91,50 @@ func TestAgentMail_HeldOnEveryDoor(t *testing.T) {
 		c.req.IdemKey = "k-" + strings.ReplaceAll(c.name, " ", "-")
 		if got := statusOf(t, env, env.Do(t, c.req)); got != string(c.status) {
 			t.Errorf("%s: status %s, want %s", c.name, got, c.status)
+		}
+	}
+}
+
+// TestAgentMail_ReadsAudited: an agent key's read of a received message
+// is in the audit log on every door that shows one; an app key's is not.
+func TestAgentMail_ReadsAudited(t *testing.T) {
+	env, inbox, rcv := receivedQuestion(t)
+	key, agent := env.NewKey(t, app.NewKeyParams{Name: "a", Agent: true, Scopes: []core.Scope{core.ScopeSend, core.ScopeRead},
+		Mailboxes: []string{inbox.ID}})
+	_, plain := env.NewKey(t, app.NewKeyParams{Name: "p", Scopes: []core.Scope{core.ScopeRead}})
+	paths := []string{"/v1/received", "/v1/received/" + rcv.ID, "/v1/received/" + rcv.ID + "/raw", "/emails/receiving/" + rcv.ID,
+		"/api/public/v1/mailboxes/" + inbox.ID + "/messages", "/api/public/v1/mailboxes/" + inbox.ID + "/messages/" + rcv.ID,
+		"/inboxes/" + inbox.ID + "/threads/" + rcv.ThreadID + "/emails/" + rcv.ID}
+	for _, secret := range []string{agent, plain} {
+		for _, p := range paths {
+			if r := env.Do(t, sendoncetest.Request{Method: "GET", Path: p, Key: secret}); r.Status != 200 {
+				t.Fatalf("GET %s: %d %s", p, r.Status, r.Body)
+			}
+		}
+	}
+	a := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/audit?limit=100", Key: env.AdminKey})
+	var list struct {
+		Data []struct {
+			APIKeyID string `json:"api_key_id"`
+			Route    string
+			Outcome  string
+			Detail   *string
+		}
+	}
+	if err := json.Unmarshal(a.Body, &list); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range list.Data {
+		if e.APIKeyID != key.ID || e.Outcome != "read" || e.Detail == nil || *e.Detail != rcv.ID {
+			t.Errorf("audit entry %+v: want the agent's reads of %s only", e, rcv.ID)
+			continue
+		}
+		seen[strings.TrimPrefix(e.Route, "GET ")] = true
+	}
+	for _, p := range paths {
+		if !seen[p] {
+			t.Errorf("no audit entry for the agent's GET %s", p)
 		}
 	}
 }

@@ -65,12 +65,13 @@ func (s *Server) handleForwardReceived(ctx context.Context, key *core.APIKey, r 
 	return s.acceptStep(key, send), nil
 }
 
-// holdAgentMail gives a reply or forward made on Resend's inbox routes the
-// agent rules of the native ones, so that no door lets an agent key mail
-// outside the thread, or forward, without a person.
+// holdAgentMail gives a reply or forward made on Resend's inbox routes or
+// Mailera's reply_to_id the agent rules of the native routes, so that no
+// door lets an agent key mail outside the thread, or forward, without a
+// person. r may be nil: then only the key says whether they apply.
 func (s *Server) holdAgentMail(ctx context.Context, key *core.APIKey, r *http.Request, m *core.ReceivedMessage, sr *app.SendRequest, forward bool) error {
 	switch {
-	case !app.Guarded(key, agentAsked(r)):
+	case !app.Guarded(key, r != nil && agentAsked(r)):
 		return nil
 	case forward:
 		app.HoldForward(key, sr)

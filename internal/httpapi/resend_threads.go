@@ -190,6 +190,7 @@ func (s *Server) handleResendThreadEmail(w http.ResponseWriter, r *http.Request)
 	}
 	for _, m := range ms {
 		if m.ID == r.PathValue("email") {
+			s.auditRead(r, key, m.ID)
 			writeJSON(w, http.StatusOK, m)
 			return
 		}
