@@ -70,15 +70,33 @@ func RecipientStatusOf(s Status) Status {
 // not a report, or a report naming no send of the token's. It is kept for an
 // operator (GET /v1/inbound/unmatched).
 type UnmatchedInbound struct {
-	ID         string // "inb_…"
-	Tenant     string // "" when the token's send no longer exists
-	SendID     string
-	MailFrom   string
-	RcptTo     string
-	Reason     string
+	ID       string // "inb_…"
+	Tenant   string // "" when the token's send no longer exists
+	SendID   string
+	MailFrom string
+	RcptTo   string
+	Reason   string
+	// Raw is the start of the message (at most MaxUnmatchedKeep bytes;
+	// nil in lists), Size its whole length.
 	Raw        []byte
+	Size       int
 	ReceivedAt time.Time
 }
+
+// Bounds on what the bounce addresses can make sendonce keep: anyone who
+// sees a Return-Path can write to them.
+const (
+	// MaxUnmatchedKeep is how much of an unmatched message is kept: enough
+	// to see what it was.
+	MaxUnmatchedKeep = 64 << 10
+	// MaxUnmatchedPerTenant bounds the unmatched items a tenant keeps;
+	// past it more are answered 250 and dropped (logged).
+	MaxUnmatchedPerTenant = 1000
+	// MaxReportsPerSend bounds the reports recorded on one send: past it
+	// a report changes nothing and is kept unmatched, so forged reports
+	// cannot grow a send's history and webhook deliveries without end.
+	MaxReportsPerSend = 50
+)
 
 // suppressing are the permanent statuses (RFC 3463, RFC 7505) that say the
 // address itself does not exist or cannot receive mail ever: only these

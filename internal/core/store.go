@@ -276,6 +276,10 @@ type ReportsTx interface {
 	// when it was recorded before (and nothing is written).
 	RecordReport(ctx context.Context, p ReportParams) (first bool, err error)
 	InsertUnmatched(ctx context.Context, u *UnmatchedInbound) error
+	// UnmatchedCount is how many unmatched items the tenant keeps;
+	// ReportCount how many reports were recorded on the send.
+	UnmatchedCount(ctx context.Context, tenant string) (int, error)
+	ReportCount(ctx context.Context, sendID string) (int, error)
 }
 
 // Audit reads the audit log.

@@ -172,6 +172,7 @@ func TestBrowser_Dashboard(t *testing.T) {
 		signInBrowser(t, tr.ctx, tr.env, tr.env.AdminKey)
 		id := tr.liveSendsList()
 		tr.mailFrame(id)
+		tr.receivedThread()
 		tr.approve()
 		tr.createKey()
 		tr.createWebhook()
@@ -236,6 +237,36 @@ func (tr *tour) mailFrame(id string) {
 	}
 	if n := remote.count("/script-image") + remote.count("/script-fetch"); n != 0 {
 		t.Errorf("the mail's script ran (%d fetches) once remote images were allowed", n)
+	}
+}
+
+// receivedThread: a received message's thread, opened from the Mail list,
+// shows its HTML in the sandboxed frame with its script and remote image
+// blocked; a reply typed in the page is sent and shown after it.
+func (tr *tour) receivedThread() {
+	t, ctx, env, remote := tr.t, tr.ctx, tr.env, tr.remote
+	html := fmt.Sprintf(`<p>Where is my order?</p><script>new Image().src=%q</script><img src=%q alt="remote">`,
+		remote.URL+"/rcv-script", remote.URL+"/rcv-remote.png")
+	raw := "From: alice@sender.test\r\nTo: support@recv.test\r\nSubject: Order\r\nMessage-ID: <b1@sender.test>\r\n" +
+		"MIME-Version: 1.0\r\nContent-Type: text/html\r\n\r\n" + html + "\r\n"
+	_, rcv := receiveFixture(t, env, "support@recv.test", raw, core.ReceivedAuth{SPF: "pass", DKIM: "pass", DMARC: "pass"})
+	tr.do("open the thread", chromedp.Navigate(env.URL+"/ui/mail"), chromedp.Click(chromedp.CSS("#row-"+rcv.ThreadID+" a")),
+		chromedp.WaitVisible(chromedp.CSS("#msg-"+rcv.ID+" iframe.mail")))
+	sb := run(t, ctx, "read the frame's sandbox", chromedp.AttributeValue(chromedp.CSS("#msg-"+rcv.ID+" iframe.mail"), "sandbox"))
+	if !sb.Exists || sb.Value != "" {
+		t.Errorf("the received mail's frame sandbox is %+v, want present and empty", sb)
+	}
+	time.Sleep(time.Second) // give a script or an image the time to fetch
+	for _, p := range []string{"/rcv-script", "/rcv-remote.png"} {
+		if n := remote.count(p); n != 0 {
+			t.Errorf("the received mail's %s was fetched %d times", p, n)
+		}
+	}
+	shot(t, ctx, tr.shots, "thread")
+	tr.do("reply", chromedp.SendKeys(chromedp.CSS("#reply-"+rcv.ID), "It ships today."),
+		chromedp.Click(chromedp.CSS("form.reply button")), chromedp.WaitVisible(chromedp.CSS("article[id^='msg-snd_']")))
+	if body := run(t, ctx, "read the thread", chromedp.Text(chromedp.CSS("main"))); !strings.Contains(body, "It ships today.") {
+		t.Errorf("after the reply the thread does not show it")
 	}
 }
 

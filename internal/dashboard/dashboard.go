@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/metrics"
@@ -72,6 +73,10 @@ type Config struct {
 	// LivePoll is how often live lists look for changes. Defaults to
 	// DefaultLivePoll.
 	LivePoll time.Duration
+	// Idempotency is the process's idempotency engine, the API's
+	// (app.Service.NewIdempotencyEngine): the replies sent from the Mail
+	// pages go through it, one per form. Defaults to an engine of its own.
+	Idempotency *idempotency.Engine
 }
 
 // Dashboard is the web dashboard's http.Handler.
@@ -79,6 +84,7 @@ type Dashboard struct {
 	cfg   Config
 	svc   *app.Service
 	hooks *webhook.Service
+	idem  *idempotency.Engine
 	reads Reads
 	log   *slog.Logger
 	mux   *http.ServeMux
@@ -113,7 +119,11 @@ func New(cfg Config) *Dashboard {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Dashboard{cfg: cfg, svc: cfg.Service, hooks: cfg.Webhooks, reads: cfg.Reads, log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{})}
+	if cfg.Idempotency == nil {
+		cfg.Idempotency = cfg.Service.NewIdempotencyEngine(app.IdempotencyConfig{Logger: cfg.Logger})
+	}
+	d := &Dashboard{cfg: cfg, svc: cfg.Service, hooks: cfg.Webhooks, idem: cfg.Idempotency, reads: cfg.Reads, log: cfg.Logger,
+		mux: http.NewServeMux(), done: make(chan struct{})}
 	d.pages = parsePages()
 	for _, rt := range routes {
 		d.mux.Handle(rt.pattern, d.handle(rt))
@@ -144,12 +154,16 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05")
 	},
-	"join": strings.Join,
+	"join":          strings.Join,
+	"threadActions": threadActions,
 	"frame": func(src string, remote bool) map[string]any {
+		// The heading's id comes from the source: a thread shows several
+		// frames on one page, and ids must not repeat.
+		id := "h-html" + strings.NewReplacer("/", "-", "_", "-").Replace(strings.TrimSuffix(strings.TrimPrefix(src, "/ui"), "/html"))
 		if remote {
 			src += "?remote=1"
 		}
-		return map[string]any{"Src": src, "Remote": remote}
+		return map[string]any{"Src": src, "Remote": remote, "ID": id}
 	},
 }
 

@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
@@ -94,5 +97,40 @@ func (b *browser) signIn(secret string) {
 	}
 	if p := b.get("/"); p.Status != http.StatusOK {
 		b.t.Fatalf("GET / after sign-in: %d %s", p.Status, p.Body)
+	}
+}
+
+// apiSend sends through the API and returns the send's id.
+func apiSend(t *testing.T, env *sendoncetest.Env, key, subject, html string) string {
+	t.Helper()
+	r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/send", Key: key, IdemKey: app.NewID("k"),
+		Body: map[string]any{"to": []string{"rcpt@example.net"}, "subject": subject, "html": html, "text": "text body"}})
+	if r.Status != http.StatusOK {
+		t.Fatalf("POST /v1/send: %d %s", r.Status, r.Body)
+	}
+	id, _ := r.JSON(t)["id"].(string)
+	return id
+}
+
+// unchanged fails the test unless the fixture's webhook and suppression
+// are as makeFixture left them.
+func (f fixture) unchanged(t *testing.T, env *sendoncetest.Env, after string) {
+	t.Helper()
+	ctx := context.Background()
+	h, err := env.Server.Store.Webhook(ctx, "default", f.webhook)
+	if err != nil || h.Status != core.WebhookEnabled || string(h.Secret) != "whsec_fixture" {
+		t.Errorf("after %s the webhook is %+v (%v), want enabled with its secret", after, h, err)
+	}
+	if _, err := env.Server.Store.Suppression(ctx, "default", f.suppression); err != nil {
+		t.Errorf("after %s the suppression is gone: %v", after, err)
+	}
+	if hooks, _, _ := env.Server.Store.ListWebhooks(ctx, "default", core.WebhookPage{Limit: 10}); len(hooks) != 1 {
+		t.Errorf("after %s tenant default has %d webhooks, want 1", after, len(hooks))
+	}
+	if _, err := env.Server.Store.Suppression(ctx, "default", "new@fixture.example"); err == nil {
+		t.Errorf("after %s new@fixture.example is suppressed", after)
+	}
+	if th, err := env.Server.Store.Thread(ctx, "default", f.thread); err != nil || th.Unread != 1 || th.Messages != 1 {
+		t.Errorf("after %s the thread is %+v (%v), want its one message unread and no reply", after, th, err)
 	}
 }

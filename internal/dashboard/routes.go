@@ -34,6 +34,16 @@ var routes = []route{
 	{"GET /ui/inbox/{id}/html", core.ScopeRead, (*Dashboard).inboxHTML},
 	{"GET /ui/inbox/{id}/raw", core.ScopeRead, (*Dashboard).inboxRaw},
 
+	// Received mail. Changing a thread and replying need send, as in the
+	// API (PATCH /v1/threads/{id}, POST /v1/received/{id}/reply).
+	{"GET /ui/mail", core.ScopeRead, (*Dashboard).mailList},
+	{"GET /ui/mail/{id}", core.ScopeRead, (*Dashboard).mailThread},
+	{"POST /ui/mail/{id}/change", core.ScopeSend, (*Dashboard).mailChange},
+	{"GET /ui/received/{id}/html", core.ScopeRead, (*Dashboard).receivedHTML},
+	{"GET /ui/received/{id}/raw", core.ScopeRead, (*Dashboard).receivedRaw},
+	{"GET /ui/received/{id}/attachments/{att}", core.ScopeRead, (*Dashboard).receivedAttachment},
+	{"POST /ui/received/{id}/reply", core.ScopeSend, (*Dashboard).mailReply},
+
 	{"GET /ui/keys", core.ScopeAdmin, (*Dashboard).keys},
 	{"POST /ui/keys", core.ScopeAdmin, (*Dashboard).createKey},
 	{"GET /ui/keys/{id}/revoke", core.ScopeAdmin, (*Dashboard).confirmRevoke},
@@ -78,6 +88,7 @@ type navItem struct {
 var nav = []navItem{
 	{"Overview", "/", core.ScopeRead},
 	{"Sends", "/ui/sends", core.ScopeRead},
+	{"Mail", "/ui/mail", core.ScopeRead},
 	{"Dev inbox", "/ui/inbox", core.ScopeRead},
 	{"Approvals", "/ui/approvals", core.ScopeRead},
 	{"API keys", "/ui/keys", core.ScopeAdmin},

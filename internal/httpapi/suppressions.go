@@ -125,7 +125,7 @@ func (s *Server) handleListUnmatched(w http.ResponseWriter, r *http.Request) {
 	out := listView[unmatchedView]{Object: "list", Data: make([]unmatchedView, 0, len(items))}
 	for _, u := range items {
 		out.Data = append(out.Data, unmatchedView{ID: u.ID, Object: "inbound_unmatched", SendID: optString(u.SendID),
-			MailFrom: u.MailFrom, RcptTo: u.RcptTo, Reason: u.Reason, Size: len(u.Raw), ReceivedAt: rfc3339(u.ReceivedAt)})
+			MailFrom: u.MailFrom, RcptTo: u.RcptTo, Reason: u.Reason, Size: u.Size, ReceivedAt: rfc3339(u.ReceivedAt)})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

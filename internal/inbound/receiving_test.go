@@ -1,6 +1,7 @@
 package inbound_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -327,5 +328,28 @@ func TestReceiving_DomainCatchAll(t *testing.T) {
 	list := receivedList(t, env)
 	if len(list) != 1 || list[0].(map[string]any)["mailbox_id"] != "catch" {
 		t.Fatalf("received: %v", list)
+	}
+}
+
+// TestReceiving_RetentionPurgesWhatOnlyItUsed: the retention purge takes
+// received mail past the cutoff with its raw bytes and emptied thread.
+func TestReceiving_RetentionPurgesWhatOnlyItUsed(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, Inbound: true})
+	createInbox(t, env, "support@recv.test")
+	if err := receive(t, env.InboundAddr, "support@recv.test", []byte(plainMail)); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"received_messages", "received_raw", "threads", "thread_messages"} {
+		if n := env.QueryInt(t, "SELECT count(*) FROM "+table); n != 1 {
+			t.Fatalf("%s has %d rows before the purge", table, n)
+		}
+	}
+	if _, err := env.Server.Store.PurgeSends(context.Background(), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"received_messages", "received_raw", "threads", "thread_messages"} {
+		if n := env.QueryInt(t, "SELECT count(*) FROM "+table); n != 0 {
+			t.Errorf("%s keeps %d rows past the retention", table, n)
+		}
 	}
 }

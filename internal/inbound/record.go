@@ -35,6 +35,7 @@ const (
 	Recorded  Result = "recorded"  // a report changed its send
 	Duplicate Result = "duplicate" // the same report was recorded before
 	Unmatched Result = "unmatched" // kept as an unmatched item
+	Dropped   Result = "dropped"   // unusable, and the tenant keeps the most unmatched items already
 )
 
 // Record applies one message to its send in one transaction: the report's
@@ -75,6 +76,12 @@ func record(ctx context.Context, tx core.Tx, m Mail, rep *dsn.Report, perr error
 	if len(changes) == 0 {
 		return unmatched(ctx, tx, m, send.Tenant, why, now)
 	}
+	if n, err := tx.ReportCount(ctx, send.ID); err != nil || n >= core.MaxReportsPerSend {
+		if err != nil {
+			return "", err
+		}
+		return unmatched(ctx, tx, m, send.Tenant, fmt.Sprintf("the send has %d reports already, the most recorded", n), now)
+	}
 	first, err := tx.RecordReport(ctx, core.ReportParams{Digest: reportDigest(send.ID, rep.Digest), Tenant: send.Tenant, SendID: send.ID, At: now})
 	if err != nil || !first {
 		return Duplicate, err
@@ -96,6 +103,9 @@ func sameMessageID(a, b string) bool {
 }
 
 func unmatched(ctx context.Context, tx core.Tx, m Mail, tenant, reason string, now time.Time) (Result, error) {
+	if n, err := tx.UnmatchedCount(ctx, tenant); err != nil || n >= core.MaxUnmatchedPerTenant {
+		return Dropped, err
+	}
 	u := &core.UnmatchedInbound{ID: app.NewID("inb_"), Tenant: tenant, SendID: m.SendID, MailFrom: m.MailFrom,
 		RcptTo: m.RcptTo, Reason: reason, Raw: m.Raw, ReceivedAt: now}
 	return Unmatched, tx.InsertUnmatched(ctx, u)

@@ -172,22 +172,28 @@ func (w *walker) leaf(e *message.Entity, index int) error {
 		ct = "text/plain"
 	}
 	disp, dParams, _ := e.Header.ContentDisposition()
-	body, err := io.ReadAll(io.LimitReader(e.Body, MaxBodyBytes+1))
+	var body []byte
+	if (ct == "text/plain" && w.p.Text == "" || ct == "text/html" && w.p.HTML == "") && disp != "attachment" {
+		b, err := io.ReadAll(io.LimitReader(e.Body, MaxBodyBytes+1))
+		if err != nil {
+			return nil // undecodable: skipped
+		}
+		if len(b) <= MaxBodyBytes {
+			if ct == "text/plain" {
+				w.p.Text = string(b)
+			} else {
+				w.p.HTML = string(b)
+			}
+			return nil
+		}
+		body = b // too long to keep as the body: listed as an attachment
+	}
+	// An attachment's bytes are only counted here; Part decodes them
+	// again when they are asked for.
+	size, err := io.Copy(io.Discard, e.Body)
 	if err != nil {
 		return nil // undecodable: skipped
 	}
-	isText := ct == "text/plain" || ct == "text/html"
-	if isText && disp != "attachment" && len(body) <= MaxBodyBytes {
-		if ct == "text/plain" && w.p.Text == "" {
-			w.p.Text = string(body)
-			return nil
-		}
-		if ct == "text/html" && w.p.HTML == "" {
-			w.p.HTML = string(body)
-			return nil
-		}
-	}
-	size, _ := io.Copy(io.Discard, e.Body)
 	name := dParams["filename"]
 	if name == "" {
 		name = ctParams["name"]

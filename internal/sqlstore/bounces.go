@@ -60,12 +60,17 @@ func (t *Tx) RecordReport(ctx context.Context, p core.ReportParams) (bool, error
 	return n == 1, nil
 }
 
-const unmatchedColumns = `id, tenant, send_id, mail_from, rcpt_to, reason, raw, received_at`
+const unmatchedColumns = `id, tenant, send_id, mail_from, rcpt_to, reason, raw, received_at, size`
 
-// InsertUnmatched implements core.Tx.
+// InsertUnmatched implements core.Tx: at most core.MaxUnmatchedKeep bytes
+// of the message are kept.
 func (t *Tx) InsertUnmatched(ctx context.Context, u *core.UnmatchedInbound) error {
-	_, err := t.q.exec(ctx, `INSERT INTO inbound_unmatched (`+unmatchedColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		u.ID, u.Tenant, u.SendID, u.MailFrom, u.RcptTo, u.Reason, u.Raw, micros(u.ReceivedAt))
+	raw := u.Raw
+	if len(raw) > core.MaxUnmatchedKeep {
+		raw = raw[:core.MaxUnmatchedKeep]
+	}
+	_, err := t.q.exec(ctx, `INSERT INTO inbound_unmatched (`+unmatchedColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		u.ID, u.Tenant, u.SendID, u.MailFrom, u.RcptTo, u.Reason, raw, micros(u.ReceivedAt), len(u.Raw))
 	if err != nil {
 		return fmt.Errorf("insert unmatched inbound: %w", err)
 	}
@@ -74,7 +79,10 @@ func (t *Tx) InsertUnmatched(ctx context.Context, u *core.UnmatchedInbound) erro
 
 // ListUnmatched implements core.Store.
 func (s *Store) ListUnmatched(ctx context.Context, tenant string, limit int) ([]*core.UnmatchedInbound, error) {
-	rows, err := s.r.query(ctx, `SELECT `+unmatchedColumns+` FROM inbound_unmatched WHERE tenant = ?
+	// The list shows sizes, never the bytes: reading a hundred stored
+	// messages to print their lengths was a stranger's lever.
+	rows, err := s.r.query(ctx, `SELECT id, tenant, send_id, mail_from, rcpt_to, reason,
+		CASE WHEN size = 0 THEN length(raw) ELSE size END, received_at FROM inbound_unmatched WHERE tenant = ?
 		ORDER BY id DESC LIMIT ?`, tenant, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list unmatched inbound: %w", err)
@@ -86,7 +94,7 @@ func (s *Store) ListUnmatched(ctx context.Context, tenant string, limit int) ([]
 			u  core.UnmatchedInbound
 			at int64
 		)
-		if err := rows.Scan(&u.ID, &u.Tenant, &u.SendID, &u.MailFrom, &u.RcptTo, &u.Reason, &u.Raw, &at); err != nil {
+		if err := rows.Scan(&u.ID, &u.Tenant, &u.SendID, &u.MailFrom, &u.RcptTo, &u.Reason, &u.Size, &at); err != nil {
 			return nil, fmt.Errorf("scan unmatched inbound: %w", err)
 		}
 		u.ReceivedAt = fromMicros(at)
@@ -140,5 +148,42 @@ func (s *Store) purgeInbound(ctx context.Context, cutoff int64) error {
 			return fmt.Errorf("purge %s: %w", table, err)
 		}
 	}
+	return s.purgeReceived(ctx, cutoff)
+}
+
+// purgeReceived deletes received mail past the retention, then what only
+// it used: raw bytes no message names, threads left empty and their
+// entries. Threads that still hold a newer message stay whole.
+func (s *Store) purgeReceived(ctx context.Context, cutoff int64) error {
+	for _, q := range []string{
+		`DELETE FROM thread_messages WHERE kind = 'received' AND ref_id IN (SELECT id FROM received_messages WHERE received_at < ?)`,
+		`DELETE FROM received_messages WHERE received_at < ?`,
+		`DELETE FROM received_raw WHERE created_at < ? AND NOT EXISTS (SELECT 1 FROM received_messages m
+			WHERE m.tenant = received_raw.tenant AND m.digest = received_raw.digest)`,
+		`DELETE FROM threads WHERE last_at < ? AND NOT EXISTS (SELECT 1 FROM received_messages m WHERE m.thread_id = threads.id)`,
+		`DELETE FROM thread_messages WHERE at < ? AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.id = thread_messages.thread_id)`,
+	} {
+		if _, err := s.w.exec(ctx, q, cutoff); err != nil {
+			return fmt.Errorf("purge received mail: %w", err)
+		}
+	}
 	return nil
+}
+
+// UnmatchedCount implements core.Tx.
+func (t *Tx) UnmatchedCount(ctx context.Context, tenant string) (int, error) {
+	var n int
+	if err := t.q.queryRow(ctx, `SELECT count(*) FROM inbound_unmatched WHERE tenant = ?`, tenant).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count unmatched inbound: %w", err)
+	}
+	return n, nil
+}
+
+// ReportCount implements core.Tx.
+func (t *Tx) ReportCount(ctx context.Context, sendID string) (int, error) {
+	var n int
+	if err := t.q.queryRow(ctx, `SELECT count(*) FROM inbound_reports WHERE send_id = ?`, sendID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count reports: %w", err)
+	}
+	return n, nil
 }

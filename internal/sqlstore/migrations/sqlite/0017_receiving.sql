@@ -58,6 +58,8 @@ CREATE TABLE received_messages (
 CREATE UNIQUE INDEX received_messages_dedup ON received_messages (tenant, dedup_key);
 CREATE INDEX received_messages_mailbox ON received_messages (tenant, mailbox_id, id);
 CREATE INDEX received_messages_thread ON received_messages (thread_id);
+-- For the purge: raw bytes no message names any more.
+CREATE INDEX received_messages_digest ON received_messages (tenant, digest);
 
 -- A conversation in one mailbox.
 CREATE TABLE threads (
@@ -86,3 +88,7 @@ CREATE TABLE thread_messages (
     PRIMARY KEY (thread_id, kind, ref_id)
 );
 CREATE INDEX thread_messages_message_id ON thread_messages (tenant, message_id);
+
+-- The unmatched inbound mail keeps the start of a message and its size
+-- (0 for items kept whole before this migration).
+ALTER TABLE inbound_unmatched ADD COLUMN size BIGINT NOT NULL DEFAULT 0;

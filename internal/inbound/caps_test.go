@@ -1,0 +1,95 @@
+package inbound_test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/inbound"
+	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
+)
+
+// TestInbound_ForgedReportsAreBounded: anyone who sees a send's
+// Return-Path can write reports to it; past core.MaxReportsPerSend they
+// change nothing, so the send's history stays bounded.
+func TestInbound_ForgedReportsAreBounded(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, Inbound: true})
+	id, msgID := sendTo(t, env, env.AdminKey, sendoncetest.Mail("Ann <ann@rcpt.test>", "hello"))
+	env.WaitStatus(t, id, wait, core.StatusSent)
+	bounceAddr := env.SMTP.Messages()[0].From
+	for i := 0; i < core.MaxReportsPerSend+15; i++ {
+		dsn := dsnMail(bounceAddr, msgID, report{rcpt: "ann@rcpt.test", action: "delayed", status: "4.4.1", diag: fmt.Sprintf("try %d", i)})
+		if err := deliver(t, env.InboundAddr, bounceAddr, dsn); err != nil {
+			t.Fatalf("report %d: %v", i, err)
+		}
+	}
+	_, s := get(t, env, env.AdminKey, "/v1/sends/"+id)
+	if n := len(events(s, core.EventDeliveryDelayed)); n != core.MaxReportsPerSend {
+		t.Fatalf("%d delay events from %d reports, want the bound %d", n, core.MaxReportsPerSend+15, core.MaxReportsPerSend)
+	}
+	_, un := get(t, env, env.AdminKey, "/v1/inbound/unmatched?limit=100")
+	if n := len(un["data"].([]any)); n != 15 {
+		t.Fatalf("%d unmatched items, want the 15 past the bound", n)
+	}
+}
+
+// TestInbound_UnmatchedKeepsTheStartAndTheSize: an unmatched message is
+// kept only in part; the list shows its whole size without reading it.
+func TestInbound_UnmatchedKeepsTheStartAndTheSize(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, Inbound: true})
+	id, _ := sendTo(t, env, env.AdminKey, sendoncetest.Mail("Ann <ann@rcpt.test>", "hello"))
+	env.WaitStatus(t, id, wait, core.StatusSent)
+	bounceAddr := env.SMTP.Messages()[0].From
+	big := "Subject: not a report\r\n\r\n" + strings.Repeat("0123456789abcdef\r\n", 30000) // ~540 KB
+	if err := deliver(t, env.InboundAddr, bounceAddr, []byte(big)); err != nil {
+		t.Fatal(err)
+	}
+	_, un := get(t, env, env.AdminKey, "/v1/inbound/unmatched")
+	items := un["data"].([]any)
+	if len(items) != 1 || int(items[0].(map[string]any)["size"].(float64)) != len(big) {
+		t.Fatalf("unmatched: %v, want one of %d bytes", items, len(big))
+	}
+	if n := env.QueryInt(t, "SELECT length(raw) FROM inbound_unmatched"); n != core.MaxUnmatchedKeep {
+		t.Fatalf("kept %d bytes of an unmatched message, want %d", n, core.MaxUnmatchedKeep)
+	}
+}
+
+// TestInbound_ConnectionsPerAddressAreBounded: one client address may hold
+// DefaultMaxConnsPerIP connections; the next is greeted 421 and closed.
+func TestInbound_ConnectionsPerAddressAreBounded(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{Inbound: true})
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	greet := func() string {
+		c, err := net.DialTimeout("tcp", env.InboundAddr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		return line
+	}
+	for i := 0; i < inbound.DefaultMaxConnsPerIP; i++ {
+		if g := greet(); !strings.HasPrefix(g, "220") {
+			t.Fatalf("connection %d greeted %q", i+1, g)
+		}
+	}
+	if g := greet(); !strings.HasPrefix(g, "421") {
+		t.Fatalf("connection %d from one address greeted %q, want 421", inbound.DefaultMaxConnsPerIP+1, g)
+	}
+	held[0].Close()
+	held = held[1:]
+	time.Sleep(100 * time.Millisecond)
+	if g := greet(); !strings.HasPrefix(g, "220") {
+		t.Fatalf("after one closed, a new connection was greeted %q", g)
+	}
+}
