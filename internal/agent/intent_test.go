@@ -2,6 +2,8 @@ package agent_test
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sendonce/sendonce/internal/agent"
@@ -86,5 +88,37 @@ func TestIntentKey_Invalid(t *testing.T) {
 		if _, err := agent.IntentKey(c.in, c.rcpt, ""); !errors.Is(err, agent.ErrInvalidIntent) {
 			t.Errorf("%s: err %v, want ErrInvalidIntent", name, err)
 		}
+	}
+}
+
+// TestReplyKey: the same reply asked again, however its lines end, is one
+// key; another text, recipient, action or message is another.
+func TestReplyKey(t *testing.T) {
+	base := agent.Reply{Action: "reply", MessageID: "rcv_1", Text: "Thanks, we will look.", To: []string{"Ann <ann@example.com>"}}
+	k, err := agent.ReplyKey(base)
+	if err != nil || !strings.HasPrefix(k, agent.KeyPrefix) {
+		t.Fatalf("key %q, %v", k, err)
+	}
+	same := base
+	same.Text, same.To = "  Thanks, we will look.\r\n", []string{"ANN@example.com", "ann@example.com"}
+	if k2, _ := agent.ReplyKey(same); k2 != k {
+		t.Errorf("the same reply reworded in white space and case: %s != %s", k2, k)
+	}
+	for name, change := range map[string]func(*agent.Reply){
+		"text":      func(r *agent.Reply) { r.Text = "Thanks." },
+		"recipient": func(r *agent.Reply) { r.To = append(r.To, "bob@example.com") },
+		"action":    func(r *agent.Reply) { r.Action = "forward" },
+		"message":   func(r *agent.Reply) { r.MessageID = "rcv_2" },
+		"reply all": func(r *agent.Reply) { r.ReplyAll = true },
+	} {
+		r := base
+		r.To = slices.Clone(base.To)
+		change(&r)
+		if k2, _ := agent.ReplyKey(r); k2 == k {
+			t.Errorf("another %s, same key", name)
+		}
+	}
+	if _, err := agent.ReplyKey(agent.Reply{Action: "send", MessageID: "rcv_1"}); err == nil {
+		t.Error("an unknown action was keyed")
 	}
 }

@@ -41,6 +41,11 @@ type SendRequest struct {
 	// send at ("" for now). See attach.go and schedule.go.
 	Attachments []AttachmentRequest
 	ScheduledAt string
+	// Hold, when set, holds the send for a person's approval (status
+	// pending_approval) even if its key does not require approval; it
+	// says why (see agentmail.go). The agent's reply and forward routes
+	// set it; a caller's request body cannot.
+	Hold string
 }
 
 // Mailbox resolves a tenant's mailbox; the default one exists for every
@@ -118,6 +123,7 @@ func (s *Service) PrepareSend(ctx context.Context, key *core.APIKey, idemKey str
 	if send.Tags == nil {
 		send.Tags = map[string]string{}
 	}
+	send.HoldReason = r.Hold
 	return send, nil
 }
 
@@ -325,7 +331,7 @@ func (s *Service) AcceptSend(ctx context.Context, tx core.Tx, key *core.APIKey, 
 	if send.ScheduledAt != nil {
 		send.Status, send.NextAttemptAt = core.StatusScheduled, send.ScheduledAt
 	}
-	if key.RequiresApproval {
+	if key.RequiresApproval || send.HoldReason != "" {
 		send.Status, send.NextAttemptAt = core.StatusPendingApproval, nil
 	}
 	if err := tx.InsertSend(ctx, send); err != nil {
@@ -343,7 +349,11 @@ func (s *Service) AcceptSend(ctx context.Context, tx core.Tx, key *core.APIKey, 
 	}
 	if send.Status != core.StatusQueued {
 		// Rare enough to keep the explicit row, which says what it waits for.
-		events := []core.Event{{Type: core.EventAccepted, At: now, Detail: string(send.Status)}}
+		detail := string(send.Status)
+		if send.HoldReason != "" {
+			detail += ": " + send.HoldReason
+		}
+		events := []core.Event{{Type: core.EventAccepted, At: now, Detail: detail}}
 		if send.Status == core.StatusScheduled {
 			events = append(events, core.Event{Type: core.EventScheduled, At: now, Detail: send.ScheduledAt.Format(time.RFC3339)})
 		}

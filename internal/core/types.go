@@ -91,6 +91,11 @@ type Send struct {
 	// read by Store.SendAttachments, for the attempt that needs them.
 	Attachments     []Attachment
 	AttachmentCount int
+	// HoldReason, set when the send is prepared, makes AcceptSend hold it
+	// for a person's approval whatever its key says (an agent's reply
+	// outside its thread, a forward): why it waits. Not stored: the status
+	// and the accepted event's detail keep it.
+	HoldReason string
 }
 
 // Attachment is one file of a send, stored as given and rendered the same

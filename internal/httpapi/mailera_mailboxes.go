@@ -117,8 +117,10 @@ func (s *Server) mailboxReply(ctx context.Context, key *core.APIKey, req *mailbo
 		if err != nil || m.MailboxID != sr.MailboxID {
 			return core.Errorf(core.CodeValidation, "reply_to_id", "no received message %q in this mailbox", req.ReplyToID)
 		}
-		_, err = s.svc.ReplyRequest(ctx, key, req.ReplyToID, req.ReplyAll, sr)
-		return err
+		if _, err = s.svc.ReplyRequest(ctx, key, req.ReplyToID, req.ReplyAll, sr); err != nil {
+			return err
+		}
+		return s.holdAgentMail(ctx, key, nil, m, sr, false)
 	case req.InReplyTo == "":
 		return core.Errorf(core.CodeValidation, "in_reply_to", "a reply needs reply_to_id (a received message) or in_reply_to (the Message-ID it answers)")
 	}

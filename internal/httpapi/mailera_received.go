@@ -25,12 +25,15 @@ func (s *Server) handleMailboxMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := listPage[receivedView]{Data: make([]receivedView, 0, len(ms))}
+	ids := make([]string, 0, len(ms))
 	for _, m := range ms {
 		out.Data = append(out.Data, viewReceived(m, false))
+		ids = append(ids, m.ID)
 	}
 	if more {
 		out.NextCursor = ms[len(ms)-1].ID
 	}
+	s.auditRead(r, apiKeyFrom(r.Context()), ids...)
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -43,5 +46,6 @@ func (s *Server) handleMailboxMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.logger, err)
 		return
 	}
+	s.auditRead(r, apiKeyFrom(r.Context()), m.ID)
 	writeJSON(w, http.StatusOK, viewReceived(m, true))
 }

@@ -62,12 +62,15 @@ func (s *Server) handleListReceived(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := listPage[receivedView]{Data: make([]receivedView, 0, len(ms))}
+	ids := make([]string, 0, len(ms))
 	for _, m := range ms {
 		out.Data = append(out.Data, viewReceived(m, false))
+		ids = append(ids, m.ID)
 	}
 	if more {
 		out.NextCursor = ms[len(ms)-1].ID
 	}
+	s.auditRead(r, key, ids...)
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -77,6 +80,7 @@ func (s *Server) handleGetReceived(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.logger, err)
 		return
 	}
+	s.auditRead(r, apiKeyFrom(r.Context()), m.ID)
 	writeJSON(w, http.StatusOK, viewReceived(m, true))
 }
 
@@ -86,6 +90,7 @@ func (s *Server) handleGetReceivedRaw(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.logger, err)
 		return
 	}
+	s.auditRead(r, apiKeyFrom(r.Context()), r.PathValue("id"))
 	w.Header().Set("Content-Type", "message/rfc822")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+r.PathValue("id")+`.eml"`)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -98,6 +103,7 @@ func (s *Server) handleGetReceivedAttachment(w http.ResponseWriter, r *http.Requ
 		writeError(w, r, s.logger, err)
 		return
 	}
+	s.auditRead(r, apiKeyFrom(r.Context()), r.PathValue("id"))
 	w.Header().Set("Content-Type", att.ContentType)
 	w.Header().Set("Content-Disposition", "attachment")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -180,10 +186,9 @@ func (s *Server) handleReplyReceived(ctx context.Context, key *core.APIKey, r *h
 	sr := &app.SendRequest{To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: req.MailboxID,
 		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
 		Headers: req.Headers, Tags: req.Tags, Attachments: appAttachments(req.Attachments)}
-	if _, err := s.svc.ReplyRequest(ctx, key, r.PathValue("id"), req.ReplyAll, sr); err != nil {
-		return nil, err
-	}
-	send, err := s.svc.PrepareSend(ctx, key, idemKey, sr)
+	// An agent's reply outside the thread waits for a person
+	// (received_agent.go).
+	send, err := s.svc.PrepareReply(ctx, key, idemKey, r.PathValue("id"), req.ReplyAll, app.Guarded(key, agentAsked(r)), sr)
 	if err != nil {
 		return nil, err
 	}

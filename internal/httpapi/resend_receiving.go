@@ -97,6 +97,7 @@ func (s *Server) handleResendGetReceiving(w http.ResponseWriter, r *http.Request
 		return
 	}
 	v.Raw = &resendDownload{DownloadURL: u, ExpiresAt: rfc3339(exp)}
+	s.auditRead(r, key, m.ID)
 	writeJSON(w, http.StatusOK, v)
 }
 

@@ -190,6 +190,7 @@ func (s *Server) handleResendThreadEmail(w http.ResponseWriter, r *http.Request)
 	}
 	for _, m := range ms {
 		if m.ID == r.PathValue("email") {
+			s.auditRead(r, key, m.ID)
 			writeJSON(w, http.StatusOK, m)
 			return
 		}
@@ -261,6 +262,9 @@ func (s *Server) replyOrForward(ctx context.Context, key *core.APIKey, r *http.R
 			sr.Text = "Forwarded message attached."
 		}
 	} else if _, err := s.svc.ReplyRequest(ctx, key, m.ID, req.ReplyAll, sr); err != nil {
+		return nil, err
+	}
+	if err := s.holdAgentMail(ctx, key, r, m, sr, forward); err != nil {
 		return nil, err
 	}
 	send, err := s.svc.PrepareSend(ctx, key, idemKey, sr)

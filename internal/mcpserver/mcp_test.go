@@ -453,14 +453,16 @@ func TestMCP_ToolSchemas(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names[tl.Name] = tl
 	}
-	for _, n := range []string{"send_email", "preview_email", "get_send_status", "list_templates", "list_recent_sends"} {
+	for _, n := range []string{"send_email", "preview_email", "get_send_status", "list_templates", "list_recent_sends",
+		"list_messages", "read_message", "reply_to_message", "forward_message"} {
 		if names[n] == nil || names[n].Description == "" || names[n].InputSchema == nil {
 			t.Errorf("tool %s missing, undescribed or without a schema", n)
 		}
 	}
-	schema, _ := json.Marshal(names["send_email"].InputSchema)
-	if bytes.Contains(schema, []byte("idempotency")) {
-		t.Errorf("send_email takes an idempotency key argument: %s", schema)
+	for _, n := range []string{"send_email", "reply_to_message", "forward_message"} {
+		if schema, _ := json.Marshal(names[n].InputSchema); bytes.Contains(schema, []byte("idempotency")) {
+			t.Errorf("%s takes an idempotency key argument: %s", n, schema)
+		}
 	}
 
 	noIntent := email("ada@example.com", "x", "y", "z")

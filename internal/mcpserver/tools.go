@@ -158,6 +158,7 @@ func (s *Server) addTools() {
 		Description: "The sends this agent's API key created, newest first.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, s.listRecentSends)
+	s.addMailTools()
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -202,11 +203,7 @@ func (s *Server) sendEmail(ctx context.Context, req *mcp.CallToolRequest, in Ema
 		return refused(SendOutput{}, terr)
 	}
 	out := SendOutput{IdempotencyKey: key}
-	// Found before: the key outlives the replay window for as long as the
-	// send is kept.
-	// The lookups carry the intent, so the server counts a found one as a
-	// duplicate prevented.
-	if prior, found, err := s.c.SendByKey(withIntent(ctx, canonical), key); err == nil && found {
+	if prior := s.prior(ctx, canonical, key); prior != nil {
 		return nil, s.found(out, prior), nil
 	}
 	// Validation errors are found by a preview, which stores nothing, so
@@ -231,10 +228,43 @@ func (s *Server) sendEmail(ctx context.Context, req *mcp.CallToolRequest, in Ema
 			return nil, out, nil
 		}
 	}
-	sent, err := s.c.Send(withIntent(ctx, canonical), sreq, &client.SendOptions{IdempotencyKey: key})
+	return s.finish(ctx, canonical, out, "Calling send_email again with the same intent is safe: it never sends twice.",
+		func(ctx context.Context) (*client.Send, error) {
+			return s.c.Send(ctx, sreq, &client.SendOptions{IdempotencyKey: key})
+		})
+}
+
+// submit is the path of every tool that sends with a derived key: look the
+// key up first (a send found is reported, nothing is sent), then send with
+// it (finish).
+func (s *Server) submit(ctx context.Context, canonical, key, retryNote string, send func(context.Context) (*client.Send, error)) (*mcp.CallToolResult, SendOutput, error) {
+	out := SendOutput{IdempotencyKey: key}
+	if prior := s.prior(ctx, canonical, key); prior != nil {
+		return nil, s.found(out, prior), nil
+	}
+	return s.finish(ctx, canonical, out, retryNote, send)
+}
+
+// prior is the send made with key before, or nil. Found before sending:
+// the key outlives the replay window for as long as the send is kept. The
+// lookup carries the intent, so the server counts a found one as a
+// duplicate prevented.
+func (s *Server) prior(ctx context.Context, canonical, key string) *client.Send {
+	if p, found, err := s.c.SendByKey(withIntent(ctx, canonical), key); err == nil && found {
+		return p
+	}
+	return nil
+}
+
+// finish sends with out's key and turns the answer into the tool's: a
+// key used before with other content reports the existing send, an
+// unknown outcome says a retry is safe (retryNote), a refusal says nothing
+// was sent.
+func (s *Server) finish(ctx context.Context, canonical string, out SendOutput, retryNote string, send func(context.Context) (*client.Send, error)) (*mcp.CallToolResult, SendOutput, error) {
+	sent, err := send(withIntent(ctx, canonical))
 	if err != nil {
 		if client.ErrorCode(err) == client.CodeKeyReused {
-			if prior, found, lerr := s.c.SendByKey(withIntent(ctx, canonical), key); lerr == nil && found {
+			if prior, found, lerr := s.c.SendByKey(withIntent(ctx, canonical), out.IdempotencyKey); lerr == nil && found {
 				out = s.found(out, prior)
 				out.Note = "A send for this intent already exists with other content; it was kept and nothing new was sent."
 				return nil, out, nil
@@ -242,7 +272,7 @@ func (s *Server) sendEmail(ctx context.Context, req *mcp.CallToolRequest, in Ema
 		}
 		if client.IsOutcomeUnknown(err) {
 			out.Outcome, out.Error = "unknown", apiErr(err)
-			out.Note = "The outcome is not known. Calling send_email again with the same intent is safe: it never sends twice."
+			out.Note = "The outcome is not known. " + retryNote
 			return &mcp.CallToolResult{IsError: true}, out, nil
 		}
 		return refused(out, apiErr(err))
