@@ -91,6 +91,10 @@ type Send struct {
 	// read by Store.SendAttachments, for the attempt that needs them.
 	Attachments     []Attachment
 	AttachmentCount int
+	// Provider and ProviderMessageID name the provider that took the send
+	// and its id there (section 15), filled by Store.SendWithEvents; ""
+	// otherwise.
+	Provider, ProviderMessageID string
 }
 
 // Attachment is one file of a send, stored as given and rendered the same

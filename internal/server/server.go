@@ -141,6 +141,9 @@ type Config struct {
 	// InboundAddr is --inbound-addr: Start serves bounce mail there (it
 	// needs BounceDomain). Off when empty.
 	InboundAddr string
+	// Providers is the provider transports' settings: fallbacks, the
+	// intake routes' secrets and certificate hosts (providers.go).
+	Providers ProvidersConfig
 }
 
 // DefaultRedisPrefix prefixes sendonce's Redis keys unless
@@ -278,6 +281,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
 		AttemptLease: cfg.AttemptLease, LeasePerMiB: cfg.LeasePerMiB, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
 		MX: transport.MXConfig{Resolver: resolver, Port: cfg.MXPort}, Bounce: signer,
+		Fallbacks: cfg.Providers.Fallbacks, ProviderTLS: cfg.Providers.TLS,
 	}, m, logger)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,45 @@
+package server
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+)
+
+// ProvidersConfig is what provider transports and their intake routes need
+// (API contract section 15).
+type ProvidersConfig struct {
+	// Fallbacks is --fallback-transport, in order.
+	Fallbacks []string
+	// ResendWebhookSecret is --resend-webhook-secret ("whsec_…"): POST
+	// /v1/providers/resend/events is refused without it.
+	ResendWebhookSecret string
+	// SNSCertHosts is --sns-cert-host: HOST:PORT values a signing
+	// certificate URL may name besides Amazon SNS's own hosts (tests).
+	SNSCertHosts []string
+	// TLS adds trusted roots (--tls-ca) for provider APIs and SNS
+	// certificate fetches; nil: the system's roots.
+	TLS *tls.Config
+}
+
+// LoadCA reads a PEM file of certificates (--tls-ca) into a TLS
+// configuration trusting them besides the system's roots.
+func LoadCA(path string) (*tls.Config, error) {
+	if path == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-ca: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, errors.New("--tls-ca: no PEM certificate in the file")
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
