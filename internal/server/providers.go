@@ -5,7 +5,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/httpapi"
+	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/sns"
 )
 
 // ProvidersConfig is what provider transports and their intake routes need
@@ -42,4 +48,21 @@ func LoadCA(path string) (*tls.Config, error) {
 		return nil, errors.New("--tls-ca: no PEM certificate in the file")
 	}
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// intakeConfig is the provider intake routes' settings: SNS certificates
+// and subscription confirmations are fetched through the outbound policy
+// (a certificate host is public unless --sns-cert-host names another and
+// --outbound-allow lets it be reached), with --tls-ca's roots.
+func intakeConfig(cfg Config, policy *outbound.Policy) httpapi.ProvidersConfig {
+	tr := policy.HTTPTransport()
+	if cfg.Providers.TLS != nil {
+		tr.TLSClientConfig = cfg.Providers.TLS.Clone()
+	}
+	client := &http.Client{Transport: tr, Timeout: 15 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return httpapi.ProvidersConfig{
+		SNS:          sns.New(client, cfg.Providers.SNSCertHosts, cfg.Now),
+		ResendSecret: cfg.Providers.ResendWebhookSecret,
+	}
 }
