@@ -196,8 +196,10 @@ func TestSESIntake_SettlesUnknownAndRefusesForgeries(t *testing.T) {
 		delivery := sesEvent("Delivery", "ses-000000042", msgID, id, map[string]any{"delivery": map[string]any{
 			"recipients": []string{"ann@example.com"}, "smtpResponse": "250 2.0.0 OK"}})
 		for name, bad := range map[string][]byte{
-			"altered":      f.message(t, "Notification", "2", delivery, time.Now(), func(m map[string]string) { m["Message"] = strings.Replace(m["Message"], "Delivery", "Bounce", 1) }),
-			"plain http":   f.message(t, "Notification", "2", delivery, time.Now(), func(m map[string]string) { m["SigningCertURL"] = strings.Replace(m["SigningCertURL"], "https", "http", 1) }),
+			"altered": f.message(t, "Notification", "2", delivery, time.Now(), func(m map[string]string) { m["Message"] = strings.Replace(m["Message"], "Delivery", "Bounce", 1) }),
+			"plain http": f.message(t, "Notification", "2", delivery, time.Now(), func(m map[string]string) {
+				m["SigningCertURL"] = strings.Replace(m["SigningCertURL"], "https", "http", 1)
+			}),
 			"unknown host": f.message(t, "Notification", "2", delivery, time.Now(), func(m map[string]string) { m["SigningCertURL"] = "https://sns.evil.example.com/x.pem" }),
 			"stale":        f.message(t, "Notification", "2", delivery, time.Now().Add(-2*time.Hour), nil),
 			"version 3":    f.message(t, "Notification", "2", delivery, time.Now(), func(m map[string]string) { m["SignatureVersion"] = "3" }),
