@@ -116,6 +116,7 @@ type Deliverer struct {
 
 	relays    relays
 	providers providerPool
+	breakers  breakers
 
 	// onSlotFree, when set (by the Scheduler), is called when an attempt
 	// gave its relay session back, before its outcome is written.
@@ -158,6 +159,11 @@ func NewDeliverer(svc *app.Service, st Store, cfg Config, m *metrics.Metrics, lo
 		return nil, err
 	}
 	d.defaultKind = spec.Kind
+	if m != nil {
+		d.breakers.register(m.Registry)
+	} else {
+		d.breakers.register(nil)
+	}
 	if err := checkFallbacks(spec, cfg.Fallbacks); err != nil {
 		return nil, err
 	}

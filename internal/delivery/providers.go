@@ -133,8 +133,18 @@ func (d *Deliverer) handOverChain(ctx context.Context, s *core.Send, slot *trans
 		notes []string
 		errs  []error
 	)
-	for _, l := range links {
+	for i, l := range links {
+		if i < len(links)-1 && !d.breakers.allow(l.name, now) {
+			notes = append(notes, l.name+": passed over: its circuit breaker is open")
+			d.breakers.count(l.name, "skipped")
+			continue
+		}
 		rec, err := d.deliverLink(ctx, l, s, slot, env, raw)
+		if errors.Is(err, errNoSession) {
+			d.breakers.release(l.name)
+		} else {
+			d.breakers.done(l.name, err, d.cfg.Now())
+		}
 		if err == nil {
 			notes = append(notes, l.name+": accepted"+idNote(rec.MessageID))
 			h := handoff{mx: l.spec.Kind == transport.Direct}
@@ -162,6 +172,9 @@ func (d *Deliverer) handOverChain(ctx context.Context, s *core.Send, slot *trans
 			inTx = historyOf(s.ID, now, notes)
 		}
 		return handoff{err: err, inTx: inTx}, true
+	}
+	if len(errs) == 0 { // every one passed over: cannot happen, the last is always tried
+		return handoff{err: errNoSession}, true
 	}
 	return handoff{err: chainError(errs), inTx: historyOf(s.ID, now, notes)}, true
 }

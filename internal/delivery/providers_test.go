@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/delivery"
 	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/testkit/faultproxy"
 	"github.com/sendonce/sendonce/internal/testkit/resendtest"
@@ -163,5 +164,30 @@ func TestProviders_AmbiguousPrimaryNeverFallsOver(t *testing.T) {
 	}
 	if h := handoffs(s); len(h) != 1 || !strings.Contains(h[0], "outcome unknown") {
 		t.Errorf("handoffs %q", h)
+	}
+}
+
+// A primary that keeps refusing is passed over once its breaker opens:
+// the next sends go straight to the fallback.
+func TestProviders_BreakerPassesADeadPrimaryOver(t *testing.T) {
+	fallback := resendtest.Start(t, resendKey)
+	primary := resendURL("127.0.0.1:" + closedPort(t))
+	env := sendoncetest.Start(t, sendoncetest.Options{Transport: primary, RetryBase: retryBase,
+		Providers: server.ProvidersConfig{Fallbacks: []string{resendURL(fallback.Host)}}})
+	var last map[string]any
+	for range delivery.BreakerTrips + 1 {
+		id := send(t, env, providerMail)
+		last = env.WaitStatus(t, id, waitLong, core.StatusSent)
+	}
+	h := handoffs(last)
+	if len(h) != 2 || !strings.Contains(h[0], "circuit breaker is open") {
+		t.Errorf("handoffs of the send after %d refusals: %q", delivery.BreakerTrips, h)
+	}
+	if n := len(fallback.Emails()); n != delivery.BreakerTrips+1 {
+		t.Errorf("the fallback holds %d emails", n)
+	}
+	r := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/metrics"})
+	if !strings.Contains(string(r.Body), `sendonce_transport_breaker_open{transport="resend://xxxxx@127.0.0.1:`) {
+		t.Errorf("no breaker metric")
 	}
 }

@@ -329,3 +329,30 @@ func TestResendIntake(t *testing.T) {
 		}
 	})
 }
+
+// A mailbox may use a provider; its credentials are never shown back, and
+// a tenant's ses:// must carry its own (the SDK's default chain is the
+// operator's account).
+func TestMailboxProviderTransport(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true})
+	create := func(id, tr string) *sendoncetest.Response {
+		return env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: rand.Text(),
+			Body: map[string]any{"id": id, "address": id + "@example.com", "transport": tr}})
+	}
+	if r := create("ses-default-chain", "ses://eu-west-1"); r.Status != 422 {
+		t.Errorf("ses:// without credentials: %d %s", r.Status, r.Body)
+	}
+	if r := create("bad", "resend://"); r.Status != 422 {
+		t.Errorf("resend:// without a key: %d %s", r.Status, r.Body)
+	}
+	for id, tr := range map[string]string{"ses": "ses://AKID:sup3rs3cret@eu-west-1", "resend": "resend://re_sup3rs3cret@"} {
+		r := create(id, tr)
+		if r.Status != 201 || strings.Contains(string(r.Body), "sup3rs3cret") || !strings.Contains(string(r.Body), "xxxxx") {
+			t.Errorf("%s: %d %s", id, r.Status, r.Body)
+		}
+	}
+	r := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/mailboxes", Key: env.AdminKey})
+	if strings.Contains(string(r.Body), "sup3rs3cret") {
+		t.Errorf("GET /v1/mailboxes shows a credential: %s", r.Body)
+	}
+}
