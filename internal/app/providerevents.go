@@ -86,6 +86,9 @@ func (s *Service) recordProviderEvent(ctx context.Context, tx core.Tx, ev Provid
 		return IntakeDuplicate, err
 	}
 	if prov.MessageID == "" && ev.ProviderMessageID != "" {
+		if prov.Since.IsZero() {
+			prov.Since = now
+		}
 		prov.MessageID, prov.UpdatedAt = ev.ProviderMessageID, now
 		if err := tx.SetSendProvider(ctx, prov); err != nil {
 			return "", err
@@ -138,9 +141,17 @@ func findProviderSend(ctx context.Context, tx core.Tx, ev ProviderEvent) (*core.
 	if err != nil {
 		return nil, nil, err
 	}
-	// Only a send handed to this provider whose id it never gave: any
-	// other send's Message-ID is not this provider's to report on.
-	if prov == nil || prov.Provider != ev.Provider || prov.MessageID != "" || (ev.SendID != "" && ev.SendID != send.ID) {
+	if ev.SendID != "" && ev.SendID != send.ID {
+		return nil, nil, core.ErrNotFound
+	}
+	if prov == nil && ev.SendID == send.ID && send.Status == core.StatusUnknown {
+		// A worker that died mid-attempt left no record of its handoff;
+		// the message's Message-ID and its send id tag name this send.
+		return send, &core.SendProvider{SendID: send.ID, Tenant: send.Tenant, Transport: ev.Provider, Provider: ev.Provider}, nil
+	}
+	// Otherwise only a send handed to this provider whose id it never
+	// gave: any other send's Message-ID is not this provider's to report on.
+	if prov == nil || prov.Provider != ev.Provider || prov.MessageID != "" {
 		return nil, nil, core.ErrNotFound
 	}
 	return send, prov, nil

@@ -356,3 +356,43 @@ func TestMailboxProviderTransport(t *testing.T) {
 		t.Errorf("GET /v1/mailboxes shows a credential: %s", r.Body)
 	}
 }
+
+// A worker that died mid-attempt leaves an unknown send and no record of
+// its handoff; SES's Send event, naming the send by its Message-ID and
+// send id tag, settles it as sent. Without the tag, or with another send's
+// tag, it is unmatched.
+func TestSESIntake_SettlesAnUnknownLeftByADeadWorker(t *testing.T) {
+	f := startSNSFixture(t)
+	env := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true, Transport: "ses://AKID:secret@eu-west-1?endpoint=http://127.0.0.1:1",
+		Providers: server.ProvidersConfig{SNSCertHosts: []string{f.host}, TLS: f.tls}})
+	id := sendOne(t, env)
+	ctx := t.Context()
+	if err := env.Server.Store.InTx(ctx, func(tx core.Tx) error {
+		s, err := tx.SendForUpdate(ctx, id)
+		if err != nil {
+			return err
+		}
+		s.Status, s.AttemptToken = core.StatusUnknown, "dead-worker-token"
+		return tx.UpdateSend(ctx, s)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	msgID := getSendMap(t, env, id)["message_id"].(string)
+	post := func(sendTag string) string {
+		ev := sesEvent("Send", "ses-dead-"+sendTag, msgID, sendTag, nil)
+		r := postIntake(t, env, "/v1/providers/ses/events", f.message(t, "Notification", "2", ev, time.Now(), nil), nil)
+		if r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		return string(r.Body)
+	}
+	if b := post("snd_someoneelse"); !strings.Contains(b, "unmatched") {
+		t.Errorf("another send's tag: %s", b)
+	}
+	if b := post(id); !strings.Contains(b, "recorded") {
+		t.Errorf("its own tag: %s", b)
+	}
+	if s := getSendMap(t, env, id); s["status"] != "sent" || s["provider_message_id"] != "ses-dead-"+id {
+		t.Errorf("status %v, provider id %v", s["status"], s["provider_message_id"])
+	}
+}
