@@ -180,8 +180,8 @@ func eventCount(s map[string]any, typ string) int {
 func TestSESIntake_SettlesUnknownAndRefusesForgeries(t *testing.T) {
 	emu := seslocal.Start(t)
 	f := startSNSFixture(t)
-	px := faultproxy.Start(t, faultproxy.Options{Upstream: emu.URL, Plan: faultproxy.Always("POST", "/v2/email/outbound-emails", faultproxy.Drop)})
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		px := faultproxy.Start(t, faultproxy.Options{Upstream: emu.URL, Plan: faultproxy.Always("POST", "/v2/email/outbound-emails", faultproxy.Drop)})
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, Transport: "ses://AKID:secret@eu-west-1?endpoint=" + px.URL,
 			Providers: server.ProvidersConfig{SNSCertHosts: []string{f.host}, TLS: f.tls}})
 		id := sendOne(t, env)
@@ -190,7 +190,8 @@ func TestSESIntake_SettlesUnknownAndRefusesForgeries(t *testing.T) {
 		const path = "/v1/providers/ses/events"
 
 		// The subscription is confirmed (SignatureVersion 1).
-		if r := postIntake(t, env, path, f.message(t, "SubscriptionConfirmation", "1", "You have chosen to subscribe…", time.Now(), nil), nil); r.Status != 200 || f.confirmed.Load() == 0 {
+		before := f.confirmed.Load()
+		if r := postIntake(t, env, path, f.message(t, "SubscriptionConfirmation", "1", "You have chosen to subscribe…", time.Now(), nil), nil); r.Status != 200 || f.confirmed.Load() == before {
 			t.Fatalf("confirmation: %d %s, confirmed %d", r.Status, r.Body, f.confirmed.Load())
 		}
 		delivery := sesEvent("Delivery", "ses-000000042", msgID, id, map[string]any{"delivery": map[string]any{
