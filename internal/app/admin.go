@@ -2,13 +2,10 @@ package app
 
 import (
 	"context"
-	"net/netip"
 	"regexp"
-	"strings"
 
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/message"
-	"github.com/sendonce/sendonce/internal/transport"
 )
 
 // idPattern is what caller-chosen ids (templates, mailboxes) may look like:
@@ -85,16 +82,8 @@ func (s *Service) CreateMailbox(ctx context.Context, tx core.Tx, m *core.Mailbox
 		return core.Errorf(core.CodeValidation, "name", "name must not contain CR or LF")
 	}
 	if m.Transport != "" {
-		cfg, err := transport.ParseSMTPURL(m.Transport)
-		if err != nil {
-			return core.Errorf(core.CodeValidation, "transport", "transport must be an smtp:// URL: %v", err)
-		}
-		// An address literal is judged now; a name is judged each time it
-		// is dialled, on what it resolves to then.
-		if ip, err := netip.ParseAddr(strings.Trim(cfg.Host, "[]")); err == nil {
-			if err := s.cfg.Outbound.Check(ip); err != nil {
-				return core.Errorf(core.CodeValidation, "transport", "the relay's address is not one sendonce may connect to (loopback, private and reserved ranges need the operator's --outbound-allow)")
-			}
+		if err := s.checkMailboxTransport(m.Transport); err != nil {
+			return err
 		}
 	}
 	m.Address = a.Address

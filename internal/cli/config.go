@@ -53,6 +53,8 @@ type Config struct {
 	// BounceDomain and InboundAddr are bounce intake (docs/deliverability.md).
 	BounceDomain string
 	InboundAddr  string
+	// Providers is the provider transports' flags (providers.go).
+	Providers providerFlags
 }
 
 // envFlags defines flags whose defaults come from the environment, and
@@ -133,7 +135,7 @@ func serverFlags(e *envFlags, c *Config) {
 	sc := &c.Server
 	e.str(&c.Addr, "addr", "SENDONCE_ADDR", DefaultAddr, "HTTP listen address")
 	dbFlag(e, &sc.DB)
-	e.str(&sc.Transport, "transport", "SENDONCE_TRANSPORT", transport.DefaultSpec, "capture (local dev inbox), smtp://[user:pass@]host:port[?tls=none|starttls|tls] (relay) or mx (direct to the recipients' mail exchangers)")
+	e.str(&sc.Transport, "transport", "SENDONCE_TRANSPORT", transport.DefaultSpec, "capture (local dev inbox), smtp://[user:pass@]host:port[?tls=none|starttls|tls] (relay), mx (direct to the recipients' mail exchangers), ses://[KEY_ID:SECRET@]REGION[?endpoint=URL&configuration_set=NAME] (Amazon SES) or resend://API_KEY@[HOST[:PORT]] (Resend)")
 	e.str(&sc.From, "from", "SENDONCE_FROM", app.DefaultFrom, "default From of the default mailbox")
 	e.dur(&sc.IdempotencyTTL, "idempotency-ttl", "SENDONCE_IDEMPOTENCY_TTL", idempotency.DefaultTTL, "how long a key replays")
 	e.boolean(&sc.RequireIdempotencyKey, "require-idempotency-key", "SENDONCE_REQUIRE_IDEMPOTENCY_KEY", true, "whether POST /v1/send rejects a request without a key")
@@ -176,6 +178,7 @@ func serverFlags(e *envFlags, c *Config) {
 	e.str(&sc.InboundAddr, "inbound-addr", "SENDONCE_INBOUND_ADDR", "", "HOST:PORT of the SMTP listener for mail to receiving addresses and for bounce and complaint mail to --bounce-domain (off by default; see docs/receiving.md)")
 	e.str(&sc.InboundName, "inbound-name", "SENDONCE_INBOUND_NAME", "", "host name of the inbound listener: its greeting, its Authentication-Results, and the MX a receiving domain publishes (default: --bounce-domain, else localhost)")
 	e.boolean(&sc.InboundRejectDMARC, "inbound-reject-dmarc", "SENDONCE_INBOUND_REJECT_DMARC", false, "refuse (550 5.7.1) received mail that fails its sender domain's DMARC policy instead of keeping it flagged")
+	c.Providers.define(e, sc)
 }
 
 // caps is the --max-* flags as core.Caps.

@@ -114,6 +114,9 @@ func (c *Config) serverConfig() (server.Config, error) {
 		return server.Config{}, err
 	}
 	sc := c.Server
+	if err := c.Providers.apply(&sc); err != nil {
+		return server.Config{}, err
+	}
 	sc.Work = c.Role != "api"
 	sc.ReplayCache = replayCacheSize(c.ReplayCache)
 	sc.Caps = c.caps()

@@ -13,7 +13,10 @@ const (
 	// EventLateAttemptResult: an attempt's result arrived after the send
 	// was decided without it (kept for whoever reconciles).
 	EventLateAttemptResult = "late_attempt_result"
-	EventApproved          = "approved"
+	// EventHandoff: one transport an attempt tried, and what it answered
+	// (provider transports and failover chains, section 15).
+	EventHandoff  = "handoff"
+	EventApproved = "approved"
 	// EventReconciled: reconcile with outcome resend (sent and failed
 	// write EventSent and EventFailed).
 	EventReconciled      = "reconciled"

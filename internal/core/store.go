@@ -30,6 +30,7 @@ type Store interface {
 	Retention
 	Queue
 	WebhookStore
+	Providers
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 }
@@ -55,6 +56,7 @@ type Tx interface {
 	ReportsTx
 	SecretsTx
 	WebhookTx
+	ProvidersTx
 }
 
 // Transactor runs writes. InTx commits when fn returns nil and rolls back

@@ -96,6 +96,10 @@ type Send struct {
 	// outside its thread, a forward): why it waits. Not stored: the status
 	// and the accepted event's detail keep it.
 	HoldReason string
+	// Provider and ProviderMessageID name the provider that took the send
+	// and its id there (section 15), filled by Store.SendWithEvents; ""
+	// otherwise.
+	Provider, ProviderMessageID string
 }
 
 // Attachment is one file of a send, stored as given and rendered the same

@@ -238,6 +238,9 @@ func (d *Deliverer) handOver(ctx context.Context, s *core.Send, slot *transport.
 		d.logger.WarnContext(ctx, "dkim signing failed", slog.String("send_id", s.ID), slog.Any("error", err))
 		return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "sign", Err: err}}
 	}
+	if h, ok := d.handOverChain(ctx, s, slot, env, raw); ok {
+		return h
+	}
 	t, err := d.transportFor(ctx, s)
 	if err != nil {
 		return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "dial", Err: err}}

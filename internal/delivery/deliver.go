@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,6 +52,13 @@ type Config struct {
 	// Bounce, when set (--bounce-domain), makes every attempt's envelope
 	// sender the send's VERP address.
 	Bounce *verp.Signer
+	// Fallbacks (--fallback-transport) follow DefaultTransport, in order:
+	// each is tried only when those before it definitely did not take the
+	// message (providers.go).
+	Fallbacks []string
+	// ProviderTLS adds trusted roots for provider transports (tests); nil:
+	// the system's.
+	ProviderTLS *tls.Config
 }
 
 func (c *Config) setDefaults() {
@@ -91,6 +99,7 @@ type Store interface {
 	core.Sends
 	core.Suppressions
 	core.Retention
+	core.Providers
 }
 
 // Deliverer runs attempts.
@@ -105,7 +114,9 @@ type Deliverer struct {
 	// defaultKind is what cfg.DefaultTransport names.
 	defaultKind transport.Kind
 
-	relays relays
+	relays    relays
+	providers providerPool
+	breakers  breakers
 
 	// onSlotFree, when set (by the Scheduler), is called when an attempt
 	// gave its relay session back, before its outcome is written.
@@ -148,6 +159,14 @@ func NewDeliverer(svc *app.Service, st Store, cfg Config, m *metrics.Metrics, lo
 		return nil, err
 	}
 	d.defaultKind = spec.Kind
+	if m != nil {
+		d.breakers.register(m.Registry)
+	} else {
+		d.breakers.register(nil)
+	}
+	if err := checkFallbacks(spec, cfg.Fallbacks); err != nil {
+		return nil, err
+	}
 	if spec.Kind == transport.Relay {
 		if _, err := d.smtpTransport(cfg.DefaultTransport, false); err != nil {
 			return nil, err

@@ -153,6 +153,9 @@ func (s *Server) routes() []string {
 	m.Handle("GET /webhooks/{id}/events/{event_id}/attempts", s.resendAuth(core.ScopeRead, s.handleListAttempts(writeResendError)))
 	m.Handle("POST /webhooks/{id}/events/{event_id}/replay", s.resendManage(postOpts{emptyBody: true}, inTx(s.handleReplayDelivery)))
 	m.HandleFunc("GET /openapi.json", handleOpenAPI)
+	// Authenticated by the provider's signature, not an API key.
+	m.HandleFunc("POST /v1/providers/ses/events", s.handleSESEvents)
+	m.HandleFunc("POST /v1/providers/resend/events", s.handleResendEvents)
 
 	if s.cfg.Dashboard != nil {
 		// Method-less: the dashboard answers its own methods, and its pages

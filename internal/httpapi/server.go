@@ -59,6 +59,8 @@ type Config struct {
 	// Dashboard, when set, serves the web dashboard at / and under /ui/
 	// (internal/dashboard). Defaults to none.
 	Dashboard http.Handler
+	// Providers configures the provider intake routes (providers.go).
+	Providers ProvidersConfig
 }
 
 // Server is the HTTP API.

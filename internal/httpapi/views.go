@@ -32,7 +32,11 @@ type sendView struct {
 	Recipients     []recipientView   `json:"recipients"`
 	ScheduledAt    *string           `json:"scheduled_at"`
 	Attachments    int               `json:"attachments"`
-	Events         []eventView       `json:"events,omitempty"`
+	// Provider and ProviderMessageID: the provider that took the send
+	// and its id there (section 15); null otherwise.
+	Provider          *string     `json:"provider"`
+	ProviderMessageID *string     `json:"provider_message_id"`
+	Events            []eventView `json:"events,omitempty"`
 }
 
 type eventView struct {
@@ -131,6 +135,7 @@ func viewSend(s *core.Send) *sendView {
 		Tags: tags, CreatedAt: rfc3339(s.CreatedAt), UpdatedAt: rfc3339(s.UpdatedAt), SentAt: optTime(s.SentAt),
 		Recipients:  viewRecipients(s),
 		ScheduledAt: optTime(s.ScheduledAt), Attachments: max(s.AttachmentCount, len(s.Attachments)),
+		Provider: optString(s.Provider), ProviderMessageID: optString(s.ProviderMessageID),
 	}
 }
 
@@ -170,8 +175,8 @@ func viewMailbox(m *core.Mailbox) mailboxView {
 	if m.Transport != "" {
 		// Credentials are never returned.
 		red := "smtp://(invalid)"
-		if c, err := transport.ParseSMTPURL(m.Transport); err == nil {
-			red = c.Redacted()
+		if sp, err := transport.ParseSpec(m.Transport); err == nil && sp.Kind != transport.Capture && sp.Kind != transport.Direct {
+			red = sp.Redacted()
 		}
 		v.Transport = &red
 	}

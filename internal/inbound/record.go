@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/mail"
 	"slices"
 	"strings"
 	"time"
@@ -86,7 +85,7 @@ func record(ctx context.Context, tx core.Tx, m Mail, rep *dsn.Report, perr error
 	if err != nil || !first {
 		return Duplicate, err
 	}
-	if err := apply(ctx, tx, send, changes, now); err != nil {
+	if err := app.ApplyRecipientChanges(ctx, tx, send, changes, now); err != nil {
 		return "", err
 	}
 	return Recorded, nil
@@ -112,38 +111,12 @@ func unmatched(ctx context.Context, tx core.Tx, m Mail, tenant, reason string, n
 }
 
 // change is what a report says of one recipient of the send.
-type change struct {
-	addr   string // normalized
-	status core.Status
-	event  string
-	detail string
-	bounce *core.Bounce
-	// suppress is the reason to add the address to the suppression list,
-	// "" for none.
-	suppress, origin string
-}
-
-// recipientsOf lists the send's recipients, normalized, each once.
-func recipientsOf(s *core.Send) []string {
-	var out []string
-	for _, list := range [][]string{s.To, s.Cc, s.Bcc} {
-		for _, r := range list {
-			a, err := mail.ParseAddress(r)
-			if err != nil {
-				continue
-			}
-			if n := core.NormalizeAddress(a.Address); !slices.Contains(out, n) {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
-}
+type change = app.RecipientChange
 
 // changesOf turns a report into changes of the send's recipients; why
 // says why there are none.
 func changesOf(s *core.Send, rep *dsn.Report) ([]change, string) {
-	rcpts := recipientsOf(s)
+	rcpts := app.RecipientsOf(s)
 	match := func(cands ...string) string {
 		for _, c := range cands {
 			if n := core.NormalizeAddress(c); n != "" && slices.Contains(rcpts, n) {
@@ -165,8 +138,8 @@ func changesOf(s *core.Send, rep *dsn.Report) ([]change, string) {
 		if f.UserAgent != "" {
 			detail += " reported by " + f.UserAgent
 		}
-		return []change{{addr: addr, status: core.StatusComplained, event: core.EventComplained, detail: detail,
-			suppress: detail, origin: core.SuppressionComplaint}}, ""
+		return []change{{Address: addr, Status: core.StatusComplained, Event: core.EventComplained, Detail: detail,
+			Suppress: detail, Origin: core.SuppressionComplaint}}, ""
 	}
 	var out []change
 	for _, r := range rep.Recipients {
@@ -197,17 +170,17 @@ func dsnChange(addr string, r dsn.Recipient) (change, bool) {
 	case r.Action == "failed" && !strings.HasPrefix(status, "4."):
 		b := &core.Bounce{Type: core.BouncePermanent, SubType: core.BounceSubType(status), Status: status,
 			Message: "the recipient's mail system refused the message for good", DiagnosticCode: diag}
-		c := change{addr: addr, status: core.StatusBounced, event: core.EventBounced, detail: detail, bounce: b}
+		c := change{Address: addr, Status: core.StatusBounced, Event: core.EventBounced, Detail: detail, Bounce: b}
 		if core.Suppresses(status) {
-			c.suppress, c.origin = "bounce "+detail, core.SuppressionBounce
+			c.Suppress, c.Origin = "bounce "+detail, core.SuppressionBounce
 		}
 		return c, true
 	case r.Action == "failed" || r.Action == "delayed":
 		b := &core.Bounce{Type: core.BounceTransient, SubType: core.BounceSubType(status), Status: status,
 			Message: "delivery is delayed; the reporting server keeps trying", DiagnosticCode: diag}
-		return change{addr: addr, status: core.RecipientDelayed, event: core.EventDeliveryDelayed, detail: detail, bounce: b}, true
+		return change{Address: addr, Status: core.RecipientDelayed, Event: core.EventDeliveryDelayed, Detail: detail, Bounce: b}, true
 	case r.Action == "delivered":
-		return change{addr: addr, status: core.StatusDelivered, event: core.EventDelivered, detail: detail}, true
+		return change{Address: addr, Status: core.StatusDelivered, Event: core.EventDelivered, Detail: detail}, true
 	}
 	return change{}, false
 }

@@ -147,6 +147,9 @@ type Config struct {
 	// InboundName is the name the inbound listener greets with and writes
 	// in Authentication-Results. Defaults to BounceDomain, else localhost.
 	InboundName string
+	// Providers is the provider transports' settings: fallbacks, the
+	// intake routes' secrets and certificate hosts (providers.go).
+	Providers ProvidersConfig
 }
 
 // DefaultRedisPrefix prefixes sendonce's Redis keys unless
@@ -283,6 +286,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
 		AttemptLease: cfg.AttemptLease, LeasePerMiB: cfg.LeasePerMiB, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
 		MX: transport.MXConfig{Resolver: resolver, Port: cfg.MXPort}, Bounce: signer,
+		Fallbacks: cfg.Providers.Fallbacks, ProviderTLS: cfg.Providers.TLS,
 	}, m, logger)
 	if err != nil {
 		return nil, err
@@ -313,6 +317,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		DefaultTransport:      cfg.Transport,
 		RateLimit:             ratelimit.Limit{Requests: cfg.RateLimit, Window: cfg.RateLimitWindow}, Limiter: rf.limiter,
 		Dashboard:       dash,
+		Providers:       intakeConfig(cfg, policy),
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxInflightBytes: cfg.MaxInflightBytes, InflightWait: cfg.InflightWait,
 	}, logger)
 	sc := cfg.SMTP

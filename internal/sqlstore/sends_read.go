@@ -153,6 +153,9 @@ func (s *Store) SendWithEvents(ctx context.Context, tenant, id string) (*core.Se
 		if send.Recipients, err = recipients(ctx, q, id); err != nil {
 			return err
 		}
+		if err = providerOf(ctx, q, send); err != nil {
+			return err
+		}
 		events, err = sendEvents(ctx, q, tenant, id)
 		events = withCreation(send, events)
 		return err

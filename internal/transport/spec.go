@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Kind is what a transport spec names.
@@ -26,7 +27,11 @@ type Spec struct {
 	Kind Kind
 	// SMTP is the relay's configuration; Kind Relay only.
 	SMTP SMTPConfig
-	raw  string
+	// SES and Resend are the providers' configurations; Kind SESKind and
+	// ResendKind only.
+	SES    SESConfig
+	Resend ResendConfig
+	raw    string
 }
 
 // ParseSpec parses a transport value. "" is an error: callers that have a
@@ -36,7 +41,15 @@ func ParseSpec(s string) (Spec, error) {
 	case Capture, Direct:
 		return Spec{Kind: Kind(s), raw: s}, nil
 	case "":
-		return Spec{}, errors.New("transport: empty (want capture, mx or an smtp:// URL)")
+		return Spec{}, errors.New("transport: empty (want capture, mx or an smtp://, ses:// or resend:// URL)")
+	}
+	switch providerScheme(s) {
+	case SESKind:
+		c, err := ParseSESURL(s)
+		return Spec{Kind: SESKind, SES: c, raw: s}, err
+	case ResendKind:
+		c, err := ParseResendURL(s)
+		return Spec{Kind: ResendKind, Resend: c, raw: s}, err
 	}
 	c, err := ParseSMTPURL(s)
 	if err != nil {
@@ -52,8 +65,26 @@ func IsRelay(s string) bool {
 	case "", Capture, Direct:
 		return false
 	}
-	return true
+	return providerScheme(s) == ""
 }
+
+// providerScheme is the provider kind a transport value's scheme names, ""
+// for none.
+func providerScheme(s string) Kind {
+	scheme, _, ok := strings.Cut(s, "://")
+	if !ok {
+		return ""
+	}
+	switch k := Kind(strings.ToLower(scheme)); k {
+	case SESKind, ResendKind:
+		return k
+	}
+	return ""
+}
+
+// IsProvider reports whether a transport value names a provider (ses://,
+// resend://), which ParseSpec may still reject.
+func IsProvider(s string) bool { return providerScheme(s) != "" }
 
 // String returns the value as it was given (credentials included: not
 // for logs; see Redacted).
@@ -61,8 +92,13 @@ func (s Spec) String() string { return s.raw }
 
 // Redacted returns the value fit for logs: a relay's password replaced.
 func (s Spec) Redacted() string {
-	if s.Kind == Relay {
+	switch s.Kind {
+	case Relay:
 		return s.SMTP.Redacted()
+	case SESKind:
+		return s.SES.Redacted()
+	case ResendKind:
+		return s.Resend.Redacted()
 	}
 	return string(s.Kind)
 }

@@ -69,3 +69,24 @@ func FuzzParseSpec(f *testing.F) {
 		}
 	})
 }
+
+func TestParseSpec_Providers(t *testing.T) {
+	for _, c := range []struct {
+		in       string
+		kind     Kind
+		redacted string
+	}{
+		{"ses://eu-west-1", SESKind, "ses://eu-west-1"},
+		{"ses://AKID:s3cret@eu-west-1?configuration_set=cs", SESKind, "ses://AKID:xxxxx@eu-west-1?configuration_set=cs"},
+		{"resend://re_s3cret@", ResendKind, "resend://xxxxx@"},
+		{"resend://re_s3cret@127.0.0.1:9?tls=none", ResendKind, "resend://xxxxx@127.0.0.1:9?tls=none"},
+	} {
+		s, err := ParseSpec(c.in)
+		if err != nil || s.Kind != c.kind || s.Redacted() != c.redacted || IsRelay(c.in) || !IsProvider(c.in) {
+			t.Errorf("ParseSpec(%q) = %q %q %v; want %q %q", c.in, s.Kind, s.Redacted(), err, c.kind, c.redacted)
+		}
+	}
+	if _, err := ParseSpec("resend://"); err == nil {
+		t.Error("resend:// without a key parsed")
+	}
+}

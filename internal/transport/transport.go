@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Envelope is the SMTP envelope of one message: bare addresses (no display
@@ -72,6 +73,12 @@ type Error struct {
 	Stage string
 	// Err is the underlying error. It never contains the relay password.
 	Err error
+	// MaybeAccepted (Temporary only, providers with idempotency keys): the
+	// provider may hold the message, so the attempt is retried with the
+	// same key on the same provider and never failed over (provider.go).
+	MaybeAccepted bool
+	// RetryAfter is the provider's own Retry-After, when it gave one.
+	RetryAfter time.Duration
 }
 
 // Error describes the failure; it never contains credentials.

@@ -140,6 +140,9 @@ type Options struct {
 	// Transport, when set, is the transport instead (an smtp:// URL of a
 	// real MTA, say).
 	Transport string
+	// Providers is the provider transports' settings (fallbacks, intake
+	// secrets, certificate hosts).
+	Providers server.ProvidersConfig
 	// WebhookSchedule is --webhook-retry-schedule; default "50ms,100ms".
 	WebhookSchedule string
 	// WebhookAllowPrivate is --webhook-allow-private.
@@ -232,6 +235,7 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 		RateLimit: o.RateLimit, RateLimitWindow: o.RateLimitWindow, Caps: o.Caps,
 		WebhookRetrySchedule: o.WebhookSchedule, WebhookAllowPrivate: o.WebhookAllowPrivate, WebhookPoll: 20 * time.Millisecond,
 		AttachmentFetch: o.AttachmentFetch, MaxInflightBytes: o.MaxInflightBytes, InflightWait: o.InflightWait,
+		Providers: o.Providers,
 	}
 	if o.Inbound {
 		if cfg.BounceDomain == "" {

@@ -1,13 +1,30 @@
-package inbound
+package app
 
 import (
 	"context"
+	"net/mail"
 	"slices"
 	"time"
 
-	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 )
+
+// What a report about a handed-off send does to it — a bounce report
+// (internal/inbound) or a provider's event (providerevents.go): each
+// recipient's outcome, its event and suppression, and the send's status,
+// in the caller's transaction.
+
+// RecipientChange is what a report says of one recipient of a send.
+type RecipientChange struct {
+	Address string // normalized, one of the send's recipients
+	Status  core.Status
+	Event   string
+	Detail  string
+	Bounce  *core.Bounce
+	// Suppress is the reason to add the address to the suppression list,
+	// "" for none; Origin is where it came from (core.Suppression…).
+	Suppress, Origin string
+}
 
 // rank orders recipient outcomes: a later report does not take a recipient
 // back to a weaker one (a delay notice after its bounce, say). Its event
@@ -19,7 +36,26 @@ var rank = map[core.Status]int{
 	core.StatusComplained: 4,
 }
 
-func apply(ctx context.Context, tx core.Tx, send *core.Send, changes []change, now time.Time) error {
+// RecipientsOf lists the send's recipients, normalized, each once.
+func RecipientsOf(s *core.Send) []string {
+	var out []string
+	for _, list := range [][]string{s.To, s.Cc, s.Bcc} {
+		for _, r := range list {
+			a, err := mail.ParseAddress(r)
+			if err != nil {
+				continue
+			}
+			if n := core.NormalizeAddress(a.Address); !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// ApplyRecipientChanges writes the changes' events, recipient states and
+// suppressions, and the send's status they lead to.
+func ApplyRecipientChanges(ctx context.Context, tx core.Tx, send *core.Send, changes []RecipientChange, now time.Time) error {
 	stored, err := tx.Recipients(ctx, send.ID)
 	if err != nil {
 		return err
@@ -29,18 +65,18 @@ func apply(ctx context.Context, tx core.Tx, send *core.Send, changes []change, n
 		state[r.Address] = r.Status
 	}
 	for _, c := range changes {
-		if err := tx.AddEvent(ctx, send.ID, core.Event{Type: c.event, At: now, Detail: c.detail, Recipient: c.addr, Bounce: c.bounce}); err != nil {
+		if err := tx.AddEvent(ctx, send.ID, core.Event{Type: c.Event, At: now, Detail: c.Detail, Recipient: c.Address, Bounce: c.Bounce}); err != nil {
 			return err
 		}
-		if old, ok := state[c.addr]; !ok || rank[c.status] >= rank[old] {
-			state[c.addr] = c.status
-			if err := tx.SetRecipient(ctx, send.ID, core.RecipientState{Address: c.addr, Status: c.status, Detail: c.detail, UpdatedAt: now}); err != nil {
+		if old, ok := state[c.Address]; !ok || rank[c.Status] >= rank[old] {
+			state[c.Address] = c.Status
+			if err := tx.SetRecipient(ctx, send.ID, core.RecipientState{Address: c.Address, Status: c.Status, Detail: c.Detail, UpdatedAt: now}); err != nil {
 				return err
 			}
 		}
-		if c.suppress != "" {
-			sup := &core.Suppression{ID: app.NewID("sup_"), Tenant: send.Tenant, Address: c.addr, Reason: c.suppress,
-				Origin: c.origin, SendID: send.ID, CreatedAt: now}
+		if c.Suppress != "" {
+			sup := &core.Suppression{ID: NewID("sup_"), Tenant: send.Tenant, Address: c.Address, Reason: c.Suppress,
+				Origin: c.Origin, SendID: send.ID, CreatedAt: now}
 			if _, err := tx.AddSuppression(ctx, sup); err != nil {
 				return err
 			}
@@ -63,10 +99,10 @@ func sendStatus(send *core.Send, state map[string]core.Status) (core.Status, boo
 	switch send.Status {
 	case core.StatusSent, core.StatusDelivered, core.StatusBounced, core.StatusComplained:
 	default:
-		return "", false // not handed off (or unknown: reconcile decides)
+		return "", false // not handed off (or unknown: reconcile or a provider's evidence decides)
 	}
 	var all []core.Status
-	for _, addr := range recipientsOf(send) {
+	for _, addr := range RecipientsOf(send) {
 		st, ok := state[addr]
 		if !ok {
 			st = core.RecipientStatusOf(send.Status)

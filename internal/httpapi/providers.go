@@ -1,0 +1,135 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/sns"
+	"github.com/sendonce/sendonce/webhooksig"
+)
+
+// The provider intake routes (API contract section 15): Amazon SNS
+// notifications of SES events and Resend's webhooks. Their authentication
+// is the provider's signature, not an API key: a message that does not
+// verify is 403 and nothing is recorded. The send an event is about is
+// found by the provider's ids (app.RecordProviderEvent), so the tenant is
+// that send's; an event naming no such send is answered 200 (the provider
+// must not retry it) and recorded nowhere.
+
+// MaxProviderEventBytes bounds an intake request: SNS messages are at most
+// 256 KiB, Resend's webhooks far less.
+const MaxProviderEventBytes = 512 << 10
+
+// ProvidersConfig is what the intake routes need.
+type ProvidersConfig struct {
+	// SNS verifies SNS messages; nil refuses POST /v1/providers/ses/events.
+	SNS *sns.Verifier
+	// ResendSecret is --resend-webhook-secret; "" refuses POST
+	// /v1/providers/resend/events.
+	ResendSecret string
+}
+
+func readIntake(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxProviderEventBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		writeJSON(w, http.StatusRequestEntityTooLarge, newErrorBody(core.CodeValidation, "the event is too large", ""))
+		return nil, err
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, newErrorBody(core.CodeInvalidJSON, "the body could not be read", ""))
+	}
+	return b, err
+}
+
+func forbiddenIntake(w http.ResponseWriter) {
+	writeJSON(w, http.StatusForbidden, newErrorBody(core.CodeForbidden, "the signature does not verify", ""))
+}
+
+func (s *Server) handleSESEvents(w http.ResponseWriter, r *http.Request) {
+	v := s.cfg.Providers.SNS
+	if v == nil {
+		writeJSON(w, http.StatusNotFound, newErrorBody(core.CodeNotFound, "SES event intake is not configured", ""))
+		return
+	}
+	body, err := readIntake(w, r)
+	if err != nil {
+		return
+	}
+	m, err := sns.Parse(body)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, newErrorBody(core.CodeInvalidJSON, "not an SNS message", ""))
+		return
+	}
+	if err := v.Verify(r.Context(), m); err != nil {
+		s.logger.WarnContext(r.Context(), "SNS message refused", slog.String("message_id", m.MessageId), slog.Any("error", err))
+		forbiddenIntake(w)
+		return
+	}
+	switch m.Type {
+	case "SubscriptionConfirmation":
+		if err := v.Confirm(r.Context(), m); err != nil {
+			s.logger.WarnContext(r.Context(), "SNS subscription not confirmed", slog.String("topic", m.TopicArn), slog.Any("error", err))
+			writeJSON(w, http.StatusBadGateway, newErrorBody(core.CodeUnavailable, "the subscription could not be confirmed", ""))
+			return
+		}
+		s.logger.InfoContext(r.Context(), "SNS subscription confirmed", slog.String("topic", m.TopicArn))
+	case "Notification":
+		ev, ok, err := app.ParseSESEvent(m.MessageId, []byte(m.Message))
+		if err != nil {
+			s.logger.WarnContext(r.Context(), "SNS notification is not an SES event", slog.String("message_id", m.MessageId), slog.Any("error", err))
+		}
+		if ok {
+			s.recordProviderEvent(w, r, ev)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"result": "ignored"})
+}
+
+func (s *Server) handleResendEvents(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Providers.ResendSecret == "" {
+		writeJSON(w, http.StatusNotFound, newErrorBody(core.CodeNotFound, "Resend event intake is not configured", ""))
+		return
+	}
+	body, err := readIntake(w, r)
+	if err != nil {
+		return
+	}
+	// Svix signs as Standard Webhooks does, under its own header names.
+	h := http.Header{}
+	h.Set("webhook-id", r.Header.Get("svix-id"))
+	h.Set("webhook-timestamp", r.Header.Get("svix-timestamp"))
+	h.Set("webhook-signature", r.Header.Get("svix-signature"))
+	if err := webhooksig.Verify(s.cfg.Providers.ResendSecret, h, body, 5*time.Minute, time.Now()); err != nil {
+		s.logger.WarnContext(r.Context(), "Resend webhook refused", slog.Any("error", err))
+		forbiddenIntake(w)
+		return
+	}
+	ev, ok, err := app.ParseResendEvent(r.Header.Get("svix-id"), body)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, newErrorBody(core.CodeInvalidJSON, "not a Resend email event", ""))
+		return
+	}
+	if !ok {
+		writeJSON(w, http.StatusOK, map[string]string{"result": "ignored"})
+		return
+	}
+	s.recordProviderEvent(w, r, ev)
+}
+
+func (s *Server) recordProviderEvent(w http.ResponseWriter, r *http.Request, ev app.ProviderEvent) {
+	res, err := s.svc.RecordProviderEvent(r.Context(), ev)
+	if err != nil {
+		writeError(w, r, s.logger, err) // 5xx: the provider retries it
+		return
+	}
+	s.logger.InfoContext(r.Context(), "provider event", slog.String("provider", ev.Provider), slog.String("type", ev.Type),
+		slog.String("provider_message_id", ev.ProviderMessageID), slog.String("result", string(res)))
+	writeJSON(w, http.StatusOK, map[string]string{"result": string(res)})
+}

@@ -1,0 +1,68 @@
+package server
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/httpapi"
+	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/sns"
+)
+
+// ProvidersConfig is what provider transports and their intake routes need
+// (API contract section 15).
+type ProvidersConfig struct {
+	// Fallbacks is --fallback-transport, in order.
+	Fallbacks []string
+	// ResendWebhookSecret is --resend-webhook-secret ("whsec_…"): POST
+	// /v1/providers/resend/events is refused without it.
+	ResendWebhookSecret string
+	// SNSCertHosts is --sns-cert-host: HOST:PORT values a signing
+	// certificate URL may name besides Amazon SNS's own hosts (tests).
+	SNSCertHosts []string
+	// TLS adds trusted roots (--tls-ca) for provider APIs and SNS
+	// certificate fetches; nil: the system's roots.
+	TLS *tls.Config
+}
+
+// LoadCA reads a PEM file of certificates (--tls-ca) into a TLS
+// configuration trusting them besides the system's roots.
+func LoadCA(path string) (*tls.Config, error) {
+	if path == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-ca: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, errors.New("--tls-ca: no PEM certificate in the file")
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// intakeConfig is the provider intake routes' settings: SNS certificates
+// and subscription confirmations are fetched through the outbound policy
+// (a certificate host is public unless --sns-cert-host names another and
+// --outbound-allow lets it be reached), with --tls-ca's roots.
+func intakeConfig(cfg Config, policy *outbound.Policy) httpapi.ProvidersConfig {
+	tr := policy.HTTPTransport()
+	if cfg.Providers.TLS != nil {
+		tr.TLSClientConfig = cfg.Providers.TLS.Clone()
+	}
+	client := &http.Client{Transport: tr, Timeout: 15 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return httpapi.ProvidersConfig{
+		SNS:          sns.New(client, cfg.Providers.SNSCertHosts, cfg.Now),
+		ResendSecret: cfg.Providers.ResendWebhookSecret,
+	}
+}

@@ -1,0 +1,90 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+const sendProviderColumns = `send_id, tenant, transport, provider, message_id, since, updated_at`
+
+func scanSendProvider(r rowScanner) (*core.SendProvider, error) {
+	var (
+		p          core.SendProvider
+		since, upd int64
+	)
+	err := r.Scan(&p.SendID, &p.Tenant, &p.Transport, &p.Provider, &p.MessageID, &since, &upd)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, core.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read send provider: %w", err)
+	}
+	p.Since, p.UpdatedAt = fromMicros(since), fromMicros(upd)
+	return &p, nil
+}
+
+// SendProvider implements core.Store.
+func (s *Store) SendProvider(ctx context.Context, sendID string) (*core.SendProvider, error) {
+	return scanSendProvider(s.r.queryRow(ctx, `SELECT `+sendProviderColumns+` FROM send_providers WHERE send_id = ?`, sendID))
+}
+
+// SetSendProvider implements core.Tx.
+func (t *Tx) SetSendProvider(ctx context.Context, p *core.SendProvider) error {
+	_, err := t.q.exec(ctx, `INSERT INTO send_providers (`+sendProviderColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (send_id) DO UPDATE SET
+			since = CASE WHEN send_providers.transport = excluded.transport THEN send_providers.since ELSE excluded.since END,
+			transport = excluded.transport, provider = excluded.provider, message_id = excluded.message_id,
+			updated_at = excluded.updated_at`,
+		p.SendID, p.Tenant, p.Transport, p.Provider, p.MessageID, micros(p.Since), micros(p.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("set send provider: %w", err)
+	}
+	return nil
+}
+
+// SendByProviderMessage implements core.Tx.
+func (t *Tx) SendByProviderMessage(ctx context.Context, provider, messageID string) (*core.Send, *core.SendProvider, error) {
+	if messageID == "" {
+		return nil, nil, core.ErrNotFound
+	}
+	p, err := scanSendProvider(t.q.queryRow(ctx, `SELECT `+sendProviderColumns+` FROM send_providers
+		WHERE provider = ? AND message_id = ?`, provider, messageID))
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := t.SendForUpdate(ctx, p.SendID)
+	return s, p, err
+}
+
+// SendByMessageID implements core.Tx.
+func (t *Tx) SendByMessageID(ctx context.Context, id string) (*core.Send, *core.SendProvider, error) {
+	s, err := scanSend(t.q.queryRow(ctx, `SELECT `+sendColumns+` FROM sends WHERE message_id = ?`+t.s.forUpdate, id))
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := scanSendProvider(t.q.queryRow(ctx, `SELECT `+sendProviderColumns+` FROM send_providers WHERE send_id = ?`, s.ID))
+	if errors.Is(err, core.ErrNotFound) {
+		return s, nil, nil
+	}
+	return s, p, err
+}
+
+// providerOf fills the send's provider fields for SendWithEvents, once a
+// provider gave its id.
+func providerOf(ctx context.Context, q querier, s *core.Send) error {
+	p, err := scanSendProvider(q.queryRow(ctx, `SELECT `+sendProviderColumns+` FROM send_providers WHERE send_id = ?`, s.ID))
+	if errors.Is(err, core.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if p.MessageID != "" {
+		s.Provider, s.ProviderMessageID = p.Provider, p.MessageID
+	}
+	return nil
+}
