@@ -118,7 +118,7 @@ func TestBounceStore(t *testing.T) {
 		inTx(func(tx core.Tx) error {
 			return tx.InsertUnmatched(ctx, &core.UnmatchedInbound{ID: "inb_01", Tenant: "t", SendID: send.ID, Reason: "x", Raw: []byte("raw"), ReceivedAt: at(3)})
 		})
-		if l, err := s.ListUnmatched(ctx, "t", 10); err != nil || len(l) != 1 || string(l[0].Raw) != "raw" {
+		if l, err := s.ListUnmatched(ctx, "t", 10); err != nil || len(l) != 1 || l[0].Size != 3 || l[0].Raw != nil { // sizes listed, bytes not read
 			t.Fatalf("unmatched: %+v %v", l, err)
 		}
 		if _, err := s.PurgeSends(ctx, at(10)); err != nil {
