@@ -20,6 +20,7 @@ require (
 )
 
 require (
+	github.com/emersion/go-imap/v2 v2.0.0-beta.8 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 )
