@@ -29,6 +29,7 @@ type Store interface {
 	Retention
 	Queue
 	WebhookStore
+	IMAPSyncs
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 }
@@ -53,6 +54,7 @@ type Tx interface {
 	ReportsTx
 	SecretsTx
 	WebhookTx
+	IMAPSyncTx
 }
 
 // Transactor runs writes. InTx commits when fn returns nil and rolls back

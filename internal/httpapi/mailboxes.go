@@ -16,11 +16,17 @@ func (s *Server) handleCreateMailbox(ctx context.Context, tx core.Tx, key *core.
 		Name        string `json:"name"`
 		Transport   string `json:"transport"`
 		ReceiveOnly bool   `json:"receive_only"`
+		IMAP        string `json:"imap"`
 	}
 	if err := decodeStrict(body, &req); err != nil {
 		return 0, nil, err
 	}
 	m := &core.Mailbox{Tenant: key.Tenant, ID: req.ID, Address: req.Address, Name: req.Name, Transport: req.Transport, ReceiveOnly: req.ReceiveOnly}
+	if req.IMAP != "" {
+		if err := s.svc.ConnectIMAP(m, req.IMAP); err != nil {
+			return 0, nil, err
+		}
+	}
 	if err := s.svc.CreateMailbox(ctx, tx, m); err != nil {
 		return 0, nil, err
 	}

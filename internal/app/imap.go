@@ -1,0 +1,59 @@
+package app
+
+import (
+	"context"
+	"net/netip"
+
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/imapurl"
+)
+
+// ConnectIMAP gives the mailbox m (not yet stored) the imap URL url: it is
+// checked, its host judged by the outbound policy when it is an address
+// literal (a name is judged each time it is dialled, on what it resolves
+// to then), and kept sealed under SENDONCE_SECRET_KEY, with a form
+// without the password for views. The URL's text never appears in an
+// error.
+func (s *Service) ConnectIMAP(m *core.Mailbox, url string) error {
+	cfg, err := imapurl.Parse(url)
+	if err != nil {
+		return core.Errorf(core.CodeValidation, "imap", "imap must be an imaps:// or imap:// URL: %v", err)
+	}
+	if ip, err := netip.ParseAddr(cfg.Host); err == nil {
+		if err := s.cfg.Outbound.Check(ip); err != nil {
+			return core.Errorf(core.CodeValidation, "imap", "the IMAP server's address is not one sendonce may connect to (loopback, private and reserved ranges need the operator's --outbound-allow)")
+		}
+	}
+	if m.ReceiveOnly && cfg.Sent != "" {
+		return core.Errorf(core.CodeValidation, "imap", "a receive-only mailbox sends nothing to file: leave sent out")
+	}
+	sealed, err := imapurl.Seal(url, s.cfg.SecretKey)
+	if err != nil {
+		return err
+	}
+	m.IMAP, m.IMAPShown = sealed, cfg.Redacted()
+	return nil
+}
+
+// MailboxIMAP opens a connected mailbox's imap URL (the syncer's and the
+// status check's); ok is false when the mailbox is not connected.
+func (s *Service) MailboxIMAP(m *core.Mailbox) (cfg imapurl.Config, ok bool, err error) {
+	if m.IMAP == nil {
+		return imapurl.Config{}, false, nil
+	}
+	url, err := imapurl.Open(m.IMAP, s.cfg.SecretKey)
+	if err != nil {
+		return imapurl.Config{}, false, err
+	}
+	cfg, err = imapurl.Parse(url)
+	if err != nil {
+		return imapurl.Config{}, false, err
+	}
+	return cfg, true, nil
+}
+
+// IMAPSyncState is where a connected mailbox's sync stands; ErrNotFound
+// before its first sync.
+func (s *Service) IMAPSyncState(ctx context.Context, tenant, mailboxID string) (*core.IMAPSync, error) {
+	return s.store.IMAPSyncState(ctx, tenant, mailboxID)
+}

@@ -1,0 +1,55 @@
+package httpapi_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
+)
+
+// TestMailboxIMAP_SealedAndNeverShownBack: a mailbox connected with an
+// imap URL shows it without the password, in its answer and its reads;
+// the database holds it sealed; bad URLs are a 422 that does not repeat
+// the password; an address literal inside the host's networks is refused
+// under the default outbound policy.
+func TestMailboxIMAP_SealedAndNeverShownBack(t *testing.T) {
+	const password = "hunter2-very-secret"
+	env := sendoncetest.Start(t, sendoncetest.Options{AllowNoKey: true, StrictOutbound: true, SecretKey: strings.Repeat("k", 32)})
+	do := func(method, path string, body any) *sendoncetest.Response {
+		return env.Do(t, sendoncetest.Request{Method: method, Path: path, Key: env.AdminKey, Body: body})
+	}
+	r := do("POST", "/v1/mailboxes", map[string]any{"id": "support", "address": "support@example.com",
+		"imap": "imaps://support%40example.com:" + password + "@imap.example.com?sent=Sent%20Items"})
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	const shown = "imaps://support%40example.com@imap.example.com:993?sent=Sent+Items"
+	for _, body := range [][]byte{r.Body, do("GET", "/v1/mailboxes/support", nil).Body, do("GET", "/v1/mailboxes", nil).Body} {
+		if strings.Contains(string(body), password) || !strings.Contains(string(body), `"imap":"`+shown+`"`) {
+			t.Errorf("mailbox view %s: want imap %q and never the password", body, shown)
+		}
+	}
+	if n := env.QueryInt(t, `SELECT count(*) FROM mailboxes WHERE id = 'support' AND imap IS NOT NULL`); n != 1 {
+		t.Fatalf("the imap URL was not stored")
+	}
+	if n := env.QueryInt(t, `SELECT count(*) FROM mailboxes WHERE id = 'support' AND instr(CAST(imap AS TEXT), 'hunter2') > 0`); n != 0 {
+		t.Fatal("the password is stored in the clear despite SENDONCE_SECRET_KEY")
+	}
+	if got := do("GET", "/v1/mailboxes/default", nil).JSON(t); got["imap"] != nil {
+		t.Errorf("an unconnected mailbox shows imap %v, want null", got["imap"])
+	}
+
+	for i, bad := range []string{
+		"smtp://u:" + password + "@imap.example.com",
+		"imaps://u@imap.example.com",
+		"imaps://u:" + password + "@imap.example.com?tls=none",
+		"imap://u:" + password + "@127.0.0.1:143?tls=none",
+		"imap://u:" + password + "@[::1]:143",
+		"imap://u:" + password + "@10.1.2.3",
+	} {
+		r := do("POST", "/v1/mailboxes", map[string]any{"id": "bad" + string(rune('a'+i)), "address": "b@example.com", "imap": bad})
+		if r.Status != 422 || r.ErrorCode() != "validation_error" || strings.Contains(string(r.Body), password) {
+			t.Errorf("imap %q: %d %s, want a 422 without the password", bad, r.Status, r.Body)
+		}
+	}
+}
