@@ -154,6 +154,11 @@ func (d *Dovecot) config(o Options, tlsConf string) string {
 		ssl,
 		"disable_plaintext_auth = no",
 		"auth_mechanisms = plain login",
+		// A refused login is answered at once and not penalised: the
+		// tests refuse logins on purpose, from loopback.
+		"auth_failure_delay = 0",
+		"login_trusted_networks = 127.0.0.0/8",
+		"service anvil {\n  unix_listener anvil-auth-penalty {\n    mode = 0\n  }\n}",
 		"mail_location = maildir:~/Maildir",
 		"first_valid_uid = 1",
 		"mailbox_idle_check_interval = 1 secs",
