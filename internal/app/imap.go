@@ -57,3 +57,21 @@ func (s *Service) MailboxIMAP(m *core.Mailbox) (cfg imapurl.Config, ok bool, err
 func (s *Service) IMAPSyncState(ctx context.Context, tenant, mailboxID string) (*core.IMAPSync, error) {
 	return s.store.IMAPSyncState(ctx, tenant, mailboxID)
 }
+
+// CheckIMAP logs in to a connected mailbox's IMAP server now: connected
+// is false for a mailbox without an imap URL; failure says, as a class,
+// why the login failed ("" when it worked, or when no probe is wired).
+func (s *Service) CheckIMAP(ctx context.Context, m *core.Mailbox) (connected bool, failure string) {
+	cfg, ok, err := s.MailboxIMAP(m)
+	if err != nil {
+		s.logger.ErrorContext(ctx, "open a mailbox's imap URL", "mailbox_id", m.ID, "error", err)
+		return true, "the IMAP settings cannot be opened (SENDONCE_SECRET_KEY)"
+	}
+	if !ok {
+		return false, ""
+	}
+	if s.cfg.IMAPProbe == nil {
+		return true, ""
+	}
+	return true, s.cfg.IMAPProbe(ctx, cfg)
+}

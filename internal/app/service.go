@@ -15,6 +15,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/imapurl"
 	"github.com/sendonce/sendonce/internal/outbound"
 )
 
@@ -55,6 +56,10 @@ type Config struct {
 	// a limit above its creator's. Off when either is 0.
 	RateLimit       int
 	RateLimitWindow time.Duration
+	// IMAPProbe logs in to a connected mailbox's IMAP server and out,
+	// through the outbound policy, and says why it could not as a class
+	// ("" when it could): the mailbox status check. nil: not checked.
+	IMAPProbe func(ctx context.Context, cfg imapurl.Config) (failure string)
 }
 
 // Service implements the use cases.

@@ -162,3 +162,27 @@ func sentFolder(c *imapclient.Client, configured string) (string, error) {
 	}
 	return "Sent", nil
 }
+
+// Describe says why a session failed in words fit for a tenant: the class
+// and, for a connection that did not reach a server, refused, timed out
+// and the like (outbound.Describe) — never the server's text, which could
+// map the network around sendonce or leak its banner.
+func Describe(err error) string {
+	var e *Error
+	if !errors.As(err, &e) {
+		return "the IMAP server could not be checked"
+	}
+	switch e.Class {
+	case ClassLogin:
+		return "IMAP login failed"
+	case ClassBlocked:
+		return "IMAP: " + outbound.FailBlocked
+	case ClassConnect:
+		return "IMAP: " + outbound.Describe(e.Err)
+	case ClassTLS:
+		return "IMAP: " + outbound.FailTLS
+	case ClassFolder:
+		return "IMAP: the inbox folder cannot be selected"
+	}
+	return "IMAP: the session failed"
+}

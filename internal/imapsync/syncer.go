@@ -118,13 +118,18 @@ func (c *Config) defaults() {
 		c.BackoffMax = 5 * time.Minute
 	}
 	if c.Holder == "" {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		c.Holder = "imapsync-" + hex.EncodeToString(b[:])
+		c.Holder = c.holder()
 	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+}
+
+// holder is a random name for this process in leases.
+func (c *Config) holder() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "imapsync-" + hex.EncodeToString(b[:])
 }
 
 // Syncer runs one sync per connected mailbox whose lease this process
