@@ -1,9 +1,11 @@
 package httpapi_test
 
 import (
+	"net"
 	"strings"
 	"testing"
 
+	"github.com/sendonce/sendonce/internal/testkit/dovecottest"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
@@ -51,5 +53,44 @@ func TestMailboxIMAP_SealedAndNeverShownBack(t *testing.T) {
 		if r.Status != 422 || r.ErrorCode() != "validation_error" || strings.Contains(string(r.Body), password) {
 			t.Errorf("imap %q: %d %s, want a 422 without the password", bad, r.Status, r.Body)
 		}
+	}
+}
+
+// TestMailboxStatus_ChecksIMAPLogin: the status route of a connected
+// mailbox logs in to its IMAP server too and says which login failed, as
+// a class, on the Mailera and the native route alike.
+func TestMailboxStatus_ChecksIMAPLogin(t *testing.T) {
+	d := dovecottest.Start(t, dovecottest.Options{})
+	env := sendoncetest.Start(t, sendoncetest.Options{AllowNoKey: true})
+	do := func(method, path string, body any) *sendoncetest.Response {
+		return env.Do(t, sendoncetest.Request{Method: method, Path: path, Key: env.AdminKey, Body: body})
+	}
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := closed.Addr().String()
+	closed.Close()
+	for _, mb := range []struct {
+		id, url    string
+		canReceive bool
+		imapError  any
+	}{
+		{"right", "imap://alice:secret@" + d.Addr + "?tls=none", true, nil},
+		{"wrong", "imap://alice:not-it@" + d.Addr + "?tls=none", false, "IMAP login failed"},
+		{"closed", "imap://alice:secret@" + closedAddr + "?tls=none", false, "IMAP: connection refused"},
+	} {
+		if r := do("POST", "/v1/mailboxes", map[string]any{"id": mb.id, "address": mb.id + "@example.com", "imap": mb.url}); r.Status != 201 {
+			t.Fatalf("create mailbox: %d %s", r.Status, r.Body)
+		}
+		for _, path := range []string{"/api/public/v1/mailboxes/" + mb.id + "/status", "/v1/mailboxes/" + mb.id + "/status"} {
+			st := do("GET", path, nil).JSON(t)
+			if st["can_receive"] != mb.canReceive || st["imap_error"] != mb.imapError || st["can_send"] != true || st["error"] != nil {
+				t.Errorf("%s: %v, want can_receive %v, imap_error %v and the relay's check apart", path, st, mb.canReceive, mb.imapError)
+			}
+		}
+	}
+	if st := do("GET", "/v1/mailboxes/default/status", nil).JSON(t); st["can_receive"] != nil || st["imap_error"] != nil {
+		t.Errorf("a mailbox that is not connected: %v, want can_receive and imap_error null", st)
 	}
 }

@@ -78,6 +78,7 @@ func (s *Server) routes() []string {
 	m.Handle("POST /api/public/v1/mailboxes/{id}/send", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{committed: accepted, audit: true}, s.handleMailboxSend))))
 	m.Handle("GET /api/public/v1/sends/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetSend)))
 	m.Handle("GET /api/public/v1/mailboxes/{id}/status", s.auth(core.ScopeRead, s.handleMailboxStatus(statusCache)))
+	m.Handle("GET /v1/mailboxes/{id}/status", s.auth(core.ScopeRead, s.handleMailboxStatus(statusCache))) // the native name of the same check
 	m.Handle("POST /emails", s.bounded(s.resendPost(s.handleResendSend)))
 	m.Handle("POST /emails/batch", s.bounded(s.resendPost(s.handleResendBatch)))
 	m.Handle("GET /emails", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendList)))
