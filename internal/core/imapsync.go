@@ -46,6 +46,9 @@ type IMAPSyncs interface {
 	// IMAPSyncState returns a mailbox's sync state; ErrNotFound when it
 	// was never synced.
 	IMAPSyncState(ctx context.Context, tenant, mailboxID string) (*IMAPSync, error)
+	// IMAPAppendsDue reports whether a Sent copy is due and unclaimed:
+	// a read, so that an idle appender writes nothing.
+	IMAPAppendsDue(ctx context.Context, now time.Time) (bool, error)
 }
 
 // IMAPSyncTx changes the sync state and takes its lease.

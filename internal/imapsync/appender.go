@@ -27,6 +27,7 @@ import (
 type AppendStore interface {
 	core.Transactor
 	Mailbox(ctx context.Context, tenant, id string) (*core.Mailbox, error)
+	IMAPAppendsDue(ctx context.Context, now time.Time) (bool, error)
 	Send(ctx context.Context, tenant, id string) (*core.Send, error)
 	SendAttachments(ctx context.Context, id string) ([]core.Attachment, error)
 }
@@ -108,6 +109,9 @@ func (a *Appender) Run(ctx context.Context) {
 // RunOnce claims due appends and works them; it returns how many.
 func (a *Appender) RunOnce(ctx context.Context) (int, error) {
 	now := a.cfg.Now()
+	if due, err := a.store.IMAPAppendsDue(ctx, now); err != nil || !due {
+		return 0, err
+	}
 	var claimed []core.IMAPAppend
 	err := a.store.InTx(ctx, func(tx core.Tx) (err error) {
 		claimed, err = tx.ClaimIMAPAppends(ctx, a.cfg.Holder, now, now.Add(a.cfg.Lease), 10)

@@ -41,6 +41,17 @@ func (s *Store) IMAPSyncState(ctx context.Context, tenant, mailboxID string) (*c
 	return &st, nil
 }
 
+// IMAPAppendsDue implements core.Store.
+func (s *Store) IMAPAppendsDue(ctx context.Context, now time.Time) (bool, error) {
+	var n int
+	err := s.r.queryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM imap_appends WHERE next_at <= ? AND lease_until < ? LIMIT 1) d`,
+		micros(now), micros(now)).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("look for due imap appends: %w", err)
+	}
+	return n > 0, nil
+}
+
 // LeaseIMAPSync implements core.Tx: one conditional upsert, so that two
 // processes asking at once cannot both win.
 func (t *Tx) LeaseIMAPSync(ctx context.Context, tenant, mailboxID, holder string, now, until time.Time) (bool, error) {

@@ -122,9 +122,15 @@ func TestIMAPAppends_OncePerSendOfAConnectedMailbox(t *testing.T) {
 			})
 			return got
 		}
+		if due, err := s.IMAPAppendsDue(ctx, now); err != nil || !due {
+			t.Fatalf("IMAPAppendsDue = %v, %v; want true", due, err)
+		}
 		got := claim("a", now)
 		if len(got) != 1 || got[0].SendID != "snd_1" || got[0].MailboxID != "support" || got[0].Attempts != 1 {
 			t.Fatalf("claimed %+v, want snd_1 once", got)
+		}
+		if due, err := s.IMAPAppendsDue(ctx, now); err != nil || due {
+			t.Fatalf("IMAPAppendsDue of a claimed append = %v, %v; want false", due, err)
 		}
 		if again := claim("b", now); len(again) != 0 {
 			t.Fatalf("a leased append was claimed again: %+v", again)
