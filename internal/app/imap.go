@@ -75,3 +75,26 @@ func (s *Service) CheckIMAP(ctx context.Context, m *core.Mailbox) (connected boo
 	}
 	return true, s.cfg.IMAPProbe(ctx, cfg)
 }
+
+// SetMailboxIMAP connects a stored mailbox to url (a new password, other
+// folders), or disconnects it when url is empty, and returns it. A
+// running sync takes the new URL at its next connection. ErrNotFound
+// (the built-in default mailbox is not stored: create one to connect).
+func (s *Service) SetMailboxIMAP(ctx context.Context, tenant, id, url string) (*core.Mailbox, error) {
+	m, err := s.store.Mailbox(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	m.IMAP, m.IMAPShown = nil, ""
+	if url != "" {
+		if err := s.ConnectIMAP(m, url); err != nil {
+			return nil, err
+		}
+	}
+	err = s.store.InTx(ctx, func(tx core.Tx) error { return tx.SetMailboxIMAP(ctx, tenant, id, m.IMAP, m.IMAPShown) })
+	if err != nil {
+		return nil, err
+	}
+	s.mailboxes.forget(tenant + "\x00" + id)
+	return m, nil
+}

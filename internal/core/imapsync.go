@@ -53,6 +53,9 @@ type IMAPSyncs interface {
 
 // IMAPSyncTx changes the sync state and takes its lease.
 type IMAPSyncTx interface {
+	// SetMailboxIMAP replaces a stored mailbox's imap URL (as stored, and
+	// as shown); nil disconnects it. ErrNotFound.
+	SetMailboxIMAP(ctx context.Context, tenant, id string, imap []byte, shown string) error
 	// LeaseIMAPSync takes or renews the mailbox's sync lease for holder
 	// until until: true when holder holds it now (it was free, its lease
 	// ended before now, or holder held it already).

@@ -41,6 +41,24 @@ func TestMailboxIMAP_SealedAndNeverShownBack(t *testing.T) {
 		t.Errorf("an unconnected mailbox shows imap %v, want null", got["imap"])
 	}
 
+	// A new password (or other folders) replaces the URL; "" disconnects.
+	r = do("PUT", "/v1/mailboxes/support/imap", map[string]any{"imap": "imap://support:new-" + password + "@imap.example.com?sent=Sent"})
+	if r.Status != 200 || strings.Contains(string(r.Body), password) || r.JSON(t)["imap"] != "imap://support@imap.example.com:143?sent=Sent" {
+		t.Errorf("replace the imap URL: %d %s", r.Status, r.Body)
+	}
+	if r := do("PUT", "/v1/mailboxes/support/imap", map[string]any{"imap": "imap://support@imap.example.com"}); r.Status != 422 {
+		t.Errorf("replace with a URL without password: %d %s, want 422", r.Status, r.Body)
+	}
+	if r := do("PUT", "/v1/mailboxes/nosuch/imap", map[string]any{"imap": ""}); r.Status != 404 {
+		t.Errorf("an unknown mailbox: %d %s, want 404", r.Status, r.Body)
+	}
+	if r := do("PUT", "/v1/mailboxes/support/imap", map[string]any{"imap": ""}); r.Status != 200 || r.JSON(t)["imap"] != nil {
+		t.Errorf("disconnect: %d %s, want imap null", r.Status, r.Body)
+	}
+	if n := env.QueryInt(t, `SELECT count(*) FROM mailboxes WHERE id = 'support' AND imap IS NULL`); n != 1 {
+		t.Errorf("a disconnected mailbox keeps its imap URL")
+	}
+
 	for i, bad := range []string{
 		"smtp://u:" + password + "@imap.example.com",
 		"imaps://u@imap.example.com",

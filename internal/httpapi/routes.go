@@ -42,6 +42,7 @@ func (s *Server) routes() []string {
 
 	m.Handle("POST /v1/mailboxes", s.auth(core.ScopeAdmin, s.idempotent(postOpts{}, inTx(s.handleCreateMailbox))))
 	m.Handle("GET /v1/mailboxes/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetMailbox)))
+	m.Handle("PUT /v1/mailboxes/{id}/imap", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleSetMailboxIMAP)))
 	m.Handle("GET /v1/mailboxes", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListMailboxes)))
 
 	m.Handle("POST /v1/domains", s.auth(core.ScopeAdmin, s.idempotent(postOpts{}, s.handleAddDomain)))

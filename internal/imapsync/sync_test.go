@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/imapsync"
+	"github.com/sendonce/sendonce/internal/outbound"
 	"github.com/sendonce/sendonce/internal/testkit/dovecottest"
 )
 
@@ -177,5 +179,32 @@ func TestSync_LoginFailurePausesAndResumes(t *testing.T) {
 			events[1].Type != imapsync.EventConnected {
 			t.Fatalf("events %+v, want one disconnected (login_failed) then one connected", events)
 		}
+	})
+}
+
+// TestSync_NewPasswordThroughTheAPI: a mailbox stored with a wrong
+// password pauses; given the right one (app.Service.SetMailboxIMAP, the
+// PUT route's use case) it resumes by itself at its next try.
+func TestSync_NewPasswordThroughTheAPI(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open func() *Store) {
+		d := dovecottest.Start(t, dovecottest.Options{})
+		d.Deliver(t, "alice", "INBOX", plain("waiting"), time.Now())
+		s := open()
+		svc := app.New(s, app.Config{SecretKey: strings.Repeat("s", 32), Outbound: outbound.MustParse("127.0.0.0/8")}, nil)
+		m := &core.Mailbox{Tenant: "t1", ID: "support", Address: "support@example.com", CreatedAt: time.Now()}
+		if err := svc.ConnectIMAP(m, "imap://alice:wrong@"+d.Addr+"?tls=none"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.InTx(context.Background(), func(tx core.Tx) error { return tx.InsertMailbox(context.Background(), m) }); err != nil {
+			t.Fatal(err)
+		}
+		rec := newRecorder()
+		run(t, imapsync.New(s, svc.MailboxIMAP, rec, testConfig("p1"), nil))
+		waitState(t, s, "support", 20*time.Second, func(st core.IMAPSync) bool { return st.ErrorClass == imapsync.ClassLogin })
+		if _, err := svc.SetMailboxIMAP(context.Background(), "t1", "support", "imap://alice:secret@"+d.Addr+"?tls=none"); err != nil {
+			t.Fatal(err)
+		}
+		rec.waitFor(t, "the sync with the new password", 20*time.Second, func(stored, _ int) bool { return stored == 1 })
+		waitState(t, s, "support", 10*time.Second, func(st core.IMAPSync) bool { return st.Status == core.IMAPSyncing })
 	})
 }

@@ -33,7 +33,11 @@ type Receiver interface {
 type Store interface {
 	core.Transactor
 	core.IMAPSyncs
+	Mailbox(ctx context.Context, tenant, id string) (*core.Mailbox, error)
 }
+
+// errDisconnected: the mailbox has no imap URL any more (or is gone).
+var errDisconnected = errors.New("imapsync: the mailbox is no longer connected")
 
 // Opener opens a mailbox's stored imap URL (*app.Service.MailboxIMAP).
 type Opener func(m *core.Mailbox) (cfg imapurl.Config, ok bool, err error)
@@ -215,13 +219,16 @@ func (m *mailboxSync) run(ctx context.Context) {
 			}
 			continue
 		}
-		m.holding(ctx)
+		if m.holding(ctx) {
+			return
+		}
 	}
 }
 
 // holding syncs while this process holds the lease, renewing it; it
-// returns when the lease is lost or ctx ends, having let the lease go.
-func (m *mailboxSync) holding(ctx context.Context) {
+// returns when the lease is lost or ctx ends, having let the lease go —
+// done when the mailbox is no longer connected.
+func (m *mailboxSync) holding(ctx context.Context) (done bool) {
 	s := m.s
 	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -251,13 +258,17 @@ func (m *mailboxSync) holding(ctx context.Context) {
 	}
 	for hctx.Err() == nil {
 		err := m.session(hctx)
+		if errors.Is(err, errDisconnected) {
+			return true
+		}
 		if hctx.Err() != nil || errors.Is(err, errLeaseLost) {
-			return
+			return false
 		}
 		if !m.failed(hctx, err) {
-			return
+			return false
 		}
 	}
+	return false
 }
 
 // lease takes or renews the mailbox's lease for this process.
@@ -311,9 +322,21 @@ func backoff(base, max time.Duration, failures int) time.Duration {
 // ends.
 func (m *mailboxSync) session(ctx context.Context) error {
 	s := m.s
-	cfg, ok, err := s.open(m.mb)
-	if err != nil || !ok {
+	// Read again each time: the URL may have been replaced (a new
+	// password) or removed since.
+	mb, err := s.store.Mailbox(ctx, m.mb.Tenant, m.mb.ID)
+	if errors.Is(err, core.ErrNotFound) {
+		return errDisconnected
+	}
+	if err != nil {
+		return err
+	}
+	cfg, ok, err := s.open(mb)
+	if err != nil {
 		return classed(ClassProtocol, errors.New("the mailbox's imap URL cannot be opened"))
+	}
+	if !ok {
+		return errDisconnected
 	}
 	news := make(chan struct{}, 1)
 	handler := &imapclient.UnilateralDataHandler{Mailbox: func(d *imapclient.UnilateralDataMailbox) {

@@ -52,6 +52,18 @@ func (s *Store) IMAPAppendsDue(ctx context.Context, now time.Time) (bool, error)
 	return n > 0, nil
 }
 
+// SetMailboxIMAP implements core.Tx.
+func (t *Tx) SetMailboxIMAP(ctx context.Context, tenant, id string, imap []byte, shown string) error {
+	n, err := t.q.exec(ctx, `UPDATE mailboxes SET imap = ?, imap_shown = ? WHERE tenant = ? AND id = ?`, imap, shown, tenant, id)
+	if err != nil {
+		return fmt.Errorf("set mailbox imap: %w", err)
+	}
+	if n != 1 {
+		return core.ErrNotFound
+	}
+	return nil
+}
+
 // LeaseIMAPSync implements core.Tx: one conditional upsert, so that two
 // processes asking at once cannot both win.
 func (t *Tx) LeaseIMAPSync(ctx context.Context, tenant, mailboxID, holder string, now, until time.Time) (bool, error) {
