@@ -32,7 +32,9 @@ func TestSync_InitialNewAndResync(t *testing.T) {
 		s := open()
 		connect(t, s, d, "support", "")
 		rec := newRecorder()
-		stop := run(t, imapsync.New(s, opener(s), rec, testConfig("p1"), nil))
+		cfg := testConfig("p1")
+		cfg.PollInterval = time.Hour // new mail within seconds only through IDLE
+		stop := run(t, imapsync.New(s, opener(s), rec, cfg, nil))
 
 		rec.waitFor(t, "initial sync", 20*time.Second, func(stored, _ int) bool { return stored >= 3 })
 		st := waitState(t, s, "support", 10*time.Second, func(st core.IMAPSync) bool { return st.LastUID >= 4 })
