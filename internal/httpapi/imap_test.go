@@ -4,6 +4,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sendonce/sendonce/internal/testkit/dovecottest"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
@@ -108,7 +109,20 @@ func TestMailboxStatus_ChecksIMAPLogin(t *testing.T) {
 			}
 		}
 	}
-	if st := do("GET", "/v1/mailboxes/default/status", nil).JSON(t); st["can_receive"] != nil || st["imap_error"] != nil {
+	// The sync's own state: the server's syncer pauses a mailbox whose
+	// login is refused, with the class.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st := do("GET", "/v1/mailboxes/wrong/status", nil).JSON(t)
+		if st["imap_sync"] == "paused" && st["imap_sync_error"] == "login_failed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status of a mailbox whose login is refused: %v, want imap_sync paused with login_failed", st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if st := do("GET", "/v1/mailboxes/default/status", nil).JSON(t); st["can_receive"] != nil || st["imap_error"] != nil || st["imap_sync"] != nil {
 		t.Errorf("a mailbox that is not connected: %v, want can_receive and imap_error null", st)
 	}
 }

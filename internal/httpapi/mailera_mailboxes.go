@@ -184,6 +184,10 @@ type mailboxStatus struct {
 	// server (null when it is not connected), IMAPError why not.
 	CanReceive *bool   `json:"can_receive"`
 	IMAPError  *string `json:"imap_error"`
+	// IMAPSync is where the sync stands ("syncing", "paused"; null before
+	// the first), IMAPSyncError why it is paused, as a class.
+	IMAPSync      *string `json:"imap_sync"`
+	IMAPSyncError *string `json:"imap_sync_error"`
 }
 
 // statusCache keeps one recent check per mailbox and relay. A caller that
@@ -287,6 +291,17 @@ func (s *Server) checkIMAP(ctx context.Context, cache *statusCache, mb *core.Mai
 	out.CanReceive = &ok
 	if perr != nil {
 		out.IMAPError = optString(perr.Error())
+	}
+	st, err := s.svc.IMAPSyncState(ctx, mb.Tenant, mb.ID)
+	if err != nil {
+		if !errors.Is(err, core.ErrNotFound) {
+			s.logger.ErrorContext(ctx, "read imap sync state", "mailbox_id", mb.ID, "error", err)
+		}
+		return
+	}
+	out.IMAPSync = optString(string(st.Status))
+	if st.ErrorClass != "" {
+		out.IMAPSyncError = optString(st.ErrorClass)
 	}
 }
 

@@ -131,6 +131,9 @@ type Config struct {
 	// IMAPSyncDays (--imap-sync-days) is how far back a connected
 	// mailbox's first sync reaches. Defaults to 30.
 	IMAPSyncDays int
+	// IMAPRescan is how often the connected mailboxes are listed for new
+	// ones (tests shorten it). Defaults to imapsync's 30 s.
+	IMAPRescan time.Duration
 	// Now is the clock of the idempotency and delivery rules. Defaults to
 	// time.Now. (River schedules on the wall clock.)
 	Now func() time.Time
