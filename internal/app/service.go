@@ -15,6 +15,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/imapurl"
 	"github.com/sendonce/sendonce/internal/outbound"
 )
 
@@ -61,6 +62,10 @@ type Config struct {
 	// InboundName is the host name of the inbound listener, which the MX
 	// record of a receiving domain names (--inbound-name).
 	InboundName string
+	// IMAPProbe logs in to a connected mailbox's IMAP server and out,
+	// through the outbound policy, and says why it could not as a class
+	// ("" when it could): the mailbox status check. nil: not checked.
+	IMAPProbe func(ctx context.Context, cfg imapurl.Config) (failure string)
 }
 
 // Service implements the use cases.

@@ -164,6 +164,7 @@ func serverFlags(e *envFlags, c *Config) {
 	e.integer(&c.MaxSuppressions, "max-suppressions", "SENDONCE_MAX_SUPPRESSIONS", core.DefaultMaxSuppressions, "suppression entries one tenant may add by hand (0: no cap; bounces and complaints always add theirs)")
 	e.integer(&c.MaxAPIKeys, "max-api-keys", "SENDONCE_MAX_API_KEYS", core.DefaultMaxAPIKeys, "API keys (not revoked) one tenant may create through the API (0: no cap; sendonce keys create is not capped)")
 	e.str(&sc.WebhookRetrySchedule, "webhook-retry-schedule", "SENDONCE_WEBHOOK_RETRY_SCHEDULE", webhook.DefaultSchedule, "waits before each retry of a failed webhook delivery, comma-separated; after the last the delivery is failed")
+	e.integer(&sc.IMAPSyncDays, "imap-sync-days", "SENDONCE_IMAP_SYNC_DAYS", 30, "how many days back a connected mailbox's first sync reaches (docs/mailboxes.md)")
 	e.boolean(&sc.WebhookAllowPrivate, "webhook-allow-private", "SENDONCE_WEBHOOK_ALLOW_PRIVATE", false, "allow webhook endpoints on loopback and private addresses (refused by default)")
 	e.integer(&c.MaxRequestSize, "max-request-size", "SENDONCE_MAX_REQUEST_SIZE", httpapi.DefaultMaxRequestBytes, "largest request body on the send routes, in bytes (other routes: 1 MiB)")
 	e.integer(&c.MaxMessageSize, "max-message-size", "SENDONCE_MAX_MESSAGE_SIZE", app.DefaultMaxMessageBytes, "largest message after MIME encoding, attachments included, in bytes")

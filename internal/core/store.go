@@ -31,6 +31,7 @@ type Store interface {
 	Queue
 	WebhookStore
 	Providers
+	IMAPSyncs
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 }
@@ -57,6 +58,7 @@ type Tx interface {
 	SecretsTx
 	WebhookTx
 	ProvidersTx
+	IMAPSyncTx
 }
 
 // Transactor runs writes. InTx commits when fn returns nil and rolls back

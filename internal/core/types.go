@@ -244,6 +244,12 @@ type Mailbox struct {
 	Transport   string // "" means the server's default transport
 	ReceiveOnly bool
 	CreatedAt   time.Time
+	// IMAP is the connected mailbox's imap URL as stored (sealed under
+	// SENDONCE_SECRET_KEY when one is set: it holds a password), nil when
+	// the mailbox is not connected; IMAPShown is it without its password,
+	// what views show (docs/mailboxes.md).
+	IMAP      []byte
+	IMAPShown string
 }
 
 // InboxMessage is a message the capture transport kept.

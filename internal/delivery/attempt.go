@@ -364,6 +364,13 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 		if o.deferred {
 			return nil // nothing happened to tell of
 		}
+		if o.status == core.StatusSent || o.delivered {
+			// A connected mailbox's send is owed its Sent-folder copy
+			// (internal/imapsync), in this same transaction.
+			if err := tx.QueueIMAPAppend(wctx, s.Tenant, s.ID, s.MailboxID, now); err != nil {
+				return err
+			}
+		}
 		if err := recordSuppressed(wctx, tx, s.ID, o.suppressed, now); err != nil {
 			return err
 		}

@@ -17,11 +17,17 @@ func (s *Server) handleCreateMailbox(ctx context.Context, tx core.Tx, key *core.
 		Transport   string `json:"transport"`
 		ReceiveOnly bool   `json:"receive_only"`
 		Receiving   bool   `json:"receiving"`
+		IMAP        string `json:"imap"`
 	}
 	if err := decodeStrict(body, &req); err != nil {
 		return 0, nil, err
 	}
 	m := &core.Mailbox{Tenant: key.Tenant, ID: req.ID, Address: req.Address, Name: req.Name, Transport: req.Transport, ReceiveOnly: req.ReceiveOnly}
+	if req.IMAP != "" {
+		if err := s.svc.ConnectIMAP(m, req.IMAP); err != nil {
+			return 0, nil, err
+		}
+	}
 	if err := s.svc.CreateMailbox(ctx, tx, m); err != nil {
 		return 0, nil, err
 	}
@@ -31,6 +37,29 @@ func (s *Server) handleCreateMailbox(ctx context.Context, tx core.Tx, key *core.
 		}
 	}
 	return http.StatusCreated, viewMailbox(m), nil
+}
+
+// handleSetMailboxIMAP replaces a mailbox's imap URL ("" disconnects
+// it). A PUT is idempotent by itself, as a template's.
+func (s *Server) handleSetMailboxIMAP(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	var req struct {
+		IMAP string `json:"imap"`
+	}
+	if err := decodeStrict(body, &req); err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	m, err := s.svc.SetMailboxIMAP(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"), req.IMAP)
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewMailbox(m))
 }
 
 func (s *Server) handleGetMailbox(w http.ResponseWriter, r *http.Request) {

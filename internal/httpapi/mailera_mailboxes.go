@@ -220,6 +220,14 @@ type mailboxStatus struct {
 	CanSend   bool    `json:"can_send"`
 	CheckedAt string  `json:"checked_at"`
 	Error     *string `json:"error"`
+	// CanReceive is whether a connected mailbox can log in to its IMAP
+	// server (null when it is not connected), IMAPError why not.
+	CanReceive *bool   `json:"can_receive"`
+	IMAPError  *string `json:"imap_error"`
+	// IMAPSync is where the sync stands ("syncing", "paused"; null before
+	// the first), IMAPSyncError why it is paused, as a class.
+	IMAPSync      *string `json:"imap_sync"`
+	IMAPSyncError *string `json:"imap_sync_error"`
 }
 
 // statusCache keeps one recent check per mailbox and relay. A caller that
@@ -294,7 +302,46 @@ func (s *Server) handleMailboxStatus(cache *statusCache) http.HandlerFunc {
 				out.CanSend, out.Error = false, optString(describeProbe(perr))
 			}
 		}
+		s.checkIMAP(ctx, cache, mb, &out)
 		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+// checkIMAP adds a connected mailbox's IMAP login to its status, reused
+// for statusTTL like the relay's.
+func (s *Server) checkIMAP(ctx context.Context, cache *statusCache, mb *core.Mailbox, out *mailboxStatus) {
+	if mb.IMAP == nil {
+		return
+	}
+	e := cache.entry(mb.Tenant + "\x00" + mb.ID + "\x00imap\x00" + mb.IMAPShown)
+	e.mu.Lock()
+	now := s.svc.Now()
+	if e.at.IsZero() || now.Sub(e.at) >= statusTTL || now.Before(e.at) {
+		// The check outlives a caller who hangs up, as the relay's.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
+		_, failure := s.svc.CheckIMAP(pctx, mb)
+		cancel()
+		e.err, e.at = nil, s.svc.Now()
+		if failure != "" {
+			e.err = errors.New(failure)
+		}
+	}
+	ok, perr := e.err == nil, e.err
+	e.mu.Unlock()
+	out.CanReceive = &ok
+	if perr != nil {
+		out.IMAPError = optString(perr.Error())
+	}
+	st, err := s.svc.IMAPSyncState(ctx, mb.Tenant, mb.ID)
+	if err != nil {
+		if !errors.Is(err, core.ErrNotFound) {
+			s.logger.ErrorContext(ctx, "read imap sync state", "mailbox_id", mb.ID, "error", err)
+		}
+		return
+	}
+	out.IMAPSync = optString(string(st.Status))
+	if st.ErrorClass != "" {
+		out.IMAPSyncError = optString(st.ErrorClass)
 	}
 }
 

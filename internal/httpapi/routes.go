@@ -53,6 +53,7 @@ func (s *Server) routes() []string {
 
 	m.Handle("POST /v1/mailboxes", s.auth(core.ScopeAdmin, s.idempotent(postOpts{}, inTx(s.handleCreateMailbox))))
 	m.Handle("GET /v1/mailboxes/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetMailbox)))
+	m.Handle("PUT /v1/mailboxes/{id}/imap", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleSetMailboxIMAP)))
 	m.Handle("GET /v1/mailboxes", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListMailboxes)))
 
 	m.Handle("POST /v1/domains", s.auth(core.ScopeAdmin, s.idempotent(postOpts{}, s.handleAddDomain)))
@@ -91,6 +92,7 @@ func (s *Server) routes() []string {
 	m.Handle("GET /api/public/v1/mailboxes/{id}/messages/{message}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleMailboxMessage)))
 	m.Handle("GET /api/public/v1/sends/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetSend)))
 	m.Handle("GET /api/public/v1/mailboxes/{id}/status", s.auth(core.ScopeRead, s.handleMailboxStatus(statusCache)))
+	m.Handle("GET /v1/mailboxes/{id}/status", s.auth(core.ScopeRead, s.handleMailboxStatus(statusCache))) // the native name of the same check
 	m.Handle("POST /emails", s.bounded(s.resendPost(s.handleResendSend)))
 	m.Handle("POST /emails/batch", s.bounded(s.resendPost(s.handleResendBatch)))
 	m.Handle("GET /emails", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendList)))

@@ -167,7 +167,9 @@ type mailboxView struct {
 	Name        string  `json:"name"`
 	Transport   *string `json:"transport"`
 	ReceiveOnly bool    `json:"receive_only"`
-	CreatedAt   *string `json:"created_at"`
+	// IMAP is the connected mailbox's URL without its password.
+	IMAP      *string `json:"imap"`
+	CreatedAt *string `json:"created_at"`
 }
 
 func viewMailbox(m *core.Mailbox) mailboxView {
@@ -179,6 +181,10 @@ func viewMailbox(m *core.Mailbox) mailboxView {
 			red = sp.Redacted()
 		}
 		v.Transport = &red
+	}
+	if m.IMAP != nil {
+		shown := m.IMAPShown
+		v.IMAP = &shown
 	}
 	if !m.CreatedAt.IsZero() {
 		v.CreatedAt = optTime(&m.CreatedAt)

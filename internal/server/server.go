@@ -128,6 +128,12 @@ type Config struct {
 	// InflightWait is for tests: how long a large request waits for room
 	// under MaxInflightBytes (default httpapi.DefaultInflightWait).
 	InflightWait time.Duration
+	// IMAPSyncDays (--imap-sync-days) is how far back a connected
+	// mailbox's first sync reaches. Defaults to 30.
+	IMAPSyncDays int
+	// IMAPRescan is how often the connected mailboxes are listed for new
+	// ones (tests shorten it). Defaults to imapsync's 30 s.
+	IMAPRescan time.Duration
 	// Now is the clock of the idempotency and delivery rules. Defaults to
 	// time.Now. (River schedules on the wall clock.)
 	Now func() time.Time
@@ -200,6 +206,8 @@ type Server struct {
 	inbound     *inbound.Server
 	now         func() time.Time
 	logger      *slog.Logger
+	// imap runs connected mailboxes' sync and Sent appends (workers only).
+	imap *imapWorkers
 	// Webhooks is the webhook worker; nil when this instance runs no
 	// workers.
 	Webhooks *webhook.Worker
@@ -281,7 +289,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	}
 	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Caps: cfg.Caps, Now: cfg.Now,
 		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes, RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow,
-		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain)}, logger)
+		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), IMAPProbe: imapProbe(policy)}, logger)
 	d, err := delivery.NewDeliverer(svc, store, delivery.Config{
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
 		AttemptLease: cfg.AttemptLease, LeasePerMiB: cfg.LeasePerMiB, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
@@ -328,7 +336,8 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		now = time.Now
 	}
 	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Webhooks: worker, Handler: h, Dashboard: dash, Submission: sub, redis: rf.client,
-		Bounce: signer, inboundAddr: cfg.InboundAddr, inboundCfg: inboundConfig(cfg, resolver), now: now, logger: logger}, nil
+		Bounce: signer, inboundAddr: cfg.InboundAddr, inboundCfg: inboundConfig(cfg, resolver), now: now, logger: logger,
+		imap: newIMAPWorkers(store, svc, cfg, policy, logger)}, nil
 }
 
 // storeMetrics makes the registry, with the store's pools and group
@@ -415,6 +424,7 @@ func (s *Server) Start(ctx context.Context) error {
 		s.Webhooks.Start()
 	}
 	s.started = true
+	s.imap.start()
 	return s.startInbound(s.logger)
 }
 
@@ -428,7 +438,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	if s.Webhooks != nil {
 		werr = s.Webhooks.Stop(ctx)
 	}
-	return errors.Join(s.stopInbound(ctx), s.Queue.Stop(ctx), werr)
+	return errors.Join(s.stopInbound(ctx), s.imap.stop(ctx), s.Queue.Stop(ctx), werr)
 }
 
 // Close stops the workers if needed and closes the database.

@@ -236,6 +236,7 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 		WebhookRetrySchedule: o.WebhookSchedule, WebhookAllowPrivate: o.WebhookAllowPrivate, WebhookPoll: 20 * time.Millisecond,
 		AttachmentFetch: o.AttachmentFetch, MaxInflightBytes: o.MaxInflightBytes, InflightWait: o.InflightWait,
 		Providers: o.Providers,
+		IMAPRescan: 200 * time.Millisecond,
 	}
 	if o.Inbound {
 		if cfg.BounceDomain == "" {

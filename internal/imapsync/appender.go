@@ -1,0 +1,234 @@
+package imapsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/render"
+)
+
+// The Sent folder. Delivery owes a connected mailbox's send a copy in its
+// Sent folder in the transaction that records the send handed off (an
+// imap_appends row: QueueIMAPAppend). The appender works those rows, each
+// under a lease: it looks for the message in the folder by its Message-ID
+// first (SEARCH HEADER Message-ID), appends it only when it is not there,
+// and removes the row once the copy is there. An append that happened
+// before a crash, whose row was not removed, is found by the search and
+// not made again.
+
+// AppendStore is what the appender reads and writes.
+type AppendStore interface {
+	core.Transactor
+	Mailbox(ctx context.Context, tenant, id string) (*core.Mailbox, error)
+	IMAPAppendsDue(ctx context.Context, now time.Time) (bool, error)
+	Send(ctx context.Context, tenant, id string) (*core.Send, error)
+	SendAttachments(ctx context.Context, id string) ([]core.Attachment, error)
+}
+
+// AppendConfig configures an Appender.
+type AppendConfig struct {
+	// Poll is how often due appends are looked for. Defaults to 2 s.
+	Poll time.Duration
+	// Lease is how long a claimed append is this process's. Defaults to
+	// 2 minutes: longer than a connect, a search and an append.
+	Lease time.Duration
+	// MaxAttempts: an append that failed this often is given up (logged).
+	// Defaults to 20.
+	MaxAttempts int
+	// BackoffBase and BackoffMax bound the wait after a failure. Default
+	// 5 s and 30 minutes.
+	BackoffBase, BackoffMax time.Duration
+	Holder                  string // defaults to a random id
+	Dial                    DialOptions
+	// BeforeAppend, when set, is called just before an APPEND (tests kill
+	// the process there).
+	BeforeAppend func(sendID string)
+	Now          func() time.Time
+}
+
+// Appender files sends in their mailbox's Sent folder.
+type Appender struct {
+	cfg    AppendConfig
+	store  AppendStore
+	open   Opener
+	logger *slog.Logger
+}
+
+// NewAppender returns an Appender.
+func NewAppender(store AppendStore, open Opener, cfg AppendConfig, logger *slog.Logger) *Appender {
+	if cfg.Poll <= 0 {
+		cfg.Poll = 2 * time.Second
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 2 * time.Minute
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 20
+	}
+	if cfg.BackoffBase <= 0 {
+		cfg.BackoffBase = 5 * time.Second
+	}
+	if cfg.BackoffMax <= 0 {
+		cfg.BackoffMax = 30 * time.Minute
+	}
+	if cfg.Holder == "" {
+		cfg.Holder = (&Config{}).holder()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Appender{cfg: cfg, store: store, open: open, logger: logger}
+}
+
+// Run works due appends until ctx ends.
+func (a *Appender) Run(ctx context.Context) {
+	for {
+		n, err := a.RunOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			a.logger.Error("imap append: claim", slog.Any("error", err))
+		}
+		if n > 0 {
+			continue
+		}
+		if !sleep(ctx, a.cfg.Poll) {
+			return
+		}
+	}
+}
+
+// RunOnce claims due appends and works them; it returns how many.
+func (a *Appender) RunOnce(ctx context.Context) (int, error) {
+	now := a.cfg.Now()
+	if due, err := a.store.IMAPAppendsDue(ctx, now); err != nil || !due {
+		return 0, err
+	}
+	var claimed []core.IMAPAppend
+	err := a.store.InTx(ctx, func(tx core.Tx) (err error) {
+		claimed, err = tx.ClaimIMAPAppends(ctx, a.cfg.Holder, now, now.Add(a.cfg.Lease), 10)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, job := range claimed {
+		a.work(ctx, job)
+	}
+	return len(claimed), nil
+}
+
+// work makes one append and records what came of it.
+func (a *Appender) work(ctx context.Context, job core.IMAPAppend) {
+	actx, cancel := context.WithTimeout(ctx, a.cfg.Lease/2)
+	err := a.appendOnce(actx, job)
+	cancel()
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer wcancel()
+	var werr error
+	switch {
+	case err == nil:
+		werr = a.store.InTx(wctx, func(tx core.Tx) error { return tx.FinishIMAPAppend(wctx, job.SendID, a.cfg.Holder) })
+	case job.Attempts >= a.cfg.MaxAttempts || errors.Is(err, core.ErrNotFound):
+		a.logger.Error("imap append given up", slog.String("send_id", job.SendID), slog.Int("attempts", job.Attempts), slog.Any("error", err))
+		werr = a.store.InTx(wctx, func(tx core.Tx) error { return tx.FinishIMAPAppend(wctx, job.SendID, a.cfg.Holder) })
+	default:
+		a.logger.Warn("imap append failed", slog.String("send_id", job.SendID), slog.String("class", ClassOf(err)), slog.Any("error", err))
+		at := a.cfg.Now().Add(backoff(a.cfg.BackoffBase, a.cfg.BackoffMax, job.Attempts))
+		werr = a.store.InTx(wctx, func(tx core.Tx) error { return tx.RetryIMAPAppend(wctx, job.SendID, a.cfg.Holder, at) })
+	}
+	if werr != nil {
+		// The lease runs out and the append is claimed again: the search
+		// finds the copy if it was made.
+		a.logger.Error("imap append: record", slog.String("send_id", job.SendID), slog.Any("error", werr))
+	}
+}
+
+// appendOnce puts the send's message in the Sent folder unless a message
+// with its Message-ID is there already.
+func (a *Appender) appendOnce(ctx context.Context, job core.IMAPAppend) error {
+	mb, err := a.store.Mailbox(ctx, job.Tenant, job.MailboxID)
+	if err != nil {
+		return err
+	}
+	cfg, ok, err := a.open(mb)
+	if err != nil || !ok {
+		return fmt.Errorf("%w: the mailbox is no longer connected", core.ErrNotFound)
+	}
+	send, err := a.store.Send(ctx, job.Tenant, job.SendID)
+	if err != nil {
+		return err
+	}
+	if send.AttachmentCount > 0 {
+		if send.Attachments, err = a.store.SendAttachments(ctx, send.ID); err != nil {
+			return err
+		}
+	}
+	if send.MessageID == "" {
+		// Nothing to search by: an append could not be told from one
+		// made before a crash.
+		return fmt.Errorf("%w: the send has no Message-ID", core.ErrNotFound)
+	}
+	raw, _, err := render.Message(send)
+	if err != nil {
+		return fmt.Errorf("render send: %w", err)
+	}
+	c, err := Dial(ctx, cfg, a.cfg.Dial, nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	folder, err := sentFolder(c, cfg.Sent)
+	if err != nil {
+		return err
+	}
+	if there, err := holds(c, folder, send.MessageID); err != nil || there {
+		return err
+	}
+	if a.cfg.BeforeAppend != nil {
+		a.cfg.BeforeAppend(job.SendID)
+	}
+	cmd := c.Append(folder, int64(len(raw)), &imap.AppendOptions{Flags: []imap.Flag{imap.FlagSeen}, Time: sentTime(send)})
+	if _, err := cmd.Write(raw); err != nil {
+		return classed(ClassConnection, err)
+	}
+	if err := cmd.Close(); err != nil {
+		return classed(ClassConnection, err)
+	}
+	if _, err := cmd.Wait(); err != nil {
+		return classed(ClassProtocol, fmt.Errorf("append: %w", err))
+	}
+	_ = c.Logout().Wait()
+	return nil
+}
+
+// holds reports whether folder has a message with Message-ID id.
+func holds(c *imapclient.Client, folder, id string) (bool, error) {
+	if _, err := c.Select(folder, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
+		var ie *imap.Error
+		if errors.As(err, &ie) {
+			return false, classed(ClassFolder, errors.New("the Sent folder cannot be selected"))
+		}
+		return false, classed(ClassConnection, err)
+	}
+	found, err := c.UIDSearch(&imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: id}}}, nil).Wait()
+	if err != nil {
+		return false, classed(ClassProtocol, fmt.Errorf("search: %w", err))
+	}
+	return len(found.AllUIDs()) > 0, nil
+}
+
+func sentTime(s *core.Send) time.Time {
+	if s.SentAt != nil {
+		return *s.SentAt
+	}
+	return s.CreatedAt
+}

@@ -1,0 +1,188 @@
+package imapsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// errLeaseLost: another process holds the mailbox now; this one stops.
+var errLeaseLost = errors.New("imapsync: the mailbox's lease was lost")
+
+// catchUp hands every message of the selected inbox that st has not seen
+// to the receiver, in batches of cfg.BatchSize UIDs, saving st after each
+// batch. Under a new UIDVALIDITY (the first sync, or the folder was
+// recreated) it starts over with the messages of the last cfg.Days days:
+// receiving recognises those it already has, so none is stored twice.
+func (m *mailboxSync) catchUp(ctx context.Context, c *imapclient.Client, sel *imap.SelectData) error {
+	st := m.state
+	criteria := &imap.SearchCriteria{}
+	fresh := st.UIDValidity != sel.UIDValidity
+	if fresh {
+		st.UIDValidity, st.LastUID = sel.UIDValidity, 0
+		criteria.Since = m.s.cfg.Now().AddDate(0, 0, -m.s.cfg.Days)
+	} else {
+		criteria.UID = []imap.UIDSet{{imap.UIDRange{Start: imap.UID(st.LastUID + 1), Stop: 0}}}
+	}
+	found, err := c.UIDSearch(criteria, nil).Wait()
+	if err != nil {
+		return classed(ClassConnection, fmt.Errorf("search: %w", err))
+	}
+	// "n:*" always holds the last message, even below n: keep the new.
+	var uids []imap.UID
+	for _, u := range found.AllUIDs() {
+		if uint32(u) > st.LastUID {
+			uids = append(uids, u)
+		}
+	}
+	slices.Sort(uids)
+	for batch := range slices.Chunk(uids, m.s.cfg.BatchSize) {
+		if err := m.fetchBatch(ctx, c, batch); err != nil {
+			return err
+		}
+		st.LastUID = uint32(batch[len(batch)-1])
+		if err := m.save(ctx, st); err != nil {
+			return err
+		}
+	}
+	if fresh && sel.UIDNext > 0 && uint32(sel.UIDNext)-1 > st.LastUID {
+		// The older messages are left out for good: the next look starts
+		// after the last UID there was when the folder was selected.
+		st.LastUID = uint32(sel.UIDNext) - 1
+	}
+	if fresh || len(uids) > 0 {
+		return m.save(ctx, st)
+	}
+	return nil
+}
+
+// fetchBatch fetches the messages uids and hands each to the receiver as
+// it streams in: one message's bytes at a time, at most MaxMessageBytes
+// (a larger one is skipped and logged, never held).
+func (m *mailboxSync) fetchBatch(ctx context.Context, c *imapclient.Client, uids []imap.UID) error {
+	body := &imap.FetchItemBodySection{Peek: true}
+	cmd := c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{
+		UID: true, Flags: true, InternalDate: true, RFC822Size: true,
+		BodySection: []*imap.FetchItemBodySection{body},
+	})
+	defer cmd.Close()
+	for {
+		msg := cmd.Next()
+		if msg == nil {
+			break
+		}
+		in, uid, err := m.readMessage(msg)
+		if err != nil {
+			return err
+		}
+		if in == nil {
+			continue
+		}
+		if _, err := m.s.recv.Receive(ctx, *in); err != nil {
+			return fmt.Errorf("receive message uid %d: %w", uid, err)
+		}
+		m.s.count(m.mb)
+	}
+	if err := cmd.Close(); err != nil {
+		return classed(ClassConnection, fmt.Errorf("fetch: %w", err))
+	}
+	return nil
+}
+
+// readMessage reads one FETCH response into an Incoming; nil (no error)
+// for a message too large to take.
+func (m *mailboxSync) readMessage(msg *imapclient.FetchMessageData) (*app.Incoming, imap.UID, error) {
+	in := &app.Incoming{Tenant: m.mb.Tenant, MailboxID: m.mb.ID, Source: "imap"}
+	var (
+		uid     imap.UID
+		tooBig  bool
+		gotBody bool
+	)
+	for {
+		item := msg.Next()
+		if item == nil {
+			break
+		}
+		switch it := item.(type) {
+		case imapclient.FetchItemDataUID:
+			uid = it.UID
+		case imapclient.FetchItemDataFlags:
+			in.Seen = slices.Contains(it.Flags, imap.FlagSeen)
+		case imapclient.FetchItemDataInternalDate:
+			in.ReceivedAt = it.Time
+		case imapclient.FetchItemDataRFC822Size:
+			tooBig = it.Size > m.s.cfg.MaxMessageBytes
+		case imapclient.FetchItemDataBodySection:
+			if it.Literal == nil {
+				continue
+			}
+			if tooBig || it.Literal.Size() > m.s.cfg.MaxMessageBytes {
+				tooBig = true
+				if _, err := io.Copy(io.Discard, it.Literal); err != nil {
+					return nil, uid, classed(ClassConnection, err)
+				}
+				continue
+			}
+			raw, err := io.ReadAll(io.LimitReader(it.Literal, m.s.cfg.MaxMessageBytes+1))
+			if err != nil {
+				return nil, uid, classed(ClassConnection, fmt.Errorf("read message: %w", err))
+			}
+			in.Raw, gotBody = raw, true
+		}
+	}
+	if tooBig {
+		m.s.logger.Warn("imap sync skips a message larger than the limit",
+			slog.String("tenant", m.mb.Tenant), slog.String("mailbox_id", m.mb.ID),
+			slog.Uint64("uid", uint64(uid)), slog.Int64("limit", m.s.cfg.MaxMessageBytes))
+		return nil, uid, nil
+	}
+	if !gotBody {
+		// Expunged between SEARCH and FETCH, or a FETCH of flags only.
+		return nil, uid, nil
+	}
+	if in.ReceivedAt.IsZero() {
+		in.ReceivedAt = m.s.cfg.Now()
+	}
+	return in, uid, nil
+}
+
+// save writes st under the mailbox's lease; errLeaseLost when another
+// process took it.
+func (m *mailboxSync) save(ctx context.Context, st core.IMAPSync) error {
+	st.UpdatedAt = m.s.cfg.Now()
+	var held bool
+	err := m.s.store.InTx(ctx, func(tx core.Tx) (err error) {
+		held, err = tx.SaveIMAPSync(ctx, m.s.cfg.Holder, &st)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("save imap sync state: %w", err)
+	}
+	if !held {
+		return errLeaseLost
+	}
+	m.state = st
+	return nil
+}
+
+// sleep waits d or until ctx ends; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
