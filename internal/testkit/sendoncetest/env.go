@@ -235,7 +235,7 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 		RateLimit: o.RateLimit, RateLimitWindow: o.RateLimitWindow, Caps: o.Caps,
 		WebhookRetrySchedule: o.WebhookSchedule, WebhookAllowPrivate: o.WebhookAllowPrivate, WebhookPoll: 20 * time.Millisecond,
 		AttachmentFetch: o.AttachmentFetch, MaxInflightBytes: o.MaxInflightBytes, InflightWait: o.InflightWait,
-		Providers: o.Providers,
+		Providers:  o.Providers,
 		IMAPRescan: 200 * time.Millisecond,
 	}
 	if o.Inbound {
