@@ -60,3 +60,35 @@ func nonNilStrings(s []string) []string {
 	}
 	return s
 }
+
+// mailboxPayload is the body of mailbox.disconnected and mailbox.connected.
+type mailboxPayload struct {
+	Type      string      `json:"type"`
+	CreatedAt string      `json:"created_at"`
+	Data      mailboxData `json:"data"`
+}
+
+type mailboxData struct {
+	MailboxID string `json:"mailbox_id"`
+	// Reason is a class ("IMAP login failed", …), never the server's text.
+	Reason string `json:"reason,omitempty"`
+}
+
+// MailboxEvent tells the tenant's webhooks that a connected mailbox lost
+// its IMAP connection (why, as a class) or regained it. The syncer calls
+// it once per change, not once per retry.
+func (s *Service) MailboxEvent(ctx context.Context, tenant, mailboxID string, connected bool, reason string) error {
+	typ, event := "mailbox.disconnected", core.EventMailboxDisconnected
+	if connected {
+		typ, event, reason = "mailbox.connected", core.EventMailboxConnected, ""
+	}
+	at := s.Now()
+	body, err := json.Marshal(mailboxPayload{Type: typ, CreatedAt: at.Format("2006-01-02T15:04:05.000000Z07:00"),
+		Data: mailboxData{MailboxID: mailboxID, Reason: reason}})
+	if err != nil {
+		return fmt.Errorf("%s payload: %w", typ, err)
+	}
+	return s.store.InTx(ctx, func(tx core.Tx) error {
+		return tx.QueueTenantWebhook(ctx, tenant, event, NewID("evt_"), mailboxID, body, at)
+	})
+}

@@ -36,6 +36,10 @@ const (
 	// EventReceived names email.received, a webhook event about a received
 	// message, never a send's history entry.
 	EventReceived = "received"
+	// EventMailboxDisconnected and EventMailboxConnected name the webhook
+	// events of a connected mailbox whose login failed, and came back.
+	EventMailboxDisconnected = "mailbox_disconnected"
+	EventMailboxConnected    = "mailbox_connected"
 )
 
 // webhookTypes maps history entries to the webhook event types of the API
@@ -52,6 +56,9 @@ var webhookTypes = map[string]string{
 	EventCanceled:        "email.canceled",
 	EventUnknown:         "email.unknown",
 	EventReceived:        "email.received",
+	// Not about a send: queued by app.MailboxEvent.
+	EventMailboxDisconnected: "mailbox.disconnected",
+	EventMailboxConnected:    "mailbox.connected",
 }
 
 // WebhookType returns the webhook event type of a history entry, and false

@@ -1,9 +1,12 @@
 package imapsync_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,4 +98,62 @@ func TestConnectedMailbox_EndToEnd(t *testing.T) {
 			t.Fatalf("the reply is in Sent %d times, want once (Sent: %v)", n, sent)
 		}
 	})
+}
+
+// TestConnectedMailbox_DisconnectedWebhook: a connected mailbox whose
+// password is wrong pauses and tells the tenant's webhook once
+// (mailbox.disconnected, with a class); the right password through the
+// API resumes it (mailbox.connected).
+func TestConnectedMailbox_DisconnectedWebhook(t *testing.T) {
+	d := dovecottest.Start(t, dovecottest.Options{})
+	var mu sync.Mutex
+	var types []string
+	ep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p struct {
+			Type string `json:"type"`
+			Data struct {
+				Reason string `json:"reason"`
+			} `json:"data"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&p)
+		mu.Lock()
+		types = append(types, p.Type+"/"+p.Data.Reason)
+		mu.Unlock()
+		w.WriteHeader(204)
+	}))
+	defer ep.Close()
+	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, WebhookAllowPrivate: true})
+	if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/webhooks", Key: env.AdminKey, IdemKey: "wh",
+		Body: map[string]any{"endpoint": ep.URL, "events": []string{"mailbox.disconnected", "mailbox.connected"}}}); r.Status != http.StatusCreated {
+		t.Fatalf("webhook: %d %s", r.Status, r.Body)
+	}
+	if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: "mb",
+		Body: map[string]any{"id": "support", "address": "alice@example.com", "imap": "imap://alice:wrong@" + d.Addr + "?tls=none"}}); r.Status != http.StatusCreated {
+		t.Fatalf("connect: %d %s", r.Status, r.Body)
+	}
+	got := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(types)
+	}
+	wait := func(n int) []string {
+		for deadline := time.Now().Add(20 * time.Second); len(got()) < n && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+		}
+		return got()
+	}
+	if g := wait(1); len(g) != 1 || !strings.HasPrefix(g[0], "mailbox.disconnected/") || strings.HasSuffix(g[0], "/") {
+		t.Fatalf("after a wrong password: %v, want one mailbox.disconnected with a reason", g)
+	}
+	time.Sleep(3 * time.Second) // retries with backoff: no second event
+	if g := got(); len(g) != 1 {
+		t.Fatalf("retries repeated the event: %v", g)
+	}
+	if r := env.Do(t, sendoncetest.Request{Method: "PUT", Path: "/v1/mailboxes/support/imap", Key: env.AdminKey,
+		Body: map[string]any{"imap": "imap://alice:secret@" + d.Addr + "?tls=none"}}); r.Status != http.StatusOK {
+		t.Fatalf("fix the password: %d %s", r.Status, r.Body)
+	}
+	if g := wait(2); len(g) != 2 || g[1] != "mailbox.connected/" {
+		t.Fatalf("after the right password: %v, want mailbox.connected", g)
+	}
 }
