@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/miekg/dns"
 	"golang.org/x/net/idna"
@@ -50,14 +51,35 @@ const StageResolve = "resolve"
 // tried: a 4xx or 5xx to the end of data keeps its class, a broken
 // connection is Ambiguous.
 type MX struct {
-	cfg MXConfig
+	cfg     MXConfig
+	shaping *Shaping
+	shaper  *shaper
+	sts     *stsCache
+	source  atomic.Uint64 // the next egress source, in turn
 }
 
 var _ Transport = (*MX)(nil)
 
 // NewMX returns an mx transport.
 func NewMX(cfg MXConfig) *MX {
-	return &MX{cfg: cfg.withDefaults()}
+	m := &MX{cfg: cfg.withDefaults()}
+	m.shaping = m.cfg.Shaping
+	if m.shaping == nil {
+		m.shaping = DefaultShaping()
+	}
+	m.shaper = newShaper(m.shaping)
+	m.sts = newSTSCache(m.cfg)
+	return m
+}
+
+// nextSource returns the egress source for a new connection (nil: the
+// system picks the address).
+func (m *MX) nextSource() *Source {
+	if len(m.cfg.Sources) == 0 {
+		return nil
+	}
+	i := m.source.Add(1) - 1
+	return &m.cfg.Sources[i%uint64(len(m.cfg.Sources))]
 }
 
 // PartialDeliveryError is the Err of an Ambiguous *Error when the message

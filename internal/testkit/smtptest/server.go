@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/mail"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -69,6 +70,9 @@ type Behaviour struct {
 	// without answering: the client sees the connection break after DATA
 	// began. The message is not recorded.
 	HangUpAfterData bool
+	// HangUpAfterDataFor does it for transactions with one of these
+	// recipients (exactly as given) only.
+	HangUpAfterDataFor map[string]bool
 	// HangUpBeforeData closes the connection when MAIL FROM arrives.
 	HangUpBeforeData bool
 	// DelayData sleeps before answering the end of DATA (capped at 30s, and
@@ -353,7 +357,7 @@ func (ss *session) Data(r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("smtptest: reading message: %w", err)
 	}
-	if ss.b.HangUpAfterData {
+	if ss.b.HangUpAfterData || slices.ContainsFunc(ss.to, func(r string) bool { return ss.b.HangUpAfterDataFor[r] }) {
 		ss.conn.Conn().Close()
 		return errors.New("smtptest: hung up after DATA")
 	}
