@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,6 +109,47 @@ func TestMX_AmbiguousDestinationIsNotResent(t *testing.T) {
 		}
 		if rs := recipientStatuses(s); rs["bob@two.test"] != "delivered" {
 			t.Errorf("recipients %v after resend", rs)
+		}
+	})
+}
+
+// TestMX_RetriesUntilTheQueueLifetime: under mx a destination that keeps
+// deferring is retried past --max-attempts, the waits capped by
+// --max-retry-delay, until the queue lifetime; then its recipient fails
+// (email.failed) while the other destination's recipient stays delivered.
+func TestMX_RetriesUntilTheQueueLifetime(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		dns := dnstest.Start(t, twoDestinations...)
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, MX: true, DNSResolver: dns.Addr(),
+			RetryBase: 10 * time.Millisecond, MaxRetryDelay: 40 * time.Millisecond, MaxAttempts: 2, MaxQueueLifetime: time.Hour})
+		deferred := &smtp.SMTPError{Code: 450, EnhancedCode: smtp.EnhancedCode{4, 2, 0}, Message: "mailbox busy"}
+		env.SMTP.SetBehaviour(smtptest.Behaviour{RcptErrFor: map[string]*smtp.SMTPError{"bob@two.test": deferred}})
+
+		id := send(t, env, map[string]any{"to": []string{"ann@one.test", "bob@two.test"}, "subject": "patience", "text": "x"})
+		s := waitEvent(t, env, id, core.EventAttemptStarted, 6) // three times --max-attempts
+		if st := str(s, "status"); st != string(core.StatusQueued) && st != string(core.StatusSending) {
+			t.Fatalf("after 6 attempts the send is %s, want still queued (the lifetime is an hour)", st)
+		}
+		env.Clock.Advance(time.Hour) // the test clock: the lifetime is over
+		s = env.WaitStatus(t, id, waitLong, core.StatusDelivered)
+		rs := recipientStatuses(s)
+		if rs["ann@one.test"] != "delivered" || rs["bob@two.test"] != "failed" {
+			t.Errorf("recipients %v, want ann@ delivered and bob@ failed", rs)
+		}
+		var failedFor []string
+		evs, _ := s["events"].([]any)
+		for _, e := range evs {
+			m, _ := e.(map[string]any)
+			if m["type"] == core.EventFailed {
+				d, _ := m["detail"].(string)
+				failedFor = append(failedFor, d)
+			}
+		}
+		if len(failedFor) != 1 || !strings.Contains(failedFor[0], "queue lifetime") {
+			t.Errorf("failed events %q, want one naming the queue lifetime", failedFor)
+		}
+		if got := messagesTo(env.SMTP); got["ann@one.test"] != 1 || got["bob@two.test"] != 0 {
+			t.Errorf("exchangers got %v", got)
 		}
 	})
 }
