@@ -57,12 +57,12 @@ type destDone struct {
 }
 
 // pendingOf returns the envelope recipients still to be attempted and the
-// states stored before this attempt (read only when there can be some).
+// states stored before this attempt. They are read at every attempt: an
+// attempt cut off by a crash after a destination took the message left
+// its recipients' states and nothing else (no attempt counted), and a
+// reconcile resends to those not done only.
 func (d *Deliverer) pendingOf(ctx context.Context, s *core.Send, to []string) ([]string, map[string]core.RecipientState, error) {
 	prior := map[string]core.RecipientState{}
-	if s.Attempts == 0 && s.Tries <= 1 {
-		return to, prior, nil // never attempted: no recipient is done
-	}
 	states, err := d.store.SendRecipients(ctx, s.ID)
 	if err != nil {
 		return nil, nil, err
