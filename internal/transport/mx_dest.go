@@ -177,18 +177,20 @@ func (m *MX) Send(ctx context.Context, d *Destination, from string, raw []byte) 
 		if err := p.c().Reset(); err != nil {
 			p.close() // dead or confused: no message was started on it
 			p = nil
+			l.lost()
 		}
 	}
 	if p == nil {
 		var err *Error
 		p, err = m.connect(ctx, d, needVerified)
 		if err != nil {
-			l.done(nil, false, 0)
 			out.Reached = err.Reached
-			m.slowed(st, &out, err)
+			m.slowed(st, &out, err) // before the connection is given back: it counts as one of those open
+			l.done(nil, false, 0)
 			all(err.Class, err)
 			return out
 		}
+		l.established()
 	}
 	out.Reached, out.TLS = true, p.tlsState()
 	if d.sts != nil && d.sts.Mode == STSTesting && !p.verified {

@@ -53,7 +53,8 @@ type site struct {
 	mu      sync.Mutex
 	conns   int     // the connection limit in force (≤ limits.MaxConnections)
 	rate    float64 // the rate in force, messages a second; 0: none
-	open    int     // connections open (busy and idle)
+	open    int     // connections open or opening (busy and idle)
+	estab   int     // of them, those the server greeted
 	busy    int     // connections carrying a message now
 	idle    []*pooled
 	paused  time.Time // no new message before this
@@ -73,6 +74,26 @@ type site struct {
 type lease struct {
 	s       *site
 	session *pooled
+	estab   bool // the connection was greeted (counted in site.estab)
+}
+
+// lost says the idle session the lease carried died: its connection is
+// no longer greeted (a new one takes its place under the same lease).
+func (l *lease) lost() {
+	if l.estab {
+		l.s.mu.Lock()
+		l.s.estab--
+		l.s.mu.Unlock()
+		l.estab = false
+	}
+}
+
+// established counts the lease's new connection as greeted.
+func (l *lease) established() {
+	l.s.mu.Lock()
+	l.s.estab++
+	l.s.mu.Unlock()
+	l.estab = true
 }
 
 // acquire takes a connection for one message now, or says when to come
@@ -101,7 +122,7 @@ func (s *site) acquire(needVerified bool) (*lease, time.Time, string) {
 		s.idle = slices.Delete(s.idle, i, i+1)
 		p.timer.Stop()
 		s.take(now)
-		return &lease{s: s, session: p}, time.Time{}, ""
+		return &lease{s: s, session: p, estab: true}, time.Time{}, ""
 	}
 	if s.open >= s.conns && len(s.idle) > 0 {
 		// Only idle sessions without verified TLS: make room.
@@ -109,6 +130,7 @@ func (s *site) acquire(needVerified bool) (*lease, time.Time, string) {
 		s.idle = s.idle[1:]
 		p.timer.Stop()
 		s.open--
+		s.estab--
 		go p.quit()
 	}
 	if s.open < s.conns {
@@ -170,6 +192,9 @@ func (l *lease) done(p *pooled, ok bool, took time.Duration) {
 			s.recover(now)
 		}
 	}
+	if l.estab && (p == nil || p.msgs >= s.limits.MaxMessagesPerConnection || s.open > s.conns) {
+		s.estab--
+	}
 	if p == nil || p.msgs >= s.limits.MaxMessagesPerConnection || s.open > s.conns {
 		s.open--
 		if p != nil {
@@ -191,6 +216,7 @@ func (s *site) expire(p *pooled) {
 	}
 	s.idle = slices.Delete(s.idle, i, i+1)
 	s.open--
+	s.estab--
 	s.mu.Unlock()
 	p.quit()
 }
@@ -225,8 +251,8 @@ func (s *site) slowDown(r *SlowDownRule, reply string) time.Time {
 	s.why = reply
 	switch r.Action {
 	case SlowConnections:
-		// The others are open: the server takes that many.
-		s.conns = max(1, min(s.conns-1, s.open-1))
+		// The connections the server greeted are what it takes.
+		s.conns = max(1, min(s.conns-1, s.estab))
 	case SlowRate:
 		s.conns = max(1, s.conns/2)
 		if s.rate > 0 {
@@ -308,6 +334,7 @@ func (sh *shaper) close() {
 		idle := s.idle
 		s.idle = nil
 		s.open -= len(idle)
+		s.estab -= len(idle)
 		s.mu.Unlock()
 		for _, p := range idle {
 			p.timer.Stop()
