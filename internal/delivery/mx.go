@@ -114,12 +114,19 @@ func (d *Deliverer) handOverMX(ctx context.Context, s *core.Send, env transport.
 			slog.Int("delivered", len(o.Delivered)), slog.Int("deferred", len(o.Deferred)), slog.Int("refused", len(o.Refused)),
 			slog.Int("unknown", len(o.Unknown)), slog.Int("waiting", len(o.Waiting)), slog.String("tls", o.TLS))
 		if o.SlowDown != "" {
+			if d.metrics != nil {
+				d.metrics.DestinationThrottles.WithLabelValues(o.SlowDown).Inc()
+			}
 			d.logger.WarnContext(ctx, "destination throttled", slog.String("destination", dst.Site), slog.String("action", o.SlowDown),
 				slog.String("reply", o.Reply), slog.Time("until", o.RetryAt))
 		}
 	}
 	return handoff{mx: true, dests: h}
 }
+
+// Destinations is this process's mx destinations and their shaping now
+// (GET /v1/admin/destinations).
+func (d *Deliverer) Destinations() []transport.SiteStatus { return d.mx.Sites() }
 
 var errClaimLost = errors.New("the attempt's claim no longer holds the send")
 

@@ -3,6 +3,7 @@ package delivery_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,6 +73,23 @@ func TestMX_ShapingLearnsAConnectionLimit(t *testing.T) {
 		}
 		if mx.Connections() > n/10 {
 			t.Errorf("%d connections for %d messages: sessions are not reused", mx.Connections(), n)
+		}
+		// Operators see the destination, its limit and why.
+		r := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/admin/destinations", Key: env.AdminKey})
+		var site map[string]any
+		data, _ := r.JSON(t)["data"].([]any)
+		for _, d := range data {
+			if m, _ := d.(map[string]any); m["site"] == "mx.shaped.test" {
+				site = m
+			}
+		}
+		if r.Status != http.StatusOK || site == nil || site["connection_limit"] != float64(2) || site["throttled"].(float64) < 1 ||
+			!strings.Contains(fmt.Sprint(site["why"]), "Too many concurrent") {
+			t.Errorf("GET /v1/admin/destinations: %d %s", r.Status, r.Body)
+		}
+		m := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/metrics"})
+		if !strings.Contains(string(m.Body), `sendonce_destination_throttles_total{action="connections"}`) {
+			t.Errorf("no throttle in /metrics")
 		}
 	})
 }

@@ -59,6 +59,9 @@ type Config struct {
 	// Dashboard, when set, serves the web dashboard at / and under /ui/
 	// (internal/dashboard). Defaults to none.
 	Dashboard http.Handler
+	// Destinations, when set, reports this process's mx destinations and
+	// their shaping (GET /v1/admin/destinations).
+	Destinations func() any
 }
 
 // Server is the HTTP API.

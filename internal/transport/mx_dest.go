@@ -177,7 +177,6 @@ func (m *MX) Send(ctx context.Context, d *Destination, from string, raw []byte) 
 		if err := p.c().Reset(); err != nil {
 			p.close() // dead or confused: no message was started on it
 			p = nil
-			l.lost()
 		}
 	}
 	if p == nil {
@@ -190,7 +189,6 @@ func (m *MX) Send(ctx context.Context, d *Destination, from string, raw []byte) 
 			all(err.Class, err)
 			return out
 		}
-		l.established()
 	}
 	out.Reached, out.TLS = true, p.tlsState()
 	if d.sts != nil && d.sts.Mode == STSTesting && !p.verified {

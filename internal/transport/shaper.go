@@ -53,8 +53,7 @@ type site struct {
 	mu      sync.Mutex
 	conns   int     // the connection limit in force (≤ limits.MaxConnections)
 	rate    float64 // the rate in force, messages a second; 0: none
-	open    int     // connections open or opening (busy and idle)
-	estab   int     // of them, those the server greeted
+	open    int     // connections open or opening (busy and idle), until their QUIT is done
 	busy    int     // connections carrying a message now
 	idle    []*pooled
 	paused  time.Time // no new message before this
@@ -74,26 +73,6 @@ type site struct {
 type lease struct {
 	s       *site
 	session *pooled
-	estab   bool // the connection was greeted (counted in site.estab)
-}
-
-// lost says the idle session the lease carried died: its connection is
-// no longer greeted (a new one takes its place under the same lease).
-func (l *lease) lost() {
-	if l.estab {
-		l.s.mu.Lock()
-		l.s.estab--
-		l.s.mu.Unlock()
-		l.estab = false
-	}
-}
-
-// established counts the lease's new connection as greeted.
-func (l *lease) established() {
-	l.s.mu.Lock()
-	l.s.estab++
-	l.s.mu.Unlock()
-	l.estab = true
 }
 
 // acquire takes a connection for one message now, or says when to come
@@ -122,16 +101,15 @@ func (s *site) acquire(needVerified bool) (*lease, time.Time, string) {
 		s.idle = slices.Delete(s.idle, i, i+1)
 		p.timer.Stop()
 		s.take(now)
-		return &lease{s: s, session: p, estab: true}, time.Time{}, ""
+		return &lease{s: s, session: p}, time.Time{}, ""
 	}
 	if s.open >= s.conns && len(s.idle) > 0 {
-		// Only idle sessions without verified TLS: make room.
+		// Only idle sessions without verified TLS: make room for the
+		// next message.
 		p := s.idle[0]
 		s.idle = s.idle[1:]
 		p.timer.Stop()
-		s.open--
-		s.estab--
-		go p.quit()
+		go s.closed(p)
 	}
 	if s.open < s.conns {
 		s.open++
@@ -192,14 +170,12 @@ func (l *lease) done(p *pooled, ok bool, took time.Duration) {
 			s.recover(now)
 		}
 	}
-	if l.estab && (p == nil || p.msgs >= s.limits.MaxMessagesPerConnection || s.open > s.conns) {
-		s.estab--
+	if p == nil {
+		s.open-- // closed already
+		return
 	}
-	if p == nil || p.msgs >= s.limits.MaxMessagesPerConnection || s.open > s.conns {
-		s.open--
-		if p != nil {
-			go p.quit()
-		}
+	if p.msgs >= s.limits.MaxMessagesPerConnection || s.open > s.conns {
+		go s.closed(p)
 		return
 	}
 	p.timer = time.AfterFunc(time.Duration(s.limits.IdleTimeout), func() { s.expire(p) })
@@ -215,10 +191,17 @@ func (s *site) expire(p *pooled) {
 		return
 	}
 	s.idle = slices.Delete(s.idle, i, i+1)
-	s.open--
-	s.estab--
 	s.mu.Unlock()
+	s.closed(p)
+}
+
+// closed says QUIT on a session and only then stops counting it: until
+// the server has seen it go, it holds one of the server's connections.
+func (s *site) closed(p *pooled) {
 	p.quit()
+	s.mu.Lock()
+	s.open--
+	s.mu.Unlock()
 }
 
 // recover raises the lowered limits one step.
@@ -251,8 +234,9 @@ func (s *site) slowDown(r *SlowDownRule, reply string) time.Time {
 	s.why = reply
 	switch r.Action {
 	case SlowConnections:
-		// The connections the server greeted are what it takes.
-		s.conns = max(1, min(s.conns-1, s.estab))
+		// The others open (the refused one is still counted) are what
+		// the server takes.
+		s.conns = max(1, min(s.conns-1, s.open-1))
 	case SlowRate:
 		s.conns = max(1, s.conns/2)
 		if s.rate > 0 {
@@ -333,12 +317,10 @@ func (sh *shaper) close() {
 		s.mu.Lock()
 		idle := s.idle
 		s.idle = nil
-		s.open -= len(idle)
-		s.estab -= len(idle)
 		s.mu.Unlock()
 		for _, p := range idle {
 			p.timer.Stop()
-			p.quit()
+			s.closed(p)
 		}
 	}
 }
