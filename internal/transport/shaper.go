@@ -20,7 +20,17 @@ type shaper struct {
 
 	mu    sync.Mutex
 	sites map[string]*site
+	calls int // site calls since the last sweep
 }
+
+// Forgetting destinations: a site untouched this long, with nothing open
+// and its limits back to the file's, is dropped (looked for every
+// sweepEvery site calls), so that a long-running process does not keep
+// every domain it ever mailed.
+const (
+	siteTTL    = time.Hour
+	sweepEvery = 4096
+)
 
 func newShaper(cfg *Shaping) *shaper {
 	if cfg == nil {
@@ -34,10 +44,24 @@ func newShaper(cfg *Shaping) *shaper {
 func (sh *shaper) site(key string, limits Limits, rule string) *site {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	now := sh.now()
+	if sh.calls++; sh.calls >= sweepEvery {
+		sh.calls = 0
+		for k, s := range sh.sites {
+			if s.idleSince(now, siteTTL) {
+				delete(sh.sites, k)
+			}
+		}
+	}
 	s, ok := sh.sites[key]
+	if ok {
+		s.mu.Lock()
+		s.used = now
+		s.mu.Unlock()
+	}
 	if !ok {
 		s = &site{key: key, rule: rule, limits: limits, conns: limits.MaxConnections, rate: limits.MaxMessagesPerSecond,
-			avg: 200 * time.Millisecond, now: sh.now}
+			avg: 200 * time.Millisecond, now: sh.now, used: now}
 		sh.sites[key] = s
 	}
 	return s
@@ -64,8 +88,17 @@ type site struct {
 	avg     time.Duration // moving average of one message's handover
 	clean   int           // clean deliveries since the last change
 	changed time.Time     // last change of the limits
+	used    time.Time     // last handed out (shaper.site)
 	// counters for operators
 	delivered, deferred, throttled int
+}
+
+// idleSince reports whether the site may be forgotten: nothing open, its
+// limits the file's, unused for ttl.
+func (s *site) idleSince(now time.Time, ttl time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open == 0 && s.why == "" && now.After(s.paused) && now.Sub(s.used) > ttl
 }
 
 // lease is the right to carry one message: an idle session, or room for

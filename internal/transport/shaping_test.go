@@ -136,3 +136,27 @@ func TestShaper_SlowDownAndRecover(t *testing.T) {
 		t.Errorf("limit %d after clean deliveries past the recovery interval, want it raised", s.conns)
 	}
 }
+
+// Destinations unused for an hour, with nothing open and their limits
+// back to the file's, are forgotten.
+func TestShaper_ForgetsIdleDestinations(t *testing.T) {
+	now := time.Unix(1000, 0)
+	sh := newShaper(DefaultShaping())
+	sh.now = func() time.Time { return now }
+	limits := Limits{MaxConnections: 2, MaxMessagesPerConnection: 10, IdleTimeout: Duration(time.Minute)}
+	sh.site("old", limits, "test")
+	busy := sh.site("busy", limits, "test")
+	l, _, _ := busy.acquire(false) // a connection open: kept
+	now = now.Add(2 * time.Hour)
+	for range sweepEvery {
+		sh.site("new", limits, "test")
+	}
+	sh.mu.Lock()
+	_, old := sh.sites["old"]
+	_, kept := sh.sites["busy"]
+	sh.mu.Unlock()
+	if old || !kept {
+		t.Errorf("after the sweep: old kept %v, busy kept %v; want false, true", old, kept)
+	}
+	l.done(nil, true, time.Millisecond)
+}
