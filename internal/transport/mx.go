@@ -129,7 +129,7 @@ func (m *MX) Deliver(ctx context.Context, env Envelope, raw []byte) error {
 		}
 	}()
 	for _, g := range groups {
-		s, err := m.prepare(ctx, res, env, g, len(raw), false)
+		s, err := m.prepare(ctx, res, env, g, len(raw))
 		if err != nil {
 			return err
 		}
@@ -197,7 +197,7 @@ type exchanger struct {
 
 // prepare opens a session to one exchanger of g's domain and takes it up
 // to the accepted RCPTs.
-func (m *MX) prepare(ctx context.Context, res *mxResolver, env Envelope, g rcptGroup, size int, perRecipient bool) (*mxSession, error) {
+func (m *MX) prepare(ctx context.Context, res *mxResolver, env Envelope, g rcptGroup, size int) (*mxSession, error) {
 	hosts, err := m.exchangers(ctx, res, g.domain)
 	if err != nil {
 		return nil, err
@@ -228,7 +228,7 @@ func (m *MX) prepare(ctx context.Context, res *mxResolver, env Envelope, g rcptG
 				break
 			}
 			tried++
-			s, err := m.open(ctx, h.host, ip, env.From, g.rcpts, size, perRecipient)
+			s, err := m.open(ctx, h.host, ip, env.From, g.rcpts, size)
 			if err == nil {
 				return s, nil
 			}
@@ -297,7 +297,7 @@ func (m *MX) usable(ip netip.Addr) bool {
 
 // open connects to one exchanger address and runs the session up to RCPT,
 // with the relay transport's steps.
-func (m *MX) open(ctx context.Context, host string, ip netip.Addr, from string, rcpts []string, size int, perRecipient bool) (*mxSession, error) {
+func (m *MX) open(ctx context.Context, host string, ip netip.Addr, from string, rcpts []string, size int) (*mxSession, error) {
 	cfg := m.cfg
 	tc := &tls.Config{}
 	if cfg.TLSConfig != nil {
@@ -315,7 +315,7 @@ func (m *MX) open(ctx context.Context, host string, ip netip.Addr, from string, 
 		Host: ip.String(), Port: cfg.Port, TLS: TLSOpportunistic, TLSConfig: tc, HELOName: cfg.HELOName,
 		DialContext: dial, DialTimeout: cfg.DialTimeout, CommandTimeout: cfg.CommandTimeout, DataTimeout: cfg.DataTimeout,
 	}
-	a := &attempt{cfg: scfg, stage: StageDial, perRecipient: perRecipient}
+	a := &attempt{cfg: scfg, stage: StageDial}
 	s := &mxSession{a: a, host: host, ip: ip, rcpts: rcpts}
 	ss, stop, err := a.session(ctx)
 	if err != nil {
@@ -325,15 +325,6 @@ func (m *MX) open(ctx context.Context, host string, ip netip.Addr, from string, 
 	if err := a.envelope(ctx, ss, Envelope{From: from, To: rcpts}, size); err != nil {
 		s.close()
 		return nil, s.wrap(err)
-	}
-	if perRecipient {
-		s.rcpts = a.accepted
-		for _, r := range a.refused {
-			s.wrap(r.Err)
-		}
-		if len(s.rcpts) == 0 {
-			s.abort(ctx) // every recipient refused: no DATA
-		}
 	}
 	return s, nil
 }

@@ -19,9 +19,19 @@ import (
 // transport). Plan resolves a message's recipient domains and groups those
 // whose exchangers are the same into destinations; Send hands the message
 // to one destination in one SMTP transaction, under that destination's
-// shaping, and tells each of its recipients' outcome. Unlike Deliver and
-// DeliverEach, nothing ties one destination's outcome to another's: the
-// caller records each as it lands and retries only what is left.
+// shaping, and tells each of its recipients' outcome. Unlike Deliver
+// (all domains or none, for callers that need one outcome), nothing ties
+// one destination's outcome to another's: the caller records each as it
+// lands and retries only what is left.
+
+// Refusal is one recipient's own outcome when it is not delivered: a
+// refusal for good (Err Permanent: a 5xx to its RCPT or to the end of
+// DATA, a domain that takes no mail), a deferral (Temporary) or an
+// unknown outcome (Ambiguous).
+type Refusal struct {
+	Recipient string
+	Err       *Error
+}
 
 // Destination is the recipients of one message whose domains share their
 // mail exchangers.

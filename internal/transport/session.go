@@ -32,7 +32,7 @@ type attempt struct {
 	// connection leaves the outcome unknown.
 	dataStarted bool
 	client      *smtp.Client
-	// perRecipient (the mx transport's DeliverEach): a 5xx to one RCPT is
+	// perRecipient (the mx transport's Send): a 5xx to one RCPT is
 	// that recipient's refusal, kept in refused, and the others go on;
 	// accepted are the RCPTs answered 2xx.
 	perRecipient bool
