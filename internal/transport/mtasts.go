@@ -37,6 +37,10 @@ const (
 	stsMaxBody   = 64 << 10
 	stsTimeout   = 10 * time.Second
 	stsMaxMaxAge = 31557600 * time.Second // RFC 8461 section 3.2
+	// stsRetryFetch is how long a failed fetch is not tried again: a
+	// policy host that does not answer must not cost every attempt its
+	// timeout.
+	stsRetryFetch = 5 * time.Minute
 )
 
 // stsPolicy is a domain's fetched policy.
@@ -94,8 +98,9 @@ type stsCache struct {
 	client *http.Client
 	now    func() time.Time
 
-	mu sync.Mutex
-	m  map[string]*stsPolicy
+	mu     sync.Mutex
+	m      map[string]*stsPolicy
+	failed map[string]time.Time // domain → no fetch before
 }
 
 // newSTSCache returns nil when MTA-STS is off. Policy fetches resolve
@@ -105,7 +110,7 @@ func newSTSCache(cfg MXConfig) *stsCache {
 	if !cfg.MTASTS {
 		return nil
 	}
-	c := &stsCache{port: cfg.STSPort, now: time.Now, m: map[string]*stsPolicy{}}
+	c := &stsCache{port: cfg.STSPort, now: time.Now, m: map[string]*stsPolicy{}, failed: map[string]time.Time{}}
 	dialer := cfg.Policy.Dialer(cfg.DialTimeout)
 	tr := &http.Transport{
 		Proxy:               nil,
@@ -157,22 +162,35 @@ func (c *stsCache) policy(ctx context.Context, res *mxResolver, domain string) *
 	now := c.now()
 	c.mu.Lock()
 	cached := c.m[domain]
+	retry := c.failed[domain]
 	c.mu.Unlock()
 	if cached != nil && now.After(cached.expires) {
 		cached = nil
 	}
 	id, found, err := c.lookupID(ctx, res, domain)
-	if err != nil || !found || (cached != nil && cached.ID == id) {
+	if err != nil || !found || (cached != nil && cached.ID == id) || now.Before(retry) {
 		return cached
 	}
 	p, err := c.fetch(context.WithValue(ctx, stsResolverKey{}, res), domain)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err != nil {
+		c.failed[domain] = now.Add(stsRetryFetch)
+		if len(c.failed) > 10000 {
+			clear(c.failed)
+		}
 		return cached
 	}
+	delete(c.failed, domain)
 	p.ID, p.expires = id, now.Add(p.MaxAge)
-	c.mu.Lock()
+	if len(c.m) >= 10000 {
+		for d, old := range c.m {
+			if now.After(old.expires) {
+				delete(c.m, d)
+			}
+		}
+	}
 	c.m[domain] = p
-	c.mu.Unlock()
 	return p
 }
 
