@@ -55,6 +55,7 @@ type MX struct {
 	shaping *Shaping
 	shaper  *shaper
 	sts     *stsCache
+	dns     *dnsCache
 	source  atomic.Uint64 // the next egress source, in turn
 }
 
@@ -69,6 +70,7 @@ func NewMX(cfg MXConfig) *MX {
 	}
 	m.shaper = newShaper(m.shaping)
 	m.sts = newSTSCache(m.cfg)
+	m.dns = newDNSCache()
 	return m
 }
 
