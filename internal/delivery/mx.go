@@ -345,7 +345,7 @@ func (d *Deliverer) mxOutcome(s *core.Send, h *mxHandoff, skipped, all []string,
 		case core.StatusDelivered:
 			// email.sent once for the send, when it became delivered;
 			// each recipient's email.delivered tells the rest.
-			o.detail, o.event = "", core.EventSent
+			o.detail, o.event = "accepted by the last destination; each recipient's delivered tells which", core.EventSent
 		}
 		if legacy && len(failed) == 0 && (len(delivered) > 0) != (len(unknown) > 0) {
 			// One fate for every recipient attempted, nothing before: the
