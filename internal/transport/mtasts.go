@@ -41,6 +41,8 @@ const (
 	// policy host that does not answer must not cost every attempt its
 	// timeout.
 	stsRetryFetch = 5 * time.Minute
+	// stsRetryLookup is the same for a failed TXT lookup.
+	stsRetryLookup = time.Minute
 )
 
 // stsPolicy is a domain's fetched policy.
@@ -167,8 +169,19 @@ func (c *stsCache) policy(ctx context.Context, res *mxResolver, domain string) *
 	if cached != nil && now.After(cached.expires) {
 		cached = nil
 	}
+	if now.Before(retry) {
+		return cached
+	}
 	id, found, err := c.lookupID(ctx, res, domain)
-	if err != nil || !found || (cached != nil && cached.ID == id) || now.Before(retry) {
+	if err != nil {
+		// A resolver that does not answer for _mta-sts must not cost
+		// every attempt its timeout either.
+		c.mu.Lock()
+		c.failed[domain] = now.Add(stsRetryLookup)
+		c.mu.Unlock()
+		return cached
+	}
+	if !found || (cached != nil && cached.ID == id) {
 		return cached
 	}
 	p, err := c.fetch(context.WithValue(ctx, stsResolverKey{}, res), domain)

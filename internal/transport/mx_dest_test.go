@@ -40,3 +40,31 @@ func TestMXPlan(t *testing.T) {
 		t.Errorf("%d MX queries for three plans of four domains, want 4 (answers kept for their TTL)", n)
 	}
 }
+
+// A resolver that fails _mta-sts lookups is not asked again at every
+// plan (each failure may cost a timeout), and the mail goes on without a
+// policy.
+func TestMXPlan_STSLookupFailureIsNotRepeated(t *testing.T) {
+	dnsSrv := dnstest.StartWithOptions(t, dnstest.Options{
+		Records:  []string{"a.test. 300 MX 10 mx.a.test."},
+		ServFail: []string{"_mta-sts.a.test"},
+	})
+	cfg := mxConfig(dnsSrv)
+	cfg.MTASTS = true
+	m := transport.NewMX(cfg)
+	for range 3 {
+		dests, _, err := m.Plan(context.Background(), []string{"x@a.test"})
+		if err != nil || len(dests) != 1 {
+			t.Fatalf("Plan: %v %+v", err, dests)
+		}
+	}
+	n := 0
+	for _, q := range dnsSrv.Queries() {
+		if q.Type == "TXT" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d _mta-sts lookups for three plans after a failure, want 1", n)
+	}
+}
