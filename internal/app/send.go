@@ -390,15 +390,42 @@ const (
 // Reconcile is the only way out of unknown: a person (or a system that
 // checked the recipient's side) says what happened.
 func (s *Service) Reconcile(ctx context.Context, tx core.Tx, tenant, id, outcome string) (*core.Send, error) {
+	var (
+		send *core.Send
+		err  error
+		to   core.Status // what the recipients left unknown become
+	)
 	switch outcome {
 	case OutcomeSent:
-		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusSent, core.EventSent, "reconciled")
+		send, err = s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusSent, core.EventSent, "reconciled")
+		to = core.StatusSent
 	case OutcomeFailed:
-		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusFailed, core.EventFailed, "reconciled")
+		send, err = s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusFailed, core.EventFailed, "reconciled")
+		to = core.StatusFailed
 	case OutcomeResend:
-		return s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusQueued, core.EventReconciled, "reconciled")
+		// Only the recipients left unknown get it again (per-destination
+		// delivery records each recipient's own outcome).
+		send, err = s.transition(ctx, tx, tenant, id, core.StatusUnknown, core.StatusQueued, core.EventReconciled, "reconciled")
+		to = core.StatusQueued
+	default:
+		return nil, core.Errorf(core.CodeValidation, "outcome", "outcome must be sent, failed or resend")
 	}
-	return nil, core.Errorf(core.CodeValidation, "outcome", "outcome must be sent, failed or resend")
+	if err != nil {
+		return nil, err
+	}
+	states, err := tx.Recipients(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range states {
+		if r.Status == core.StatusUnknown {
+			r.Status, r.Detail, r.UpdatedAt = to, "reconciled: "+outcome, s.Now()
+			if err := tx.SetRecipient(ctx, id, r); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return send, nil
 }
 
 // transition moves a send from one status to another, recording event

@@ -113,6 +113,35 @@ func (e *envFlags) boolean(p *bool, name, env string, def bool, usage string) {
 	e.fs.BoolVar(p, name, def, usage+" (env "+env+")")
 }
 
+// list is a repeatable flag; the variable holds values separated by
+// white space.
+func (e *envFlags) list(p *[]string, name, env, usage string) {
+	if v, ok := e.env(env); ok {
+		*p = strings.Fields(v)
+	}
+	e.fs.Var(&listValue{p: p, env: len(*p) > 0}, name, usage+" (env "+env+")")
+}
+
+type listValue struct {
+	p   *[]string
+	env bool // still the environment's values: the first flag replaces them
+}
+
+func (l *listValue) String() string {
+	if l == nil || l.p == nil {
+		return ""
+	}
+	return strings.Join(*l.p, " ")
+}
+
+func (l *listValue) Set(v string) error {
+	if l.env {
+		*l.p, l.env = nil, false
+	}
+	*l.p = append(*l.p, v)
+	return nil
+}
+
 func (e *envFlags) err() error {
 	if len(e.errs) == 0 {
 		return nil
@@ -139,8 +168,15 @@ func serverFlags(e *envFlags, c *Config) {
 	e.str(&sc.From, "from", "SENDONCE_FROM", app.DefaultFrom, "default From of the default mailbox")
 	e.dur(&sc.IdempotencyTTL, "idempotency-ttl", "SENDONCE_IDEMPOTENCY_TTL", idempotency.DefaultTTL, "how long a key replays")
 	e.boolean(&sc.RequireIdempotencyKey, "require-idempotency-key", "SENDONCE_REQUIRE_IDEMPOTENCY_KEY", true, "whether POST /v1/send rejects a request without a key")
-	e.dur(&sc.RetryBase, "retry-base", "SENDONCE_RETRY_BASE", delivery.DefaultRetryBase, "first retry delay; attempt n waits base·2^(n−1) with jitter, capped at 1h")
-	e.integer(&sc.MaxAttempts, "max-attempts", "SENDONCE_MAX_ATTEMPTS", delivery.DefaultMaxAttempts, "delivery attempts before failed")
+	e.dur(&sc.RetryBase, "retry-base", "SENDONCE_RETRY_BASE", delivery.DefaultRetryBase, "first retry delay; attempt n waits base·2^(n−1) with jitter, capped at --max-retry-delay")
+	e.dur(&sc.MaxRetryDelay, "max-retry-delay", "SENDONCE_MAX_RETRY_DELAY", delivery.DefaultMaxRetryDelay, "the longest wait between two attempts of a send")
+	e.integer(&sc.MaxAttempts, "max-attempts", "SENDONCE_MAX_ATTEMPTS", delivery.DefaultMaxAttempts, "delivery attempts before failed (relay transports; mx retries until --max-queue-lifetime)")
+	e.dur(&sc.MaxQueueLifetime, "max-queue-lifetime", "SENDONCE_MAX_QUEUE_LIFETIME", delivery.DefaultMaxQueueLifetime, "under mx, how long after it became due a send may wait to be delivered to a destination before it fails there")
+	e.str(&sc.MXPort, "mx-port", "SENDONCE_MX_PORT", transport.DefaultMXPort, "the SMTP port dialled on mail exchangers under mx")
+	e.str(&sc.HELOName, "helo-name", "SENDONCE_HELO_NAME", transport.DefaultHELOName, "the name the mx transport says in EHLO: this host's name, the one its address's PTR record gives")
+	e.str(&sc.Shaping, "shaping", "SENDONCE_SHAPING", "", "a JSON file of traffic shaping for mx laid over the shipped one (docs/deliverability.md)")
+	e.list(&sc.EgressSources, "egress-source", "SENDONCE_EGRESS_SOURCE", "NAME=IP[,ehlo=HOSTNAME]: a source address mx connections bind to, used in turn (repeatable; the variable takes several separated by spaces)")
+	e.str(&sc.TLSCA, "tls-ca", "SENDONCE_TLS_CA", "", "a PEM file of CA certificates trusted besides the system's: mail exchangers' certificates, MTA-STS policy fetches, provider APIs and SNS signing certificates (tests)")
 	e.dur(&sc.AttemptLease, "attempt-lease", "SENDONCE_ATTEMPT_LEASE", delivery.DefaultAttemptLease, "how long a worker may hold an attempt before it counts as dead")
 	e.dur(&c.ShutdownGrace, "shutdown-grace", "SENDONCE_SHUTDOWN_GRACE", 0, "how long in-flight requests and delivery attempts may take to finish after SIGTERM (0: the larger of 25s and --attempt-lease)")
 	e.str(&c.Role, "role", "SENDONCE_ROLE", "all", "api, worker or all")
@@ -207,8 +243,14 @@ func (c *Config) validate() error {
 	if sc.RateLimit < 0 || sc.RateLimitWindow < time.Millisecond {
 		return fmt.Errorf("--rate-limit must be 0 (off) or more, and --rate-limit-window at least 1ms")
 	}
-	if sc.IdempotencyTTL <= 0 || sc.RetryBase <= 0 || sc.AttemptLease <= 0 {
-		return fmt.Errorf("--idempotency-ttl, --retry-base and --attempt-lease must be positive")
+	if sc.IdempotencyTTL <= 0 || sc.RetryBase <= 0 || sc.AttemptLease <= 0 || sc.MaxRetryDelay <= 0 || sc.MaxQueueLifetime <= 0 {
+		return fmt.Errorf("--idempotency-ttl, --retry-base, --max-retry-delay, --max-queue-lifetime and --attempt-lease must be positive")
+	}
+	if sc.RetryBase > sc.MaxRetryDelay {
+		return fmt.Errorf("--retry-base must not exceed --max-retry-delay")
+	}
+	if n, err := strconv.Atoi(sc.MXPort); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("--mx-port %q: want a port number", sc.MXPort)
 	}
 	if sc.MaxAttempts < 1 || sc.Workers < 1 || sc.DBMaxConns < 1 {
 		return fmt.Errorf("--max-attempts, --workers and --db-max-conns must be at least 1")

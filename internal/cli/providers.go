@@ -11,7 +11,6 @@ import (
 type providerFlags struct {
 	fallbacks multiFlag
 	snsHosts  multiFlag
-	tlsCA     string
 }
 
 func (p *providerFlags) define(e *envFlags, sc *server.Config) {
@@ -24,14 +23,13 @@ func (p *providerFlags) define(e *envFlags, sc *server.Config) {
 	}
 	e.fs.Var(&p.snsHosts, "sns-cert-host", "HOST:PORT an SNS signing certificate URL may name besides Amazon SNS's own hosts, for tests (repeatable; env SENDONCE_SNS_CERT_HOST)")
 	e.str(&sc.Providers.ResendWebhookSecret, "resend-webhook-secret", "SENDONCE_RESEND_WEBHOOK_SECRET", "", "whsec_… secret of the Resend webhook posting to /v1/providers/resend/events (the route is off without it)")
-	e.str(&p.tlsCA, "tls-ca", "SENDONCE_TLS_CA", "", "PEM file of extra trusted roots for provider APIs and SNS certificate fetches (tests)")
 }
 
 // apply puts the parsed values into the server's config.
 func (p *providerFlags) apply(sc *server.Config) error {
 	sc.Providers.Fallbacks = append([]string(nil), p.fallbacks...)
 	sc.Providers.SNSCertHosts = append([]string(nil), p.snsHosts...)
-	tc, err := server.LoadCA(p.tlsCA)
+	tc, err := server.LoadCA(sc.TLSCA) // --tls-ca, defined with the mx flags
 	if err != nil {
 		return err
 	}

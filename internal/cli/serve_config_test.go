@@ -2,7 +2,9 @@ package cli
 
 import (
 	"io"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/core"
@@ -64,5 +66,38 @@ func TestServerConfig_MapsTheCLIFlags(t *testing.T) {
 				t.Errorf("AttachmentFetch = %v, want %v", sc.AttachmentFetch, c.attachmentFetch)
 			}
 		})
+	}
+}
+
+// The mx flags: defaults as the contract's section 14 gives them, the
+// environment read, the flag winning, --egress-source repeatable.
+func TestServeFlags_MX(t *testing.T) {
+	parseWith := func(env map[string]string, args ...string) Config {
+		t.Helper()
+		e := newFlags("serve", func(k string) string { return env[k] }, io.Discard)
+		var cfg Config
+		serverFlags(e, &cfg)
+		if err := e.fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.err(); err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	sc := parseWith(nil).Server
+	if sc.MXPort != "25" || sc.MaxQueueLifetime != 120*time.Hour || sc.MaxRetryDelay != time.Hour || sc.HELOName != "localhost" || len(sc.EgressSources) != 0 || sc.TLSCA != "" {
+		t.Errorf("defaults: port %q lifetime %v max delay %v helo %q sources %v ca %q", sc.MXPort, sc.MaxQueueLifetime, sc.MaxRetryDelay, sc.HELOName, sc.EgressSources, sc.TLSCA)
+	}
+	env := map[string]string{"SENDONCE_MX_PORT": "2525", "SENDONCE_MAX_QUEUE_LIFETIME": "72h", "SENDONCE_MAX_RETRY_DELAY": "30m",
+		"SENDONCE_HELO_NAME": "mta.example.com", "SENDONCE_TLS_CA": "/ca.pem", "SENDONCE_EGRESS_SOURCE": "a=192.0.2.1 b=192.0.2.2,ehlo=b.example.com"}
+	sc = parseWith(env).Server
+	if sc.MXPort != "2525" || sc.MaxQueueLifetime != 72*time.Hour || sc.MaxRetryDelay != 30*time.Minute || sc.HELOName != "mta.example.com" || sc.TLSCA != "/ca.pem" ||
+		!slices.Equal(sc.EgressSources, []string{"a=192.0.2.1", "b=192.0.2.2,ehlo=b.example.com"}) {
+		t.Errorf("environment: %+v", sc)
+	}
+	sc = parseWith(env, "--mx-port", "2626", "--egress-source", "c=192.0.2.3", "--egress-source", "d=192.0.2.4").Server
+	if sc.MXPort != "2626" || !slices.Equal(sc.EgressSources, []string{"c=192.0.2.3", "d=192.0.2.4"}) {
+		t.Errorf("flags over the environment: port %q sources %v", sc.MXPort, sc.EgressSources)
 	}
 }

@@ -102,6 +102,9 @@ type Sends interface {
 	// SendWithEvents reads the send and its events as of one moment, so
 	// the events never tell of an outcome the status does not show yet.
 	SendWithEvents(ctx context.Context, tenant, id string) (*Send, []Event, error)
+	// SendRecipients returns the recipient states stored for a send that
+	// was read already (delivery: which recipients are done).
+	SendRecipients(ctx context.Context, id string) ([]RecipientState, error)
 }
 
 // SendsTx changes sends and their histories.

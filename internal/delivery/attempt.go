@@ -144,6 +144,11 @@ func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 			detail: "every recipient is on the suppression list: nothing was attempted"}
 	case errors.Is(derr, errNoSession), errors.Is(derr, errLargeBusy):
 		o = outcome{status: core.StatusQueued, deferred: true, detail: derr.Error()}
+	case h.dests != nil:
+		// Per destination (mx.go): each recipient's own outcome.
+		o = d.mxOutcome(s, h.dests, skipped, all, d.cfg.Now().UTC())
+	case h.mx && derr != nil:
+		o = d.mxFailure(s, derr)
 	case derr == nil && h.mx:
 		// The recipients' own exchangers answered 250: delivered.
 		o.status, o.delivered = core.StatusDelivered, true
@@ -153,7 +158,10 @@ func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 		o = outcome{status: core.StatusBounced, reached: o.reached, attempted: true, metric: "permfail", detail: derr.Error()}
 	}
 	if !o.deferred {
-		o.suppressed, o.refused = skipped, h.refused
+		o.suppressed = skipped
+		if h.dests == nil {
+			o.refused = h.refused
+		}
 	}
 	if err := d.record(ctx, s, token, o, h.inTx); err != nil {
 		// The send stays sending: the rescuer will call it unknown, the
@@ -225,6 +233,8 @@ type handoff struct {
 	// servers; refused are the recipients they refused for good.
 	mx      bool
 	refused []transport.Refusal
+	// dests is what per-destination delivery did (mx).
+	dests *mxHandoff
 }
 
 // handOver is handOff's second half: sign, pick the transport, deliver.
@@ -255,9 +265,8 @@ func (d *Deliverer) handOver(ctx context.Context, s *core.Send, slot *transport.
 		}}
 	}
 	d.logger.LogAttrs(ctx, slog.LevelDebug, "handing over", slog.String("send_id", s.ID), slog.Bool("dkim_signed", signed))
-	if mx, ok := t.(*transport.MX); ok {
-		refused, err := mx.DeliverEach(ctx, env, raw)
-		return handoff{err: err, mx: true, refused: refused}
+	if _, ok := t.(*transport.MX); ok {
+		return d.handOverMX(ctx, s, env, raw)
 	}
 	relay, ok := t.(*transport.SMTP)
 	if !ok {
@@ -302,6 +311,16 @@ type outcome struct {
 	// due again after deferDelay, and the claim's try is given back.
 	deferred bool
 	metric   string // sendonce_delivery_attempts_total's outcome label
+	// Per-destination delivery (mx.go): perRecipient events replace the
+	// send's own delivered and delivery_delayed; states are the
+	// recipients' new states and extra their events; retryAt, when set,
+	// is when the send is due again; giveBack returns the claim's try (a
+	// destination asked to slow down: not the message's failure).
+	perRecipient bool
+	states       []core.RecipientState
+	extra        []core.Event
+	retryAt      *time.Time
+	giveBack     bool
 }
 
 // outcomeOf decides an attempt's outcome from the transport's error (nil:
@@ -377,6 +396,11 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 		if err := recordRefused(wctx, tx, s, o.refused, now); err != nil {
 			return err
 		}
+		for _, st := range o.states {
+			if err := tx.SetRecipient(wctx, s.ID, st); err != nil {
+				return err
+			}
+		}
 		if events := attemptEvents(s, o, &next, now); len(events) > 0 {
 			return tx.AddEvent(wctx, s.ID, events...)
 		}
@@ -397,14 +421,23 @@ func nextSend(s *core.Send, o outcome, now time.Time, backoff time.Duration) cor
 		next.Attempts++
 	}
 	switch {
-	case o.status == core.StatusSent || o.delivered:
+	case o.status == core.StatusSent || o.status == core.StatusDelivered || o.delivered:
 		next.SentAt, next.LastError = &now, ""
 	case o.deferred:
 		at := now.Add(deferDelay)
+		if o.retryAt != nil && o.retryAt.After(now) {
+			at = *o.retryAt
+		}
 		next.NextAttemptAt, next.Tries, next.LastError = &at, s.Tries-1, s.LastError
 	case o.retry:
 		at := now.Add(backoff)
+		if o.retryAt != nil {
+			at = *o.retryAt
+		}
 		next.NextAttemptAt = &at
+		if o.giveBack {
+			next.Tries = s.Tries - 1
+		}
 	}
 	return next
 }
@@ -431,14 +464,14 @@ func attemptEvents(s *core.Send, o outcome, next *core.Send, now time.Time) []co
 		events = append(events, core.Event{Type: core.EventDelivered, At: now,
 			Detail: "accepted by the recipients' mail exchangers"})
 	}
-	if o.retry {
+	if o.retry && !o.perRecipient {
 		// attempt_failed is the attempt's own history; the contract's
 		// email.delivery_delayed (a temporary failure, a retry scheduled)
 		// is what a webhook subscriber is told.
 		events = append(events, core.Event{Type: core.EventDeliveryDelayed, At: now,
 			Detail: "retry due " + next.NextAttemptAt.UTC().Format(time.RFC3339) + ": " + o.detail})
 	}
-	return events
+	return append(events, o.extra...)
 }
 
 // retryWrite runs write in a transaction until it commits or ctx ends: a

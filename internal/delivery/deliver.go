@@ -34,8 +34,13 @@ type Config struct {
 	RetryBase time.Duration
 	// MaxRetryDelay caps the backoff. Defaults to 1 hour.
 	MaxRetryDelay time.Duration
-	// MaxAttempts before a send fails. Defaults to 8.
+	// MaxAttempts before a send fails. Defaults to 8. Under mx temporary
+	// failures are retried until MaxQueueLifetime instead.
 	MaxAttempts int
+	// MaxQueueLifetime is how long after it became due a send may wait
+	// to be delivered to a destination under mx before it fails there.
+	// Defaults to DefaultMaxQueueLifetime.
+	MaxQueueLifetime time.Duration
 	// AttemptLease is how long one attempt may hold a send. Defaults to 30s.
 	AttemptLease time.Duration
 	// LeasePerMiB grows a large send's lease per MiB of its files,
@@ -76,6 +81,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.AttemptLease <= 0 {
 		c.AttemptLease = DefaultAttemptLease
+	}
+	if c.MaxQueueLifetime <= 0 {
+		c.MaxQueueLifetime = DefaultMaxQueueLifetime
 	}
 	if c.LeasePerMiB <= 0 {
 		c.LeasePerMiB = DefaultLeasePerMiB

@@ -131,6 +131,9 @@ func (d *Deliverer) Close() error {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	var errs []error
+	if d.mx != nil {
+		errs = append(errs, d.mx.Close())
+	}
 	for k, r := range rs.m {
 		errs = append(errs, r.t.Close())
 		delete(rs.m, k)

@@ -61,6 +61,9 @@ type Config struct {
 	Dashboard http.Handler
 	// Providers configures the provider intake routes (providers.go).
 	Providers ProvidersConfig
+	// Destinations, when set, reports this process's mx destinations and
+	// their shaping (GET /v1/admin/destinations).
+	Destinations func() any
 }
 
 // Server is the HTTP API.

@@ -20,6 +20,9 @@ type Metrics struct {
 	IdempotentReplays    prometheus.Counter
 	IdempotencyConflicts *prometheus.CounterVec // reason: in_use | reused
 	DeliveryAttempts     *prometheus.CounterVec // outcome: sent | tempfail | permfail | unknown
+	// DestinationThrottles counts the replies that made an mx destination
+	// slow down, by the shaping action taken (connections | rate | pause).
+	DestinationThrottles *prometheus.CounterVec // action
 	HTTPRequests         *prometheus.CounterVec // code
 	// DuplicatesPrevented counts repeated sends that sent nothing new, by
 	// how they were caught (DuplicateVias); the dashboard's overview
@@ -72,6 +75,9 @@ func New(queueDepth func(ctx context.Context) (int, error)) *Metrics {
 		DeliveryAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sendonce_delivery_attempts_total", Help: "Delivery attempts by outcome.",
 		}, []string{"outcome"}),
+		DestinationThrottles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sendonce_destination_throttles_total", Help: "Replies that made an mx destination slow down, by the action taken.",
+		}, []string{"action"}),
 		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sendonce_http_requests_total", Help: "HTTP requests by status code.",
 		}, []string{"code"}),
@@ -109,7 +115,7 @@ func New(queueDepth func(ctx context.Context) (int, error)) *Metrics {
 	}
 	reg.MustRegister(m.SendsAccepted, m.IdempotentReplays, m.IdempotencyConflicts, m.DeliveryAttempts, m.HTTPRequests, m.GroupCommitSize,
 		m.SMTPSessions, m.SMTPSessionsOpen, m.SMTPMessages, m.SMTPRejections,
-		m.DuplicatesPrevented,
+		m.DuplicatesPrevented, m.DestinationThrottles,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if queueDepth != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

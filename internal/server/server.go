@@ -5,10 +5,13 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,9 +73,28 @@ type Config struct {
 	// global unicast, that connections made on a tenant's behalf (mailbox
 	// relays, mx exchangers) may reach, as outbound.Parse reads them.
 	OutboundAllow string
-	// MXPort is for tests of the mx transport: the exchangers' SMTP port
-	// (default 25). Not a user setting.
+	// MXPort is --mx-port: the exchangers' SMTP port under mx (default
+	// transport.DefaultMXPort, 25; tests use another).
 	MXPort string
+	// HELOName is --helo-name: the name the mx transport says in EHLO
+	// (default transport.DefaultHELOName); an egress source may have its
+	// own.
+	HELOName string
+	// MaxQueueLifetime is --max-queue-lifetime (default
+	// delivery.DefaultMaxQueueLifetime) and MaxRetryDelay --max-retry-delay
+	// (default delivery.DefaultMaxRetryDelay).
+	MaxQueueLifetime, MaxRetryDelay time.Duration
+	// Shaping is --shaping: a file laid over the shipped traffic shaping
+	// of the mx transport ("" for the shipped one alone).
+	Shaping string
+	// EgressSources are the --egress-source values (NAME=IP[,ehlo=HOST]).
+	EgressSources []string
+	// TLSCA is --tls-ca: a PEM file of roots trusted besides the system's
+	// for exchangers' certificates and MTA-STS policy fetches.
+	TLSCA string
+	// MTASTSPort is for tests: the port MTA-STS policies are fetched from
+	// (default 443). Not a user setting.
+	MTASTSPort string
 	// From is the default mailbox's address. Defaults to app.DefaultFrom.
 	From string
 	// IdempotencyTTL defaults to idempotency.DefaultTTL.
@@ -180,6 +202,9 @@ func (c Config) validate() error {
 		if _, err := transport.ParseSpec(c.Transport); err != nil {
 			return err
 		}
+	}
+	if _, err := mxConfig(c, ""); err != nil {
+		return err
 	}
 	return nil
 }
@@ -290,10 +315,15 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Caps: cfg.Caps, Now: cfg.Now,
 		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes, RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow,
 		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), IMAPProbe: imapProbe(policy)}, logger)
+	mx, err := mxConfig(cfg, resolver)
+	if err != nil {
+		return nil, err
+	}
 	d, err := delivery.NewDeliverer(svc, store, delivery.Config{
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
+		MaxRetryDelay: cfg.MaxRetryDelay, MaxQueueLifetime: cfg.MaxQueueLifetime,
 		AttemptLease: cfg.AttemptLease, LeasePerMiB: cfg.LeasePerMiB, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
-		MX: transport.MXConfig{Resolver: resolver, Port: cfg.MXPort}, Bounce: signer,
+		MX: mx, Bounce: signer,
 		Fallbacks: cfg.Providers.Fallbacks, ProviderTLS: cfg.Providers.TLS,
 	}, m, logger)
 	if err != nil {
@@ -326,6 +356,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		RateLimit:             ratelimit.Limit{Requests: cfg.RateLimit, Window: cfg.RateLimitWindow}, Limiter: rf.limiter,
 		Dashboard:       dash,
 		Providers:       intakeConfig(cfg, policy),
+		Destinations:    func() any { return d.Destinations() },
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxInflightBytes: cfg.MaxInflightBytes, InflightWait: cfg.InflightWait,
 	}, logger)
 	sc := cfg.SMTP
@@ -338,6 +369,47 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Webhooks: worker, Handler: h, Dashboard: dash, Submission: sub, redis: rf.client,
 		Bounce: signer, inboundAddr: cfg.InboundAddr, inboundCfg: inboundConfig(cfg, resolver), now: now, logger: logger,
 		imap: newIMAPWorkers(store, svc, cfg, policy, logger)}, nil
+}
+
+// mxConfig is the mx transport's settings: --mx-port, --helo-name,
+// --shaping, --egress-source, --tls-ca; MTA-STS is always on.
+func mxConfig(cfg Config, resolver string) (transport.MXConfig, error) {
+	c := transport.MXConfig{Resolver: resolver, Port: cfg.MXPort, HELOName: cfg.HELOName, MTASTS: true, STSPort: cfg.MTASTSPort}
+	if cfg.HELOName != "" && !transport.ValidHELOName(cfg.HELOName) {
+		return c, fmt.Errorf("--helo-name %q: not a host name", cfg.HELOName)
+	}
+	if cfg.Shaping != "" {
+		sh, err := transport.LoadShaping(cfg.Shaping)
+		if err != nil {
+			return c, fmt.Errorf("--shaping: %w", err)
+		}
+		c.Shaping = sh
+	}
+	for _, v := range cfg.EgressSources {
+		src, err := transport.ParseSource(v)
+		if err != nil {
+			return c, fmt.Errorf("--egress-source: %w", err)
+		}
+		if slices.ContainsFunc(c.Sources, func(o transport.Source) bool { return o.Name == src.Name }) {
+			return c, fmt.Errorf("--egress-source: %s given twice", src.Name)
+		}
+		c.Sources = append(c.Sources, src)
+	}
+	if cfg.TLSCA != "" {
+		pem, err := os.ReadFile(cfg.TLSCA)
+		if err != nil {
+			return c, fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return c, fmt.Errorf("--tls-ca %s: no PEM certificate in it", cfg.TLSCA)
+		}
+		c.RootCAs = pool
+	}
+	return c, nil
 }
 
 // storeMetrics makes the registry, with the store's pools and group

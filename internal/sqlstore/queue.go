@@ -2,7 +2,10 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
@@ -19,12 +22,114 @@ func (t *Tx) ClaimDue(ctx context.Context, p core.ClaimParams) ([]*core.Send, er
 		WHERE status = 'scheduled' AND next_attempt_at <= ?`, micros(now), micros(now)); err != nil {
 		return nil, fmt.Errorf("queue scheduled sends: %w", err)
 	}
+	tenants, err := t.queuedTenants(ctx, maxFairTenants)
+	if err != nil {
+		return nil, err
+	}
+	if len(tenants) > 1 {
+		return t.claimFair(ctx, p, tenants)
+	}
 	rows, err := t.q.query(ctx, `UPDATE sends SET status = 'sending', attempt_token = ?, lease_until = `+t.claimLease()+`,
 		tries = tries + 1, next_attempt_at = NULL, updated_at = ?
 		WHERE id IN (SELECT id FROM sends WHERE status = 'queued' AND next_attempt_at <= ?
 			ORDER BY next_attempt_at LIMIT ?`+t.s.skipLocked+`)
 		RETURNING `+sendColumns, token, micros(now.Add(lease.Base)), lease.MaxGrowth.Microseconds(), lease.PerMiB.Microseconds(),
 		micros(now), micros(now), limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim due sends: %w", err)
+	}
+	return collectSends(rows)
+}
+
+// maxFairTenants bounds the tenants one claim shares itself between; the
+// next claim starts after the last one served (Store.fairAfter).
+const maxFairTenants = 64
+
+// queuedTenants lists up to limit tenants with queued sends, from the one
+// after the last served, by skipping through sends_due_tenant: one index
+// seek per tenant, whatever their backlogs (a loose index scan).
+func (t *Tx) queuedTenants(ctx context.Context, limit int) ([]string, error) {
+	const step = `SELECT min(tenant) FROM sends WHERE status = 'queued' AND tenant > ?`
+	var out []string
+	start := t.s.fairCursor()
+	after, wrapped := start, false
+	for len(out) < limit {
+		var tenant sql.NullString
+		if err := t.q.queryRow(ctx, step, after).Scan(&tenant); err != nil {
+			return nil, fmt.Errorf("queued tenants: %w", err)
+		}
+		if !tenant.Valid {
+			if wrapped || start == "" {
+				break
+			}
+			after, wrapped = "", true // from the first tenant, up to the start
+			continue
+		}
+		if wrapped && tenant.String > start || slices.Contains(out, tenant.String) {
+			break
+		}
+		out = append(out, tenant.String)
+		after = tenant.String
+	}
+	return out, nil
+}
+
+// claimFair claims for several tenants at once: each gets an equal share
+// of the limit (its oldest due sends), and what a tenant leaves unused
+// goes to the others, so one tenant's backlog cannot hold every worker
+// while another's mail waits behind it.
+func (t *Tx) claimFair(ctx context.Context, p core.ClaimParams, tenants []string) ([]*core.Send, error) {
+	now := micros(p.Now)
+	var ids []any
+	taken := map[string]int{}
+	full := slices.Clone(tenants)
+	for left := p.Limit; left > 0 && len(full) > 0; {
+		share := max(1, left/len(full))
+		var next []string
+		for _, tenant := range full {
+			if left <= 0 {
+				break
+			}
+			n := min(share, left)
+			rows, err := t.q.query(ctx, `SELECT id FROM sends WHERE status = 'queued' AND tenant = ? AND next_attempt_at <= ?
+				ORDER BY next_attempt_at LIMIT ? OFFSET ?`+t.s.skipLocked, tenant, now, n, taken[tenant])
+			if err != nil {
+				return nil, fmt.Errorf("claim due sends of %s: %w", tenant, err)
+			}
+			got := 0
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return nil, fmt.Errorf("claim due sends: %w", err)
+				}
+				ids = append(ids, id)
+				got++
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return nil, fmt.Errorf("claim due sends: %w", err)
+			}
+			taken[tenant] += got
+			left -= got
+			if got == n {
+				next = append(next, tenant) // may have more
+			}
+		}
+		full = next
+	}
+	if len(tenants) > 0 {
+		t.s.setFairCursor(tenants[0])
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	lease := p.Lease
+	args := append([]any{p.Token, micros(p.Now.Add(lease.Base)), lease.MaxGrowth.Microseconds(), lease.PerMiB.Microseconds(), now}, ids...)
+	rows, err := t.q.query(ctx, `UPDATE sends SET status = 'sending', attempt_token = ?, lease_until = `+t.claimLease()+`,
+		tries = tries + 1, next_attempt_at = NULL, updated_at = ?
+		WHERE status = 'queued' AND id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)
+		RETURNING `+sendColumns, args...)
 	if err != nil {
 		return nil, fmt.Errorf("claim due sends: %w", err)
 	}

@@ -31,6 +31,11 @@ func (s *Store) SendAttachments(ctx context.Context, id string) ([]core.Attachme
 	return out, nil
 }
 
+// SendRecipients implements core.Store.
+func (s *Store) SendRecipients(ctx context.Context, id string) ([]core.RecipientState, error) {
+	return recipients(ctx, s.r, id)
+}
+
 func collectSends(rows rows) ([]*core.Send, error) {
 	defer rows.Close()
 	var out []*core.Send

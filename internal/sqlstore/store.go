@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,6 +40,23 @@ type Store struct {
 	// onWebhookDue is called after a commit that queued a webhook
 	// delivery (see OnWebhookDue).
 	onWebhookDue func()
+
+	// fair is the tenant the last fair claim served first: the next one
+	// starts after it (queue.go).
+	fairMu sync.Mutex
+	fair   string
+}
+
+func (s *Store) fairCursor() string {
+	s.fairMu.Lock()
+	defer s.fairMu.Unlock()
+	return s.fair
+}
+
+func (s *Store) setFairCursor(tenant string) {
+	s.fairMu.Lock()
+	s.fair = tenant
+	s.fairMu.Unlock()
 }
 
 // Dialect says which database the store runs on.

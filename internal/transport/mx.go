@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/miekg/dns"
 	"golang.org/x/net/idna"
@@ -50,14 +51,37 @@ const StageResolve = "resolve"
 // tried: a 4xx or 5xx to the end of data keeps its class, a broken
 // connection is Ambiguous.
 type MX struct {
-	cfg MXConfig
+	cfg     MXConfig
+	shaping *Shaping
+	shaper  *shaper
+	sts     *stsCache
+	dns     *dnsCache
+	source  atomic.Uint64 // the next egress source, in turn
 }
 
 var _ Transport = (*MX)(nil)
 
 // NewMX returns an mx transport.
 func NewMX(cfg MXConfig) *MX {
-	return &MX{cfg: cfg.withDefaults()}
+	m := &MX{cfg: cfg.withDefaults()}
+	m.shaping = m.cfg.Shaping
+	if m.shaping == nil {
+		m.shaping = DefaultShaping()
+	}
+	m.shaper = newShaper(m.shaping)
+	m.sts = newSTSCache(m.cfg)
+	m.dns = newDNSCache()
+	return m
+}
+
+// nextSource returns the egress source for a new connection (nil: the
+// system picks the address).
+func (m *MX) nextSource() *Source {
+	if len(m.cfg.Sources) == 0 {
+		return nil
+	}
+	i := m.source.Add(1) - 1
+	return &m.cfg.Sources[i%uint64(len(m.cfg.Sources))]
 }
 
 // PartialDeliveryError is the Err of an Ambiguous *Error when the message
@@ -107,7 +131,7 @@ func (m *MX) Deliver(ctx context.Context, env Envelope, raw []byte) error {
 		}
 	}()
 	for _, g := range groups {
-		s, err := m.prepare(ctx, res, env, g, len(raw), false)
+		s, err := m.prepare(ctx, res, env, g, len(raw))
 		if err != nil {
 			return err
 		}
@@ -175,7 +199,7 @@ type exchanger struct {
 
 // prepare opens a session to one exchanger of g's domain and takes it up
 // to the accepted RCPTs.
-func (m *MX) prepare(ctx context.Context, res *mxResolver, env Envelope, g rcptGroup, size int, perRecipient bool) (*mxSession, error) {
+func (m *MX) prepare(ctx context.Context, res *mxResolver, env Envelope, g rcptGroup, size int) (*mxSession, error) {
 	hosts, err := m.exchangers(ctx, res, g.domain)
 	if err != nil {
 		return nil, err
@@ -206,7 +230,7 @@ func (m *MX) prepare(ctx context.Context, res *mxResolver, env Envelope, g rcptG
 				break
 			}
 			tried++
-			s, err := m.open(ctx, h.host, ip, env.From, g.rcpts, size, perRecipient)
+			s, err := m.open(ctx, h.host, ip, env.From, g.rcpts, size)
 			if err == nil {
 				return s, nil
 			}
@@ -275,7 +299,7 @@ func (m *MX) usable(ip netip.Addr) bool {
 
 // open connects to one exchanger address and runs the session up to RCPT,
 // with the relay transport's steps.
-func (m *MX) open(ctx context.Context, host string, ip netip.Addr, from string, rcpts []string, size int, perRecipient bool) (*mxSession, error) {
+func (m *MX) open(ctx context.Context, host string, ip netip.Addr, from string, rcpts []string, size int) (*mxSession, error) {
 	cfg := m.cfg
 	tc := &tls.Config{}
 	if cfg.TLSConfig != nil {
@@ -293,7 +317,7 @@ func (m *MX) open(ctx context.Context, host string, ip netip.Addr, from string, 
 		Host: ip.String(), Port: cfg.Port, TLS: TLSOpportunistic, TLSConfig: tc, HELOName: cfg.HELOName,
 		DialContext: dial, DialTimeout: cfg.DialTimeout, CommandTimeout: cfg.CommandTimeout, DataTimeout: cfg.DataTimeout,
 	}
-	a := &attempt{cfg: scfg, stage: StageDial, perRecipient: perRecipient}
+	a := &attempt{cfg: scfg, stage: StageDial}
 	s := &mxSession{a: a, host: host, ip: ip, rcpts: rcpts}
 	ss, stop, err := a.session(ctx)
 	if err != nil {
@@ -303,15 +327,6 @@ func (m *MX) open(ctx context.Context, host string, ip netip.Addr, from string, 
 	if err := a.envelope(ctx, ss, Envelope{From: from, To: rcpts}, size); err != nil {
 		s.close()
 		return nil, s.wrap(err)
-	}
-	if perRecipient {
-		s.rcpts = a.accepted
-		for _, r := range a.refused {
-			s.wrap(r.Err)
-		}
-		if len(s.rcpts) == 0 {
-			s.abort(ctx) // every recipient refused: no DATA
-		}
 	}
 	return s, nil
 }

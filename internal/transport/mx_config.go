@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"net"
 	"time"
 
@@ -72,6 +73,21 @@ type MXConfig struct {
 	// MaxDomains bounds the recipient domains of one message. Defaults to
 	// 10.
 	MaxDomains int
+
+	// Shaping is the traffic shaping of per-destination delivery (Plan and
+	// Send); nil is DefaultShaping().
+	Shaping *Shaping
+	// Sources are the egress sources new connections bind to, in turn
+	// (--egress-source); none: the system picks the address.
+	Sources []Source
+	// RootCAs verify exchangers' certificates and MTA-STS policy fetches;
+	// nil: the system's roots (--tls-ca adds to them).
+	RootCAs *x509.CertPool
+	// MTASTS turns MTA-STS (RFC 8461) policy discovery on for Plan.
+	MTASTS bool
+	// STSPort is the HTTPS port MTA-STS policies are fetched from;
+	// defaults to 443 (tests set another).
+	STSPort string
 }
 
 func (c MXConfig) withDefaults() MXConfig {
@@ -101,6 +117,9 @@ func (c MXConfig) withDefaults() MXConfig {
 	}
 	if c.MaxDomains <= 0 {
 		c.MaxDomains = DefaultMaxMXDomains
+	}
+	if c.STSPort == "" {
+		c.STSPort = "443"
 	}
 	return c
 }

@@ -32,12 +32,18 @@ type attempt struct {
 	// connection leaves the outcome unknown.
 	dataStarted bool
 	client      *smtp.Client
-	// perRecipient (the mx transport's DeliverEach): a 5xx to one RCPT is
+	// perRecipient (the mx transport's Send): a 5xx to one RCPT is
 	// that recipient's refusal, kept in refused, and the others go on;
 	// accepted are the RCPTs answered 2xx.
 	perRecipient bool
 	refused      []Refusal
 	accepted     []string
+	// deferRcpt (per-destination delivery): a 4xx to one RCPT is that
+	// recipient's deferral, kept in deferred, and the others go on.
+	deferRcpt bool
+	deferred  []Refusal
+	// secure: the session runs over TLS.
+	secure bool
 }
 
 // session takes a relay session as far as a Deliver and a Probe share:
@@ -67,6 +73,7 @@ func (a *attempt) session(ctx context.Context) (ss *session, stop func() bool, e
 	}
 	c := smtp.NewClient(conn.client)
 	a.client = c
+	a.secure = conn.secure
 	c.CommandTimeout = cfg.CommandTimeout
 	c.SubmissionTimeout = cfg.DataTimeout
 
@@ -120,6 +127,11 @@ func (a *attempt) envelope(ctx context.Context, ss *session, env Envelope, size 
 			var se *smtp.SMTPError
 			if a.perRecipient && errors.As(err, &se) && se.Code/100 == 5 {
 				a.refused = append(a.refused, Refusal{Recipient: to, Err: &Error{Class: Permanent, Stage: StageRcpt,
+					Reached: true, Code: se.Code, Err: fmt.Errorf("recipient <%s>: %w", to, err)}})
+				continue
+			}
+			if a.deferRcpt && errors.As(err, &se) && se.Code/100 == 4 {
+				a.deferred = append(a.deferred, Refusal{Recipient: to, Err: &Error{Class: Temporary, Stage: StageRcpt,
 					Reached: true, Code: se.Code, Err: fmt.Errorf("recipient <%s>: %w", to, err)}})
 				continue
 			}

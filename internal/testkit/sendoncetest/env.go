@@ -153,6 +153,22 @@ type Options struct {
 	// progress (--max-inflight-bytes); 0: the defaults.
 	MaxInflightBytes int64
 	InflightWait     time.Duration
+	// MaxQueueLifetime and MaxRetryDelay: --max-queue-lifetime and
+	// --max-retry-delay; 0: the defaults.
+	MaxQueueLifetime, MaxRetryDelay time.Duration
+	// MXPort, with MX, is the exchangers' port instead of the recording
+	// server's (tests that run their own exchangers).
+	MXPort string
+	// Shaping (--shaping file), EgressSources (--egress-source),
+	// HELOName (--helo-name), TLSCA (--tls-ca) and MTASTSPort (the port
+	// MTA-STS policies are fetched from) configure the mx transport.
+	Shaping       string
+	EgressSources []string
+	HELOName      string
+	TLSCA         string
+	MTASTSPort    string
+	// Workers is --workers; 0: the default.
+	Workers int
 }
 
 // Env is a running instance.
@@ -235,8 +251,13 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 		RateLimit: o.RateLimit, RateLimitWindow: o.RateLimitWindow, Caps: o.Caps,
 		WebhookRetrySchedule: o.WebhookSchedule, WebhookAllowPrivate: o.WebhookAllowPrivate, WebhookPoll: 20 * time.Millisecond,
 		AttachmentFetch: o.AttachmentFetch, MaxInflightBytes: o.MaxInflightBytes, InflightWait: o.InflightWait,
-		Providers:  o.Providers,
-		IMAPRescan: 200 * time.Millisecond,
+		Providers:        o.Providers,
+		IMAPRescan:       200 * time.Millisecond,
+		MaxQueueLifetime: o.MaxQueueLifetime, MaxRetryDelay: o.MaxRetryDelay, Shaping: o.Shaping, EgressSources: o.EgressSources,
+		HELOName: o.HELOName, TLSCA: o.TLSCA, MTASTSPort: o.MTASTSPort, Workers: o.Workers,
+	}
+	if o.MXPort != "" {
+		cfg.MXPort = o.MXPort
 	}
 	if o.Inbound {
 		if cfg.BounceDomain == "" {

@@ -3,6 +3,7 @@ package smtptest
 import (
 	"net"
 	"sync"
+	"time"
 )
 
 // trackingListener counts connections and keeps the open ones, so cleanup
@@ -16,6 +17,23 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
+	}
+	for max := l.s.opts.MaxConns; max > 0; {
+		l.s.mu.Lock()
+		full := len(l.s.open) >= max
+		if full {
+			l.s.refused++
+		}
+		l.s.mu.Unlock()
+		if !full {
+			break
+		}
+		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = c.Write([]byte("421 4.7.0 Too many concurrent SMTP connections\r\n"))
+		c.Close()
+		if c, err = l.Listener.Accept(); err != nil {
+			return nil, err
+		}
 	}
 	tc := &trackedConn{Conn: c, s: l.s}
 	l.s.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/mail"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,9 @@ type Message struct {
 	MessageID string
 	Auth      string // user name that authenticated, "" if none
 	TLS       bool   // the message came over TLS (implicit or STARTTLS)
+	// RemoteIP is the client's address and Helo the name it gave in
+	// EHLO (or HELO).
+	RemoteIP, Helo string
 }
 
 // Options configures Start.
@@ -53,6 +57,13 @@ type Options struct {
 	// AllowInsecureAuth allows AUTH before STARTTLS when TLSConfig is set.
 	// Without TLSConfig there is no other way, so AUTH is always allowed.
 	AllowInsecureAuth bool
+	// Addr is the listen address; default "127.0.0.1:0" (any address of
+	// 127.0.0.0/8 works on Linux).
+	Addr string
+	// MaxConns, when set, is how many connections may be open at once: one
+	// more is greeted "421 4.7.0 Too many concurrent SMTP connections" and
+	// closed, as providers do (Refused counts them).
+	MaxConns int
 }
 
 // Behaviour says how sessions answer. Each transaction takes a snapshot
@@ -69,6 +80,9 @@ type Behaviour struct {
 	// without answering: the client sees the connection break after DATA
 	// began. The message is not recorded.
 	HangUpAfterData bool
+	// HangUpAfterDataFor does it for transactions with one of these
+	// recipients (exactly as given) only.
+	HangUpAfterDataFor map[string]bool
 	// HangUpBeforeData closes the connection when MAIL FROM arrives.
 	HangUpBeforeData bool
 	// DelayData sleeps before answering the end of DATA (capped at 30s, and
@@ -101,6 +115,7 @@ type Server struct {
 	behaviour Behaviour
 	messages  []Message
 	accepted  int
+	refused   int
 	peak      int
 	holding   int // sessions whose end of DATA HoldData holds now
 	open      map[*trackedConn]struct{}
@@ -113,7 +128,11 @@ func Start(t testing.TB, opts Options) *Server {
 	if opts.ImplicitTLS && opts.TLSConfig == nil {
 		t.Fatal("smtptest: ImplicitTLS needs a TLSConfig")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := opts.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatalf("smtptest: listen: %v", err)
 	}
@@ -218,6 +237,13 @@ func (s *Server) Connections() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.accepted
+}
+
+// Refused returns the connections turned away past Options.MaxConns.
+func (s *Server) Refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 // PeakConnections returns the most connections that were open at once.
@@ -353,7 +379,7 @@ func (ss *session) Data(r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("smtptest: reading message: %w", err)
 	}
-	if ss.b.HangUpAfterData {
+	if ss.b.HangUpAfterData || slices.ContainsFunc(ss.to, func(r string) bool { return ss.b.HangUpAfterDataFor[r] }) {
 		ss.conn.Conn().Close()
 		return errors.New("smtptest: hung up after DATA")
 	}
@@ -380,7 +406,10 @@ func (ss *session) Data(r io.Reader) error {
 		return ss.b.DataErr
 	}
 	_, isTLS := ss.conn.TLSConnectionState()
+	remote, _, _ := net.SplitHostPort(ss.conn.Conn().RemoteAddr().String())
 	ss.s.record(Message{
+		RemoteIP:  remote,
+		Helo:      ss.conn.Hostname(),
 		From:      ss.from,
 		To:        append([]string(nil), ss.to...),
 		Data:      data,

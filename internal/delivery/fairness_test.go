@@ -1,0 +1,79 @@
+package delivery_test
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
+	"github.com/sendonce/sendonce/internal/testkit/smtptest"
+)
+
+// TestDeliver_TenantsShareWorkersFairly: tenant A queues a backlog that
+// takes its relay many seconds to drain; tenant B's ten sends, queued
+// behind it, are delivered within a few seconds all the same, while most of
+// A's backlog still waits (first come, first served would have delivered
+// them after it).
+func TestDeliver_TenantsShareWorkersFairly(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		relay := smtptest.Start(t, smtptest.Options{})
+		relay.SetBehaviour(smtptest.Behaviour{DelayData: 20 * time.Millisecond})
+		// Two sessions at 20 ms a message: about 100 messages a second.
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, Transport: "smtp://" + relay.Addr + "?tls=none&max_sessions=2"})
+		_, keyA := env.NewKey(t, app.NewKeyParams{Name: "a", Tenant: "tenant-a", Scopes: []core.Scope{core.ScopeSend, core.ScopeRead}})
+		_, keyB := env.NewKey(t, app.NewKeyParams{Name: "b", Tenant: "tenant-b", Scopes: []core.Scope{core.ScopeSend, core.ScopeRead}})
+		post := func(key, idem, to string) string {
+			r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/send", Key: key, IdemKey: idem, Body: sendoncetest.Mail(to, "fair")})
+			if r.Status != http.StatusOK {
+				t.Fatalf("send: %d %s", r.Status, r.Body)
+			}
+			id, _ := r.JSON(t)["id"].(string)
+			return id
+		}
+		const backlog = 1500
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 16)
+		for i := range backlog {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				post(keyA, fmt.Sprintf("a-%d", i), fmt.Sprintf("a%d@example.com", i))
+			}()
+		}
+		wg.Wait()
+
+		start := time.Now()
+		var ids []string
+		for i := range 10 {
+			ids = append(ids, post(keyB, fmt.Sprintf("b-%d", i), fmt.Sprintf("b%d@example.com", i)))
+		}
+		for _, id := range ids {
+			deadline := time.Now().Add(waitLong)
+			for {
+				r := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/sends/" + id, Key: keyB})
+				if st, _ := r.JSON(t)["status"].(string); st == string(core.StatusSent) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("tenant B's send %s not sent after %v", id, waitLong)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		took := time.Since(start)
+		waiting := env.QueryInt(t, `SELECT count(*) FROM sends WHERE tenant = 'tenant-a' AND status IN ('queued', 'sending')`)
+		t.Logf("tenant B's 10 sends took %v; tenant A still had %d of %d waiting", took, waiting, backlog)
+		if took > 4*time.Second {
+			t.Errorf("tenant B's sends took %v behind tenant A's backlog, want a few seconds at most", took)
+		}
+		if waiting < backlog/4 {
+			t.Errorf("only %d of tenant A's sends were still waiting: the backlog was too short to tell", waiting)
+		}
+	})
+}
