@@ -9,12 +9,14 @@
 # smtp-source sends the same bytes every time; -N numbers each recipient
 # (1bench@…, 2bench@…), so the receiving domain's catch-all takes them and
 # every message is a distinct one (its envelope differs), not a duplicate.
+# -d keeps each session open for its next message, as an MTA does.
 #
-# Usage: bench/receive.sh   (RUNS=3 MSGS=5000 SESSIONS=20 MSGLEN=4096)
+# Usage: bench/receive.sh   (RUNS=3 MSGS=5000 SESSIONS=10 MSGLEN=4096; 10
+# sessions: the listener takes at most 10 connections from one address)
 # Needs: go, smtp-source and smtp-sink (postfix), curl. Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RUNS=${RUNS:-3} MSGS=${MSGS:-5000} SESSIONS=${SESSIONS:-20} MSGLEN=${MSGLEN:-4096}
+RUNS=${RUNS:-3} MSGS=${MSGS:-5000} SESSIONS=${SESSIONS:-10} MSGLEN=${MSGLEN:-4096}
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -33,14 +35,16 @@ post() { curl -sf -X POST "http://127.0.0.1:$api$1" -H "Authorization: Bearer $k
   -H 'Content-Type: application/json' -H "Idempotency-Key: $RANDOM$RANDOM" -d "$2" >/dev/null; }
 post /v1/mailboxes '{"id":"bench","address":"bench@recv.test"}'
 post /v1/domains '{"domain":"recv.test","receiving":true,"catch_all":"bench"}'
-smtp-sink -c "127.0.0.1:$sink" 256 >/dev/null 2>&1 &
+# -u nobody: smtp-sink refuses to run as root without it.
+smtp-sink -u nobody -m 1000 "127.0.0.1:$sink" 1000 >"$work/sink.log" 2>&1 &
 pids+=($!)
 sleep 0.3
 
 rate() { # host:port → messages per second
   local t0 t1
   t0=$(date +%s.%N)
-  smtp-source -N -s "$SESSIONS" -l "$MSGLEN" -m "$MSGS" -f a@sender.test -t bench@recv.test "$1" >/dev/null
+  smtp-source -d -N -s "$SESSIONS" -l "$MSGLEN" -m "$MSGS" -f a@sender.test -t bench@recv.test "$1" >/dev/null \
+    || { echo "smtp-source failed against $1" >&2; exit 1; }
   t1=$(date +%s.%N)
   python3 -c "print(round($MSGS/($t1-$t0)))"
 }
