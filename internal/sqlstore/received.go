@@ -109,8 +109,10 @@ func (s *Store) ReceivedUsage(ctx context.Context, tenant string) (int, int64, e
 		n     int
 		bytes sql.NullInt64
 	)
-	err := s.r.queryRow(ctx, `SELECT (SELECT count(*) FROM received_messages WHERE tenant = ?),
-		(SELECT sum(length(raw)) FROM received_raw WHERE tenant = ?)`, tenant, tenant).Scan(&n, &bytes)
+	// The sizes kept on the message rows, not length(raw): summing the
+	// blobs read every stored message on every new one (a message stored
+	// for several mailboxes counts once per mailbox here: the cap errs low).
+	err := s.r.queryRow(ctx, `SELECT count(*), sum(size) FROM received_messages WHERE tenant = ?`, tenant).Scan(&n, &bytes)
 	if err != nil {
 		return 0, 0, fmt.Errorf("received usage: %w", err)
 	}
