@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# bench/receive.sh — receiving, measured against a yardstick in the same
+# bench/receive.sh — receiving, measured against yardsticks in the same
 # run: postfix's smtp-source pushes MSGS messages (SESSIONS sessions,
 # MSGLEN bytes each) into sendonce's inbound listener (every message
-# stored durably, parsed, threaded, before its 250), then the same load
-# into postfix's smtp-sink (which keeps nothing). RUNS rounds alternate the
-# two; the line printed is each round's rates and the median ratio.
+# checked — SPF, DKIM, DMARC — stored durably, parsed and threaded before
+# its 250), then the same load into postfix's smtp-sink (which keeps
+# nothing), then into a private Postfix instance of its own (its smtpd
+# writes each message to its queue before the 250, as sendonce does; the
+# queue manager hands it to the discard transport). RUNS rounds alternate
+# the three; each round prints its rates, the last line the median ratios.
 #
 # smtp-source sends the same bytes every time; -N numbers each recipient
 # (1bench@…, 2bench@…), so the receiving domain's catch-all takes them and
@@ -12,23 +15,39 @@
 # -d keeps each session open for its next message, as an MTA does.
 #
 # Usage: bench/receive.sh   (RUNS=3 MSGS=5000 SESSIONS=10 MSGLEN=4096; 10
-# sessions: the listener takes at most 10 connections from one address)
-# Needs: go, smtp-source and smtp-sink (postfix), curl. Loopback only.
+# sessions: the listener takes at most 10 connections from one address;
+# SERVE_FLAGS adds flags to `sendonce serve`, e.g. "--pprof 127.0.0.1:6060")
+# Needs: go, postfix (smtp-source, smtp-sink and postfix itself; run as
+# root, since Postfix's own processes run as its user), curl. Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3} MSGS=${MSGS:-5000} SESSIONS=${SESSIONS:-10} MSGLEN=${MSGLEN:-4096}
 work=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+stop_postfix=0
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	[ "$stop_postfix" = 1 ] && postfix -c "$work/postfix/etc" stop >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
 trap cleanup EXIT
 go build -o "$work/sendonce" ./cmd/sendonce
+go build -o "$work/dnsd" ./bench/dnsd
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 db="sqlite:$work/recv.db"
 key=$("$work/sendonce" keys create --db "$db" --name bench --scopes send,read,admin)
 api=$(free_port) in=$(free_port) sink=$(free_port)
+# The sender's domain publishes SPF and DMARC on a local DNS server (an MTA
+# runs behind a resolver that answers; this machine's may not), so every
+# message's SPF, DKIM and DMARC checks are real lookups answered at once.
+"$work/dnsd" 'sender.test. 300 IN TXT "v=spf1 ip4:127.0.0.0/8 -all"' \
+  '_dmarc.sender.test. 300 IN TXT "v=DMARC1; p=none"' >"$work/dns.addr" 2>"$work/dns.log" &
+pids+=($!)
+for _ in $(seq 1 50); do [ -s "$work/dns.addr" ] && break; sleep 0.1; done
 "$work/sendonce" serve --db "$db" --addr "127.0.0.1:$api" --inbound-addr "127.0.0.1:$in" \
-  --rate-limit 0 >"$work/serve.log" 2>&1 &
+  --dns-resolver "$(cat "$work/dns.addr")" --rate-limit 0 ${SERVE_FLAGS:-} >"$work/serve.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$api/healthz" >/dev/null && break; sleep 0.1; done
 post() { curl -sf -X POST "http://127.0.0.1:$api$1" -H "Authorization: Bearer $key" \
@@ -40,6 +59,66 @@ smtp-sink -u nobody -m 1000 "127.0.0.1:$sink" 1000 >"$work/sink.log" 2>&1 &
 pids+=($!)
 sleep 0.3
 
+# start_postfix PORT: a Postfix of its own (configuration, queue and log
+# under $work/postfix) taking mail for recv.test on 127.0.0.1:PORT; the
+# system's instance is not touched.
+start_postfix() {
+	local d="$work/postfix"
+	mkdir -p "$d/etc" "$d/spool" "$d/data"
+	chmod 755 "$work" "$d"
+	chown postfix "$d/data"
+	cat >"$d/etc/main.cf" <<-EOF
+		compatibility_level = 3.7
+		queue_directory = $d/spool
+		data_directory = $d/data
+		command_directory = /usr/sbin
+		daemon_directory = /usr/lib/postfix/sbin
+		shlib_directory = /usr/lib/postfix
+		meta_directory = /etc/postfix
+		mail_owner = postfix
+		setgid_group = postdrop
+		myhostname = mx.recv.test
+		mydestination =
+		inet_interfaces = 127.0.0.1
+		inet_protocols = ipv4
+		mynetworks = 127.0.0.0/8
+		relay_domains = recv.test
+		transport_maps = inline:{ recv.test=discard: }
+		smtpd_relay_restrictions = permit_mynetworks, reject
+		smtpd_tls_security_level = none
+		alias_maps =
+		alias_database =
+		maillog_file_prefixes = $d
+		maillog_file = $d/maillog
+	EOF
+	cat >"$d/etc/master.cf" <<-EOF
+		127.0.0.1:$1 inet n - n - - smtpd
+		pickup unix n - n 60 1 pickup
+		cleanup unix n - n - 0 cleanup
+		qmgr unix n - n 300 1 qmgr
+		rewrite unix - - n - - trivial-rewrite
+		bounce unix - - n - 0 bounce
+		defer unix - - n - 0 bounce
+		trace unix - - n - 0 bounce
+		verify unix - - n - 1 verify
+		flush unix n - n 1000? 0 flush
+		proxymap unix - - n - - proxymap
+		smtp unix - - n - - smtp
+		showq unix n - n - - showq
+		error unix - - n - - error
+		retry unix - - n - - error
+		discard unix - - n - - discard
+		anvil unix - - n - 1 anvil
+		scache unix - - n - 1 scache
+		postlog unix-dgram n - n - 1 postlogd
+	EOF
+	postfix -c "$d/etc" start >/dev/null 2>&1 || { echo "postfix did not start" >&2; exit 1; }
+	stop_postfix=1
+	for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.1; done
+	echo "postfix does not listen on $1" >&2
+	exit 1
+}
+
 rate() { # host:port → messages per second
   local t0 t1
   t0=$(date +%s.%N)
@@ -48,13 +127,18 @@ rate() { # host:port → messages per second
   t1=$(date +%s.%N)
   python3 -c "print(round($MSGS/($t1-$t0)))"
 }
-ratios=()
+pfx=$(free_port)
+start_postfix "$pfx"
+ratios=() pratios=()
 for r in $(seq 1 "$RUNS"); do
   s=$(rate "127.0.0.1:$in")
   y=$(rate "127.0.0.1:$sink")
+  p=$(rate "127.0.0.1:$pfx")
   ratio=$(python3 -c "print(round($s/$y, 3))")
-  ratios+=("$ratio")
-  echo "round $r: sendonce inbound $s msg/s, smtp-sink $y msg/s, ratio $ratio"
+  pratio=$(python3 -c "print(round($s/$p, 3))")
+  ratios+=("$ratio") pratios+=("$pratio")
+  echo "round $r: sendonce inbound $s msg/s, smtp-sink $y msg/s ($ratio), postfix into its queue $p msg/s ($pratio)"
 done
 stored=$(curl -sf "http://127.0.0.1:$api/v1/received?limit=1" -H "Authorization: Bearer $key" | head -c 80)
-echo "median ratio: $(printf '%s\n' "${ratios[@]}" | sort -n | sed -n "$(( (RUNS+1)/2 ))p")  (stored, e.g.: $stored…)"
+med() { printf '%s\n' "$@" | sort -n | sed -n "$(( (RUNS+1)/2 ))p"; }
+echo "median ratios: against smtp-sink $(med "${ratios[@]}"), against postfix's queue $(med "${pratios[@]}")  (stored, e.g.: $stored…)"

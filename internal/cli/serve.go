@@ -124,6 +124,10 @@ func (c *Config) serverConfig() (server.Config, error) {
 	sc.SMTP.MaxMessageBytes = int64(c.MaxMessageSize) // one limit for every route in
 	sc.MaxRequestBytes, sc.MaxMessageBytes = int64(c.MaxRequestSize), int64(c.MaxMessageSize)
 	sc.MaxInflightBytes, sc.AttachmentFetch = int64(c.MaxInflightBytes), c.AttachmentFetch
+	sc.MaxReceivedBytes = int64(c.MaxReceivedStorage)
+	if sc.MaxReceivedBytes == 0 {
+		sc.MaxReceivedBytes = -1 // the flag's "no cap"
+	}
 	return sc, nil
 }
 

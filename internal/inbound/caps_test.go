@@ -2,6 +2,7 @@ package inbound_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"strings"
@@ -92,4 +93,46 @@ func TestInbound_ConnectionsPerAddressAreBounded(t *testing.T) {
 	if g := greet(); !strings.HasPrefix(g, "220") {
 		t.Fatalf("after one closed, a new connection was greeted %q", g)
 	}
+}
+
+// TestReceiving_StorageCapFollowsWhatIsKept: past --max-received-storage
+// mail is refused 452; deleting a thread and the retention purge give the
+// room back (the usage row follows every write, on both databases).
+func TestReceiving_StorageCapFollowsWhatIsKept(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		mail := func(i int) []byte {
+			return []byte(strings.Replace(plainMail, "<m1@", fmt.Sprintf("<m%d@", i), 1))
+		}
+		size := int64(len(mail(1)))
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true, MaxReceivedBytes: 2*size + size/2})
+		inbox := createInbox(t, env, "support@recv.test")
+		for i := 1; i <= 2; i++ {
+			if err := receive(t, env.InboundAddr, "support@recv.test", mail(i)); err != nil {
+				t.Fatalf("message %d under the cap: %v", i, err)
+			}
+		}
+		if err := receive(t, env.InboundAddr, "support@recv.test", mail(3)); smtpCode(err) != 452 {
+			t.Fatalf("message past the cap: %v, want 452", err)
+		}
+		threads := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/inboxes/" + inbox + "/threads", Key: env.AdminKey}).JSON(t)["data"].([]any)
+		if len(threads) != 2 {
+			t.Fatalf("%d threads, want one per message", len(threads))
+		}
+		thread := threads[0].(map[string]any)["id"].(string)
+		if r := env.Do(t, sendoncetest.Request{Method: "DELETE", Path: "/inboxes/" + inbox + "/threads/" + thread, Key: env.AdminKey}); r.Status != 200 {
+			t.Fatalf("delete thread: %d %s", r.Status, r.Body)
+		}
+		if err := receive(t, env.InboundAddr, "support@recv.test", mail(3)); err != nil {
+			t.Fatalf("after the thread was deleted: %v, want room again", err)
+		}
+		if n := env.QueryInt(t, "SELECT messages FROM received_usage"); n != 2 {
+			t.Fatalf("usage counts %d messages, want 2", n)
+		}
+		if _, err := env.Server.Store.PurgeSends(context.Background(), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if n := env.QueryInt(t, "SELECT messages + bytes FROM received_usage"); n != 0 {
+			t.Fatalf("usage after the purge: %d, want 0", n)
+		}
+	})
 }

@@ -147,6 +147,9 @@ type Config struct {
 	MaxRequestBytes, MaxMessageBytes, MaxInflightBytes int64
 	// AttachmentFetch (--attachment-fetch) lets attachments name a URL.
 	AttachmentFetch bool
+	// MaxReceivedBytes (--max-received-storage) bounds a tenant's stored
+	// received mail: 0 means app's default, negative no bound.
+	MaxReceivedBytes int64
 	// InflightWait is for tests: how long a large request waits for room
 	// under MaxInflightBytes (default httpapi.DefaultInflightWait).
 	InflightWait time.Duration
@@ -314,7 +317,8 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	}
 	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Caps: cfg.Caps, Now: cfg.Now,
 		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes, RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow,
-		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), IMAPProbe: imapProbe(policy)}, logger)
+		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), IMAPProbe: imapProbe(policy),
+		MaxReceivedBytes: cfg.MaxReceivedBytes}, logger)
 	mx, err := mxConfig(cfg, resolver)
 	if err != nil {
 		return nil, err

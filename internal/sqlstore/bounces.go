@@ -153,19 +153,31 @@ func (s *Store) purgeInbound(ctx context.Context, cutoff int64) error {
 
 // purgeReceived deletes received mail past the retention, then what only
 // it used: raw bytes no message names, threads left empty and their
-// entries. Threads that still hold a newer message stay whole.
+// entries. Threads that still hold a newer message stay whole. One
+// transaction: the tenants' usage rows (migration 0021) shrink with the
+// messages or not at all.
 func (s *Store) purgeReceived(ctx context.Context, cutoff int64) error {
-	for _, q := range []string{
-		`DELETE FROM thread_messages WHERE kind = 'received' AND ref_id IN (SELECT id FROM received_messages WHERE received_at < ?)`,
-		`DELETE FROM received_messages WHERE received_at < ?`,
-		`DELETE FROM received_raw WHERE created_at < ? AND NOT EXISTS (SELECT 1 FROM received_messages m
-			WHERE m.tenant = received_raw.tenant AND m.digest = received_raw.digest)`,
-		`DELETE FROM threads WHERE last_at < ? AND NOT EXISTS (SELECT 1 FROM received_messages m WHERE m.thread_id = threads.id)`,
-		`DELETE FROM thread_messages WHERE at < ? AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.id = thread_messages.thread_id)`,
-	} {
-		if _, err := s.w.exec(ctx, q, cutoff); err != nil {
-			return fmt.Errorf("purge received mail: %w", err)
+	err := s.InTx(ctx, func(tx core.Tx) error {
+		q := tx.(*Tx).q
+		for _, stmt := range []string{
+			`UPDATE received_usage SET messages = messages - d.n, bytes = bytes - d.b
+				FROM (SELECT tenant, count(*) AS n, coalesce(sum(size), 0) AS b FROM received_messages
+				WHERE received_at < ? GROUP BY tenant) AS d WHERE received_usage.tenant = d.tenant`,
+			`DELETE FROM thread_messages WHERE kind = 'received' AND ref_id IN (SELECT id FROM received_messages WHERE received_at < ?)`,
+			`DELETE FROM received_messages WHERE received_at < ?`,
+			`DELETE FROM received_raw WHERE created_at < ? AND NOT EXISTS (SELECT 1 FROM received_messages m
+				WHERE m.tenant = received_raw.tenant AND m.digest = received_raw.digest)`,
+			`DELETE FROM threads WHERE last_at < ? AND NOT EXISTS (SELECT 1 FROM received_messages m WHERE m.thread_id = threads.id)`,
+			`DELETE FROM thread_messages WHERE at < ? AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.id = thread_messages.thread_id)`,
+		} {
+			if _, err := q.exec(ctx, stmt, cutoff); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("purge received mail: %w", err)
 	}
 	return nil
 }

@@ -81,6 +81,11 @@ func (t *Tx) InsertReceived(ctx context.Context, m *core.ReceivedMessage, raw []
 		ON CONFLICT (tenant, digest) DO NOTHING`, m.Tenant, m.Digest, raw, micros(m.ReceivedAt)); err != nil {
 		return "", "", false, fmt.Errorf("insert received raw: %w", err)
 	}
+	if _, err := t.q.exec(ctx, `INSERT INTO received_usage (tenant, messages, bytes) VALUES (?, 1, ?)
+		ON CONFLICT (tenant) DO UPDATE SET messages = received_usage.messages + 1,
+		bytes = received_usage.bytes + excluded.bytes`, m.Tenant, m.Size); err != nil {
+		return "", "", false, fmt.Errorf("count received usage: %w", err)
+	}
 	return m.ID, m.ThreadID, true, nil
 }
 
@@ -107,16 +112,19 @@ func (s *Store) ReceivedRaw(ctx context.Context, tenant, id string) ([]byte, err
 func (s *Store) ReceivedUsage(ctx context.Context, tenant string) (int, int64, error) {
 	var (
 		n     int
-		bytes sql.NullInt64
+		bytes int64
 	)
-	// The sizes kept on the message rows, not length(raw): summing the
-	// blobs read every stored message on every new one (a message stored
-	// for several mailboxes counts once per mailbox here: the cap errs low).
-	err := s.r.queryRow(ctx, `SELECT count(*), sum(size) FROM received_messages WHERE tenant = ?`, tenant).Scan(&n, &bytes)
+	// One row kept current by every write (migration 0021), not a sum over
+	// the messages: this is read before every message is stored. A message
+	// stored for several mailboxes counts once per mailbox: the cap errs low.
+	err := s.r.queryRow(ctx, `SELECT messages, bytes FROM received_usage WHERE tenant = ?`, tenant).Scan(&n, &bytes)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, nil
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("received usage: %w", err)
 	}
-	return n, bytes.Int64, nil
+	return n, bytes, nil
 }
 
 // ListReceived implements core.Receiving: newest first (ids are ULIDs).

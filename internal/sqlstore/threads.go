@@ -218,6 +218,18 @@ func (t *Tx) DeleteThread(ctx context.Context, tenant, id string) error {
 	if n == 0 {
 		return core.ErrNotFound
 	}
+	// What the tenant keeps shrinks by the thread's messages (their count
+	// and sizes: migration 0021), and the raw bytes they named go unless
+	// another message of the tenant names them too.
+	if _, err := t.q.exec(ctx, `UPDATE received_usage SET messages = messages - d.n, bytes = bytes - d.b
+		FROM (SELECT count(*) AS n, coalesce(sum(size), 0) AS b FROM received_messages
+		WHERE tenant = ? AND thread_id = ?) AS d WHERE received_usage.tenant = ?`, tenant, id, tenant); err != nil {
+		return fmt.Errorf("delete thread: %w", err)
+	}
+	digests, err := t.threadDigests(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
 	for _, q := range []string{
 		`DELETE FROM thread_messages WHERE tenant = ? AND thread_id = ?`,
 		`DELETE FROM received_messages WHERE tenant = ? AND thread_id = ?`,
@@ -226,9 +238,29 @@ func (t *Tx) DeleteThread(ctx context.Context, tenant, id string) error {
 			return fmt.Errorf("delete thread: %w", err)
 		}
 	}
-	if _, err := t.q.exec(ctx, `DELETE FROM received_raw WHERE tenant = ? AND NOT EXISTS
-		(SELECT 1 FROM received_messages m WHERE m.tenant = received_raw.tenant AND m.digest = received_raw.digest)`, tenant); err != nil {
-		return fmt.Errorf("delete thread: %w", err)
+	for _, d := range digests {
+		if _, err := t.q.exec(ctx, `DELETE FROM received_raw WHERE tenant = ? AND digest = ? AND NOT EXISTS
+			(SELECT 1 FROM received_messages m WHERE m.tenant = ? AND m.digest = ?)`, tenant, d, tenant, d); err != nil {
+			return fmt.Errorf("delete thread: %w", err)
+		}
 	}
 	return nil
+}
+
+// threadDigests lists the raw bytes a thread's received messages name.
+func (t *Tx) threadDigests(ctx context.Context, tenant, id string) ([]string, error) {
+	rows, err := t.q.query(ctx, `SELECT DISTINCT digest FROM received_messages WHERE tenant = ? AND thread_id = ?`, tenant, id)
+	if err != nil {
+		return nil, fmt.Errorf("delete thread: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var d string
+		if err := rows.Scan(&d); err != nil {
+			return nil, fmt.Errorf("delete thread: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
 }

@@ -169,6 +169,8 @@ type Options struct {
 	MTASTSPort    string
 	// Workers is --workers; 0: the default.
 	Workers int
+	// MaxReceivedBytes is --max-received-storage; 0: the default.
+	MaxReceivedBytes int64
 }
 
 // Env is a running instance.
@@ -255,6 +257,7 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 		IMAPRescan:       200 * time.Millisecond,
 		MaxQueueLifetime: o.MaxQueueLifetime, MaxRetryDelay: o.MaxRetryDelay, Shaping: o.Shaping, EgressSources: o.EgressSources,
 		HELOName: o.HELOName, TLSCA: o.TLSCA, MTASTSPort: o.MTASTSPort, Workers: o.Workers,
+		MaxReceivedBytes: o.MaxReceivedBytes,
 	}
 	if o.MXPort != "" {
 		cfg.MXPort = o.MXPort
