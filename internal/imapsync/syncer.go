@@ -219,6 +219,10 @@ func (m *mailboxSync) run(ctx context.Context) {
 			}
 			continue
 		}
+		// Which process syncs a mailbox is worth a line: with several
+		// processes on one database exactly one says so at a time.
+		s.logger.Info("imap sync: holding the mailbox", slog.String("tenant", m.mb.Tenant),
+			slog.String("mailbox_id", m.mb.ID), slog.String("holder", s.cfg.Holder))
 		if m.holding(ctx) {
 			return
 		}
