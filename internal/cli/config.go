@@ -178,6 +178,7 @@ func serverFlags(e *envFlags, c *Config) {
 	e.str(&sc.HELOName, "helo-name", "SENDONCE_HELO_NAME", transport.DefaultHELOName, "the name the mx transport says in EHLO: this host's name, the one its address's PTR record gives")
 	e.str(&sc.Shaping, "shaping", "SENDONCE_SHAPING", "", "a JSON file of traffic shaping for mx laid over the shipped one (docs/deliverability.md)")
 	e.list(&sc.EgressSources, "egress-source", "SENDONCE_EGRESS_SOURCE", "NAME=IP[,ehlo=HOSTNAME]: a source address mx connections bind to, used in turn (repeatable; the variable takes several separated by spaces)")
+	e.boolean(&sc.DANE, "dane", "SENDONCE_DANE", false, "mx: honour DANE (RFC 7672) — TLSA records that --dns-resolver validated with DNSSEC (the AD bit) make TLS mandatory and name the certificates to accept; use only with a validating resolver on a trusted path (docs/deliverability.md)")
 	e.str(&sc.TLSCA, "tls-ca", "SENDONCE_TLS_CA", "", "a PEM file of CA certificates trusted besides the system's: mail exchangers' certificates, MTA-STS policy fetches, provider APIs and SNS signing certificates (tests)")
 	e.dur(&sc.AttemptLease, "attempt-lease", "SENDONCE_ATTEMPT_LEASE", delivery.DefaultAttemptLease, "how long a worker may hold an attempt before it counts as dead")
 	e.dur(&c.ShutdownGrace, "shutdown-grace", "SENDONCE_SHUTDOWN_GRACE", 0, "how long in-flight requests and delivery attempts may take to finish after SIGTERM (0: the larger of 25s and --attempt-lease)")

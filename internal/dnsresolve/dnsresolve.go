@@ -43,6 +43,9 @@ func Exchange(ctx context.Context, addr string, timeout time.Duration, name stri
 	m := new(dns.Msg)
 	m.SetQuestion(name, qtype)
 	m.SetEdns0(UDPSize, false)
+	// Ask a validating resolver to say whether it validated the answer
+	// (the AD bit, RFC 6840 section 5.7): DANE trusts only those.
+	m.AuthenticatedData = true
 	c := &dns.Client{Net: "udp", Timeout: timeout, UDPSize: UDPSize}
 	resp, _, err := c.ExchangeContext(ctx, m, addr)
 	var ne net.Error
@@ -73,6 +76,10 @@ type Answer struct {
 	NXDomain bool     // the name (or the end of its CNAME chain) does not exist
 	Records  []dns.RR // of the asked type, owned by the end of the chain
 	Chain    []string // CNAME targets followed, in order, without final dot
+	// Secure: every response of the lookup carried the AD bit — the
+	// configured resolver validated it with DNSSEC (trusted only as far as
+	// the path to that resolver is).
+	Secure bool
 }
 
 // TXT returns the TXT records' strings, each record's strings joined.
@@ -109,7 +116,7 @@ func (a *Answer) Addrs() []netip.Addr {
 // only with the alias, by querying the target.
 func Lookup(ctx context.Context, exchange ExchangeFunc, name string, qtype uint16) (*Answer, error) {
 	name = strings.ToLower(dns.Fqdn(name))
-	a := &Answer{}
+	a := &Answer{Secure: true}
 	target := name
 	for hop := 0; ; hop++ {
 		if hop > MaxCNAMEHops {
@@ -119,6 +126,7 @@ func Lookup(ctx context.Context, exchange ExchangeFunc, name string, qtype uint1
 		if err != nil {
 			return nil, err
 		}
+		a.Secure = a.Secure && msg.AuthenticatedData
 		end, chain := followChain(msg.Answer, target, qtype)
 		a.Chain = append(a.Chain, chain...)
 		for _, rr := range msg.Answer {

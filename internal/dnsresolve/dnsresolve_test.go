@@ -101,3 +101,21 @@ func TestLookup_FollowsCNAME(t *testing.T) {
 		t.Errorf("missing.test = %+v, %v; want NXDOMAIN", nx, err)
 	}
 }
+
+// TestLookup_SecureOnlyWhenEveryAnswerIsValidated: Secure follows the AD
+// bit of every response on the way, CNAME hops included.
+func TestLookup_SecureOnlyWhenEveryAnswerIsValidated(t *testing.T) {
+	srv := dnstest.StartWithOptions(t, dnstest.Options{
+		Records: []string{"a.test. TXT \"x\"", "b.test. TXT \"y\"", "alias.test. CNAME b.test.", "alias2.test. CNAME a.test."},
+		Secure:  []string{"a.test", "alias2.test"}, NoCNAMEChase: true,
+	})
+	exchange := func(ctx context.Context, name string, qtype uint16) (*dns.Msg, error) {
+		return Exchange(ctx, srv.Addr(), 2*time.Second, name, qtype)
+	}
+	for name, want := range map[string]bool{"a.test": true, "b.test": false, "alias.test": false, "alias2.test": true} {
+		a, err := Lookup(context.Background(), exchange, name, dns.TypeTXT)
+		if err != nil || len(a.Records) != 1 || a.Secure != want {
+			t.Errorf("%s: %+v, %v; want one record, Secure %v", name, a, err, want)
+		}
+	}
+}

@@ -92,6 +92,9 @@ type Config struct {
 	// TLSCA is --tls-ca: a PEM file of roots trusted besides the system's
 	// for exchangers' certificates and MTA-STS policy fetches.
 	TLSCA string
+	// DANE is --dane: TLSA records the resolver validated bind mx
+	// deliveries to TLS and to the certificates they name.
+	DANE bool
 	// MTASTSPort is for tests: the port MTA-STS policies are fetched from
 	// (default 443). Not a user setting.
 	MTASTSPort string
@@ -378,7 +381,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 // mxConfig is the mx transport's settings: --mx-port, --helo-name,
 // --shaping, --egress-source, --tls-ca; MTA-STS is always on.
 func mxConfig(cfg Config, resolver string) (transport.MXConfig, error) {
-	c := transport.MXConfig{Resolver: resolver, Port: cfg.MXPort, HELOName: cfg.HELOName, MTASTS: true, STSPort: cfg.MTASTSPort}
+	c := transport.MXConfig{Resolver: resolver, Port: cfg.MXPort, HELOName: cfg.HELOName, MTASTS: true, STSPort: cfg.MTASTSPort, DANE: cfg.DANE}
 	if cfg.HELOName != "" && !transport.ValidHELOName(cfg.HELOName) {
 		return c, fmt.Errorf("--helo-name %q: not a host name", cfg.HELOName)
 	}

@@ -195,6 +195,9 @@ func groupByDomain(rcpts []string) ([]rcptGroup, error) {
 type exchanger struct {
 	host string // without final dot
 	pref uint16
+	// secure: the MX answer that named it was DNSSEC-validated, so its
+	// TLSA records may be used (DANE, RFC 7672 section 2.2.1).
+	secure bool
 }
 
 // prepare opens a session to one exchanger of g's domain and takes it up
@@ -262,10 +265,11 @@ func (m *MX) prepare(ctx context.Context, res *mxResolver, env Envelope, g rcptG
 
 // exchangers returns the mail exchangers of domain in preference order.
 func (m *MX) exchangers(ctx context.Context, res *mxResolver, domain string) ([]exchanger, error) {
-	rrs, nx, err := res.lookup(ctx, domain, dns.TypeMX)
+	a, err := res.resolve(ctx, domain, dns.TypeMX)
 	if err != nil {
 		return nil, &Error{Class: Temporary, Stage: StageResolve, Err: fmt.Errorf("%s: looking up MX: %w", domain, err)}
 	}
+	rrs, nx := a.Records, a.NXDomain
 	if nx {
 		return nil, &Error{Class: Permanent, Stage: StageResolve, Err: fmt.Errorf("domain %s does not exist (NXDOMAIN)", domain)}
 	}
@@ -277,14 +281,14 @@ func (m *MX) exchangers(ctx context.Context, res *mxResolver, domain string) ([]
 			null = true
 			continue
 		}
-		hosts = append(hosts, exchanger{host: strings.ToLower(strings.TrimSuffix(mx.Mx, ".")), pref: mx.Preference})
+		hosts = append(hosts, exchanger{host: strings.ToLower(strings.TrimSuffix(mx.Mx, ".")), pref: mx.Preference, secure: a.Secure})
 	}
 	if null && len(hosts) == 0 {
 		return nil, &Error{Class: Permanent, Stage: StageResolve, Err: fmt.Errorf("domain %s accepts no mail (null MX, RFC 7505)", domain)}
 	}
 	if len(rrs) == 0 {
 		// No MX: the domain itself is the exchanger (RFC 5321 section 5.1).
-		return []exchanger{{host: domain}}, nil
+		return []exchanger{{host: domain, secure: a.Secure}}, nil
 	}
 	slices.SortStableFunc(hosts, func(a, b exchanger) int { return cmp.Compare(a.pref, b.pref) })
 	if len(hosts) > maxMXHosts {

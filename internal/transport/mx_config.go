@@ -85,6 +85,11 @@ type MXConfig struct {
 	RootCAs *x509.CertPool
 	// MTASTS turns MTA-STS (RFC 8461) policy discovery on for Plan.
 	MTASTS bool
+	// DANE turns DANE (RFC 7672) on for Send: an exchanger whose MX and
+	// TLSA answers the resolver validated (the AD bit) gets TLS, and its
+	// certificate is checked against the TLSA records (dane.go). Off by
+	// default: it is only as sound as the path to a validating resolver.
+	DANE bool
 	// STSPort is the HTTPS port MTA-STS policies are fetched from;
 	// defaults to 443 (tests set another).
 	STSPort string

@@ -308,6 +308,11 @@ func (m *MX) connect(ctx context.Context, d *Destination, needVerified bool) (*p
 		if tried >= m.cfg.MaxAddresses {
 			break
 		}
+		dp, err := m.daneFor(ctx, res, h)
+		if err != nil {
+			lookupErr, anyTemporary = err, true // not this exchanger, for now: never without its TLSA
+			continue
+		}
 		addrs, err := res.addresses(ctx, h.host)
 		if err != nil {
 			lookupErr, anyTemporary = err, true
@@ -322,7 +327,7 @@ func (m *MX) connect(ctx context.Context, d *Destination, needVerified bool) (*p
 				break
 			}
 			tried++
-			p, err := m.dialSession(ctx, h.host, ip, d, needVerified)
+			p, err := m.dialSession(ctx, h.host, ip, needVerified, dp)
 			if err == nil {
 				return p, nil
 			}
@@ -357,7 +362,7 @@ func (m *MX) connect(ctx context.Context, d *Destination, needVerified bool) (*p
 // dialSession connects to one exchanger address from the next egress
 // source and takes the session through greeting, STARTTLS (whenever
 // offered; required and verified when needVerified) and EHLO.
-func (m *MX) dialSession(ctx context.Context, host string, ip netip.Addr, d *Destination, needVerified bool) (*pooled, error) {
+func (m *MX) dialSession(ctx context.Context, host string, ip netip.Addr, needVerified bool, dp *danePolicy) (*pooled, error) {
 	cfg := m.cfg
 	src := m.nextSource()
 	p := &pooled{host: host, ip: ip, src: src}
@@ -372,6 +377,15 @@ func (m *MX) dialSession(ctx context.Context, host string, ip netip.Addr, d *Des
 	}
 	tc.InsecureSkipVerify = true // verified below, so that an unverified session can still be used where allowed
 	tc.VerifyConnection = func(cs tls.ConnectionState) error {
+		if dp != nil && len(dp.records) > 0 {
+			// DANE decides, before MTA-STS and the CAs (dane.go).
+			err := dp.verify(cs, host)
+			p.verified, p.dane, p.tlsWhy = err == nil, err == nil, ""
+			if err != nil {
+				p.tlsWhy = err.Error()
+			}
+			return err
+		}
 		err := verifyChain(cs, host, roots)
 		p.verified, p.tlsWhy = err == nil, ""
 		if err != nil {
@@ -383,8 +397,8 @@ func (m *MX) dialSession(ctx context.Context, host string, ip netip.Addr, d *Des
 		return nil
 	}
 	mode := TLSOpportunistic
-	if needVerified {
-		mode = TLSStartTLS
+	if needVerified || dp != nil {
+		mode = TLSStartTLS // DANE's TLSA records make TLS mandatory, usable or not
 	}
 	dial := cfg.DialContext
 	if dial == nil {
@@ -445,6 +459,7 @@ type pooled struct {
 	src      *Source
 	secure   bool // STARTTLS in effect
 	verified bool // and the certificate verified for host
+	dane     bool // by its TLSA records
 	tlsWhy   string
 	version  uint16
 	msgs     int
@@ -458,6 +473,9 @@ func (p *pooled) tlsState() string {
 		return "none (" + p.tlsWhy + ")"
 	}
 	v := tls.VersionName(p.version)
+	if p.dane {
+		return v + ", certificate verified by DANE (TLSA)"
+	}
 	if p.verified {
 		return v + ", certificate verified"
 	}

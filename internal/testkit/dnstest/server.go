@@ -43,6 +43,10 @@ type Options struct {
 	// ServFail lists names (with or without the final dot) answered with
 	// SERVFAIL whatever the type asked.
 	ServFail []string
+	// Secure lists names (with or without the final dot) whose answers
+	// carry the AD bit, as a validating resolver sets it for data DNSSEC
+	// vouched for; every other answer has it clear.
+	Secure []string
 }
 
 // Query is one question the server received.
@@ -60,6 +64,7 @@ type Server struct {
 	records  map[string][]dns.RR // by lower-case owner name
 	names    map[string]bool     // owner names and their ancestors (empty non-terminals)
 	servFail map[string]bool
+	secure   map[string]bool
 
 	mu      sync.Mutex
 	queries []Query
@@ -81,6 +86,7 @@ func StartWithOptions(t testing.TB, opts Options) *Server {
 		records:  make(map[string][]dns.RR),
 		names:    make(map[string]bool),
 		servFail: make(map[string]bool),
+		secure:   make(map[string]bool),
 	}
 	for _, str := range opts.Records {
 		rr, err := dns.NewRR(str)
@@ -99,6 +105,9 @@ func StartWithOptions(t testing.TB, opts Options) *Server {
 	}
 	for _, name := range opts.ServFail {
 		s.servFail[strings.ToLower(dns.Fqdn(name))] = true
+	}
+	for _, name := range opts.Secure {
+		s.secure[strings.ToLower(dns.Fqdn(name))] = true
 	}
 
 	pc, ln, err := listenPair()
@@ -247,6 +256,7 @@ func (s *Server) answer(req *dns.Msg, network string) *dns.Msg {
 		resp.Rcode = dns.RcodeServerFailure
 		return resp
 	}
+	resp.AuthenticatedData = s.secure[name]
 
 	for hop := 0; hop <= maxCNAMEChase; hop++ {
 		matched := false

@@ -171,6 +171,8 @@ type Options struct {
 	Workers int
 	// MaxReceivedBytes is --max-received-storage; 0: the default.
 	MaxReceivedBytes int64
+	// DANE is --dane.
+	DANE bool
 }
 
 // Env is a running instance.
@@ -257,7 +259,7 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 		IMAPRescan:       200 * time.Millisecond,
 		MaxQueueLifetime: o.MaxQueueLifetime, MaxRetryDelay: o.MaxRetryDelay, Shaping: o.Shaping, EgressSources: o.EgressSources,
 		HELOName: o.HELOName, TLSCA: o.TLSCA, MTASTSPort: o.MTASTSPort, Workers: o.Workers,
-		MaxReceivedBytes: o.MaxReceivedBytes,
+		MaxReceivedBytes: o.MaxReceivedBytes, DANE: o.DANE,
 	}
 	if o.MXPort != "" {
 		cfg.MXPort = o.MXPort
