@@ -76,6 +76,10 @@ type Behaviour struct {
 	// RcptErrFor answers RCPT of these addresses (exactly as given) with
 	// their error; the others are taken (or get RcptErr).
 	RcptErrFor map[string]*smtp.SMTPError
+	// RcptFunc, when set, is asked first about every RCPT with the
+	// client's address and the envelope: a non-nil error answers it (a
+	// greylister keeps its own table).
+	RcptFunc func(remoteIP, from, to string) *smtp.SMTPError
 	// HangUpAfterData reads the whole body, then closes the connection
 	// without answering: the client sees the connection break after DATA
 	// began. The message is not recorded.
@@ -358,6 +362,12 @@ func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 }
 
 func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	if ss.b.RcptFunc != nil {
+		remote, _, _ := net.SplitHostPort(ss.conn.Conn().RemoteAddr().String())
+		if e := ss.b.RcptFunc(remote, ss.from, to); e != nil {
+			return e
+		}
+	}
 	if e := ss.b.RcptErrFor[to]; e != nil {
 		return e
 	}
