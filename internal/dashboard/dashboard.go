@@ -77,6 +77,9 @@ type Config struct {
 	// (app.Service.NewIdempotencyEngine): the replies sent from the Mail
 	// pages go through it, one per form. Defaults to an engine of its own.
 	Idempotency *idempotency.Engine
+	// Destinations, when set, reports this process's mx destinations
+	// (the destinations page).
+	Destinations func() []Destination
 }
 
 // Dashboard is the web dashboard's http.Handler.

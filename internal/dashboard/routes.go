@@ -75,6 +75,7 @@ var routes = []route{
 	{"GET /ui/suppressions/{id}/remove", core.ScopeAdmin, (*Dashboard).confirmRemoveSuppression},
 	{"POST /ui/suppressions/{id}/remove", core.ScopeAdmin, (*Dashboard).removeSuppression},
 	{"GET /ui/inbound", core.ScopeAdmin, (*Dashboard).unmatched},
+	{"GET /ui/destinations", core.ScopeAdmin, (*Dashboard).destinations},
 
 	{"GET /ui/audit", core.ScopeAdmin, (*Dashboard).audit},
 }
@@ -97,5 +98,6 @@ var nav = []navItem{
 	{"Webhooks", "/ui/webhooks", core.ScopeRead},
 	{"Suppressions", "/ui/suppressions", core.ScopeRead},
 	{"Unmatched inbound", "/ui/inbound", core.ScopeAdmin},
+	{"Destinations", "/ui/destinations", core.ScopeAdmin},
 	{"Audit log", "/ui/audit", core.ScopeAdmin},
 }

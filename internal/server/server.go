@@ -353,7 +353,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	idem := svc.NewIdempotencyEngine(app.IdempotencyConfig{Front: rf.front, TTL: cfg.IdempotencyTTL,
 		Lease: cfg.ReservationLease, ReplayCacheEntries: cfg.ReplayCache, Logger: logger})
 	dash := dashboard.New(dashboard.Config{Service: svc, Webhooks: hooks, Reads: store, Sessions: store, Stats: store, Metrics: m, Logger: logger,
-		Idempotency: idem})
+		Idempotency: idem, Destinations: func() []dashboard.Destination { return dashboardDestinations(d.Destinations()) }})
 	h := httpapi.NewServer(svc, m, httpapi.Config{
 		Reads:                 store,
 		Webhooks:              hooks,
