@@ -120,6 +120,12 @@ func (d *Deliverer) handOverMX(ctx context.Context, s *core.Send, env transport.
 			d.logger.WarnContext(ctx, "destination throttled", slog.String("destination", dst.Site), slog.String("action", o.SlowDown),
 				slog.String("reply", o.Reply), slog.Time("until", o.RetryAt))
 		}
+		if o.Resumed {
+			if d.metrics != nil {
+				d.metrics.DestinationResumes.Inc()
+			}
+			d.logger.InfoContext(ctx, "destination resumed", slog.String("destination", dst.Site))
+		}
 	}
 	return handoff{mx: true, dests: h}
 }

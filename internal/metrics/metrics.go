@@ -23,6 +23,9 @@ type Metrics struct {
 	// DestinationThrottles counts the replies that made an mx destination
 	// slow down, by the shaping action taken (connections | rate | pause).
 	DestinationThrottles *prometheus.CounterVec // action
+	// DestinationResumes counts mx destinations back at their full limits
+	// after a slow-down.
+	DestinationResumes prometheus.Counter
 	HTTPRequests         *prometheus.CounterVec // code
 	// DuplicatesPrevented counts repeated sends that sent nothing new, by
 	// how they were caught (DuplicateVias); the dashboard's overview
@@ -78,6 +81,9 @@ func New(queueDepth func(ctx context.Context) (int, error)) *Metrics {
 		DestinationThrottles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sendonce_destination_throttles_total", Help: "Replies that made an mx destination slow down, by the action taken.",
 		}, []string{"action"}),
+		DestinationResumes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sendonce_destination_resumes_total", Help: "Times an mx destination came back to its full limits after slowing down.",
+		}),
 		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sendonce_http_requests_total", Help: "HTTP requests by status code.",
 		}, []string{"code"}),
@@ -115,7 +121,7 @@ func New(queueDepth func(ctx context.Context) (int, error)) *Metrics {
 	}
 	reg.MustRegister(m.SendsAccepted, m.IdempotentReplays, m.IdempotencyConflicts, m.DeliveryAttempts, m.HTTPRequests, m.GroupCommitSize,
 		m.SMTPSessions, m.SMTPSessionsOpen, m.SMTPMessages, m.SMTPRejections,
-		m.DuplicatesPrevented, m.DestinationThrottles,
+		m.DuplicatesPrevented, m.DestinationThrottles, m.DestinationResumes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if queueDepth != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

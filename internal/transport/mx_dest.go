@@ -140,6 +140,9 @@ type DestOutcome struct {
 	// SlowDown is the action of the slow-down rule a reply matched ("" for
 	// none), and Reply that reply.
 	SlowDown, Reply string
+	// Resumed: this delivery brought the destination back to its full
+	// limits after a slow-down.
+	Resumed bool
 	// Reached: a server greeted.
 	Reached bool
 	// TLS says how the session was protected ("" when none was opened).
@@ -207,10 +210,10 @@ func (m *MX) Send(ctx context.Context, d *Destination, from string, raw []byte) 
 	keep, ok := m.transaction(ctx, p, d, from, raw, &out)
 	if keep {
 		p.msgs++
-		l.done(p, ok, time.Since(start))
+		out.Resumed = l.done(p, ok, time.Since(start))
 	} else {
 		p.close()
-		l.done(nil, ok, time.Since(start))
+		out.Resumed = l.done(nil, ok, time.Since(start))
 	}
 	for _, r := range slices.Concat(out.Deferred, out.Unknown) {
 		if out.SlowDown == "" {

@@ -189,7 +189,10 @@ func (s *site) queue(now, from time.Time) time.Time {
 // done ends a lease: p is the session to keep for the next message (nil
 // when the connection was closed). ok reports a clean delivery, took how
 // long it took.
-func (l *lease) done(p *pooled, ok bool, took time.Duration) {
+//
+// It reports whether this delivery brought the destination back to its
+// full limits after a slow-down (the resumed half of throttled).
+func (l *lease) done(p *pooled, ok bool, took time.Duration) (resumed bool) {
 	s := l.s
 	now := s.now()
 	s.mu.Lock()
@@ -201,18 +204,20 @@ func (l *lease) done(p *pooled, ok bool, took time.Duration) {
 		s.clean++
 		if s.why != "" && s.clean >= s.limits.RecoverAfter && now.Sub(s.changed) >= time.Duration(s.limits.RecoverInterval) {
 			s.recover(now)
+			resumed = s.why == ""
 		}
 	}
 	if p == nil {
 		s.open-- // closed already
-		return
+		return resumed
 	}
 	if p.msgs >= s.limits.MaxMessagesPerConnection || s.open > s.conns {
 		go s.closed(p)
-		return
+		return resumed
 	}
 	p.timer = time.AfterFunc(time.Duration(s.limits.IdleTimeout), func() { s.expire(p) })
 	s.idle = append(s.idle, p)
+	return resumed
 }
 
 // expire closes an idle session nobody took in time.

@@ -160,3 +160,32 @@ func TestShaper_ForgetsIdleDestinations(t *testing.T) {
 	}
 	l.done(nil, true, time.Millisecond)
 }
+
+// TestShaper_ResumedOnceBackAtFullLimits: after a slow-down, clean
+// deliveries step the limits back up; the delivery that reaches the
+// file's limits says so, once (the "destination resumed" log line and
+// counter), and later clean deliveries do not say it again.
+func TestShaper_ResumedOnceBackAtFullLimits(t *testing.T) {
+	now := time.Unix(1000, 0)
+	sh := newShaper(DefaultShaping())
+	sh.now = func() time.Time { return now }
+	s := sh.site("d", Limits{MaxConnections: 4, MaxMessagesPerConnection: 10, IdleTimeout: Duration(time.Minute),
+		RecoverAfter: 1, RecoverInterval: Duration(time.Second)}, "test")
+	l, _, _ := s.acquire(false)
+	s.slowDown(&SlowDownRule{Action: SlowConnections}, "421 too many connections")
+	l.done(nil, false, 0)
+	resumed := 0
+	for range 10 {
+		now = now.Add(2 * time.Second)
+		l, _, _ := s.acquire(false)
+		if l == nil {
+			t.Fatal("no lease")
+		}
+		if l.done(nil, true, time.Millisecond) {
+			resumed++
+		}
+	}
+	if resumed != 1 || s.conns != 4 {
+		t.Fatalf("resumed %d times, limit %d; want once, back at 4", resumed, s.conns)
+	}
+}
