@@ -26,7 +26,7 @@ type Metrics struct {
 	// DestinationResumes counts mx destinations back at their full limits
 	// after a slow-down.
 	DestinationResumes prometheus.Counter
-	HTTPRequests         *prometheus.CounterVec // code
+	HTTPRequests       *prometheus.CounterVec // code
 	// DuplicatesPrevented counts repeated sends that sent nothing new, by
 	// how they were caught (DuplicateVias); the dashboard's overview
 	// prices them.
