@@ -279,7 +279,10 @@ func (s *Service) CheckDomain(ctx context.Context, c DNSCheck) (*dnscheck.Report
 	case err != nil:
 		return nil, err
 	}
-	opts := dnscheck.Options{Domain: name, Selector: selector, Resolver: resolver}
+	opts := dnscheck.Options{Domain: name, Selector: selector, Resolver: resolver, Egress: s.cfg.Egress}
+	for _, e := range s.cfg.Egress {
+		opts.RelayIPs = append(opts.RelayIPs, e.IP) // mail leaves from them: SPF must pass for each
+	}
 	if d != nil {
 		opts.Selector = cmp.Or(opts.Selector, d.Selector)
 		if opts.Selector == d.Selector {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/dnscheck"
 	"github.com/sendonce/sendonce/internal/imapurl"
 	"github.com/sendonce/sendonce/internal/outbound"
 )
@@ -32,6 +33,9 @@ type Config struct {
 	// in the database; empty stores them unencrypted. When set it must be
 	// at least dkim.MinSecretLength bytes (see CheckSecretKey).
 	SecretKey string
+	// Egress are the mx transport's egress sources: domain checks verify
+	// their reverse DNS and that SPF covers them.
+	Egress []dnscheck.Egress
 	// DNSResolver is the "host:port" DNS server of domain checks. Defaults
 	// to the first nameserver of /etc/resolv.conf.
 	DNSResolver string

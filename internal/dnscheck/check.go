@@ -31,6 +31,9 @@ const (
 	CheckSPF   = "spf"
 	CheckDKIM  = "dkim"
 	CheckDMARC = "dmarc"
+	// CheckEgress is the reverse DNS of the addresses mail leaves from
+	// (Options.Egress).
+	CheckEgress = "egress"
 )
 
 // Level grades a finding.
@@ -83,6 +86,10 @@ type Options struct {
 	// for SPF alignment. Defaults to Domain: sendonce uses the From address
 	// as the envelope sender.
 	EnvelopeDomain string
+	// Egress, when set, are the addresses the mx transport sends from:
+	// each must have forward-confirmed reverse DNS naming what it says in
+	// EHLO (CheckEgress).
+	Egress []Egress
 	// Timeout bounds the whole check. Defaults to 30 seconds.
 	Timeout time.Duration
 	// QueryTimeout bounds each DNS query. Defaults to 5 seconds.
@@ -91,7 +98,7 @@ type Options struct {
 
 // Finding is one conclusion of a check.
 type Finding struct {
-	Check   string `json:"check"` // CheckMX, CheckSPF, CheckDKIM or CheckDMARC
+	Check   string `json:"check"` // CheckMX, CheckSPF, CheckDKIM, CheckDMARC or CheckEgress
 	Level   Level  `json:"level"`
 	Message string `json:"message"`
 	// Fix says how to fix a warning or an error; empty when Level is OK.
@@ -184,6 +191,7 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 		c.checkDKIM()
 		c.checkDMARC()
 	}
+	c.checkEgress()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

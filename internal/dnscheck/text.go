@@ -18,7 +18,7 @@ func (r *Report) Text() string {
 		fmt.Fprintf(&b, " (DKIM selector %s)", r.Selector)
 	}
 	fmt.Fprintf(&b, " via resolver %s\n", r.Resolver)
-	for _, check := range []string{CheckMX, CheckSPF, CheckDKIM, CheckDMARC} {
+	for _, check := range []string{CheckMX, CheckSPF, CheckDKIM, CheckDMARC, CheckEgress} {
 		first := true
 		for _, f := range r.Findings {
 			if f.Check != check {

@@ -318,14 +318,14 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
-	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Caps: cfg.Caps, Now: cfg.Now,
-		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes, RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow,
-		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), IMAPProbe: imapProbe(policy),
-		MaxReceivedBytes: cfg.MaxReceivedBytes}, logger)
 	mx, err := mxConfig(cfg, resolver)
 	if err != nil {
 		return nil, err
 	}
+	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Caps: cfg.Caps, Now: cfg.Now,
+		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes, RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow,
+		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), IMAPProbe: imapProbe(policy),
+		MaxReceivedBytes: cfg.MaxReceivedBytes, Egress: egressChecks(mx)}, logger)
 	d, err := delivery.NewDeliverer(svc, store, delivery.Config{
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
 		MaxRetryDelay: cfg.MaxRetryDelay, MaxQueueLifetime: cfg.MaxQueueLifetime,
