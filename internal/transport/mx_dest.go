@@ -176,7 +176,7 @@ func (m *MX) Send(ctx context.Context, d *Destination, from string, raw []byte) 
 		all(Permanent, &Error{Class: Permanent, Stage: stage, Err: err})
 		return out
 	}
-	needVerified := d.sts != nil && d.sts.Mode == STSEnforce || m.cfg.VerifyTLS
+	needVerified := d.sts != nil && d.sts.Mode == STSEnforce || m.cfg.VerifyTLS || d.limits.TLS == TLSModeVerify
 	st := m.shaper.site(d.Site, d.limits, d.Rule)
 	l, retryAt, why := st.acquire(needVerified)
 	if l == nil {
@@ -330,7 +330,7 @@ func (m *MX) connect(ctx context.Context, d *Destination, needVerified bool) (*p
 				break
 			}
 			tried++
-			p, err := m.dialSession(ctx, h.host, ip, needVerified, dp)
+			p, err := m.dialSession(ctx, h.host, ip, needVerified, d.limits.TLS == TLSModeRequired, dp)
 			if err == nil {
 				return p, nil
 			}
@@ -365,7 +365,7 @@ func (m *MX) connect(ctx context.Context, d *Destination, needVerified bool) (*p
 // dialSession connects to one exchanger address from the next egress
 // source and takes the session through greeting, STARTTLS (whenever
 // offered; required and verified when needVerified) and EHLO.
-func (m *MX) dialSession(ctx context.Context, host string, ip netip.Addr, needVerified bool, dp *danePolicy) (*pooled, error) {
+func (m *MX) dialSession(ctx context.Context, host string, ip netip.Addr, needVerified, needTLS bool, dp *danePolicy) (*pooled, error) {
 	cfg := m.cfg
 	src := m.nextSource()
 	p := &pooled{host: host, ip: ip, src: src}
@@ -400,7 +400,7 @@ func (m *MX) dialSession(ctx context.Context, host string, ip netip.Addr, needVe
 		return nil
 	}
 	mode := TLSOpportunistic
-	if needVerified || dp != nil {
+	if needVerified || dp != nil || needTLS {
 		mode = TLSStartTLS // DANE's TLSA records make TLS mandatory, usable or not
 	}
 	dial := cfg.DialContext

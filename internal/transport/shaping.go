@@ -64,7 +64,20 @@ type Limits struct {
 	// long since the last change, before a lowered limit goes up one step.
 	RecoverAfter    int      `json:"recover_after,omitempty"`
 	RecoverInterval Duration `json:"recover_interval,omitempty"`
+	// TLS is the destination's TLS mode: "opportunistic" (STARTTLS when
+	// offered, the default), "required" (no STARTTLS, no delivery: the
+	// certificate is not checked) or "verify" (STARTTLS with a certificate
+	// that verifies for the exchanger's name). MTA-STS enforce and DANE
+	// can only make it stricter.
+	TLS string `json:"tls,omitempty"`
 }
+
+// TLS modes of a destination (Limits.TLS).
+const (
+	TLSModeOpportunistic = "opportunistic"
+	TLSModeRequired      = "required"
+	TLSModeVerify        = "verify"
+)
 
 // ShapingRule gives the destinations it matches their own limits.
 type ShapingRule struct {
@@ -191,7 +204,11 @@ func (l Limits) check() error {
 	if l.MaxConnections < 0 || l.MaxMessagesPerConnection < 0 || l.MaxMessagesPerSecond < 0 || l.RecoverAfter < 0 || l.IdleTimeout < 0 || l.RecoverInterval < 0 {
 		return errors.New("limits must not be negative")
 	}
-	return nil
+	switch l.TLS {
+	case "", TLSModeOpportunistic, TLSModeRequired, TLSModeVerify:
+		return nil
+	}
+	return fmt.Errorf("tls %q: want opportunistic, required or verify", l.TLS)
 }
 
 // Merge returns sh with over laid on it (see LoadShaping).
@@ -227,6 +244,9 @@ func (l Limits) or(base Limits) Limits {
 	}
 	if l.RecoverInterval == 0 {
 		l.RecoverInterval = base.RecoverInterval
+	}
+	if l.TLS == "" {
+		l.TLS = base.TLS
 	}
 	return l
 }
