@@ -55,6 +55,9 @@ type Config struct {
 	// BounceDomain and InboundAddr are bounce intake (docs/deliverability.md).
 	BounceDomain string
 	InboundAddr  string
+	// InboundTLSCert and InboundTLSKey make the inbound listener offer
+	// STARTTLS.
+	InboundTLSCert, InboundTLSKey string
 	// Providers is the provider transports' flags (providers.go).
 	Providers providerFlags
 }
@@ -218,6 +221,8 @@ func serverFlags(e *envFlags, c *Config) {
 	e.str(&sc.BounceDomain, "bounce-domain", "SENDONCE_BOUNCE_DOMAIN", "", "domain of the VERP envelope senders bounce+TOKEN@DOMAIN every attempt uses, whose MX is --inbound-addr (off by default; see docs/deliverability.md)")
 	e.str(&sc.InboundAddr, "inbound-addr", "SENDONCE_INBOUND_ADDR", "", "HOST:PORT of the SMTP listener for mail to receiving addresses and for bounce and complaint mail to --bounce-domain (off by default; see docs/receiving.md)")
 	e.str(&sc.InboundName, "inbound-name", "SENDONCE_INBOUND_NAME", "", "host name of the inbound listener: its greeting, its Authentication-Results, and the MX a receiving domain publishes (default: --bounce-domain, else localhost)")
+	e.str(&c.InboundTLSCert, "inbound-tls-cert", "SENDONCE_INBOUND_TLS_CERT", "", "PEM certificate (chain) the inbound listener offers STARTTLS with: the name of --inbound-name, which MTA-STS for a receiving domain requires (off by default: no STARTTLS)")
+	e.str(&c.InboundTLSKey, "inbound-tls-key", "SENDONCE_INBOUND_TLS_KEY", "", "PEM private key of --inbound-tls-cert")
 	e.boolean(&sc.InboundRejectDMARC, "inbound-reject-dmarc", "SENDONCE_INBOUND_REJECT_DMARC", false, "refuse (550 5.7.1) received mail that fails its sender domain's DMARC policy instead of keeping it flagged")
 	c.Providers.define(e, sc)
 }

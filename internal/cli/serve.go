@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -124,6 +125,16 @@ func (c *Config) serverConfig() (server.Config, error) {
 	sc.SMTP.MaxMessageBytes = int64(c.MaxMessageSize) // one limit for every route in
 	sc.MaxRequestBytes, sc.MaxMessageBytes = int64(c.MaxRequestSize), int64(c.MaxMessageSize)
 	sc.MaxInflightBytes, sc.AttachmentFetch = int64(c.MaxInflightBytes), c.AttachmentFetch
+	if (c.InboundTLSCert == "") != (c.InboundTLSKey == "") {
+		return server.Config{}, fmt.Errorf("--inbound-tls-cert and --inbound-tls-key go together")
+	}
+	if c.InboundTLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(c.InboundTLSCert, c.InboundTLSKey)
+		if err != nil {
+			return server.Config{}, fmt.Errorf("--inbound-tls-cert: %w", err)
+		}
+		sc.InboundTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	sc.MaxReceivedBytes = int64(c.MaxReceivedStorage)
 	if sc.MaxReceivedBytes == 0 {
 		sc.MaxReceivedBytes = -1 // the flag's "no cap"

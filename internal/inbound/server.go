@@ -2,6 +2,7 @@ package inbound
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -45,11 +46,14 @@ type Config struct {
 	// keeping it flagged.
 	RejectDMARCFail bool
 	Domain          string // the name the listener greets with
-	Logger          *slog.Logger
-	MaxBytes        int64 // default DefaultMaxBytes
-	MaxConns        int   // default DefaultMaxConns
-	MaxConnsPerIP   int   // default DefaultMaxConnsPerIP
-	Now             func() time.Time
+	// TLS, when set, makes the listener offer STARTTLS (senders use it
+	// whenever offered; MTA-STS for a receiving domain requires it).
+	TLS           *tls.Config
+	Logger        *slog.Logger
+	MaxBytes      int64 // default DefaultMaxBytes
+	MaxConns      int   // default DefaultMaxConns
+	MaxConnsPerIP int   // default DefaultMaxConnsPerIP
+	Now           func() time.Time
 }
 
 // Receiver is what the listener needs of the use cases.
@@ -94,6 +98,7 @@ func New(cfg Config) *Server {
 	srv.MaxRecipients = maxRecipients
 	srv.ReadTimeout, srv.WriteTimeout = 2*time.Minute, 2*time.Minute
 	srv.EnableSMTPUTF8 = true
+	srv.TLSConfig = cfg.TLS
 	srv.ErrorLog = slogAdapter{cfg.Logger}
 	s.smtp = srv
 	return s

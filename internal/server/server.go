@@ -5,6 +5,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -181,6 +182,9 @@ type Config struct {
 	// InboundName is the name the inbound listener greets with and writes
 	// in Authentication-Results. Defaults to BounceDomain, else localhost.
 	InboundName string
+	// InboundTLS is --inbound-tls-cert and --inbound-tls-key, loaded: the
+	// inbound listener offers STARTTLS with it.
+	InboundTLS *tls.Config
 	// Providers is the provider transports' settings: fallbacks, the
 	// intake routes' secrets and certificate hosts (providers.go).
 	Providers ProvidersConfig

@@ -6,6 +6,7 @@ package sendoncetest
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -173,6 +174,8 @@ type Options struct {
 	MaxReceivedBytes int64
 	// DANE is --dane.
 	DANE bool
+	// InboundTLS, with Inbound, makes the listener offer STARTTLS.
+	InboundTLS *tls.Config
 }
 
 // Env is a running instance.
@@ -259,7 +262,7 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 		IMAPRescan:       200 * time.Millisecond,
 		MaxQueueLifetime: o.MaxQueueLifetime, MaxRetryDelay: o.MaxRetryDelay, Shaping: o.Shaping, EgressSources: o.EgressSources,
 		HELOName: o.HELOName, TLSCA: o.TLSCA, MTASTSPort: o.MTASTSPort, Workers: o.Workers,
-		MaxReceivedBytes: o.MaxReceivedBytes, DANE: o.DANE,
+		MaxReceivedBytes: o.MaxReceivedBytes, DANE: o.DANE, InboundTLS: o.InboundTLS,
 	}
 	if o.MXPort != "" {
 		cfg.MXPort = o.MXPort
