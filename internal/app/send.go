@@ -97,6 +97,9 @@ func (s *Service) PrepareSend(ctx context.Context, key *core.APIKey, idemKey str
 	if send.From, err = fromAddress(key, mb, r.From); err != nil {
 		return nil, err
 	}
+	if err := s.checkVerifiedFrom(ctx, key.Tenant, send.From); err != nil {
+		return nil, err
+	}
 	if send.Subject, send.Text, send.HTML, err = s.content(ctx, key.Tenant, r); err != nil {
 		return nil, err
 	}

@@ -33,6 +33,9 @@ type Config struct {
 	// in the database; empty stores them unencrypted. When set it must be
 	// at least dkim.MinSecretLength bytes (see CheckSecretKey).
 	SecretKey string
+	// RequireVerifiedDomain (--require-verified-domain) refuses sends
+	// whose From domain is not one of the tenant's verified domains.
+	RequireVerifiedDomain bool
 	// Egress are the mx transport's egress sources: domain checks verify
 	// their reverse DNS and that SPF covers them.
 	Egress []dnscheck.Egress

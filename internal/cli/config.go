@@ -212,6 +212,7 @@ func serverFlags(e *envFlags, c *Config) {
 	e.integer(&c.MaxMessageSize, "max-message-size", "SENDONCE_MAX_MESSAGE_SIZE", app.DefaultMaxMessageBytes, "largest message after MIME encoding, attachments included, in bytes")
 	e.integer(&c.MaxInflightBytes, "max-inflight-bytes", "SENDONCE_MAX_INFLIGHT_BYTES", httpapi.DefaultMaxInflightBytes, "request bytes of large sends (1 MiB or more) worked on at once; beyond it a request waits up to 30s, then 503 with Retry-After")
 	e.integer(&c.MaxReceivedStorage, "max-received-storage", "SENDONCE_MAX_RECEIVED_STORAGE", app.DefaultMaxReceivedBytes, "raw bytes of received mail one tenant may keep (0: no cap); past it, mail to the tenant's addresses is answered 452 4.2.2")
+	e.boolean(&sc.RequireVerifiedDomain, "require-verified-domain", "SENDONCE_REQUIRE_VERIFIED_DOMAIN", false, "refuse (403) a send whose From domain is not one of the tenant's verified domains: for servers whose tenants are strangers (docs/security.md)")
 	e.boolean(&c.AttachmentFetch, "attachment-fetch", "SENDONCE_ATTACHMENT_FETCH", false, "let attachments name a URL (path) fetched once at acceptance, public addresses only")
 	e.str(&c.Pprof, "pprof", "SENDONCE_PPROF", "", "serve net/http/pprof on this separate address, e.g. 127.0.0.1:6060 (off by default; never expose it: profiles reveal memory contents)")
 	// SENDONCE_SECRET_KEY only: as a flag it would show in process lists

@@ -93,6 +93,8 @@ type Config struct {
 	// TLSCA is --tls-ca: a PEM file of roots trusted besides the system's
 	// for exchangers' certificates and MTA-STS policy fetches.
 	TLSCA string
+	// RequireVerifiedDomain is --require-verified-domain.
+	RequireVerifiedDomain bool
 	// DANE is --dane: TLSA records the resolver validated bind mx
 	// deliveries to TLS and to the certificates they name.
 	DANE bool
@@ -329,7 +331,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Caps: cfg.Caps, Now: cfg.Now,
 		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes, RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow,
 		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), IMAPProbe: imapProbe(policy),
-		MaxReceivedBytes: cfg.MaxReceivedBytes, Egress: egressChecks(mx)}, logger)
+		MaxReceivedBytes: cfg.MaxReceivedBytes, Egress: egressChecks(mx), RequireVerifiedDomain: cfg.RequireVerifiedDomain}, logger)
 	d, err := delivery.NewDeliverer(svc, store, delivery.Config{
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
 		MaxRetryDelay: cfg.MaxRetryDelay, MaxQueueLifetime: cfg.MaxQueueLifetime,

@@ -176,6 +176,8 @@ type Options struct {
 	DANE bool
 	// InboundTLS, with Inbound, makes the listener offer STARTTLS.
 	InboundTLS *tls.Config
+	// RequireVerifiedDomain is --require-verified-domain.
+	RequireVerifiedDomain bool
 }
 
 // Env is a running instance.
@@ -263,6 +265,7 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 		MaxQueueLifetime: o.MaxQueueLifetime, MaxRetryDelay: o.MaxRetryDelay, Shaping: o.Shaping, EgressSources: o.EgressSources,
 		HELOName: o.HELOName, TLSCA: o.TLSCA, MTASTSPort: o.MTASTSPort, Workers: o.Workers,
 		MaxReceivedBytes: o.MaxReceivedBytes, DANE: o.DANE, InboundTLS: o.InboundTLS,
+		RequireVerifiedDomain: o.RequireVerifiedDomain,
 	}
 	if o.MXPort != "" {
 		cfg.MXPort = o.MXPort
