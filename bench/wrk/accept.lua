@@ -6,6 +6,10 @@
 --
 --   wrk -t2 -c50 -d10s -s bench/wrk/accept.lua http://127.0.0.1:8787/v1/send -- so_SECRET
 --
+-- A second argument N > 0 sends each request to one of N recipient domains
+-- (user@d1.test … user@dN.test, drawn at random) instead of
+-- user@example.com, for backlogs spread over destinations (bench/mx.sh).
+--
 -- Answers are counted by status and only 200 counts as accepted. At the end
 -- it prints one line, which compare.sh reads:
 --
@@ -46,6 +50,7 @@ function init(args)
     wrk.headers["Authorization"] = "Bearer " .. args[1]
   end
   wrk.body = '{"to":"user@example.com","subject":"Hello","text":"Hello world, this is a small test message body."}'
+  domains = tonumber(args[2] or "0") or 0
 end
 
 local function hex(n)
@@ -56,6 +61,10 @@ function request()
   -- xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx
   wrk.headers["Idempotency-Key"] = hex(4) .. hex(4) .. "-" .. hex(4) .. "-4" .. hex(3) .. "-" ..
     string.format("%x", math.random(8, 11)) .. hex(3) .. "-" .. hex(4) .. hex(4) .. hex(4)
+  if domains > 0 then
+    wrk.body = '{"to":"user@d' .. math.random(1, domains) ..
+      '.test","subject":"Hello","text":"Hello world, this is a small test message body."}'
+  end
   return wrk.format()
 end
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/mail"
 	"sort"
+	"strings"
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
@@ -74,10 +75,11 @@ func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendE
 			return nil, err
 		}
 	}
+	headers, inReplyTo, refs := threadingHeaders(e.Headers)
 	sr := &app.SendRequest{
 		To: e.To, Cc: e.Cc, Bcc: e.Bcc, ReplyTo: e.ReplyTo, From: e.From, MailboxID: mailboxID,
-		Subject: e.Subject, Text: e.Text, HTML: e.HTML, Headers: e.Headers, Tags: tags,
-		Attachments: appAttachments(e.Attachments),
+		Subject: e.Subject, Text: e.Text, HTML: e.HTML, Headers: headers, Tags: tags,
+		Attachments: appAttachments(e.Attachments), InReplyTo: inReplyTo, References: refs,
 	}
 	if e.ScheduledAt != nil {
 		sr.ScheduledAt = *e.ScheduledAt
@@ -297,4 +299,25 @@ func (s *Server) handleResendList(w http.ResponseWriter, r *http.Request) {
 		out.Data = append(out.Data, viewResendEmail(sd))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// threadingHeaders takes In-Reply-To and References out of a Resend
+// request's headers: Resend's documented way to reply in a thread is to set
+// them there, and sendonce writes them from the send's own reply fields
+// (validated as Message-IDs there).
+func threadingHeaders(h map[string]string) (rest map[string]string, inReplyTo string, refs []string) {
+	for name, v := range h {
+		switch strings.ToLower(name) {
+		case "in-reply-to":
+			inReplyTo = strings.TrimSpace(v)
+		case "references":
+			refs = strings.Fields(v)
+		default:
+			if rest == nil {
+				rest = map[string]string{}
+			}
+			rest[name] = v
+		}
+	}
+	return rest, inReplyTo, refs
 }
