@@ -20,6 +20,9 @@
 //
 //	sendonce-bench --mode soak --db sqlite:/tmp/soak/s.db --sendonce ./sendonce --duration 30m --seed 7
 //
+// With --soak-provider ses the processes hand their mail to the SES
+// emulator behind an HTTP fault proxy instead (see soak_provider.go).
+//
 // Every request goes to the 127.0.0.1-style addresses you give it or to the
 // processes it started on 127.0.0.1; every phase is bounded by --duration
 // or a count, and every wait by a timeout.
