@@ -20,6 +20,9 @@
 //
 //	sendonce-bench --mode soak --db sqlite:/tmp/soak/s.db --sendonce ./sendonce --duration 30m --seed 7
 //
+// With --soak-provider ses the processes hand their mail to the SES
+// emulator behind an HTTP fault proxy instead (see soak_provider.go).
+//
 // Every request goes to the 127.0.0.1-style addresses you give it or to the
 // processes it started on 127.0.0.1; every phase is bounded by --duration
 // or a count, and every wait by a timeout.
@@ -83,6 +86,7 @@ var modes = []string{"new", "replay", "storm", "delivery"}
 // flags are the settings that pick what run does besides c.
 type flags struct {
 	urls, sink, baseline, soakDir string
+	soakProvider                  string
 	seed                          uint64
 	soakWorkers                   int
 }
@@ -108,6 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (config, flags, error) {
 	fs.StringVar(&f.baseline, "baseline", "", "only serve the yardstick — bare net/http answering a JSON POST — on this address, for wrk or this tool")
 	fs.Uint64Var(&f.seed, "seed", 0, "soak: seed of the fault schedule (0: one from the clock, printed)")
 	fs.IntVar(&f.soakWorkers, "soak-workers", 2, "soak on PostgreSQL: worker processes (API processes: --spawn-api, default 2)")
+	fs.StringVar(&f.soakProvider, "soak-provider", "", "soak: ses hands the mail to the SES emulator (npm aws-ses-v2-local) behind an HTTP fault proxy instead of the SMTP sink")
 	fs.StringVar(&f.soakDir, "soak-dir", "", "soak: directory for the database file and the processes' logs (default: a new temporary one)")
 	err := fs.Parse(args)
 	return c, f, err
@@ -120,7 +125,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case c.mode == "soak":
-		return soakMode(ctx, c, f.seed, f.soakWorkers, f.soakDir, stdout, stderr)
+		return soakMode(ctx, c, f.seed, f.soakWorkers, f.soakDir, f.soakProvider, stdout, stderr)
 	case f.baseline != "":
 		return serveBaseline(ctx, f.baseline, stdout)
 	case f.sink != "":

@@ -34,13 +34,17 @@ type soakConfig struct {
 	settle time.Duration
 	giveUp time.Duration
 	floors soakFloors
+	// provider is "ses" for the provider soak: the processes hand their
+	// mail to the SES emulator behind an HTTP fault proxy instead of the
+	// SMTP sink ("": the sink).
+	provider string
 }
 
 // soakPGConns bounds each soak process's PostgreSQL connections.
 const soakPGConns = 5
 
 // soakMode checks the flags of --mode soak and runs it.
-func soakMode(ctx context.Context, bc config, seed uint64, workers int, dir string, stdout, stderr io.Writer) error {
+func soakMode(ctx context.Context, bc config, seed uint64, workers int, dir, provider string, stdout, stderr io.Writer) error {
 	if bc.db == "" {
 		return errors.New("--mode soak needs --db (sqlite:PATH, or a postgres:// URL on which it may create a database)")
 	}
@@ -54,11 +58,14 @@ func soakMode(ctx context.Context, bc config, seed uint64, workers int, dir stri
 	if bc.duration <= 0 || bc.concurrency < 1 || workers < 1 {
 		return errors.New("--duration, --concurrency and --soak-workers must be positive")
 	}
+	if provider != "" && provider != "ses" {
+		return fmt.Errorf("--soak-provider %q: only ses", provider)
+	}
 	c := soakConfig{bin: bc.binary, db: bc.db, duration: bc.duration, seed: seed, clients: bc.concurrency,
 		apis: apis, workers: workers, dir: dir, lease: 3 * time.Second, settle: 3 * time.Minute, giveUp: 30 * time.Second,
 		// By hand, at least something must have happened; TestSoak sets
 		// floors measured for its minute.
-		floors: soakFloors{Acked: 1, AtSink: 1, Faults: 1}}
+		floors: soakFloors{Acked: 1, AtSink: 1, Faults: 1}, provider: provider}
 	if c.dir == "" && strings.HasPrefix(bc.db, "sqlite:") {
 		c.dir = filepath.Dir(strings.TrimPrefix(bc.db, "sqlite:"))
 	}
@@ -85,6 +92,14 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 	}
 	defer smtpPx.Close()
 	inj.smtpPx = smtpPx
+	transport := "smtp://" + smtpPx.Addr + "?tls=none"
+	if c.provider == "ses" {
+		if inj.ses, err = startSESLeg(c.seed); err != nil {
+			return err
+		}
+		defer inj.ses.close()
+		transport = inj.ses.transport()
+	}
 	sdb, err := setUpSoakDB(ctx, c, logger)
 	if err != nil {
 		return err
@@ -92,14 +107,18 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 	defer func() { sdb.close(err != nil) }()
 	inj.pgPx = sdb.px
 	var apiNodes []*node
-	inj.nodes, apiNodes = soakNodes(c, sdb.url, smtpPx.Addr, sdb.pg)
+	inj.nodes, apiNodes = soakNodes(c, sdb.url, transport, sdb.pg)
 	defer stopNodes(inj.nodes, logger) // on the way out of a failure; stopping twice is harmless
-	rep := &soakReport{Database: strings.SplitN(c.db, ":", 2)[0], Seed: c.seed, Duration: c.duration.String()}
+	rep := &soakReport{Database: strings.SplitN(c.db, ":", 2)[0], Seed: c.seed, Duration: c.duration.String(), Provider: c.provider}
 	apiKey, err := startNodes(ctx, c, inj.nodes, sdb.direct, rep)
 	if err != nil {
 		return err
 	}
-	inj.sched = drawSchedule(newStream(c.seed, "schedule"), faultKinds(sdb.pg), len(inj.nodes), c.lease, c.duration)
+	kinds := faultKinds(sdb.pg)
+	if inj.ses != nil {
+		kinds = providerFaultKinds(sdb.pg)
+	}
+	inj.sched = drawSchedule(newStream(c.seed, "schedule"), kinds, len(inj.nodes), c.lease, c.duration)
 	start := time.Now()
 	inj.start, rep.Started = start, start.UTC().Format("2006-01-02T15:04:05.000Z")
 	sk.setStart(start)
@@ -111,7 +130,7 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 		return err
 	}
 	logger.Info("clients done; waiting for quiescence", slog.Int("keys", len(cl.logicals())))
-	if err := check(ctx, c, cl, sk, rep, logger); err != nil {
+	if err := check(ctx, c, cl, sk, inj.ses, rep, logger); err != nil {
 		return fmt.Errorf("%w (seed %d; logs in %s)", err, c.seed, c.dir)
 	}
 	stopNodes(inj.nodes, logger) // a race-enabled process's reports are in its log by the time it exits
@@ -240,9 +259,10 @@ func (in *injector) soakPhase(ctx context.Context, c soakConfig, cl *clients) {
 // soakNodes returns the processes of the soak, every one and those that
 // serve the API: on SQLite one in both roles, on PostgreSQL c.workers
 // workers (first: one migrates the empty database) and c.apis API
-// processes. db is the database URL they use, smtp the sink's proxy.
-func soakNodes(c soakConfig, db, smtp string, pg bool) (all, api []*node) {
-	common := []string{"--db", db, "--transport", "smtp://" + smtp + "?tls=none",
+// processes. db is the database URL they use, transport their transport
+// (the sink's proxy, or SES's).
+func soakNodes(c soakConfig, db, transport string, pg bool) (all, api []*node) {
+	common := []string{"--db", db, "--transport", transport,
 		"--attempt-lease", c.lease.String(), "--retry-base", "200ms", "--max-attempts", "10",
 		"--poll-interval", "50ms", "--log-level", "info"}
 	if !pg {

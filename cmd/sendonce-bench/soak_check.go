@@ -27,8 +27,9 @@ type soakSend struct {
 }
 
 // check waits (bounded) until no send is queued or sending, then checks
-// every logical send against the database (over the API) and the sink.
-func check(ctx context.Context, c soakConfig, cl *clients, sk *sink, rep *soakReport, logger *slog.Logger) error {
+// every logical send against the database (over the API) and the sink,
+// or SES's store when ses is not nil.
+func check(ctx context.Context, c soakConfig, cl *clients, sk *sink, ses *sesLeg, rep *soakReport, logger *slog.Logger) error {
 	api := &soakAPI{cl: cl, hc: &http.Client{Timeout: 10 * time.Second}}
 	if err := awaitQuiescence(ctx, api, c.settle, logger); err != nil {
 		return err
@@ -36,15 +37,24 @@ func check(ctx context.Context, c soakConfig, cl *clients, sk *sink, rep *soakRe
 	all := cl.logicals()
 	rep.Keys, rep.Statuses = len(all), map[string]int{}
 	k := &soakChecker{api: api, rep: rep, seen: map[string]bool{}}
-	k.sink.ids, k.sink.began = sk.idCounts()
-	k.sink.story = sk.story
-	for _, n := range k.sink.ids {
-		rep.AtSink += n
+	noID := 0
+	if ses != nil {
+		var err error
+		if k.sink, rep.AtSink, err = ses.view(ctx); err != nil {
+			return err
+		}
+	} else {
+		k.sink.ids, k.sink.began = sk.idCounts()
+		k.sink.story = sk.story
+		for _, n := range k.sink.ids {
+			rep.AtSink += n
+		}
+		noID = sk.withoutID()
 	}
 	if err := k.judgeAll(ctx, all); err != nil {
 		return err
 	}
-	k.countOrphans(sk.withoutID())
+	k.countOrphans(noID)
 	return ctx.Err()
 }
 
@@ -224,10 +234,12 @@ func (k *soakChecker) countOrphans(noID int) {
 
 // sinkView is what the sink saw, per Message-ID: messages kept, DATA
 // begun, and (story, optional) every transaction's time, fate and
-// session, for the findings.
+// session, for the findings. With provider the keys are the logical
+// sends' subjects and the counts SES's copies (both maps the same).
 type sinkView struct {
 	ids, began map[string]int
 	story      func(messageID string) string
+	provider   bool
 }
 
 // judge checks one logical send: its sends in the database and their
@@ -257,6 +269,9 @@ func judge(l *logical, sends []soakSend, sv sinkView, seen map[string]bool, rep 
 	}
 	for _, s := range sends {
 		id := strings.Trim(s.MessageID, "<>")
+		if sv.provider {
+			id = l.subject
+		}
 		seen[id] = true
 		n := ids[id]
 		rep.Statuses[s.Status]++
@@ -276,9 +291,18 @@ func judge(l *logical, sends []soakSend, sv sinkView, seen map[string]bool, rep 
 				rep.UnknownLostAfterData++
 			case n == 1:
 				rep.UnknownAtSink++
+			case sv.provider:
+				// SES has no idempotency key: an unknown send is never
+				// asked again, so a second copy is a resend.
+				rep.Duplicates += n - 1
+				finding("unknown, at SES twice", l, what)
 			default:
 				rep.UnknownTwice++
 				finding("unknown, delivered twice (reconcile case)", l, what)
+			}
+			if sv.provider && s.LastError == "" {
+				rep.Other++
+				finding("unknown without an explanation", l, what)
 			}
 		case "sent":
 			if n == 0 {
@@ -286,7 +310,12 @@ func judge(l *logical, sends []soakSend, sv sinkView, seen map[string]bool, rep 
 				finding("sent, not at the sink", l, what)
 			}
 		default:
-			if n > 0 {
+			if sv.provider && acked && s.Status != "delivered" {
+				// The provider soak's faults leave a message taken,
+				// unknown or retried, never refused for good.
+				rep.Lost++
+				finding("accepted, then "+s.Status, l, what)
+			} else if n > 0 {
 				// failed (550 or attempts spent): no attempt may have
 				// handed the message over before.
 				rep.Other++
@@ -295,7 +324,11 @@ func judge(l *logical, sends []soakSend, sv sinkView, seen map[string]bool, rep 
 		}
 		if n > 1 && s.Status != "unknown" {
 			rep.Duplicates += n - 1
-			finding("Message-ID delivered twice", l, what)
+			kind := "Message-ID delivered twice"
+			if sv.provider {
+				kind = "at SES more than once"
+			}
+			finding(kind, l, what)
 		}
 	}
 }

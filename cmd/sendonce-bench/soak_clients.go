@@ -19,6 +19,9 @@ import (
 type logical struct {
 	key  string
 	body string
+	// subject is the body's subject, this logical send's own: the
+	// provider soak counts SES's copies by it.
+	subject string
 
 	mu      sync.Mutex
 	tries   []try
@@ -102,7 +105,7 @@ func (c *clients) run(newUntil, giveUp context.Context, n int) {
 func (c *clients) newLogical() *logical {
 	i := c.seq.Add(1)
 	k := fmt.Sprintf("soak-%d-%s", i, newKey()[6:14])
-	l := &logical{key: k, statusN: map[int]int{},
+	l := &logical{key: k, statusN: map[int]int{}, subject: fmt.Sprintf("Soak %d", i),
 		body: fmt.Sprintf(`{"to":"soak%d@example.com","subject":"Soak %d","text":"Logical send %d of the soak."}`, i%97, i, i)}
 	c.mu.Lock()
 	c.all = append(c.all, l)

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sendonce/sendonce/internal/testkit/faultproxy"
 	"github.com/sendonce/sendonce/internal/testkit/tcpproxy"
 )
 
@@ -34,6 +35,7 @@ type injector struct {
 	nodes   []*node
 	smtpPx  *tcpproxy.Proxy
 	pgPx    *tcpproxy.Proxy // nil on SQLite
+	ses     *sesLeg         // the provider soak's SES, else nil
 	logger  *slog.Logger
 
 	mu      sync.Mutex
@@ -126,6 +128,10 @@ func (in *injector) apply(ctx context.Context, i int, e faultEvent) {
 		in.pgPx.Cut()
 		in.sleepUntil(ctx, e.at+e.hold)
 		in.pgPx.Pass()
+	case faultSESDrop, faultSESReset, faultSES503, faultSESLate, faultSESDown:
+		in.ses.set(sesFaults[e.kind])
+		in.sleepUntil(ctx, e.at+e.hold)
+		in.ses.set(faultproxy.Pass)
 	}
 	in.record(i, e, n, late, ok)
 }
@@ -181,6 +187,9 @@ func (in *injector) restart(ctx context.Context, n *node) {
 func (in *injector) heal(ctx context.Context) {
 	in.setSink(sinkAccept, 0)
 	in.smtpPx.Pass()
+	if in.ses != nil {
+		in.ses.set(faultproxy.Pass)
+	}
 	if in.pgPx != nil {
 		in.pgPx.Pass()
 	}

@@ -13,6 +13,7 @@ import (
 // soakReport is what a soak prints (and writes with --json).
 type soakReport struct {
 	Database  string         `json:"database"`
+	Provider  string         `json:"provider,omitempty"` // ses: the provider soak
 	Seed      uint64         `json:"seed"`
 	Duration  string         `json:"duration"`
 	Started   string         `json:"started"` // the times of the histories and the sink count from here
@@ -121,7 +122,13 @@ func printSoak(w io.Writer, r *soakReport) {
 		}
 		return strings.Join(parts, " ")
 	}
-	fmt.Fprintf(w, "soak on %s, seed %d, %s from %s, processes %s\n", r.Database, r.Seed, r.Duration, r.Started, strings.Join(r.Processes, ","))
+	on := r.Database
+	if r.Provider != "" {
+		// The sink below is SES (the emulator's store), and "DATA" its
+		// SendEmail request.
+		on += " handing to " + r.Provider
+	}
+	fmt.Fprintf(w, "soak on %s, seed %d, %s from %s, processes %s\n", on, r.Seed, r.Duration, r.Started, strings.Join(r.Processes, ","))
 	fmt.Fprintf(w, "keys:       %d logical sends, %d acknowledged (200)\n", r.Keys, r.Acked)
 	fmt.Fprintf(w, "requests:   %s\n", sorted(r.Requests))
 	fmt.Fprintf(w, "faults:     %s (the latest began %.1fs after its time)\n", sorted(r.Faults), r.MaxFaultLate.Seconds())

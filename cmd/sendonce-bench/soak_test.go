@@ -45,16 +45,7 @@ func TestSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs sendonce processes under faults for a minute")
 	}
-	bin := filepath.Join(t.TempDir(), "sendonce")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, "../sendonce")...)
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatalf("build sendonce: %v", err)
-	}
+	bin := buildSendonce(t)
 	for _, c := range []struct {
 		name string
 		seed uint64
@@ -80,6 +71,23 @@ func TestSoak(t *testing.T) {
 			}
 		})
 	}
+}
+
+// buildSendonce builds the sendonce binary for a soak, race-enabled when
+// the test is.
+func buildSendonce(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "sendonce")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "../sendonce")...)
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		t.Fatalf("build sendonce: %v", err)
+	}
+	return bin
 }
 
 // keptOnFailure is a new temporary directory, removed after a test that

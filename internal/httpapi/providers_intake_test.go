@@ -47,7 +47,7 @@ type snsFixture struct {
 	confirmed atomic.Int32
 }
 
-func newCert(t *testing.T, tmpl, parent *x509.Certificate, pub *rsa.PublicKey, signer *rsa.PrivateKey) *x509.Certificate {
+func newCert(t testing.TB, tmpl, parent *x509.Certificate, pub *rsa.PublicKey, signer *rsa.PrivateKey) *x509.Certificate {
 	t.Helper()
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
 	if err != nil {
@@ -57,7 +57,7 @@ func newCert(t *testing.T, tmpl, parent *x509.Certificate, pub *rsa.PublicKey, s
 	return c
 }
 
-func startSNSFixture(t *testing.T) *snsFixture {
+func startSNSFixture(t testing.TB) *snsFixture {
 	t.Helper()
 	caKey, _ := rsa.GenerateKey(rand.Reader, 2048)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sendonce test CA"},
@@ -96,7 +96,7 @@ func startSNSFixture(t *testing.T) *snsFixture {
 
 // message builds a signed SNS message; change lets a test alter it after
 // signing.
-func (f *snsFixture) message(t *testing.T, typ, version, body string, at time.Time, change func(map[string]string)) []byte {
+func (f *snsFixture) message(t testing.TB, typ, version, body string, at time.Time, change func(map[string]string)) []byte {
 	t.Helper()
 	m := map[string]string{"Type": typ, "MessageId": "sns-" + rand.Text(), "TopicArn": "arn:aws:sns:eu-west-1:123456789012:ses-events",
 		"Message": body, "Timestamp": at.UTC().Format("2006-01-02T15:04:05.000Z"), "SignatureVersion": version,
@@ -150,7 +150,7 @@ func postIntake(t *testing.T, env *sendoncetest.Env, path string, body []byte, h
 	return env.Do(t, sendoncetest.Request{Method: "POST", Path: path, Body: body, Header: h})
 }
 
-func sendOne(t *testing.T, env *sendoncetest.Env, to ...string) string {
+func sendOne(t testing.TB, env *sendoncetest.Env, to ...string) string {
 	t.Helper()
 	rcpt := "ann@example.com"
 	if len(to) > 0 {
@@ -232,7 +232,7 @@ func TestSESIntake_SettlesUnknownAndRefusesForgeries(t *testing.T) {
 	})
 }
 
-func getSendMap(t *testing.T, env *sendoncetest.Env, id string) map[string]any {
+func getSendMap(t testing.TB, env *sendoncetest.Env, id string) map[string]any {
 	t.Helper()
 	r := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/sends/" + id, Key: env.AdminKey})
 	if r.Status != 200 {

@@ -12,6 +12,8 @@ package faultproxy
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -124,6 +126,8 @@ type Proxy struct {
 	upstream *http.Client
 	srv      *httptest.Server
 	done     chan struct{}
+	// closeOnce makes Close safe to call twice.
+	closeOnce sync.Once
 
 	mu          sync.Mutex
 	plan        Plan
@@ -138,8 +142,19 @@ const maxDelay = 30 * time.Second
 // Start starts a proxy; t.Cleanup stops it.
 func Start(t testing.TB, o Options) *Proxy {
 	t.Helper()
+	p, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// New starts a proxy that the caller stops with Close. It needs no
+// *testing.T, so tools (the soak of cmd/sendonce-bench) can use it too.
+func New(o Options) (*Proxy, error) {
 	if o.Upstream == "" {
-		t.Fatal("faultproxy: Upstream is required")
+		return nil, errors.New("faultproxy: Upstream is required")
 	}
 	if o.Delay <= 0 {
 		o.Delay = 2 * time.Second
@@ -157,18 +172,22 @@ func Start(t testing.TB, o Options) *Proxy {
 	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(p.serve))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("faultproxy: listen: %v", err)
+		return nil, fmt.Errorf("faultproxy: listen: %w", err)
 	}
 	p.srv.Listener = ln
 	p.srv.Start()
 	p.URL = p.srv.URL
-	t.Cleanup(func() {
+	return p, nil
+}
+
+// Close stops the proxy: held answers are cut short, connections closed.
+func (p *Proxy) Close() {
+	p.closeOnce.Do(func() {
 		close(p.done)
 		p.srv.CloseClientConnections()
 		p.srv.Close()
 		p.upstream.CloseIdleConnections()
 	})
-	return p
 }
 
 // SetPlan replaces the plan for requests from now on.

@@ -37,48 +37,75 @@ type Emulator struct {
 }
 
 // Start starts an emulator on a free loopback port; t.Cleanup stops it.
+// Without node or the installed package it skips, or fails when CI is set.
 func Start(t testing.TB) *Emulator {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	cli := filepath.Join(Dir(), "node_modules", "aws-ses-v2-local", "dist", "cli.js")
-	if err == nil {
-		_, err = os.Stat(cli)
-	}
-	if err != nil {
+	if err := Installed(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("the SES emulator cannot run: %v (.ci/run installs it: npm ci --prefix internal/testkit/seslocal/testdata/ses-local)", err)
 		}
 		t.Skipf("needs node and `npm ci --prefix internal/testkit/seslocal/testdata/ses-local`: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	e, stop, err := Run()
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return e
+}
+
+// Installed says why the emulator cannot run (no node, or the package not
+// installed), or nil.
+func Installed() error {
+	if _, err := exec.LookPath("node"); err != nil {
+		return err
+	}
+	_, err := os.Stat(cliPath())
+	return err
+}
+
+func cliPath() string {
+	return filepath.Join(Dir(), "node_modules", "aws-ses-v2-local", "dist", "cli.js")
+}
+
+// Run starts an emulator on a free loopback port and waits (up to 20s)
+// until it answers; stop ends it. It needs no *testing.T, so tools (the
+// soak of cmd/sendonce-bench) can run it too.
+func Run() (e *Emulator, stop func(), err error) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, nil, fmt.Errorf("the SES emulator needs node: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, node, cli, "--host", "127.0.0.1", "--port", strconv.Itoa(port))
+	cmd := exec.CommandContext(ctx, node, cliPath(), "--host", "127.0.0.1", "--port", strconv.Itoa(port))
 	cmd.Env = append(os.Environ(), "SMTP_TRANSPORT=")
 	if err := cmd.Start(); err != nil {
 		cancel()
-		t.Fatalf("start the SES emulator: %v", err)
+		return nil, nil, fmt.Errorf("start the SES emulator: %w", err)
 	}
-	t.Cleanup(func() {
+	stop = func() {
 		cancel()
 		_ = cmd.Wait()
-	})
-	e := &Emulator{URL: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	}
+	e = &Emulator{URL: fmt.Sprintf("http://127.0.0.1:%d", port)}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		resp, err := http.Get(e.URL + "/health-check")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return e
+				return e, stop, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the SES emulator did not answer on %s: %v", e.URL, err)
+			stop()
+			return nil, nil, fmt.Errorf("the SES emulator did not answer on %s: %v", e.URL, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -101,14 +128,28 @@ type Email struct {
 // Emails lists what the emulator took.
 func (e *Emulator) Emails(t testing.TB) []Email {
 	t.Helper()
-	resp, err := http.Get(e.URL + "/store")
+	emails, err := e.Store(context.Background())
 	if err != nil {
-		t.Fatalf("read the SES emulator's store: %v", err)
+		t.Fatal(err)
+	}
+	return emails
+}
+
+// Store lists what the emulator took (its store keeps the parsed message:
+// no headers, no email tags).
+func (e *Emulator) Store(ctx context.Context) ([]Email, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.URL+"/store", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("read the SES emulator's store: %w", err)
 	}
 	defer resp.Body.Close()
 	var st struct{ Emails []Email }
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		t.Fatalf("read the SES emulator's store: %v", err)
+		return nil, fmt.Errorf("read the SES emulator's store: %w", err)
 	}
-	return st.Emails
+	return st.Emails, nil
 }
