@@ -75,9 +75,10 @@ type Send struct {
 	// is, with only the headers sendonce must add. nil for a send built
 	// from its fields.
 	Raw []byte
-	// RawMessageID is Raw's own Message-ID, read when the message was
-	// parsed ("" when it has none): AcceptSend keeps it as MessageID
-	// instead of making one, without parsing Raw again.
+	// RawMessageID is the Message-ID the client gave: Raw's own, read when
+	// the message was parsed, or a Resend request's Message-ID header
+	// ("" when none): AcceptSend keeps it as MessageID instead of making
+	// one, without parsing Raw again.
 	RawMessageID string
 	// Recipients are the recipient states stored for the send, filled by
 	// Store.SendWithEvents (read with the send, as of one moment) and

@@ -75,11 +75,11 @@ func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendE
 			return nil, err
 		}
 	}
-	headers, inReplyTo, refs := threadingHeaders(e.Headers)
+	headers, th := threadingHeaders(e.Headers)
 	sr := &app.SendRequest{
 		To: e.To, Cc: e.Cc, Bcc: e.Bcc, ReplyTo: e.ReplyTo, From: e.From, MailboxID: mailboxID,
 		Subject: e.Subject, Text: e.Text, HTML: e.HTML, Headers: headers, Tags: tags,
-		Attachments: appAttachments(e.Attachments), InReplyTo: inReplyTo, References: refs,
+		Attachments: appAttachments(e.Attachments), InReplyTo: th.inReplyTo, References: th.refs,
 	}
 	if e.ScheduledAt != nil {
 		sr.ScheduledAt = *e.ScheduledAt
@@ -90,7 +90,16 @@ func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendE
 			sr.Variables = map[string]any{}
 		}
 	}
-	return s.svc.PrepareSend(ctx, key, idemKey, sr)
+	send, err := s.svc.PrepareSend(ctx, key, idemKey, sr)
+	if err != nil || th.messageID == "" {
+		return send, err
+	}
+	id, ok := app.NormalizeMsgID(th.messageID)
+	if !ok {
+		return nil, core.Errorf(core.CodeValidation, "headers", "the Message-ID header must be a Message-ID such as <abc@example.com>")
+	}
+	send.RawMessageID = id // kept without its brackets, as made ones are
+	return send, nil
 }
 
 type resendID struct {
@@ -301,17 +310,30 @@ func (s *Server) handleResendList(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// threadingHeaders takes In-Reply-To and References out of a Resend
-// request's headers: Resend's documented way to reply in a thread is to set
-// them there, and sendonce writes them from the send's own reply fields
-// (validated as Message-IDs there).
-func threadingHeaders(h map[string]string) (rest map[string]string, inReplyTo string, refs []string) {
+// replyHeaders are the threading headers of a Resend request.
+type replyHeaders struct {
+	messageID, inReplyTo string
+	refs                 []string
+}
+
+// threadingHeaders takes Message-ID, In-Reply-To and References out of a
+// Resend request's headers: Resend's documented way to reply in a thread
+// is to set In-Reply-To there, and a sender that sets its own Message-ID
+// (another sendonce relaying through this one, say) keeps it. sendonce
+// writes all three from the send's own fields, validated as Message-IDs.
+func threadingHeaders(h map[string]string) (map[string]string, replyHeaders) {
+	var (
+		rest map[string]string
+		th   replyHeaders
+	)
 	for name, v := range h {
 		switch strings.ToLower(name) {
+		case "message-id":
+			th.messageID = strings.TrimSpace(v)
 		case "in-reply-to":
-			inReplyTo = strings.TrimSpace(v)
+			th.inReplyTo = strings.TrimSpace(v)
 		case "references":
-			refs = strings.Fields(v)
+			th.refs = strings.Fields(v)
 		default:
 			if rest == nil {
 				rest = map[string]string{}
@@ -319,5 +341,5 @@ func threadingHeaders(h map[string]string) (rest map[string]string, inReplyTo st
 			rest[name] = v
 		}
 	}
-	return rest, inReplyTo, refs
+	return rest, th
 }

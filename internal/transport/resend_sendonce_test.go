@@ -19,10 +19,8 @@ import (
 // transport asks again with the same key (its own tries) and the server
 // answers with the email it holds, so it holds one. Without the key it
 // would take the second request as a second email.
-//
-// The message carries no Message-ID: sendonce's /emails reserves that
-// header to itself, and refuses the headers a rendered send carries
-// (docs/providers.md, "How it is tried").
+// The message carries its own Message-ID, which the server keeps (it is in
+// the headers the transport passes on).
 func TestResend_LostAnswerAgainstSendonceHoldsOneEmail(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
@@ -38,7 +36,7 @@ func TestResend_LostAnswerAgainstSendonceHoldsOneEmail(t *testing.T) {
 		r := transport.NewResend(transport.ResendConfig{APIKey: env.AdminKey, Host: strings.TrimPrefix(px.URL, "http://"),
 			Insecure: true, RetryWait: 50 * time.Millisecond, Timeout: 5 * time.Second})
 		defer r.Close()
-		raw := "From: Shop <shop@example.com>\r\nTo: ann@example.net\r\nSubject: Once only\r\n" +
+		raw := "From: Shop <shop@example.com>\r\nTo: ann@example.net\r\nSubject: Once only\r\nMessage-ID: <snd_01ONCE@example.com>\r\n" +
 			"Date: Tue, 01 Dec 2026 10:00:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHello.\r\n"
 		rec, err := r.Submit(context.Background(), transport.Submission{SendID: "snd_01ONCE", Tenant: "acme",
 			Env: transport.Envelope{From: "shop@example.com", To: []string{"ann@example.net"}}, Raw: []byte(raw)})
