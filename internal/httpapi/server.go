@@ -254,6 +254,15 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		}
 		return nil, apiError(core.CodeInvalidJSON, "", "could not read the request body")
 	}
+	// Before any decoder or the fingerprint sees it: see jsonshape.go.
+	shape, err := scanJSONShape(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.chargeMore(r, shape.cost(len(body))); err != nil {
+		w.Header().Set("Retry-After", s.retryAfter())
+		return nil, err
+	}
 	return body, nil
 }
 
