@@ -42,9 +42,11 @@ type jsonShape struct {
 	values int // values and member names, about what decoding allocates
 }
 
-// cost is what the body is charged against the in-flight bound.
-func (sh jsonShape) cost(bodyLen int) int64 {
-	return int64(bodyLen) + int64(sh.values)*jsonValueCost
+// cost is what a body of bodyLen bytes is charged against the in-flight
+// bound, its bytes counted up to bodyCap: a large request's size is
+// charged as bounded charged its declaration, capped at the large share.
+func (sh jsonShape) cost(bodyLen, bodyCap int64) int64 {
+	return min(bodyLen, bodyCap) + int64(sh.values)*jsonValueCost
 }
 
 // scanJSONShape counts the body's values without decoding it and refuses

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,31 +97,8 @@ func TestJSONShape_ValidBodyNearTheLimitsSends(t *testing.T) {
 // free it is read (and refused on its merits, here 422).
 func TestJSONShape_HeavyBodyCountsInFlight(t *testing.T) {
 	env := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true, MaxInflightBytes: 2 << 20, InflightWait: 300 * time.Millisecond})
-	big := sendoncetest.Mail("ann@example.com", "big")
-	big["attachments"] = []map[string]any{{"filename": "a.bin", "content": base64.StdEncoding.EncodeToString(randomBytes(t, 1600<<10))}}
-	raw := mustJSON(t, big)
-	slow := &gatedBody{r: bytes.NewReader(raw), reading: make(chan struct{}), gate: make(chan struct{})}
-	defer slow.open()
-	req, _ := http.NewRequest("POST", env.URL+"/v1/send", slow)
-	req.ContentLength = int64(len(raw))
-	req.Header.Set("Authorization", "Bearer "+env.AdminKey)
-	req.Header.Set("Idempotency-Key", "holder")
-	req.Header.Set("Expect", "100-continue")
-	client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
-	defer client.CloseIdleConnections()
-	held := make(chan *http.Response, 1)
-	go func() {
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Errorf("holder: %v", err)
-		}
-		held <- resp
-	}()
-	select {
-	case <-slow.reading:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the holder's body was never asked for")
-	}
+	release := holdLargeRequest(t, env)
+	defer release()
 
 	// 15,000 values in 30 kB: some 2 MB once decoded.
 	heavy := `{"to":"ann@example.com","subject":"s","text":"x","variables":{"a":` + zeros(9_000) + `,"b":` + zeros(6_000) + `}}`
@@ -131,13 +109,54 @@ func TestJSONShape_HeavyBodyCountsInFlight(t *testing.T) {
 	if small := env.Send(t, "small", sendoncetest.Mail("ann@example.com", "small")); small.Status != http.StatusOK {
 		t.Fatalf("a plain small send waited: %d %s", small.Status, small.Body)
 	}
-	slow.open()
-	if resp := <-held; resp == nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("holder: %v", resp)
-	} else {
-		resp.Body.Close()
-	}
+	release()
 	if r := env.Send(t, "heavy", heavy); r.Status != http.StatusUnprocessableEntity {
 		t.Fatalf("heavy body once room was free: %d %.300s, want 422 (variables without template_id)", r.Status, r.Body)
 	}
+}
+
+// holdLargeRequest starts a large send (1.6 MiB of attachment) that holds
+// its room in the in-flight bound (three quarters of it) until release,
+// which waits for its 200. It asks Expect: 100-continue, which the server
+// answers only once the handler reads the body, past the bound: its client
+// reading the body is the sign that it holds the room.
+func holdLargeRequest(t *testing.T, env *sendoncetest.Env) (release func()) {
+	t.Helper()
+	big := sendoncetest.Mail("ann@example.com", "big")
+	big["attachments"] = []map[string]any{{"filename": "a.bin", "content": base64.StdEncoding.EncodeToString(randomBytes(t, 1600<<10))}}
+	raw := mustJSON(t, big)
+	slow := &gatedBody{r: bytes.NewReader(raw), reading: make(chan struct{}), gate: make(chan struct{})}
+	req, _ := http.NewRequest("POST", env.URL+"/v1/send", slow)
+	req.ContentLength = int64(len(raw))
+	req.Header.Set("Authorization", "Bearer "+env.AdminKey)
+	req.Header.Set("Idempotency-Key", "holder")
+	req.Header.Set("Expect", "100-continue")
+	client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
+	held := make(chan *http.Response, 1)
+	go func() {
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Errorf("holder: %v", err)
+		}
+		held <- resp
+	}()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			slow.open()
+			defer client.CloseIdleConnections()
+			resp := <-held
+			if resp == nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("holder: %v", resp)
+			}
+			resp.Body.Close()
+		})
+	}
+	select {
+	case <-slow.reading:
+	case <-time.After(10 * time.Second):
+		release()
+		t.Fatal("the holder's body was never asked for")
+	}
+	return release
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 )
 
@@ -51,8 +53,12 @@ func newInflight(limit int64) *inflight {
 	return &inflight{all: semaphore.NewWeighted(limit), large: semaphore.NewWeighted(largeLimit), limit: limit, largeLimit: largeLimit}
 }
 
-// charge is the room one request holds in all; readBody adds to it.
-type charge struct{ held int64 }
+// charge is the room one request holds in all; readBody and the
+// request's attachment downloads add to it.
+type charge struct {
+	mu   sync.Mutex
+	held int64
+}
 
 const chargeCtx ctxKey = 2
 
@@ -81,28 +87,45 @@ func (s *Server) bounded(next http.Handler) http.Handler {
 		}
 		c := &charge{held: n}
 		defer func() { s.inflight.all.Release(c.held) }()
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), chargeCtx, c)))
+		ctx = context.WithValue(r.Context(), chargeCtx, c)
+		ctx = app.WithMemoryCharge(ctx, func(ctx context.Context, more int64) error { return s.chargeAdd(ctx, c, more) })
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
-// chargeMore adds to the request's room in the bound what its body will
-// cost beyond the declared size already held. Routes outside bounded (the
-// 1 MiB ones) have no charge and are bounded by their size and shape.
+// chargeMore raises the request's room in the bound to cost, what its
+// body will cost (jsonShape.cost), when that is more than the declared size
+// already held. Routes outside bounded (the 1 MiB ones) have no charge and
+// are bounded by their size and shape.
 func (s *Server) chargeMore(r *http.Request, cost int64) error {
 	c, _ := r.Context().Value(chargeCtx).(*charge)
-	if c == nil || cost <= c.held {
+	if c == nil {
 		return nil
 	}
+	c.mu.Lock()
 	extra := min(cost, s.inflight.limit) - c.held
+	c.mu.Unlock()
 	if extra <= 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.InflightWait)
-	defer cancel()
-	if err := s.inflight.all.Acquire(ctx, extra); err != nil {
+	return s.chargeAdd(r.Context(), c, extra)
+}
+
+// chargeAdd adds n bytes to the request's room, waiting up to
+// InflightWait; more than the whole bound can never come and is refused
+// at once.
+func (s *Server) chargeAdd(ctx context.Context, c *charge, n int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held+n > s.inflight.limit {
 		return errBusy()
 	}
-	c.held += extra
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.InflightWait)
+	defer cancel()
+	if err := s.inflight.all.Acquire(ctx, n); err != nil {
+		return errBusy()
+	}
+	c.held += n
 	return nil
 }
 

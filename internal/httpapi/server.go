@@ -260,7 +260,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	if err := s.chargeMore(r, shape.cost(len(body))); err != nil {
+	if err := s.chargeMore(r, shape.cost(int64(len(body)), s.inflight.largeLimit)); err != nil {
 		w.Header().Set("Retry-After", s.retryAfter())
 		return nil, err
 	}
