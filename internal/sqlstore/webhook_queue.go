@@ -194,8 +194,9 @@ func (t *Tx) buildBody(ctx context.Context, d *core.WebhookDelivery, c core.Webh
 	return body, nil
 }
 
-// maxResponseKept bounds the start of a response body kept per attempt.
-const maxResponseKept = 1024
+// maxResponseKept bounds the start of a response body kept per attempt
+// (webhook.MaxResponse).
+const maxResponseKept = 256
 
 // RecordWebhookAttempt implements core.WebhookQueue.
 func (s *Store) RecordWebhookAttempt(ctx context.Context, r core.WebhookResult) error {

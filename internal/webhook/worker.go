@@ -49,8 +49,10 @@ const MaxConsecutiveFailures = 10
 // Timeout bounds one attempt: a 2xx must come within it.
 const Timeout = 10 * time.Second
 
-// maxResponse is how much of a response body is read and kept.
-const maxResponse = 1024
+// MaxResponse is how much of a failed attempt's response body is kept:
+// enough for an endpoint's error message, too little to store (and show)
+// whatever page an endpoint answers with. A 2xx's body is not kept.
+const MaxResponse = 256
 
 // WorkerConfig configures a Worker; zero values take the defaults.
 type WorkerConfig struct {
@@ -301,9 +303,12 @@ func (w *Worker) post(ctx context.Context, j *core.WebhookJob, now time.Time) (i
 		return 0, "", err
 	}
 	defer res.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(res.Body, maxResponse))
+	var b []byte
+	if res.StatusCode < 200 || res.StatusCode >= 300 {
+		b, _ = io.ReadAll(io.LimitReader(res.Body, MaxResponse))
+	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10)) // let the connection be reused
-	return res.StatusCode, string(b), nil
+	return res.StatusCode, strings.ToValidUTF8(string(b), ""), nil
 }
 
 // attemptError is what an attempt's record says of a failure: a class,
