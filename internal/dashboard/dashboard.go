@@ -77,6 +77,11 @@ type Config struct {
 	// (app.Service.NewIdempotencyEngine): the replies sent from the Mail
 	// pages go through it, one per form. Defaults to an engine of its own.
 	Idempotency *idempotency.Engine
+	// HTTPS says browsers reach the dashboard over https even when the
+	// request arrives in plain HTTP from a TLS-terminating proxy
+	// (--public-url https://…): its cookies are then Secure and its
+	// answers carry Strict-Transport-Security.
+	HTTPS bool
 }
 
 // Dashboard is the web dashboard's http.Handler.
@@ -182,6 +187,11 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Cache-Control", "no-store")
+	if d.cfg.HTTPS {
+		// A year, the common floor; no includeSubDomains, which would bind
+		// the operator's other hosts.
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+	}
 	d.mux.ServeHTTP(w, r)
 }
 
