@@ -64,6 +64,10 @@ type WorkerConfig struct {
 	// PerEndpoint bounds the attempts running at once to one endpoint,
 	// across processes. Defaults to 4.
 	PerEndpoint int
+	// PerTenant bounds the attempts running at once to one tenant's
+	// endpoints, across processes. Defaults to half of Concurrency, so
+	// that a tenant's slow endpoints leave the other half to the rest.
+	PerTenant int
 	// MaxFailures: see MaxConsecutiveFailures, the default.
 	MaxFailures int
 	// Timeout defaults to Timeout (the contract's 10 s).
@@ -92,6 +96,9 @@ func (c *WorkerConfig) defaults() {
 	}
 	if c.PerEndpoint <= 0 {
 		c.PerEndpoint = 4
+	}
+	if c.PerTenant <= 0 {
+		c.PerTenant = max(c.Concurrency/2, c.PerEndpoint)
 	}
 	if c.MaxFailures <= 0 {
 		c.MaxFailures = MaxConsecutiveFailures
@@ -228,7 +235,7 @@ func (w *Worker) loop() {
 func (w *Worker) claim(ctx context.Context, n int) ([]*core.WebhookJob, error) {
 	now := w.cfg.Now().UTC()
 	return w.q.ClaimWebhooks(ctx, core.WebhookClaim{Now: now, LeaseUntil: now.Add(w.cfg.Lease), Token: idempotency.NewToken(),
-		Limit: n, PerEndpoint: w.cfg.PerEndpoint, Build: Build})
+		Limit: n, PerEndpoint: w.cfg.PerEndpoint, PerTenant: w.cfg.PerTenant, Build: Build})
 }
 
 // RunOnce claims the deliveries due now and attempts them one after the
