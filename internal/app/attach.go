@@ -99,6 +99,10 @@ func (s *Service) attachment(ctx context.Context, i int, r AttachmentRequest) (c
 			return a, core.Errorf(core.CodeValidation, param("path"), "attachments by URL are off on this server (--attachment-fetch): send the content in base64")
 		}
 		data, err := s.fetch(ctx, r.Path)
+		var busy *core.Error
+		if errors.As(err, &busy) && busy.Code == core.CodeUnavailable {
+			return a, busy // no room to fetch it now: not the caller's fault
+		}
 		if err != nil {
 			return a, core.Errorf(core.CodeValidation, param("path"), "%v", err)
 		}
@@ -187,6 +191,11 @@ func (s *Service) fetch(ctx context.Context, raw string) ([]byte, error) {
 	if err != nil {
 		return nil, errors.New("path must be an http or https URL")
 	}
+	release, err := s.fetchSlot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	resp, err := client.Do(req)
 	if err != nil {
 		if errors.Is(err, outbound.ErrBlocked) {
@@ -198,7 +207,12 @@ func (s *Service) fetch(ctx context.Context, raw string) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("fetching path answered HTTP %d", resp.StatusCode)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, s.cfg.MaxMessageBytes+1))
+	body := &chargedReader{ctx: ctx, r: io.LimitReader(resp.Body, s.cfg.MaxMessageBytes+1), charge: memoryCharge(ctx)}
+	data, err := io.ReadAll(body)
+	var busy *core.Error
+	if errors.As(err, &busy) {
+		return nil, busy
+	}
 	if err != nil {
 		return nil, fmt.Errorf("could not fetch path: %s", outbound.Describe(err))
 	}

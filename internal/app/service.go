@@ -83,6 +83,9 @@ type Service struct {
 	keys      ttlCache[*core.APIKey]
 	mailboxes ttlCache[*core.Mailbox]
 	dlKey     downloadKey
+	// fetches holds a token per attachment download running
+	// (MaxConcurrentFetches).
+	fetches chan struct{}
 }
 
 // New returns a Service.
@@ -99,7 +102,7 @@ func New(store core.Store, cfg Config, logger *slog.Logger) *Service {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: store, cfg: cfg, logger: logger,
+	return &Service{store: store, cfg: cfg, logger: logger, fetches: make(chan struct{}, MaxConcurrentFetches),
 		keys: ttlCache[*core.APIKey]{ttl: KeyCacheTTL}, mailboxes: ttlCache[*core.Mailbox]{ttl: MailboxCacheTTL}}
 }
 

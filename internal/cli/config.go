@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -210,10 +211,11 @@ func serverFlags(e *envFlags, c *Config) {
 	e.boolean(&sc.WebhookAllowPrivate, "webhook-allow-private", "SENDONCE_WEBHOOK_ALLOW_PRIVATE", false, "allow webhook endpoints on loopback and private addresses (refused by default)")
 	e.integer(&c.MaxRequestSize, "max-request-size", "SENDONCE_MAX_REQUEST_SIZE", httpapi.DefaultMaxRequestBytes, "largest request body on the send routes, in bytes (other routes: 1 MiB)")
 	e.integer(&c.MaxMessageSize, "max-message-size", "SENDONCE_MAX_MESSAGE_SIZE", app.DefaultMaxMessageBytes, "largest message after MIME encoding, attachments included, in bytes")
-	e.integer(&c.MaxInflightBytes, "max-inflight-bytes", "SENDONCE_MAX_INFLIGHT_BYTES", httpapi.DefaultMaxInflightBytes, "request bytes of large sends (1 MiB or more) worked on at once; beyond it a request waits up to 30s, then 503 with Retry-After")
+	e.integer(&c.MaxInflightBytes, "max-inflight-bytes", "SENDONCE_MAX_INFLIGHT_BYTES", httpapi.DefaultMaxInflightBytes, "bytes of send requests worked on at once, each charged its size plus 128 per JSON value (large ones, 1 MiB or more, at most three quarters together); beyond it a request waits up to 30s, then 503 with Retry-After")
 	e.integer(&c.MaxReceivedStorage, "max-received-storage", "SENDONCE_MAX_RECEIVED_STORAGE", app.DefaultMaxReceivedBytes, "raw bytes of received mail one tenant may keep (0: no cap); past it, mail to the tenant's addresses is answered 452 4.2.2")
 	e.boolean(&sc.RequireVerifiedDomain, "require-verified-domain", "SENDONCE_REQUIRE_VERIFIED_DOMAIN", false, "refuse (403) a send whose From domain is not one of the tenant's verified domains: for servers whose tenants are strangers (docs/security.md)")
 	e.boolean(&c.AttachmentFetch, "attachment-fetch", "SENDONCE_ATTACHMENT_FETCH", false, "let attachments name a URL (path) fetched once at acceptance, public addresses only")
+	e.str(&sc.PublicURL, "public-url", "SENDONCE_PUBLIC_URL", "", "the URL people reach this server at, e.g. https://mail.example.com behind a TLS-terminating proxy: https makes the dashboard's cookies Secure and sends Strict-Transport-Security")
 	e.str(&c.Pprof, "pprof", "SENDONCE_PPROF", "", "serve net/http/pprof on this separate address, e.g. 127.0.0.1:6060 (off by default; never expose it: profiles reveal memory contents)")
 	// SENDONCE_SECRET_KEY only: as a flag it would show in process lists
 	// and in -h's defaults.
@@ -255,6 +257,11 @@ func (c *Config) validate() error {
 	}
 	if sc.IdempotencyTTL <= 0 || sc.RetryBase <= 0 || sc.AttemptLease <= 0 || sc.MaxRetryDelay <= 0 || sc.MaxQueueLifetime <= 0 {
 		return fmt.Errorf("--idempotency-ttl, --retry-base, --max-retry-delay, --max-queue-lifetime and --attempt-lease must be positive")
+	}
+	if sc.PublicURL != "" {
+		if u, err := url.Parse(sc.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--public-url %q: want an http or https URL such as https://mail.example.com", sc.PublicURL)
+		}
 	}
 	if sc.RetryBase > sc.MaxRetryDelay {
 		return fmt.Errorf("--retry-base must not exceed --max-retry-delay")

@@ -135,6 +135,10 @@ type WebhookClaim struct {
 	// PerEndpoint bounds the attempts running at once to one endpoint,
 	// across every process: a slow endpoint cannot take every worker.
 	PerEndpoint int
+	// PerTenant bounds the attempts running at once for one tenant's
+	// endpoints, across every process: one tenant's slow endpoints cannot
+	// take every worker either. 0: no bound.
+	PerTenant int
 	// Build makes a delivery's body from its send and event, at its first
 	// claim; the body is kept and sent as it is on every retry.
 	Build func(s *Send, e Event, webhookType string) ([]byte, error)

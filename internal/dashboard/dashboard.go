@@ -80,6 +80,11 @@ type Config struct {
 	// Destinations, when set, reports this process's mx destinations
 	// (the destinations page).
 	Destinations func() []Destination
+	// HTTPS says browsers reach the dashboard over https even when the
+	// request arrives in plain HTTP from a TLS-terminating proxy
+	// (--public-url https://…): its cookies are then Secure and its
+	// answers carry Strict-Transport-Security.
+	HTTPS bool
 }
 
 // Dashboard is the web dashboard's http.Handler.
@@ -185,6 +190,11 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Cache-Control", "no-store")
+	if d.cfg.HTTPS {
+		// A year, the common floor; no includeSubDomains, which would bind
+		// the operator's other hosts.
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+	}
 	d.mux.ServeHTTP(w, r)
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
@@ -90,6 +91,13 @@ func TestDashboard_WebhookPages(t *testing.T) {
 		p = br.get(del)
 		if !strings.Contains(p.Body, "<td>503</td>") || !strings.Contains(p.Body, "<td>204</td>") || !strings.Contains(p.Body, "not yet") {
 			t.Errorf("the delivery's page lacks its two attempts (503 with its answer, then 204)")
+		}
+		// An endpoint's answer is shown to admins only (docs/webhooks.md).
+		_, reader := env.NewKey(t, app.NewKeyParams{Name: "reader", Scopes: []core.Scope{core.ScopeRead}})
+		rb := newBrowser(t, env)
+		rb.signIn(reader)
+		if p := rb.get(del); !strings.Contains(p.Body, "<td>503</td>") || strings.Contains(p.Body, "not yet") {
+			t.Errorf("a read key's delivery page: want the 503 attempt without the endpoint's answer")
 		}
 		if p := br.get("/ui/sends/" + send); !strings.Contains(p.Body, `href="`+del+`"`) {
 			t.Errorf("the send's page does not link its event's webhook delivery")

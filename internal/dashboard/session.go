@@ -31,7 +31,7 @@ func hashToken(t string) string {
 }
 
 func (d *Dashboard) cookie(r *http.Request, name, value string, maxAge time.Duration) *http.Cookie {
-	return &http.Cookie{Name: name, Value: value, Path: "/", HttpOnly: true, Secure: r.TLS != nil,
+	return &http.Cookie{Name: name, Value: value, Path: "/", HttpOnly: true, Secure: r.TLS != nil || d.cfg.HTTPS,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(maxAge.Seconds())}
 }
 

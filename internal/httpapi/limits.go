@@ -4,10 +4,12 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 )
 
@@ -25,20 +27,40 @@ const (
 	// DefaultInflightWait is how long a large request waits for room
 	// before it is answered 503 with Retry-After.
 	DefaultInflightWait = 30 * time.Second
-	// smallRequest is the size below which a request does not count
-	// against the bound: ordinary sends never wait.
+	// smallRequest is the declared size from which a request also holds
+	// room in the large requests' share of the bound.
 	smallRequest = 1 << 20
 )
 
-// inflight bounds the bytes of large requests in progress.
+// inflight bounds the bytes of the send requests in progress. Every
+// request is charged its declared size up front and, once its body is read
+// and scanned, what decoding it will materialise (jsonShape.cost): a small
+// body of many values costs more than its bytes. Large requests (from
+// smallRequest up) also hold room in large, which leaves a quarter of the
+// bound to small requests, so a few large sends never make an ordinary
+// one wait.
 type inflight struct {
-	sem   *semaphore.Weighted
-	limit int64
+	all   *semaphore.Weighted
+	large *semaphore.Weighted
+	limit int64 // of all
+	// largeLimit is what large requests may hold together, and the most
+	// one request is charged for its declared size.
+	largeLimit int64
 }
 
 func newInflight(limit int64) *inflight {
-	return &inflight{sem: semaphore.NewWeighted(limit), limit: limit}
+	largeLimit := max(limit-limit/4, 1)
+	return &inflight{all: semaphore.NewWeighted(limit), large: semaphore.NewWeighted(largeLimit), limit: limit, largeLimit: largeLimit}
 }
+
+// charge is the room one request holds in all; readBody and the
+// request's attachment downloads add to it.
+type charge struct {
+	mu   sync.Mutex
+	held int64
+}
+
+const chargeCtx ctxKey = 2
 
 // bounded holds room for the request's declared size (the route's limit
 // when it declares none) while next runs; with no room within
@@ -49,20 +71,74 @@ func (s *Server) bounded(next http.Handler) http.Handler {
 		if n < 0 || n > s.cfg.MaxRequestBytes {
 			n = s.cfg.MaxRequestBytes
 		}
-		if n < smallRequest {
-			next.ServeHTTP(w, r)
-			return
-		}
-		n = min(n, s.inflight.limit)
+		n = min(n, s.inflight.largeLimit)
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.InflightWait)
-		err := s.inflight.sem.Acquire(ctx, n)
-		cancel()
-		if err != nil {
-			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(s.cfg.InflightWait/time.Second))))
-			writeStyled(w, r, s, core.Errorf(core.CodeUnavailable, "", "too many large requests are being processed; retry after Retry-After"))
+		defer cancel()
+		if n >= smallRequest {
+			if err := s.inflight.large.Acquire(ctx, n); err != nil {
+				s.writeBusy(w, r)
+				return
+			}
+			defer s.inflight.large.Release(n)
+		}
+		if err := s.inflight.all.Acquire(ctx, n); err != nil {
+			s.writeBusy(w, r)
 			return
 		}
-		defer s.inflight.sem.Release(n)
-		next.ServeHTTP(w, r)
+		c := &charge{held: n}
+		defer func() { s.inflight.all.Release(c.held) }()
+		ctx = context.WithValue(r.Context(), chargeCtx, c)
+		ctx = app.WithMemoryCharge(ctx, func(ctx context.Context, more int64) error { return s.chargeAdd(ctx, c, more) })
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// chargeMore raises the request's room in the bound to cost, what its
+// body will cost (jsonShape.cost), when that is more than the declared size
+// already held. Routes outside bounded (the 1 MiB ones) have no charge and
+// are bounded by their size and shape.
+func (s *Server) chargeMore(r *http.Request, cost int64) error {
+	c, _ := r.Context().Value(chargeCtx).(*charge)
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	extra := min(cost, s.inflight.limit) - c.held
+	c.mu.Unlock()
+	if extra <= 0 {
+		return nil
+	}
+	return s.chargeAdd(r.Context(), c, extra)
+}
+
+// chargeAdd adds n bytes to the request's room, waiting up to
+// InflightWait; more than the whole bound can never come and is refused
+// at once.
+func (s *Server) chargeAdd(ctx context.Context, c *charge, n int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held+n > s.inflight.limit {
+		return errBusy()
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.InflightWait)
+	defer cancel()
+	if err := s.inflight.all.Acquire(ctx, n); err != nil {
+		return errBusy()
+	}
+	c.held += n
+	return nil
+}
+
+func errBusy() error {
+	return core.Errorf(core.CodeUnavailable, "", "too many large requests are being processed; retry after Retry-After")
+}
+
+// writeBusy answers a request that found no room in the bound.
+func (s *Server) writeBusy(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Retry-After", s.retryAfter())
+	writeStyled(w, r, s, errBusy())
+}
+
+func (s *Server) retryAfter() string {
+	return strconv.Itoa(max(1, int(s.cfg.InflightWait/time.Second)))
 }

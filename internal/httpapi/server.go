@@ -33,8 +33,9 @@ type Config struct {
 	// MaxRequestBytes (--max-request-size) bounds a request body on the
 	// send routes. Defaults to DefaultMaxRequestBytes.
 	MaxRequestBytes int64
-	// MaxInflightBytes (--max-inflight-bytes) bounds the bodies of large
-	// send requests worked on at once. Defaults to DefaultMaxInflightBytes.
+	// MaxInflightBytes (--max-inflight-bytes) bounds the send requests
+	// worked on at once, each charged its body and what decoding it costs
+	// (limits.go). Defaults to DefaultMaxInflightBytes.
 	MaxInflightBytes int64
 	// InflightWait is how long a large request waits for room under
 	// MaxInflightBytes before its 503. Defaults to DefaultInflightWait.
@@ -80,7 +81,7 @@ type Server struct {
 	fp      *idempotency.FingerprintMemo
 	limiter ratelimit.Limiter
 	hooks   *webhook.Service
-	// inflight bounds the large send requests in progress.
+	// inflight bounds the send requests in progress.
 	inflight *inflight
 }
 
@@ -253,6 +254,15 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 			return nil, apiError(codePayloadTooLarge, "", "request body is larger than "+strconv.FormatInt(limit, 10)+" bytes")
 		}
 		return nil, apiError(core.CodeInvalidJSON, "", "could not read the request body")
+	}
+	// Before any decoder or the fingerprint sees it: see jsonshape.go.
+	shape, err := scanJSONShape(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.chargeMore(r, shape.cost(int64(len(body)), s.inflight.largeLimit)); err != nil {
+		w.Header().Set("Retry-After", s.retryAfter())
+		return nil, err
 	}
 	return body, nil
 }

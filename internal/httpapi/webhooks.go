@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/webhook"
@@ -238,8 +239,9 @@ func (s *Server) handleListAttempts(fail failFunc) http.HandlerFunc {
 			return
 		}
 		views := make([]attemptView, 0, len(as))
+		admin := apiKeyFrom(r.Context()).Has(core.ScopeAdmin)
 		for _, a := range as {
-			views = append(views, attemptView{ID: a.ID, Object: "webhook_attempt", HTTPStatusCode: a.HTTPStatus, Response: a.Response,
+			views = append(views, attemptView{ID: a.ID, Object: "webhook_attempt", HTTPStatusCode: a.HTTPStatus, Response: attemptResponse(a, admin),
 				Error: a.Error, SentAt: rfc3339(a.At), DurationMS: a.Duration.Milliseconds()})
 		}
 		writeJSON(w, http.StatusOK, page(views, more, func(v attemptView) string { return v.ID }))
@@ -252,4 +254,18 @@ func (s *Server) handleReplayDelivery(ctx context.Context, tx core.Tx, key *core
 		return 0, nil, err
 	}
 	return http.StatusOK, map[string]string{"object": "webhook_event", "id": id, "status": string(core.DeliveryPending)}, nil
+}
+
+// attemptResponse is the start of an attempt's response body as shown to
+// a key: to admin keys only, since an endpoint may answer with anything
+// (a session, an internal page) that read keys should not see; at most
+// webhook.MaxResponse bytes, also of attempts kept when more was.
+func attemptResponse(a *core.WebhookAttempt, admin bool) string {
+	if !admin {
+		return ""
+	}
+	if len(a.Response) > webhook.MaxResponse {
+		return strings.ToValidUTF8(a.Response[:webhook.MaxResponse], "")
+	}
+	return a.Response
 }

@@ -153,6 +153,10 @@ type Config struct {
 	MaxRequestBytes, MaxMessageBytes, MaxInflightBytes int64
 	// AttachmentFetch (--attachment-fetch) lets attachments name a URL.
 	AttachmentFetch bool
+	// PublicURL (--public-url) is the URL people reach this server at,
+	// behind a TLS-terminating proxy too: https makes the dashboard's
+	// cookies Secure and sends Strict-Transport-Security.
+	PublicURL string
 	// MaxReceivedBytes (--max-received-storage) bounds a tenant's stored
 	// received mail: 0 means app's default, negative no bound.
 	MaxReceivedBytes int64
@@ -359,7 +363,8 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	idem := svc.NewIdempotencyEngine(app.IdempotencyConfig{Front: rf.front, TTL: cfg.IdempotencyTTL,
 		Lease: cfg.ReservationLease, ReplayCacheEntries: cfg.ReplayCache, Logger: logger})
 	dash := dashboard.New(dashboard.Config{Service: svc, Webhooks: hooks, Reads: store, Sessions: store, Stats: store, Metrics: m, Logger: logger,
-		Idempotency: idem, Destinations: func() []dashboard.Destination { return dashboardDestinations(d.Destinations()) }})
+		Idempotency: idem, HTTPS: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https://"),
+		Destinations: func() []dashboard.Destination { return dashboardDestinations(d.Destinations()) }})
 	h := httpapi.NewServer(svc, m, httpapi.Config{
 		Reads:                 store,
 		Webhooks:              hooks,

@@ -84,26 +84,48 @@ func (t *Tx) queueWebhooks(ctx context.Context, sendID string, events []core.Eve
 	return nil
 }
 
-// claimDue takes the due deliveries of enabled endpoints, oldest first,
-// at most perEndpoint running per endpoint (counting those already
-// running): the window numbers each endpoint's due rows. PostgreSQL
-// allows no FOR UPDATE with a window; two claimers that pick the same row
-// are kept apart by the status = 'pending' the UPDATE checks again once
-// the first commits.
+// claimDue takes the due deliveries of enabled endpoints, at most
+// perEndpoint running per endpoint and perTenant per tenant (counting
+// those already running): the inner window numbers each endpoint's due
+// rows, the outer one each tenant's rows left by the endpoint bound. So
+// one tenant's slow endpoints, however many, hold at most perTenant
+// attempts, and the rest of the workers stay free for the others. The
+// rows are taken tenant by tenant (each tenant's first, then each one's
+// second, a tenant with attempts running counted as that far along),
+// oldest first within a round: a claim is shared between the tenants
+// with work due. PostgreSQL allows no FOR UPDATE with a window; two
+// claimers that pick the same row are kept apart by the status =
+// 'pending' the UPDATE checks again once the first commits.
 const claimDue = `UPDATE webhook_deliveries SET status = 'attempting', lease_token = ?, lease_until = ?,
 	tries = tries + 1, next_attempt_at = NULL, updated_at = ?
 	WHERE status = 'pending' AND (webhook_id, event_id) IN (
-		SELECT c.webhook_id, c.event_id FROM (
-			SELECT d.webhook_id, d.event_id, d.next_attempt_at,
-				ROW_NUMBER() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at, d.event_id) AS rn
-			FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id AND w.status = 'enabled'
-			WHERE d.status = 'pending' AND d.next_attempt_at <= ?
-		) c
-		LEFT JOIN (SELECT webhook_id, count(*) AS n FROM webhook_deliveries
-			WHERE status = 'attempting' GROUP BY webhook_id) f ON f.webhook_id = c.webhook_id
-		WHERE c.rn + COALESCE(f.n, 0) <= ?
-		ORDER BY c.next_attempt_at LIMIT ?)
+		SELECT e.webhook_id, e.event_id FROM (
+			SELECT c.webhook_id, c.event_id, c.tenant, c.next_attempt_at,
+				ROW_NUMBER() OVER (PARTITION BY c.tenant ORDER BY c.next_attempt_at, c.event_id) AS tn
+			FROM (
+				SELECT d.webhook_id, d.event_id, d.tenant, d.next_attempt_at,
+					ROW_NUMBER() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at, d.event_id) AS rn
+				FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id AND w.status = 'enabled'
+				WHERE d.status = 'pending' AND d.next_attempt_at <= ?
+			) c
+			LEFT JOIN (SELECT webhook_id, count(*) AS n FROM webhook_deliveries
+				WHERE status = 'attempting' GROUP BY webhook_id) f ON f.webhook_id = c.webhook_id
+			WHERE c.rn + COALESCE(f.n, 0) <= ?
+		) e
+		LEFT JOIN (SELECT tenant, count(*) AS n FROM webhook_deliveries
+			WHERE status = 'attempting' GROUP BY tenant) g ON g.tenant = e.tenant
+		WHERE e.tn + COALESCE(g.n, 0) <= ?
+		ORDER BY e.tn + COALESCE(g.n, 0), e.next_attempt_at LIMIT ?)
 	RETURNING ` + deliveryColumns
+
+// perTenant is the claim's per-tenant bound; none (as many as Limit)
+// when it has none.
+func perTenant(c core.WebhookClaim) int {
+	if c.PerTenant <= 0 {
+		return 1 << 30 // no bound
+	}
+	return c.PerTenant
+}
 
 // ClaimWebhooks implements core.WebhookQueue.
 func (s *Store) ClaimWebhooks(ctx context.Context, c core.WebhookClaim) ([]*core.WebhookJob, error) {
@@ -117,7 +139,7 @@ func (s *Store) ClaimWebhooks(ctx context.Context, c core.WebhookClaim) ([]*core
 			micros(c.Now), micros(c.Now)); err != nil {
 			return fmt.Errorf("put back expired webhook attempts: %w", err)
 		}
-		rs, err := t.q.query(ctx, claimDue, c.Token, micros(c.LeaseUntil), micros(c.Now), micros(c.Now), c.PerEndpoint, c.Limit)
+		rs, err := t.q.query(ctx, claimDue, c.Token, micros(c.LeaseUntil), micros(c.Now), micros(c.Now), c.PerEndpoint, perTenant(c), c.Limit)
 		if err != nil {
 			return fmt.Errorf("claim webhook deliveries: %w", err)
 		}
@@ -194,8 +216,9 @@ func (t *Tx) buildBody(ctx context.Context, d *core.WebhookDelivery, c core.Webh
 	return body, nil
 }
 
-// maxResponseKept bounds the start of a response body kept per attempt.
-const maxResponseKept = 1024
+// maxResponseKept bounds the start of a response body kept per attempt
+// (webhook.MaxResponse).
+const maxResponseKept = 256
 
 // RecordWebhookAttempt implements core.WebhookQueue.
 func (s *Store) RecordWebhookAttempt(ctx context.Context, r core.WebhookResult) error {

@@ -49,8 +49,10 @@ const MaxConsecutiveFailures = 10
 // Timeout bounds one attempt: a 2xx must come within it.
 const Timeout = 10 * time.Second
 
-// maxResponse is how much of a response body is read and kept.
-const maxResponse = 1024
+// MaxResponse is how much of a failed attempt's response body is kept:
+// enough for an endpoint's error message, too little to store (and show)
+// whatever page an endpoint answers with. A 2xx's body is not kept.
+const MaxResponse = 256
 
 // WorkerConfig configures a Worker; zero values take the defaults.
 type WorkerConfig struct {
@@ -62,6 +64,10 @@ type WorkerConfig struct {
 	// PerEndpoint bounds the attempts running at once to one endpoint,
 	// across processes. Defaults to 4.
 	PerEndpoint int
+	// PerTenant bounds the attempts running at once to one tenant's
+	// endpoints, across processes. Defaults to half of Concurrency, so
+	// that a tenant's slow endpoints leave the other half to the rest.
+	PerTenant int
 	// MaxFailures: see MaxConsecutiveFailures, the default.
 	MaxFailures int
 	// Timeout defaults to Timeout (the contract's 10 s).
@@ -90,6 +96,9 @@ func (c *WorkerConfig) defaults() {
 	}
 	if c.PerEndpoint <= 0 {
 		c.PerEndpoint = 4
+	}
+	if c.PerTenant <= 0 {
+		c.PerTenant = max(c.Concurrency/2, c.PerEndpoint)
 	}
 	if c.MaxFailures <= 0 {
 		c.MaxFailures = MaxConsecutiveFailures
@@ -226,7 +235,7 @@ func (w *Worker) loop() {
 func (w *Worker) claim(ctx context.Context, n int) ([]*core.WebhookJob, error) {
 	now := w.cfg.Now().UTC()
 	return w.q.ClaimWebhooks(ctx, core.WebhookClaim{Now: now, LeaseUntil: now.Add(w.cfg.Lease), Token: idempotency.NewToken(),
-		Limit: n, PerEndpoint: w.cfg.PerEndpoint, Build: Build})
+		Limit: n, PerEndpoint: w.cfg.PerEndpoint, PerTenant: w.cfg.PerTenant, Build: Build})
 }
 
 // RunOnce claims the deliveries due now and attempts them one after the
@@ -301,9 +310,12 @@ func (w *Worker) post(ctx context.Context, j *core.WebhookJob, now time.Time) (i
 		return 0, "", err
 	}
 	defer res.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(res.Body, maxResponse))
+	var b []byte
+	if res.StatusCode < 200 || res.StatusCode >= 300 {
+		b, _ = io.ReadAll(io.LimitReader(res.Body, MaxResponse))
+	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10)) // let the connection be reused
-	return res.StatusCode, string(b), nil
+	return res.StatusCode, strings.ToValidUTF8(string(b), ""), nil
 }
 
 // attemptError is what an attempt's record says of a failure: a class,

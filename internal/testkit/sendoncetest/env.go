@@ -150,6 +150,8 @@ type Options struct {
 	WebhookAllowPrivate bool
 	// AttachmentFetch turns --attachment-fetch on (attachments by URL).
 	AttachmentFetch bool
+	// PublicURL is --public-url.
+	PublicURL string
 	// MaxInflightBytes and InflightWait bound the large requests in
 	// progress (--max-inflight-bytes); 0: the defaults.
 	MaxInflightBytes int64
@@ -259,7 +261,7 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 		SecretKey: o.SecretKey, DNSResolver: o.DNSResolver, MXPort: mxPort, BounceDomain: o.BounceDomain,
 		RateLimit: o.RateLimit, RateLimitWindow: o.RateLimitWindow, Caps: o.Caps,
 		WebhookRetrySchedule: o.WebhookSchedule, WebhookAllowPrivate: o.WebhookAllowPrivate, WebhookPoll: 20 * time.Millisecond,
-		AttachmentFetch: o.AttachmentFetch, MaxInflightBytes: o.MaxInflightBytes, InflightWait: o.InflightWait,
+		AttachmentFetch: o.AttachmentFetch, PublicURL: o.PublicURL, MaxInflightBytes: o.MaxInflightBytes, InflightWait: o.InflightWait,
 		Providers:        o.Providers,
 		IMAPRescan:       200 * time.Millisecond,
 		MaxQueueLifetime: o.MaxQueueLifetime, MaxRetryDelay: o.MaxRetryDelay, Shaping: o.Shaping, EgressSources: o.EgressSources,
