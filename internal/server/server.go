@@ -6,13 +6,10 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -389,46 +386,6 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		imap: newIMAPWorkers(store, svc, cfg, policy, logger)}, nil
 }
 
-// mxConfig is the mx transport's settings: --mx-port, --helo-name,
-// --shaping, --egress-source, --tls-ca; MTA-STS is always on.
-func mxConfig(cfg Config, resolver string) (transport.MXConfig, error) {
-	c := transport.MXConfig{Resolver: resolver, Port: cfg.MXPort, HELOName: cfg.HELOName, MTASTS: true, STSPort: cfg.MTASTSPort, DANE: cfg.DANE}
-	if cfg.HELOName != "" && !transport.ValidHELOName(cfg.HELOName) {
-		return c, fmt.Errorf("--helo-name %q: not a host name", cfg.HELOName)
-	}
-	if cfg.Shaping != "" {
-		sh, err := transport.LoadShaping(cfg.Shaping)
-		if err != nil {
-			return c, fmt.Errorf("--shaping: %w", err)
-		}
-		c.Shaping = sh
-	}
-	for _, v := range cfg.EgressSources {
-		src, err := transport.ParseSource(v)
-		if err != nil {
-			return c, fmt.Errorf("--egress-source: %w", err)
-		}
-		if slices.ContainsFunc(c.Sources, func(o transport.Source) bool { return o.Name == src.Name }) {
-			return c, fmt.Errorf("--egress-source: %s given twice", src.Name)
-		}
-		c.Sources = append(c.Sources, src)
-	}
-	if cfg.TLSCA != "" {
-		pem, err := os.ReadFile(cfg.TLSCA)
-		if err != nil {
-			return c, fmt.Errorf("--tls-ca: %w", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return c, fmt.Errorf("--tls-ca %s: no PEM certificate in it", cfg.TLSCA)
-		}
-		c.RootCAs = pool
-	}
-	return c, nil
-}
 
 // storeMetrics makes the registry, with the store's pools and group
 // commits observed.
