@@ -108,6 +108,11 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 	inj.pgPx = sdb.px
 	var apiNodes []*node
 	inj.nodes, apiNodes = soakNodes(c, sdb.url, transport, sdb.pg)
+	rl, err := newRecvLeg(c.seed, apiNodes)
+	if err != nil {
+		return err
+	}
+	defer rl.close()
 	defer stopNodes(inj.nodes, logger) // on the way out of a failure; stopping twice is harmless
 	rep := &soakReport{Database: strings.SplitN(c.db, ":", 2)[0], Seed: c.seed, Duration: c.duration.String(), Provider: c.provider}
 	apiKey, err := startNodes(ctx, c, inj.nodes, sdb.direct, rep)
@@ -125,12 +130,15 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 	logger.Info("soak started", slog.Uint64("seed", c.seed), slog.Duration("duration", c.duration),
 		slog.String("db", rep.Database), slog.String("dir", c.dir), slog.Int("faults", len(inj.sched)))
 	cl := newClients(apiKey, apiNodes, c.seed, start, c.clients)
-	inj.soakPhase(ctx, c, cl)
+	if err := rl.createInbox(ctx, cl); err != nil {
+		return err
+	}
+	inj.soakPhase(ctx, c, cl, rl)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	logger.Info("clients done; waiting for quiescence", slog.Int("keys", len(cl.logicals())))
-	if err := check(ctx, c, cl, sk, inj.ses, rep, logger); err != nil {
+	if err := check(ctx, c, cl, sk, inj.ses, rl, rep, logger); err != nil {
 		return fmt.Errorf("%w (seed %d; logs in %s)", err, c.seed, c.dir)
 	}
 	stopNodes(inj.nodes, logger) // a race-enabled process's reports are in its log by the time it exits
@@ -238,7 +246,7 @@ func (d *soakDB) close(failed bool) {
 // soakPhase runs the clients for c.duration (their last retries up to
 // c.giveUp more) and the faults beside them, then heals every fault and
 // waits for the clients.
-func (in *injector) soakPhase(ctx context.Context, c soakConfig, cl *clients) {
+func (in *injector) soakPhase(ctx context.Context, c soakConfig, cl *clients, rl *recvLeg) {
 	faultCtx, stopFaults := context.WithTimeout(ctx, c.duration)
 	defer stopFaults()
 	newCtx, stopNew := context.WithTimeout(ctx, c.duration)
@@ -250,10 +258,16 @@ func (in *injector) soakPhase(ctx context.Context, c soakConfig, cl *clients) {
 		defer close(done)
 		cl.run(newCtx, giveCtx, c.clients)
 	}()
+	received := make(chan struct{})
+	go func() {
+		defer close(received)
+		rl.run(newCtx, giveCtx)
+	}()
 	in.run(faultCtx)
 	in.logger.Info("healing")
 	in.heal(ctx)
 	<-done
+	<-received
 }
 
 // soakNodes returns the processes of the soak, every one and those that

@@ -29,7 +29,7 @@ type soakSend struct {
 // check waits (bounded) until no send is queued or sending, then checks
 // every logical send against the database (over the API) and the sink,
 // or SES's store when ses is not nil.
-func check(ctx context.Context, c soakConfig, cl *clients, sk *sink, ses *sesLeg, rep *soakReport, logger *slog.Logger) error {
+func check(ctx context.Context, c soakConfig, cl *clients, sk *sink, ses *sesLeg, rl *recvLeg, rep *soakReport, logger *slog.Logger) error {
 	api := &soakAPI{cl: cl, hc: &http.Client{Timeout: 10 * time.Second}}
 	if err := awaitQuiescence(ctx, api, c.settle, logger); err != nil {
 		return err
@@ -55,6 +55,9 @@ func check(ctx context.Context, c soakConfig, cl *clients, sk *sink, ses *sesLeg
 		return err
 	}
 	k.countOrphans(noID)
+	if err := rl.judge(ctx, api, rep, logger); err != nil {
+		return err
+	}
 	return ctx.Err()
 }
 

@@ -43,6 +43,12 @@ type soakReport struct {
 	UnknownLostAfterData int      `json:"unknown_data_began_not_kept"`
 	UnknownNeverLeft     int      `json:"unknown_never_reached_data"`
 	UnknownTwice         int      `json:"unknown_delivered_twice"`
+	// Received is the receiving leg's figures; ReceivedTwice and
+	// ReceivedLost its violations (a message stored twice; one a sender
+	// heard accepted and that is not stored).
+	Received      receiveFigures `json:"received"`
+	ReceivedTwice int            `json:"received_twice"`
+	ReceivedLost  int            `json:"received_lost"`
 	Findings             []string `json:"findings,omitempty"`
 	// Floors is the least the soak had to do; BelowFloor what fell short.
 	Floors     soakFloors `json:"floors"`
@@ -50,7 +56,7 @@ type soakReport struct {
 }
 
 func (r *soakReport) violations() int {
-	return r.Duplicates + r.Lost + r.Stuck + r.SentNotAt + r.Other + r.Races
+	return r.Duplicates + r.Lost + r.Stuck + r.SentNotAt + r.Other + r.Races + r.ReceivedTwice + r.ReceivedLost
 }
 
 // soakFloors is the least a soak must do to count. A soak whose clients
@@ -72,7 +78,8 @@ func (r *soakReport) judgeFloors(f soakFloors) {
 	for _, c := range []struct {
 		what       string
 		got, floor int
-	}{{"acknowledged sends", r.Acked, f.Acked}, {"messages at the sink", r.AtSink, f.AtSink}, {"faults applied", faults, f.Faults}} {
+	}{{"acknowledged sends", r.Acked, f.Acked}, {"messages at the sink", r.AtSink, f.AtSink}, {"faults applied", faults, f.Faults},
+		{"received messages accepted", r.Received.Accepted, min(f.Acked, 1)}} {
 		if c.got < c.floor {
 			r.BelowFloor = append(r.BelowFloor, fmt.Sprintf("%s %d < %d", c.what, c.got, c.floor))
 		}
@@ -141,8 +148,10 @@ func printSoak(w io.Writer, r *soakReport) {
 	}
 	fmt.Fprintf(w, "floors:     acknowledged >= %d, at the sink >= %d, faults >= %d: %s\n",
 		r.Floors.Acked, r.Floors.AtSink, r.Floors.Faults, floors)
-	fmt.Fprintf(w, "violations: duplicates=%d lost=%d stuck=%d sent-not-at-sink=%d other=%d races=%d\n",
-		r.Duplicates, r.Lost, r.Stuck, r.SentNotAt, r.Other, r.Races)
+	fmt.Fprintf(w, "received:   %d messages, %d accepted, %d stored; %d deliveries, %d of them again, %d replies dropped\n",
+		r.Received.Messages, r.Received.Accepted, r.Received.Stored, r.Received.Tries, r.Received.Retries, r.Received.RepliesDropped)
+	fmt.Fprintf(w, "violations: duplicates=%d lost=%d stuck=%d sent-not-at-sink=%d other=%d races=%d received-twice=%d received-lost=%d\n",
+		r.Duplicates, r.Lost, r.Stuck, r.SentNotAt, r.Other, r.Races, r.ReceivedTwice, r.ReceivedLost)
 	for _, f := range r.Findings {
 		fmt.Fprintln(w, "  "+f)
 	}

@@ -66,7 +66,8 @@ func TestSoak(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, tail(stderr.String(), 40))
 			}
-			if !strings.Contains(stdout.String(), "violations: duplicates=0 lost=0 stuck=0") {
+			if !strings.Contains(stdout.String(), "violations: duplicates=0 lost=0 stuck=0") ||
+				!strings.Contains(stdout.String(), "received-twice=0 received-lost=0") {
 				t.Fatalf("no clean violations line:\n%s", stdout.String())
 			}
 		})
