@@ -39,17 +39,17 @@ type soakReport struct {
 	// began but the sink did not keep it (it hung up); whose attempts
 	// never reached DATA at the sink (the ones unknown should not be);
 	// and kept twice (the reconcile case; not a violation, counted apart).
-	UnknownAtSink        int      `json:"unknown_at_sink"`
-	UnknownLostAfterData int      `json:"unknown_data_began_not_kept"`
-	UnknownNeverLeft     int      `json:"unknown_never_reached_data"`
-	UnknownTwice         int      `json:"unknown_delivered_twice"`
+	UnknownAtSink        int `json:"unknown_at_sink"`
+	UnknownLostAfterData int `json:"unknown_data_began_not_kept"`
+	UnknownNeverLeft     int `json:"unknown_never_reached_data"`
+	UnknownTwice         int `json:"unknown_delivered_twice"`
 	// Received is the receiving leg's figures; ReceivedTwice and
 	// ReceivedLost its violations (a message stored twice; one a sender
 	// heard accepted and that is not stored).
 	Received      receiveFigures `json:"received"`
 	ReceivedTwice int            `json:"received_twice"`
 	ReceivedLost  int            `json:"received_lost"`
-	Findings             []string `json:"findings,omitempty"`
+	Findings      []string       `json:"findings,omitempty"`
 	// Floors is the least the soak had to do; BelowFloor what fell short.
 	Floors     soakFloors `json:"floors"`
 	BelowFloor []string   `json:"below_floor,omitempty"`

@@ -386,7 +386,6 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		imap: newIMAPWorkers(store, svc, cfg, policy, logger)}, nil
 }
 
-
 // storeMetrics makes the registry, with the store's pools and group
 // commits observed.
 func storeMetrics(store *sqlstore.Store) *metrics.Metrics {
