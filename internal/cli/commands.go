@@ -34,7 +34,7 @@ func init() {
 		{name: "serve", run: runServe, usage: []usageLine{{"serve [flags]", "run the API and the delivery workers"}}},
 		{name: "keys", run: runKeys, usage: []usageLine{
 			{"keys create --name NAME --scopes send,read[,admin] [--tenant T] [--mailbox ID]… [--requires-approval]\n" +
-				"[--agent] [--allow-recipient ADDR|DOMAIN]… [--max-per-hour N] [--max-per-day N] [--rate-limit N]", ""},
+				"[--agent] [--allow-recipient ADDR|DOMAIN]… [--max-per-hour N] [--max-per-day N] [--rate-limit N] [--stream transactional|bulk]", ""},
 			{"keys list", "list API keys (never their secrets)"},
 			{"keys revoke ID", "revoke a key at once"},
 		}},
