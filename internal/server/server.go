@@ -382,7 +382,8 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 }
 
 // mxConfig is the mx transport's settings: --mx-port, --helo-name,
-// --shaping, --egress-source, --tls-ca; MTA-STS is always on.
+// --shaping, --egress-source, --egress-pool, --stream-pool,
+// --egress-warmup, --tls-ca; MTA-STS is always on.
 func mxConfig(cfg Config, resolver string) (transport.MXConfig, error) {
 	c := transport.MXConfig{Resolver: resolver, Port: cfg.MXPort, HELOName: cfg.HELOName, MTASTS: true, STSPort: cfg.MTASTSPort}
 	if cfg.HELOName != "" && !transport.ValidHELOName(cfg.HELOName) {

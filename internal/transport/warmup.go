@@ -52,7 +52,9 @@ func newWarmup(start map[string]time.Time, schedule []int, now func() time.Time)
 }
 
 // take counts one message from source to site today and reports whether
-// the source's warm-up allowed it.
+// the source's warm-up allowed it. It is counted when the source is chosen
+// for the message, so a connection that then fails counts too: the cap
+// errs on the side of sending less.
 func (w *warmup) take(source, site string) bool {
 	start, ok := w.start[source]
 	if !ok {
