@@ -93,9 +93,9 @@ func (t *Tx) queuedTenants(ctx context.Context, limit int) ([]string, error) {
 }
 
 // claimFair claims for several tenants at once: each gets an equal share
-// of the limit (its oldest due sends), and what a tenant leaves unused
-// goes to the others, so one tenant's backlog cannot hold every worker
-// while another's mail waits behind it.
+// of the limit (its due sends, transactional ones first: dueOfTenant),
+// and what a tenant leaves unused goes to the others, so one tenant's
+// backlog cannot hold every worker while another's mail waits behind it.
 func (t *Tx) claimFair(ctx context.Context, p core.ClaimParams, tenants []string) ([]*core.Send, error) {
 	now := micros(p.Now)
 	var ids []any
