@@ -39,7 +39,7 @@ func init() {
 			{"keys revoke ID", "revoke a key at once"},
 		}},
 		{name: "send", run: runSend, usage: []usageLine{{
-			"send --to ADDR --subject S --text T|--html-file F|--template ID --var k=v… [--attach FILE]… [--at TIME] [--idempotency-key K] [--json]",
+			"send --to ADDR --subject S --text T|--html-file F|--template ID --var k=v… [--attach FILE]… [--at TIME] [--stream transactional|bulk] [--idempotency-key K] [--json]",
 			"send through a running server; without a key, makes one and prints it"}}},
 		{name: "cancel", run: runCancel, usage: []usageLine{{"cancel SEND_ID [--json]", "cancel a scheduled, pending or not yet attempted send"}}},
 		{name: "status", run: runStatus, usage: []usageLine{{"status SEND_ID [--json]", "a send and its history"}}},
