@@ -91,6 +91,14 @@ func TestClient_AgainstARealServer(t *testing.T) {
 		t.Fatalf("same key, changed body: %v; want 422 idempotency_key_reused", err)
 	}
 
+	if first.Stream != client.StreamTransactional {
+		t.Errorf("a send without a stream is in stream %q, want transactional", first.Stream)
+	}
+	bulk, err := c.Send(ctx, &client.SendRequest{To: []string{"reader@example.org"}, Subject: "News", Text: "x", Stream: client.StreamBulk}, nil)
+	if err != nil || bulk.Stream != client.StreamBulk {
+		t.Fatalf("a bulk send: %+v, %v", bulk, err)
+	}
+
 	_, err = c.Send(ctx, &client.SendRequest{To: []string{"not an address"}, Subject: "x", Text: "x"}, nil)
 	if !errors.As(err, &e) || e.Status != 422 || e.Code != client.CodeValidation || e.Param != "to" {
 		t.Fatalf("bad address: %v; want 422 validation_error param to", err)

@@ -55,7 +55,20 @@ type SendRequest struct {
 	// ScheduledAt, when set, sends at that time (at most 30 days ahead)
 	// instead of at once: the send is StatusScheduled until then.
 	ScheduledAt *time.Time `json:"scheduled_at,omitempty"`
+	// Stream is StreamTransactional or StreamBulk; empty: the API key's
+	// default, else transactional. Left out of the body when empty, so a
+	// request without one is the same request it always was.
+	Stream Stream `json:"stream,omitempty"`
 }
+
+// Stream is a send's stream: a tenant's transactional sends are delivered
+// before its bulk ones.
+type Stream string
+
+const (
+	StreamTransactional Stream = "transactional"
+	StreamBulk          Stream = "bulk"
+)
 
 // Attachment is one file of a send. Content is sent in base64 (as
 // encoding/json writes a []byte).
@@ -112,6 +125,8 @@ type Send struct {
 	// sent at once. Attachments counts its files.
 	ScheduledAt *time.Time `json:"scheduled_at"`
 	Attachments int        `json:"attachments"`
+	// Stream is the send's stream.
+	Stream Stream `json:"stream"`
 	// Events is the send's history; only GetSend fills it.
 	Events []Event `json:"events,omitempty"`
 

@@ -11,7 +11,8 @@ import (
 // CreateKeyBy is "a key creates a key", the one rule for every door where
 // a tenant's key makes another (the dashboard, the APIs): the new key is
 // the creator's tenant's and is never freer than its creator. It inherits
-// what p leaves open (mailboxes, recipient allowlist, caps, rate limit);
+// what p leaves open (mailboxes, recipient allowlist, caps, rate limit,
+// default stream);
 // it always inherits approval and the agent mark; and it refuses p when
 // it asks for more than the creator has. The CLI, which is the
 // operator's, uses CreateKey and may grant anything.
@@ -30,6 +31,9 @@ func (s *Service) inherit(creator *core.APIKey, p NewKeyParams) (NewKeyParams, e
 	p.Tenant = creator.Tenant
 	p.RequiresApproval = p.RequiresApproval || creator.RequiresApproval
 	p.Agent = p.Agent || creator.Agent
+	if p.DefaultStream == "" {
+		p.DefaultStream = creator.DefaultStream // a bulk sender's keys send bulk unless told
+	}
 	if len(creator.Mailboxes) > 0 {
 		if len(p.Mailboxes) == 0 {
 			p.Mailboxes = slices.Clone(creator.Mailboxes)

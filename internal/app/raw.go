@@ -75,7 +75,7 @@ func (s *Service) PrepareRawSend(ctx context.Context, key *core.APIKey, sub RawS
 	if err != nil {
 		return nil, err
 	}
-	send := &core.Send{Tenant: key.Tenant, IdempotencyKey: idemKey, MailboxID: mailboxID, From: FormatAddress(from),
+	send := &core.Send{Stream: key.DefaultStream.Or(core.StreamTransactional), Tenant: key.Tenant, IdempotencyKey: idemKey, MailboxID: mailboxID, From: FormatAddress(from),
 		Raw: msg, RawMessageID: strings.TrimSpace(h.Get("Message-Id")), Tags: map[string]string{}}
 	if send.To, err = addressList("to", rcpt, true); err != nil {
 		return nil, err

@@ -46,6 +46,9 @@ type SendRequest struct {
 	// says why (see agentmail.go). The agent's reply and forward routes
 	// set it; a caller's request body cannot.
 	Hold string
+	// Stream is the send's stream, "" for its key's default (docs/api.md,
+	// "Streams"); only the native route lets a caller name one.
+	Stream string
 }
 
 // Mailbox resolves a tenant's mailbox; the default one exists for every
@@ -85,8 +88,12 @@ func (s *Service) PrepareSend(ctx context.Context, key *core.APIKey, idemKey str
 	if err != nil {
 		return nil, err
 	}
+	stream, err := sendStream(key, r.Stream)
+	if err != nil {
+		return nil, err
+	}
 	send := &core.Send{
-		Tenant: key.Tenant, IdempotencyKey: idemKey, MailboxID: mailboxID, TemplateID: r.TemplateID,
+		Tenant: key.Tenant, IdempotencyKey: idemKey, MailboxID: mailboxID, TemplateID: r.TemplateID, Stream: stream,
 	}
 	if err := setRecipients(send, r); err != nil {
 		return nil, err
@@ -128,6 +135,16 @@ func (s *Service) PrepareSend(ctx context.Context, key *core.APIKey, idemKey str
 	}
 	send.HoldReason = r.Hold
 	return send, nil
+}
+
+// sendStream is a send's stream: the one asked for, else its key's
+// default, else transactional.
+func sendStream(key *core.APIKey, asked string) (core.Stream, error) {
+	st := core.Stream(asked)
+	if st != "" && !st.Valid() {
+		return "", core.Errorf(core.CodeValidation, "stream", "stream must be transactional or bulk")
+	}
+	return st.Or(key.DefaultStream).Or(core.StreamTransactional), nil
 }
 
 // sendingMailbox is the mailbox a send goes out from, if key may use it

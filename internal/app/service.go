@@ -149,6 +149,8 @@ type NewKeyParams struct {
 	MaxPerHour, MaxPerDay int
 	// RateLimit: see core.APIKey.
 	RateLimit int
+	// DefaultStream: see core.APIKey ("": transactional).
+	DefaultStream core.Stream
 }
 
 // CreateKey stores a new API key and returns it with its secret, which is
@@ -180,6 +182,9 @@ func (s *Service) CreateKeyTx(ctx context.Context, tx core.Tx, p NewKeyParams) (
 	if p.MaxPerHour < 0 || p.MaxPerDay < 0 {
 		return nil, "", core.Errorf(core.CodeValidation, "max_per_hour", "caps are 0 (none) or more")
 	}
+	if p.DefaultStream != "" && !p.DefaultStream.Valid() {
+		return nil, "", core.Errorf(core.CodeValidation, "stream", "a key's default stream is transactional or bulk")
+	}
 	var idb [10]byte
 	var secb [32]byte
 	if _, err := rand.Read(idb[:]); err != nil {
@@ -194,7 +199,7 @@ func (s *Service) CreateKeyTx(ctx context.Context, tx core.Tx, p NewKeyParams) (
 		ID: id, Tenant: p.Tenant, Name: p.Name, SecretHash: hashSecret(secret),
 		Scopes: p.Scopes, Mailboxes: p.Mailboxes, RequiresApproval: p.RequiresApproval, CreatedAt: s.Now(),
 		Agent: p.Agent, AllowRecipients: allow, MaxPerHour: p.MaxPerHour, MaxPerDay: p.MaxPerDay,
-		RateLimit: p.RateLimit,
+		RateLimit: p.RateLimit, DefaultStream: p.DefaultStream,
 	}
 	if err := tx.InsertAPIKey(ctx, k); err != nil {
 		return nil, "", fmt.Errorf("create key: %w", err)

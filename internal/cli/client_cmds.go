@@ -85,6 +85,7 @@ type sendFlags struct {
 	vars, tags                              kvFlag
 	attach                                  multiFlag // files to attach
 	at                                      string    // --at: when to send
+	stream                                  string    // --stream: "" for the key's default
 }
 
 func (f *sendFlags) define(e *envFlags) {
@@ -106,6 +107,7 @@ func (f *sendFlags) define(e *envFlags) {
 	e.fs.Var(f.tags, "tag", "tag name=value kept on the send (repeatable)")
 	e.fs.StringVar(&f.key, "idempotency-key", "", "the send's key; reuse it to retry safely (default: a new UUID, printed)")
 	e.fs.Var(&f.attach, "attach", "attach this file (repeatable; its name is the file's base name, its type from the extension)")
+	e.fs.StringVar(&f.stream, "stream", "", "transactional or bulk (default: the API key's default stream, else transactional)")
 	e.fs.StringVar(&f.at, "at", "", "send at this RFC 3339 time (e.g. 2026-12-24T18:00:00+01:00) instead of now; at most 30 days ahead")
 }
 
@@ -144,7 +146,7 @@ func (f *sendFlags) complete() error {
 
 func (f *sendFlags) request() (*client.SendRequest, error) {
 	req := &client.SendRequest{To: f.to, Cc: f.cc, Bcc: f.bcc, ReplyTo: f.replyTo, From: f.from, MailboxID: f.mailbox,
-		Subject: f.subject, Text: f.text, HTML: f.html, TemplateID: f.tpl}
+		Subject: f.subject, Text: f.text, HTML: f.html, TemplateID: f.tpl, Stream: client.Stream(f.stream)}
 	if err := addAttachmentsAndTime(req, f.attach, f.at); err != nil {
 		return nil, err
 	}

@@ -189,12 +189,12 @@ func TestSend_AttachAtAndCancel(t *testing.T) {
 	}
 	at := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
 	r := runCLI(t, env, "send", "--to", "ada@example.com", "--subject", "Report", "--text", "attached",
-		"--attach", file, "--at", at.Format(time.RFC3339), "--idempotency-key", "cli-attach", "--json")
+		"--attach", file, "--at", at.Format(time.RFC3339), "--stream", "bulk", "--idempotency-key", "cli-attach", "--json")
 	if r.err != nil {
 		t.Fatalf("send --attach --at: %v\n%s", r.err, r.stderr)
 	}
 	var obj map[string]any
-	if err := json.Unmarshal([]byte(r.stdout), &obj); err != nil || obj["status"] != "scheduled" || obj["attachments"] != float64(1) {
+	if err := json.Unmarshal([]byte(r.stdout), &obj); err != nil || obj["status"] != "scheduled" || obj["attachments"] != float64(1) || obj["stream"] != "bulk" {
 		t.Fatalf("send --json: %v\n%s", err, r.stdout)
 	}
 	if got, _ := time.Parse(time.RFC3339, obj["scheduled_at"].(string)); !got.Equal(at) {

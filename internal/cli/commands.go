@@ -34,12 +34,12 @@ func init() {
 		{name: "serve", run: runServe, usage: []usageLine{{"serve [flags]", "run the API and the delivery workers"}}},
 		{name: "keys", run: runKeys, usage: []usageLine{
 			{"keys create --name NAME --scopes send,read[,admin] [--tenant T] [--mailbox ID]… [--requires-approval]\n" +
-				"[--agent] [--allow-recipient ADDR|DOMAIN]… [--max-per-hour N] [--max-per-day N] [--rate-limit N]", ""},
+				"[--agent] [--allow-recipient ADDR|DOMAIN]… [--max-per-hour N] [--max-per-day N] [--rate-limit N] [--stream transactional|bulk]", ""},
 			{"keys list", "list API keys (never their secrets)"},
 			{"keys revoke ID", "revoke a key at once"},
 		}},
 		{name: "send", run: runSend, usage: []usageLine{{
-			"send --to ADDR --subject S --text T|--html-file F|--template ID --var k=v… [--attach FILE]… [--at TIME] [--idempotency-key K] [--json]",
+			"send --to ADDR --subject S --text T|--html-file F|--template ID --var k=v… [--attach FILE]… [--at TIME] [--stream transactional|bulk] [--idempotency-key K] [--json]",
 			"send through a running server; without a key, makes one and prints it"}}},
 		{name: "cancel", run: runCancel, usage: []usageLine{{"cancel SEND_ID [--json]", "cancel a scheduled, pending or not yet attempted send"}}},
 		{name: "status", run: runStatus, usage: []usageLine{{"status SEND_ID [--json]", "a send and its history"}}},

@@ -55,14 +55,19 @@ func keysCreate(ctx context.Context, e *envFlags, dsn *string, args []string, st
 		allow           multiFlag
 		perHour, perDay int
 		rateLimit       int
+		stream          string
 	)
 	e.fs.BoolVar(&agentKey, "agent", false, "a key for an AI agent: scopes send,read, one mailbox (default: default), approval on, no bcc/from/headers, audited")
 	e.fs.Var(&allow, "allow-recipient", "an address or domain the key may mail (repeatable; none means any)")
 	e.fs.IntVar(&perHour, "max-per-hour", 0, "most sends the key may create per sliding hour (0: no cap)")
 	e.fs.IntVar(&perDay, "max-per-day", 0, "most sends the key may create per sliding day (0: no cap)")
 	e.fs.IntVar(&rateLimit, "rate-limit", 0, "requests the key may make per the server's --rate-limit-window (0: the server's --rate-limit; -1: no limit)")
+	e.fs.StringVar(&stream, "stream", "", "the stream of the key's sends that name none: transactional (default) or bulk")
 	if err := parse(e, args[1:]); err != nil {
 		return err
+	}
+	if stream != "" && !core.Stream(stream).Valid() {
+		return fmt.Errorf("%w: --stream is transactional or bulk", ErrUsage)
 	}
 	if agentKey {
 		if err := agentDefaults(e, &scopes, &mailboxes, &approval); err != nil {
@@ -83,7 +88,7 @@ func keysCreate(ctx context.Context, e *envFlags, dsn *string, args []string, st
 	defer store.Close()
 	svc := app.New(store, app.Config{}, nil)
 	_, secret, err := svc.CreateKey(ctx, app.NewKeyParams{Name: name, Tenant: tenant, Scopes: sc, Mailboxes: mailboxes, RequiresApproval: approval,
-		Agent: agentKey, AllowRecipients: allow, MaxPerHour: perHour, MaxPerDay: perDay, RateLimit: rateLimit})
+		Agent: agentKey, AllowRecipients: allow, MaxPerHour: perHour, MaxPerDay: perDay, RateLimit: rateLimit, DefaultStream: core.Stream(stream)})
 	if err != nil {
 		return err
 	}

@@ -158,7 +158,9 @@ type ClaimParams struct {
 type QueueTx interface {
 	// ClaimDue takes up to p.Limit queued sends due at p.Now for one
 	// attempt each: they become sending under p.Token until p.Now plus
-	// p.Lease.For their size, their tries counted. Oldest due first; on PostgreSQL rows another
+	// p.Lease.For their size, their tries counted. Within a tenant its
+	// transactional sends first, then its bulk ones; oldest due first
+	// within a stream; on PostgreSQL rows another
 	// claimer holds are skipped. Scheduled sends whose time has come
 	// become queued first.
 	ClaimDue(ctx context.Context, p ClaimParams) ([]*Send, error)

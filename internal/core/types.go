@@ -101,6 +101,8 @@ type Send struct {
 	// and its id there (section 15), filled by Store.SendWithEvents; ""
 	// otherwise.
 	Provider, ProviderMessageID string
+	// Stream is the send's stream; "" is read as StreamTransactional.
+	Stream Stream
 }
 
 // Attachment is one file of a send, stored as given and rendered the same
@@ -207,6 +209,9 @@ type APIKey struct {
 	// RateLimit overrides the server's --rate-limit for this key: requests
 	// per --rate-limit-window. 0 takes the server's; negative: no limit.
 	RateLimit int
+	// DefaultStream is the stream of the key's sends that name none ("":
+	// transactional), on every send route.
+	DefaultStream Stream
 }
 
 // Has reports whether the key holds scope s.

@@ -44,6 +44,10 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 	if req.MailboxID != "" && req.MailboxID != mailboxID {
 		return nil, core.Errorf(core.CodeValidation, "mailbox_id", "the mailbox is the one in the path; leave mailbox_id out")
 	}
+	if req.Stream != "" {
+		// Mailera's body has no stream: its sends take the key's default.
+		return nil, core.Errorf(core.CodeValidation, "stream", "this route takes no stream: its sends are the API key's default stream (transactional unless the key says bulk); use POST /v1/send to choose")
+	}
 	if err := checkRecipientCounts(req.To, req.Cc, req.Bcc, req.ReplyTo); err != nil {
 		return nil, err
 	}

@@ -185,7 +185,7 @@ func (s *Server) handleReplyReceived(ctx context.Context, key *core.APIKey, r *h
 	}
 	sr := &app.SendRequest{To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: req.MailboxID,
 		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
-		Headers: req.Headers, Tags: req.Tags, Attachments: appAttachments(req.Attachments)}
+		Headers: req.Headers, Tags: req.Tags, Attachments: appAttachments(req.Attachments), Stream: req.Stream}
 	// An agent's reply outside the thread waits for a person
 	// (received_agent.go).
 	send, err := s.svc.PrepareReply(ctx, key, idemKey, r.PathValue("id"), req.ReplyAll, app.Guarded(key, agentAsked(r)), sr)

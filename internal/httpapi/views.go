@@ -32,6 +32,8 @@ type sendView struct {
 	Recipients     []recipientView   `json:"recipients"`
 	ScheduledAt    *string           `json:"scheduled_at"`
 	Attachments    int               `json:"attachments"`
+	// Stream: docs/api.md, "Streams".
+	Stream core.Stream `json:"stream"`
 	// Provider and ProviderMessageID: the provider that took the send
 	// and its id there (section 15); null otherwise.
 	Provider          *string     `json:"provider"`
@@ -136,6 +138,7 @@ func viewSend(s *core.Send) *sendView {
 		Recipients:  viewRecipients(s),
 		ScheduledAt: optTime(s.ScheduledAt), Attachments: max(s.AttachmentCount, len(s.Attachments)),
 		Provider: optString(s.Provider), ProviderMessageID: optString(s.ProviderMessageID),
+		Stream: s.Stream.Or(core.StreamTransactional),
 	}
 }
 

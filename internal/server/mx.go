@@ -36,7 +36,8 @@ func egressChecks(mx transport.MXConfig) []dnscheck.Egress {
 }
 
 // mxConfig is the mx transport's settings: --mx-port, --helo-name,
-// --shaping, --egress-source, --tls-ca; MTA-STS is always on.
+// --shaping, --egress-source, --egress-pool, --stream-pool,
+// --egress-warmup, --dane, --tls-ca; MTA-STS is always on.
 func mxConfig(cfg Config, resolver string) (transport.MXConfig, error) {
 	c := transport.MXConfig{Resolver: resolver, Port: cfg.MXPort, HELOName: cfg.HELOName, MTASTS: true, STSPort: cfg.MTASTSPort, DANE: cfg.DANE}
 	if cfg.HELOName != "" && !transport.ValidHELOName(cfg.HELOName) {
@@ -58,6 +59,9 @@ func mxConfig(cfg Config, resolver string) (transport.MXConfig, error) {
 			return c, fmt.Errorf("--egress-source: %s given twice", src.Name)
 		}
 		c.Sources = append(c.Sources, src)
+	}
+	if err := egressPools(cfg, &c); err != nil {
+		return c, err
 	}
 	if cfg.TLSCA != "" {
 		pem, err := os.ReadFile(cfg.TLSCA)

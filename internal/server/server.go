@@ -87,6 +87,12 @@ type Config struct {
 	Shaping string
 	// EgressSources are the --egress-source values (NAME=IP[,ehlo=HOST]).
 	EgressSources []string
+	// EgressPools, StreamPools and EgressWarmups are the --egress-pool,
+	// --stream-pool and --egress-warmup values (egress.go).
+	EgressPools, StreamPools, EgressWarmups []string
+	// WarmupSchedule is for tests: a shorter warm-up schedule than the
+	// shipped transport.WarmupSchedule. Not a user setting.
+	WarmupSchedule []int
 	// TLSCA is --tls-ca: a PEM file of roots trusted besides the system's
 	// for exchangers' certificates and MTA-STS policy fetches.
 	TLSCA string

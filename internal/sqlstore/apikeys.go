@@ -12,7 +12,7 @@ import (
 )
 
 const keyColumns = `id, tenant, name, secret_hash, scopes, mailboxes, requires_approval, created_at, revoked_at,
-	agent, allow_recipients, max_per_hour, max_per_day, rate_limit`
+	agent, allow_recipients, max_per_hour, max_per_day, rate_limit, default_stream`
 
 func scanKey(r rowScanner) (*core.APIKey, error) {
 	var (
@@ -22,7 +22,7 @@ func scanKey(r rowScanner) (*core.APIKey, error) {
 		revokedAt                sql.NullInt64
 	)
 	err := r.Scan(&k.ID, &k.Tenant, &k.Name, &k.SecretHash, &scopes, &mailboxes, &k.RequiresApproval, &createdAt, &revokedAt,
-		&k.Agent, &allow, &k.MaxPerHour, &k.MaxPerDay, &k.RateLimit)
+		&k.Agent, &allow, &k.MaxPerHour, &k.MaxPerDay, &k.RateLimit, &k.DefaultStream)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, core.ErrNotFound
 	}
@@ -67,10 +67,10 @@ func (t *Tx) InsertAPIKey(ctx context.Context, k *core.APIKey) error {
 	for i, s := range k.Scopes {
 		scopes[i] = string(s)
 	}
-	_, err := t.q.exec(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.q.exec(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		k.ID, k.Tenant, k.Name, k.SecretHash, strings.Join(scopes, ","), strings.Join(k.Mailboxes, ","),
 		k.RequiresApproval, micros(k.CreatedAt), nullMicros(k.RevokedAt),
-		k.Agent, strings.Join(k.AllowRecipients, ","), k.MaxPerHour, k.MaxPerDay, k.RateLimit)
+		k.Agent, strings.Join(k.AllowRecipients, ","), k.MaxPerHour, k.MaxPerDay, k.RateLimit, string(k.DefaultStream))
 	if err != nil {
 		return fmt.Errorf("insert api key: %w", err)
 	}

@@ -69,7 +69,7 @@ func (d *deferredRows) hasKey(sc idempotency.Scope) bool {
 }
 
 // maxRowsPerStatement keeps a multi-row statement's parameters within
-// both databases' limits (32 per send row; SQLite allows 32,766, and
+// both databases' limits (33 per send row; SQLite allows 32,766, and
 // PostgreSQL 65,535).
 const maxRowsPerStatement = 256
 

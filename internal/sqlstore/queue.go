@@ -26,19 +26,37 @@ func (t *Tx) ClaimDue(ctx context.Context, p core.ClaimParams) ([]*core.Send, er
 	if err != nil {
 		return nil, err
 	}
+	if len(tenants) == 0 {
+		return nil, nil // nothing queued: no claim statement to run
+	}
 	if len(tenants) > 1 {
 		return t.claimFair(ctx, p, tenants)
 	}
-	rows, err := t.q.query(ctx, `UPDATE sends SET status = 'sending', attempt_token = ?, lease_until = `+t.claimLease()+`,
-		tries = tries + 1, next_attempt_at = NULL, updated_at = ?
-		WHERE id IN (SELECT id FROM sends WHERE status = 'queued' AND next_attempt_at <= ?
-			ORDER BY next_attempt_at LIMIT ?`+t.s.skipLocked+`)
-		RETURNING `+sendColumns, token, micros(now.Add(lease.Base)), lease.MaxGrowth.Microseconds(), lease.PerMiB.Microseconds(),
-		micros(now), micros(now), limit)
-	if err != nil {
-		return nil, fmt.Errorf("claim due sends: %w", err)
+	// One tenant (or none): its transactional sends, then its bulk ones,
+	// each an index seek on sends_due (stream, next_attempt_at) — never a
+	// sort of the queue by priority.
+	var out []*core.Send
+	for _, stream := range core.Streams {
+		left := limit - len(out)
+		if left <= 0 {
+			break
+		}
+		rows, err := t.q.query(ctx, `UPDATE sends SET status = 'sending', attempt_token = ?, lease_until = `+t.claimLease()+`,
+			tries = tries + 1, next_attempt_at = NULL, updated_at = ?
+			WHERE id IN (SELECT id FROM sends WHERE status = 'queued' AND stream = ? AND next_attempt_at <= ?
+				ORDER BY next_attempt_at LIMIT ?`+t.s.skipLocked+`)
+			RETURNING `+sendColumns, token, micros(now.Add(lease.Base)), lease.MaxGrowth.Microseconds(), lease.PerMiB.Microseconds(),
+			micros(now), string(stream), micros(now), left)
+		if err != nil {
+			return nil, fmt.Errorf("claim due %s sends: %w", stream, err)
+		}
+		got, err := collectSends(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
 	}
-	return collectSends(rows)
+	return out, nil
 }
 
 // maxFairTenants bounds the tenants one claim shares itself between; the
@@ -75,13 +93,13 @@ func (t *Tx) queuedTenants(ctx context.Context, limit int) ([]string, error) {
 }
 
 // claimFair claims for several tenants at once: each gets an equal share
-// of the limit (its oldest due sends), and what a tenant leaves unused
-// goes to the others, so one tenant's backlog cannot hold every worker
-// while another's mail waits behind it.
+// of the limit (its due sends, transactional ones first: dueOfTenant),
+// and what a tenant leaves unused goes to the others, so one tenant's
+// backlog cannot hold every worker while another's mail waits behind it.
 func (t *Tx) claimFair(ctx context.Context, p core.ClaimParams, tenants []string) ([]*core.Send, error) {
 	now := micros(p.Now)
 	var ids []any
-	taken := map[string]int{}
+	taken := map[string]int{} // per tenant and stream: the rows an earlier round took
 	full := slices.Clone(tenants)
 	for left := p.Limit; left > 0 && len(full) > 0; {
 		share := max(1, left/len(full))
@@ -91,26 +109,10 @@ func (t *Tx) claimFair(ctx context.Context, p core.ClaimParams, tenants []string
 				break
 			}
 			n := min(share, left)
-			rows, err := t.q.query(ctx, `SELECT id FROM sends WHERE status = 'queued' AND tenant = ? AND next_attempt_at <= ?
-				ORDER BY next_attempt_at LIMIT ? OFFSET ?`+t.s.skipLocked, tenant, now, n, taken[tenant])
+			got, err := t.dueOfTenant(ctx, tenant, now, n, taken, &ids)
 			if err != nil {
-				return nil, fmt.Errorf("claim due sends of %s: %w", tenant, err)
+				return nil, err
 			}
-			got := 0
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return nil, fmt.Errorf("claim due sends: %w", err)
-				}
-				ids = append(ids, id)
-				got++
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return nil, fmt.Errorf("claim due sends: %w", err)
-			}
-			taken[tenant] += got
 			left -= got
 			if got == n {
 				next = append(next, tenant) // may have more
@@ -134,6 +136,40 @@ func (t *Tx) claimFair(ctx context.Context, p core.ClaimParams, tenants []string
 		return nil, fmt.Errorf("claim due sends: %w", err)
 	}
 	return collectSends(rows)
+}
+
+// dueOfTenant appends up to n of tenant's oldest due sends to ids, its
+// transactional ones first, and returns how many. Each stream is one seek
+// on sends_due_tenant (tenant, stream, next_attempt_at); taken is what
+// earlier rounds of the claim took of each, skipped by OFFSET.
+func (t *Tx) dueOfTenant(ctx context.Context, tenant string, now int64, n int, taken map[string]int, ids *[]any) (int, error) {
+	got := 0
+	for _, stream := range core.Streams {
+		if got >= n {
+			break
+		}
+		unit := tenant + "\x00" + string(stream)
+		rows, err := t.q.query(ctx, `SELECT id FROM sends WHERE status = 'queued' AND tenant = ? AND stream = ? AND next_attempt_at <= ?
+			ORDER BY next_attempt_at LIMIT ? OFFSET ?`+t.s.skipLocked, tenant, string(stream), now, n-got, taken[unit])
+		if err != nil {
+			return 0, fmt.Errorf("claim due sends of %s: %w", tenant, err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return 0, fmt.Errorf("claim due sends: %w", err)
+			}
+			*ids = append(*ids, id)
+			got++
+			taken[unit]++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return 0, fmt.Errorf("claim due sends: %w", err)
+		}
+	}
+	return got, nil
 }
 
 // claimLease is the lease_until ClaimDue writes, core.Lease.For in SQL:

@@ -269,7 +269,7 @@ func TestSends_RoundTripEventsAndUpdate(t *testing.T) {
 		ctx := context.Background()
 		want := newSend("snd_1", core.StatusQueued, at(0))
 		want.Cc, want.Bcc, want.ReplyTo = []string{"c@example.com"}, []string{"b@example.com"}, []string{"r@example.com"}
-		want.Subject, want.TemplateID = "Grüße ✓", "tpl"
+		want.Subject, want.TemplateID, want.Stream = "Grüße ✓", "tpl", core.StreamBulk
 		inTx(t, s, func(ctx context.Context, tx core.Tx) error {
 			if err := tx.InsertSend(ctx, want); err != nil {
 				return err

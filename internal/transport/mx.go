@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync/atomic"
 
 	"github.com/miekg/dns"
 	"golang.org/x/net/idna"
@@ -56,7 +55,7 @@ type MX struct {
 	shaper  *shaper
 	sts     *stsCache
 	dns     *dnsCache
-	source  atomic.Uint64 // the next egress source, in turn
+	egress  *egress // the source of each new connection
 }
 
 var _ Transport = (*MX)(nil)
@@ -71,17 +70,8 @@ func NewMX(cfg MXConfig) *MX {
 	m.shaper = newShaper(m.shaping)
 	m.sts = newSTSCache(m.cfg)
 	m.dns = newDNSCache()
+	m.egress = newEgress(m.cfg)
 	return m
-}
-
-// nextSource returns the egress source for a new connection (nil: the
-// system picks the address).
-func (m *MX) nextSource() *Source {
-	if len(m.cfg.Sources) == 0 {
-		return nil
-	}
-	i := m.source.Add(1) - 1
-	return &m.cfg.Sources[i%uint64(len(m.cfg.Sources))]
 }
 
 // PartialDeliveryError is the Err of an Ambiguous *Error when the message

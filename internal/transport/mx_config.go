@@ -80,6 +80,17 @@ type MXConfig struct {
 	// Sources are the egress sources new connections bind to, in turn
 	// (--egress-source); none: the system picks the address.
 	Sources []Source
+	// Pools group Sources with weights (--egress-pool), StreamPools give
+	// a stream a pool (--stream-pool, stream → pool name), and Warmup
+	// names the sources warming up and their first day (--egress-warmup):
+	// see pools.go. CheckEgress checks that they name what exists.
+	Pools       []Pool
+	StreamPools map[string]string
+	Warmup      map[string]time.Time
+	// Now is the warm-up's clock; nil is time.Now. WarmupSchedule
+	// replaces the shipped one (tests); nil is WarmupSchedule.
+	Now            func() time.Time
+	WarmupSchedule []int
 	// RootCAs verify exchangers' certificates and MTA-STS policy fetches;
 	// nil: the system's roots (--tls-ca adds to them).
 	RootCAs *x509.CertPool

@@ -40,7 +40,10 @@ type Destination struct {
 	// Site names the shaping state: Key, or the rolled-up rule's name.
 	Key, Site string
 	// Rule is the shaping rule in force ("default" for none).
-	Rule    string
+	Rule string
+	// Stream is the stream of the message Send hands over (the caller's
+	// to set): it picks the egress pool ("" is transactional's).
+	Stream  string
 	Domains []string
 	Rcpts   []string
 	hosts   []exchanger
@@ -178,30 +181,17 @@ func (m *MX) Send(ctx context.Context, d *Destination, from string, raw []byte) 
 	}
 	needVerified := d.sts != nil && d.sts.Mode == STSEnforce || m.cfg.VerifyTLS || d.limits.TLS == TLSModeVerify
 	st := m.shaper.site(d.Site, d.limits, d.Rule)
-	l, retryAt, why := st.acquire(needVerified)
-	if l == nil {
-		out.Waiting, out.RetryAt, out.Why = d.Rcpts, retryAt, fmt.Sprintf("destination %s: %s", d.Site, why)
-		return out
-	}
 	start := time.Now()
-	p := l.session
-	if p != nil {
-		p.c().CommandTimeout = m.cfg.CommandTimeout
-		if err := p.c().Reset(); err != nil {
-			p.close() // dead or confused: no message was started on it
-			p = nil
-		}
+	p, l, err := m.sessionFor(ctx, st, d, needVerified, &out)
+	if l == nil {
+		return out // waiting
 	}
-	if p == nil {
-		var err *Error
-		p, err = m.connect(ctx, d, needVerified)
-		if err != nil {
-			out.Reached = err.Reached
-			m.slowed(st, &out, err) // before the connection is given back: it counts as one of those open
-			l.done(nil, false, 0)
-			all(err.Class, err)
-			return out
-		}
+	if err != nil {
+		out.Reached = err.Reached
+		m.slowed(st, &out, err) // before the connection is given back: it counts as one of those open
+		l.done(nil, false, 0)
+		all(err.Class, err)
+		return out
 	}
 	out.Reached, out.TLS = true, p.tlsState()
 	if d.sts != nil && d.sts.Mode == STSTesting && !p.verified {
@@ -295,8 +285,8 @@ func (m *MX) transaction(ctx context.Context, p *pooled, d *Destination, from st
 }
 
 // connect opens a session to one of d's exchangers, trying them in
-// preference order as prepare does, through the next egress source.
-func (m *MX) connect(ctx context.Context, d *Destination, needVerified bool) (*pooled, *Error) {
+// preference order as prepare does, from src (nil: the system's choice).
+func (m *MX) connect(ctx context.Context, d *Destination, needVerified bool, src *Source) (*pooled, *Error) {
 	var (
 		tried, skipped int
 		lookupErr      error
@@ -330,7 +320,7 @@ func (m *MX) connect(ctx context.Context, d *Destination, needVerified bool) (*p
 				break
 			}
 			tried++
-			p, err := m.dialSession(ctx, h.host, ip, needVerified, d.limits.TLS == TLSModeRequired, dp)
+			p, err := m.dialSession(ctx, h.host, ip, needVerified, d.limits.TLS == TLSModeRequired, dp, src)
 			if err == nil {
 				return p, nil
 			}
@@ -362,12 +352,11 @@ func (m *MX) connect(ctx context.Context, d *Destination, needVerified bool) (*p
 	return nil, &Error{Class: Permanent, Stage: StageResolve, Err: fmt.Errorf("%s: no mail exchanger has an address", domain)}
 }
 
-// dialSession connects to one exchanger address from the next egress
-// source and takes the session through greeting, STARTTLS (whenever
-// offered; required and verified when needVerified) and EHLO.
-func (m *MX) dialSession(ctx context.Context, host string, ip netip.Addr, needVerified, needTLS bool, dp *danePolicy) (*pooled, error) {
+// dialSession connects to one exchanger address from src and takes the
+// session through greeting, STARTTLS (whenever offered; required when
+// needTLS or dp asks, and verified when needVerified) and EHLO.
+func (m *MX) dialSession(ctx context.Context, host string, ip netip.Addr, needVerified, needTLS bool, dp *danePolicy, src *Source) (*pooled, error) {
 	cfg := m.cfg
-	src := m.nextSource()
 	p := &pooled{host: host, ip: ip, src: src}
 	tc := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12, InsecureSkipVerify: true}
 	if cfg.TLSConfig != nil {

@@ -109,8 +109,9 @@ type lease struct {
 }
 
 // acquire takes a connection for one message now, or says when to come
-// back. needVerified skips idle sessions whose TLS was not verified.
-func (s *site) acquire(needVerified bool) (*lease, time.Time, string) {
+// back. Only idle sessions fits accepts are taken (nil accepts any): the
+// message may need verified TLS, or a source of its stream's pool.
+func (s *site) acquire(fits func(*pooled) bool) (*lease, time.Time, string) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -128,7 +129,7 @@ func (s *site) acquire(needVerified bool) (*lease, time.Time, string) {
 	}
 	for i := len(s.idle) - 1; i >= 0; i-- {
 		p := s.idle[i]
-		if needVerified && !p.verified {
+		if fits != nil && !fits(p) {
 			continue
 		}
 		s.idle = slices.Delete(s.idle, i, i+1)
@@ -137,8 +138,8 @@ func (s *site) acquire(needVerified bool) (*lease, time.Time, string) {
 		return &lease{s: s, session: p}, time.Time{}, ""
 	}
 	if s.open >= s.conns && len(s.idle) > 0 {
-		// Only idle sessions without verified TLS: make room for the
-		// next message.
+		// Only idle sessions that do not fit (TLS not verified, another
+		// pool's source): make room for the next message.
 		p := s.idle[0]
 		s.idle = s.idle[1:]
 		p.timer.Stop()

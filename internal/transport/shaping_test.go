@@ -108,13 +108,13 @@ func TestShaper_SlowDownAndRecover(t *testing.T) {
 	s := sh.site("x", limits, "test")
 	var leases []*lease
 	for range 4 {
-		l, _, _ := s.acquire(false)
+		l, _, _ := s.acquire(nil)
 		if l == nil {
 			t.Fatal("no lease within the limit")
 		}
 		leases = append(leases, l)
 	}
-	if l, at, why := s.acquire(false); l != nil || at.IsZero() || why == "" {
+	if l, at, why := s.acquire(nil); l != nil || at.IsZero() || why == "" {
 		t.Fatalf("a fifth connection: %v %v %q", l, at, why)
 	}
 	// The fourth was refused "too many connections": three others are open.
@@ -125,7 +125,7 @@ func TestShaper_SlowDownAndRecover(t *testing.T) {
 	}
 	// A rate reply pauses the destination for everyone.
 	until := s.slowDown(&SlowDownRule{Action: SlowRate, For: Duration(time.Minute)}, "421 4.7.28 rate")
-	if l, at, _ := s.acquire(false); l != nil || at.Before(now.Add(time.Minute)) || until.Before(now.Add(time.Minute)) {
+	if l, at, _ := s.acquire(nil); l != nil || at.Before(now.Add(time.Minute)) || until.Before(now.Add(time.Minute)) {
 		t.Errorf("paused destination gave a lease, or a time before the pause ends: %v %v", at, until)
 	}
 	now = now.Add(2 * time.Minute)
@@ -146,7 +146,7 @@ func TestShaper_ForgetsIdleDestinations(t *testing.T) {
 	limits := Limits{MaxConnections: 2, MaxMessagesPerConnection: 10, IdleTimeout: Duration(time.Minute)}
 	sh.site("old", limits, "test")
 	busy := sh.site("busy", limits, "test")
-	l, _, _ := busy.acquire(false) // a connection open: kept
+	l, _, _ := busy.acquire(nil) // a connection open: kept
 	now = now.Add(2 * time.Hour)
 	for range sweepEvery {
 		sh.site("new", limits, "test")
@@ -171,13 +171,13 @@ func TestShaper_ResumedOnceBackAtFullLimits(t *testing.T) {
 	sh.now = func() time.Time { return now }
 	s := sh.site("d", Limits{MaxConnections: 4, MaxMessagesPerConnection: 10, IdleTimeout: Duration(time.Minute),
 		RecoverAfter: 1, RecoverInterval: Duration(time.Second)}, "test")
-	l, _, _ := s.acquire(false)
+	l, _, _ := s.acquire(nil)
 	s.slowDown(&SlowDownRule{Action: SlowConnections}, "421 too many connections")
 	l.done(nil, false, 0)
 	resumed := 0
 	for range 10 {
 		now = now.Add(2 * time.Second)
-		l, _, _ := s.acquire(false)
+		l, _, _ := s.acquire(nil)
 		if l == nil {
 			t.Fatal("no lease")
 		}

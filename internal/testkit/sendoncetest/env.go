@@ -170,6 +170,11 @@ type Options struct {
 	HELOName      string
 	TLSCA         string
 	MTASTSPort    string
+	// EgressPools, StreamPools and EgressWarmups are --egress-pool,
+	// --stream-pool and --egress-warmup; WarmupSchedule a short warm-up
+	// schedule in place of the shipped one.
+	EgressPools, StreamPools, EgressWarmups []string
+	WarmupSchedule                          []int
 	// Workers is --workers; 0: the default.
 	Workers int
 	// MaxReceivedBytes is --max-received-storage; 0: the default.
@@ -266,6 +271,7 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 		IMAPRescan:       200 * time.Millisecond,
 		MaxQueueLifetime: o.MaxQueueLifetime, MaxRetryDelay: o.MaxRetryDelay, Shaping: o.Shaping, EgressSources: o.EgressSources,
 		HELOName: o.HELOName, TLSCA: o.TLSCA, MTASTSPort: o.MTASTSPort, Workers: o.Workers,
+		EgressPools: o.EgressPools, StreamPools: o.StreamPools, EgressWarmups: o.EgressWarmups, WarmupSchedule: o.WarmupSchedule,
 		MaxReceivedBytes: o.MaxReceivedBytes, DANE: o.DANE, InboundTLS: o.InboundTLS,
 		RequireVerifiedDomain: o.RequireVerifiedDomain,
 	}
