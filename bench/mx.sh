@@ -95,7 +95,7 @@ drain() {
 	port=$(free_port)
 	n=$(cat "$dir/n")
 	t0=$(date +%s.%N)
-	"$work/sendonce" serve --db "sqlite:$dir/s.db" --addr "127.0.0.1:$port" --rate-limit 0 "$@" >"$dir/drain.log" 2>&1 &
+	"$work/sendonce" serve --db "sqlite:$dir/s.db" --addr "127.0.0.1:$port" --rate-limit 0 ${SERVE_FLAGS:-} "$@" >"$dir/drain.log" 2>&1 &
 	pid=$!
 	while :; do
 		left=$(metric "127.0.0.1:$port" sendonce_queue_depth)
