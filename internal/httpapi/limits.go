@@ -72,22 +72,20 @@ func (s *Server) bounded(next http.Handler) http.Handler {
 			n = s.cfg.MaxRequestBytes
 		}
 		n = min(n, s.inflight.largeLimit)
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.InflightWait)
-		defer cancel()
 		if n >= smallRequest {
-			if err := s.inflight.large.Acquire(ctx, n); err != nil {
+			if err := s.acquire(r.Context(), s.inflight.large, n); err != nil {
 				s.writeBusy(w, r)
 				return
 			}
 			defer s.inflight.large.Release(n)
 		}
-		if err := s.inflight.all.Acquire(ctx, n); err != nil {
+		if err := s.acquire(r.Context(), s.inflight.all, n); err != nil {
 			s.writeBusy(w, r)
 			return
 		}
 		c := &charge{held: n}
 		defer func() { s.inflight.all.Release(c.held) }()
-		ctx = context.WithValue(r.Context(), chargeCtx, c)
+		ctx := context.WithValue(r.Context(), chargeCtx, c)
 		ctx = app.WithMemoryCharge(ctx, func(ctx context.Context, more int64) error { return s.chargeAdd(ctx, c, more) })
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
@@ -120,13 +118,23 @@ func (s *Server) chargeAdd(ctx context.Context, c *charge, n int64) error {
 	if c.held+n > s.inflight.limit {
 		return errBusy()
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.InflightWait)
-	defer cancel()
-	if err := s.inflight.all.Acquire(ctx, n); err != nil {
+	if err := s.acquire(ctx, s.inflight.all, n); err != nil {
 		return errBusy()
 	}
 	c.held += n
 	return nil
+}
+
+// acquire takes n of sem, waiting up to InflightWait. Room is there almost
+// always: that path costs no timer (a replay spends a few microseconds in
+// all, and a context with a deadline was a measurable part of it).
+func (s *Server) acquire(ctx context.Context, sem *semaphore.Weighted, n int64) error {
+	if sem.TryAcquire(n) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.InflightWait)
+	defer cancel()
+	return sem.Acquire(ctx, n)
 }
 
 func errBusy() error {

@@ -64,6 +64,13 @@ type Options struct {
 	// more is greeted "421 4.7.0 Too many concurrent SMTP connections" and
 	// closed, as providers do (Refused counts them).
 	MaxConns int
+	// MaxMessagesPerConn and MaxRate, when set, are a provider's other
+	// limits (limits.go): past MaxMessagesPerConn messages on one
+	// connection the next MAIL gets 421 and the connection is closed;
+	// past MaxRate messages a second (over the whole server) MAIL gets
+	// Gmail's 421-4.7.28. Throttled counts both.
+	MaxMessagesPerConn int
+	MaxRate            float64
 }
 
 // Behaviour says how sessions answer. Each transaction takes a snapshot
@@ -121,6 +128,7 @@ type Server struct {
 	accepted  int
 	refused   int
 	peak      int
+	limits    limitState
 	holding   int // sessions whose end of DATA HoldData holds now
 	open      map[*trackedConn]struct{}
 }
@@ -316,6 +324,7 @@ type session struct {
 	auth string
 	from string
 	to   []string
+	msgs int // messages taken on this connection
 }
 
 var _ smtp.AuthSession = (*session)(nil)
@@ -356,6 +365,9 @@ func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 	}
 	if ss.b.MailErr != nil {
 		return ss.b.MailErr
+	}
+	if err := ss.s.checkLimits(ss); err != nil {
+		return err
 	}
 	ss.from = from
 	return nil
@@ -427,6 +439,7 @@ func (ss *session) Data(r io.Reader) error {
 		Auth:      ss.auth,
 		TLS:       isTLS,
 	})
+	ss.s.tookMessage(ss)
 	return nil
 }
 
