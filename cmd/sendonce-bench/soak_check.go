@@ -282,49 +282,7 @@ func judge(l *logical, sends []soakSend, sv sinkView, seen map[string]bool, rep 
 		if sv.story != nil {
 			what += "; the sink saw: " + sv.story(id)
 		}
-		switch s.Status {
-		case "queued", "sending":
-			rep.Stuck++
-			finding("stuck", l, what)
-		case "unknown":
-			switch {
-			case n == 0 && began[id] == 0:
-				rep.UnknownNeverLeft++
-			case n == 0:
-				rep.UnknownLostAfterData++
-			case n == 1:
-				rep.UnknownAtSink++
-			case sv.provider:
-				// SES has no idempotency key: an unknown send is never
-				// asked again, so a second copy is a resend.
-				rep.Duplicates += n - 1
-				finding("unknown, at SES twice", l, what)
-			default:
-				rep.UnknownTwice++
-				finding("unknown, delivered twice (reconcile case)", l, what)
-			}
-			if sv.provider && s.LastError == "" {
-				rep.Other++
-				finding("unknown without an explanation", l, what)
-			}
-		case "sent":
-			if n == 0 {
-				rep.SentNotAt++
-				finding("sent, not at the sink", l, what)
-			}
-		default:
-			if sv.provider && acked && s.Status != "delivered" {
-				// The provider soak's faults leave a message taken,
-				// unknown or retried, never refused for good.
-				rep.Lost++
-				finding("accepted, then "+s.Status, l, what)
-			} else if n > 0 {
-				// failed (550 or attempts spent): no attempt may have
-				// handed the message over before.
-				rep.Other++
-				finding("at the sink, yet "+s.Status, l, what)
-			}
-		}
+		judgeStatus(l, s, n, began[id], sv.provider, acked, what, rep, finding)
 		if n > 1 && s.Status != "unknown" {
 			rep.Duplicates += n - 1
 			kind := "Message-ID delivered twice"
@@ -332,6 +290,54 @@ func judge(l *logical, sends []soakSend, sv sinkView, seen map[string]bool, rep 
 				kind = "at SES more than once"
 			}
 			finding(kind, l, what)
+		}
+	}
+}
+
+// judgeStatus checks one send's status against what the sink saw of it
+// (n copies kept; began: DATA begun there).
+func judgeStatus(l *logical, s soakSend, n, began int, provider, acked bool, what string, rep *soakReport, finding func(string, *logical, string)) {
+	switch s.Status {
+	case "queued", "sending":
+		rep.Stuck++
+		finding("stuck", l, what)
+	case "unknown":
+		switch {
+		case n == 0 && began == 0:
+			rep.UnknownNeverLeft++
+		case n == 0:
+			rep.UnknownLostAfterData++
+		case n == 1:
+			rep.UnknownAtSink++
+		case provider:
+			// SES has no idempotency key: an unknown send is never
+			// asked again, so a second copy is a resend.
+			rep.Duplicates += n - 1
+			finding("unknown, at SES twice", l, what)
+		default:
+			rep.UnknownTwice++
+			finding("unknown, delivered twice (reconcile case)", l, what)
+		}
+		if provider && s.LastError == "" {
+			rep.Other++
+			finding("unknown without an explanation", l, what)
+		}
+	case "sent":
+		if n == 0 {
+			rep.SentNotAt++
+			finding("sent, not at the sink", l, what)
+		}
+	default:
+		if provider && acked && s.Status != "delivered" {
+			// The provider soak's faults leave a message taken,
+			// unknown or retried, never refused for good.
+			rep.Lost++
+			finding("accepted, then "+s.Status, l, what)
+		} else if n > 0 {
+			// failed (550 or attempts spent): no attempt may have
+			// handed the message over before.
+			rep.Other++
+			finding("at the sink, yet "+s.Status, l, what)
 		}
 	}
 }
