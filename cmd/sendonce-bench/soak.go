@@ -65,7 +65,7 @@ func soakMode(ctx context.Context, bc config, seed uint64, workers int, dir, pro
 		apis: apis, workers: workers, dir: dir, lease: 3 * time.Second, settle: 3 * time.Minute, giveUp: 30 * time.Second,
 		// By hand, at least something must have happened; TestSoak sets
 		// floors measured for its minute.
-		floors: soakFloors{Acked: 1, AtSink: 1, Faults: 1}, provider: provider}
+		floors: soakFloors{Acked: 1, AtSink: 1, Faults: 1, Received: 1}, provider: provider}
 	if c.dir == "" && strings.HasPrefix(bc.db, "sqlite:") {
 		c.dir = filepath.Dir(strings.TrimPrefix(bc.db, "sqlite:"))
 	}

@@ -32,8 +32,10 @@ const soakCIDuration = 60 * time.Second
 // floors are under a tenth of the lowest, so that a CI machine several
 // times slower still clears them and only a soak that mostly stood still
 // fails; the fault floor is half the schedule, since only faults pushed
-// past the end by slow restarts go missing.
-var soakCIFloors = soakFloors{Acked: 100, AtSink: 100, Faults: 8}
+// past the end by slow restarts go missing. The receiving leg accepted
+// 110–240 messages in 10–25 s runs (not race-enabled, quiet): 20 in a
+// minute is far below what it does.
+var soakCIFloors = soakFloors{Acked: 100, AtSink: 100, Faults: 8, Received: 20}
 
 // The randomized fault soak, run on real sendonce processes: SQLite (one
 // process) and PostgreSQL (two API and two worker processes), 60 s of

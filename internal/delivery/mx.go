@@ -211,92 +211,21 @@ func handedOver(dd *destDone, now time.Time) ([]core.RecipientState, []core.Even
 // destination's outcome and the recipients' earlier states.
 func (d *Deliverer) mxOutcome(s *core.Send, h *mxHandoff, skipped, all []string, now time.Time) outcome {
 	deadline := dueAt(s).Add(d.cfg.MaxQueueLifetime)
-	expired := !now.Before(deadline)
-	final := map[string]core.Status{} // this attempt's or earlier
+	t := &mxTally{final: map[string]core.Status{}, slowOnly: true, now: now, expired: !now.Before(deadline), lifetime: d.cfg.MaxQueueLifetime}
 	for a, st := range h.prior {
-		final[a] = st.Status
+		t.final[a] = st.Status
 	}
-	var (
-		delivered, unknown, delayed, waiting, failed []string
-		reached, slowOnly                            bool
-		retryAt                                      time.Time
-		lastErr                                      string
-		tlsNote                                      []string
-	)
-	earliest := func(t time.Time) {
-		if !t.IsZero() && (retryAt.IsZero() || t.Before(retryAt)) {
-			retryAt = t
-		}
-	}
-	slowOnly = true
-	var states []core.RecipientState
-	var events []core.Event
 	for _, dd := range h.dests {
-		o := dd.o
-		reached = reached || o.Reached
-		for _, r := range o.Delivered {
-			delivered = append(delivered, core.NormalizeAddress(r))
-			final[core.NormalizeAddress(r)] = core.StatusDelivered
-		}
-		for _, r := range o.Unknown {
-			unknown = append(unknown, core.NormalizeAddress(r.Recipient))
-			final[core.NormalizeAddress(r.Recipient)] = core.StatusUnknown
-			lastErr = r.Err.Error()
-		}
-		if o.TLS != "" {
-			tlsNote = append(tlsNote, dd.d.Site+": "+o.TLS)
-		}
-		if !dd.recorded {
-			st, ev := handedOver(dd, now)
-			states, events = append(states, st...), append(events, ev...)
-		}
-		for _, r := range o.Deferred {
-			a := core.NormalizeAddress(r.Recipient)
-			lastErr = r.Err.Error()
-			if expired {
-				failed = append(failed, a)
-				final[a] = core.StatusFailed
-				why := fmt.Sprintf("not delivered within the queue lifetime (%v): %v", d.cfg.MaxQueueLifetime, r.Err)
-				states = append(states, core.RecipientState{Address: a, Status: core.StatusFailed, Detail: why, UpdatedAt: now})
-				events = append(events, core.Event{Type: core.EventFailed, At: now, Recipient: a, Detail: why,
-					Bounce: &core.Bounce{Type: core.BounceTransient, SubType: "General", Status: "4.4.7", Message: "delivery time expired",
-						DiagnosticCode: []string{r.Err.Error()}}})
-				continue
-			}
-			delayed = append(delayed, a)
-			final[a] = core.RecipientDelayed
-			status, diag := replyOf(r.Err)
-			status = "4" + strings.TrimPrefix(status, "5")
-			states = append(states, core.RecipientState{Address: a, Status: core.RecipientDelayed, Detail: r.Err.Error(), UpdatedAt: now})
-			events = append(events, core.Event{Type: core.EventDeliveryDelayed, At: now, Recipient: a, Detail: r.Err.Error(),
-				Bounce: &core.Bounce{Type: core.BounceTransient, SubType: "General", Status: status,
-					Message: "the recipient's mail server deferred the message; it is retried", DiagnosticCode: []string{diag}}})
-		}
-		if len(o.Deferred) > 0 {
-			if o.SlowDown != "" {
-				earliest(o.RetryAt)
-			} else {
-				slowOnly = false
-			}
-		}
-		for _, r := range o.Waiting {
-			waiting = append(waiting, core.NormalizeAddress(r))
-		}
-		if len(o.Waiting) > 0 {
-			earliest(o.RetryAt)
-			if lastErr == "" {
-				lastErr = o.Why
-			}
-		}
+		t.add(dd)
 	}
 	for _, r := range h.refused {
-		final[core.NormalizeAddress(r.Recipient)] = core.StatusBounced
+		t.final[core.NormalizeAddress(r.Recipient)] = core.StatusBounced
 	}
-	o := outcome{attempted: true, reached: reached, suppressed: skipped, refused: h.refused, perRecipient: true}
+	o := outcome{attempted: true, reached: t.reached, suppressed: skipped, refused: h.refused, perRecipient: true}
 	for _, dd := range h.dests {
 		o.refused = append(o.refused, dd.o.Refused...)
 		for _, r := range dd.o.Refused {
-			final[core.NormalizeAddress(r.Recipient)] = core.StatusBounced
+			t.final[core.NormalizeAddress(r.Recipient)] = core.StatusBounced
 		}
 	}
 	if h.lost {
@@ -304,75 +233,171 @@ func (d *Deliverer) mxOutcome(s *core.Send, h *mxHandoff, skipped, all []string,
 		o.status, o.detail = core.StatusUnknown, "the attempt's lease ran out between two destinations"
 		return o
 	}
-	pending := len(delayed) + len(waiting)
-	if !reached && len(delivered)+len(unknown)+len(delayed)+len(failed)+len(o.refused) == 0 && len(waiting) > 0 {
+	if !t.reached && len(t.delivered)+len(t.unknown)+len(t.delayed)+len(t.failed)+len(o.refused) == 0 && len(t.waiting) > 0 {
 		// Nothing was begun: the destinations' shaping said wait.
-		at := retryAt
-		return outcome{status: core.StatusQueued, deferred: true, retryAt: &at, detail: lastErr}
+		at := t.retryAt
+		return outcome{status: core.StatusQueued, deferred: true, retryAt: &at, detail: t.lastErr}
 	}
 	legacy := (len(h.prior) == 0 || onlySuppressed(h.prior)) && !slices.ContainsFunc(h.dests, func(dd *destDone) bool { return dd.recorded })
-	if lastErr == "" && len(o.refused) > 0 {
-		lastErr = o.refused[len(o.refused)-1].Err.Error()
+	if t.lastErr == "" && len(o.refused) > 0 {
+		t.lastErr = o.refused[len(o.refused)-1].Err.Error()
 	}
-	o.states, o.extra = states, events
-	switch {
-	case pending > 0:
-		o.status, o.retry, o.metric = core.StatusQueued, true, "tempfail"
-		if len(delayed) > 0 && !slowOnly {
-			earliest(now.Add(Backoff(d.cfg.RetryBase, d.cfg.MaxRetryDelay, s.Tries)))
-		}
-		if retryAt.IsZero() || retryAt.Before(now) {
-			retryAt = now.Add(deferDelay)
-		}
-		if retryAt.After(deadline) {
-			retryAt = deadline
-		}
-		o.retryAt = &retryAt
-		o.detail = lastErr
-		if len(delayed) > 0 {
-			o.event = core.EventAttemptFailed
-		}
-		if len(delayed) > 0 && slowOnly && len(delivered)+len(unknown) == 0 {
-			o.giveBack = true // the destination asked to slow down: not the message's failure
-		}
-		if legacy && len(delivered)+len(unknown)+len(failed) == 0 && len(waiting) == 0 {
-			// Every recipient deferred, nothing handed over: the send's
-			// own events, as a relay's retry has them.
-			o.states, o.extra, o.perRecipient = nil, nil, false
-		}
-	default:
-		o.status, o.detail, o.metric = deriveStatus(final, all, skipped), lastErr, "sent"
-		switch o.status {
-		case core.StatusUnknown:
-			o.metric = "unknown"
-		case core.StatusFailed:
-			o.metric = "tempfail"
-		case core.StatusBounced:
-			o.metric = "permfail"
-		case core.StatusDelivered:
-			// email.sent once for the send, when it became delivered;
-			// each recipient's email.delivered tells the rest.
-			o.detail, o.event = "accepted by the last destination; each recipient's delivered tells which", core.EventSent
-		}
-		if legacy && len(failed) == 0 && (len(delivered) > 0) != (len(unknown) > 0) {
-			// One fate for every recipient attempted, nothing before: the
-			// send's own events, as before destinations existed.
-			o.states, o.extra, o.perRecipient = nil, nil, false
-			if len(delivered) > 0 {
-				o.event, o.delivered = core.EventSent, true
-				o.detail = "accepted by the recipients' mail exchangers"
-				if len(tlsNote) > 0 {
-					o.detail += " (TLS: " + strings.Join(tlsNote, "; ") + ")"
-				}
-			} else {
-				o.event = core.EventUnknown
-			}
-		}
-		if o.status == core.StatusBounced {
-			o.event = "" // each recipient's bounced tells it
-		}
+	o.states, o.extra = t.states, t.events
+	if len(t.delayed)+len(t.waiting) > 0 {
+		d.mxPending(&o, t, s, deadline, legacy)
+	} else {
+		mxSettled(&o, t, all, skipped, legacy)
 	}
 	return o
+}
+
+// mxTally gathers one mx attempt's destinations: each recipient's fate,
+// the states and events to write, and when to come back.
+type mxTally struct {
+	final                                        map[string]core.Status // this attempt's or earlier
+	delivered, unknown, delayed, waiting, failed []string
+	reached, slowOnly, expired                   bool
+	retryAt, now                                 time.Time
+	lifetime                                     time.Duration
+	lastErr                                      string
+	tlsNote                                      []string
+	states                                       []core.RecipientState
+	events                                       []core.Event
+}
+
+func (t *mxTally) earliest(at time.Time) {
+	if !at.IsZero() && (t.retryAt.IsZero() || at.Before(t.retryAt)) {
+		t.retryAt = at
+	}
+}
+
+// add folds in one destination's outcome.
+func (t *mxTally) add(dd *destDone) {
+	o := dd.o
+	t.reached = t.reached || o.Reached
+	for _, r := range o.Delivered {
+		t.delivered = append(t.delivered, core.NormalizeAddress(r))
+		t.final[core.NormalizeAddress(r)] = core.StatusDelivered
+	}
+	for _, r := range o.Unknown {
+		t.unknown = append(t.unknown, core.NormalizeAddress(r.Recipient))
+		t.final[core.NormalizeAddress(r.Recipient)] = core.StatusUnknown
+		t.lastErr = r.Err.Error()
+	}
+	if o.TLS != "" {
+		t.tlsNote = append(t.tlsNote, dd.d.Site+": "+o.TLS)
+	}
+	if !dd.recorded {
+		st, ev := handedOver(dd, t.now)
+		t.states, t.events = append(t.states, st...), append(t.events, ev...)
+	}
+	for _, r := range o.Deferred {
+		t.deferred(r)
+	}
+	if len(o.Deferred) > 0 {
+		if o.SlowDown != "" {
+			t.earliest(o.RetryAt)
+		} else {
+			t.slowOnly = false
+		}
+	}
+	for _, r := range o.Waiting {
+		t.waiting = append(t.waiting, core.NormalizeAddress(r))
+	}
+	if len(o.Waiting) > 0 {
+		t.earliest(o.RetryAt)
+		if t.lastErr == "" {
+			t.lastErr = o.Why
+		}
+	}
+}
+
+// deferred records a recipient a destination deferred: failed when the
+// queue lifetime is over, else delayed (retried).
+func (t *mxTally) deferred(r transport.Refusal) {
+	a, now := core.NormalizeAddress(r.Recipient), t.now
+	t.lastErr = r.Err.Error()
+	if t.expired {
+		t.failed = append(t.failed, a)
+		t.final[a] = core.StatusFailed
+		why := fmt.Sprintf("not delivered within the queue lifetime (%v): %v", t.lifetime, r.Err)
+		t.states = append(t.states, core.RecipientState{Address: a, Status: core.StatusFailed, Detail: why, UpdatedAt: now})
+		t.events = append(t.events, core.Event{Type: core.EventFailed, At: now, Recipient: a, Detail: why,
+			Bounce: &core.Bounce{Type: core.BounceTransient, SubType: "General", Status: "4.4.7", Message: "delivery time expired",
+				DiagnosticCode: []string{r.Err.Error()}}})
+		return
+	}
+	t.delayed = append(t.delayed, a)
+	t.final[a] = core.RecipientDelayed
+	status, diag := replyOf(r.Err)
+	status = "4" + strings.TrimPrefix(status, "5")
+	t.states = append(t.states, core.RecipientState{Address: a, Status: core.RecipientDelayed, Detail: r.Err.Error(), UpdatedAt: now})
+	t.events = append(t.events, core.Event{Type: core.EventDeliveryDelayed, At: now, Recipient: a, Detail: r.Err.Error(),
+		Bounce: &core.Bounce{Type: core.BounceTransient, SubType: "General", Status: status,
+			Message: "the recipient's mail server deferred the message; it is retried", DiagnosticCode: []string{diag}}})
+}
+
+// mxPending is the outcome of an attempt that leaves recipients to retry.
+func (d *Deliverer) mxPending(o *outcome, t *mxTally, s *core.Send, deadline time.Time, legacy bool) {
+	now := t.now
+	o.status, o.retry, o.metric = core.StatusQueued, true, "tempfail"
+	if len(t.delayed) > 0 && !t.slowOnly {
+		t.earliest(now.Add(Backoff(d.cfg.RetryBase, d.cfg.MaxRetryDelay, s.Tries)))
+	}
+	retryAt := t.retryAt
+	if retryAt.IsZero() || retryAt.Before(now) {
+		retryAt = now.Add(deferDelay)
+	}
+	if retryAt.After(deadline) {
+		retryAt = deadline
+	}
+	o.retryAt = &retryAt
+	o.detail = t.lastErr
+	if len(t.delayed) > 0 {
+		o.event = core.EventAttemptFailed
+	}
+	if len(t.delayed) > 0 && t.slowOnly && len(t.delivered)+len(t.unknown) == 0 {
+		o.giveBack = true // the destination asked to slow down: not the message's failure
+	}
+	if legacy && len(t.delivered)+len(t.unknown)+len(t.failed) == 0 && len(t.waiting) == 0 {
+		// Every recipient deferred, nothing handed over: the send's
+		// own events, as a relay's retry has them.
+		o.states, o.extra, o.perRecipient = nil, nil, false
+	}
+}
+
+// mxSettled is the outcome of an attempt after which no recipient waits.
+func mxSettled(o *outcome, t *mxTally, all, skipped []string, legacy bool) {
+	o.status, o.detail, o.metric = deriveStatus(t.final, all, skipped), t.lastErr, "sent"
+	switch o.status {
+	case core.StatusUnknown:
+		o.metric = "unknown"
+	case core.StatusFailed:
+		o.metric = "tempfail"
+	case core.StatusBounced:
+		o.metric = "permfail"
+	case core.StatusDelivered:
+		// email.sent once for the send, when it became delivered;
+		// each recipient's email.delivered tells the rest.
+		o.detail, o.event = "accepted by the last destination; each recipient's delivered tells which", core.EventSent
+	}
+	if legacy && len(t.failed) == 0 && (len(t.delivered) > 0) != (len(t.unknown) > 0) {
+		// One fate for every recipient attempted, nothing before: the
+		// send's own events, as before destinations existed.
+		o.states, o.extra, o.perRecipient = nil, nil, false
+		if len(t.delivered) > 0 {
+			o.event, o.delivered = core.EventSent, true
+			o.detail = "accepted by the recipients' mail exchangers"
+			if len(t.tlsNote) > 0 {
+				o.detail += " (TLS: " + strings.Join(t.tlsNote, "; ") + ")"
+			}
+		} else {
+			o.event = core.EventUnknown
+		}
+	}
+	if o.status == core.StatusBounced {
+		o.event = "" // each recipient's bounced tells it
+	}
 }
 
 // onlySuppressed reports whether the stored states are only the
