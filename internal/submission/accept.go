@@ -54,12 +54,12 @@ func reply(code int, enh smtp.EnhancedCode, msg string) *smtp.SMTPError {
 // the commit.
 func (s *Server) submit(ctx context.Context, key *core.APIKey, env envelope, data []byte) *smtp.SMTPError {
 	start := time.Now()
-	h, msg, idemKey, source, rerr := readSubmission(data)
+	h, msg, fpMsg, idemKey, source, rerr := readSubmission(data)
 	if rerr != nil {
 		return rerr
 	}
 	sub := app.RawSubmission{IdemKey: idemKey, MailboxID: env.mailbox, Rcpt: env.rcpt, Header: h, Msg: msg}
-	rep, sendID, outcome := s.acceptOnce(ctx, key, sub, fingerprint(env, msg))
+	rep, sendID, outcome := s.acceptOnce(ctx, key, sub, fingerprint(env, fpMsg))
 	s.logger.LogAttrs(ctx, slog.LevelInfo, "smtp message",
 		slog.Int("code", rep.Code), slog.String("send_id", sendID), slog.String("outcome", outcome),
 		slog.String("key", app.KeyFingerprint(key)), slog.String("idempotency_key_from", source),
@@ -75,31 +75,36 @@ func (s *Server) submit(ctx context.Context, key *core.APIKey, env envelope, dat
 // end of data would take what follows as another message: SMTP
 // smuggling), takes the idempotency key header out, and drops Bcc, as
 // Postfix and Exim do: delivered, it tells every recipient who else got
-// the mail. msg is what will be delivered; idemKey comes from the key
-// header or, without one, the Message-ID (source says which).
-func readSubmission(data []byte) (h textproto.Header, msg []byte, idemKey, source string, rerr *smtp.SMTPError) {
+// the mail. msg is what will be delivered; fpMsg what the fingerprint
+// covers — the message as submitted less the key header, Bcc and all, so
+// that the same key with another Bcc is other content; idemKey comes from
+// the key header or, without one, the Message-ID (source says which).
+func readSubmission(data []byte) (h textproto.Header, msg, fpMsg []byte, idemKey, source string, rerr *smtp.SMTPError) {
 	if bareLineEnd(data) {
-		return h, nil, "", "", reply(550, smtp.EnhancedCode{5, 6, 0}, "the message has a bare CR or LF: every line must end in CRLF")
+		return h, nil, nil, "", "", reply(550, smtp.EnhancedCode{5, 6, 0}, "the message has a bare CR or LF: every line must end in CRLF")
 	}
 	h, body, err := message.ReadRaw(data)
 	if err != nil {
-		return h, nil, "", "", reply(550, smtp.EnhancedCode{5, 6, 0}, "the message's header does not parse")
+		return h, nil, nil, "", "", reply(550, smtp.EnhancedCode{5, 6, 0}, "the message's header does not parse")
 	}
 	for _, name := range keyHeaders {
 		if v := h.Get(name); v != "" && idemKey == "" {
 			if idemKey, err = idempotency.ParseKey(v, idempotency.MaxKeyLen); err != nil {
-				return h, nil, "", "", reply(550, smtp.EnhancedCode{5, 6, 0}, fmt.Sprintf("the %s header must be 1 to %d visible ASCII characters", name, idempotency.MaxKeyLen))
+				return h, nil, nil, "", "", reply(550, smtp.EnhancedCode{5, 6, 0}, fmt.Sprintf("the %s header must be 1 to %d visible ASCII characters", name, idempotency.MaxKeyLen))
 			}
 			source = name
 		}
 	}
-	rewrite := source != "" || h.Has("Bcc")
 	for _, name := range keyHeaders {
 		h.Del(name) // the key is not part of the message delivered
 	}
-	h.Del("Bcc")
-	msg = data
-	if rewrite {
+	fpMsg = data
+	if source != "" {
+		fpMsg = message.WriteRaw(h, body)
+	}
+	msg = fpMsg
+	if h.Has("Bcc") {
+		h.Del("Bcc")
 		msg = message.WriteRaw(h, body)
 	}
 	if source == "" {
@@ -107,7 +112,7 @@ func readSubmission(data []byte) (h textproto.Header, msg []byte, idemKey, sourc
 			idemKey, source = messageIDKey(id), "Message-ID"
 		}
 	}
-	return h, msg, idemKey, source, nil
+	return h, msg, fpMsg, idemKey, source, nil
 }
 
 // bareLineEnd reports a CR not followed by LF, or an LF not preceded by

@@ -41,6 +41,30 @@ func TestSubmission_BccHeaderIsNotDelivered(t *testing.T) {
 	})
 }
 
+// TestSubmission_BccIsInTheFingerprint: the fingerprint covers the
+// message as submitted less its key header — Bcc included, although Bcc is
+// never delivered — so the same key with another Bcc is other content
+// (554), and the same message again is its replay (250, the same send).
+func TestSubmission_BccIsInTheFingerprint(t *testing.T) {
+	env, addr := startEnv(t, sendoncetest.SQLite)
+	c := dial(t, addr, env.AdminKey)
+	to := []string{"ann@example.com", "bob@example.com", "cy@example.com"}
+	msgID := newMsgID()
+	first := mail(msgID, "Hi.", "Bcc: bob@example.com")
+	text, err := submit(c, "sender@example.com", to, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := submit(c, "sender@example.com", to, first)
+	if err != nil || sendID(t, again) != sendID(t, text) {
+		t.Fatalf("the same message again: %q %v, want the first send %s", again, err, sendID(t, text))
+	}
+	_, err = submit(c, "sender@example.com", to, mail(msgID, "Hi.", "Bcc: cy@example.com"))
+	if code(err) != 554 {
+		t.Fatalf("the same Message-ID with another Bcc: %v, want 554 (other content)", err)
+	}
+}
+
 // TestSubmission_BareLineEndsAreRefused: a bare CR or LF in the data is
 // refused with 550 5.6.0 and no send: passed on, a next hop that reads
 // "\r.\r\n" or "\n.\n" as the end of data would take what follows as
