@@ -48,6 +48,9 @@ type postOpts struct {
 	// audit writes the request of an agent key, or one carrying an
 	// intent, to the audit log with its result (the send routes).
 	audit bool
+	// secret: the answer carries a secret (a webhook's signing secret),
+	// so it is stored sealed under SENDONCE_SECRET_KEY (sealed.go).
+	secret bool
 }
 
 // errorStyle turns an error (a *core.Error with a native code, or any
@@ -156,7 +159,11 @@ func (s *Server) decideAndRun(w http.ResponseWriter, r *http.Request, o postOpts
 					return idempotency.Response{}, err
 				}
 				sendIDs = sendIDsOf(v)
-				return idempotency.Response{Status: status, ContentType: "application/json", Body: marshal(v)}, nil
+				body, err := s.sealStored(o, marshal(v))
+				if err != nil {
+					return idempotency.Response{}, err
+				}
+				return idempotency.Response{Status: status, ContentType: "application/json", Body: body}, nil
 			}, nil
 		},
 		Refuse: func(err error) (idempotency.Response, bool) {
@@ -190,5 +197,9 @@ func (s *Server) resultOf(r *http.Request, o postOpts, ran idempotency.Result, r
 	case ran.Outcome != idempotency.Proceed:
 		return s.decided(r, o, idempotency.Decision{Outcome: ran.Outcome, Response: ran.Response})
 	}
-	return result{status: ran.Response.Status, body: ran.Response.Body, outcome: idempotency.Proceed, stored: ran.Stored}
+	body, err := s.openStored(ran.Response.Body)
+	if err != nil {
+		return s.refusal(r, o, err)
+	}
+	return result{status: ran.Response.Status, body: body, outcome: idempotency.Proceed, stored: ran.Stored}
 }

@@ -62,7 +62,11 @@ func (s *Server) decided(r *http.Request, o postOpts, d idempotency.Decision) re
 		// Its send ids and error code are read from the bytes only when
 		// the audit log wants them (withAnswer): parsing every replay cost
 		// a tenth of a retry storm's CPU.
-		res = result{status: d.Response.Status, contentType: d.Response.ContentType, body: d.Response.Body}
+		body, err := s.openStored(d.Response.Body)
+		if err != nil {
+			return s.refusal(r, o, err)
+		}
+		res = result{status: d.Response.Status, contentType: d.Response.ContentType, body: body}
 	case idempotency.InUse:
 		res = s.refusal(r, o, apiError(codeKeyInUse, "Idempotency-Key",
 			"a request with this Idempotency-Key is still being processed; retry after a second"))

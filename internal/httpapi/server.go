@@ -65,6 +65,9 @@ type Config struct {
 	// Destinations, when set, reports this process's mx destinations and
 	// their shaping (GET /v1/admin/destinations).
 	Destinations func() any
+	// SecretKey is SENDONCE_SECRET_KEY: with it, stored answers that carry
+	// a secret (a webhook's signing secret) are sealed (sealed.go).
+	SecretKey string
 }
 
 // Server is the HTTP API.

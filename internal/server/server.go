@@ -373,6 +373,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		Webhooks:              hooks,
 		Idempotency:           idem,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey,
+		SecretKey:             cfg.SecretKey,
 		DefaultTransport:      cfg.Transport,
 		RateLimit:             ratelimit.Limit{Requests: cfg.RateLimit, Window: cfg.RateLimitWindow}, Limiter: rf.limiter,
 		Dashboard:       dash,
