@@ -88,6 +88,9 @@ func (s *Service) PrepareRawSend(ctx context.Context, key *core.APIKey, sub RawS
 	if (len(key.Mailboxes) > 0 || key.Agent) && !strings.EqualFold(from.Address, mb.Address) {
 		return nil, core.Errorf(core.CodeForbidden, "from", "this API key may send only as its mailbox's address %s", mb.Address)
 	}
+	if err := s.checkVerifiedFrom(ctx, key.Tenant, send.From); err != nil {
+		return nil, err
+	}
 	if key.Agent {
 		if err := checkAgentMessage(h, send.To); err != nil {
 			return nil, err

@@ -123,3 +123,18 @@ func rawSubmit(t *testing.T, addr, secret string, data []byte) (int, string) {
 	code, msg, _ := tc.ReadResponse(0)
 	return code, msg
 }
+
+// TestSubmission_RequireVerifiedDomain: with --require-verified-domain a
+// message whose From domain the tenant has not verified is refused for
+// good (5.7.x) and nothing is sent; SMTP is a door like the API's.
+func TestSubmission_RequireVerifiedDomain(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, RequireVerifiedDomain: true})
+	c := dial(t, serve(t, env.Server.Submission, "127.0.0.1:0", false), env.AdminKey)
+	_, err := submit(c, "sender@example.com", []string{"ann@example.com"}, mail(newMsgID(), "Hi."))
+	if code(err) < 500 || enhanced(err) != "5.7.1" {
+		t.Fatalf("from an unverified domain: %v, want a permanent 5.7.1", err)
+	}
+	if n := env.QueryInt(t, `SELECT count(*) FROM sends`); n != 0 {
+		t.Fatalf("%d sends stored from a refused message", n)
+	}
+}
