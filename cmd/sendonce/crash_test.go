@@ -59,7 +59,7 @@ type proc struct {
 	done chan struct{}
 }
 
-var listenRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
+var listenRE = regexp.MustCompile(`msg=listening addr=(\S+)|"msg":"listening","addr":"([^"]+)"`)
 
 func startServe(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
@@ -100,7 +100,7 @@ func spawnServe(bin string, args ...string) (*proc, error) {
 			p.mu.Unlock()
 			if m := listenRE.FindStringSubmatch(line); m != nil {
 				select {
-				case addr <- m[1]:
+				case addr <- m[1] + m[2]:
 				default:
 				}
 			}

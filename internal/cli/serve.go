@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sendonce/sendonce/internal/accesslog"
 	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 	"github.com/sendonce/sendonce/internal/transport"
@@ -52,6 +53,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
+	sc.AccessLog = accessLog(logger, blog, cfg.LogFormat)
 	s, err := server.New(ctx, sc, logger)
 	if err != nil {
 		return err
@@ -109,6 +111,17 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (Co
 
 // serverConfig is the server's config from the flags: cfg.Server, and
 // what the CLI's own flags say in server terms.
+// accessLog writes the API's request lines straight into the log buffer,
+// in the logger's format, when INFO lines are logged at all
+// (internal/accesslog says why).
+func accessLog(logger *slog.Logger, blog *bufferedLog, format string) accesslog.Logger {
+	fallback := accesslog.Slog{L: logger}
+	if !logger.Enabled(context.Background(), slog.LevelInfo) {
+		return fallback
+	}
+	return accesslog.Direct{W: blog, JSON: format == "json", Fallback: fallback}
+}
+
 func (c *Config) serverConfig() (server.Config, error) {
 	smtpCfg, err := c.SMTP.submissionConfig()
 	if err != nil {

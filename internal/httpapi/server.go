@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/idempotency"
+	"github.com/sendonce/sendonce/internal/accesslog"
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/metrics"
@@ -65,6 +66,9 @@ type Config struct {
 	// Destinations, when set, reports this process's mx destinations and
 	// their shaping (GET /v1/admin/destinations).
 	Destinations func() any
+	// AccessLog takes the one line per request. Defaults to the logger
+	// given to NewServer (accesslog.Slog).
+	AccessLog accesslog.Logger
 	// SecretKey is SENDONCE_SECRET_KEY: with it, stored answers that carry
 	// a secret (a webhook's signing secret) are sealed (sealed.go).
 	SecretKey string
@@ -85,7 +89,8 @@ type Server struct {
 	limiter ratelimit.Limiter
 	hooks   *webhook.Service
 	// inflight bounds the send requests in progress.
-	inflight *inflight
+	inflight  *inflight
+	accessLog accesslog.Logger
 }
 
 // NewServer returns the API as an http.Handler.
@@ -115,6 +120,9 @@ func newServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Lo
 		inflight: newInflight(cfg.MaxInflightBytes)}
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory(svc.Now)
+	}
+	if s.accessLog = cfg.AccessLog; s.accessLog == nil {
+		s.accessLog = accesslog.Slog{L: logger}
 	}
 	s.fp = idempotency.NewFingerprintMemo(idempotency.DefaultFingerprintMemo)
 	if s.idem = cfg.Idempotency; s.idem == nil {
@@ -219,10 +227,8 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			if s.metrics != nil {
 				s.metrics.HTTPRequests.WithLabelValues(strconv.Itoa(lw.status)).Inc()
 			}
-			s.logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
-				slog.String("method", r.Method), slog.String("route", r.Pattern), slog.String("path", r.URL.Path),
-				slog.Int("status", lw.status), slog.Duration("duration", time.Since(start)),
-				slog.String("key", lw.keyID), slog.Bool("replayed", lw.Header().Get("Idempotent-Replayed") == "true"))
+			s.accessLog.Log(r.Context(), accesslog.Line{Time: time.Now(), Method: r.Method, Route: r.Pattern, Path: r.URL.Path,
+				Status: lw.status, Duration: time.Since(start), Key: lw.keyID, Replayed: lw.Header().Get("Idempotent-Replayed") == "true"})
 		}()
 		next.ServeHTTP(lw, r)
 	})
