@@ -21,23 +21,31 @@ const MaxConcurrentFetches = 4
 // from a Content-Length.
 const fetchStep = 256 << 10
 
-// MemoryCharge adds n bytes to what the request holds of the process's
-// in-flight memory bound (--max-inflight-bytes) until it ends; it returns
-// a core.CodeUnavailable error when no room comes in time.
-type MemoryCharge func(ctx context.Context, n int64) error
+// MemoryCharge is the request's room in the process's in-flight memory
+// bound (--max-inflight-bytes): ChargeMemory adds n bytes to it until the
+// request ends, or returns a core.CodeUnavailable error when no room
+// comes in time.
+type MemoryCharge interface {
+	ChargeMemory(ctx context.Context, n int64) error
+}
 
 type chargeKey struct{}
 
-// WithMemoryCharge returns ctx carrying the request's charge: the HTTP
-// layer, which owns the bound, gives it; downloads made for the request
-// add to it.
-func WithMemoryCharge(ctx context.Context, f MemoryCharge) context.Context {
-	return context.WithValue(ctx, chargeKey{}, f)
+// MemoryChargeKey is the context key of the request's charge. The HTTP
+// layer, which owns the bound, keeps each request's state in one context
+// value that answers this key itself (one context per request, not one
+// per fact); WithMemoryCharge is the general way.
+var MemoryChargeKey any = chargeKey{}
+
+// WithMemoryCharge returns ctx carrying the request's charge; downloads
+// made for the request add to it.
+func WithMemoryCharge(ctx context.Context, c MemoryCharge) context.Context {
+	return context.WithValue(ctx, chargeKey{}, c)
 }
 
 func memoryCharge(ctx context.Context) MemoryCharge {
-	f, _ := ctx.Value(chargeKey{}).(MemoryCharge)
-	return f
+	c, _ := ctx.Value(chargeKey{}).(MemoryCharge)
+	return c
 }
 
 // fetchSlot takes one of the process's download slots; release gives it
@@ -66,7 +74,7 @@ type chargedReader struct {
 func (c *chargedReader) Read(p []byte) (int, error) {
 	if c.charge != nil && c.read+int64(len(p)) > c.charged {
 		step := max(int64(fetchStep), c.read+int64(len(p))-c.charged)
-		if err := c.charge(c.ctx, step); err != nil {
+		if err := c.charge.ChargeMemory(c.ctx, step); err != nil {
 			return 0, err
 		}
 		c.charged += step

@@ -83,10 +83,16 @@ func (s *Server) bounded(next http.Handler) http.Handler {
 			s.writeBusy(w, r)
 			return
 		}
+		if st := stateFrom(r.Context()); st != nil {
+			st.charge.held, st.charged = n, true
+			defer func() { s.inflight.all.Release(st.charge.held) }()
+			next.ServeHTTP(w, r)
+			return
+		}
 		c := &charge{held: n}
 		defer func() { s.inflight.all.Release(c.held) }()
 		ctx := context.WithValue(r.Context(), chargeCtx, c)
-		ctx = app.WithMemoryCharge(ctx, func(ctx context.Context, more int64) error { return s.chargeAdd(ctx, c, more) })
+		ctx = app.WithMemoryCharge(ctx, chargeFunc(func(ctx context.Context, more int64) error { return s.chargeAdd(ctx, c, more) }))
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

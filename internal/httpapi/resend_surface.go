@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -96,10 +95,7 @@ func (s *Server) resendAuth(scope core.Scope, next http.Handler) http.Handler {
 				Message: fmt.Sprintf("this API key lacks the %q scope", scope)})
 			return
 		}
-		if lw, ok := w.(*loggingWriter); ok {
-			lw.keyID = app.KeyFingerprint(key)
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), apiKeyCtx, key)))
+		next.ServeHTTP(w, withKey(w, r, key))
 	})
 }
 

@@ -120,13 +120,13 @@ func (s *Server) observe(o postOpts, res result) {
 // send routes (a replayed approve is no duplicate email).
 func (s *Server) duplicate(o postOpts, via string) {
 	if s.metrics != nil && o.audit {
-		s.metrics.DuplicatesPrevented.WithLabelValues(via).Inc()
+		s.metrics.DuplicatePrevented(via)
 	}
 }
 
 func (s *Server) conflict(reason string) {
 	if s.metrics != nil {
-		s.metrics.IdempotencyConflicts.WithLabelValues(reason).Inc()
+		s.metrics.IdempotencyConflict(reason)
 	}
 }
 

@@ -100,7 +100,7 @@ func (s *Server) handleListSends(w http.ResponseWriter, r *http.Request) {
 	if f.IdempotencyKey != "" && len(sends) > 0 && r.Header.Get(IntentHeader) != "" && s.metrics != nil {
 		// The MCP server's look before it sends, which found the intent's
 		// send: a duplicate it did not make.
-		s.metrics.DuplicatesPrevented.WithLabelValues(metrics.ViaMCP).Inc()
+		s.metrics.DuplicatePrevented(metrics.ViaMCP)
 	}
 	out := listView[*sendView]{Object: "list", Data: make([]*sendView, 0, len(sends)), Next: optString(next)}
 	for _, sd := range sends {

@@ -166,10 +166,7 @@ func (s *Server) auth(scope core.Scope, next http.Handler) http.Handler {
 			writeError(w, r, s.logger, core.Errorf(core.CodeForbidden, "", "this API key lacks the %q scope", scope))
 			return
 		}
-		if lw, ok := w.(*loggingWriter); ok {
-			lw.keyID = app.KeyFingerprint(key)
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), apiKeyCtx, key)))
+		next.ServeHTTP(w, withKey(w, r, key))
 	})
 }
 
@@ -216,7 +213,9 @@ func (w *loggingWriter) Write(b []byte) (int, error) {
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		lw := &loggingWriter{ResponseWriter: w}
+		st := &reqState{srv: s, lw: loggingWriter{ResponseWriter: w}}
+		lw := &st.lw
+		r = r.WithContext(&stateCtx{Context: r.Context(), st: st})
 		defer func() {
 			if p := recover(); p != nil {
 				s.logger.ErrorContext(r.Context(), "panic in handler", slog.Any("panic", p), slog.String("path", r.URL.Path))
@@ -225,7 +224,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 				}
 			}
 			if s.metrics != nil {
-				s.metrics.HTTPRequests.WithLabelValues(strconv.Itoa(lw.status)).Inc()
+				s.metrics.HTTPRequest(lw.status)
 			}
 			s.accessLog.Log(r.Context(), accesslog.Line{Time: time.Now(), Method: r.Method, Route: r.Pattern, Path: r.URL.Path,
 				Status: lw.status, Duration: time.Since(start), Key: lw.keyID, Replayed: lw.Header().Get("Idempotent-Replayed") == "true"})

@@ -31,6 +31,8 @@ type Metrics struct {
 	// how they were caught (DuplicateVias); the dashboard's overview
 	// prices them.
 	DuplicatesPrevented *prometheus.CounterVec // via
+	status              statusCounters
+	vias                boundVias
 	// GroupCommitSize observes how many write transactions each commit
 	// carried (a batch of the group commit, on either database).
 	GroupCommitSize prometheus.Histogram

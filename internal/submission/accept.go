@@ -220,17 +220,17 @@ func (s *Server) decided(d idempotency.Decision) (*smtp.SMTPError, string, strin
 		if s.metrics != nil {
 			s.metrics.IdempotentReplays.Inc()
 			s.metrics.SMTPMessages.WithLabelValues("replayed").Inc()
-			s.metrics.DuplicatesPrevented.WithLabelValues(metrics.ViaSMTP).Inc()
+			s.metrics.DuplicatePrevented(metrics.ViaSMTP)
 		}
 		return reply(250, smtp.EnhancedCode{2, 0, 0}, "OK: already accepted as "+a.ID+"; not sent again"), a.ID, "replayed"
 	case idempotency.Mismatch:
 		if s.metrics != nil {
-			s.metrics.IdempotencyConflicts.WithLabelValues("reused").Inc()
+			s.metrics.IdempotencyConflict("reused")
 		}
 		return reply(554, smtp.EnhancedCode{5, 7, 0}, "this message's idempotency key was used for a different message; use a new key (or Message-ID)"), "", "reused"
 	case idempotency.InUse:
 		if s.metrics != nil {
-			s.metrics.IdempotencyConflicts.WithLabelValues("in_use").Inc()
+			s.metrics.IdempotencyConflict("in_use")
 		}
 		return reply(451, smtp.EnhancedCode{4, 7, 0}, "a message with this idempotency key is still being accepted; try again shortly"), "", "in_use"
 	}
