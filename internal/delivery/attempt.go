@@ -44,7 +44,8 @@ func (d *Deliverer) Claim(ctx context.Context, n int) (claimed []Claimed, short 
 	}
 	var sends []*core.Send
 	token := idempotency.NewToken()
-	err = d.store.InTx(ctx, func(tx core.Tx) error {
+	// Background: accepts waiting on the one writer come first (core.Background).
+	err = d.store.InTx(core.Background(ctx), func(tx core.Tx) error {
 		now := d.cfg.Now().UTC()
 		var err error
 		sends, err = tx.ClaimDue(ctx, core.ClaimParams{Now: now, Lease: d.lease(), Token: token, Limit: n})
@@ -358,7 +359,7 @@ func outcomeOf(err error, attempt, maxAttempts int) outcome {
 func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o outcome, inTx func(core.Tx) error) error {
 	// Written even when the attempt's own context ended, and within the
 	// lease: losing it would turn a known result into unknown.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordBudget(d.leaseOf(s)))
+	wctx, cancel := context.WithTimeout(core.Background(context.WithoutCancel(ctx)), recordBudget(d.leaseOf(s)))
 	defer cancel()
 	now := d.cfg.Now().UTC()
 	var backoff time.Duration

@@ -40,9 +40,13 @@ const maxBatchTries = 5
 // on each other's rows: the batch that PostgreSQL picks as the victim runs
 // again from the start (maxBatchTries).
 type groupCommit struct {
-	store    *Store
-	begin    func(ctx context.Context) (batchTx, error)
-	reqs     chan *txReq // unbuffered: a request received is always answered
+	store *Store
+	begin func(ctx context.Context) (batchTx, error)
+	reqs  chan *txReq // unbuffered: a request received is always answered
+	// low carries background writes (core.Background): a batch takes at
+	// most backgroundShare of them per foreground write it holds, and
+	// fills with them when no foreground write waits.
+	low      chan *txReq
 	maxBatch int
 	// deferRows: the batch's send rows and key records wait in deferredRows
 	// and are written as multi-row statements.
@@ -84,7 +88,7 @@ func newGroupCommit(s *Store, maxBatch, lanes int, deferRows bool, begin func(co
 		maxBatch = DefaultMaxBatch
 	}
 	g := &groupCommit{
-		store: s, begin: begin, reqs: make(chan *txReq), maxBatch: maxBatch, deferRows: deferRows,
+		store: s, begin: begin, reqs: make(chan *txReq), low: make(chan *txReq), maxBatch: maxBatch, deferRows: deferRows,
 		stop: make(chan struct{}),
 	}
 	for range max(1, lanes) {
@@ -98,8 +102,12 @@ func newGroupCommit(s *Store, maxBatch, lanes int, deferRows bool, begin func(co
 // in the caller's goroutine.
 func (g *groupCommit) do(ctx context.Context, fn func(core.Tx) error) error {
 	r := &txReq{ctx: ctx, fn: fn, done: make(chan struct{})}
+	line := g.reqs
+	if core.IsBackground(ctx) {
+		line = g.low
+	}
 	select {
-	case g.reqs <- r:
+	case line <- r:
 	case <-g.stop:
 		return ErrClosed
 	case <-ctx.Done():
@@ -120,26 +128,59 @@ func (g *groupCommit) close() {
 }
 
 func (g *groupCommit) run() {
-	batch := make([]*txReq, 0, g.maxBatch)
+	batch := make([]*txReq, 0, g.maxBatch+g.maxBatch/backgroundShare+1)
 	for {
 		select {
 		case r := <-g.reqs:
 			batch = append(batch[:0], r)
+		case r := <-g.low:
+			batch = append(batch[:0], r)
 		case <-g.stop:
 			return
 		}
-	fill:
-		for len(batch) < g.maxBatch {
-			select {
-			case r := <-g.reqs:
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
+		batch = g.fill(batch)
 		g.runBatch(batch)
 		clear(batch) // let the finished requests go
 	}
+}
+
+// backgroundShare bounds a batch's background writes: at most one for
+// every backgroundShare foreground writes it holds (and at least one).
+// On SQLite's one writer, delivery's claims and outcome records took as
+// much of the writer as the accepts did; waiting accepts now come first,
+// and delivery still moves in every batch.
+const backgroundShare = 4
+
+// fill adds to batch (holding its first request) the writes waiting now:
+// every foreground one up to maxBatch, then background ones within their
+// share.
+func (g *groupCommit) fill(batch []*txReq) []*txReq {
+	fg := 0
+	if !core.IsBackground(batch[0].ctx) {
+		fg = 1
+	}
+fg:
+	for len(batch) < g.maxBatch {
+		select {
+		case r := <-g.reqs:
+			batch, fg = append(batch, r), fg+1
+		default:
+			break fg
+		}
+	}
+	room := g.maxBatch - len(batch)
+	if fg > 0 {
+		room = max(1, fg/backgroundShare) - (len(batch) - fg)
+	}
+	for ; room > 0; room-- {
+		select {
+		case r := <-g.low:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // batchEnd is how one run of a batch ended.
