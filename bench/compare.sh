@@ -11,6 +11,8 @@
 #             bench/wrk/accept.lua (a fresh Idempotency-Key per request), a
 #             WARMUP before every measured round, the side not measured is
 #             paused (SIGSTOP). Only 200 answers count (ok_rps).
+#   api       the same, sendonce as `serve --role api` (no delivery in the
+#             process), against the same yardstick in the same rounds.
 #   replay    replays of 200 keys per wrk thread (bench/wrk/send.lua,
 #             WRK_KEYS=200) vs bare net/http decoding the JSON POST and
 #             answering JSON (sendonce-bench --baseline). 2xx answers/s.
@@ -26,6 +28,14 @@
 #             (one accept's statements, PostgreSQL alone) — the statements
 #             follow the schema, so check them after a schema change.
 #             Skipped when pg_isready fails.
+#   postfix   SMTP in: one load client (sendonce-bench --mode smtp, 20
+#             sessions kept open, MSGS messages of ~1.5 KiB) into sendonce's
+#             submission listener (AUTH with an API key) vs a private
+#             Postfix (own configuration and queue under the work
+#             directory), both relaying to smtp-sink: accept into the
+#             durable queue with delivery held, the drain of that backlog,
+#             and end to end. bench/compare_postfix.sh says how each is
+#             held, released and timed. Run as root (Postfix needs it).
 #   storm     sendonce-bench --mode storm (1,000 keys × 8 concurrent
 #             duplicates, then every key looked up): p99 and duplicates.
 #             No yardstick; the contract is 0 duplicates.
@@ -34,30 +44,36 @@
 # that processes outside this script used meanwhile; the last line flags a
 # run where that passed 10% (a shared machine: rerun when it is quiet).
 #
+# The summary at the end has one line per row, and the peak resident memory
+# (VmHWM) of the largest sendonce process the script started itself.
+#
 # Usage (from anywhere; it builds both binaries from this tree first):
 #
 #   bench/compare.sh                                   # everything, RUNS=3
 #   RUNS=1 DURATION=3s BACKLOG=3000 bench/compare.sh   # a quick check
 #   ONLY="accept replay" bench/compare.sh              # some sections
+#   RUNS=1 MSGS=2000 ONLY=postfix bench/compare.sh     # a quick SMTP check
 #
-# Environment (defaults): ONLY ("accept replay delivery postgres storm"),
+# Environment (defaults): ONLY ("accept api replay delivery postgres postfix storm"),
 # RUNS (3), DURATION (10s, per measured round; seconds or minutes), WARMUP
 # (5s), CONNS (64: replay and storm concurrency), BACKLOG (20000),
 # DRAIN_TIMEOUT (300 s), PGURL (postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable;
 # the script creates and drops databases named sendonce_bench_*),
-# PG_ACCEPT_SQL (0), SENDONCE_BIN and SENDONCE_BENCH_BIN (prebuilt binaries
+# PG_ACCEPT_SQL (0), MSGS (20000), MSG_SIZE (1536 bytes) and SMTP_SESSIONS
+# (20) for the postfix section, SENDONCE_BIN and SENDONCE_BENCH_BIN (prebuilt binaries
 # instead of building this tree, e.g. while it does not build).
 #
 # Needs: go, wrk, curl, python3; node + npm and redis-server (accept; the
 # first run does `npm ci` in bench/redislock, from the npm registry);
-# smtp-sink and smtp-source (postfix; delivery); psql, pgbench, pg_isready
+# smtp-sink and smtp-source (postfix; delivery); postfix, postconf and
+# postqueue (postfix); psql, pgbench, pg_isready
 # (postgres). Everything listens on, and talks to, 127.0.0.1 only; every
 # wait is bounded; every process it starts is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-ONLY=${ONLY:-accept replay delivery postgres storm}
+ONLY=${ONLY:-accept api replay delivery postgres postfix storm}
 RUNS=${RUNS:-3}
 DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-5s}
@@ -92,7 +108,8 @@ WARM_S=$(secs "$WARMUP")
 	die "RUNS, DURATION, WARMUP and BACKLOG must be positive whole numbers (DURATION/WARMUP: Ns or Nm)"
 
 for w in $ONLY; do
-	[[ " accept replay delivery postgres storm " == *" $w "* ]] || die "ONLY: unknown section $w (accept replay delivery postgres storm)"
+	[[ " accept api replay delivery postgres postfix storm " == *" $w "* ]] ||
+		die "ONLY: unknown section $w (accept api replay delivery postgres postfix storm)"
 done
 need wrk curl python3
 work=$(mktemp -d)
@@ -117,6 +134,7 @@ stop() {
 }
 cleanup() {
 	set +e
+	declare -F pf_stop >/dev/null && pf_stop
 	((${#pids[@]})) && stop "${pids[@]}"
 	for d in "${pgdbs[@]}"; do
 		psql "$PGURL" -qAtX -c "DROP DATABASE IF EXISTS $d WITH (FORCE)" >/dev/null 2>&1
@@ -164,6 +182,14 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (
 field() { tr ' ' '\n' <<<"$2" | awk -F= -v k="$1" '$1 == k {print $2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.3f", a / b; else print "nan"}'; }
 row() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$work/summary.tsv"; } # what, sendonce, yardstick, ratio
+# peak_rss WHAT PID: note the process's peak resident memory (VmHWM, from
+# /proc: it must still be running) for the summary's peak RSS row.
+peak_rss() {
+	local kib
+	kib=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$2/status" 2>/dev/null || true)
+	[[ -n $kib ]] && printf '%s\t%s\n' "$kib" "$1" >>"$work/rss.tsv"
+	return 0
+}
 
 # accept URL SECRET CONNS THREADS DUR: one wrk run of accept.lua; prints its RESULT line.
 accept() {
@@ -230,7 +256,10 @@ newdb() {
 	key=$("$work/sendonce" keys create --db "$db" --name bench --scopes send,read)
 }
 
-for p in $P_SENDONCE $P_BASELINE $P_YARD $P_REDIS "${P_PGAPI[@]}" $P_BACKLOG $P_SINK; do
+# The postfix section's functions and ports.
+# shellcheck source=bench/compare_postfix.sh
+. bench/compare_postfix.sh
+for p in $P_SENDONCE $P_BASELINE $P_YARD $P_REDIS "${P_PGAPI[@]}" $P_BACKLOG $P_SINK $P_SMTP $P_PFX $P_PFSINK; do
 	port_free "$p" || die "127.0.0.1:$p is in use; this script needs it"
 done
 
@@ -249,11 +278,16 @@ echo "machine: $(nproc) cores, $(uname -sr), load average $(cut -d' ' -f1-3 /pro
 echo "RUNS=$RUNS DURATION=$DURATION WARMUP=$WARMUP ONLY=\"$ONLY\""
 : >"$work/summary.tsv"
 
-# ---------------------------------------------------------------- accept
-if want accept; then
+# ---------------------------------------------------------------- accept, api
+# accept_vs_redislock TAG WHAT ROW SERVE_ARGS...: RUNS rounds of new-key
+# accepts, `sendonce serve SERVE_ARGS` on a fresh SQLite database against
+# the Redis-lock yardstick, each side paused while the other is measured.
+accept_vs_redislock() {
+	local tag=$1 what=$2 rowname=$3 i s y o r redis_pid yard_pid so_pid
+	shift 3
 	need node npm redis-server
 	echo
-	echo "== new-key accepts: sendonce (SQLite, one process, capture delivery) vs the Redis-lock design"
+	echo "== new-key accepts: sendonce ($what) vs the Redis-lock design"
 	if [[ ! -d bench/redislock/node_modules ]]; then
 		(cd bench/redislock && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci in bench/redislock failed"
 	fi
@@ -267,13 +301,13 @@ if want accept; then
 	yard_pid=$started
 	wait_http "http://127.0.0.1:$P_YARD/" "$yard_pid" || die "the Redis-lock yardstick did not start: $(cat "$work/yard.log")"
 
-	newdb accept
-	start "$work/accept-sendonce.log" "$work/sendonce" serve --db "$db" --transport capture --addr 127.0.0.1:$P_SENDONCE
+	newdb "$tag"
+	start "$work/$tag-sendonce.log" "$work/sendonce" serve --db "$db" --addr 127.0.0.1:$P_SENDONCE "$@"
 	so_pid=$started
-	wait_http "http://127.0.0.1:$P_SENDONCE/healthz" "$so_pid" || die "sendonce did not start: $(cat "$work/accept-sendonce.log")"
+	wait_http "http://127.0.0.1:$P_SENDONCE/healthz" "$so_pid" || die "sendonce did not start: $(cat "$work/$tag-sendonce.log")"
 	kill -STOP "$redis_pid" "$yard_pid"
 
-	: >"$work/accept.txt"
+	: >"$work/$tag.txt"
 	for i in $(seq "$RUNS"); do
 		kill -CONT "$so_pid"
 		((WARM_S)) && accept "http://127.0.0.1:$P_SENDONCE/v1/send" "$key" 50 2 "${WARM_S}s" >/dev/null
@@ -291,13 +325,24 @@ if want accept; then
 		echo "  round $i  redis-lock  $(describe "$y")  others ${o}% CPU"
 		r=$(ratio "$(field ok_rps "$s")" "$(field ok_rps "$y")")
 		echo "  round $i  ratio $r"
-		echo "$(field ok_rps "$s") $(field p99_ms "$s") $(field ok_rps "$y") $(field p99_ms "$y") $r" >>"$work/accept.txt"
+		echo "$(field ok_rps "$s") $(field p99_ms "$s") $(field ok_rps "$y") $(field p99_ms "$y") $r" >>"$work/$tag.txt"
 	done
-	m() { cut -d' ' -f"$1" "$work/accept.txt" | median; }
+	m() { cut -d' ' -f"$1" "$work/$tag.txt" | median; }
 	printf '  median: sendonce %.0f ok/s (p99 %.1f ms), redis-lock %.0f ok/s (p99 %.1f ms), ratio %s\n' "$(m 1)" "$(m 2)" "$(m 3)" "$(m 4)" "$(m 5)"
-	row "new-key accepts, SQLite, one process (ok/s, p99)" "$(printf '%.0f/s, p99 %.1f ms' "$(m 1)" "$(m 2)")" \
+	row "$rowname" "$(printf '%.0f/s, p99 %.1f ms' "$(m 1)" "$(m 2)")" \
 		"$(printf 'Redis-lock %.0f/s, p99 %.1f ms' "$(m 3)" "$(m 4)")" "$(m 5)"
+	peak_rss "$tag: serve $*" "$so_pid"
 	halt "$so_pid" "$yard_pid" "$redis_pid"
+}
+if want accept; then
+	accept_vs_redislock accept "SQLite, one process, capture delivery" \
+		"new-key accepts, SQLite, one process (ok/s, p99)" --transport capture
+fi
+if want api; then
+	# No delivery in the process: what the HTTP path and the queue write
+	# cost alone, without the workers' share of the two cores.
+	accept_vs_redislock api "SQLite, serve --role api, no delivery in the process" \
+		"new-key accepts, SQLite, serve --role api (ok/s, p99)" --role api
 fi
 
 # ---------------------------------------------------------------- replay
@@ -407,6 +452,7 @@ if want delivery; then
 		os=$(others)
 		sent=$(metric 127.0.0.1:$P_BACKLOG 'sendonce_delivery_attempts_total{outcome="sent"}')
 		tempfail=$(metric 127.0.0.1:$P_BACKLOG 'sendonce_delivery_attempts_total{outcome="tempfail"}')
+		peak_rss "delivery: serve (drain)" "$drain_pid"
 		halt "$drain_pid"
 		s=$(awk -v n="$depth" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", n / (b - a)}')
 		st=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}')
@@ -512,6 +558,8 @@ if want postgres; then
 
 			# Stopped first: their pools (20 connections each) and pgbench's 32
 			# clients together pass a default max_connections of 100.
+			for p in "${api_pids[@]}"; do peak_rss "postgres: serve --role api" "$p"; done
+			peak_rss "postgres: serve --role worker" "$worker_pid"
 			halt "${api_pids[@]}" "$worker_pid"
 			if ((PG_ACCEPT_SQL)) && ((i == RUNS)); then
 				# PostgreSQL alone running one accept's statements, on the migrated database.
@@ -547,6 +595,9 @@ if want postgres; then
 	fi
 fi
 
+# ---------------------------------------------------------------- postfix
+want postfix && postfix_section
+
 # ---------------------------------------------------------------- storm
 if want storm; then
 	echo
@@ -577,6 +628,10 @@ if want storm; then
 	tail -1 "$work/summary.tsv" | cut -f2 | sed 's/^/  median: /'
 fi
 
+if [[ -s $work/rss.tsv ]]; then
+	row "peak RSS of one sendonce process (VmHWM)" "$(sort -n "$work/rss.tsv" | tail -1 | awk -F'\t' '{printf "%.0f MiB (%s)", $1 / 1024, $2}')" \
+		"-" "-"
+fi
 echo
 echo "== summary: RUNS=$RUNS DURATION=$DURATION, ratio = median of the per-round ratios sendonce / yardstick"
 python3 - "$work/summary.tsv" <<-'EOF'

@@ -113,6 +113,11 @@ func (t *smtpTally) fail(err error) {
 // takes a number from one counter, so the total is exact whatever the
 // sessions' speeds; a message whose dial failed counts as an error, which
 // bounds the run by the count even against a server that is gone.
+//
+// The sessions are opened one after another before the clock starts: the
+// figure is messages over open sessions, and sendonce lets one address
+// hold only a few connections that have not authenticated yet, so twenty
+// dialled at once would be refused 421 in part.
 func runSMTPLoad(ctx context.Context, l smtpLoad) (*smtpResult, error) {
 	run := make([]byte, 6)
 	if _, err := rand.Read(run); err != nil {
@@ -124,12 +129,24 @@ func runSMTPLoad(ctx context.Context, l smtpLoad) (*smtpResult, error) {
 		tally smtpTally
 		wg    sync.WaitGroup
 	)
+	clients := make([]*smtp.Client, l.sessions)
+	for i := range clients {
+		c, err := l.dial()
+		if err != nil {
+			for _, c := range clients[:i] {
+				_ = c.Close()
+			}
+			return nil, fmt.Errorf("opening session %d of %d: %w", i+1, l.sessions, err)
+		}
+		clients[i] = c
+	}
+	tally.dials = l.sessions
 	start := time.Now()
-	for range l.sessions {
+	for _, c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l.session(ctx, runID, &next, &tally)
+			l.session(ctx, c, runID, &next, &tally)
 		}()
 	}
 	wg.Wait()
@@ -145,11 +162,10 @@ func runSMTPLoad(ctx context.Context, l smtpLoad) (*smtpResult, error) {
 	return r, nil
 }
 
-// session is one client connection sending messages until the counter
-// passes l.messages. It dials again only after a failure that left no
-// usable connection.
-func (l smtpLoad) session(ctx context.Context, runID string, next *atomic.Int64, tally *smtpTally) {
-	var c *smtp.Client
+// session is one client connection, c, sending messages until the
+// counter passes l.messages. It dials again only after a failure that left
+// no usable connection.
+func (l smtpLoad) session(ctx context.Context, c *smtp.Client, runID string, next *atomic.Int64, tally *smtpTally) {
 	defer func() {
 		if c != nil {
 			_ = c.Quit()
