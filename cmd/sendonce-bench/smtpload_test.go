@@ -6,6 +6,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ type countingServer struct {
 
 	mu       sync.Mutex
 	sessions int
+	perConn  []int // messages taken on each session, in the order they opened
 	mails    int
 	ids      map[string]int
 	sizes    []int
@@ -56,11 +58,13 @@ func (s *countingServer) NewSession(*smtp.Conn) (smtp.Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sessions++
-	return &countingSession{s: s}, nil
+	s.perConn = append(s.perConn, 0)
+	return &countingSession{s: s, idx: len(s.perConn) - 1}, nil
 }
 
 type countingSession struct {
 	s      *countingServer
+	idx    int
 	refuse bool
 }
 
@@ -93,6 +97,7 @@ func (cs *countingSession) Data(r io.Reader) error {
 	cs.s.mu.Lock()
 	defer cs.s.mu.Unlock()
 	cs.s.ids[id]++
+	cs.s.perConn[cs.idx]++
 	cs.s.sizes = append(cs.s.sizes, len(b))
 	return nil
 }
@@ -118,8 +123,8 @@ func TestSMTPLoad_EveryMessageOnceOverItsSessions(t *testing.T) {
 	if r.sent != 200 || r.errors != 0 || len(s.ids) != 200 || s.ids[""] != 0 {
 		t.Fatalf("sent %d, errors %d (%s); the server saw %d distinct Message-IDs", r.sent, r.errors, r.firstError, len(s.ids))
 	}
-	if r.dials != 4 || s.sessions != 4 {
-		t.Fatalf("%d dials, %d sessions at the server: want the 4 sessions reused", r.dials, s.sessions)
+	if r.dials != 4 || s.sessions != 4 || slices.Contains(s.perConn, 0) {
+		t.Fatalf("%d dials, %d sessions at the server carrying %v messages: want 4 sessions, each reused", r.dials, s.sessions, s.perConn)
 	}
 	for _, n := range s.sizes {
 		if n < 1400 || n > 1600 {
