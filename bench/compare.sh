@@ -458,6 +458,9 @@ if want storm; then
 			print("  round %s  p50 %.1f ms  p99 %.1f ms  requests %d  duplicates %s  statuses %s  others %s%% CPU" % (
 			    sys.argv[2], r["p50_ns"] / 1e6, r["p99_ns"] / 1e6, r["requests"], r.get("duplicates"), r.get("statuses"), sys.argv[3]))
 		EOF
+		# sendonce-bench started the process, and read its peak RSS for us.
+		python3 -c 'import json, sys; k = json.load(open(sys.argv[1]))[0].get("peak_rss_kib"); k and print("%d\tstorm: serve (sendonce-bench --spawn-api 1)" % k)' \
+			"$work/storm$i.json" >>"$work/rss.tsv"
 	done
 	python3 - "$work" "$RUNS" >>"$work/summary.tsv" <<-'EOF'
 		import json, statistics, sys
