@@ -267,6 +267,9 @@ postfix_section() {
 	need postfix postconf postqueue smtp-sink
 	[[ $MSGS =~ ^[1-9][0-9]*$ && $SMTP_SESSIONS =~ ^[1-9][0-9]*$ && $MSG_SIZE =~ ^[1-9][0-9]*$ ]] ||
 		die "MSGS, SMTP_SESSIONS and MSG_SIZE must be positive whole numbers"
+	# sendonce's default --smtp-max-sessions-per-key: past it AUTH is 454,
+	# and the side on its defaults is what this section measures.
+	((SMTP_SESSIONS <= 20)) || die "SMTP_SESSIONS: at most 20, the sessions one API key may hold on sendonce's defaults"
 	((EUID == 0)) || die "the postfix section runs Postfix, which must be started as root"
 	echo
 	echo "== SMTP in: sendonce (SQLite, one process) vs a private Postfix, $MSGS messages of $MSG_SIZE bytes over $SMTP_SESSIONS sessions, both relaying to smtp-sink"
