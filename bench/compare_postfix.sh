@@ -38,6 +38,8 @@ SMTP_SESSIONS=${SMTP_SESSIONS:-20}
 pf_procs="master qmgr smtpd cleanup smtp trivial-rewrite pickup anvil scache bounce postlogd showq proxymap"
 
 pf=$work/postfix
+# sendonce's relay: the section's smtp-sink.
+so_tr="--transport smtp://127.0.0.1:$P_PFSINK?tls=none"
 
 # pf_start: a Postfix of its own under $pf, smtpd on 127.0.0.1:$P_PFX,
 # relaying everything to the sink; mail is held (defer_transports) until
@@ -183,11 +185,13 @@ so_serve() {
 		die "sendonce did not start: $(tail -5 "$log")"
 }
 
-# pf_round I: one round's six legs; appends its rates and ratios to
-# $work/postfix.txt.
-pf_round() {
-	local i=$1 tr="--transport smtp://127.0.0.1:$P_PFSINK?tls=none" sa sd se pa pd pe o=() c0 t0 q
-	# sendonce: accept with delivery held, then the drain of that backlog.
+# The legs below set their figures (sa sd pa pd se pe) and append to o,
+# all locals of pf_round, which calls them.
+
+# so_held I: sendonce accepts with delivery held (sa), then drains that
+# backlog (sd).
+so_held() {
+	local i=$1 q c0 t0
 	newdb "pf$i"
 	so_serve "$work/pf-api$i.log" --role api
 	mark
@@ -200,16 +204,21 @@ pf_round() {
 	c0=$(sunk)
 	mark
 	t0=$(date +%s.%N)
-	# shellcheck disable=SC2086 # $tr is two words on purpose
-	so_serve "$work/pf-drain$i.log" $tr
+	# shellcheck disable=SC2086 # two words on purpose
+	so_serve "$work/pf-drain$i.log" $so_tr
 	until_true "sendonce's drain" depth_is 0
 	sd=$(since "$t0" "$MSGS")
 	o+=("$(others)")
 	until_true "the sink's count of sendonce's drain" sink_has $((c0 + MSGS))
 	peak_rss "postfix: serve (drain)" "$so_pid"
 	halt "$so_pid"
+	rm -rf "${work:?}/pf$i"
+}
 
-	# Postfix: accept with defer_transports = smtp, then postqueue -f.
+# pf_held: Postfix accepts with defer_transports = smtp (pa), then
+# postqueue -f drains it (pd).
+pf_held() {
+	local q c0 t0
 	mark
 	pa=$(smtpload 127.0.0.1:$P_PFX "")
 	o+=("$(others)")
@@ -228,11 +237,14 @@ pf_round() {
 	until_true "Postfix's drain" pf_drained $((c0 + MSGS))
 	pd=$(since "$t0" "$MSGS")
 	o+=("$(others)")
+}
 
-	# End to end: both delivering while accepting.
+# both_e2e I: end to end, each side delivering while it accepts (se, pe).
+both_e2e() {
+	local i=$1 c0 t0
 	newdb "pf${i}e"
 	# shellcheck disable=SC2086
-	so_serve "$work/pf-e2e$i.log" $tr
+	so_serve "$work/pf-e2e$i.log" $so_tr
 	c0=$(sunk)
 	mark
 	t0=$(date +%s.%N)
@@ -242,7 +254,7 @@ pf_round() {
 	o+=("$(others)")
 	peak_rss "postfix: serve (end to end)" "$so_pid"
 	halt "$so_pid"
-	rm -rf "${work:?}/pf$i" "${work:?}/pf${i}e"
+	rm -rf "${work:?}/pf${i}e"
 	pf_hold 0
 	c0=$(sunk)
 	mark
@@ -252,6 +264,15 @@ pf_round() {
 	pe=$(since "$t0" "$MSGS")
 	o+=("$(others)")
 	pf_hold 1
+}
+
+# pf_round I: one round's six legs; appends its rates and ratios to
+# $work/postfix.txt.
+pf_round() {
+	local i=$1 sa sd se pa pd pe o=()
+	so_held "$i"
+	pf_held
+	both_e2e "$i"
 
 	printf '  round %d  accept  sendonce %6.0f msg/s   Postfix %6.0f msg/s   ratio %s\n' "$i" "$sa" "$pa" "$(ratio "$sa" "$pa")"
 	printf '  round %d  drain   sendonce %6.0f msg/s   Postfix %6.0f msg/s   ratio %s\n' "$i" "$sd" "$pd" "$(ratio "$sd" "$pd")"
@@ -273,7 +294,8 @@ postfix_section() {
 	((EUID == 0)) || die "the postfix section runs Postfix, which must be started as root"
 	echo
 	echo "== SMTP in: sendonce (SQLite, one process) vs a private Postfix, $MSGS messages of $MSG_SIZE bytes over $SMTP_SESSIONS sessions, both relaying to smtp-sink"
-	echo "   (Postfix holds mail with defer_transports = smtp and releases it with postqueue -f)"
+	echo "   (Postfix holds mail with defer_transports = smtp and releases it with postqueue -f;"
+	echo "    others: sendonce accept/drain, Postfix accept/drain, sendonce/Postfix end to end)"
 	# -c: running counters on its output, which is how the legs count what
 	# arrived; -u nobody: smtp-sink refuses to run as root without it.
 	start "$work/pfsink.log" smtp-sink -c -u nobody -m 1000 127.0.0.1:$P_PFSINK 1000
