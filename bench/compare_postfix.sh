@@ -37,6 +37,14 @@ P_SMTP=18795 P_PFX=18796 P_PFSINK=2527
 MSGS=${MSGS:-20000}
 MSG_SIZE=${MSG_SIZE:-1536}
 SMTP_SESSIONS=${SMTP_SESSIONS:-20}
+# Checked when the script starts, not after the sections before this one.
+if want postfix; then
+	[[ $MSGS =~ ^[1-9][0-9]*$ && $SMTP_SESSIONS =~ ^[1-9][0-9]*$ && $MSG_SIZE =~ ^[1-9][0-9]*$ ]] ||
+		die "MSGS, SMTP_SESSIONS and MSG_SIZE must be positive whole numbers"
+	# sendonce's default --smtp-max-sessions-per-key: past it AUTH is 454,
+	# and the side on its defaults is what this section measures.
+	((SMTP_SESSIONS <= 20)) || die "SMTP_SESSIONS: at most 20, the sessions one API key may hold on sendonce's defaults"
+fi
 # Postfix's processes are not children of this script (its master
 # daemonizes): named here, `others` counts them as this script's.
 pf_procs="master qmgr smtpd cleanup smtp trivial-rewrite pickup anvil scache bounce postlogd showq proxymap"
@@ -295,13 +303,23 @@ pf_round() {
 }
 
 postfix_section() {
-	need postfix postconf postqueue smtp-sink
-	[[ $MSGS =~ ^[1-9][0-9]*$ && $SMTP_SESSIONS =~ ^[1-9][0-9]*$ && $MSG_SIZE =~ ^[1-9][0-9]*$ ]] ||
-		die "MSGS, SMTP_SESSIONS and MSG_SIZE must be positive whole numbers"
-	# sendonce's default --smtp-max-sessions-per-key: past it AUTH is 454,
-	# and the side on its defaults is what this section measures.
-	((SMTP_SESSIONS <= 20)) || die "SMTP_SESSIONS: at most 20, the sessions one API key may hold on sendonce's defaults"
-	((EUID == 0)) || die "the postfix section runs Postfix, which must be started as root"
+	local t
+	# Skipped, as the postgres section is without PostgreSQL, so that a full
+	# run elsewhere still gives its other rows.
+	for t in postfix postconf postqueue smtp-sink; do
+		if ! command -v "$t" >/dev/null; then
+			echo
+			echo "== SMTP in, sendonce vs Postfix: skipped: $t is needed (apt-get install postfix)"
+			row "SMTP in vs a private Postfix" "skipped" "no $t" "-"
+			return 0
+		fi
+	done
+	if ((EUID != 0)); then
+		echo
+		echo "== SMTP in, sendonce vs Postfix: skipped: Postfix must be started as root"
+		row "SMTP in vs a private Postfix" "skipped" "not root" "-"
+		return 0
+	fi
 	echo
 	echo "== SMTP in: sendonce (SQLite, one process) vs a private Postfix, $MSGS messages of $MSG_SIZE bytes over $SMTP_SESSIONS sessions, both relaying to smtp-sink"
 	echo "   (Postfix holds mail with defer_transports = smtp and releases it with postqueue -f;"
