@@ -11,6 +11,8 @@
 #             bench/wrk/accept.lua (a fresh Idempotency-Key per request), a
 #             WARMUP before every measured round, the side not measured is
 #             paused (SIGSTOP). Only 200 answers count (ok_rps).
+#   api       the same, sendonce as `serve --role api` (no delivery in the
+#             process), against the same yardstick in the same rounds.
 #   replay    replays of 200 keys per wrk thread (bench/wrk/send.lua,
 #             WRK_KEYS=200) vs bare net/http decoding the JSON POST and
 #             answering JSON (sendonce-bench --baseline). 2xx answers/s.
@@ -26,6 +28,14 @@
 #             (one accept's statements, PostgreSQL alone) — the statements
 #             follow the schema, so check them after a schema change.
 #             Skipped when pg_isready fails.
+#   postfix   SMTP in: one load client (sendonce-bench --mode smtp, 20
+#             sessions kept open, MSGS messages of ~1.5 KiB) into sendonce's
+#             submission listener (AUTH with an API key) vs a private
+#             Postfix (own configuration and queue under the work
+#             directory), both relaying to smtp-sink: accept into the
+#             durable queue with delivery held, the drain of that backlog,
+#             and end to end. bench/compare_postfix.sh says how each is
+#             held, released and timed. Run as root (Postfix needs it).
 #   storm     sendonce-bench --mode storm (1,000 keys × 8 concurrent
 #             duplicates, then every key looked up): p99 and duplicates.
 #             No yardstick; the contract is 0 duplicates.
@@ -34,30 +44,40 @@
 # that processes outside this script used meanwhile; the last line flags a
 # run where that passed 10% (a shared machine: rerun when it is quiet).
 #
+# The accept and api, postgres and postfix sections are functions in
+# bench/compare_accept.sh, compare_postgres.sh and compare_postfix.sh,
+# which this script sources (they use its helpers).
+#
+# The summary at the end has one line per row, and the peak resident memory
+# (VmHWM) of the largest sendonce process the script started itself.
+#
 # Usage (from anywhere; it builds both binaries from this tree first):
 #
 #   bench/compare.sh                                   # everything, RUNS=3
 #   RUNS=1 DURATION=3s BACKLOG=3000 bench/compare.sh   # a quick check
 #   ONLY="accept replay" bench/compare.sh              # some sections
+#   RUNS=1 MSGS=2000 ONLY=postfix bench/compare.sh     # a quick SMTP check
 #
-# Environment (defaults): ONLY ("accept replay delivery postgres storm"),
+# Environment (defaults): ONLY ("accept api replay delivery postgres postfix storm"),
 # RUNS (3), DURATION (10s, per measured round; seconds or minutes), WARMUP
 # (5s), CONNS (64: replay and storm concurrency), BACKLOG (20000),
 # DRAIN_TIMEOUT (300 s), PGURL (postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable;
 # the script creates and drops databases named sendonce_bench_*),
-# PG_ACCEPT_SQL (0), SENDONCE_BIN and SENDONCE_BENCH_BIN (prebuilt binaries
+# PG_ACCEPT_SQL (0), MSGS (20000), MSG_SIZE (1536 bytes) and SMTP_SESSIONS
+# (20) for the postfix section, SENDONCE_BIN and SENDONCE_BENCH_BIN (prebuilt binaries
 # instead of building this tree, e.g. while it does not build).
 #
 # Needs: go, wrk, curl, python3; node + npm and redis-server (accept; the
 # first run does `npm ci` in bench/redislock, from the npm registry);
-# smtp-sink and smtp-source (postfix; delivery); psql, pgbench, pg_isready
+# smtp-sink and smtp-source (postfix; delivery); postfix, postconf and
+# postqueue (postfix); psql, pgbench, pg_isready
 # (postgres). Everything listens on, and talks to, 127.0.0.1 only; every
 # wait is bounded; every process it starts is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-ONLY=${ONLY:-accept replay delivery postgres storm}
+ONLY=${ONLY:-accept api replay delivery postgres postfix storm}
 RUNS=${RUNS:-3}
 DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-5s}
@@ -92,7 +112,8 @@ WARM_S=$(secs "$WARMUP")
 	die "RUNS, DURATION, WARMUP and BACKLOG must be positive whole numbers (DURATION/WARMUP: Ns or Nm)"
 
 for w in $ONLY; do
-	[[ " accept replay delivery postgres storm " == *" $w "* ]] || die "ONLY: unknown section $w (accept replay delivery postgres storm)"
+	[[ " accept api replay delivery postgres postfix storm " == *" $w "* ]] ||
+		die "ONLY: unknown section $w (accept api replay delivery postgres postfix storm)"
 done
 need wrk curl python3
 work=$(mktemp -d)
@@ -117,6 +138,7 @@ stop() {
 }
 cleanup() {
 	set +e
+	declare -F pf_stop >/dev/null && pf_stop
 	((${#pids[@]})) && stop "${pids[@]}"
 	for d in "${pgdbs[@]}"; do
 		psql "$PGURL" -qAtX -c "DROP DATABASE IF EXISTS $d WITH (FORCE)" >/dev/null 2>&1
@@ -164,6 +186,14 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (
 field() { tr ' ' '\n' <<<"$2" | awk -F= -v k="$1" '$1 == k {print $2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.3f", a / b; else print "nan"}'; }
 row() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$work/summary.tsv"; } # what, sendonce, yardstick, ratio
+# peak_rss WHAT PID: note the process's peak resident memory (VmHWM, from
+# /proc: it must still be running) for the summary's peak RSS row.
+peak_rss() {
+	local kib
+	kib=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$2/status" 2>/dev/null || true)
+	[[ -n $kib ]] && printf '%s\t%s\n' "$kib" "$1" >>"$work/rss.tsv"
+	return 0
+}
 
 # accept URL SECRET CONNS THREADS DUR: one wrk run of accept.lua; prints its RESULT line.
 accept() {
@@ -230,7 +260,12 @@ newdb() {
 	key=$("$work/sendonce" keys create --db "$db" --name bench --scopes send,read)
 }
 
-for p in $P_SENDONCE $P_BASELINE $P_YARD $P_REDIS "${P_PGAPI[@]}" $P_BACKLOG $P_SINK; do
+# The sections kept in files of their own (functions, and the postfix
+# section's ports).
+. bench/compare_accept.sh
+. bench/compare_postgres.sh
+. bench/compare_postfix.sh
+for p in $P_SENDONCE $P_BASELINE $P_YARD $P_REDIS "${P_PGAPI[@]}" $P_BACKLOG $P_SINK $P_SMTP $P_PFX $P_PFSINK; do
 	port_free "$p" || die "127.0.0.1:$p is in use; this script needs it"
 done
 
@@ -249,55 +284,16 @@ echo "machine: $(nproc) cores, $(uname -sr), load average $(cut -d' ' -f1-3 /pro
 echo "RUNS=$RUNS DURATION=$DURATION WARMUP=$WARMUP ONLY=\"$ONLY\""
 : >"$work/summary.tsv"
 
-# ---------------------------------------------------------------- accept
+# ---------------------------------------------------------------- accept, api
 if want accept; then
-	need node npm redis-server
-	echo
-	echo "== new-key accepts: sendonce (SQLite, one process, capture delivery) vs the Redis-lock design"
-	if [[ ! -d bench/redislock/node_modules ]]; then
-		(cd bench/redislock && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci in bench/redislock failed"
-	fi
-	start "$work/redis.log" redis-server --bind 127.0.0.1 --port $P_REDIS --save "" --appendonly no --dir "$work"
-	redis_pid=$started
-	for _ in $(seq 50); do
-		(exec 3<>/dev/tcp/127.0.0.1/$P_REDIS) 2>/dev/null && break
-		sleep 0.1
-	done
-	start "$work/yard.log" env PORT=$P_YARD REDIS_URL=redis://127.0.0.1:$P_REDIS SEND_DELAY_MS=0 node bench/redislock/server.js
-	yard_pid=$started
-	wait_http "http://127.0.0.1:$P_YARD/" "$yard_pid" || die "the Redis-lock yardstick did not start: $(cat "$work/yard.log")"
-
-	newdb accept
-	start "$work/accept-sendonce.log" "$work/sendonce" serve --db "$db" --transport capture --addr 127.0.0.1:$P_SENDONCE
-	so_pid=$started
-	wait_http "http://127.0.0.1:$P_SENDONCE/healthz" "$so_pid" || die "sendonce did not start: $(cat "$work/accept-sendonce.log")"
-	kill -STOP "$redis_pid" "$yard_pid"
-
-	: >"$work/accept.txt"
-	for i in $(seq "$RUNS"); do
-		kill -CONT "$so_pid"
-		((WARM_S)) && accept "http://127.0.0.1:$P_SENDONCE/v1/send" "$key" 50 2 "${WARM_S}s" >/dev/null
-		mark
-		s=$(accept "http://127.0.0.1:$P_SENDONCE/v1/send" "$key" 50 2 "$DURATION")
-		o=$(others)
-		kill -STOP "$so_pid"
-		echo "  round $i  sendonce    $(describe "$s")  others ${o}% CPU"
-		kill -CONT "$redis_pid" "$yard_pid"
-		((WARM_S)) && accept "http://127.0.0.1:$P_YARD/v1/send" "" 50 2 "${WARM_S}s" >/dev/null
-		mark
-		y=$(accept "http://127.0.0.1:$P_YARD/v1/send" "" 50 2 "$DURATION")
-		o=$(others)
-		kill -STOP "$redis_pid" "$yard_pid"
-		echo "  round $i  redis-lock  $(describe "$y")  others ${o}% CPU"
-		r=$(ratio "$(field ok_rps "$s")" "$(field ok_rps "$y")")
-		echo "  round $i  ratio $r"
-		echo "$(field ok_rps "$s") $(field p99_ms "$s") $(field ok_rps "$y") $(field p99_ms "$y") $r" >>"$work/accept.txt"
-	done
-	m() { cut -d' ' -f"$1" "$work/accept.txt" | median; }
-	printf '  median: sendonce %.0f ok/s (p99 %.1f ms), redis-lock %.0f ok/s (p99 %.1f ms), ratio %s\n' "$(m 1)" "$(m 2)" "$(m 3)" "$(m 4)" "$(m 5)"
-	row "new-key accepts, SQLite, one process (ok/s, p99)" "$(printf '%.0f/s, p99 %.1f ms' "$(m 1)" "$(m 2)")" \
-		"$(printf 'Redis-lock %.0f/s, p99 %.1f ms' "$(m 3)" "$(m 4)")" "$(m 5)"
-	halt "$so_pid" "$yard_pid" "$redis_pid"
+	accept_vs_redislock accept "SQLite, one process, capture delivery" \
+		"new-key accepts, SQLite, one process (ok/s, p99)" --transport capture
+fi
+if want api; then
+	# No delivery in the process: what the HTTP path and the queue write
+	# cost alone, without the workers' share of the two cores.
+	accept_vs_redislock api "SQLite, serve --role api, no delivery in the process" \
+		"new-key accepts, SQLite, serve --role api (ok/s, p99)" --role api
 fi
 
 # ---------------------------------------------------------------- replay
@@ -407,6 +403,7 @@ if want delivery; then
 		os=$(others)
 		sent=$(metric 127.0.0.1:$P_BACKLOG 'sendonce_delivery_attempts_total{outcome="sent"}')
 		tempfail=$(metric 127.0.0.1:$P_BACKLOG 'sendonce_delivery_attempts_total{outcome="tempfail"}')
+		peak_rss "delivery: serve (drain)" "$drain_pid"
 		halt "$drain_pid"
 		s=$(awk -v n="$depth" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", n / (b - a)}')
 		st=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}')
@@ -434,117 +431,13 @@ if want delivery; then
 fi
 
 # ---------------------------------------------------------------- postgres
-# pgurl DB: PGURL with its database replaced.
-pgurl() { python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' "$PGURL" "$1"; }
-# pgdb: a fresh scratch database; prints its name.
-pgdb() {
-	local name
-	name=sendonce_bench_$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
-	psql "$PGURL" -qAtX -v ON_ERROR_STOP=1 -c "CREATE DATABASE $name" >/dev/null
-	echo "$name"
-}
-# tps LOG: pgbench's tps figure.
-tps() { awk '/^tps = / {print $3; exit}' "$1"; }
-# three DUR: 3 wrk at once, one per API process, 17 connections each (51 in
-# all); their RESULT lines in $work/pgwrk-PORT.txt.
-three() {
-	local p w=()
-	for p in "${P_PGAPI[@]}"; do
-		accept "http://127.0.0.1:$p/v1/send" "$key" 17 1 "$1" >"$work/pgwrk-$p.txt" &
-		w+=($!)
-	done
-	wait "${w[@]}" || true
-}
 if want postgres; then
-	echo
-	echo "== PostgreSQL: sendonce (3 --role api + 1 --role worker, capture delivery) vs pgbench one-row INSERT"
-	if ! command -v pg_isready >/dev/null || ! command -v psql >/dev/null || ! command -v pgbench >/dev/null; then
-		echo "  skipped: psql, pgbench and pg_isready are needed"
-		row "PostgreSQL accepts" "skipped" "no psql/pgbench" "-"
-	elif ! pg_isready -q -d "$PGURL" -t 5; then
-		echo "  skipped: pg_isready fails for $PGURL"
-		row "PostgreSQL accepts" "skipped" "pg_isready failed" "-"
-	else
-		cat >"$work/one-row.sql" <<-'EOF'
-			INSERT INTO t (id, body, created_at) VALUES (gen_random_uuid()::text, repeat('x', 200), now());
-		EOF
-		ours=postgres
-		ydb=$(pgdb)
-		pgdbs+=("$ydb")
-		: >"$work/postgres.txt"
-		for i in $(seq "$RUNS"); do
-			# The yardstick, on a fresh table.
-			psql "$(pgurl "$ydb")" -qAtX -v ON_ERROR_STOP=1 \
-				-c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS t" -c "CREATE TABLE t (id text primary key, body text, created_at timestamptz)" >/dev/null
-			((WARM_S)) && timeout $((WARM_S + 60)) pgbench -n -c 32 -j 2 -T "$WARM_S" -f "$work/one-row.sql" "$(pgurl "$ydb")" >/dev/null 2>&1
-			mark
-			timeout $((DUR_S + 60)) pgbench -n -c 32 -j 2 -T "$DUR_S" -f "$work/one-row.sql" "$(pgurl "$ydb")" >"$work/pgbench$i.log" 2>&1 ||
-				die "pgbench failed: $(tail -3 "$work/pgbench$i.log")"
-			oy=$(others)
-			y=$(tps "$work/pgbench$i.log")
+	postgres_section
+fi
 
-			# sendonce on a fresh database: the worker first (it migrates).
-			sdb=$(pgdb)
-			pgdbs+=("$sdb")
-			start "$work/pg-worker$i.log" "$work/sendonce" serve --role worker --db "$(pgurl "$sdb")" --transport capture
-			worker_pid=$started
-			for _ in $(seq 300); do
-				grep -q 'worker started' "$work/pg-worker$i.log" && break
-				kill -0 "$worker_pid" 2>/dev/null || die "the worker died: $(tail -5 "$work/pg-worker$i.log")"
-				sleep 0.1
-			done
-			grep -q 'worker started' "$work/pg-worker$i.log" || die "the worker did not start"
-			key=$("$work/sendonce" keys create --db "$(pgurl "$sdb")" --name bench --scopes send,read)
-			api_pids=()
-			for p in "${P_PGAPI[@]}"; do
-				start "$work/pg-api$i-$p.log" "$work/sendonce" serve --role api --db "$(pgurl "$sdb")" --addr 127.0.0.1:"$p"
-				api_pids+=("$started")
-				wait_http "http://127.0.0.1:$p/healthz" "$started" || die "sendonce --role api did not start"
-			done
-			((WARM_S)) && three "${WARM_S}s"
-			mark
-			three "$DURATION"
-			os=$(others)
-			read -r s sp bad <<<"$(for p in "${P_PGAPI[@]}"; do
-				l=$(cat "$work/pgwrk-$p.txt")
-				echo "$(field ok_rps "$l") $(field p99_ms "$l") $(field non200 "$l")"
-			done | awk '{s+=$1; if ($2>p) p=$2; b+=$3} END {printf "%.1f %.3f %d\n", s, p, b}')"
-
-			# Stopped first: their pools (20 connections each) and pgbench's 32
-			# clients together pass a default max_connections of 100.
-			halt "${api_pids[@]}" "$worker_pid"
-			if ((PG_ACCEPT_SQL)) && ((i == RUNS)); then
-				# PostgreSQL alone running one accept's statements, on the migrated database.
-				if timeout $((DUR_S + 60)) pgbench -n -c 32 -j 2 -T "$DUR_S" -f bench/pgbench/accept.sql "$(pgurl "$sdb")" >"$work/pgaccept.log" 2>&1; then
-					pa=$(tps "$work/pgaccept.log")
-				else
-					pa=""
-					echo "  pgbench accept.sql failed (its statements may not match the schema): $(grep -m1 ERROR "$work/pgaccept.log" || tail -1 "$work/pgaccept.log")"
-				fi
-			fi
-			psql "$PGURL" -qAtX -c "DROP DATABASE IF EXISTS $sdb WITH (FORCE)" >/dev/null || true
-
-			r=$(ratio "$s" "$y")
-			printf '  round %d  sendonce %.0f ok/s (worst p99 of the 3 wrk %.1f ms, non-200 %s)   pgbench %.0f tps   ratio %s   others %s%%/%s%% CPU\n' \
-				"$i" "$s" "$sp" "$bad" "$y" "$r" "$os" "$oy"
-			echo "$s $sp $y $r" >>"$work/postgres.txt"
-		done
-		m() { cut -d' ' -f"$1" "$work/postgres.txt" | median; }
-		printf '  median: sendonce %.0f ok/s (p99 %.1f ms), pgbench one-row INSERT %.0f tps, ratio %s\n' "$(m 1)" "$(m 2)" "$(m 3)" "$(m 4)"
-		row "PostgreSQL, 3 api + 1 worker, new keys (ok/s, p99)" "$(printf '%.0f/s, p99 %.1f ms' "$(m 1)" "$(m 2)")" \
-			"$(printf 'pgbench one-row INSERT %.0f tps' "$(m 3)")" "$(m 4)"
-		if ((PG_ACCEPT_SQL)); then
-			if [[ -n ${pa:-} ]]; then
-				s=$(tail -1 "$work/postgres.txt" | cut -d' ' -f1)
-				echo "  PostgreSQL alone, accept.sql: $(printf '%.0f' "$pa") tps (against round $RUNS's sendonce $(printf '%.0f' "$s") ok/s)"
-				row "PostgreSQL, new keys vs one accept's SQL alone (last round)" "$(printf '%.0f/s' "$s")" \
-					"$(printf 'pgbench accept.sql %.0f tps' "$pa")" "$(ratio "$s" "$pa")"
-			else
-				row "PostgreSQL, new keys vs one accept's SQL alone" "-" "accept.sql failed" "-"
-			fi
-		fi
-		ours=""
-	fi
+# ---------------------------------------------------------------- postfix
+if want postfix; then
+	postfix_section
 fi
 
 # ---------------------------------------------------------------- storm
@@ -565,6 +458,9 @@ if want storm; then
 			print("  round %s  p50 %.1f ms  p99 %.1f ms  requests %d  duplicates %s  statuses %s  others %s%% CPU" % (
 			    sys.argv[2], r["p50_ns"] / 1e6, r["p99_ns"] / 1e6, r["requests"], r.get("duplicates"), r.get("statuses"), sys.argv[3]))
 		EOF
+		# sendonce-bench started the process, and read its peak RSS for us.
+		python3 -c 'import json, sys; k = json.load(open(sys.argv[1]))[0].get("peak_rss_kib"); k and print("%d\tstorm: serve (sendonce-bench --spawn-api 1)" % k)' \
+			"$work/storm$i.json" >>"$work/rss.tsv"
 	done
 	python3 - "$work" "$RUNS" >>"$work/summary.tsv" <<-'EOF'
 		import json, statistics, sys
@@ -577,6 +473,10 @@ if want storm; then
 	tail -1 "$work/summary.tsv" | cut -f2 | sed 's/^/  median: /'
 fi
 
+if [[ -s $work/rss.tsv ]]; then
+	row "peak RSS of one sendonce process (VmHWM)" "$(sort -n "$work/rss.tsv" | tail -1 | awk -F'\t' '{printf "%.0f MiB (%s)", $1 / 1024, $2}')" \
+		"-" "-"
+fi
 echo
 echo "== summary: RUNS=$RUNS DURATION=$DURATION, ratio = median of the per-round ratios sendonce / yardstick"
 python3 - "$work/summary.tsv" <<-'EOF'

@@ -23,6 +23,12 @@
 // With --soak-provider ses the processes hand their mail to the SES
 // emulator behind an HTTP fault proxy instead (see soak_provider.go).
 //
+// Mode smtp is an SMTP load client (see smtpload.go): --messages messages
+// over --sessions sessions kept open, to sendonce's submission listener
+// (AUTH PLAIN with --key) or any SMTP server (--key ""):
+//
+//	sendonce-bench --mode smtp --smtp-addr 127.0.0.1:2525 --key so_… --messages 20000 --sessions 20
+//
 // Every request goes to the 127.0.0.1-style addresses you give it or to the
 // processes it started on 127.0.0.1; every phase is bounded by --duration
 // or a count, and every wait by a timeout.
@@ -89,6 +95,7 @@ type flags struct {
 	soakProvider                  string
 	seed                          uint64
 	soakWorkers                   int
+	smtp                          smtpLoad
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, flags, error) {
@@ -98,7 +105,7 @@ func parseFlags(args []string, stderr io.Writer) (config, flags, error) {
 	var f flags
 	fs.StringVar(&f.urls, "url", "http://127.0.0.1:8787", "comma-separated base URLs; requests are spread round robin")
 	fs.StringVar(&c.key, "key", os.Getenv("SENDONCE_API_KEY"), "API key with the send and read scopes (env SENDONCE_API_KEY)")
-	fs.StringVar(&c.mode, "mode", "new", "new, replay, storm, delivery (needs --spawn-api), all, or soak (the randomized fault soak: needs --db)")
+	fs.StringVar(&c.mode, "mode", "new", "new, replay, storm, delivery (needs --spawn-api), all, smtp (the SMTP load client: needs --smtp-addr), or soak (the randomized fault soak: needs --db)")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long each mode sends")
 	fs.IntVar(&c.concurrency, "concurrency", 32, "requests in flight")
 	fs.IntVar(&c.replayKeys, "replay-keys", 200, "keys created before a replay run")
@@ -114,6 +121,7 @@ func parseFlags(args []string, stderr io.Writer) (config, flags, error) {
 	fs.IntVar(&f.soakWorkers, "soak-workers", 2, "soak on PostgreSQL: worker processes (API processes: --spawn-api, default 2)")
 	fs.StringVar(&f.soakProvider, "soak-provider", "", "soak: ses hands the mail to the SES emulator (npm aws-ses-v2-local) behind an HTTP fault proxy instead of the SMTP sink")
 	fs.StringVar(&f.soakDir, "soak-dir", "", "soak: directory for the database file and the processes' logs (default: a new temporary one)")
+	f.smtp.define(fs)
 	err := fs.Parse(args)
 	return c, f, err
 }
@@ -126,6 +134,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch {
 	case c.mode == "soak":
 		return soakMode(ctx, c, f.seed, f.soakWorkers, f.soakDir, f.soakProvider, stdout, stderr)
+	case c.mode == "smtp":
+		f.smtp.key = c.key
+		return smtpMode(ctx, f.smtp, stdout)
 	case f.baseline != "":
 		return serveBaseline(ctx, f.baseline, stdout)
 	case f.sink != "":
