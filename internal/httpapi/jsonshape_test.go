@@ -115,6 +115,31 @@ func TestJSONShape_HeavyBodyCountsInFlight(t *testing.T) {
 	}
 }
 
+// TestJSONShape_HeavyBodyOnA1MiBRouteCountsInFlight: the routes outside
+// the send routes' bound (1 MiB bodies: templates, webhooks, …) charge
+// their body's decoding cost too: while a large send holds the bound, a
+// heavy template body waits and gets 503 with Retry-After; with room free
+// it is read and answered on its merits.
+func TestJSONShape_HeavyBodyOnA1MiBRouteCountsInFlight(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true, MaxInflightBytes: 2 << 20, InflightWait: 300 * time.Millisecond})
+	release := holdLargeRequest(t, env)
+	defer release()
+
+	heavy := `{"subject":"s","text":"x","extra":{"a":` + zeros(9_000) + `,"b":` + zeros(6_000) + `}}`
+	r := env.Do(t, sendoncetest.Request{Method: "PUT", Path: "/v1/templates/t", Key: env.AdminKey, Body: heavy})
+	if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("heavy template body: %d %.300s (Retry-After %q), want 503 with Retry-After", r.Status, r.Body, r.Header.Get("Retry-After"))
+	}
+	plain := map[string]string{"subject": "s", "text": "plain"}
+	if r := env.Do(t, sendoncetest.Request{Method: "PUT", Path: "/v1/templates/p", Key: env.AdminKey, Body: plain}); r.Status/100 != 2 {
+		t.Fatalf("a plain template waited: %d %s", r.Status, r.Body)
+	}
+	release()
+	if r := env.Do(t, sendoncetest.Request{Method: "PUT", Path: "/v1/templates/t", Key: env.AdminKey, Body: heavy}); r.Status/100 != 4 {
+		t.Fatalf("heavy template body once room was free: %d %.300s, want a 4xx on its merits", r.Status, r.Body)
+	}
+}
+
 // holdLargeRequest starts a large send (1.6 MiB of attachment) that holds
 // its room in the in-flight bound (three quarters of it) until release,
 // which waits for its 200. It asks Expect: 100-continue, which the server

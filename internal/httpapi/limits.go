@@ -104,7 +104,7 @@ func (s *Server) bounded(next http.Handler) http.Handler {
 func (s *Server) chargeMore(r *http.Request, cost int64) error {
 	c, _ := r.Context().Value(chargeCtx).(*charge)
 	if c == nil {
-		return nil
+		return s.chargeUnbounded(r.Context(), cost)
 	}
 	c.mu.Lock()
 	extra := min(cost, s.inflight.limit) - c.held
@@ -113,6 +113,23 @@ func (s *Server) chargeMore(r *http.Request, cost int64) error {
 		return nil
 	}
 	return s.chargeAdd(r.Context(), c, extra)
+}
+
+// chargeUnbounded charges the body of a route outside bounded (the 1 MiB
+// routes) what it will cost, waiting up to InflightWait, until the request
+// ends (logRequests gives it back): twenty heavy 1 MiB bodies at once
+// would otherwise hold their decoding outside the bound.
+func (s *Server) chargeUnbounded(ctx context.Context, cost int64) error {
+	st := stateFrom(ctx)
+	if st == nil || st.charged {
+		return nil
+	}
+	cost = min(cost, s.inflight.limit)
+	if err := s.acquire(ctx, s.inflight.all, cost); err != nil {
+		return errBusy()
+	}
+	st.charge.held, st.charged, st.releaseAtEnd = cost, true, true
+	return nil
 }
 
 // chargeAdd adds n bytes to the request's room, waiting up to

@@ -18,7 +18,10 @@ type reqState struct {
 	key     *core.APIKey
 	charge  charge
 	charged bool
-	srv     *Server
+	// releaseAtEnd: the charge was taken by readBody on a route outside
+	// bounded, and logRequests gives it back.
+	releaseAtEnd bool
+	srv          *Server
 }
 
 // stateCtx is the request's context with its state: it answers the keys

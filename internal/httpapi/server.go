@@ -217,6 +217,9 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		lw := &st.lw
 		r = r.WithContext(&stateCtx{Context: r.Context(), st: st})
 		defer func() {
+			if st.releaseAtEnd {
+				s.inflight.all.Release(st.charge.held)
+			}
 			if p := recover(); p != nil {
 				s.logger.ErrorContext(r.Context(), "panic in handler", slog.Any("panic", p), slog.String("path", r.URL.Path))
 				if lw.status == 0 {
