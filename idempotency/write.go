@@ -106,7 +106,7 @@ type runner[Tx TxRecords] struct {
 // write runs the step and stores its answer in one transaction.
 func (r *runner[Tx]) write(ctx context.Context, step Step[Tx]) Result {
 	var out Result
-	err := r.w.InTx(ctx, func(tx Tx) error {
+	err := r.w.InTx(r.hinted(ctx), func(tx Tx) error {
 		out = Result{Outcome: Proceed}
 		if err := r.decide(ctx, tx); err != nil {
 			return err
@@ -136,6 +136,15 @@ func (r *runner[Tx]) write(ctx context.Context, step Step[Tx]) Result {
 		return out
 	}
 	return r.end(ctx, err, out)
+}
+
+// hinted tells the store which key the transaction decides first
+// (DecisionHint).
+func (r *runner[Tx]) hinted(ctx context.Context) context.Context {
+	if r.t == nil {
+		return ctx
+	}
+	return WithDecisionHint(ctx, r.t.scope)
 }
 
 // decide confirms the key inside tx (may run more than once: the
@@ -188,7 +197,7 @@ func (r *runner[Tx]) storeAlone(ctx context.Context, out Result) Result {
 	if r.t == nil || !ShouldStore(out.Response.Status) {
 		return out
 	}
-	err := r.w.InTx(ctx, func(tx Tx) error {
+	err := r.w.InTx(r.hinted(ctx), func(tx Tx) error {
 		if err := r.decide(ctx, tx); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/sendonce/sendonce/internal/core"
@@ -54,7 +55,8 @@ type groupCommit struct {
 	stop      chan struct{}
 	stopOnce  sync.Once
 	stopped   sync.WaitGroup
-	batches   func(n int) // observes batch sizes (metrics, tests); may be nil
+	batches   func(n int)  // observes batch sizes (metrics, tests); may be nil
+	prelocked atomic.Int64 // keys locked for their batch in one call (tests)
 }
 
 // batchTx is the database transaction a batch shares. commit writes the
@@ -243,6 +245,19 @@ func (g *groupCommit) runTxs(batch []*txReq, savepoints bool) (batchEnd, error) 
 		failAll(batch, fmt.Errorf("begin: %w", err))
 		return batchDone, nil
 	}
+	var locks batchLocks
+	if g.store.PG != nil && len(batch) > 1 {
+		locks, err = prelock(ctx, btx.q, batch)
+		g.prelocked.Add(int64(len(locks)))
+		if err != nil {
+			btx.rollback()
+			if retryable(err) {
+				return batchRetry, err
+			}
+			failAll(batch, err)
+			return batchDone, nil
+		}
+	}
 	var deferred *deferredRows
 	if g.deferRows && !savepoints && len(batch) > 1 {
 		deferred = &deferredRows{}
@@ -258,6 +273,7 @@ func (g *groupCommit) runTxs(batch []*txReq, savepoints bool) (batchEnd, error) 
 			continue
 		}
 		t := newTx(g.store, btx.q, deferred)
+		t.locks = locks
 		ok, err := g.runOne(ctx, btx.q, t, r, savepoints)
 		if err != nil {
 			btx.rollback()

@@ -378,3 +378,89 @@ func TestGroupCommit_BatchIndexesRecipientsInOneStatement(t *testing.T) {
 		}
 	})
 }
+
+// A PostgreSQL batch locks and reads its transactions' keys in one call
+// before it runs them, and each transaction decides its key exactly as it
+// would have alone: new keys proceed, a completed one replays, a completed
+// one with another fingerprint is a mismatch, one another process holds is
+// in use at once.
+func TestPostgres_BatchLocksItsKeysInOneCall(t *testing.T) {
+	pgtest.URL(t)
+	t.Parallel()
+	a, b := openPGPair(t)
+	ctx := context.Background()
+	now := time.Now()
+	scope := func(k string) idempotency.Scope {
+		return idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: k}
+	}
+	resp := idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte(`{"id":"x"}`)}
+	complete := func(s *Store, sc idempotency.Scope, fp string) error {
+		return s.InTx(ctx, func(tx core.Tx) error {
+			d, err := tx.DecideIdempotency(ctx, sc, fp, now)
+			if err != nil || d.Outcome != idempotency.Proceed {
+				return fmt.Errorf("%s: %v %v", sc.Key, d.Outcome, err)
+			}
+			return tx.PutIdempotency(ctx, sc, fp, d.Token, resp, now, now.Add(time.Hour))
+		})
+	}
+	for _, k := range []string{"done", "done2"} {
+		if err := complete(a, scope(k), "fp"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, gate := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		holder <- b.InTx(ctx, func(tx core.Tx) error {
+			if _, err := tx.DecideIdempotency(ctx, scope("held"), "fp", now); err != nil {
+				return err
+			}
+			close(held)
+			<-gate
+			return nil
+		})
+	}()
+	<-held
+	want := map[string]idempotency.Outcome{"new1": idempotency.Proceed, "new2": idempotency.Proceed,
+		"done": idempotency.Replay, "done2": idempotency.Mismatch, "held": idempotency.InUse}
+	got := make(map[string]idempotency.Outcome)
+	var batch []*txReq
+	for _, k := range []string{"new1", "done", "held", "done2", "new2"} {
+		fp := "fp"
+		if k == "done2" {
+			fp = "other"
+		}
+		fn := func(tx core.Tx) error {
+			d, err := tx.DecideIdempotency(ctx, scope(k), fp, now)
+			got[k] = d.Outcome
+			if err != nil || d.Outcome != idempotency.Proceed {
+				return err
+			}
+			return tx.PutIdempotency(ctx, scope(k), fp, d.Token, resp, now, now.Add(time.Hour))
+		}
+		batch = append(batch, &txReq{ctx: idempotency.WithDecisionHint(ctx, scope(k)), fn: fn, done: make(chan struct{})})
+	}
+	a.gc.runBatch(batch)
+	close(gate)
+	if err := <-holder; err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range batch {
+		if r.err != nil {
+			t.Errorf("transaction: %v", r.err)
+		}
+	}
+	for k, o := range want {
+		if got[k] != o {
+			t.Errorf("%s: %v, want %v", k, got[k], o)
+		}
+	}
+	if n := a.gc.prelocked.Load(); n != 5 {
+		t.Errorf("%d keys locked for the batch in one call, want 5", n)
+	}
+	for _, k := range []string{"new1", "new2"} {
+		if err := complete(b, scope(k), "fp"); err == nil || !strings.Contains(err.Error(), "replay") {
+			t.Errorf("%s after the batch committed: %v, want a replay", k, err)
+		}
+	}
+}

@@ -41,8 +41,9 @@ func (t *Tx) DecideIdempotency(ctx context.Context, sc idempotency.Scope, finger
 	)
 	if t.s.PG != nil {
 		var got bool
-		got, rec, err = lockIdempotency(ctx, q, sc)
-		if err != nil {
+		if res, ok := t.locks.take(sc); ok && q == t.direct {
+			got, rec = res.got, res.rec // locked and read for the batch (prelock.go)
+		} else if got, rec, err = lockIdempotency(ctx, q, sc); err != nil {
 			return idempotency.Decision{}, err
 		}
 		if !got {
@@ -77,7 +78,7 @@ func lockIdempotency(ctx context.Context, q querier, sc idempotency.Scope) (got 
 		f                         recordFields
 	)
 	err = q.queryRow(ctx, `SELECT got, `+idempotencyColumns+` FROM sendonce_lock_idempotency_key(?, ?, ?, ?, ?)`,
-		sc.Tenant+"\n"+sc.Method+"\n"+sc.Route+"\n"+sc.Key, sc.Tenant, sc.Method, sc.Route, sc.Key).
+		lockText(sc), sc.Tenant, sc.Method, sc.Route, sc.Key).
 		Scan(&got, &fingerprint, &state, &token, &f.lockedUntil, &f.expiresAt, &f.status, &f.contentType, &f.body)
 	if err != nil {
 		return false, nil, fmt.Errorf("lock idempotency key: %w", err)

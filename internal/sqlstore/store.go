@@ -111,6 +111,8 @@ type Tx struct {
 	// hooked: this transaction queued a webhook delivery
 	// (Store.OnWebhookDue).
 	hooked bool
+	// locks: the keys the batch locked and read before it ran (prelock.go).
+	locks batchLocks
 }
 
 func newTx(s *Store, q querier, d *deferredRows) *Tx {
