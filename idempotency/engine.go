@@ -134,10 +134,10 @@ func (t *Ticket) Token() string { return t.token }
 // caller's transaction.
 func (e *Engine) Begin(ctx context.Context, sc Scope, fingerprint string) (*Ticket, error) {
 	t := &Ticket{e: e, scope: sc, fingerprint: fingerprint}
-	now := e.now()
-	if rec := e.cache.get(sc, now); rec != nil && t.decideOn(rec, now) {
-		return t, nil
+	if d, ok := e.Cached(sc, fingerprint); ok {
+		return t.final(d), nil
 	}
+	now := e.now()
 	if o, busy := e.running.busy(sc, fingerprint); busy {
 		return t.final(Decision{Outcome: o}), nil
 	}
@@ -170,6 +170,20 @@ func (e *Engine) Begin(ctx context.Context, sc Scope, fingerprint string) (*Tick
 	return t, nil
 }
 
+// Cached decides the request from this process's replay cache alone,
+// taking nothing: a Replay or a Mismatch of a completed record (ok), or
+// nothing (ok false: Begin and the store decide). Begin asks it first;
+// a caller may ask it before building what Run needs, the path of a busy
+// server's replays.
+func (e *Engine) Cached(sc Scope, fingerprint string) (d Decision, ok bool) {
+	now := e.now()
+	rec := e.cache.get(sc, now)
+	if rec == nil {
+		return Decision{}, false
+	}
+	return decidedBy(rec, fingerprint, now)
+}
+
 // final ends a ticket that Begin answered before it took anything.
 func (t *Ticket) final(d Decision) *Ticket {
 	t.Decision, t.ended = d, true
@@ -179,15 +193,23 @@ func (t *Ticket) final(d Decision) *Ticket {
 // decideOn answers from a completed record when it decides the request (a
 // replay or a reused key) and reports whether it did.
 func (t *Ticket) decideOn(rec *Record, now time.Time) bool {
-	switch o := Decide(rec, t.fingerprint, now); o {
-	case Replay:
-		t.final(Decision{Outcome: o, Response: rec.Response})
-		return true
-	case Mismatch:
-		t.final(Decision{Outcome: o})
-		return true
+	d, ok := decidedBy(rec, t.fingerprint, now)
+	if ok {
+		t.final(d)
 	}
-	return false
+	return ok
+}
+
+// decidedBy is the decision a completed record makes of a request with
+// fingerprint: a Replay or a Mismatch (ok), or none.
+func decidedBy(rec *Record, fingerprint string, now time.Time) (Decision, bool) {
+	switch o := Decide(rec, fingerprint, now); o {
+	case Replay:
+		return Decision{Outcome: o, Response: rec.Response}, true
+	case Mismatch:
+		return Decision{Outcome: o}, true
+	}
+	return Decision{}, false
 }
 
 // askFront reserves in the front store and reports whether its answer

@@ -49,6 +49,17 @@ func TestEngine_ReplayCacheAnswersWithoutTheStore(t *testing.T) {
 	if n := store.reserves.Load(); n != 1 {
 		t.Fatalf("store asked %d times, want once (the first request)", n)
 	}
+	// Cached gives the same answers, and nothing for a key it has not
+	// seen completed.
+	if d, ok := e.Cached(engineScope("k"), "fp"); !ok || d.Outcome != Replay || string(d.Response.Body) != string(okResponse.Body) {
+		t.Fatalf("Cached replay: %v %v", d.Outcome, ok)
+	}
+	if d, ok := e.Cached(engineScope("k"), "other"); !ok || d.Outcome != Mismatch {
+		t.Fatalf("Cached reuse: %v %v", d.Outcome, ok)
+	}
+	if _, ok := e.Cached(engineScope("never"), "fp"); ok {
+		t.Fatal("Cached answered for a key it never saw")
+	}
 }
 
 // While a first request runs in this process, a duplicate is answered from

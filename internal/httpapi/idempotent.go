@@ -143,7 +143,15 @@ func (s *Server) decideAndRun(w http.ResponseWriter, r *http.Request, o postOpts
 		refused result // the styled refusal Refuse made last: the one answered
 	)
 	if present {
-		sc = &idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: idemKey}
+		scope := idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: idemKey}
+		if d, ok := s.idem.Cached(scope, fp); ok {
+			// A replay (or a reuse) this process remembers: answered
+			// before anything Run needs is built.
+			res := s.decided(r, o, d)
+			res.idemKey = idemKey
+			return res
+		}
+		sc = &scope
 	}
 	ran := idempotency.Run(ctx, s.idem, idempotency.Write[core.Tx]{
 		Scope: sc, Fingerprint: fp, InTx: s.svc.InTx,
