@@ -245,18 +245,14 @@ func (g *groupCommit) runTxs(batch []*txReq, savepoints bool) (batchEnd, error) 
 		failAll(batch, fmt.Errorf("begin: %w", err))
 		return batchDone, nil
 	}
-	var locks batchLocks
-	if g.store.PG != nil && len(batch) > 1 {
-		locks, err = prelock(ctx, btx.q, batch)
-		g.prelocked.Add(int64(len(locks)))
-		if err != nil {
-			btx.rollback()
-			if retryable(err) {
-				return batchRetry, err
-			}
-			failAll(batch, err)
-			return batchDone, nil
+	locks, err := g.locksFor(ctx, btx.q, batch)
+	if err != nil {
+		btx.rollback()
+		if retryable(err) {
+			return batchRetry, err
 		}
+		failAll(batch, err)
+		return batchDone, nil
 	}
 	var deferred *deferredRows
 	if g.deferRows && !savepoints && len(batch) > 1 {
@@ -320,6 +316,17 @@ func (g *groupCommit) runTxs(batch []*txReq, savepoints bool) (batchEnd, error) 
 		g.store.onWebhookDue()
 	}
 	return batchDone, nil
+}
+
+// locksFor locks and reads the batch's keys in one call on PostgreSQL
+// (prelock.go); nil elsewhere, and for a batch of one.
+func (g *groupCommit) locksFor(ctx context.Context, q querier, batch []*txReq) (batchLocks, error) {
+	if g.store.PG == nil || len(batch) < 2 {
+		return nil, nil
+	}
+	locks, err := prelock(ctx, q, batch)
+	g.prelocked.Add(int64(len(locks)))
+	return locks, err
 }
 
 // runOne runs one request's fn on t. ok: the batch goes on (fn succeeded,
