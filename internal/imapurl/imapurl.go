@@ -6,7 +6,6 @@
 package imapurl
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -128,43 +127,16 @@ func (c Config) Redacted() string {
 	return u.String()
 }
 
-const (
-	sealedPrefix = "sealed-v1:"
-	hkdfInfo     = "sendonce mailbox imap url v1"
-)
-
 // ErrSecretKey says a sealed URL cannot be opened: no SENDONCE_SECRET_KEY,
 // or another one than it was sealed with.
 var ErrSecretKey = errors.New("imapurl: the imap URL is sealed and SENDONCE_SECRET_KEY does not open it")
 
+var field = seal.Field{Name: "imapurl", Info: "sendonce mailbox imap url v1", ErrKey: ErrSecretKey}
+
 // Seal returns the stored form of an imap URL: sealed under secretKey (as
 // DKIM keys and webhook secrets are), or the URL itself when secretKey is
 // empty (the database must then be protected like the password).
-func Seal(raw, secretKey string) ([]byte, error) {
-	if secretKey == "" {
-		return []byte(raw), nil
-	}
-	b, err := seal.Seal([]byte(sealedPrefix), secretKey, hkdfInfo, []byte(raw))
-	if err != nil {
-		return nil, fmt.Errorf("imapurl: %w", err)
-	}
-	return b, nil
-}
+func Seal(raw, secretKey string) ([]byte, error) { return field.Seal(raw, secretKey) }
 
 // Open returns the imap URL from its stored form.
-func Open(stored []byte, secretKey string) (string, error) {
-	if !bytes.HasPrefix(stored, []byte(sealedPrefix)) {
-		return string(stored), nil
-	}
-	if secretKey == "" {
-		return "", ErrSecretKey
-	}
-	plain, err := seal.Open(stored, len(sealedPrefix), secretKey, hkdfInfo)
-	if errors.Is(err, seal.ErrOpen) || errors.Is(err, seal.ErrTruncated) {
-		return "", ErrSecretKey
-	}
-	if err != nil {
-		return "", fmt.Errorf("imapurl: %w", err)
-	}
-	return string(plain), nil
-}
+func Open(stored []byte, secretKey string) (string, error) { return field.Open(stored, secretKey) }
