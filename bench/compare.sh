@@ -264,6 +264,7 @@ newdb() {
 # section's ports).
 . bench/compare_accept.sh
 . bench/compare_postgres.sh
+. bench/postfix_master.sh
 . bench/compare_postfix.sh
 for p in $P_SENDONCE $P_BASELINE $P_YARD $P_REDIS "${P_PGAPI[@]}" $P_BACKLOG $P_SINK $P_SMTP $P_PFX $P_PFSINK; do
 	port_free "$p" || die "127.0.0.1:$p is in use; this script needs it"

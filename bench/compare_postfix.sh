@@ -90,28 +90,7 @@ pf_start() {
 		delay_warning_time = 0
 		defer_transports = smtp
 	EOF
-	cat >"$pf/etc/master.cf" <<-EOF
-		127.0.0.1:$P_PFX inet n - n - - smtpd
-		pickup unix n - n 60 1 pickup
-		cleanup unix n - n - 0 cleanup
-		qmgr unix n - n 300 1 qmgr
-		rewrite unix - - n - - trivial-rewrite
-		bounce unix - - n - 0 bounce
-		defer unix - - n - 0 bounce
-		trace unix - - n - 0 bounce
-		verify unix - - n - 1 verify
-		flush unix n - n 1000? 0 flush
-		proxymap unix - - n - - proxymap
-		smtp unix - - n - - smtp
-		relay unix - - n - - smtp
-		showq unix n - n - - showq
-		error unix - - n - - error
-		retry unix - - n - - error
-		discard unix - - n - - discard
-		anvil unix - - n - 1 anvil
-		scache unix - - n - 1 scache
-		postlog unix-dgram n - n - 1 postlogd
-	EOF
+	postfix_master_cf "$P_PFX" >"$pf/etc/master.cf"
 	postfix -c "$pf/etc" start >"$work/postfix-start.log" 2>&1 || die "postfix did not start: $(cat "$work/postfix-start.log")"
 	pf_up=1
 	wait_port $P_PFX || die "postfix does not listen on $P_PFX: $(tail -5 "$pf/maillog" 2>/dev/null)"

@@ -21,6 +21,7 @@
 # root, since Postfix's own processes run as its user), curl. Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/postfix_master.sh
 RUNS=${RUNS:-3} MSGS=${MSGS:-5000} SESSIONS=${SESSIONS:-10} MSGLEN=${MSGLEN:-4096}
 work=$(mktemp -d)
 pids=()
@@ -91,27 +92,7 @@ start_postfix() {
 		maillog_file_prefixes = $d
 		maillog_file = $d/maillog
 	EOF
-	cat >"$d/etc/master.cf" <<-EOF
-		127.0.0.1:$1 inet n - n - - smtpd
-		pickup unix n - n 60 1 pickup
-		cleanup unix n - n - 0 cleanup
-		qmgr unix n - n 300 1 qmgr
-		rewrite unix - - n - - trivial-rewrite
-		bounce unix - - n - 0 bounce
-		defer unix - - n - 0 bounce
-		trace unix - - n - 0 bounce
-		verify unix - - n - 1 verify
-		flush unix n - n 1000? 0 flush
-		proxymap unix - - n - - proxymap
-		smtp unix - - n - - smtp
-		showq unix n - n - - showq
-		error unix - - n - - error
-		retry unix - - n - - error
-		discard unix - - n - - discard
-		anvil unix - - n - 1 anvil
-		scache unix - - n - 1 scache
-		postlog unix-dgram n - n - 1 postlogd
-	EOF
+	postfix_master_cf "$1" >"$d/etc/master.cf"
 	postfix -c "$d/etc" start >/dev/null 2>&1 || { echo "postfix did not start" >&2; exit 1; }
 	stop_postfix=1
 	for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.1; done
