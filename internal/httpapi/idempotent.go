@@ -143,7 +143,10 @@ func (s *Server) decideAndRun(w http.ResponseWriter, r *http.Request, o postOpts
 		refused result // the styled refusal Refuse made last: the one answered
 	)
 	if present {
-		sc = &idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: idemKey}
+		sc = &idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: core.StoredIdempotencyKey(key, idemKey)}
+		if res, done := s.unscopedReplay(r, o, key, *sc, idemKey, fp); done {
+			return res
+		}
 	}
 	ran := idempotency.Run(ctx, s.idem, idempotency.Write[core.Tx]{
 		Scope: sc, Fingerprint: fp, InTx: s.svc.InTx,
