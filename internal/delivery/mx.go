@@ -109,7 +109,7 @@ func (d *Deliverer) handOverMX(ctx context.Context, s *core.Send, env transport.
 			continue
 		}
 		dst.Stream = string(s.Stream) // its egress pool
-		o := d.mx.Send(ctx, dst, env.From, raw)
+		o := d.mx.Send(ctx, dst, env.FromOf(dst.Rcpts), raw) // one recipient: its own bounce address
 		h.dests = append(h.dests, &destDone{d: dst, o: o})
 		d.logger.LogAttrs(ctx, slog.LevelDebug, "destination", slog.String("send_id", s.ID), slog.String("destination", dst.Site),
 			slog.Int("delivered", len(o.Delivered)), slog.Int("deferred", len(o.Deferred)), slog.Int("refused", len(o.Refused)),
