@@ -40,6 +40,10 @@ const (
 	// server will not guess which of the two was meant; neither does the
 	// client. Never retried, never answered with a new key.
 	CodeKeyReused = "idempotency_key_reused"
+	// CodeStoredAnswerUnavailable: the key's request ran, but the server
+	// can no longer open its stored answer (sealed under a secret key since
+	// changed). Never retried: the request will not run again.
+	CodeStoredAnswerUnavailable = "stored_answer_unavailable"
 	// CodeHTTP is set when a response was not the API's JSON error (a
 	// proxy's 502 page, say).
 	CodeHTTP = "http_error"

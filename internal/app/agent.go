@@ -141,10 +141,11 @@ func (s *Service) checkCaps(ctx context.Context, tx core.Tx, key *core.APIKey, n
 	return nil
 }
 
-// tracksKey reports whether sends of the key record their key (for caps and
-// for an agent's own list).
+// tracksKey reports whether sends of the key record their key (for caps,
+// for an agent's own list, and for a restricted key's lookup by
+// Idempotency-Key, which finds only its own sends).
 func tracksKey(key *core.APIKey) bool {
-	return key.Agent || key.MaxPerHour > 0 || key.MaxPerDay > 0
+	return key.OwnsIdempotencyKeys() || key.MaxPerHour > 0 || key.MaxPerDay > 0
 }
 
 // PreviewSend is PrepareSend for a preview: what would be sent, and whether

@@ -84,7 +84,7 @@ func (s *Service) Receive(ctx context.Context, in Incoming) (Received, error) {
 	m := receivedView(in, digest)
 	var out Received
 	err := s.store.InTx(ctx, func(tx core.Tx) error {
-		if err := s.checkReceivedCap(ctx, in.Tenant, len(in.Raw)); err != nil {
+		if err := s.checkReceivedCap(ctx, tx, in.Tenant, len(in.Raw)); err != nil {
 			return err
 		}
 		m.ID, m.ThreadID = NewID("rcv_"), ""
@@ -122,7 +122,9 @@ func (s *Service) Receive(ctx context.Context, in Incoming) (Received, error) {
 	return out, nil
 }
 
-func (s *Service) checkReceivedCap(ctx context.Context, tenant string, size int) error {
+// checkReceivedCap reads the usage in the transaction that will add to
+// it, holding it until that commits (ReceivedBytesForUpdate).
+func (s *Service) checkReceivedCap(ctx context.Context, tx core.Tx, tenant string, size int) error {
 	max := s.cfg.MaxReceivedBytes
 	if max == 0 {
 		max = DefaultMaxReceivedBytes
@@ -130,7 +132,7 @@ func (s *Service) checkReceivedCap(ctx context.Context, tenant string, size int)
 	if max < 0 {
 		return nil
 	}
-	_, used, err := s.store.ReceivedUsage(ctx, tenant)
+	used, err := tx.ReceivedBytesForUpdate(ctx, tenant)
 	if err != nil {
 		return err
 	}

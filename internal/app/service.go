@@ -86,6 +86,9 @@ type Service struct {
 	// fetches holds a token per attachment download running
 	// (MaxConcurrentFetches).
 	fetches chan struct{}
+	// scopedSince: when the store began keeping scoped Idempotency-Keys
+	// (UnscopedReplay).
+	scopedSince scopedSince
 }
 
 // New returns a Service.

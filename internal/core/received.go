@@ -167,6 +167,11 @@ type ReceivingTx interface {
 	// writes nothing and returns that message's id and thread with
 	// inserted false.
 	InsertReceived(ctx context.Context, m *ReceivedMessage, raw []byte) (id, threadID string, inserted bool, err error)
+	// ReceivedBytesForUpdate is the tenant's stored received bytes, read
+	// inside the transaction with the tenant's usage row held until it
+	// ends, so that concurrent receives check the storage cap one after
+	// the other and cannot together exceed it.
+	ReceivedBytesForUpdate(ctx context.Context, tenant string) (int64, error)
 	// ThreadOfMessageIDs returns the thread of the tenant that holds a
 	// message with one of these Message-IDs (the last one that matches
 	// wins: References run oldest first); ErrNotFound for none.

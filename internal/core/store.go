@@ -313,6 +313,11 @@ type Idempotency interface {
 	// completed (nil otherwise), read without the write lock: a completed
 	// record does not change until it expires.
 	CompletedIdempotency(ctx context.Context, sc idemtype.Scope) (*idemtype.Record, error)
+	// ScopedKeysSince is when the database began storing restricted keys'
+	// and Message-ID-derived Idempotency-Keys in their scoped forms
+	// (StoredIdempotencyKey): records older than that are in the plain
+	// form.
+	ScopedKeysSince(ctx context.Context) (time.Time, error)
 }
 
 // Retention deletes what is kept no longer; delivery's retention loop

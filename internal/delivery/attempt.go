@@ -221,7 +221,7 @@ func (d *Deliverer) handOff(ctx context.Context, s *core.Send, slot *transport.S
 	env.To = slices.DeleteFunc(env.To, func(r string) bool { return slices.Contains(skip, core.NormalizeAddress(r)) })
 	signer := env.From // the From header's address: its domain's key signs
 	if d.cfg.Bounce != nil {
-		env.From = d.cfg.Bounce.Address(s.ID)
+		env.From, env.FromFor = bounceAddresses(d.cfg.Bounce, s, env.To)
 	}
 	return d.handOver(ctx, s, slot, env, raw, signer)
 }

@@ -108,8 +108,8 @@ func (d *Deliverer) handOverMX(ctx context.Context, s *core.Send, env transport.
 			h.dests = append(h.dests, &destDone{d: dst, o: transport.DestOutcome{Waiting: dst.Rcpts, Why: "checkpoint failed: " + err.Error()}})
 			continue
 		}
-		dst.Stream = string(s.Stream) // its egress pool
-		o := d.mx.Send(ctx, dst, env.From, raw)
+		dst.Stream = string(s.Stream)                        // its egress pool
+		o := d.mx.Send(ctx, dst, env.FromOf(dst.Rcpts), raw) // one recipient: its own bounce address
 		h.dests = append(h.dests, &destDone{d: dst, o: o})
 		d.logger.LogAttrs(ctx, slog.LevelDebug, "destination", slog.String("send_id", s.ID), slog.String("destination", dst.Site),
 			slog.Int("delivered", len(o.Delivered)), slog.Int("deferred", len(o.Deferred)), slog.Int("refused", len(o.Refused)),

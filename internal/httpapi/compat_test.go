@@ -181,6 +181,8 @@ func TestCompat_ResendErrors(t *testing.T) {
 		{"scheduled_at", sendoncetest.Request{Body: map[string]any{"from": "sender@example.com", "to": "a@example.com", "subject": "s", "text": "t", "scheduled_at": "in 1 min"}}, 422, "validation_error", false},
 		{"attachment not base64", sendoncetest.Request{Body: map[string]any{"from": "sender@example.com", "to": "a@example.com", "subject": "s", "text": "t", "attachments": []any{map[string]any{"filename": "a.txt", "content": "e!A=="}}}}, 422, "validation_error", false},
 		{"no from", sendoncetest.Request{Body: map[string]any{"to": "a@example.com", "subject": "s", "text": "t"}}, 422, "validation_error", false},
+		{"one header twice, in two cases", sendoncetest.Request{Body: map[string]any{"from": "sender@example.com", "to": "a@example.com", "subject": "s", "text": "t", "headers": map[string]string{"X-A": "1", "x-a": "2"}}}, 422, "validation_error", false},
+		{"Message-ID twice, in two cases", sendoncetest.Request{Body: map[string]any{"from": "sender@example.com", "to": "a@example.com", "subject": "s", "text": "t", "headers": map[string]string{"Message-ID": "<a@example.com>", "message-id": "<b@example.com>"}}}, 422, "validation_error", false},
 		{"no key", sendoncetest.Request{Body: mail, Key: "-"}, 401, "missing_api_key", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,6 +23,10 @@ const (
 	codeKeyReused       = idempotency.CodeKeyReused
 	codePayloadTooLarge = idempotency.CodePayloadTooLarge
 	codeMethodNotAllow  = "method_not_allowed"
+	// codeAnswerUnavailable: the key's request ran, but its stored answer
+	// is sealed under a SENDONCE_SECRET_KEY this process does not hold
+	// (sealed.go). Gone for good; the request never runs again.
+	codeAnswerUnavailable = "stored_answer_unavailable"
 )
 
 // errorStatus is the one table from error codes to HTTP statuses: the
@@ -46,6 +50,7 @@ var errorStatus = map[string]int{
 	core.CodeUnavailable:        http.StatusServiceUnavailable,
 	codePayloadTooLarge:         http.StatusRequestEntityTooLarge,
 	codeMethodNotAllow:          http.StatusMethodNotAllowed,
+	codeAnswerUnavailable:       http.StatusGone,
 	core.CodeInternal:           http.StatusInternalServerError,
 }
 

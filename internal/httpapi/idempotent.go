@@ -143,7 +143,7 @@ func (s *Server) decideAndRun(w http.ResponseWriter, r *http.Request, o postOpts
 		refused result // the styled refusal Refuse made last: the one answered
 	)
 	if present {
-		scope := idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: idemKey}
+		scope := idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: core.StoredIdempotencyKey(key, idemKey)}
 		if d, ok := s.idem.Cached(scope, fp); ok {
 			// A replay (or a reuse) this process remembers: answered
 			// before anything Run needs is built.
@@ -152,6 +152,9 @@ func (s *Server) decideAndRun(w http.ResponseWriter, r *http.Request, o postOpts
 			return res
 		}
 		sc = &scope
+		if res, done := s.unscopedReplay(r, o, key, *sc, idemKey, fp); done {
+			return res
+		}
 	}
 	ran := idempotency.Run(ctx, s.idem, idempotency.Write[core.Tx]{
 		Scope: sc, Fingerprint: fp, InTx: s.svc.InTx,

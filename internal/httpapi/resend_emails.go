@@ -75,6 +75,9 @@ func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendE
 			return nil, err
 		}
 	}
+	if err := checkHeaderNames(e.Headers); err != nil {
+		return nil, err
+	}
 	headers, th := threadingHeaders(e.Headers)
 	sr := &app.SendRequest{
 		To: e.To, Cc: e.Cc, Bcc: e.Bcc, ReplyTo: e.ReplyTo, From: e.From, MailboxID: mailboxID,

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 
 	"github.com/sendonce/sendonce/internal/seal"
 )
@@ -40,7 +41,15 @@ func (s *Server) openStored(body []byte) ([]byte, error) {
 	}
 	plain, err := seal.Open(body, len(sealedAnswerHead), s.cfg.SecretKey, sealedAnswerInfo)
 	if err != nil {
-		return nil, fmt.Errorf("open the stored answer (was SENDONCE_SECRET_KEY changed?): %w", err)
+		// The request ran and its answer is stored, but sealed under a
+		// secret key this process no longer holds (SENDONCE_SECRET_KEY was
+		// changed, or unset). Running it again would make a second webhook;
+		// a 500 would say nothing was stored. The class is logged, never
+		// the error's text or the body.
+		s.logger.Warn("stored answer unavailable", slog.String("class", codeAnswerUnavailable),
+			slog.Bool("secret_key_set", s.cfg.SecretKey != ""))
+		return nil, apiError(codeAnswerUnavailable, "Idempotency-Key",
+			"this Idempotency-Key's request ran, but its stored answer was sealed under another SENDONCE_SECRET_KEY and cannot be shown; it will not run again")
 	}
 	return plain, nil
 }

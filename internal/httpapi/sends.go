@@ -81,8 +81,11 @@ func (s *Server) handleListSends(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := core.SendFilter{IdempotencyKey: q.Get("idempotency_key"), Status: core.Status(q.Get("status")), Limit: limit, After: q.Get("after")}
-	if key.Agent {
-		f.APIKeyID = key.ID // an agent lists only its own sends
+	if key.Agent || (f.IdempotencyKey != "" && key.OwnsIdempotencyKeys()) {
+		// An agent lists only its own sends; a key whose Idempotency-Keys
+		// are its own finds by key only its own sends, as its keys decide
+		// only its own requests (core.StoredIdempotencyKey).
+		f.APIKeyID = key.ID
 	}
 	if f.Status != "" && !f.Status.Valid() {
 		writeError(w, r, s.logger, core.Errorf(core.CodeValidation, "status", "unknown status %q", f.Status))

@@ -143,7 +143,7 @@ func TestInbound_PermanentBounceSuppressesUntilDeleted(t *testing.T) {
 		env.WaitStatus(t, id, wait, core.StatusSent)
 
 		msgs := env.SMTP.Messages()
-		verp := env.Server.Bounce.Address(id)
+		verp := env.Server.Bounce.RecipientAddress(id, 0) // one recipient: its own address
 		if len(msgs) != 1 || msgs[0].From != verp || !strings.HasPrefix(verp, "bounce+") || !strings.HasSuffix(verp, "@bounces.example.test") {
 			t.Fatalf("relay got %d messages, MAIL FROM %q; want one from the VERP address %q", len(msgs), msgs[0].From, verp)
 		}
@@ -197,40 +197,41 @@ func TestInbound_PermanentBounceSuppressesUntilDeleted(t *testing.T) {
 	})
 }
 
-// TestInbound_ReportShapes: a multi-recipient DSN (a missing mailbox that
-// suppresses, a full one that does not, a delivery), a delay, and a
-// feedback report, each doing what the contract's section 11 says.
+// TestInbound_ReportShapes: a missing mailbox that suppresses, a full one
+// that does not, a delay, a delivery and a feedback report, each doing
+// what the contract's section 11 says; each to the bounce address of its
+// own single-recipient send.
 func TestInbound_ReportShapes(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
-		id, msgID := sendTo(t, env, env.AdminKey, map[string]any{"to": []string{"a@one.test", "b@two.test"}, "cc": "c@three.test",
-			"subject": "multi", "text": "x"})
-		env.WaitStatus(t, id, wait, core.StatusSent)
-		verp := env.Server.Bounce.Address(id)
-
-		err := deliver(t, env.InboundAddr, verp, dsnMail(verp, msgID, report{"c@three.test", "delayed", "4.4.1", "connect timed out"}))
-		if err != nil {
-			t.Fatal(err)
+		type sent struct{ id, msgID, verp string }
+		send := func(to string) sent {
+			id, msgID := sendTo(t, env, env.AdminKey, sendoncetest.Mail(to, "shape"))
+			env.WaitStatus(t, id, wait, core.StatusSent)
+			return sent{id, msgID, env.Server.Bounce.RecipientAddress(id, 0)}
 		}
-		_, s := get(t, env, env.AdminKey, "/v1/sends/"+id)
+		report1 := func(s sent, r ...report) {
+			t.Helper()
+			if err := deliver(t, env.InboundAddr, s.verp, dsnMail(s.verp, s.msgID, r...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, bb, c := send("a@one.test"), send("b@two.test"), send("c@three.test")
+
+		report1(c, report{"c@three.test", "delayed", "4.4.1", "connect timed out"})
+		_, s := get(t, env, env.AdminKey, "/v1/sends/"+c.id)
 		if got := recipients(s); got["c@three.test"] != "delivery_delayed" || s["status"] != "sent" {
 			t.Fatalf("after a delay: status %v, recipients %v", s["status"], got)
 		}
-
-		err = deliver(t, env.InboundAddr, verp, dsnMail(verp, msgID,
-			report{"A@One.test", "failed", "5.1.1", "550 5.1.1 no such user"},
-			report{"b@two.test", "failed", "5.2.2", "552 5.2.2 mailbox full"},
-			report{"c@three.test", "delivered", "2.0.0", "250 ok"},
-			report{"stranger@else.test", "failed", "5.1.1", ""}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s = env.WaitStatus(t, id, wait, core.StatusDelivered)
-		want := map[string]string{"a@one.test": "bounced", "b@two.test": "bounced", "c@three.test": "delivered"}
-		for k, v := range want {
-			if recipients(s)[k] != v {
-				t.Errorf("recipients %v, want %v", recipients(s), want)
-				break
+		report1(a, report{"A@One.test", "failed", "5.1.1", "550 5.1.1 no such user"}, report{"stranger@else.test", "failed", "5.1.1", ""})
+		report1(bb, report{"b@two.test", "failed", "5.2.2", "552 5.2.2 mailbox full"})
+		report1(c, report{"c@three.test", "delivered", "2.0.0", "250 ok"})
+		for _, w := range []struct {
+			s            sent
+			rcpt, status string
+		}{{a, "a@one.test", "bounced"}, {bb, "b@two.test", "bounced"}, {c, "c@three.test", "delivered"}} {
+			if got := recipients(env.WaitStatus(t, w.s.id, wait, core.Status(w.status))); got[w.rcpt] != w.status {
+				t.Errorf("%s: recipients %v, want %s", w.rcpt, got, w.status)
 			}
 		}
 		if st, _ := get(t, env, env.AdminKey, "/v1/suppressions/a@one.test"); st != http.StatusOK {
@@ -243,10 +244,10 @@ func TestInbound_ReportShapes(t *testing.T) {
 			t.Errorf("a recipient the send never had: suppression %d, want none", st)
 		}
 
-		if err := deliver(t, env.InboundAddr, verp, arfMail(verp, msgID, "c@three.test")); err != nil {
+		if err := deliver(t, env.InboundAddr, c.verp, arfMail(c.verp, c.msgID, "c@three.test")); err != nil {
 			t.Fatal(err)
 		}
-		s = env.WaitStatus(t, id, wait, core.StatusComplained)
+		s = env.WaitStatus(t, c.id, wait, core.StatusComplained)
 		if got := events(s, core.EventComplained); len(got) != 1 || got[0] != "c@three.test" {
 			t.Errorf("complained events %v", got)
 		}

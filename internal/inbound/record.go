@@ -21,7 +21,10 @@ import (
 
 // Mail is one message received for one bounce address.
 type Mail struct {
-	SendID   string // from the verified token
+	SendID string // from the verified token
+	// Bound is the index of the recipient the token is bound to
+	// (verp.Signer.RecipientAddress), -1 for a send-level token.
+	Bound    int
 	MailFrom string
 	RcptTo   string
 	Raw      []byte
@@ -72,6 +75,9 @@ func record(ctx context.Context, tx core.Tx, m Mail, rep *dsn.Report, perr error
 		return unmatched(ctx, tx, m, send.Tenant, "the report is about another message ("+rep.OriginalMessageID+")", now)
 	}
 	changes, why := changesOf(send, rep)
+	if len(changes) > 0 {
+		changes, why = allowed(send, m.Bound, changes)
+	}
 	if len(changes) == 0 {
 		return unmatched(ctx, tx, m, send.Tenant, why, now)
 	}

@@ -142,6 +142,7 @@ func (b backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
 type rcpt struct {
 	addr   string
 	sendID string
+	bound  int // the recipient index the bounce address is bound to; -1: none
 	route  *core.ReceivingAddress
 }
 
@@ -170,8 +171,8 @@ var (
 
 func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	if ss.s.cfg.Signer != nil {
-		if id, err := ss.s.cfg.Signer.SendID(to); err == nil {
-			ss.rcpts = append(ss.rcpts, rcpt{addr: to, sendID: id})
+		if id, bound, err := ss.s.cfg.Signer.Parse(to); err == nil {
+			ss.rcpts = append(ss.rcpts, rcpt{addr: to, sendID: id, bound: bound})
 			return nil
 		}
 	}
@@ -217,7 +218,7 @@ func (ss *session) reports(ctx context.Context, raw []byte) error {
 			continue // one copy per send, however many of its addresses
 		}
 		done[rc.sendID] = true
-		res, err := Record(ctx, ss.s.cfg.Store, Mail{SendID: rc.sendID, MailFrom: ss.from, RcptTo: rc.addr, Raw: raw}, ss.s.cfg.Now().UTC())
+		res, err := Record(ctx, ss.s.cfg.Store, Mail{SendID: rc.sendID, Bound: rc.bound, MailFrom: ss.from, RcptTo: rc.addr, Raw: raw}, ss.s.cfg.Now().UTC())
 		if err != nil {
 			ss.s.cfg.Logger.ErrorContext(ctx, "inbound report not recorded", slog.String("send_id", rc.sendID), slog.Any("error", err))
 			return errTryLater

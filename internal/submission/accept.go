@@ -59,7 +59,7 @@ func (s *Server) submit(ctx context.Context, key *core.APIKey, env envelope, dat
 		return rerr
 	}
 	sub := app.RawSubmission{IdemKey: idemKey, MailboxID: env.mailbox, Rcpt: env.rcpt, Header: h, Msg: msg}
-	rep, sendID, outcome := s.acceptOnce(ctx, key, sub, fingerprint(env, fpMsg))
+	rep, sendID, outcome := s.acceptOnce(ctx, key, sub, source == derivedSource, fingerprint(env, fpMsg))
 	s.logger.LogAttrs(ctx, slog.LevelInfo, "smtp message",
 		slog.Int("code", rep.Code), slog.String("send_id", sendID), slog.String("outcome", outcome),
 		slog.String("key", app.KeyFingerprint(key)), slog.String("idempotency_key_from", source),
@@ -109,7 +109,7 @@ func readSubmission(data []byte) (h textproto.Header, msg, fpMsg []byte, idemKey
 	}
 	if source == "" {
 		if id := strings.TrimSpace(h.Get("Message-Id")); id != "" {
-			idemKey, source = messageIDKey(id), "Message-ID"
+			idemKey, source = messageIDKey(id), derivedSource
 		}
 	}
 	return h, msg, fpMsg, idemKey, source, nil
@@ -160,13 +160,14 @@ func fingerprint(env envelope, msg []byte) string {
 // (idempotency.Run): the key decided, the send and the key's answer
 // committed in one transaction. It returns the reply, the send's id and
 // the outcome for the log.
-func (s *Server) acceptOnce(ctx context.Context, key *core.APIKey, sub app.RawSubmission, fp string) (*smtp.SMTPError, string, string) {
-	var (
-		sc     *idempotency.Scope
-		sendID string
-	)
-	if sub.IdemKey != "" {
-		sc = &idempotency.Scope{Tenant: key.Tenant, Method: scopeMethod, Route: scopeRoute, Key: sub.IdemKey}
+func (s *Server) acceptOnce(ctx context.Context, key *core.APIKey, sub app.RawSubmission, derived bool, fp string) (*smtp.SMTPError, string, string) {
+	var sendID string
+	sc, replay, err := s.scope(ctx, key, sub.IdemKey, derived, fp)
+	switch {
+	case err != nil:
+		return replyFor(ctx, s.logger, err), "", "error"
+	case replay != nil:
+		return s.decided(idempotency.Decision{Outcome: idempotency.Replay, Response: replay})
 	}
 	ran := idempotency.Run(ctx, s.idem, idempotency.Write[core.Tx]{
 		Scope: sc, Fingerprint: fp, InTx: s.svc.InTx,

@@ -223,7 +223,7 @@ func (m *MX) prepare(ctx context.Context, res *mxResolver, env Envelope, g rcptG
 				break
 			}
 			tried++
-			s, err := m.open(ctx, h.host, ip, env.From, g.rcpts, size)
+			s, err := m.open(ctx, h.host, ip, env.FromOf(g.rcpts), g.rcpts, size)
 			if err == nil {
 				return s, nil
 			}

@@ -12,6 +12,19 @@ import (
 type Envelope struct {
 	From string
 	To   []string
+	// FromFor, when set, is the envelope sender of a transaction that
+	// carries rcpt alone (a bounce address bound to that recipient); a
+	// transport that splits To into transactions uses it for those of
+	// one recipient, and From for the others.
+	FromFor func(rcpt string) string
+}
+
+// FromOf is the envelope sender of a transaction carrying rcpts.
+func (e Envelope) FromOf(rcpts []string) string {
+	if len(rcpts) == 1 && e.FromFor != nil {
+		return e.FromFor(rcpts[0])
+	}
+	return e.From
 }
 
 // Class says what a failed attempt means for the send.

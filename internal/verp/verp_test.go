@@ -53,3 +53,27 @@ func TestSendID_RejectsForgeries(t *testing.T) {
 		}
 	}
 }
+
+// A token bound to one recipient verifies for that recipient's index
+// only, and never as the send's own token or another index's.
+func TestRecipientAddress_BoundToOneRecipient(t *testing.T) {
+	s := New([]byte("k"), "bounces.example.test")
+	const id = "snd_01j0000000000000000000000a"
+	a := s.RecipientAddress(id, 1)
+	if got, rcpt, err := s.Parse(a); err != nil || got != id || rcpt != 1 {
+		t.Fatalf("Parse(%s) = %q %d %v", a, got, rcpt, err)
+	}
+	if got, rcpt, err := s.Parse(s.Address(id)); err != nil || got != id || rcpt != -1 {
+		t.Fatalf("the send's own address: %q %d %v, want rcpt -1", got, rcpt, err)
+	}
+	other := strings.Replace(a, ".1-", ".2-", 1)
+	if _, _, err := s.Parse(other); err == nil {
+		t.Errorf("%s verified with another index", other)
+	}
+	if _, _, err := s.Parse(strings.Replace(a, ".1-", "-", 1)); err == nil {
+		t.Error("a bound token's MAC verified as the send's own")
+	}
+	if local, _, _ := strings.Cut(a, "@"); len(local) > 64 {
+		t.Errorf("local part %d characters, over 64", len(local))
+	}
+}
