@@ -177,7 +177,7 @@ func TestSoakHookEndpoint_SignsChecksAndFailsInWindows(t *testing.T) {
 
 // The legs draw their windows from streams of their own: a seed names the
 // same windows every time, and the legs leave the fault schedule of the
-// seed as it was.
+// seed as it was; each kind comes once in every round of windows.
 func TestSoakLegs_WindowsOfTheirOwn(t *testing.T) {
 	a, b := drawMXWindows(newStream(16, "mx schedule"), time.Minute), drawMXWindows(newStream(16, "mx schedule"), time.Minute)
 	h1, h2 := drawHookWindows(newStream(16, "hook schedule"), time.Minute), drawHookWindows(newStream(16, "hook schedule"), time.Minute)
@@ -189,11 +189,15 @@ func TestSoakLegs_WindowsOfTheirOwn(t *testing.T) {
 			t.Fatalf("mx window %d %+v out of bounds or overlapping", i, w)
 		}
 	}
-	kinds := map[string]bool{}
-	for _, w := range drawMXWindows(newStream(16, "mx schedule"), 10*time.Minute) {
-		kinds[w.kind] = true
+	// Each kind once in every round: a minute's soak meets every one.
+	for i := 0; i+4 <= len(a); i += 4 {
+		if kinds := map[string]bool{a[i].kind: true, a[i+1].kind: true, a[i+2].kind: true, a[i+3].kind: true}; len(kinds) != 4 {
+			t.Fatalf("mx windows %d–%d: kinds %v, want all 4", i, i+3, kinds)
+		}
 	}
-	if len(kinds) != 4 {
-		t.Fatalf("mx window kinds in 10 minutes: %v, want all 4", kinds)
+	for i := 0; i+3 <= len(h1); i += 3 {
+		if kinds := map[string]bool{h1[i].kind: true, h1[i+1].kind: true, h1[i+2].kind: true}; len(kinds) != 3 {
+			t.Fatalf("hook windows %d–%d: kinds %v, want all 3", i, i+2, kinds)
+		}
 	}
 }

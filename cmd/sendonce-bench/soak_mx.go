@@ -80,17 +80,18 @@ type mxWindow struct {
 }
 
 // drawMXWindows draws the leg's windows from g: a pause of 2–6 s before
-// each, 1–3 s long, at one destination. From a stream of its own, so the
+// each, 1–3 s long, at one destination, the kinds in rounds (each kind
+// once in every four windows). From a stream of its own, so the
 // process and sink faults of a seed are the same as without the leg.
 func drawMXWindows(g *rng, duration time.Duration) []mxWindow {
-	kinds := []string{mxGreylist, mxData451, mxMail421, mxHangUp}
+	kinds := &rounds{g: g, kinds: []string{mxGreylist, mxData451, mxMail421, mxHangUp}}
 	var out []mxWindow
 	for at := time.Duration(0); ; {
 		at += g.between(2*time.Second, 6*time.Second)
 		if at >= duration {
 			return out
 		}
-		w := mxWindow{at: at, kind: kinds[g.intN(len(kinds))], dest: g.intN(len(mxDests)), hold: g.between(time.Second, 3*time.Second)}
+		w := mxWindow{at: at, kind: kinds.next(), dest: g.intN(len(mxDests)), hold: g.between(time.Second, 3*time.Second)}
 		out = append(out, w)
 		at += w.hold
 	}

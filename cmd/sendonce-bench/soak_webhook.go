@@ -55,17 +55,17 @@ type hookWindow struct {
 }
 
 // drawHookWindows draws the endpoint's windows from g: a pause of 4–10 s
-// before each, 1–4 s long; a hang half as often as the others (each one
-// holds a delivery slot of the endpoint for the whole timeout).
+// before each, 1–4 s long, the kinds in rounds (each once in every three
+// windows).
 func drawHookWindows(g *rng, duration time.Duration) []hookWindow {
-	kinds := []string{hook500, hook500, hookReset, hookReset, hookHangs}
+	kinds := &rounds{g: g, kinds: []string{hook500, hookReset, hookHangs}}
 	var out []hookWindow
 	for at := time.Duration(0); ; {
 		at += g.between(4*time.Second, 10*time.Second)
 		if at >= duration {
 			return out
 		}
-		w := hookWindow{at: at, kind: kinds[g.intN(len(kinds))], hold: g.between(time.Second, 4*time.Second)}
+		w := hookWindow{at: at, kind: kinds.next(), hold: g.between(time.Second, 4*time.Second)}
 		out = append(out, w)
 		at += w.hold
 	}
