@@ -209,7 +209,11 @@ func (l *hookLeg) serve(w http.ResponseWriter, r *http.Request) {
 		case <-time.After(hookHang):
 		case <-l.done:
 		}
-		w.WriteHeader(http.StatusNoContent) // the attempt has given up by now
+		// Never a 2xx: a worker SIGSTOPped across its timeout may still
+		// read this answer when it resumes, and a 204 here would be a
+		// delivery the endpoint did not count (the 30-minute soak of
+		// 2 December met five).
+		http.Error(w, "soak: held past the timeout", http.StatusServiceUnavailable)
 	case hookReset:
 		reset(w)
 	default:
