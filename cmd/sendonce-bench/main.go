@@ -96,7 +96,13 @@ type flags struct {
 	seed                          uint64
 	soakWorkers                   int
 	smtp                          smtpLoad
+	soakLegs                      soakLegFlags
 }
+
+// soakLegFlags turn the soak's mx and webhook legs off (--soak-mx=false,
+// --soak-webhooks=false): without both, a seed runs as it did before the
+// legs existed, the sink as the processes' --transport.
+type soakLegFlags struct{ mx, hooks bool }
 
 func parseFlags(args []string, stderr io.Writer) (config, flags, error) {
 	fs := flag.NewFlagSet("sendonce-bench", flag.ContinueOnError)
@@ -120,6 +126,8 @@ func parseFlags(args []string, stderr io.Writer) (config, flags, error) {
 	fs.Uint64Var(&f.seed, "seed", 0, "soak: seed of the fault schedule (0: one from the clock, printed)")
 	fs.IntVar(&f.soakWorkers, "soak-workers", 2, "soak on PostgreSQL: worker processes (API processes: --spawn-api, default 2)")
 	fs.StringVar(&f.soakProvider, "soak-provider", "", "soak: ses hands the mail to the SES emulator (npm aws-ses-v2-local) behind an HTTP fault proxy instead of the SMTP sink")
+	fs.BoolVar(&f.soakLegs.mx, "soak-mx", true, "soak: a send every 125ms goes through --transport mx to shaped destinations whose exchangers defer in windows (the others reach the sink through a mailbox relay)")
+	fs.BoolVar(&f.soakLegs.hooks, "soak-webhooks", true, "soak: a webhook endpoint that fails in windows gets the send events; every one must arrive")
 	fs.StringVar(&f.soakDir, "soak-dir", "", "soak: directory for the database file and the processes' logs (default: a new temporary one)")
 	f.smtp.define(fs)
 	err := fs.Parse(args)
@@ -133,7 +141,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case c.mode == "soak":
-		return soakMode(ctx, c, f.seed, f.soakWorkers, f.soakDir, f.soakProvider, stdout, stderr)
+		return soakMode(ctx, c, f.seed, f.soakWorkers, f.soakDir, f.soakProvider, f.soakLegs, stdout, stderr)
 	case c.mode == "smtp":
 		f.smtp.key = c.key
 		return smtpMode(ctx, f.smtp, stdout)

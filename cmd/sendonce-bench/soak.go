@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,13 +39,40 @@ type soakConfig struct {
 	// mail to the SES emulator behind an HTTP fault proxy instead of the
 	// SMTP sink ("": the sink).
 	provider string
+	// mx runs the mx leg (soak_mx.go), hooks the webhook leg
+	// (soak_webhook.go); hookDrain bounds the wait, after the sends are
+	// judged, for the endpoint's last deliveries.
+	mx, hooks bool
+	hookDrain time.Duration
+}
+
+// deliverers is how many processes deliver: each shapes its own share.
+func (c soakConfig) deliverers() int {
+	if strings.HasPrefix(c.db, "sqlite:") {
+		return 1
+	}
+	return c.workers
+}
+
+// sinkMailbox is the mailbox whose relay is the sink (through its proxy)
+// when the mx leg makes mx the processes' --transport.
+const sinkMailbox = "sink"
+
+// soakLegs are the soak's legs beside the clients and the process
+// faults; the ones that do not run are nil.
+type soakLegs struct {
+	sk   *sink
+	ses  *sesLeg
+	rl   *recvLeg
+	mx   *mxLeg
+	hook *hookLeg
 }
 
 // soakPGConns bounds each soak process's PostgreSQL connections.
 const soakPGConns = 5
 
 // soakMode checks the flags of --mode soak and runs it.
-func soakMode(ctx context.Context, bc config, seed uint64, workers int, dir, provider string, stdout, stderr io.Writer) error {
+func soakMode(ctx context.Context, bc config, seed uint64, workers int, dir, provider string, legs soakLegFlags, stdout, stderr io.Writer) error {
 	if bc.db == "" {
 		return errors.New("--mode soak needs --db (sqlite:PATH, or a postgres:// URL on which it may create a database)")
 	}
@@ -65,7 +93,16 @@ func soakMode(ctx context.Context, bc config, seed uint64, workers int, dir, pro
 		apis: apis, workers: workers, dir: dir, lease: 3 * time.Second, settle: 3 * time.Minute, giveUp: 30 * time.Second,
 		// By hand, at least something must have happened; TestSoak sets
 		// floors measured for its minute.
-		floors: soakFloors{Acked: 1, AtSink: 1, Faults: 1, Received: 1}, provider: provider}
+		floors: soakFloors{Acked: 1, AtSink: 1, Faults: 1, Received: 1}, provider: provider,
+		// The legs hand their mail to the sink soak's processes; the
+		// provider soak keeps SES as its one transport.
+		mx: legs.mx && provider == "", hooks: legs.hooks && provider == "", hookDrain: 90 * time.Second}
+	if c.mx {
+		c.floors.MXDelivered = 1
+	}
+	if c.hooks {
+		c.floors.WebhookEvents = 1
+	}
 	if c.dir == "" && strings.HasPrefix(bc.db, "sqlite:") {
 		c.dir = filepath.Dir(strings.TrimPrefix(bc.db, "sqlite:"))
 	}
@@ -80,26 +117,13 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 		return err
 	}
 	inj := &injector{sinkRNG: newStream(c.seed, "sink"), logger: logger, counts: map[string]int{}}
-	sk, err := startSink()
+	kit := newKitT(logger)
+	defer kit.close() // after the processes are stopped (deferred below)
+	lg, transport, extra, err := startLegs(c, kit, inj, logger)
 	if err != nil {
 		return err
 	}
-	defer sk.close()
-	sk.faults = &sinkFaults{pick: inj.pick, late: c.lease}
-	smtpPx, err := tcpproxy.Start(sk.addr, newStream(c.seed, "smtp proxy").chance)
-	if err != nil {
-		return err
-	}
-	defer smtpPx.Close()
-	inj.smtpPx = smtpPx
-	transport := "smtp://" + smtpPx.Addr + "?tls=none"
-	if c.provider == "ses" {
-		if inj.ses, err = startSESLeg(c.seed); err != nil {
-			return err
-		}
-		defer inj.ses.close()
-		transport = inj.ses.transport()
-	}
+	defer func() { lg.close() }() // lg.rl comes later
 	sdb, err := setUpSoakDB(ctx, c, logger)
 	if err != nil {
 		return err
@@ -107,12 +131,10 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 	defer func() { sdb.close(err != nil) }()
 	inj.pgPx = sdb.px
 	var apiNodes []*node
-	inj.nodes, apiNodes = soakNodes(c, sdb.url, transport, sdb.pg)
-	rl, err := newRecvLeg(c.seed, apiNodes)
-	if err != nil {
+	inj.nodes, apiNodes = soakNodes(c, sdb.url, transport, sdb.pg, extra)
+	if lg.rl, err = newRecvLeg(c.seed, apiNodes); err != nil {
 		return err
 	}
-	defer rl.close()
 	defer stopNodes(inj.nodes, logger) // on the way out of a failure; stopping twice is harmless
 	rep := &soakReport{Database: strings.SplitN(c.db, ":", 2)[0], Seed: c.seed, Duration: c.duration.String(), Provider: c.provider}
 	apiKey, err := startNodes(ctx, c, inj.nodes, sdb.direct, rep)
@@ -124,28 +146,120 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 		kinds = providerFaultKinds(sdb.pg)
 	}
 	inj.sched = drawSchedule(newStream(c.seed, "schedule"), kinds, len(inj.nodes), c.lease, c.duration)
-	start := time.Now()
-	inj.start, rep.Started = start, start.UTC().Format("2006-01-02T15:04:05.000Z")
-	sk.setStart(start)
-	logger.Info("soak started", slog.Uint64("seed", c.seed), slog.Duration("duration", c.duration),
-		slog.String("db", rep.Database), slog.String("dir", c.dir), slog.Int("faults", len(inj.sched)))
-	cl := newClients(apiKey, apiNodes, c.seed, start, c.clients)
-	if err := rl.createInbox(ctx, cl); err != nil {
+	cl := newClients(apiKey, apiNodes, c.seed, time.Now(), c.clients)
+	cl.mx = c.mx
+	if err := setUpTenant(ctx, cl, lg, inj.smtpPx.Addr); err != nil {
 		return err
 	}
-	inj.soakPhase(ctx, c, cl, rl)
+	start := time.Now()
+	inj.start, rep.Started, cl.start = start, start.UTC().Format("2006-01-02T15:04:05.000Z"), start
+	lg.sk.setStart(start)
+	logger.Info("soak started", slog.Uint64("seed", c.seed), slog.Duration("duration", c.duration),
+		slog.String("db", rep.Database), slog.String("dir", c.dir), slog.Int("faults", len(inj.sched)),
+		slog.Bool("mx", c.mx), slog.Bool("webhooks", c.hooks))
+	inj.soakPhase(ctx, c, cl, lg)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	logger.Info("clients done; waiting for quiescence", slog.Int("keys", len(cl.logicals())))
-	if err := check(ctx, c, cl, sk, inj.ses, rl, rep, logger); err != nil {
+	if err := check(ctx, c, cl, lg, rep, logger); err != nil {
 		return fmt.Errorf("%w (seed %d; logs in %s)", err, c.seed, c.dir)
 	}
 	stopNodes(inj.nodes, logger) // a race-enabled process's reports are in its log by the time it exits
 	countRaces(inj.nodes, rep)
 	rep.Faults, rep.Requests = inj.figures(), cl.statusFigures()
 	rep.Applied, rep.MaxFaultLate = inj.appliedFaults()
+	lg.figures(rep, c.duration)
 	return reportSoak(c, rep, jsonFile, stdout)
+}
+
+// startLegs starts the sink and its proxy, SES (the provider soak), the
+// soak's resolver and the mx and webhook legs; it returns them, the
+// processes' --transport and their other flags for the legs.
+func startLegs(c soakConfig, kit *kitT, inj *injector, logger *slog.Logger) (lg soakLegs, transport string, extra []string, err error) {
+	defer func() {
+		if err != nil {
+			lg.close()
+		}
+	}()
+	if lg.sk, err = startSink(); err != nil {
+		return lg, "", nil, err
+	}
+	lg.sk.faults = &sinkFaults{pick: inj.pick, late: c.lease}
+	if inj.smtpPx, err = tcpproxy.Start(lg.sk.addr, newStream(c.seed, "smtp proxy").chance); err != nil {
+		return lg, "", nil, err
+	}
+	transport = "smtp://" + inj.smtpPx.Addr + "?tls=none"
+	if c.provider == "ses" {
+		if inj.ses, err = startSESLeg(c.seed); err != nil {
+			return lg, "", nil, err
+		}
+		lg.ses, transport = inj.ses, inj.ses.transport()
+	}
+	var records []string
+	if c.mx {
+		if lg.mx, err = startMXLeg(kit, c.seed, c.dir, c.duration, logger); err != nil {
+			return lg, "", nil, err
+		}
+		records, transport, extra = mxRecords(), "mx", lg.mx.args()
+	}
+	dns, err := startDNS(kit, records)
+	if err != nil {
+		return lg, "", nil, err
+	}
+	extra = append(extra, "--dns-resolver", dns)
+	if c.hooks {
+		if lg.hook, err = startHookLeg(c.seed, c.duration, logger); err != nil {
+			return lg, "", nil, err
+		}
+		extra = append(extra, lg.hook.args()...)
+	}
+	return lg, transport, extra, nil
+}
+
+// close stops what startLegs started (the test servers go with kit).
+func (lg soakLegs) close() {
+	if lg.hook != nil {
+		lg.hook.close()
+	}
+	if lg.rl != nil {
+		lg.rl.close()
+	}
+	if lg.ses != nil {
+		lg.ses.close()
+	}
+	if lg.sk != nil {
+		lg.sk.close()
+	}
+}
+
+// setUpTenant makes what the soak's tenant needs before the faults begin:
+// the receiving inbox; with the mx leg the mailbox whose relay is the sink
+// (smtpAddr, its proxy); with the webhook leg the endpoint's webhook.
+func setUpTenant(ctx context.Context, cl *clients, lg soakLegs, smtpAddr string) error {
+	if err := lg.rl.createInbox(ctx, cl); err != nil {
+		return err
+	}
+	if lg.mx != nil {
+		body := fmt.Sprintf(`{"id":%q,"address":"soak@sink.soak.test","transport":"smtp://%s?tls=none"}`, sinkMailbox, smtpAddr)
+		if _, err := cl.setUp(ctx, "/v1/mailboxes", "soak-mailbox", body); err != nil {
+			return err
+		}
+	}
+	if lg.hook != nil {
+		return lg.hook.create(ctx, cl)
+	}
+	return nil
+}
+
+// figures adds the legs' own figures to rep.
+func (lg soakLegs) figures(rep *soakReport, duration time.Duration) {
+	if lg.mx != nil {
+		rep.MX.Windows = lg.mx.windowCounts()
+	}
+	if lg.hook != nil {
+		rep.Webhooks.Windows = lg.hook.windowCounts(duration)
+	}
 }
 
 // faultKinds are the faults a soak draws from: on PostgreSQL also a cut
@@ -244,41 +358,58 @@ func (d *soakDB) close(failed bool) {
 }
 
 // soakPhase runs the clients for c.duration (their last retries up to
-// c.giveUp more) and the faults beside them, then heals every fault and
-// waits for the clients.
-func (in *injector) soakPhase(ctx context.Context, c soakConfig, cl *clients, rl *recvLeg) {
+// c.giveUp more) and the faults and the legs' windows beside them, then
+// heals every fault and waits for the clients.
+func (in *injector) soakPhase(ctx context.Context, c soakConfig, cl *clients, lg soakLegs) {
 	faultCtx, stopFaults := context.WithTimeout(ctx, c.duration)
 	defer stopFaults()
 	newCtx, stopNew := context.WithTimeout(ctx, c.duration)
 	defer stopNew()
 	giveCtx, stopGive := context.WithTimeout(ctx, c.duration+c.giveUp)
 	defer stopGive()
-	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
-		defer close(done)
+		defer wg.Done()
 		cl.run(newCtx, giveCtx, c.clients)
 	}()
-	received := make(chan struct{})
 	go func() {
-		defer close(received)
-		rl.run(newCtx, giveCtx)
+		defer wg.Done()
+		lg.rl.run(newCtx, giveCtx)
+	}()
+	if lg.hook != nil {
+		lg.hook.run(in.start)
+	}
+	windows := make(chan struct{})
+	go func() {
+		defer close(windows)
+		if lg.mx != nil {
+			lg.mx.run(faultCtx, in.start)
+		}
 	}()
 	in.run(faultCtx)
+	<-windows
 	in.logger.Info("healing")
 	in.heal(ctx)
-	<-done
-	<-received
+	if lg.mx != nil {
+		lg.mx.heal()
+	}
+	if lg.hook != nil {
+		lg.hook.heal()
+	}
+	wg.Wait()
 }
 
 // soakNodes returns the processes of the soak, every one and those that
 // serve the API: on SQLite one in both roles, on PostgreSQL c.workers
 // workers (first: one migrates the empty database) and c.apis API
 // processes. db is the database URL they use, transport their transport
-// (the sink's proxy, or SES's).
-func soakNodes(c soakConfig, db, transport string, pg bool) (all, api []*node) {
+// (the sink's proxy, SES's, or mx), extra the legs' flags.
+func soakNodes(c soakConfig, db, transport string, pg bool, extra []string) (all, api []*node) {
 	common := []string{"--db", db, "--transport", transport,
 		"--attempt-lease", c.lease.String(), "--retry-base", "200ms", "--max-attempts", "10",
 		"--poll-interval", "50ms", "--log-level", "info"}
+	common = append(common, extra...)
 	if !pg {
 		n := newNode("all", "all", c.bin, c.dir, common)
 		return []*node{n}, []*node{n}

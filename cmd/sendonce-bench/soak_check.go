@@ -24,12 +24,16 @@ type soakSend struct {
 	MessageID string `json:"message_id"`
 	Attempts  int    `json:"attempts"`
 	LastError string `json:"last_error"`
+	// Recipients are the send's recipients with their own status (the
+	// mx leg judges each).
+	Recipients []soakRecipient `json:"recipients"`
 }
 
 // check waits (bounded) until no send is queued or sending, then checks
-// every logical send against the database (over the API) and the sink,
-// or SES's store when ses is not nil.
-func check(ctx context.Context, c soakConfig, cl *clients, sk *sink, ses *sesLeg, rl *recvLeg, rep *soakReport, logger *slog.Logger) error {
+// every logical send against the database (over the API) and the sink
+// (or SES's store when the provider soak runs, and the exchangers for the
+// mx leg's sends), then the receiving and webhook legs.
+func check(ctx context.Context, c soakConfig, cl *clients, lg soakLegs, rep *soakReport, logger *slog.Logger) error {
 	api := &soakAPI{cl: cl, hc: &http.Client{Timeout: 10 * time.Second}}
 	if err := awaitQuiescence(ctx, api, c.settle, logger); err != nil {
 		return err
@@ -38,25 +42,39 @@ func check(ctx context.Context, c soakConfig, cl *clients, sk *sink, ses *sesLeg
 	rep.Keys, rep.Statuses = len(all), map[string]int{}
 	k := &soakChecker{api: api, rep: rep, seen: map[string]bool{}}
 	noID := 0
-	if ses != nil {
+	if lg.ses != nil {
 		var err error
-		if k.sink, rep.AtSink, err = ses.view(ctx); err != nil {
+		if k.sink, rep.AtSink, err = lg.ses.view(ctx); err != nil {
 			return err
 		}
 	} else {
-		k.sink.ids, k.sink.began = sk.idCounts()
-		k.sink.story = sk.story
+		k.sink.ids, k.sink.began = lg.sk.idCounts()
+		k.sink.story = lg.sk.story
 		for _, n := range k.sink.ids {
 			rep.AtSink += n
 		}
-		noID = sk.withoutID()
+		noID = lg.sk.withoutID()
+	}
+	if lg.mx != nil {
+		mv := lg.mx.view()
+		k.sink.mx = &mv
 	}
 	if err := k.judgeAll(ctx, all); err != nil {
 		return err
 	}
 	k.countOrphans(noID)
-	if err := rl.judge(ctx, api, rep, logger); err != nil {
+	if lg.mx != nil {
+		countMXOrphans(*k.sink.mx, k.seen, rep)
+		rep.MX.Peaks = lg.mx.peaks(c.deliverers())
+		judgePeaks(rep.MX.Peaks, rep)
+	}
+	if err := lg.rl.judge(ctx, api, rep, logger); err != nil {
 		return err
+	}
+	if lg.hook != nil {
+		if err := lg.hook.judge(ctx, api, c.hookDrain, rep, logger); err != nil {
+			return err
+		}
 	}
 	return ctx.Err()
 }
@@ -243,6 +261,8 @@ type sinkView struct {
 	ids, began map[string]int
 	story      func(messageID string) string
 	provider   bool
+	// mx is what the mx leg's exchangers took (nil without the leg).
+	mx *mxView
 }
 
 // judge checks one logical send: its sends in the database and their
@@ -272,6 +292,11 @@ func judge(l *logical, sends []soakSend, sv sinkView, seen map[string]bool, rep 
 	}
 	for _, s := range sends {
 		id := strings.Trim(s.MessageID, "<>")
+		if l.mx && sv.mx != nil {
+			seen[id] = true
+			judgeMX(l, s, *sv.mx, rep, finding)
+			continue
+		}
 		if sv.provider {
 			id = l.subject
 		}
@@ -322,7 +347,7 @@ func judgeStatus(l *logical, s soakSend, n, began int, provider, acked bool, wha
 			rep.Other++
 			finding("unknown without an explanation", l, what)
 		}
-	case "sent":
+	case "sent", "delivered":
 		if n == 0 {
 			rep.SentNotAt++
 			finding("sent, not at the sink", l, what)

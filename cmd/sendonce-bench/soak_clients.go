@@ -22,6 +22,8 @@ type logical struct {
 	// subject is the body's subject, this logical send's own: the
 	// provider soak counts SES's copies by it.
 	subject string
+	// mx: the send goes to the mx leg's shaped destinations.
+	mx bool
 
 	mu      sync.Mutex
 	tries   []try
@@ -73,6 +75,12 @@ type clients struct {
 	seed   uint64  // each client draws from a stream of its own
 	start  time.Time
 	hc     *http.Client
+	// mx: the mx leg runs; a send at most every mxGap goes to its
+	// destinations, the others to the sink through the mailbox
+	// sinkMailbox. lastMX and mxN (the leg's sends so far) are under mu.
+	mx     bool
+	lastMX time.Time
+	mxN    int
 
 	mu       sync.Mutex
 	all      []*logical
@@ -107,10 +115,38 @@ func (c *clients) newLogical() *logical {
 	k := fmt.Sprintf("soak-%d-%s", i, newKey()[6:14])
 	l := &logical{key: k, statusN: map[int]int{}, subject: fmt.Sprintf("Soak %d", i),
 		body: fmt.Sprintf(`{"to":"soak%d@example.com","subject":"Soak %d","text":"Logical send %d of the soak."}`, i%97, i, i)}
+	n, mx := c.takeMX()
+	switch {
+	case mx:
+		to, _ := json.Marshal(mxRecipients(i, n))
+		l.mx = true
+		l.body = fmt.Sprintf(`{"to":%s,"subject":"Soak %d","text":"Logical send %d of the soak, through mx."}`, to, i, i)
+	case c.mx:
+		l.body = fmt.Sprintf(`{"to":"soak%d@example.com","mailbox_id":%q,"subject":"Soak %d","text":"Logical send %d of the soak."}`,
+			i%97, sinkMailbox, i, i)
+	}
 	c.mu.Lock()
 	c.all = append(c.all, l)
 	c.mu.Unlock()
 	return l
+}
+
+// takeMX says whether the next send goes to the mx leg, and its number
+// there: one every mxGap at most, however fast the clients go, so that
+// the shaped destinations are offered less than their limits take and
+// their queue drains (the sink's share is what the clients can do).
+func (c *clients) takeMX() (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.mx {
+		return 0, false
+	}
+	if now := time.Now(); now.Sub(c.lastMX) >= mxGap {
+		c.lastMX = now
+		c.mxN++
+		return c.mxN, true
+	}
+	return 0, false
 }
 
 // drive posts l until a 200, then once more to see the replay, or until
@@ -198,6 +234,38 @@ func (c *clients) post(ctx context.Context, url string, l *logical) (int, []byte
 		return 0, nil, err
 	}
 	return resp.StatusCode, b, nil
+}
+
+// setUp POSTs body to path with an Idempotency-Key through any API
+// process until a 2xx (a few tries: a process may be restarting), and
+// returns the answer's body. The soak makes its inbox, mailbox and
+// webhook this way before the faults begin.
+func (c *clients) setUp(ctx context.Context, path, key, body string) ([]byte, error) {
+	var last string
+	for try := 0; try < lookupTries; try++ {
+		if base := c.anyURL(); base != "" {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, strings.NewReader(body))
+			if err != nil {
+				return nil, err
+			}
+			req.Header.Set("Authorization", "Bearer "+c.apiKey)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", key)
+			resp, err := c.hc.Do(req)
+			if err == nil {
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+				resp.Body.Close()
+				if resp.StatusCode/100 == 2 {
+					return b, nil
+				}
+				last = fmt.Sprintf("%d %s", resp.StatusCode, b)
+			} else {
+				last = err.Error()
+			}
+		}
+		sleepCtx(ctx, lookupBackoff)
+	}
+	return nil, fmt.Errorf("soak: POST %s: %s", path, last)
 }
 
 func (c *clients) logicals() []*logical {

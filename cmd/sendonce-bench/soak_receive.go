@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/emersion/go-smtp"
-	"github.com/miekg/dns"
 
 	"github.com/sendonce/sendonce/internal/testkit/tcpproxy"
 )
@@ -35,14 +33,12 @@ const (
 	recvTimeout   = 10 * time.Second // one SMTP session
 )
 
-// recvLeg is the receiving leg: a proxy per API process's listener, the
-// senders' record, and a DNS server that answers every lookup at once
-// (NXDOMAIN), so that the listener's SPF and DMARC checks do not wait on
-// a resolver this machine may not have.
+// recvLeg is the receiving leg: a proxy per API process's listener and
+// the senders' record. The listener's SPF and DMARC checks ask the soak's
+// resolver (startDNS), which answers them NXDOMAIN at once, so that they
+// do not wait on a resolver this machine may not have.
 type recvLeg struct {
 	proxies []*tcpproxy.Proxy
-	dns     *dns.Server
-	dnsAddr string
 
 	mu      sync.Mutex
 	next    int
@@ -55,24 +51,13 @@ type recvLeg struct {
 // own (kept across restarts) behind a dropping proxy.
 func newRecvLeg(seed uint64, apis []*node) (*recvLeg, error) {
 	rl := &recvLeg{acked: map[int]bool{}}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("soak receive: dns: %w", err)
-	}
-	rl.dnsAddr = pc.LocalAddr().String()
-	rl.dns = &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetRcode(r, dns.RcodeNameError)
-		_ = w.WriteMsg(m)
-	})}
-	go func() { _ = rl.dns.ActivateAndServe() }()
 	for i, n := range apis {
 		port, err := freePort()
 		if err != nil {
 			rl.close()
 			return nil, err
 		}
-		n.args = append(n.args, "--inbound-addr", port, "--dns-resolver", rl.dnsAddr)
+		n.args = append(n.args, "--inbound-addr", port)
 		px, err := tcpproxy.Start(port, newStream(seed, fmt.Sprintf("receive proxy %d", i)).chance)
 		if err != nil {
 			rl.close()
@@ -97,34 +82,12 @@ func (rl *recvLeg) close() {
 	for _, px := range rl.proxies {
 		px.Close()
 	}
-	if rl.dns != nil {
-		_ = rl.dns.Shutdown()
-	}
 }
 
 // createInbox makes the receiving inbox through any API process.
 func (rl *recvLeg) createInbox(ctx context.Context, cl *clients) error {
-	body := fmt.Sprintf(`{"email_address":%q}`, recvInbox)
-	for try := 0; try < lookupTries; try++ {
-		if base := cl.anyURL(); base != "" {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/inboxes", strings.NewReader(body))
-			if err != nil {
-				return err
-			}
-			req.Header.Set("Authorization", "Bearer "+cl.apiKey)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Idempotency-Key", "soak-inbox")
-			resp, err := http.DefaultClient.Do(req)
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode/100 == 2 {
-					return nil
-				}
-			}
-		}
-		sleepCtx(ctx, lookupBackoff)
-	}
-	return fmt.Errorf("soak receive: the inbox %s could not be made", recvInbox)
+	_, err := cl.setUp(ctx, "/inboxes", "soak-inbox", fmt.Sprintf(`{"email_address":%q}`, recvInbox))
+	return err
 }
 
 // run sends new messages until newCtx ends and keeps each one it started

@@ -49,14 +49,26 @@ type soakReport struct {
 	Received      receiveFigures `json:"received"`
 	ReceivedTwice int            `json:"received_twice"`
 	ReceivedLost  int            `json:"received_lost"`
-	Findings      []string       `json:"findings,omitempty"`
+	// MX is the mx leg's figures; PastShaping its destinations whose
+	// exchanger saw more than the shaping file allows (its duplicates,
+	// stuck and lost recipients count with the sends' above).
+	MX          mxFigures `json:"mx"`
+	PastShaping int       `json:"past_shaping"`
+	// Webhooks is the webhook leg's figures; WebhookLost its events not
+	// delivered, WebhookMismatch its deliveries under the wrong
+	// webhook-id, with other bytes, or unsigned.
+	Webhooks        hookFigures `json:"webhooks"`
+	WebhookLost     int         `json:"webhook_lost"`
+	WebhookMismatch int         `json:"webhook_mismatch"`
+	Findings        []string    `json:"findings,omitempty"`
 	// Floors is the least the soak had to do; BelowFloor what fell short.
 	Floors     soakFloors `json:"floors"`
 	BelowFloor []string   `json:"below_floor,omitempty"`
 }
 
 func (r *soakReport) violations() int {
-	return r.Duplicates + r.Lost + r.Stuck + r.SentNotAt + r.Other + r.Races + r.ReceivedTwice + r.ReceivedLost
+	return r.Duplicates + r.Lost + r.Stuck + r.SentNotAt + r.Other + r.Races + r.ReceivedTwice + r.ReceivedLost +
+		r.PastShaping + r.WebhookLost + r.WebhookMismatch
 }
 
 // soakFloors is the least a soak must do to count. A soak whose clients
@@ -69,6 +81,11 @@ type soakFloors struct {
 	// Received is the least of received messages accepted (the
 	// receiving leg); 0 asks nothing.
 	Received int `json:"received_accepted"`
+	// MXDelivered is the least of the mx leg's recipients delivered, and
+	// WebhookEvents of the webhook leg's events delivered; 0 asks nothing
+	// (the leg may be off).
+	MXDelivered   int `json:"mx_delivered"`
+	WebhookEvents int `json:"webhook_events"`
 }
 
 // judgeFloors notes in r.BelowFloor each figure below its floor.
@@ -82,7 +99,8 @@ func (r *soakReport) judgeFloors(f soakFloors) {
 		what       string
 		got, floor int
 	}{{"acknowledged sends", r.Acked, f.Acked}, {"messages at the sink", r.AtSink, f.AtSink}, {"faults applied", faults, f.Faults},
-		{"received messages accepted", r.Received.Accepted, f.Received}} {
+		{"received messages accepted", r.Received.Accepted, f.Received}, {"mx recipients delivered", r.MX.Delivered, f.MXDelivered},
+		{"webhook events delivered", r.Webhooks.Delivered, f.WebhookEvents}} {
 		if c.got < c.floor {
 			r.BelowFloor = append(r.BelowFloor, fmt.Sprintf("%s %d < %d", c.what, c.got, c.floor))
 		}
@@ -149,12 +167,15 @@ func printSoak(w io.Writer, r *soakReport) {
 	if len(r.BelowFloor) > 0 {
 		floors = "NOT MET: " + strings.Join(r.BelowFloor, ", ")
 	}
-	fmt.Fprintf(w, "floors:     acknowledged >= %d, at the sink >= %d, faults >= %d, received >= %d: %s\n",
-		r.Floors.Acked, r.Floors.AtSink, r.Floors.Faults, r.Floors.Received, floors)
+	fmt.Fprintf(w, "floors:     acknowledged >= %d, at the sink >= %d, faults >= %d, received >= %d, mx delivered >= %d, webhook events >= %d: %s\n",
+		r.Floors.Acked, r.Floors.AtSink, r.Floors.Faults, r.Floors.Received, r.Floors.MXDelivered, r.Floors.WebhookEvents, floors)
 	fmt.Fprintf(w, "received:   %d messages, %d accepted, %d stored; %d deliveries, %d of them again, %d replies dropped\n",
 		r.Received.Messages, r.Received.Accepted, r.Received.Stored, r.Received.Tries, r.Received.Retries, r.Received.RepliesDropped)
-	fmt.Fprintf(w, "violations: duplicates=%d lost=%d stuck=%d sent-not-at-sink=%d other=%d races=%d received-twice=%d received-lost=%d\n",
-		r.Duplicates, r.Lost, r.Stuck, r.SentNotAt, r.Other, r.Races, r.ReceivedTwice, r.ReceivedLost)
+	printLegs(w, r, sorted)
+	fmt.Fprintf(w, "violations: duplicates=%d lost=%d stuck=%d sent-not-at-sink=%d other=%d races=%d received-twice=%d received-lost=%d "+
+		"past-shaping=%d webhook-lost=%d webhook-mismatch=%d\n",
+		r.Duplicates, r.Lost, r.Stuck, r.SentNotAt, r.Other, r.Races, r.ReceivedTwice, r.ReceivedLost,
+		r.PastShaping, r.WebhookLost, r.WebhookMismatch)
 	for _, f := range r.Findings {
 		fmt.Fprintln(w, "  "+f)
 	}
@@ -164,5 +185,21 @@ func printSoak(w io.Writer, r *soakReport) {
 		for _, a := range r.Applied {
 			fmt.Fprintln(w, "  "+a)
 		}
+	}
+}
+
+// printLegs prints the mx and webhook legs' figures, when they ran.
+func printLegs(w io.Writer, r *soakReport, sorted func(map[string]int) string) {
+	if r.MX.Sends > 0 || len(r.MX.Peaks) > 0 {
+		fmt.Fprintf(w, "mx:         %d sends, %d recipients: %d delivered, %d unknown (%d of them at the exchanger); windows %s\n",
+			r.MX.Sends, r.MX.Recipients, r.MX.Delivered, r.MX.Unknown, r.MX.UnknownTaken, sorted(r.MX.Windows))
+		for _, p := range r.MX.Peaks {
+			fmt.Fprintf(w, "  %s: %d messages over %d connections; peak %d at once (limit %d), %d on one (limit %d); %d refused, %d throttled\n",
+				p.Domain, p.Messages, p.Connections, p.PeakConns, p.LimitConns, p.PeakPerConn, p.LimitPer, p.Refused, p.Throttled)
+		}
+	}
+	if h := r.Webhooks; h.Events > 0 || len(h.Windows) > 0 {
+		fmt.Fprintf(w, "webhooks:   %d events, %d delivered (%d more than once); %d signed attempts, answered %s; windows %s\n",
+			h.Events, h.Delivered, h.Redelivered, h.Attempts, sorted(h.Answered), sorted(h.Windows))
 	}
 }

@@ -77,3 +77,25 @@ func drawSchedule(g *rng, kinds []string, nodes int, lease, duration time.Durati
 		at += e.hold
 	}
 }
+
+// rounds hands out kinds in rounds: each round every kind once, in an
+// order drawn from g. A leg's short soak (the minute of CI) then meets
+// every kind of its windows, which a draw per window left to chance.
+type rounds struct {
+	g     *rng
+	kinds []string
+	left  []string
+}
+
+func (r *rounds) next() string {
+	if len(r.left) == 0 {
+		r.left = append([]string(nil), r.kinds...)
+		for i := len(r.left) - 1; i > 0; i-- {
+			j := r.g.intN(i + 1)
+			r.left[i], r.left[j] = r.left[j], r.left[i]
+		}
+	}
+	k := r.left[0]
+	r.left = r.left[1:]
+	return k
+}

@@ -34,12 +34,17 @@ const soakCIDuration = 60 * time.Second
 // fails; the fault floor is half the schedule, since only faults pushed
 // past the end by slow restarts go missing. The receiving leg accepted
 // 110–240 messages in 10–25 s runs (not race-enabled, quiet): 20 in a
-// minute is far below what it does.
-var soakCIFloors = soakFloors{Acked: 100, AtSink: 100, Faults: 8, Received: 20}
+// minute is far below what it does. The mx leg (a send every 125 ms at
+// most) delivered 140–216 recipients and the webhook leg 285–479 events
+// in 30 s runs (not race-enabled, with a 30-minute soak beside them):
+// 20 of each in a minute asks only that the legs ran.
+var soakCIFloors = soakFloors{Acked: 100, AtSink: 100, Faults: 8, Received: 20, MXDelivered: 20, WebhookEvents: 20}
 
 // The randomized fault soak, run on real sendonce processes: SQLite (one
 // process) and PostgreSQL (two API and two worker processes), 60 s of
-// seeded faults each, then the checks (see soak_check.go). A violation
+// seeded faults each, with the mx leg (shaped destinations that defer)
+// and the webhook leg (an endpoint that fails and recovers), then the
+// checks (see soak_check.go, soak_mx_check.go, soak_webhook_check.go). A violation
 // fails the test with the offending histories, and so does a soak that
 // did less than soakCIFloors. Under -race the processes are race-enabled
 // too, and a race they report is a violation.
@@ -60,7 +65,8 @@ func TestSoak(t *testing.T) {
 			}
 			t.Parallel()
 			sc := soakConfig{bin: bin, db: db, duration: soakCIDuration, seed: c.seed, clients: 4, apis: 2, workers: 2,
-				dir: dir, lease: 3 * time.Second, settle: 3 * time.Minute, giveUp: 30 * time.Second, floors: soakCIFloors}
+				dir: dir, lease: 3 * time.Second, settle: 3 * time.Minute, giveUp: 30 * time.Second, floors: soakCIFloors,
+				mx: true, hooks: true, hookDrain: 90 * time.Second}
 			var stdout, stderr bytes.Buffer
 			start := time.Now()
 			err := runSoak(context.Background(), sc, "", &stdout, &stderr)
@@ -69,7 +75,7 @@ func TestSoak(t *testing.T) {
 				t.Fatalf("%v\n%s", err, tail(stderr.String(), 40))
 			}
 			if !strings.Contains(stdout.String(), "violations: duplicates=0 lost=0 stuck=0") ||
-				!strings.Contains(stdout.String(), "received-twice=0 received-lost=0") {
+				!strings.Contains(stdout.String(), "received-twice=0 received-lost=0 past-shaping=0 webhook-lost=0 webhook-mismatch=0") {
 				t.Fatalf("no clean violations line:\n%s", stdout.String())
 			}
 		})

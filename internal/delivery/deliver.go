@@ -383,6 +383,29 @@ func markUnknown(ctx context.Context, tx core.Tx, s *core.Send, now time.Time, w
 	return tx.AddEvent(ctx, s.ID, core.Event{Type: core.EventUnknown, At: now, Detail: why})
 }
 
+// unknownRecipients marks unknown the recipients (under mx) that a send's
+// earlier attempt left to be retried (delayed, queued): the attempt whose
+// lease ran out was handing the message to them and may have done so.
+// Without it such a recipient kept its old delivery_delayed under an
+// unknown send, and a reconcile, which settles the unknown recipients
+// only, left it delayed for good.
+func unknownRecipients(ctx context.Context, tx core.Tx, sendID string, now time.Time, why string) error {
+	states, err := tx.Recipients(ctx, sendID)
+	if err != nil {
+		return err
+	}
+	for _, r := range states {
+		if doneStatus(r.Status) {
+			continue
+		}
+		r.Status, r.Detail, r.UpdatedAt = core.StatusUnknown, why, now
+		if err := tx.SetRecipient(ctx, sendID, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // RescueExpired turns sends whose attempt lease ran out into unknown. It
 // returns how many it changed.
 func (d *Deliverer) RescueExpired(ctx context.Context) (int, error) {
@@ -394,7 +417,11 @@ func (d *Deliverer) RescueExpired(ctx context.Context) (int, error) {
 			return err
 		}
 		for _, s := range sends {
-			if err := markUnknown(ctx, tx, s, now, "the attempt's lease ran out: its worker stopped or hung"); err != nil {
+			const why = "the attempt's lease ran out: its worker stopped or hung"
+			if err := markUnknown(ctx, tx, s, now, why); err != nil {
+				return err
+			}
+			if err := unknownRecipients(ctx, tx, s.ID, now, why); err != nil {
 				return err
 			}
 			d.count("unknown")

@@ -1,6 +1,7 @@
 package delivery_test
 
 import (
+	"context"
 	"maps"
 	"net/http"
 	"slices"
@@ -150,6 +151,58 @@ func TestMX_RetriesUntilTheQueueLifetime(t *testing.T) {
 		}
 		if got := messagesTo(env.SMTP); got["ann@one.test"] != 1 || got["bob@two.test"] != 0 {
 			t.Errorf("exchangers got %v", got)
+		}
+	})
+}
+
+// TestMX_RescuedSendLeavesNoRecipientDelayed: a recipient deferred by one
+// attempt, whose retry's worker then dies (its lease runs out), is
+// unknown with its send — that retry may have handed it over — not left
+// delivery_delayed under an unknown send (the soak found one so); and
+// reconcile's resend gives it the message, the delivered recipient not
+// again.
+func TestMX_RescuedSendLeavesNoRecipientDelayed(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		dns := dnstest.Start(t, twoDestinations...)
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, MX: true, NoWorkers: true, Lease: 30 * time.Second,
+			DNSResolver: dns.Addr()})
+		ctx := context.Background()
+		greylist := &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 7, 1}, Message: "greylisted, come back later"}
+		env.SMTP.SetBehaviour(smtptest.Behaviour{RcptErrFor: map[string]*smtp.SMTPError{"bob@two.test": greylist}})
+
+		id := send(t, env, map[string]any{"to": []string{"ann@one.test", "bob@two.test"}, "subject": "rescued", "text": "x"})
+		if n, err := env.Server.Deliver.RunOnce(ctx); err != nil || n != 1 {
+			t.Fatalf("RunOnce = %d, %v; want the first attempt", n, err)
+		}
+		if rs := recipientStatuses(getSend(t, env, id)); rs["ann@one.test"] != "delivered" || rs["bob@two.test"] != "delivery_delayed" {
+			t.Fatalf("after the first attempt: recipients %v, want ann@ delivered, bob@ delivery_delayed", rs)
+		}
+		env.SMTP.SetBehaviour(smtptest.Behaviour{})
+		forceSending(t, env, id, env.Clock.Now().Add(30*time.Second)) // the retry's worker dies
+		env.Clock.Advance(31 * time.Second)
+		if n, err := env.Server.Deliver.RescueExpired(ctx); err != nil || n != 1 {
+			t.Fatalf("RescueExpired = %d, %v; want 1", n, err)
+		}
+		s := getSend(t, env, id)
+		if rs := recipientStatuses(s); str(s, "status") != string(core.StatusUnknown) || rs["ann@one.test"] != "delivered" || rs["bob@two.test"] != "unknown" {
+			t.Fatalf("after the rescue: status %s, recipients %v; want unknown, ann@ delivered, bob@ unknown", str(s, "status"), rs)
+		}
+
+		if r := reconcile(t, env, id, "resend"); r.Status != http.StatusOK {
+			t.Fatalf("reconcile: %d %s", r.Status, r.Body)
+		}
+		// The destination's shaping may turn the first claim back to the
+		// queue (it paces a destination's messages): a few rounds, bounded.
+		for i := 0; i < 100 && str(getSend(t, env, id), "status") == string(core.StatusQueued); i++ {
+			if _, err := env.Server.Deliver.RunOnce(ctx); err != nil {
+				t.Fatalf("RunOnce after resend: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(settle)
+		s = getSend(t, env, id)
+		if got := messagesTo(env.SMTP); got["ann@one.test"] != 1 || got["bob@two.test"] != 1 || str(s, "status") != string(core.StatusDelivered) {
+			t.Errorf("after resend: status %s, the exchangers got %v; want delivered, each recipient once", str(s, "status"), got)
 		}
 	})
 }
