@@ -7,8 +7,9 @@
 -- It measures what PostgreSQL itself can do for this transaction shape;
 -- docs/performance.md compares sendonce against it. sendonce now runs a
 -- batch of accepts in one transaction (sqlstore/groupcommit.go): one
--- sendonce_lock_idempotency_key call per accept, then one multi-row INSERT
--- per table and COMMIT for the whole batch.
+-- sendonce_lock_idempotency_keys call for all the batch's keys
+-- (sqlstore/prelock.go), then one multi-row INSERT per table and COMMIT
+-- for the whole batch.
 \set n random(1, 1000000000)
 BEGIN;
 SELECT pg_try_advisory_xact_lock(hashtextextended('default' || E'\n' || 'POST' || E'\n' || '/v1/send' || E'\n' || 'pgb-' || :n || '-' || :client_id, 0));
