@@ -143,7 +143,7 @@ func (s *Service) checkCaps(ctx context.Context, tx core.Tx, key *core.APIKey, n
 
 // tracksKey reports whether sends of the key record their key (for caps,
 // for an agent's own list, and for a restricted key's lookup by
-// Idempotency-Key, which finds only its own sends).
+// Idempotency-Key, which finds the sends of the keys with its limits).
 func tracksKey(key *core.APIKey) bool {
 	return key.OwnsIdempotencyKeys() || key.MaxPerHour > 0 || key.MaxPerDay > 0
 }

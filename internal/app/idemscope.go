@@ -27,18 +27,19 @@ func (c *scopedSince) get(ctx context.Context, s *Service) (time.Time, error) {
 	return c.at, nil
 }
 
-// UnscopedReplay is the look a door takes, before deciding a key under its
-// scoped form (core.StoredIdempotencyKey, the SMTP "msgid " form), at the
-// plain form the same key was stored under before the database stored
-// scoped forms: a retry of a request accepted before the upgrade must
-// replay, not run again. It returns the stored response only when that
-// plain record is completed, unexpired and has the request's fingerprint;
-// anything else — no record, the window of one TTL after the upgrade
-// over — returns nil and the request is decided as usual. A plain record
-// with another fingerprint does not refuse the request either: it may be
-// another key's claim, which is what the scoped forms stop. Outside the
-// window nothing is read, so the scoped form costs no second lookup.
-func (s *Service) UnscopedReplay(ctx context.Context, plain idempotency.Scope, fp string, ttl time.Duration) (*idempotency.Response, error) {
+// OlderFormReplay is the look a door takes, before deciding a key under
+// its current form (core.StoredIdempotencyKey, the SMTP "msgid " form), at
+// the forms the same request was stored under by older versions (the
+// plain key, core.KeyScopedIdempotencyKey): a retry of a request accepted
+// before the upgrade must replay, not run again. It returns the stored
+// response of the first of olds that holds a completed, unexpired record
+// with the request's fingerprint; anything else — no record, the window of
+// one TTL after the upgrade over — returns nil and the request is decided
+// as usual. A record with another fingerprint does not refuse the request
+// either: it may be another key's claim, which is what the current forms
+// stop. Outside the window nothing is read, so the current forms cost no
+// second lookup.
+func (s *Service) OlderFormReplay(ctx context.Context, olds []idempotency.Scope, fp string, ttl time.Duration) (*idempotency.Response, error) {
 	since, err := s.scopedSince.get(ctx, s)
 	if err != nil {
 		return nil, err
@@ -47,12 +48,14 @@ func (s *Service) UnscopedReplay(ctx context.Context, plain idempotency.Scope, f
 	if !now.Before(since.Add(ttl)) {
 		return nil, nil
 	}
-	rec, err := s.store.CompletedIdempotency(ctx, plain)
-	if err != nil || rec == nil {
-		return nil, err
+	for _, old := range olds {
+		rec, err := s.store.CompletedIdempotency(ctx, old)
+		if err != nil {
+			return nil, err
+		}
+		if rec != nil && idempotency.Decide(rec, fp, now) == idempotency.Replay {
+			return rec.Response, nil
+		}
 	}
-	if idempotency.Decide(rec, fp, now) != idempotency.Replay {
-		return nil, nil
-	}
-	return rec.Response, nil
+	return nil, nil
 }

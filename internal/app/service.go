@@ -86,8 +86,8 @@ type Service struct {
 	// fetches holds a token per attachment download running
 	// (MaxConcurrentFetches).
 	fetches chan struct{}
-	// scopedSince: when the store began keeping scoped Idempotency-Keys
-	// (UnscopedReplay).
+	// scopedSince: when the store began keeping the current key forms
+	// (OlderFormReplay).
 	scopedSince scopedSince
 }
 
@@ -226,6 +226,24 @@ func (s *Service) TenantKeys(ctx context.Context, tenant string) ([]*core.APIKey
 		}
 	}
 	return out, nil
+}
+
+// IdempotencyKeyPeers returns the ids of the tenant's keys, revoked ones
+// too, that decide Idempotency-Keys in k's namespace (core.APIKey
+// SharesIdempotencyKeys): the keys whose sends k's lookup by key may find,
+// since a retry through any of them replays the others' requests.
+func (s *Service) IdempotencyKeyPeers(ctx context.Context, k *core.APIKey) ([]string, error) {
+	all, err := s.store.ListAPIKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	var ids []string
+	for _, o := range all {
+		if o.SharesIdempotencyKeys(k) {
+			ids = append(ids, o.ID)
+		}
+	}
+	return ids, nil
 }
 
 // RevokeTenantKey revokes the tenant's key id; ErrNotFound when the tenant

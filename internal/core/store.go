@@ -314,9 +314,9 @@ type Idempotency interface {
 	// record does not change until it expires.
 	CompletedIdempotency(ctx context.Context, sc idemtype.Scope) (*idemtype.Record, error)
 	// ScopedKeysSince is when the database began storing restricted keys'
-	// and Message-ID-derived Idempotency-Keys in their scoped forms
-	// (StoredIdempotencyKey): records older than that are in the plain
-	// form.
+	// and Message-ID-derived Idempotency-Keys in their current forms
+	// (StoredIdempotencyKey): records older than that may be in an older
+	// form (the plain key, KeyScopedIdempotencyKey).
 	ScopedKeysSince(ctx context.Context) (time.Time, error)
 }
 

@@ -279,6 +279,10 @@ type SendFilter struct {
 	After          string // cursor: a send id; the list continues after it
 	// APIKeyID limits the list to the sends this key created (agent keys).
 	APIKeyID string
+	// APIKeyIDs, when not nil, limits the list to the sends these keys
+	// created (a restricted key's lookup by Idempotency-Key: the keys
+	// sharing its namespace).
+	APIKeyIDs []string
 	// Before is a cursor too: the list holds sends newer than it, still
 	// newest first (Resend's "before").
 	Before string

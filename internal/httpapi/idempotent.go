@@ -152,7 +152,7 @@ func (s *Server) decideAndRun(w http.ResponseWriter, r *http.Request, o postOpts
 			return res
 		}
 		sc = &scope
-		if res, done := s.unscopedReplay(r, o, key, *sc, idemKey, fp); done {
+		if res, done := s.olderFormReplay(r, o, key, *sc, idemKey, fp); done {
 			return res
 		}
 	}

@@ -7,17 +7,19 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// unscopedReplay answers a restricted key's retry whose first request was
-// stored under the plain key, before keys were scoped
-// (app.Service.UnscopedReplay), and reports whether it did. An unrestricted
-// key's key is stored plain as it always was: nothing to look up.
-func (s *Server) unscopedReplay(r *http.Request, o postOpts, key *core.APIKey, sc idempotency.Scope, idemKey, fp string) (result, bool) {
+// olderFormReplay answers a restricted key's retry whose first request was
+// stored under a form older versions used — the plain key, or the one
+// naming the API key (app.Service.OlderFormReplay) — and reports whether it
+// did. An unrestricted key's key is stored plain as it always was: nothing
+// to look up.
+func (s *Server) olderFormReplay(r *http.Request, o postOpts, key *core.APIKey, sc idempotency.Scope, idemKey, fp string) (result, bool) {
 	if !key.OwnsIdempotencyKeys() {
 		return result{}, false
 	}
-	plain := sc
+	plain, perKey := sc, sc
 	plain.Key = idemKey
-	resp, err := s.svc.UnscopedReplay(r.Context(), plain, fp, s.idem.TTL())
+	perKey.Key = core.KeyScopedIdempotencyKey(key, idemKey)
+	resp, err := s.svc.OlderFormReplay(r.Context(), []idempotency.Scope{plain, perKey}, fp, s.idem.TTL())
 	switch {
 	case err != nil:
 		return s.refusal(r, o, err), true

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -67,6 +68,43 @@ func TestIdempotency_RestrictedKeyHasItsOwnKeys(t *testing.T) {
 	})
 }
 
+// Keys are the tenant's, not the API key's (docs/api.md, "Idempotency"): a
+// restricted key rotated into a new key with the same limits replays the
+// old key's request and finds its send by key, while a key with other
+// limits (another mailbox set, or not an agent's) still has keys of its
+// own.
+func TestIdempotency_RotatedRestrictedKeyReplays(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, NoWorkers: true})
+		restrictedKeys(t, env)
+		if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, Body: map[string]any{"id": "b", "address": "b@example.com"}}); r.Status != 201 {
+			t.Fatalf("create mailbox b: %d %s", r.Status, r.Body)
+		}
+		scopes := []core.Scope{core.ScopeSend, core.ScopeRead}
+		for _, agent := range []bool{false, true} {
+			old, oldSecret := env.NewKey(t, app.NewKeyParams{Name: "old", Scopes: scopes, Mailboxes: []string{"a", "b"}, Agent: agent})
+			k := fmt.Sprintf("rotate-%v", agent)
+			body := mailFromA(t, "sent once")
+			first := post(t, env, oldSecret, k, body)
+			requireOriginal(t, first, http.StatusOK)
+			if err := env.Server.Service.RevokeTenantKey(context.Background(), "default", old.ID); err != nil {
+				t.Fatalf("revoke: %v", err)
+			}
+			// The same limits, mailboxes named in another order.
+			_, rotated := env.NewKey(t, app.NewKeyParams{Name: "new", Scopes: scopes, Mailboxes: []string{"b", "a"}, Agent: agent})
+			requireReplayOf(t, first, post(t, env, rotated, k, body))
+			if l := listByKey(t, env, rotated, k); len(l) != 1 || l[0]["id"] != sendID(t, first) {
+				t.Errorf("agent=%v: the rotated key finds by key %v, want the old key's %s", agent, l, sendID(t, first))
+			}
+			_, narrower := env.NewKey(t, app.NewKeyParams{Name: "narrower", Scopes: scopes, Mailboxes: []string{"a"}, Agent: agent})
+			requireOriginal(t, post(t, env, narrower, k, mailFromA(t, "another body")), http.StatusOK)
+			if l := listByKey(t, env, narrower, k); len(l) != 1 || l[0]["id"] == sendID(t, first) {
+				t.Errorf("agent=%v: a key with other limits finds by key %v, want only its own send", agent, l)
+			}
+		}
+	})
+}
+
 // putPlain stores a completed record under sc the way every key was stored
 // before restricted keys had their own: a request accepted before the
 // upgrade.
@@ -107,5 +145,24 @@ func TestIdempotency_RestrictedKeyReplaysAcrossUpgrade(t *testing.T) {
 
 		putPlain(t, env, sendScope("claimed-1"), fingerprint(t, mailFromA(t, "someone else's")), idempotency.Response{Status: 200, ContentType: "application/json", Body: old})
 		requireOriginal(t, post(t, env, limited, "claimed-1", body), http.StatusOK)
+
+		// The form the version before named restricted keys' namespaces by
+		// their limits stored: one per API key.
+		limitedKey := keyBySecret(t, env, limited)
+		putPlain(t, env, sendScope(core.KeyScopedIdempotencyKey(limitedKey, "old-2")), fingerprint(t, body), idempotency.Response{Status: 200, ContentType: "application/json", Body: old})
+		r = post(t, env, limited, "old-2", body)
+		if r.Status != 200 || string(r.Body) != string(old) || r.Header.Get(replayedHeader) != "true" {
+			t.Fatalf("retry of a per-key record after the upgrade: %d %s, want the stored answer replayed", r.Status, r.Body)
+		}
 	})
+}
+
+// keyBySecret is the API key a secret authenticates as.
+func keyBySecret(t *testing.T, env *sendoncetest.Env, secret string) *core.APIKey {
+	t.Helper()
+	k, err := env.Server.Service.Authenticate(context.Background(), secret)
+	if err != nil {
+		t.Fatalf("authenticate: %v", err)
+	}
+	return k
 }

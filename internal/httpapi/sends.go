@@ -81,11 +81,19 @@ func (s *Server) handleListSends(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := core.SendFilter{IdempotencyKey: q.Get("idempotency_key"), Status: core.Status(q.Get("status")), Limit: limit, After: q.Get("after")}
-	if key.Agent || (f.IdempotencyKey != "" && key.OwnsIdempotencyKeys()) {
-		// An agent lists only its own sends; a key whose Idempotency-Keys
-		// are its own finds by key only its own sends, as its keys decide
-		// only its own requests (core.StoredIdempotencyKey).
-		f.APIKeyID = key.ID
+	switch {
+	case f.IdempotencyKey != "" && key.OwnsIdempotencyKeys():
+		// A restricted key finds by key the sends of the keys whose
+		// Idempotency-Keys share its namespace (core.StoredIdempotencyKey):
+		// itself, and the keys with its limits it was rotated from.
+		peers, err := s.svc.IdempotencyKeyPeers(r.Context(), key)
+		if err != nil {
+			writeError(w, r, s.logger, err)
+			return
+		}
+		f.APIKeyIDs = peers
+	case key.Agent:
+		f.APIKeyID = key.ID // an agent lists only its own sends
 	}
 	if f.Status != "" && !f.Status.Valid() {
 		writeError(w, r, s.logger, core.Errorf(core.CodeValidation, "status", "unknown status %q", f.Status))

@@ -104,6 +104,13 @@ func listSendsStatement(tenant string, f core.SendFilter) (string, []any) {
 	if f.APIKeyID != "" {
 		where, args = append(where, "api_key_id = ?"), append(args, f.APIKeyID)
 	}
+	if f.APIKeyIDs != nil {
+		// Never empty: the key that asks shares its own namespace.
+		where = append(where, "api_key_id IN ("+strings.TrimSuffix(strings.Repeat("?, ", len(f.APIKeyIDs)), ", ")+")")
+		for _, id := range f.APIKeyIDs {
+			args = append(args, id)
+		}
+	}
 	if f.Before != "" {
 		where, args = append(where, "id > ?"), append(args, f.Before)
 	}

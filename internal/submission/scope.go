@@ -18,11 +18,11 @@ const derivedSource = "Message-ID"
 const messageIDForm = "msgid "
 
 // scope is the scoped key a submission is decided under (nil without a
-// key): derived keys in messageIDForm, a restricted API key's in its own
-// namespace (core.StoredIdempotencyKey). When that form is not the plain
-// key every key was stored under before, replay is the answer the plain
-// form holds for a retry of a message accepted before the upgrade
-// (app.Service.UnscopedReplay), nil when it holds none.
+// key): derived keys in messageIDForm, a restricted API key's in the
+// namespace of its limits (core.StoredIdempotencyKey). When that form is
+// not the plain key every key was stored under before, replay is the
+// answer an older form holds for a retry of a message accepted before the
+// upgrade (app.Service.OlderFormReplay), nil when none holds one.
 func (s *Server) scope(ctx context.Context, key *core.APIKey, idemKey string, derived bool, fp string) (sc *idempotency.Scope, replay *idempotency.Response, err error) {
 	if idemKey == "" {
 		return nil, nil, nil
@@ -37,6 +37,12 @@ func (s *Server) scope(ctx context.Context, key *core.APIKey, idemKey string, de
 	}
 	plain := *sc
 	plain.Key = idemKey
-	replay, err = s.svc.UnscopedReplay(ctx, plain, fp, s.idem.TTL())
+	olds := []idempotency.Scope{plain}
+	if key.OwnsIdempotencyKeys() {
+		perKey := *sc
+		perKey.Key = core.KeyScopedIdempotencyKey(key, stored)
+		olds = append(olds, perKey)
+	}
+	replay, err = s.svc.OlderFormReplay(ctx, olds, fp, s.idem.TTL())
 	return sc, replay, err
 }

@@ -61,16 +61,17 @@ func TestSubmission_MessageIDKeyReplaysAcrossUpgrade(t *testing.T) {
 	})
 }
 
-// A key limited to a mailbox has its own keys: another key of the tenant
-// that submits first under the same (predictable) key, with other
-// content, does not make its message 554, and its retry replays its own.
+// A key limited to a mailbox has keys of its limits: another key of the
+// tenant that submits first under the same (predictable) key, with other
+// content, does not make its message 554, and its retry replays its own —
+// also through the key it is rotated into, with the same limits.
 func TestSubmission_RestrictedKeyHasItsOwnKeys(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env, addr := startEnv(t, b)
 		if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, Body: map[string]any{"id": "a", "address": "a@example.com"}}); r.Status != 201 {
 			t.Fatalf("create mailbox: %d %s", r.Status, r.Body)
 		}
-		_, limited := env.NewKey(t, app.NewKeyParams{Name: "limited", Scopes: []core.Scope{core.ScopeSend}, Mailboxes: []string{"a"}})
+		old, limited := env.NewKey(t, app.NewKeyParams{Name: "limited", Scopes: []core.Scope{core.ScopeSend}, Mailboxes: []string{"a"}})
 		to := []string{"ann@example.com"}
 		const key = "Idempotency-Key: order-1"
 		if _, err := submit(dial(t, addr, env.AdminKey), "sender@example.com", to, mail(newMsgID(), "The claim.", key)); err != nil {
@@ -84,6 +85,13 @@ func TestSubmission_RestrictedKeyHasItsOwnKeys(t *testing.T) {
 		}
 		if again, err := submit(lc, "a@example.com", to, own); err != nil || !strings.Contains(again, "already accepted as "+sendID(t, text)) {
 			t.Fatalf("its retry: %q %v, want its own send replayed", again, err)
+		}
+		if err := env.Server.Service.RevokeTenantKey(context.Background(), "default", old.ID); err != nil {
+			t.Fatalf("revoke: %v", err)
+		}
+		_, rotated := env.NewKey(t, app.NewKeyParams{Name: "rotated", Scopes: []core.Scope{core.ScopeSend}, Mailboxes: []string{"a"}})
+		if again, err := submit(dial(t, addr, rotated), "a@example.com", to, own); err != nil || !strings.Contains(again, "already accepted as "+sendID(t, text)) {
+			t.Fatalf("its retry through the rotated key: %q %v, want the send replayed", again, err)
 		}
 	})
 }
