@@ -137,12 +137,9 @@ func findProviderSend(ctx context.Context, tx core.Tx, ev ProviderEvent) (*core.
 	if ev.MessageID == "" {
 		return nil, nil, core.ErrNotFound
 	}
-	send, prov, err = tx.SendByMessageID(ctx, "<"+strings.Trim(strings.TrimSpace(ev.MessageID), "<>")+">")
+	send, prov, err = tx.SendByMessageID(ctx, ev.Provider, "<"+strings.Trim(strings.TrimSpace(ev.MessageID), "<>")+">", ev.SendID)
 	if err != nil {
 		return nil, nil, err
-	}
-	if ev.SendID != "" && ev.SendID != send.ID {
-		return nil, nil, core.ErrNotFound
 	}
 	if prov == nil && ev.SendID == send.ID && send.Status == core.StatusUnknown {
 		// A worker that died mid-attempt left no record of its handoff;

@@ -39,8 +39,13 @@ type ProvidersTx interface {
 	// SendByProviderMessage returns the send a provider's message id
 	// names, read for update; ErrNotFound.
 	SendByProviderMessage(ctx context.Context, provider, messageID string) (*Send, *SendProvider, error)
-	// SendByMessageID returns the send whose Message-ID (with angle
-	// brackets) is id, read for update, with its provider record (nil
-	// when it has none); ErrNotFound.
-	SendByMessageID(ctx context.Context, id string) (*Send, *SendProvider, error)
+	// SendByMessageID returns the send a provider's report names by its
+	// Message-ID (with angle brackets) when the provider's own id for it
+	// is not known, read for update, with its provider record (nil when it
+	// has none). With sendID (the report's send id tag) it is that send,
+	// if its Message-ID is id; without, the one send handed to provider
+	// whose provider id never came back with that Message-ID. Message-IDs
+	// are not unique (a client's message keeps its own): none, or more
+	// than one, is ErrNotFound.
+	SendByMessageID(ctx context.Context, provider, id, sendID string) (*Send, *SendProvider, error)
 }

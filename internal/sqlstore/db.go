@@ -163,3 +163,10 @@ func list[T any](ctx context.Context, q querier, what string, scan func(rowScann
 	}
 	return out, rows.Err()
 }
+
+// scanString reads a row of one text column.
+func scanString(r rowScanner) (string, error) {
+	var v string
+	err := r.Scan(&v)
+	return v, err
+}

@@ -60,11 +60,29 @@ func (t *Tx) SendByProviderMessage(ctx context.Context, provider, messageID stri
 	return s, p, err
 }
 
-// SendByMessageID implements core.Tx.
-func (t *Tx) SendByMessageID(ctx context.Context, id string) (*core.Send, *core.SendProvider, error) {
-	s, err := scanSend(t.q.queryRow(ctx, `SELECT `+sendColumns+` FROM sends WHERE message_id = ?`+t.s.forUpdate, id))
+// SendByMessageID implements core.Tx. Without a send id it reads through
+// send_providers' (provider, message_id) index — the sends handed to the
+// provider whose id never came back are few — so sends need no index on
+// Message-ID.
+func (t *Tx) SendByMessageID(ctx context.Context, provider, id, sendID string) (*core.Send, *core.SendProvider, error) {
+	if sendID == "" {
+		ids, err := list(ctx, t.q, "sends by message id", scanString, nil, `SELECT p.send_id FROM send_providers p
+			JOIN sends s ON s.id = p.send_id
+			WHERE p.provider = ? AND p.message_id = '' AND s.message_id = ? LIMIT 2`, provider, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(ids) != 1 {
+			return nil, nil, core.ErrNotFound
+		}
+		sendID = ids[0]
+	}
+	s, err := t.SendForUpdate(ctx, sendID)
 	if err != nil {
 		return nil, nil, err
+	}
+	if s.MessageID != id {
+		return nil, nil, core.ErrNotFound
 	}
 	p, err := scanSendProvider(t.q.queryRow(ctx, `SELECT `+sendProviderColumns+` FROM send_providers WHERE send_id = ?`, s.ID))
 	if errors.Is(err, core.ErrNotFound) {

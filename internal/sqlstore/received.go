@@ -216,10 +216,7 @@ func (s *Store) ReceivingRoute(ctx context.Context, address string) (*core.Recei
 
 // ReceivingAddresses implements core.Receiving.
 func (s *Store) ReceivingAddresses(ctx context.Context, tenant, mailboxID string) ([]string, error) {
-	return list(ctx, s.r, "receiving addresses", func(r rowScanner) (string, error) {
-		var a string
-		return a, r.Scan(&a)
-	}, []string{}, `SELECT address FROM receiving_addresses WHERE tenant = ? AND mailbox_id = ? ORDER BY address`, tenant, mailboxID)
+	return list(ctx, s.r, "receiving addresses", scanString, []string{}, `SELECT address FROM receiving_addresses WHERE tenant = ? AND mailbox_id = ? ORDER BY address`, tenant, mailboxID)
 }
 
 // AddReceivingAddress implements core.ReceivingTx: an address another

@@ -88,7 +88,21 @@ func (s *Store) migrateSQLite(ctx context.Context) error {
 		return fmt.Errorf("list migrations: %w", err)
 	}
 	sort.Strings(names)
-	tx, err := s.W.BeginTx(ctx, nil)
+	// Foreign keys are off while migrations run, as SQLite's procedure for
+	// rebuilding a table asks (DROP TABLE would otherwise delete the
+	// rows that point at it), and checked before the commit. The pragma
+	// has no effect inside a transaction, so it is set on one connection
+	// held for the whole run.
+	conn, err := s.W.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migration connection: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
+		return fmt.Errorf("migration: foreign keys off: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON") //nolint:errcheck // a failure leaves the connection broken, and Conn.Close discards it
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin migration: %w", err)
 	}
@@ -117,8 +131,32 @@ func (s *Store) migrateSQLite(ctx context.Context) error {
 			return fmt.Errorf("record migration %s: %w", version, err)
 		}
 	}
+	if err := foreignKeysHold(ctx, tx); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit migrations: %w", err)
 	}
 	return nil
+}
+
+// foreignKeysHold reports, before migrations commit, a row whose foreign
+// key names nothing (PRAGMA foreign_key_check).
+func foreignKeysHold(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, "PRAGMA foreign_key_check")
+	if err != nil {
+		return fmt.Errorf("check foreign keys: %w", err)
+	}
+	defer rows.Close()
+	if rows.Next() {
+		var table string
+		var rowid sql.NullInt64
+		var parent string
+		var fkid int
+		if err := rows.Scan(&table, &rowid, &parent, &fkid); err != nil {
+			return fmt.Errorf("check foreign keys: %w", err)
+		}
+		return fmt.Errorf("migrations leave a row of %s pointing at no row of %s", table, parent)
+	}
+	return rows.Err()
 }

@@ -114,3 +114,30 @@ func putPlain(t *testing.T, env *sendoncetest.Env, sc idempotency.Scope, fp, ans
 		t.Fatalf("store the plain record: %v", err)
 	}
 }
+
+// A Message-ID is the message's, not a key into the database: another
+// tenant's message with the same Message-ID, and this tenant's message
+// with the same Message-ID under another explicit key, are each a new
+// send (a global UNIQUE once made them 451 on every retry, and let one
+// tenant block another's mail).
+func TestSubmission_OneMessageIDOnSeveralMessages(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env, addr := startEnv(t, b)
+		_, other := env.NewKey(t, app.NewKeyParams{Name: "other", Tenant: "other", Scopes: []core.Scope{core.ScopeSend, core.ScopeRead, core.ScopeAdmin}})
+		to := []string{"ann@example.com"}
+		id := newMsgID()
+		seen := map[string]bool{}
+		for i, c := range []struct {
+			key, header string
+		}{{env.AdminKey, "Idempotency-Key: first"}, {env.AdminKey, "Idempotency-Key: second"}, {other, "Idempotency-Key: first"}} {
+			text, err := submit(dial(t, addr, c.key), "sender@example.com", to, mail(id, "Same Message-ID.", c.header))
+			if err != nil || strings.Contains(text, "already accepted") {
+				t.Fatalf("message %d: %q %v, want a new send", i, text, err)
+			}
+			seen[sendID(t, text)] = true
+		}
+		if len(seen) != 3 {
+			t.Fatalf("%d distinct sends, want 3", len(seen))
+		}
+	})
+}
