@@ -199,7 +199,7 @@ func printLegs(w io.Writer, r *soakReport, sorted func(map[string]int) string) {
 		}
 	}
 	if h := r.Webhooks; h.Events > 0 || len(h.Windows) > 0 {
-		fmt.Fprintf(w, "webhooks:   %d events, %d delivered (%d more than once); %d signed attempts, answered %s; windows %s\n",
-			h.Events, h.Delivered, h.Redelivered, h.Attempts, sorted(h.Answered), sorted(h.Windows))
+		fmt.Fprintf(w, "webhooks:   %d events, %d delivered (%d more than once), %d still pending while the backlog shrank (after %d s); %d signed attempts, answered %s; windows %s\n",
+			h.Events, h.Delivered, h.Redelivered, h.Backlog, h.DrainSeconds, h.Attempts, sorted(h.Answered), sorted(h.Windows))
 	}
 }
