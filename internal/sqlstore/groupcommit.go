@@ -294,6 +294,12 @@ func (g *groupCommit) runTxs(batch []*txReq, savepoints bool) (batchEnd, error) 
 		woke = woke || (r.pending && t.woke)
 		hooked = hooked || (r.pending && t.hooked)
 	}
+	return g.commitTxs(ctx, btx, deferred, batch, woke, hooked)
+}
+
+// commitTxs commits the batch's transaction and wakes what its writes
+// made due: the delivery workers (woke) and the webhook worker (hooked).
+func (g *groupCommit) commitTxs(ctx context.Context, btx batchTx, deferred *deferredRows, batch []*txReq, woke, hooked bool) (batchEnd, error) {
 	flushErr, err := btx.commit(ctx, deferred)
 	if flushErr != nil {
 		btx.rollback()
