@@ -75,3 +75,28 @@ func TestMigration0027_RebuildKeepsSendsAndTheirChildren(t *testing.T) {
 		t.Fatal("an event of no send committed: foreign keys are off after the migrations")
 	}
 }
+
+// Migrations run with foreign keys off, so they are checked before the
+// commit: a run that would leave a row pointing at nothing fails and
+// commits nothing, instead of starting on a broken database.
+func TestMigrations_RefuseToCommitBrokenForeignKeys(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sendonce.db")
+	s, err := sqlstore.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"PRAGMA foreign_keys = OFF",
+		"INSERT INTO send_events (send_id, type, at, detail) VALUES ('snd_none', 'accepted', 1, '')",
+		"PRAGMA foreign_keys = ON",
+		"DELETE FROM sendonce_migrations WHERE version = '0027_message_id_not_unique.sql'"} {
+		if _, err := s.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.Close()
+	if s, err := sqlstore.Open(ctx, path); err == nil {
+		s.Close()
+		t.Fatal("migrations committed over an event of no send")
+	}
+}

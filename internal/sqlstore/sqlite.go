@@ -3,7 +3,9 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -101,7 +103,22 @@ func (s *Store) migrateSQLite(ctx context.Context) error {
 	if _, err := conn.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
 		return fmt.Errorf("migration: foreign keys off: %w", err)
 	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON") //nolint:errcheck // a failure leaves the connection broken, and Conn.Close discards it
+	err = applySQLiteMigrations(ctx, conn, names)
+	if _, onErr := conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON"); onErr != nil {
+		// Never back into the pool without its foreign keys: a bad
+		// connection is closed, and the pool opens a new one (its DSN
+		// turns them on).
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		return errors.Join(err, fmt.Errorf("migration: foreign keys on: %w", onErr))
+	}
+	return err
+}
+
+// applySQLiteMigrations applies the migrations not yet recorded, in one
+// transaction on conn, and — when it applied any — checks the foreign keys
+// before the commit (a full pass over every table that has one, so only
+// then).
+func applySQLiteMigrations(ctx context.Context, conn *sql.Conn, names []string) error {
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin migration: %w", err)
@@ -111,6 +128,7 @@ func (s *Store) migrateSQLite(ctx context.Context) error {
 		version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("create migrations table: %w", err)
 	}
+	applied := 0
 	for _, name := range names {
 		version := filepath.Base(name)
 		var n int
@@ -130,9 +148,12 @@ func (s *Store) migrateSQLite(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO sendonce_migrations (version, applied_at) VALUES (?, ?)", version, micros(time.Now())); err != nil {
 			return fmt.Errorf("record migration %s: %w", version, err)
 		}
+		applied++
 	}
-	if err := foreignKeysHold(ctx, tx); err != nil {
-		return err
+	if applied > 0 {
+		if err := foreignKeysHold(ctx, tx); err != nil {
+			return err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit migrations: %w", err)
