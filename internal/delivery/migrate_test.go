@@ -2,7 +2,6 @@ package delivery_test
 
 import (
 	"bytes"
-	"database/sql"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
-	_ "modernc.org/sqlite" // the "sqlite" driver, to rebase the fixture's times
 )
 
 // testdata/before-lean.db was made by sendonce as it was before the send
@@ -34,7 +32,7 @@ func TestMigrate_DatabaseFromBeforeTheLeanPathKeepsItsSends(t *testing.T) {
 	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rebaseIdempotencyTimes(t, path, time.Now())
+	rebaseFixtureTimes(t, path, time.Now())
 	env := sendoncetest.Start(t, sendoncetest.Options{DBPath: path, SMTP: true, RetryBase: retryBase})
 
 	list := env.Do(t, sendoncetest.Request{Method: http.MethodGet, Path: "/v1/sends?idempotency_key=fixture-sent", Key: fixtureKey})
@@ -76,28 +74,5 @@ func TestMigrate_DatabaseFromBeforeTheLeanPathKeepsItsSends(t *testing.T) {
 	}
 	if n := env.QueryInt(t, `SELECT count(*) FROM river_job WHERE kind = 'sendonce.deliver'`); n != 0 {
 		t.Errorf("%d old delivery jobs left", n)
-	}
-}
-
-// rebaseIdempotencyTimes moves the fixture's idempotency records so the
-// newest was made at now, keeping every interval between its times. The
-// fixture stores absolute times (µs since the epoch): left as they were, its
-// keys expire 24 h after the day it was made and every later run sees a new
-// key instead of a replay.
-func rebaseIdempotencyTimes(t *testing.T, path string, now time.Time) {
-	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var newest int64
-	if err := db.QueryRow(`SELECT max(created_at) FROM idempotency_keys`).Scan(&newest); err != nil {
-		t.Fatalf("read the fixture's times: %v", err)
-	}
-	shift := now.UnixMicro() - newest
-	if _, err := db.Exec(`UPDATE idempotency_keys SET created_at = created_at + ?1,
-		locked_until = locked_until + ?1, completed_at = completed_at + ?1, expires_at = expires_at + ?1`, shift); err != nil {
-		t.Fatalf("rebase the fixture's times: %v", err)
 	}
 }
