@@ -168,6 +168,7 @@ func runSoak(ctx context.Context, c soakConfig, jsonFile string, stdout, stderr 
 	stopNodes(inj.nodes, logger) // a race-enabled process's reports are in its log by the time it exits
 	countRaces(inj.nodes, rep)
 	rep.Faults, rep.Requests = inj.figures(), cl.statusFigures()
+	rep.countServerErrors()
 	rep.Applied, rep.MaxFaultLate = inj.appliedFaults()
 	lg.figures(rep, c.duration)
 	return reportSoak(c, rep, jsonFile, stdout)

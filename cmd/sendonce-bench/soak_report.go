@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -35,6 +37,11 @@ type soakReport struct {
 	SentNotAt  int `json:"sent_not_at_sink"`
 	Other      int `json:"other_violations"`
 	Races      int `json:"data_races"` // reported by race-enabled processes
+	// ServerErrors counts the clients' answers 500 and any other 5xx but
+	// 503: a database that cannot be reached is a 503 with Retry-After
+	// (nothing stored), and every other 5xx is a defect, never an
+	// ordinary answer to retry.
+	ServerErrors int `json:"server_errors"`
 	// The unknown sends: whose message the sink kept once; whose DATA
 	// began but the sink did not keep it (it hung up); whose attempts
 	// never reached DATA at the sink (the ones unknown should not be);
@@ -67,8 +74,18 @@ type soakReport struct {
 }
 
 func (r *soakReport) violations() int {
-	return r.Duplicates + r.Lost + r.Stuck + r.SentNotAt + r.Other + r.Races + r.ReceivedTwice + r.ReceivedLost +
+	return r.Duplicates + r.Lost + r.Stuck + r.SentNotAt + r.Other + r.Races + r.ServerErrors + r.ReceivedTwice + r.ReceivedLost +
 		r.PastShaping + r.WebhookLost + r.WebhookMismatch
+}
+
+// countServerErrors sets ServerErrors from Requests (answers by status).
+func (r *soakReport) countServerErrors() {
+	r.ServerErrors = 0
+	for label, n := range r.Requests {
+		if st, err := strconv.Atoi(label); err == nil && st >= 500 && st != http.StatusServiceUnavailable {
+			r.ServerErrors += n
+		}
+	}
 }
 
 // soakFloors is the least a soak must do to count. A soak whose clients
@@ -172,9 +189,9 @@ func printSoak(w io.Writer, r *soakReport) {
 	fmt.Fprintf(w, "received:   %d messages, %d accepted, %d stored; %d deliveries, %d of them again, %d replies dropped\n",
 		r.Received.Messages, r.Received.Accepted, r.Received.Stored, r.Received.Tries, r.Received.Retries, r.Received.RepliesDropped)
 	printLegs(w, r, sorted)
-	fmt.Fprintf(w, "violations: duplicates=%d lost=%d stuck=%d sent-not-at-sink=%d other=%d races=%d received-twice=%d received-lost=%d "+
+	fmt.Fprintf(w, "violations: duplicates=%d lost=%d stuck=%d sent-not-at-sink=%d other=%d races=%d server-errors=%d received-twice=%d received-lost=%d "+
 		"past-shaping=%d webhook-lost=%d webhook-mismatch=%d\n",
-		r.Duplicates, r.Lost, r.Stuck, r.SentNotAt, r.Other, r.Races, r.ReceivedTwice, r.ReceivedLost,
+		r.Duplicates, r.Lost, r.Stuck, r.SentNotAt, r.Other, r.Races, r.ServerErrors, r.ReceivedTwice, r.ReceivedLost,
 		r.PastShaping, r.WebhookLost, r.WebhookMismatch)
 	for _, f := range r.Findings {
 		fmt.Fprintln(w, "  "+f)

@@ -13,62 +13,21 @@ import (
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
-// killWindows records when a test was killing a server, so its clients can
-// tell a 500 that a kill could explain from one nothing explains. A 500 is a
-// bug, not a retryable answer: a deadlock once surfaced exactly as a 500 in
-// these multi-process tests, and retrying it hid it.
-type killWindows struct {
-	mu    sync.Mutex
-	spans []killSpan
-}
-
-type killSpan struct{ from, to time.Time } // to is zero while the span is open
-
-// begin opens a span: a kill is about to land.
-func (k *killWindows) begin() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.spans = append(k.spans, killSpan{from: time.Now()})
-}
-
-// end closes the open span grace from now: the replacement listens, and
-// requests already in flight get grace to be answered.
-func (k *killWindows) end(grace time.Duration) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if n := len(k.spans); n > 0 && k.spans[n-1].to.IsZero() {
-		k.spans[n-1].to = time.Now().Add(grace)
-	}
-}
-
-// covers reports whether a request sent at sent and answered at answered
-// overlaps a kill.
-func (k *killWindows) covers(sent, answered time.Time) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for _, s := range k.spans {
-		if !answered.Before(s.from) && (s.to.IsZero() || !sent.After(s.to)) {
-			return true
-		}
-	}
-	return false
-}
-
 // keyClients retry one send per key, as a careful client does, until a
 // server answers 200: a connection error (a server killed) and 409 or 503
-// are retried with the same key; a 500 is retried only when a kill
-// explains it; anything else fails the test.
+// are retried with the same key; anything else fails the test. A 500 is a
+// bug, not a retryable answer, even while a server is being killed: a
+// killed server answers nothing, and a deadlock once surfaced exactly as a
+// 500 in these multi-process tests, where retrying it hid it.
 type keyClients struct {
 	secret   string
 	client   *http.Client
 	deadline time.Time
-	kills    killWindows
 
 	mu     sync.Mutex
 	bodies map[string]map[string]bool // key → distinct 200 bodies
 
 	completed atomic.Int32 // keys answered 200
-	killed500 atomic.Int32 // 500s a kill could explain
 }
 
 func newKeyClients(secret string, timeout, within time.Duration) *keyClients {
@@ -88,7 +47,6 @@ func (c *keyClients) send(t *testing.T, key, body string, target func(try int) (
 		req, _ := http.NewRequest("POST", url+"/v1/send", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+c.secret)
 		req.Header.Set("Idempotency-Key", key)
-		sent := time.Now()
 		resp, err := c.client.Do(req)
 		if err != nil {
 			time.Sleep(down) // that server is gone: retry the same key
@@ -106,13 +64,6 @@ func (c *keyClients) send(t *testing.T, key, body string, target func(try int) (
 			c.mu.Unlock()
 			c.completed.Add(1)
 			return
-		case http.StatusInternalServerError:
-			if !c.kills.covers(sent, time.Now()) {
-				t.Errorf("key %s: 500 outside any kill: %s", key, b)
-				return
-			}
-			c.killed500.Add(1)
-			time.Sleep(20 * time.Millisecond)
 		case http.StatusConflict, http.StatusServiceUnavailable:
 			time.Sleep(20 * time.Millisecond)
 		default:

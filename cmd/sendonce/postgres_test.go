@@ -95,14 +95,11 @@ func TestPostgres_ThreeProcessesOneKeyOneSend(t *testing.T) {
 	for kc.completed.Load() < keys*dupes/3 && time.Now().Before(kc.deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	kc.kills.begin()
 	if err := procs[1].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	dead.Store(1)
-	kc.kills.end(2 * time.Second)
 	wg.Wait()
-	t.Logf("%d 500s inside the kill window", kc.killed500.Load())
 	if t.Failed() {
 		t.FailNow()
 	}
