@@ -249,3 +249,63 @@ func TestParseResendURL(t *testing.T) {
 		}
 	}
 }
+
+// While a first request with the send's key is still running at Resend, a
+// second one is answered 409 concurrent_idempotent_requests: the email may
+// well be taken, so the attempt is Temporary and maybe accepted — asked
+// again with the same key, never handed to a fallback transport and never
+// refused for good — and once the first answer comes, a later attempt
+// gets its email. One email at Resend.
+func TestResend_ConcurrentRequestWithTheSameKeyIsMaybeAccepted(t *testing.T) {
+	srv := resendtest.Start(t, testResendKey)
+	srv.SetPlan(func(n int) resendtest.Fault {
+		if n == 1 {
+			return resendtest.Hold
+		}
+		return resendtest.Pass
+	})
+	first := NewResend(ResendConfig{APIKey: testResendKey, Host: srv.Host, Insecure: true, Tries: 1, Timeout: time.Minute})
+	type result struct {
+		r   Receipt
+		err error
+	}
+	firstDone := make(chan result, 1)
+	go func() {
+		r, err := first.Submit(context.Background(), testSubmission(t, "1"))
+		firstDone <- result{r, err}
+	}()
+	for deadline := time.Now().Add(10 * time.Second); len(srv.Requests()) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the first request never reached Resend")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	_, err := newTestResend(srv).Submit(context.Background(), testSubmission(t, "1"))
+	var e *Error
+	if !errors.As(err, &e) || e.Class != Temporary || !e.MaybeAccepted || Definite(err) || e.Code != 409 {
+		t.Fatalf("while the first request runs: %#v, want Temporary and maybe accepted", err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 4 {
+		t.Errorf("%d requests, want the held one and three tries of the second", len(reqs))
+	}
+	for _, r := range reqs {
+		if r.IdempotencyKey != ResendIdempotencyKey("snd_01TEST") {
+			t.Errorf("request %d carried key %q", r.N, r.IdempotencyKey)
+		}
+	}
+
+	srv.Release()
+	res := <-firstDone
+	if res.err != nil {
+		t.Fatalf("the held request: %v", res.err)
+	}
+	again, err := newTestResend(srv).Submit(context.Background(), testSubmission(t, "1"))
+	if err != nil || again.MessageID != res.r.MessageID {
+		t.Fatalf("after the first answer: %v %v, want its email %s", again, err, res.r.MessageID)
+	}
+	if n := len(srv.Emails()); n != 1 {
+		t.Errorf("Resend holds %d emails, want 1", n)
+	}
+}

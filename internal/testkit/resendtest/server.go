@@ -37,6 +37,11 @@ const (
 	TooMany
 	// ServerError processes nothing and answers 500.
 	ServerError
+	// Hold processes the request (the email is kept), then holds the
+	// answer until Release. While it holds, its key is in progress: another
+	// request with the same key answers 409 concurrent_idempotent_requests,
+	// as Resend does.
+	Hold
 )
 
 // Request is one request the server saw.
@@ -68,13 +73,17 @@ type Server struct {
 	emails []Email
 	byKey  map[string]int // key -> index in emails
 	fp     map[string][32]byte
-	done   chan struct{}
+	// inflight holds the keys of requests not yet answered.
+	inflight map[string]bool
+	release  chan struct{}
+	done     chan struct{}
 }
 
 // Start starts a server accepting apiKey; t.Cleanup stops it.
 func Start(t testing.TB, apiKey string) *Server {
 	t.Helper()
-	s := &Server{Key: apiKey, byKey: map[string]int{}, fp: map[string][32]byte{}, done: make(chan struct{})}
+	s := &Server{Key: apiKey, byKey: map[string]int{}, fp: map[string][32]byte{}, inflight: map[string]bool{},
+		release: make(chan struct{}), done: make(chan struct{})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("resendtest: listen: %v", err)
@@ -97,6 +106,14 @@ func (s *Server) SetPlan(plan func(n int) Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.plan = plan
+}
+
+// Release lets every held answer (Hold) go.
+func (s *Server) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.release)
+	s.release = make(chan struct{})
 }
 
 // Requests returns the requests seen so far.
@@ -169,6 +186,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorBody(400, "invalid_idempotency_key", "The key must be between 1-256 chars."))
 		return
 	}
+	if !s.begin(key) {
+		writeJSON(w, http.StatusConflict, errorBody(409, "concurrent_idempotent_requests",
+			"Same idempotency key used while original request is still in progress."))
+		return
+	}
+	defer s.end(key)
 	id := s.keep(key, body, payload)
 	if id == "" {
 		writeJSON(w, http.StatusConflict, errorBody(409, "invalid_idempotent_request", "Same idempotency key used with a different request payload."))
@@ -178,7 +201,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case Drop:
 		hijackClose(w)
 		return
+	case Hold:
+		s.mu.Lock()
+		release := s.release
+		s.mu.Unlock()
+		select {
+		case <-release:
+		case <-s.done:
+		case <-time.After(time.Minute):
+		}
 	case Hang:
+		// Processed: the key is no longer in progress, only the answer
+		// is lost on the way.
+		s.end(key)
 		select {
 		case <-r.Context().Done():
 		case <-s.done:
@@ -188,6 +223,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"id": id})
+}
+
+// begin marks key in progress; false if a request with it already is.
+func (s *Server) begin(key string) bool {
+	if key == "" {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inflight[key] {
+		return false
+	}
+	s.inflight[key] = true
+	return true
+}
+
+func (s *Server) end(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.inflight, key)
 }
 
 // keep stores the email unless its key has one: it returns the key's
@@ -223,7 +278,7 @@ func hijackClose(w http.ResponseWriter) {
 	}
 }
 
-var faultNames = [...]string{"pass", "drop", "hang", "too-many", "server-error"}
+var faultNames = [...]string{"pass", "drop", "hang", "too-many", "server-error", "hold"}
 
 func (f Fault) String() string {
 	if int(f) < len(faultNames) {
