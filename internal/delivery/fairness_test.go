@@ -43,7 +43,9 @@ func TestDeliver_TenantsShareWorkersFairly(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				post(keyA, fmt.Sprintf("a-%d", i), fmt.Sprintf("a%d@example.com", i))
+				if _, err := env.TrySendAs(keyA, fmt.Sprintf("a-%d", i), sendoncetest.Mail(fmt.Sprintf("a%d@example.com", i), "fair")); err != nil {
+					t.Error(err)
+				}
 			}()
 		}
 		wg.Wait()

@@ -64,10 +64,16 @@ func TestMX_StreamPools(t *testing.T) {
 // source, and with no other source it waits (queued, no attempt spent,
 // not failed) for the next day.
 func TestMX_WarmupCap(t *testing.T) {
-	today := time.Now().UTC().Format(time.DateOnly)
+	// The server's clock stands at noon UTC today, so a run across
+	// midnight cannot see the warming source's day change between its
+	// sends and its check.
+	clock := &sendoncetest.Clock{}
+	now := time.Now().UTC()
+	clock.Advance(now.Truncate(24 * time.Hour).Add(12 * time.Hour).Sub(now))
+	today := clock.Now().UTC().Format(time.DateOnly)
 	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
 		t.Run("overflow", func(t *testing.T) {
-			env, mx := poolsEnv(t, backend, sendoncetest.Options{
+			env, mx := poolsEnv(t, backend, sendoncetest.Options{Clock: clock,
 				EgressSources: []string{"fresh=127.0.0.5", "warm=127.0.0.6"},
 				EgressPools:   []string{"main=fresh:3,warm:1"}, StreamPools: []string{"transactional=main"},
 				EgressWarmups: []string{"fresh=" + today}, WarmupSchedule: []int{2}})
@@ -79,14 +85,14 @@ func TestMX_WarmupCap(t *testing.T) {
 			}
 		})
 		t.Run("wait", func(t *testing.T) {
-			env, mx := poolsEnv(t, backend, sendoncetest.Options{
+			env, mx := poolsEnv(t, backend, sendoncetest.Options{Clock: clock,
 				EgressSources: []string{"fresh=127.0.0.5"},
 				EgressWarmups: []string{"fresh=" + today}, WarmupSchedule: []int{2}})
 			for range 2 {
 				env.WaitStatus(t, send(t, env, map[string]any{"to": "ann@pools.test", "subject": "s", "text": "x"}), waitLong, core.StatusDelivered)
 			}
 			id := send(t, env, map[string]any{"to": "ann@pools.test", "subject": "s", "text": "x"})
-			tomorrow := time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+			tomorrow := clock.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
 			var got *core.Send
 			for deadline := time.Now().Add(waitLong); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 				var err error

@@ -40,7 +40,9 @@ func TestDeliver_TransactionalBeforeBulkBacklog(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				post(fmt.Sprintf("news-%d", i), map[string]any{"to": fmt.Sprintf("n%d@example.com", i), "subject": "news", "text": "x", "stream": "bulk"})
+				if _, err := env.TrySend(fmt.Sprintf("news-%d", i), map[string]any{"to": fmt.Sprintf("n%d@example.com", i), "subject": "news", "text": "x", "stream": "bulk"}); err != nil {
+					t.Error(err)
+				}
 			}()
 		}
 		wg.Wait()

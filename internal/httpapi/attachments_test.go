@@ -233,9 +233,12 @@ func TestAttachments_TenMiBEightTimesWithOneKey(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for {
+				// Bounded: a key that stays in progress fails the test
+				// with its last 409 instead of hanging it.
+				for deadline := time.Now().Add(5 * time.Minute); ; {
 					answers[i], errs[i] = post()
-					if errs[i] != nil || (answers[i].Status != http.StatusConflict && answers[i].Status != http.StatusServiceUnavailable) {
+					if errs[i] != nil || (answers[i].Status != http.StatusConflict && answers[i].Status != http.StatusServiceUnavailable) ||
+						time.Now().After(deadline) {
 						return
 					}
 					time.Sleep(50 * time.Millisecond)

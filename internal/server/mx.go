@@ -39,7 +39,8 @@ func egressChecks(mx transport.MXConfig) []dnscheck.Egress {
 // --shaping, --egress-source, --egress-pool, --stream-pool,
 // --egress-warmup, --dane, --tls-ca; MTA-STS is always on.
 func mxConfig(cfg Config, resolver string) (transport.MXConfig, error) {
-	c := transport.MXConfig{Resolver: resolver, Port: cfg.MXPort, HELOName: cfg.HELOName, MTASTS: true, STSPort: cfg.MTASTSPort, DANE: cfg.DANE}
+	c := transport.MXConfig{Resolver: resolver, Port: cfg.MXPort, HELOName: cfg.HELOName, MTASTS: true, STSPort: cfg.MTASTSPort, DANE: cfg.DANE,
+		Now: cfg.Now} // the warm-up's days by the process's one clock
 	if cfg.HELOName != "" && !transport.ValidHELOName(cfg.HELOName) {
 		return c, fmt.Errorf("--helo-name %q: not a host name", cfg.HELOName)
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -402,6 +403,15 @@ func (r *Response) JSON(t testing.TB) map[string]any {
 	return m
 }
 
+// TryJSON is JSON for goroutines: it returns the error instead of failing.
+func (r *Response) TryJSON() (map[string]any, error) {
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		return nil, fmt.Errorf("response is not a JSON object: %w: %s", err, r.Body)
+	}
+	return m, nil
+}
+
 // ErrorCode returns error.code of an error body, "" otherwise.
 func (r *Response) ErrorCode() string {
 	var b struct {
@@ -479,6 +489,33 @@ func (e *Env) TryDo(r Request) (*Response, error) {
 func (e *Env) Send(t testing.TB, idemKey string, body any) *Response {
 	t.Helper()
 	return e.Do(t, Request{Method: "POST", Path: "/v1/send", Key: e.AdminKey, IdemKey: idemKey, Body: body})
+}
+
+// TrySend is Send for goroutines: it returns an error instead of failing,
+// also for any answer but 200, and the send's id.
+func (e *Env) TrySend(idemKey string, body any) (string, error) {
+	return e.trySendAs(e.AdminKey, idemKey, body)
+}
+
+// TrySendAs is TrySend with another API key.
+func (e *Env) TrySendAs(key, idemKey string, body any) (string, error) {
+	return e.trySendAs(key, idemKey, body)
+}
+
+func (e *Env) trySendAs(key, idemKey string, body any) (string, error) {
+	r, err := e.TryDo(Request{Method: "POST", Path: "/v1/send", Key: key, IdemKey: idemKey, Body: body})
+	if err != nil {
+		return "", err
+	}
+	if r.Status != http.StatusOK {
+		return "", fmt.Errorf("send %s: %d %s", idemKey, r.Status, r.Body)
+	}
+	m, err := r.TryJSON()
+	if err != nil {
+		return "", err
+	}
+	id, _ := m["id"].(string)
+	return id, nil
 }
 
 // Mail is a minimal valid send body.
