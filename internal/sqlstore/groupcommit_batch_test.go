@@ -289,6 +289,9 @@ func TestPostgres_DuplicateInAnotherProcessIsInUseAtOnce(t *testing.T) {
 	sc := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "dup"}
 	resp := idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte(`{}`)}
 	decided, gate := make(chan struct{}), make(chan struct{})
+	var opened sync.Once
+	open := func() { opened.Do(func() { close(gate) }) }
+	defer open() // a test that fails first lets the holder end, so cleanup does not wait for it
 	first := make(chan error, 1)
 	go func() {
 		first <- a.InTx(ctx, func(tx core.Tx) error {
@@ -304,7 +307,11 @@ func TestPostgres_DuplicateInAnotherProcessIsInUseAtOnce(t *testing.T) {
 			return tx.PutIdempotency(ctx, sc, "fp", d.Token, resp, now, now.Add(time.Hour))
 		})
 	}()
-	<-decided
+	select { // the holder may fail before it decides: then it never would
+	case <-decided:
+	case err := <-first:
+		t.Fatalf("the first transaction ended before it held the key: %v", err)
+	}
 	decide := func() idempotency.Outcome {
 		var o idempotency.Outcome
 		start := time.Now()
@@ -323,7 +330,7 @@ func TestPostgres_DuplicateInAnotherProcessIsInUseAtOnce(t *testing.T) {
 	if o := decide(); o != idempotency.InUse {
 		t.Fatalf("while the first runs: %v, want in use", o)
 	}
-	close(gate)
+	open()
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
@@ -409,6 +416,9 @@ func TestPostgres_BatchLocksItsKeysInOneCall(t *testing.T) {
 		}
 	}
 	held, gate := make(chan struct{}), make(chan struct{})
+	var opened sync.Once
+	open := func() { opened.Do(func() { close(gate) }) }
+	defer open() // a test that fails first lets the holder end, so cleanup does not wait for it
 	holder := make(chan error, 1)
 	go func() {
 		holder <- b.InTx(ctx, func(tx core.Tx) error {
@@ -420,7 +430,11 @@ func TestPostgres_BatchLocksItsKeysInOneCall(t *testing.T) {
 			return nil
 		})
 	}()
-	<-held
+	select { // the holder may fail before it holds the key: then it never would
+	case <-held:
+	case err := <-holder:
+		t.Fatalf("the holder ended before it held the key: %v", err)
+	}
 	want := map[string]idempotency.Outcome{"new1": idempotency.Proceed, "new2": idempotency.Proceed,
 		"done": idempotency.Replay, "done2": idempotency.Mismatch, "held": idempotency.InUse}
 	got := make(map[string]idempotency.Outcome)
@@ -441,7 +455,7 @@ func TestPostgres_BatchLocksItsKeysInOneCall(t *testing.T) {
 		batch = append(batch, &txReq{ctx: idempotency.WithDecisionHint(ctx, scope(k)), fn: fn, done: make(chan struct{})})
 	}
 	a.gc.runBatch(batch)
-	close(gate)
+	open()
 	if err := <-holder; err != nil {
 		t.Fatal(err)
 	}
