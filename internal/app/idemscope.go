@@ -59,3 +59,18 @@ func (s *Service) OlderFormReplay(ctx context.Context, olds []idempotency.Scope,
 	}
 	return nil, nil
 }
+
+// CompletedIdempotency returns the scoped key's completed, stored record,
+// nil when it has none: what a door reads to answer a key that holds
+// another request (to name what holds it, or to match a fingerprint an
+// older version made).
+func (s *Service) CompletedIdempotency(ctx context.Context, sc idempotency.Scope) (*idempotency.Record, error) {
+	rec, err := s.store.CompletedIdempotency(ctx, sc)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil || !s.Now().Before(rec.ExpiresAt) {
+		return nil, nil
+	}
+	return rec, nil
+}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -59,7 +58,9 @@ func (s *Server) submit(ctx context.Context, key *core.APIKey, env envelope, dat
 		return rerr
 	}
 	sub := app.RawSubmission{IdemKey: idemKey, MailboxID: env.mailbox, Rcpt: env.rcpt, Header: h, Msg: msg}
-	rep, sendID, outcome := s.acceptOnce(ctx, key, sub, source == derivedSource, fingerprint(env, fpMsg))
+	keyHeader := source != "" && source != derivedSource
+	fp := fingerprints{now: fingerprint(env, fpMsg, keyHeader), legacy: func() string { return legacyFingerprint(env, fpMsg) }}
+	rep, sendID, outcome := s.acceptOnce(ctx, key, sub, source == derivedSource, fp)
 	s.logger.LogAttrs(ctx, slog.LevelInfo, "smtp message",
 		slog.Int("code", rep.Code), slog.String("send_id", sendID), slog.String("outcome", outcome),
 		slog.String("key", app.KeyFingerprint(key)), slog.String("idempotency_key_from", source),
@@ -141,28 +142,21 @@ func messageIDKey(id string) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// fingerprint is the request's identity under its key: the envelope
-// (sender, recipients in any order and case) and the message's bytes as
-// stored, without the key header.
-func fingerprint(env envelope, msg []byte) string {
-	rcpt := make([]string, len(env.rcpt))
-	for i, r := range env.rcpt {
-		rcpt[i] = strings.ToLower(r)
-	}
-	slices.Sort(rcpt)
-	h := sha256.New()
-	fmt.Fprintf(h, "smtp\x00%s\x00%s\x00", strings.ToLower(env.from), strings.Join(rcpt, "\x00"))
-	h.Write(msg)
-	return hex.EncodeToString(h.Sum(nil))
+// fingerprints are a submission's fingerprint and, made only when the
+// key's record has another, the one versions before what-it-says stored.
+type fingerprints struct {
+	now    string
+	legacy func() string
 }
 
 // acceptOnce runs the acceptance through the one write protocol
 // (idempotency.Run): the key decided, the send and the key's answer
 // committed in one transaction. It returns the reply, the send's id and
 // the outcome for the log.
-func (s *Server) acceptOnce(ctx context.Context, key *core.APIKey, sub app.RawSubmission, derived bool, fp string) (*smtp.SMTPError, string, string) {
+func (s *Server) acceptOnce(ctx context.Context, key *core.APIKey, sub app.RawSubmission, derived bool, fps fingerprints) (*smtp.SMTPError, string, string) {
 	var sendID string
-	sc, replay, err := s.scope(ctx, key, sub.IdemKey, derived, fp)
+	fp := fps.now
+	sc, replay, err := s.scope(ctx, key, sub.IdemKey, derived, fps)
 	switch {
 	case err != nil:
 		return replyFor(ctx, s.logger, err), "", "error"
@@ -200,6 +194,8 @@ func (s *Server) acceptOnce(ctx context.Context, key *core.APIKey, sub app.RawSu
 		return replyFor(ctx, s.logger, ran.Err), "", "refused"
 	case ran.Err != nil:
 		return replyFor(ctx, s.logger, ran.Err), "", "error" // before the outcome: Begin's failure has none
+	case ran.Outcome == idempotency.Mismatch:
+		return s.mismatch(ctx, *sc, fps)
 	case ran.Outcome != idempotency.Proceed:
 		return s.decided(idempotency.Decision{Outcome: ran.Outcome, Response: ran.Response})
 	}
@@ -224,11 +220,6 @@ func (s *Server) decided(d idempotency.Decision) (*smtp.SMTPError, string, strin
 			s.metrics.DuplicatePrevented(metrics.ViaSMTP)
 		}
 		return reply(250, smtp.EnhancedCode{2, 0, 0}, "OK: already accepted as "+a.ID+"; not sent again"), a.ID, "replayed"
-	case idempotency.Mismatch:
-		if s.metrics != nil {
-			s.metrics.IdempotencyConflict("reused")
-		}
-		return reply(554, smtp.EnhancedCode{5, 7, 0}, "this message's idempotency key was used for a different message; use a new key (or Message-ID)"), "", "reused"
 	case idempotency.InUse:
 		if s.metrics != nil {
 			s.metrics.IdempotencyConflict("in_use")
@@ -236,6 +227,32 @@ func (s *Server) decided(d idempotency.Decision) (*smtp.SMTPError, string, strin
 		return reply(451, smtp.EnhancedCode{4, 7, 0}, "a message with this idempotency key is still being accepted; try again shortly"), "", "in_use"
 	}
 	return errTempFailure, "", "error"
+}
+
+// mismatch answers a key whose record holds another fingerprint. A record
+// made before fingerprints covered what a message says holds its bytes'
+// fingerprint: a retry with the same bytes replays it. Otherwise the key
+// holds another message: 554, naming the send that holds it and never
+// advising a new key, for a client that meets it on a retry would make
+// that key a second email.
+func (s *Server) mismatch(ctx context.Context, sc idempotency.Scope, fps fingerprints) (*smtp.SMTPError, string, string) {
+	rec, err := s.svc.CompletedIdempotency(ctx, sc)
+	if err != nil {
+		return replyFor(ctx, s.logger, err), "", "error"
+	}
+	if rec != nil && !strings.HasPrefix(rec.Fingerprint, fingerprintVersion) && rec.Fingerprint == fps.legacy() {
+		return s.decided(idempotency.Decision{Outcome: idempotency.Replay, Response: rec.Response})
+	}
+	if s.metrics != nil {
+		s.metrics.IdempotencyConflict("reused")
+	}
+	holder := "another send"
+	var a storedAnswer
+	if rec != nil && rec.Response != nil && json.Unmarshal(rec.Response.Body, &a) == nil && a.ID != "" {
+		holder = a.ID
+	}
+	return reply(554, smtp.EnhancedCode{5, 7, 0}, "this idempotency key already belongs to "+holder+
+		", accepted with other content; that send stands and this message was not accepted"), "", "reused"
 }
 
 // replyFor turns an application error into its SMTP reply. Errors that

@@ -23,7 +23,7 @@ const messageIDForm = "msgid "
 // not the plain key every key was stored under before, replay is the
 // answer an older form holds for a retry of a message accepted before the
 // upgrade (app.Service.OlderFormReplay), nil when none holds one.
-func (s *Server) scope(ctx context.Context, key *core.APIKey, idemKey string, derived bool, fp string) (sc *idempotency.Scope, replay *idempotency.Response, err error) {
+func (s *Server) scope(ctx context.Context, key *core.APIKey, idemKey string, derived bool, fps fingerprints) (sc *idempotency.Scope, replay *idempotency.Response, err error) {
 	if idemKey == "" {
 		return nil, nil, nil
 	}
@@ -43,6 +43,11 @@ func (s *Server) scope(ctx context.Context, key *core.APIKey, idemKey string, de
 		perKey.Key = core.KeyScopedIdempotencyKey(key, stored)
 		olds = append(olds, perKey)
 	}
-	replay, err = s.svc.OlderFormReplay(ctx, olds, fp, s.idem.TTL())
+	// Older versions stored the bytes fingerprint too.
+	for _, fp := range []string{fps.now, fps.legacy()} {
+		if replay, err = s.svc.OlderFormReplay(ctx, olds, fp, s.idem.TTL()); replay != nil || err != nil {
+			break
+		}
+	}
 	return sc, replay, err
 }

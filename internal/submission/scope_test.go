@@ -49,7 +49,7 @@ func TestSubmission_MessageIDKeyReplaysAcrossUpgrade(t *testing.T) {
 		const id = "before-upgrade@example.com"
 		data := mail("<"+id+">", "Accepted before the upgrade.")
 		sc := idempotency.Scope{Tenant: "default", Method: "SMTP", Route: "submission", Key: id}
-		putPlain(t, env, sc, submission.Fingerprint("sender@example.com", to, data), `{"id":"snd_01accepted0before0upgrade"}`)
+		putPlain(t, env, sc, submission.LegacyFingerprint("sender@example.com", to, data), `{"id":"snd_01accepted0before0upgrade"}`)
 
 		text, err := submit(c, "sender@example.com", to, data)
 		if err != nil || !strings.Contains(text, "already accepted as snd_01accepted0before0upgrade") {

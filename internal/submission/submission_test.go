@@ -2,6 +2,7 @@ package submission_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -97,6 +98,12 @@ func TestSubmission_KeyHeaderIsTheKeyAndIsRemoved(t *testing.T) {
 			_, err = submit(c, "sender@example.com", to, mail(newMsgID(), "Another body.", header+": "+key))
 			if code(err) != 554 || enhanced(err) != "5.7.0" {
 				t.Errorf("%s: same key, other body: %v, want 554 5.7.0", header, err)
+			}
+			// The refusal names the send that holds the key, and never
+			// advises a new key: a client that took that advice on a retry
+			// would send the email twice.
+			if msg := fmt.Sprint(err); !strings.Contains(msg, id) || strings.Contains(strings.ToLower(msg), "new key") {
+				t.Errorf("%s: the 554 says %q, want it to name %s and advise no new key", header, msg, id)
 			}
 			delivered(t, env, id)
 		}
