@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sendonce/sendonce/internal/server"
@@ -11,6 +13,7 @@ import (
 type providerFlags struct {
 	fallbacks multiFlag
 	snsHosts  multiFlag
+	snsTopics multiFlag
 }
 
 func (p *providerFlags) define(e *envFlags, sc *server.Config) {
@@ -22,6 +25,10 @@ func (p *providerFlags) define(e *envFlags, sc *server.Config) {
 		p.snsHosts = strings.Fields(v)
 	}
 	e.fs.Var(&p.snsHosts, "sns-cert-host", "HOST:PORT an SNS signing certificate URL may name besides Amazon SNS's own hosts, for tests (repeatable; env SENDONCE_SNS_CERT_HOST)")
+	if v, ok := e.env("SENDONCE_SES_SNS_TOPIC"); ok {
+		p.snsTopics = strings.Fields(v)
+	}
+	e.fs.Var(&p.snsTopics, "ses-sns-topic", "ARN of an SNS topic whose messages POST /v1/providers/ses/events takes; the only topics taken, the route is off without one (repeatable; env SENDONCE_SES_SNS_TOPIC, space-separated)")
 	e.str(&sc.Providers.ResendWebhookSecret, "resend-webhook-secret", "SENDONCE_RESEND_WEBHOOK_SECRET", "", "whsec_… secret of the Resend webhook posting to /v1/providers/resend/events (the route is off without it)")
 }
 
@@ -29,6 +36,14 @@ func (p *providerFlags) define(e *envFlags, sc *server.Config) {
 func (p *providerFlags) apply(sc *server.Config) error {
 	sc.Providers.Fallbacks = append([]string(nil), p.fallbacks...)
 	sc.Providers.SNSCertHosts = append([]string(nil), p.snsHosts...)
+	for _, arn := range p.snsTopics {
+		// arn:PARTITION:sns:REGION:ACCOUNT:NAME — a typo would leave the
+		// route refusing every message with 403, so say so at start.
+		if f := strings.Split(arn, ":"); len(f) != 6 || f[0] != "arn" || f[2] != "sns" || slices.Contains(f, "") {
+			return fmt.Errorf("--ses-sns-topic %q: not an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)", arn)
+		}
+	}
+	sc.Providers.SESSNSTopics = append([]string(nil), p.snsTopics...)
 	tc, err := server.LoadCA(sc.TLSCA) // --tls-ca, defined with the mx flags
 	if err != nil {
 		return err
