@@ -14,7 +14,25 @@ type providerFlags struct {
 	fallbacks multiFlag
 	snsHosts  multiFlag
 	snsTopics multiFlag
+	// secretInArgs: --resend-webhook-secret was given on the command
+	// line, where every user of the host can read it (ps).
+	secretInArgs bool
 }
+
+// secretFlag is a secret's flag: it notes being given on the command line.
+type secretFlag struct {
+	p      *string
+	inArgs *bool
+}
+
+func (s secretFlag) String() string {
+	if s.p == nil || *s.p == "" {
+		return ""
+	}
+	return "(set)" // never the secret: flag usage prints defaults
+}
+
+func (s secretFlag) Set(v string) error { *s.p, *s.inArgs = v, true; return nil }
 
 func (p *providerFlags) define(e *envFlags, sc *server.Config) {
 	if v, ok := e.env("SENDONCE_FALLBACK_TRANSPORT"); ok {
@@ -29,7 +47,17 @@ func (p *providerFlags) define(e *envFlags, sc *server.Config) {
 		p.snsTopics = strings.Fields(v)
 	}
 	e.fs.Var(&p.snsTopics, "ses-sns-topic", "ARN of an SNS topic whose messages POST /v1/providers/ses/events takes; the only topics taken, the route is off without one (repeatable; env SENDONCE_SES_SNS_TOPIC, space-separated)")
-	e.str(&sc.Providers.ResendWebhookSecret, "resend-webhook-secret", "SENDONCE_RESEND_WEBHOOK_SECRET", "", "whsec_… secret of the Resend webhook posting to /v1/providers/resend/events (the route is off without it)")
+	sc.Providers.ResendWebhookSecret, _ = e.env("SENDONCE_RESEND_WEBHOOK_SECRET")
+	e.fs.Var(secretFlag{p: &sc.Providers.ResendWebhookSecret, inArgs: &p.secretInArgs}, "resend-webhook-secret",
+		"whsec_… secret of the Resend webhook posting to /v1/providers/resend/events (the route is off without it); set it as env SENDONCE_RESEND_WEBHOOK_SECRET: a flag shows in ps")
+}
+
+// warnings are what serve logs about these flags once it has a logger.
+func (p *providerFlags) warnings() []string {
+	if p.secretInArgs {
+		return []string{"--resend-webhook-secret on the command line is visible to every user of this host (ps, /proc); set SENDONCE_RESEND_WEBHOOK_SECRET instead"}
+	}
+	return nil
 }
 
 // apply puts the parsed values into the server's config.

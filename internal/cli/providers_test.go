@@ -49,3 +49,27 @@ func TestServeFlags_SESSNSTopic(t *testing.T) {
 		}
 	}
 }
+
+// The Resend webhook secret is read from SENDONCE_RESEND_WEBHOOK_SECRET,
+// the way the docs give (a flag shows in ps); the flag still works, with a
+// warning, and the usage text never shows the secret.
+func TestServeFlags_ResendSecretFromEnvironment(t *testing.T) {
+	const secret = "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ="
+	cfg, err := parseProviders(t, map[string]string{"SENDONCE_RESEND_WEBHOOK_SECRET": secret})
+	if err != nil || cfg.Server.Providers.ResendWebhookSecret != secret || len(cfg.Providers.warnings()) != 0 {
+		t.Errorf("from the environment: %q, %v, warnings %v", cfg.Server.Providers.ResendWebhookSecret, err, cfg.Providers.warnings())
+	}
+	cfg, err = parseProviders(t, map[string]string{"SENDONCE_RESEND_WEBHOOK_SECRET": "whsec_other"}, "--resend-webhook-secret", secret)
+	w := cfg.Providers.warnings()
+	if err != nil || cfg.Server.Providers.ResendWebhookSecret != secret || len(w) != 1 || !strings.Contains(w[0], "SENDONCE_RESEND_WEBHOOK_SECRET") {
+		t.Errorf("from the flag: %q, %v, warnings %v", cfg.Server.Providers.ResendWebhookSecret, err, w)
+	}
+	var usage strings.Builder
+	e := newFlags("serve", func(k string) string { return map[string]string{"SENDONCE_RESEND_WEBHOOK_SECRET": secret}[k] }, &usage)
+	var c Config
+	serverFlags(e, &c)
+	e.fs.PrintDefaults()
+	if strings.Contains(usage.String(), "c2VjcmV0") || !strings.Contains(usage.String(), "SENDONCE_RESEND_WEBHOOK_SECRET") {
+		t.Errorf("usage shows the secret or not its variable")
+	}
+}

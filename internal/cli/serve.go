@@ -49,6 +49,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	logger = slog.New(flushOnWarn{Handler: logger.Handler(), b: blog})
+	for _, w := range cfg.Providers.warnings() {
+		logger.Warn(w)
+	}
 	sc, err := cfg.serverConfig()
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
