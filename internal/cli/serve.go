@@ -122,7 +122,7 @@ func accessLog(logger *slog.Logger, blog *bufferedLog, format string) accesslog.
 	if !logger.Enabled(context.Background(), slog.LevelInfo) {
 		return fallback
 	}
-	return accesslog.Direct{W: blog, JSON: format == "json", Fallback: fallback}
+	return flushOnServerError{Logger: accesslog.Direct{W: blog, JSON: format == "json", Fallback: fallback}, b: blog}
 }
 
 func (c *Config) serverConfig() (server.Config, error) {
