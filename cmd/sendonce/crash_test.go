@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -93,6 +94,17 @@ func spawnServe(bin string, args ...string) (*proc, error) {
 	go func() {
 		defer close(p.done)
 		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+		// A line past the buffer ends the scan: note it, and keep reading
+		// so the server never blocks on a full stderr pipe.
+		defer func() {
+			if err := sc.Err(); err != nil {
+				p.mu.Lock()
+				p.logs.WriteString("(test: log reading stopped: " + err.Error() + ")\n")
+				p.mu.Unlock()
+			}
+			_, _ = io.Copy(io.Discard, stderr)
+		}()
 		for sc.Scan() {
 			line := sc.Text()
 			p.mu.Lock()

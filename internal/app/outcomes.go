@@ -86,8 +86,35 @@ func ApplyRecipientChanges(ctx context.Context, tx core.Tx, send *core.Send, cha
 	if !ok || next == send.Status {
 		return nil
 	}
+	if err := keepUnnamed(ctx, tx, send, stored, changes, now); err != nil {
+		return err
+	}
 	send.Status, send.UpdatedAt = next, now
 	return tx.UpdateSend(ctx, send)
+}
+
+// keepUnnamed stores, for each recipient no report has named yet, the
+// status it has now (its send's), before the send's status changes: one
+// recipient's complaint makes the send complained, and a recipient with no
+// state of its own would otherwise take that status too.
+func keepUnnamed(ctx context.Context, tx core.Tx, send *core.Send, stored []core.RecipientState, changes []RecipientChange, now time.Time) error {
+	named := map[string]bool{}
+	for _, r := range stored {
+		named[r.Address] = true
+	}
+	for _, c := range changes {
+		named[c.Address] = true
+	}
+	st := core.RecipientStatusOf(send.Status)
+	for _, addr := range RecipientsOf(send) {
+		if named[addr] {
+			continue
+		}
+		if err := tx.SetRecipient(ctx, send.ID, core.RecipientState{Address: addr, Status: st, UpdatedAt: now}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sendStatus is the send's status once its recipients' outcomes are

@@ -34,7 +34,8 @@ type ProviderEvent struct {
 	// unknown send as sent.
 	Accepted bool
 	// Failed: the provider took the message and will not deliver it (SES
-	// Reject, Resend email.failed); Detail says why.
+	// Reject, Resend email.failed); Detail says why. It fails only an
+	// unknown send: after sent it is ignored.
 	Failed bool
 	Detail string
 	// Changes are its recipients' outcomes; addresses as the provider
@@ -96,7 +97,10 @@ func (s *Service) recordProviderEvent(ctx context.Context, tx core.Tx, ev Provid
 	}
 	why := fmt.Sprintf("%s reported %s", ev.Provider, ev.Type)
 	switch {
-	case ev.Failed && slices.Contains([]core.Status{core.StatusUnknown, core.StatusSent}, send.Status):
+	case ev.Failed && send.Status == core.StatusUnknown:
+		// A failure report (SES Reject, Resend email.failed) settles only a
+		// send whose handoff has no known outcome; one the provider answered
+		// with its id stays sent, so a report cannot undo a known handoff.
 		send.Status, send.LastError, send.UpdatedAt = core.StatusFailed, why+": "+ev.Detail, now
 		if err := tx.UpdateSend(ctx, send); err != nil {
 			return "", err

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/sendonce/sendonce/internal/accesslog"
 )
 
 // logFlushEvery bounds how long a buffered log line waits to be written.
@@ -82,4 +84,19 @@ func (h flushOnWarn) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h flushOnWarn) WithGroup(name string) slog.Handler {
 	return flushOnWarn{Handler: h.Handler.WithGroup(name), b: h.b}
+}
+
+// flushOnServerError writes an access line through at once when the answer
+// was a 5xx: like a warning, it is a line an operator needs even if the
+// process is killed right after.
+type flushOnServerError struct {
+	accesslog.Logger
+	b *bufferedLog
+}
+
+func (f flushOnServerError) Log(ctx context.Context, l accesslog.Line) {
+	f.Logger.Log(ctx, l)
+	if l.Status >= 500 {
+		f.b.Flush()
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sendonce/sendonce/internal/accesslog"
 )
 
 // lockedBuf is the log's output; it counts the writes it gets, so that a
@@ -92,5 +94,21 @@ func TestBufferedLog(t *testing.T) {
 	b.Close()
 	if !strings.Contains(out.String(), "last") {
 		t.Fatal("Close did not write the last line")
+	}
+}
+
+// An access line for a 5xx answer is written at once, with what was
+// waiting; other access lines wait for the flusher.
+func TestAccessLog_ServerErrorsAtOnce(t *testing.T) {
+	out := &lockedBuf{}
+	b := newBufferedLog(out)
+	defer b.Close()
+	logger := slog.New(flushOnWarn{Handler: slog.NewTextHandler(b, nil), b: b})
+	al := accessLog(logger, b, "text")
+	ctx := t.Context()
+	al.Log(ctx, accesslog.Line{Time: time.Now(), Method: "GET", Route: "GET /v1/sends", Path: "/v1/sends", Status: 200})
+	al.Log(ctx, accesslog.Line{Time: time.Now(), Method: "POST", Route: "POST /v1/send", Path: "/v1/send", Status: 503})
+	if s := out.String(); !strings.Contains(s, "status=503") || !strings.Contains(s, "status=200") {
+		t.Fatalf("after a 503 the log holds %q, want both lines", s)
 	}
 }

@@ -49,6 +49,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	logger = slog.New(flushOnWarn{Handler: logger.Handler(), b: blog})
+	for _, w := range cfg.Providers.warnings() {
+		logger.Warn(w)
+	}
 	sc, err := cfg.serverConfig()
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
@@ -119,7 +122,7 @@ func accessLog(logger *slog.Logger, blog *bufferedLog, format string) accesslog.
 	if !logger.Enabled(context.Background(), slog.LevelInfo) {
 		return fallback
 	}
-	return accesslog.Direct{W: blog, JSON: format == "json", Fallback: fallback}
+	return flushOnServerError{Logger: accesslog.Direct{W: blog, JSON: format == "json", Fallback: fallback}, b: blog}
 }
 
 func (c *Config) serverConfig() (server.Config, error) {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/sendonce/sendonce/internal/app"
@@ -27,8 +28,13 @@ const MaxProviderEventBytes = 512 << 10
 
 // ProvidersConfig is what the intake routes need.
 type ProvidersConfig struct {
-	// SNS verifies SNS messages; nil refuses POST /v1/providers/ses/events.
+	// SNS verifies SNS messages; nil (or no SNSTopics) turns POST
+	// /v1/providers/ses/events off (404).
 	SNS *sns.Verifier
+	// SNSTopics are the ARNs of the only topics whose messages the SES
+	// route takes (--ses-sns-topic). A signature only proves that some AWS
+	// account's topic sent a message, and anyone can create one.
+	SNSTopics []string
 	// ResendSecret is --resend-webhook-secret; "" refuses POST
 	// /v1/providers/resend/events.
 	ResendSecret string
@@ -53,7 +59,7 @@ func forbiddenIntake(w http.ResponseWriter) {
 
 func (s *Server) handleSESEvents(w http.ResponseWriter, r *http.Request) {
 	v := s.cfg.Providers.SNS
-	if v == nil {
+	if v == nil || len(s.cfg.Providers.SNSTopics) == 0 {
 		writeJSON(w, http.StatusNotFound, newErrorBody(core.CodeNotFound, "SES event intake is not configured", ""))
 		return
 	}
@@ -64,6 +70,14 @@ func (s *Server) handleSESEvents(w http.ResponseWriter, r *http.Request) {
 	m, err := sns.Parse(body)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, newErrorBody(core.CodeInvalidJSON, "not an SNS message", ""))
+		return
+	}
+	// Checked before the signature, so another topic's message makes
+	// sendonce fetch nothing (no certificate, no SubscribeURL).
+	if !slices.Contains(s.cfg.Providers.SNSTopics, m.TopicArn) {
+		s.logger.WarnContext(r.Context(), "SNS message from a topic not named by --ses-sns-topic refused",
+			slog.String("message_id", m.MessageId), slog.String("topic", m.TopicArn))
+		writeJSON(w, http.StatusForbidden, newErrorBody(core.CodeForbidden, "the topic is not one this server takes", ""))
 		return
 	}
 	if err := v.Verify(r.Context(), m); err != nil {

@@ -35,7 +35,7 @@ func BenchmarkSESIntake_Events(b *testing.B) {
 	for _, backend := range sendoncetest.Backends(b) {
 		b.Run(string(backend), func(b *testing.B) {
 			env := sendoncetest.Start(b, sendoncetest.Options{Backend: backend, Transport: "ses://AKID:secret@eu-west-1?endpoint=" + emu.URL,
-				Providers: server.ProvidersConfig{SNSCertHosts: []string{f.host}, TLS: f.tls}})
+				Providers: server.ProvidersConfig{SNSCertHosts: []string{f.host}, SESSNSTopics: []string{snsTopic}, TLS: f.tls}})
 			id := sendOne(b, env)
 			sesID := env.WaitStatus(b, id, 20*time.Second, core.StatusSent)["provider_message_id"].(string)
 			bodies := deliveryNotifications(b, f, sesID, id, b.N)

@@ -45,7 +45,12 @@ type snsFixture struct {
 	key       *rsa.PrivateKey
 	tls       *tls.Config
 	confirmed atomic.Int32
+	fetched   atomic.Int32 // signing certificate requests
 }
+
+// snsTopic is the topic the fixture's messages come from, named to the
+// server by ProvidersConfig.SESSNSTopics (--ses-sns-topic).
+const snsTopic = "arn:aws:sns:eu-west-1:123456789012:ses-events"
 
 func newCert(t testing.TB, tmpl, parent *x509.Certificate, pub *rsa.PublicKey, signer *rsa.PrivateKey) *x509.Certificate {
 	t.Helper()
@@ -76,6 +81,7 @@ func startSNSFixture(t testing.TB) *snsFixture {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/SimpleNotificationService-test.pem":
+			f.fetched.Add(1)
 			_, _ = w.Write(signingPEM)
 		case "/confirm":
 			f.confirmed.Add(1)
@@ -98,7 +104,18 @@ func startSNSFixture(t testing.TB) *snsFixture {
 // signing.
 func (f *snsFixture) message(t testing.TB, typ, version, body string, at time.Time, change func(map[string]string)) []byte {
 	t.Helper()
-	m := map[string]string{"Type": typ, "MessageId": "sns-" + rand.Text(), "TopicArn": "arn:aws:sns:eu-west-1:123456789012:ses-events",
+	return f.signed(t, snsTopic, typ, version, body, at, change)
+}
+
+// messageOn builds a message of another topic, signed as SNS signs it.
+func (f *snsFixture) messageOn(t testing.TB, topic, typ, body string) []byte {
+	t.Helper()
+	return f.signed(t, topic, typ, "2", body, time.Now(), nil)
+}
+
+func (f *snsFixture) signed(t testing.TB, topic, typ, version, body string, at time.Time, change func(map[string]string)) []byte {
+	t.Helper()
+	m := map[string]string{"Type": typ, "MessageId": "sns-" + rand.Text(), "TopicArn": topic,
 		"Message": body, "Timestamp": at.UTC().Format("2006-01-02T15:04:05.000Z"), "SignatureVersion": version,
 		"SigningCertURL": "https://" + f.host + "/SimpleNotificationService-test.pem"}
 	var sts string
@@ -183,7 +200,7 @@ func TestSESIntake_SettlesUnknownAndRefusesForgeries(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		px := faultproxy.Start(t, faultproxy.Options{Upstream: emu.URL, Plan: faultproxy.Always("POST", "/v2/email/outbound-emails", faultproxy.Drop)})
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, Transport: "ses://AKID:secret@eu-west-1?endpoint=" + px.URL,
-			Providers: server.ProvidersConfig{SNSCertHosts: []string{f.host}, TLS: f.tls}})
+			Providers: server.ProvidersConfig{SNSCertHosts: []string{f.host}, SESSNSTopics: []string{snsTopic}, TLS: f.tls}})
 		id := sendOne(t, env)
 		s := env.WaitStatus(t, id, 20*time.Second, core.StatusUnknown)
 		msgID := s["message_id"].(string)
@@ -248,7 +265,7 @@ func TestSESIntake_BounceAndForeignMessageID(t *testing.T) {
 	emu := seslocal.Start(t)
 	f := startSNSFixture(t)
 	env := sendoncetest.Start(t, sendoncetest.Options{Transport: "ses://AKID:secret@eu-west-1?endpoint=" + emu.URL,
-		Providers: server.ProvidersConfig{SNSCertHosts: []string{f.host}, TLS: f.tls}})
+		Providers: server.ProvidersConfig{SNSCertHosts: []string{f.host}, SESSNSTopics: []string{snsTopic}, TLS: f.tls}})
 	id := sendOne(t, env)
 	s := env.WaitStatus(t, id, 20*time.Second, core.StatusSent)
 	sesID := s["provider_message_id"].(string)
@@ -365,7 +382,7 @@ func TestMailboxProviderTransport(t *testing.T) {
 func TestSESIntake_SettlesAnUnknownLeftByADeadWorker(t *testing.T) {
 	f := startSNSFixture(t)
 	env := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true, Transport: "ses://AKID:secret@eu-west-1?endpoint=http://127.0.0.1:1",
-		Providers: server.ProvidersConfig{SNSCertHosts: []string{f.host}, TLS: f.tls}})
+		Providers: server.ProvidersConfig{SNSCertHosts: []string{f.host}, SESSNSTopics: []string{snsTopic}, TLS: f.tls}})
 	id := sendOne(t, env)
 	ctx := t.Context()
 	if err := env.Server.Store.InTx(ctx, func(tx core.Tx) error {

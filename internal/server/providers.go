@@ -25,6 +25,10 @@ type ProvidersConfig struct {
 	// SNSCertHosts is --sns-cert-host: HOST:PORT values a signing
 	// certificate URL may name besides Amazon SNS's own hosts (tests).
 	SNSCertHosts []string
+	// SESSNSTopics is --ses-sns-topic: the ARNs of the only SNS topics
+	// whose messages POST /v1/providers/ses/events takes; none turns the
+	// route off (404).
+	SESSNSTopics []string
 	// TLS adds trusted roots (--tls-ca) for provider APIs and SNS
 	// certificate fetches; nil: the system's roots.
 	TLS *tls.Config
@@ -61,8 +65,12 @@ func intakeConfig(cfg Config, policy *outbound.Policy) httpapi.ProvidersConfig {
 	}
 	client := &http.Client{Transport: tr, Timeout: 15 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return httpapi.ProvidersConfig{
-		SNS:          sns.New(client, cfg.Providers.SNSCertHosts, cfg.Now),
-		ResendSecret: cfg.Providers.ResendWebhookSecret,
+	pc := httpapi.ProvidersConfig{ResendSecret: cfg.Providers.ResendWebhookSecret}
+	if len(cfg.Providers.SESSNSTopics) > 0 {
+		// Without named topics any AWS account could subscribe the
+		// route and publish events: it stays off.
+		pc.SNS = sns.New(client, cfg.Providers.SNSCertHosts, cfg.Now)
+		pc.SNSTopics = append([]string(nil), cfg.Providers.SESSNSTopics...)
 	}
+	return pc
 }

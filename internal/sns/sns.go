@@ -22,6 +22,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -102,9 +103,11 @@ type Verifier struct {
 
 	mu    sync.Mutex
 	certs map[string]*x509.Certificate
+	order []string // certs' keys, oldest first
 }
 
-// MaxCerts bounds the certificates kept (SNS uses a handful).
+// MaxCerts bounds the certificates kept (SNS uses a handful); past it the
+// oldest is dropped.
 const MaxCerts = 64
 
 // New returns a verifier fetching with client (which should go through the
@@ -176,14 +179,30 @@ func (v *Verifier) Verify(ctx context.Context, m *Message) error {
 	return nil
 }
 
+// certURL is the canonical form of a certificate URL, the cache's key and
+// what is fetched. SNS's are https://HOST/NAME.pem: one with a query, a
+// fragment or a path that is not clean is refused, since each spelling of
+// one certificate would otherwise be fetched and kept on its own, and
+// anyone could flush the cache with them.
+func certURL(u *url.URL) (*url.URL, error) {
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || path.Clean(u.Path) != u.Path || !strings.HasSuffix(u.Path, ".pem") {
+		return nil, fmt.Errorf("%w: the certificate URL is not https://HOST/NAME.pem", ErrInvalid)
+	}
+	return &url.URL{Scheme: "https", Host: u.Host, Path: u.Path}, nil
+}
+
 // cert returns the certificate at raw, fetched once.
 func (v *Verifier) cert(ctx context.Context, raw string) (*x509.Certificate, error) {
 	u, err := v.allowedURL(raw)
 	if err != nil {
 		return nil, err
 	}
+	if u, err = certURL(u); err != nil {
+		return nil, err
+	}
+	key := u.String()
 	v.mu.Lock()
-	c, ok := v.certs[u.String()]
+	c, ok := v.certs[key]
 	v.mu.Unlock()
 	if ok {
 		return c, nil
@@ -204,11 +223,15 @@ func (v *Verifier) cert(ctx context.Context, raw string) (*x509.Certificate, err
 		return nil, fmt.Errorf("%w: the signing certificate is not valid now", ErrInvalid)
 	}
 	v.mu.Lock()
-	if len(v.certs) >= MaxCerts {
-		v.certs = map[string]*x509.Certificate{}
+	defer v.mu.Unlock()
+	if _, ok := v.certs[key]; !ok {
+		for len(v.order) >= MaxCerts {
+			delete(v.certs, v.order[0])
+			v.order = v.order[1:]
+		}
+		v.order = append(v.order, key)
 	}
-	v.certs[u.String()] = c
-	v.mu.Unlock()
+	v.certs[key] = c
 	return c, nil
 }
 

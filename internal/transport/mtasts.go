@@ -103,7 +103,13 @@ type stsCache struct {
 	mu     sync.Mutex
 	m      map[string]*stsPolicy
 	failed map[string]time.Time // domain → no fetch before
+	max    int                  // policies kept (stsMaxPolicies)
 }
+
+// stsMaxPolicies bounds the policies kept: every recipient domain may
+// publish one with a max_age of a year, so expiry alone does not bound
+// them.
+const stsMaxPolicies = 10000
 
 // newSTSCache returns nil when MTA-STS is off. Policy fetches resolve
 // through the transport's resolver and connect through its outbound
@@ -112,7 +118,7 @@ func newSTSCache(cfg MXConfig) *stsCache {
 	if !cfg.MTASTS {
 		return nil
 	}
-	c := &stsCache{port: cfg.STSPort, now: time.Now, m: map[string]*stsPolicy{}, failed: map[string]time.Time{}}
+	c := &stsCache{port: cfg.STSPort, now: time.Now, m: map[string]*stsPolicy{}, failed: map[string]time.Time{}, max: stsMaxPolicies}
 	dialer := cfg.Policy.Dialer(cfg.DialTimeout)
 	tr := &http.Transport{
 		Proxy:               nil,
@@ -189,22 +195,38 @@ func (c *stsCache) policy(ctx context.Context, res *mxResolver, domain string) *
 	defer c.mu.Unlock()
 	if err != nil {
 		c.failed[domain] = now.Add(stsRetryFetch)
-		if len(c.failed) > 10000 {
+		if len(c.failed) > c.max {
 			clear(c.failed)
 		}
 		return cached
 	}
 	delete(c.failed, domain)
 	p.ID, p.expires = id, now.Add(p.MaxAge)
-	if len(c.m) >= 10000 {
-		for d, old := range c.m {
-			if now.After(old.expires) {
-				delete(c.m, d)
-			}
-		}
+	if _, ok := c.m[domain]; !ok && len(c.m) >= c.max {
+		c.makeRoom(now)
 	}
 	c.m[domain] = p
 	return p
+}
+
+// makeRoom drops the expired policies, and when none had expired the one
+// fetched longest ago. Called with c.mu held, when the cache is full: a
+// scan of it costs less than the fetch that filled it.
+func (c *stsCache) makeRoom(now time.Time) {
+	var oldest string
+	var at time.Time
+	for d, p := range c.m {
+		if now.After(p.expires) {
+			delete(c.m, d)
+			continue
+		}
+		if fetched := p.expires.Add(-p.MaxAge); oldest == "" || fetched.Before(at) {
+			oldest, at = d, fetched
+		}
+	}
+	if len(c.m) >= c.max && oldest != "" {
+		delete(c.m, oldest)
+	}
 }
 
 // lookupID reads _mta-sts.DOMAIN's TXT record: found is false without
