@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -87,9 +88,17 @@ func TestInbound_ConnectionsPerAddressAreBounded(t *testing.T) {
 	if g := greet(); !strings.HasPrefix(g, "421") {
 		t.Fatalf("connection %d from one address greeted %q, want 421", inbound.DefaultMaxConnsPerIP+1, g)
 	}
+	// QUIT and read to the end: the listener stops counting a connection
+	// before it closes it, so once the end is read the slot is free.
+	if _, err := held[0].Write([]byte("QUIT\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = held[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if rest, err := io.ReadAll(held[0]); err != nil || !strings.HasPrefix(string(rest), "221") {
+		t.Fatalf("QUIT: %q %v", rest, err)
+	}
 	held[0].Close()
 	held = held[1:]
-	time.Sleep(100 * time.Millisecond)
 	if g := greet(); !strings.HasPrefix(g, "220") {
 		t.Fatalf("after one closed, a new connection was greeted %q", g)
 	}
