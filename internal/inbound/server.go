@@ -245,8 +245,8 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 
 // Data reads the message within the listener's memory budget (452 4.3.1
 // when the budget is spent; go-smtp answers 552 past MaxMessageBytes),
-// refuses a header past inmail's bounds (552 5.3.4) before any parser
-// sees it, then stores it before answering: once per bounce address's
+// refuses a header block (the message's or a part's) past inmail's
+// bounds (552 5.3.4) before any parser sees it, then stores it before answering: once per bounce address's
 // send, and once per receiving mailbox. Only a storage failure is a 4xx,
 // so the sender keeps the message and tries again; what was stored
 // before the failure is recognised as the same message then.
@@ -263,7 +263,7 @@ func (ss *session) Data(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	if _, err := inmail.HeaderSize(raw); err != nil {
+	if err := inmail.CheckHeaders(raw); err != nil {
 		return errHeader
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -59,6 +59,56 @@ func TestParse_RefusesAHeaderBombBeforeReadingIt(t *testing.T) {
 	}
 }
 
+// TestCheckHeaders_PartHeaders: the bounds hold for every part's header
+// at any depth, found by the boundaries as go-message finds them; a
+// boundary-like line that is not a delimiter, and a body of many lines,
+// are no header.
+func TestCheckHeaders_PartHeaders(t *testing.T) {
+	bomb := strings.Repeat("A:b\r\n", MaxHeaderFields+1)
+	body := strings.Repeat("QUJD\r\n", 5000) // base64 lines: no blank line, yet a body
+	mixed := func(part string) string {
+		return "Content-Type: multipart/mixed;\r\n boundary=\"O\"\r\n\r\npreamble\r\n--O\r\nContent-Type: text/plain\r\n\r\nhi\r\n" +
+			"--O \r\n" + part + "--O--\r\n" + bomb
+	}
+	nested := func(part string) string {
+		return mixed("Content-Type: multipart/alternative; boundary=I\r\n\r\n--I\r\n" + part + "--I--\r\n")
+	}
+	for _, c := range []struct {
+		name, raw string
+		refused   bool
+	}{
+		{"a part's header bomb", mixed(bomb + "\r\nx\r\n"), true},
+		{"a nested part's header bomb", nested(bomb + "\r\nx\r\n"), true},
+		{"a part ending in its header", mixed(bomb), true},
+		{"a long body", nested("Content-Type: application/pdf\r\n\r\n" + body), false},
+		{"a long body after a header-only part", mixed("A: b\r\n--O\r\n\r\n" + body), false},
+		{"a delimiter-like line in a body", mixed("\r\n--Ox\r\n" + body), false},
+		{"not multipart", "Content-Type: text/plain; boundary=O\r\n\r\n--O\r\n" + bomb, false},
+		{"the epilogue is no part", mixed("\r\nx\r\n"), false},
+	} {
+		err := CheckHeaders([]byte(c.raw))
+		if c.refused != errors.Is(err, ErrHeaderTooLarge) || !c.refused && err != nil {
+			t.Errorf("%s: %v, want refused %v", c.name, err, c.refused)
+		}
+	}
+}
+
+// TestParse_RefusesAPartHeaderBomb: the same bomb as a part's header is
+// refused as cheaply.
+func TestParse_RefusesAPartHeaderBomb(t *testing.T) {
+	raw := []byte("Content-Type: multipart/mixed; boundary=B\r\n\r\n--B\r\n" + strings.Repeat("A:b\r\n", 2<<20) + "\r\nbody\r\n--B--\r\n")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := Parse(raw)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrHeaderTooLarge) {
+		t.Fatalf("Parse of a part's header bomb: %v, want ErrHeaderTooLarge", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Fatalf("Parse allocated %d bytes refusing a %d-byte part header", got, len(raw))
+	}
+}
+
 // FuzzHeaderSize: whatever the input, HeaderSize stays within raw and the
 // bounds, and the header it measures is the header net/mail reads from
 // the whole message (so raw[:n] can stand in for raw).
@@ -76,7 +126,12 @@ func FuzzHeaderSize(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte("Content-Type: multipart/mixed; boundary=B\r\n\r\n--B\r\nA: b\r\n\r\nx\r\n--B--\r\n"))
+	f.Add([]byte("Content-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: multipart/mixed; boundary=C\n\n--C\nA:b\n--C--\n--B--"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
+		if err := CheckHeaders(raw); err != nil && !errors.Is(err, ErrHeaderTooLarge) {
+			t.Fatalf("CheckHeaders: %v, want only ErrHeaderTooLarge", err)
+		}
 		n, err := HeaderSize(raw)
 		if err != nil {
 			if !errors.Is(err, ErrHeaderTooLarge) {

@@ -45,11 +45,12 @@ type Parsed struct {
 	Attachments          []core.ReceivedAttachment
 }
 
-// Parse reads raw. A message whose header cannot be read, or is past
-// MaxHeaderFields or MaxHeaderBytes (ErrHeaderTooLarge), is an error; a
-// body part that cannot be decoded is skipped (what could be read is kept).
+// Parse reads raw. A message whose header cannot be read, or with a
+// header block (its own or a part's) past MaxHeaderFields or
+// MaxHeaderBytes (ErrHeaderTooLarge), is an error; a body part that
+// cannot be decoded is skipped (what could be read is kept).
 func Parse(raw []byte) (*Parsed, error) {
-	if _, err := HeaderSize(raw); err != nil {
+	if err := CheckHeaders(raw); err != nil {
 		return nil, err
 	}
 	e, err := message.Read(bytes.NewReader(raw))
