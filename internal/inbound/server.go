@@ -133,6 +133,8 @@ func New(cfg Config) *Server {
 	srv.Domain = cfg.Domain
 	srv.MaxMessageBytes = cfg.MaxBytes
 	srv.MaxRecipients = maxRecipients
+	// A read timeout makes go-smtp set a read deadline before each
+	// command line: the listener counts commands by it (limit.go).
 	srv.ReadTimeout, srv.WriteTimeout = 2*time.Minute, 2*time.Minute
 	srv.EnableSMTPUTF8 = true
 	srv.TLSConfig = cfg.TLS
