@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/inmail"
 )
 
 // Send modes of POST /api/public/v1/mailboxes/{id}/send.
@@ -46,6 +47,7 @@ func NormalizeMsgID(id string) (string, bool) {
 
 // ReplySubject prefixes "Re: " unless the subject already starts with one.
 func ReplySubject(subject string) string {
+	subject = inmail.FoldControls(subject)
 	if hasPrefixFold(subject, "re:") {
 		return subject
 	}
@@ -55,6 +57,7 @@ func ReplySubject(subject string) string {
 // ForwardSubject prefixes "Fwd: " unless the subject already starts with
 // "Fwd:" or "Fw:".
 func ForwardSubject(subject string) string {
+	subject = inmail.FoldControls(subject)
 	if hasPrefixFold(subject, "fwd:") || hasPrefixFold(subject, "fw:") {
 		return subject
 	}

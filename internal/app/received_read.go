@@ -206,10 +206,7 @@ func (s *Service) ReplyRequest(ctx context.Context, key *core.APIKey, id string,
 	if err != nil {
 		return nil, err
 	}
-	to := m.ReplyTo
-	if len(to) == 0 {
-		to = []string{m.From}
-	}
+	to := replyTargets(m)
 	if len(r.To) == 0 {
 		r.To = without(to, own)
 	}
@@ -267,6 +264,21 @@ func (s *Service) ownAddresses(ctx context.Context, tenant, mailboxID string) ([
 		own = append(own, strings.ToLower(mb.Address))
 	}
 	return own, nil
+}
+
+// replyTargets is where a reply to m goes: its Reply-To when every
+// address of it can be sent to, else its From. A stranger writes
+// Reply-To; one that cannot be parsed must not make every reply fail.
+func replyTargets(m *core.ReceivedMessage) []string {
+	for _, a := range m.ReplyTo {
+		if _, err := parseAddress("to", a); err != nil {
+			return []string{m.From}
+		}
+	}
+	if len(m.ReplyTo) == 0 {
+		return []string{m.From}
+	}
+	return m.ReplyTo
 }
 
 func bareAddress(a string) string {

@@ -151,6 +151,7 @@ func (c *Config) serverConfig() (server.Config, error) {
 		}
 		sc.InboundTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
+	sc.InboundLimits.MaxMemory = int64(c.InboundMaxMemory)
 	sc.MaxReceivedBytes = int64(c.MaxReceivedStorage)
 	if sc.MaxReceivedBytes == 0 {
 		sc.MaxReceivedBytes = -1 // the flag's "no cap"

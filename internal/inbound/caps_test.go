@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -18,45 +19,49 @@ import (
 // Return-Path can write reports to it; past core.MaxReportsPerSend they
 // change nothing, so the send's history stays bounded.
 func TestInbound_ForgedReportsAreBounded(t *testing.T) {
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, Inbound: true})
-	id, msgID := sendTo(t, env, env.AdminKey, sendoncetest.Mail("Ann <ann@rcpt.test>", "hello"))
-	env.WaitStatus(t, id, wait, core.StatusSent)
-	bounceAddr := env.SMTP.Messages()[0].From
-	for i := 0; i < core.MaxReportsPerSend+15; i++ {
-		dsn := dsnMail(bounceAddr, msgID, report{rcpt: "ann@rcpt.test", action: "delayed", status: "4.4.1", diag: fmt.Sprintf("try %d", i)})
-		if err := deliver(t, env.InboundAddr, bounceAddr, dsn); err != nil {
-			t.Fatalf("report %d: %v", i, err)
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+		id, msgID := sendTo(t, env, env.AdminKey, sendoncetest.Mail("Ann <ann@rcpt.test>", "hello"))
+		env.WaitStatus(t, id, wait, core.StatusSent)
+		bounceAddr := env.SMTP.Messages()[0].From
+		for i := 0; i < core.MaxReportsPerSend+15; i++ {
+			dsn := dsnMail(bounceAddr, msgID, report{rcpt: "ann@rcpt.test", action: "delayed", status: "4.4.1", diag: fmt.Sprintf("try %d", i)})
+			if err := deliver(t, env.InboundAddr, bounceAddr, dsn); err != nil {
+				t.Fatalf("report %d: %v", i, err)
+			}
 		}
-	}
-	_, s := get(t, env, env.AdminKey, "/v1/sends/"+id)
-	if n := len(events(s, core.EventDeliveryDelayed)); n != core.MaxReportsPerSend {
-		t.Fatalf("%d delay events from %d reports, want the bound %d", n, core.MaxReportsPerSend+15, core.MaxReportsPerSend)
-	}
-	_, un := get(t, env, env.AdminKey, "/v1/inbound/unmatched?limit=100")
-	if n := len(un["data"].([]any)); n != 15 {
-		t.Fatalf("%d unmatched items, want the 15 past the bound", n)
-	}
+		_, s := get(t, env, env.AdminKey, "/v1/sends/"+id)
+		if n := len(events(s, core.EventDeliveryDelayed)); n != core.MaxReportsPerSend {
+			t.Fatalf("%d delay events from %d reports, want the bound %d", n, core.MaxReportsPerSend+15, core.MaxReportsPerSend)
+		}
+		_, un := get(t, env, env.AdminKey, "/v1/inbound/unmatched?limit=100")
+		if n := len(un["data"].([]any)); n != 15 {
+			t.Fatalf("%d unmatched items, want the 15 past the bound", n)
+		}
+	})
 }
 
 // TestInbound_UnmatchedKeepsTheStartAndTheSize: an unmatched message is
 // kept only in part; the list shows its whole size without reading it.
 func TestInbound_UnmatchedKeepsTheStartAndTheSize(t *testing.T) {
-	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, Inbound: true})
-	id, _ := sendTo(t, env, env.AdminKey, sendoncetest.Mail("Ann <ann@rcpt.test>", "hello"))
-	env.WaitStatus(t, id, wait, core.StatusSent)
-	bounceAddr := env.SMTP.Messages()[0].From
-	big := "Subject: not a report\r\n\r\n" + strings.Repeat("0123456789abcdef\r\n", 30000) // ~540 KB
-	if err := deliver(t, env.InboundAddr, bounceAddr, []byte(big)); err != nil {
-		t.Fatal(err)
-	}
-	_, un := get(t, env, env.AdminKey, "/v1/inbound/unmatched")
-	items := un["data"].([]any)
-	if len(items) != 1 || int(items[0].(map[string]any)["size"].(float64)) != len(big) {
-		t.Fatalf("unmatched: %v, want one of %d bytes", items, len(big))
-	}
-	if n := env.QueryInt(t, "SELECT length(raw) FROM inbound_unmatched"); n != core.MaxUnmatchedKeep {
-		t.Fatalf("kept %d bytes of an unmatched message, want %d", n, core.MaxUnmatchedKeep)
-	}
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+		id, _ := sendTo(t, env, env.AdminKey, sendoncetest.Mail("Ann <ann@rcpt.test>", "hello"))
+		env.WaitStatus(t, id, wait, core.StatusSent)
+		bounceAddr := env.SMTP.Messages()[0].From
+		big := "Subject: not a report\r\n\r\n" + strings.Repeat("0123456789abcdef\r\n", 30000) // ~540 KB
+		if err := deliver(t, env.InboundAddr, bounceAddr, []byte(big)); err != nil {
+			t.Fatal(err)
+		}
+		_, un := get(t, env, env.AdminKey, "/v1/inbound/unmatched")
+		items := un["data"].([]any)
+		if len(items) != 1 || int(items[0].(map[string]any)["size"].(float64)) != len(big) {
+			t.Fatalf("unmatched: %v, want one of %d bytes", items, len(big))
+		}
+		if n := env.QueryInt(t, "SELECT length(raw) FROM inbound_unmatched"); n != core.MaxUnmatchedKeep {
+			t.Fatalf("kept %d bytes of an unmatched message, want %d", n, core.MaxUnmatchedKeep)
+		}
+	})
 }
 
 // TestInbound_ConnectionsPerAddressAreBounded: one client address may hold
@@ -87,9 +92,17 @@ func TestInbound_ConnectionsPerAddressAreBounded(t *testing.T) {
 	if g := greet(); !strings.HasPrefix(g, "421") {
 		t.Fatalf("connection %d from one address greeted %q, want 421", inbound.DefaultMaxConnsPerIP+1, g)
 	}
+	// QUIT and read to the end: the listener stops counting a connection
+	// before it closes it, so once the end is read the slot is free.
+	if _, err := held[0].Write([]byte("QUIT\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = held[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if rest, err := io.ReadAll(held[0]); err != nil || !strings.HasPrefix(string(rest), "221") {
+		t.Fatalf("QUIT: %q %v", rest, err)
+	}
 	held[0].Close()
 	held = held[1:]
-	time.Sleep(100 * time.Millisecond)
 	if g := greet(); !strings.HasPrefix(g, "220") {
 		t.Fatalf("after one closed, a new connection was greeted %q", g)
 	}

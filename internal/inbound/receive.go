@@ -9,6 +9,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/inmail"
 )
 
 // receive stores raw once per receiving mailbox among the recipients,
@@ -60,9 +61,12 @@ func (ss *session) check(ctx context.Context, raw []byte) core.ReceivedAuth {
 	if ss.s.cfg.Checker == nil || ss.ip == nil {
 		return core.ReceivedAuth{SPF: "none", DKIM: "none", DMARC: "none"}
 	}
+	// Only the header is read, within inmail's bounds (Data checked them).
 	from := ""
-	if msg, err := mail.ReadMessage(bytes.NewReader(raw)); err == nil {
-		from = msg.Header.Get("From")
+	if n, err := inmail.HeaderSize(raw); err == nil {
+		if msg, err := mail.ReadMessage(bytes.NewReader(raw[:n])); err == nil {
+			from = msg.Header.Get("From")
+		}
 	}
 	return ss.s.cfg.Checker.Check(ctx, ss.ip, ss.conn.Hostname(), ss.from, from, raw)
 }

@@ -1,6 +1,7 @@
 package inbound_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -8,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emersion/go-smtp"
 	"github.com/jackc/pgx/v5"
+
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 	_ "modernc.org/sqlite"
 )
@@ -52,6 +55,35 @@ func holdUsage(t *testing.T, env *sendoncetest.Env, bytes int64) (commit func())
 	return func() { _ = tx.Commit(ctx); _ = conn.Close(ctx) }
 }
 
+// submit hands raw to the listener at addr for rcpt; every failure is
+// its error, so it may run off the test goroutine.
+func submit(addr, from, rcpt string, raw []byte) error {
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.SendMail(from, []string{rcpt}, bytes.NewReader(raw))
+}
+
+// waitForLockWaiter returns once a PostgreSQL session of env's database
+// waits on a lock (the receive, on the usage row holdUsage holds); on
+// SQLite, which shows no waiters, at once: there the one writer's lock
+// orders the two whenever the receive comes.
+func waitForLockWaiter(t *testing.T, env *sendoncetest.Env) {
+	t.Helper()
+	if env.DBPath != "" {
+		return
+	}
+	const q = `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
+	for i := 0; env.QueryInt(t, q) == 0; i++ {
+		if i == 1000 {
+			t.Fatal("the receive never waited on the usage row")
+		}
+		time.Sleep(10 * time.Millisecond) // polling what PostgreSQL shows, bounded
+	}
+}
+
 // TestReceiving_StorageCapHoldsUnderConcurrentReceives: a receive that
 // starts while another of the tenant's is storing its message (and has
 // not committed) checks the cap against what that one stores: the cap
@@ -68,8 +100,8 @@ func TestReceiving_StorageCapHoldsUnderConcurrentReceives(t *testing.T) {
 
 		commit := holdUsage(t, env, 2*size)
 		done := make(chan error, 1)
-		go func() { done <- receive(t, env.InboundAddr, "support@recv.test", raw) }()
-		time.Sleep(500 * time.Millisecond) // the receive reaches the cap check while the other holds the row
+		go func() { done <- submit(env.InboundAddr, "alice@sender.test", "support@recv.test", raw) }()
+		waitForLockWaiter(t, env)
 		commit()
 		select {
 		case err := <-done:

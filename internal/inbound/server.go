@@ -30,6 +30,17 @@ const maxRecipients = 50
 const (
 	DefaultMaxConns      = 100
 	DefaultMaxConnsPerIP = 10
+	// DefaultMaxMemory bounds the message bytes all sessions hold at
+	// once: 25 full-size messages. Past it DATA is answered 452 4.3.1
+	// and the sender tries again later, as with a full disk.
+	DefaultMaxMemory = 256 << 20
+	// DefaultSessionTimeout is a session's absolute deadline: a sender
+	// that moves a message every 100 seconds keeps a slot no longer.
+	DefaultSessionTimeout = 10 * time.Minute
+	// DefaultMaxIdleCommands bounds the commands outside a transaction
+	// (NOOP, RSET, HELO, VRFY…) between two messages; a transaction's
+	// own (RCPT up to maxRecipients, DATA) are not counted.
+	DefaultMaxIdleCommands = 100
 )
 
 // Config is the listener's settings.
@@ -48,12 +59,28 @@ type Config struct {
 	Domain          string // the name the listener greets with
 	// TLS, when set, makes the listener offer STARTTLS (senders use it
 	// whenever offered; MTA-STS for a receiving domain requires it).
-	TLS           *tls.Config
-	Logger        *slog.Logger
-	MaxBytes      int64 // default DefaultMaxBytes
-	MaxConns      int   // default DefaultMaxConns
-	MaxConnsPerIP int   // default DefaultMaxConnsPerIP
-	Now           func() time.Time
+	TLS      *tls.Config
+	Logger   *slog.Logger
+	MaxBytes int64 // default DefaultMaxBytes
+	Now      func() time.Time
+	Limits
+}
+
+// Limits bound what strangers may hold of the listener; a zero field is
+// its default.
+type Limits struct {
+	MaxConns      int // default DefaultMaxConns
+	MaxConnsPerIP int // per IPv4 address or IPv6 /64; default DefaultMaxConnsPerIP
+	// MaxMemory bounds the bytes of messages being read and stored at
+	// once, over all sessions (--inbound-max-memory); default
+	// DefaultMaxMemory.
+	MaxMemory int64
+	// SessionTimeout is each session's absolute deadline
+	// (--inbound-session-timeout); default DefaultSessionTimeout.
+	SessionTimeout time.Duration
+	// MaxIdleCommands bounds a session's commands outside a transaction
+	// since its last message; default DefaultMaxIdleCommands.
+	MaxIdleCommands int
 }
 
 // Receiver is what the listener needs of the use cases.
@@ -64,8 +91,9 @@ type Receiver interface {
 
 // Server is the SMTP listener of --inbound-addr.
 type Server struct {
-	cfg  Config
-	smtp *smtp.Server
+	cfg    Config
+	smtp   *smtp.Server
+	memory *budget
 }
 
 // New returns a listener; Serve starts it.
@@ -79,6 +107,15 @@ func New(cfg Config) *Server {
 	if cfg.MaxConnsPerIP <= 0 {
 		cfg.MaxConnsPerIP = DefaultMaxConnsPerIP
 	}
+	if cfg.MaxMemory <= 0 {
+		cfg.MaxMemory = DefaultMaxMemory
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = DefaultSessionTimeout
+	}
+	if cfg.MaxIdleCommands <= 0 {
+		cfg.MaxIdleCommands = DefaultMaxIdleCommands
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -91,11 +128,13 @@ func New(cfg Config) *Server {
 	if cfg.Domain == "" {
 		cfg.Domain = "localhost"
 	}
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, memory: newBudget(cfg.MaxMemory)}
 	srv := smtp.NewServer(backend{s})
 	srv.Domain = cfg.Domain
 	srv.MaxMessageBytes = cfg.MaxBytes
 	srv.MaxRecipients = maxRecipients
+	// A read timeout makes go-smtp set a read deadline before each
+	// command line: the listener counts commands by it (limit.go).
 	srv.ReadTimeout, srv.WriteTimeout = 2*time.Minute, 2*time.Minute
 	srv.EnableSMTPUTF8 = true
 	srv.TLSConfig = cfg.TLS
@@ -105,9 +144,10 @@ func New(cfg Config) *Server {
 }
 
 // Serve accepts connections on l until Close, at most MaxConns at once
-// and MaxConnsPerIP from one address.
+// (ending the session idle the longest for a newcomer) and MaxConnsPerIP
+// from one client, each for at most SessionTimeout.
 func (s *Server) Serve(l net.Listener) error {
-	err := s.smtp.Serve(newCappedListener(l, s.cfg.MaxConns, s.cfg.MaxConnsPerIP, s.cfg.Logger))
+	err := s.smtp.Serve(newCappedListener(l, s.cfg))
 	if errors.Is(err, smtp.ErrServerClosed) {
 		return nil
 	}
@@ -130,7 +170,7 @@ func (a slogAdapter) Println(v ...any) { a.l.Warn("inbound smtp", "error", fmt.S
 type backend struct{ s *Server }
 
 func (b backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
-	ss := &session{s: b.s, conn: c}
+	ss := &session{s: b.s, conn: c, counted: connOf(c.Conn())}
 	if tcp, ok := c.Conn().RemoteAddr().(*net.TCPAddr); ok {
 		ss.ip = tcp.IP
 	}
@@ -147,18 +187,28 @@ type rcpt struct {
 }
 
 type session struct {
-	s     *Server
-	conn  *smtp.Conn
-	ip    net.IP
-	from  string
-	rcpts []rcpt
+	s       *Server
+	conn    *smtp.Conn
+	counted *countedConn // nil when served on a plain listener
+	ip      net.IP
+	from    string
+	rcpts   []rcpt
 }
 
-func (ss *session) Reset()        { ss.from, ss.rcpts = "", nil }
+func (ss *session) Reset() {
+	ss.from, ss.rcpts = "", nil
+	if ss.counted != nil {
+		ss.counted.transaction(false)
+	}
+}
+
 func (ss *session) Logout() error { return nil }
 
 func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 	ss.from = from // reports come from <>; anything is taken
+	if ss.counted != nil {
+		ss.counted.transaction(true)
+	}
 	return nil
 }
 
@@ -167,6 +217,8 @@ var (
 	errTryLater   = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "could not store the message; try again later"}
 	errFull       = &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "the recipient's storage is full; try again later"}
 	errDMARC      = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "the message fails the sender domain's DMARC policy"}
+	errHeader     = &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4}, Message: "the message header has more than 1,000 fields or 1 MiB"}
+	errBusy       = &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 3, 1}, Message: "too much mail in progress; try again later"}
 )
 
 func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
@@ -193,15 +245,28 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	return nil
 }
 
-// Data reads the message (go-smtp answers 552 past MaxMessageBytes), then
-// stores it before answering: once per bounce address's send, and once
-// per receiving mailbox. Only a storage failure is a 4xx, so the sender
-// keeps the message and tries again; what was stored before the failure
-// is recognised as the same message then.
+// Data reads the message within the listener's memory budget (452 4.3.1
+// when the budget is spent; go-smtp answers 552 past MaxMessageBytes),
+// refuses a header block (the message's or a part's) past inmail's
+// bounds (552 5.3.4) before any parser sees it, then stores it before answering: once per bounce address's
+// send, and once per receiving mailbox. Only a storage failure is a 4xx,
+// so the sender keeps the message and tries again; what was stored
+// before the failure is recognised as the same message then.
 func (ss *session) Data(r io.Reader) error {
-	raw, err := io.ReadAll(r)
+	if ss.counted != nil {
+		ss.counted.delivered()
+	}
+	raw, release, err := ss.s.memory.readAll(r, ss.s.cfg.MaxBytes)
+	defer release()
+	if errors.Is(err, errBudget) {
+		ss.s.cfg.Logger.Warn("inbound memory budget spent", slog.Int64("max_memory", ss.s.cfg.MaxMemory))
+		return errBusy
+	}
 	if err != nil {
 		return err
+	}
+	if err := inmail.CheckHeaders(raw); err != nil {
+		return errHeader
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -45,9 +45,14 @@ type Parsed struct {
 	Attachments          []core.ReceivedAttachment
 }
 
-// Parse reads raw. A message whose header cannot be read is an error; a
-// body part that cannot be decoded is skipped (what could be read is kept).
+// Parse reads raw. A message whose header cannot be read, or with a
+// header block (its own or a part's) past MaxHeaderFields or
+// MaxHeaderBytes (ErrHeaderTooLarge), is an error; a body part that
+// cannot be decoded is skipped (what could be read is kept).
 func Parse(raw []byte) (*Parsed, error) {
+	if err := CheckHeaders(raw); err != nil {
+		return nil, err
+	}
 	e, err := message.Read(bytes.NewReader(raw))
 	if err != nil && !message.IsUnknownCharset(err) && !message.IsUnknownEncoding(err) {
 		return nil, fmt.Errorf("read message: %w", err)
@@ -74,6 +79,7 @@ func (p *Parsed) header(h message.Header) {
 	p.InReplyTo = firstMsgID(h.Get("In-Reply-To"))
 	p.References = msgIDs(h.Get("References"))
 	p.Subject, _ = h.Text("Subject")
+	p.Subject = FoldControls(p.Subject)
 	p.From = firstAddress(h, "From")
 	p.To, p.Cc, p.ReplyTo = addresses(h, "To"), addresses(h, "Cc"), addresses(h, "Reply-To")
 	if d, err := mail.ParseDate(h.Get("Date")); err == nil {
@@ -256,3 +262,15 @@ func (f *finder) find(e *message.Entity, depth int) error {
 	f.seen++
 	return nil
 }
+
+// FoldControls turns the control characters of a decoded header value
+// into spaces: an encoded word may decode to CR, LF or NUL, which no
+// header written from the value (a reply's subject) may carry.
+func FoldControls(v string) string {
+	if !strings.ContainsFunc(v, isControl) {
+		return v
+	}
+	return strings.Join(strings.FieldsFunc(v, isControl), " ")
+}
+
+func isControl(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/accesslog"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/inbound"
 	"github.com/sendonce/sendonce/internal/submission"
 )
 
@@ -169,6 +170,10 @@ type Config struct {
 	// InboundTLS is --inbound-tls-cert and --inbound-tls-key, loaded: the
 	// inbound listener offers STARTTLS with it.
 	InboundTLS *tls.Config
+	// InboundLimits bound the inbound listener's sessions
+	// (--inbound-max-memory, --inbound-session-timeout); zero fields are
+	// the listener's defaults.
+	InboundLimits inbound.Limits
 	// Providers is the provider transports' settings: fallbacks, the
 	// intake routes' secrets and certificate hosts (providers.go).
 	Providers ProvidersConfig

@@ -44,7 +44,8 @@ func bounceSigner(ctx context.Context, store *sqlstore.Store, domain string) (*v
 // inboundConfig is the listener's settings from the server's.
 func inboundConfig(cfg Config, resolver string) inbound.Config {
 	name := cmp.Or(cfg.InboundName, cfg.BounceDomain, "localhost")
-	return inbound.Config{Domain: name, Checker: inmail.NewChecker(name, resolver), RejectDMARCFail: cfg.InboundRejectDMARC, TLS: cfg.InboundTLS}
+	return inbound.Config{Domain: name, Checker: inmail.NewChecker(name, resolver), RejectDMARCFail: cfg.InboundRejectDMARC, TLS: cfg.InboundTLS,
+		Limits: cfg.InboundLimits}
 }
 
 // startInbound opens --inbound-addr and serves bounce mail on it.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/inbound"
 	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
@@ -184,6 +185,9 @@ type Options struct {
 	DANE bool
 	// InboundTLS, with Inbound, makes the listener offer STARTTLS.
 	InboundTLS *tls.Config
+	// InboundLimits, with Inbound, are the listener's bounds; zero
+	// fields are its defaults.
+	InboundLimits inbound.Limits
 	// RequireVerifiedDomain is --require-verified-domain.
 	RequireVerifiedDomain bool
 }
@@ -274,7 +278,7 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 		HELOName: o.HELOName, TLSCA: o.TLSCA, MTASTSPort: o.MTASTSPort, Workers: o.Workers,
 		EgressPools: o.EgressPools, StreamPools: o.StreamPools, EgressWarmups: o.EgressWarmups, WarmupSchedule: o.WarmupSchedule,
 		MaxReceivedBytes: o.MaxReceivedBytes, DANE: o.DANE, InboundTLS: o.InboundTLS,
-		RequireVerifiedDomain: o.RequireVerifiedDomain,
+		RequireVerifiedDomain: o.RequireVerifiedDomain, InboundLimits: o.InboundLimits,
 	}
 	if o.MXPort != "" {
 		cfg.MXPort = o.MXPort
