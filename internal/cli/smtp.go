@@ -15,6 +15,7 @@ type smtpConfig struct {
 	TLSCert, TLSKey  string
 	MaxSessions      int
 	MaxSessionsOfKey int
+	MaxUnauthPerIP   int
 }
 
 func smtpFlags(e *envFlags, c *smtpConfig) {
@@ -23,6 +24,7 @@ func smtpFlags(e *envFlags, c *smtpConfig) {
 	e.str(&c.TLSCert, "smtp-tls-cert", "SENDONCE_SMTP_TLS_CERT", "", "PEM certificate (chain) for STARTTLS and --smtps-addr; without it AUTH is offered only to loopback clients")
 	e.str(&c.TLSKey, "smtp-tls-key", "SENDONCE_SMTP_TLS_KEY", "", "PEM private key of --smtp-tls-cert")
 	e.integer(&c.MaxSessions, "smtp-max-sessions", "SENDONCE_SMTP_MAX_SESSIONS", submission.DefaultMaxSessions, "SMTP sessions open at once; past it a client gets 421")
+	e.integer(&c.MaxUnauthPerIP, "smtp-max-unauthenticated-per-ip", "SENDONCE_SMTP_MAX_UNAUTHENTICATED_PER_IP", submission.DefaultMaxUnauthenticatedPerIP, "SMTP connections one client address may have open before they authenticate; past it a new one gets 421")
 	e.integer(&c.MaxSessionsOfKey, "smtp-max-sessions-per-key", "SENDONCE_SMTP_MAX_SESSIONS_PER_KEY", submission.DefaultMaxSessionsPerKey, "SMTP sessions one API key may have authenticated at once; past it AUTH gets 454")
 }
 
@@ -33,8 +35,8 @@ func (c *smtpConfig) validate() error {
 	if c.TLSAddr != "" && c.TLSCert == "" {
 		return fmt.Errorf("--smtps-addr needs --smtp-tls-cert and --smtp-tls-key")
 	}
-	if c.MaxSessions < 1 || c.MaxSessionsOfKey < 1 {
-		return fmt.Errorf("--smtp-max-sessions and --smtp-max-sessions-per-key must be at least 1")
+	if c.MaxSessions < 1 || c.MaxSessionsOfKey < 1 || c.MaxUnauthPerIP < 1 {
+		return fmt.Errorf("--smtp-max-sessions, --smtp-max-sessions-per-key and --smtp-max-unauthenticated-per-ip must be at least 1")
 	}
 	return nil
 }
@@ -42,7 +44,7 @@ func (c *smtpConfig) validate() error {
 // submissionConfig is the server's view of the settings; it loads the
 // certificate.
 func (c *smtpConfig) submissionConfig() (submission.Config, error) {
-	sc := submission.Config{MaxSessions: c.MaxSessions, MaxSessionsPerKey: c.MaxSessionsOfKey}
+	sc := submission.Config{MaxSessions: c.MaxSessions, MaxSessionsPerKey: c.MaxSessionsOfKey, MaxUnauthenticatedPerIP: c.MaxUnauthPerIP}
 	if c.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
 		if err != nil {

@@ -2,6 +2,7 @@ package submission
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -54,7 +55,11 @@ func (u *unauthCount) give(ip string) {
 	}
 }
 
-var tooManyReply = []byte("421 4.7.0 too many SMTP sessions open; try again later\r\n")
+// The two refusals say which limit the client met.
+var (
+	tooManyReply      = []byte("421 4.7.0 too many SMTP sessions open on this server (--smtp-max-sessions); try again later\r\n")
+	tooManyFromClient = "421 4.7.0 too many connections from your address that have not authenticated yet (limit %d, --smtp-max-unauthenticated-per-ip); try again later\r\n"
+)
 
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {
@@ -63,12 +68,19 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		ip := clientIP(c.RemoteAddr())
-		if l.open.Add(1) > l.max || !l.unauth.take(ip, l.perIP) {
+		var refusal []byte
+		switch {
+		case l.open.Add(1) > l.max:
+			refusal = tooManyReply
+		case !l.unauth.take(ip, l.perIP):
+			refusal = fmt.Appendf(nil, tooManyFromClient, l.perIP)
+		}
+		if refusal != nil {
 			l.open.Add(-1)
 			l.reject()
 			go func() {
 				_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-				_, _ = c.Write(tooManyReply)
+				_, _ = c.Write(refusal)
 				_ = c.Close()
 			}()
 			continue

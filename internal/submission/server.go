@@ -26,8 +26,11 @@ const (
 	DefaultSessionTimeout    = 30 * time.Minute
 	DefaultAuthTimeout       = 2 * time.Minute
 	// DefaultMaxUnauthenticatedPerIP bounds one client address's
-	// connections that have not authenticated yet.
-	DefaultMaxUnauthenticatedPerIP = 10
+	// connections that have not authenticated yet: Postfix's
+	// smtpd_client_connection_count_limit, so that an app's pool or a
+	// relay's 20 parallel deliveries, which all connect before any has
+	// authenticated, are served.
+	DefaultMaxUnauthenticatedPerIP = 50
 	DefaultAcceptTimeout           = 30 * time.Second
 )
 

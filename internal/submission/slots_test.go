@@ -1,6 +1,8 @@
 package submission_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +109,55 @@ func TestSubmission_UnauthenticatedPerAddressIsBounded(t *testing.T) {
 	}
 	if _, err := dial(); err != nil {
 		t.Fatalf("after one authenticated, a new connection was refused: %v", err)
+	}
+}
+
+// An application's SMTP pool, or a relay delivering in parallel (Postfix
+// opens 20 sessions by default), connects all its sessions at once, before
+// any has authenticated: with the default limits all twenty are served and
+// deliver. Past the per-address limit, the 421 says which limit it is.
+func TestSubmission_TwentyConnectionPoolFromOneHostIsServed(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, NoWorkers: true})
+	sub := submission.New(env.Server.Service, nil, submission.Config{}, nil)
+	addr := serve(t, sub, "127.0.0.1:0", false)
+	const pool = 20
+	clients := make([]*smtp.Client, pool)
+	for i := range clients { // every session greeted before any authenticates
+		c, err := smtp.Dial(addr)
+		if err == nil {
+			err = c.Hello("pool.example")
+		}
+		if err != nil {
+			t.Fatalf("pool connection %d of %d: %v", i+1, pool, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		clients[i] = c
+	}
+	for i, c := range clients {
+		if err := c.Auth(sasl.NewPlainClient("", "app", env.AdminKey)); err != nil {
+			t.Fatalf("pool connection %d: AUTH: %v", i+1, err)
+		}
+		if _, err := submit(c, "sender@example.com", []string{"ann@example.com"}, mail(newMsgID(), fmt.Sprint("pool message ", i))); err != nil {
+			t.Fatalf("pool connection %d: %v", i+1, err)
+		}
+	}
+
+	limited := submission.New(env.Server.Service, nil, submission.Config{MaxUnauthenticatedPerIP: 1}, nil)
+	laddr := serve(t, limited, "127.0.0.1:0", false)
+	first, err := smtp.Dial(laddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { first.Close() })
+	if err := first.Hello("pool.example"); err != nil {
+		t.Fatal(err)
+	}
+	second, err := smtp.Dial(laddr)
+	if err == nil {
+		t.Cleanup(func() { second.Close() })
+		err = second.Hello("pool.example") // the greeting is read here
+	}
+	if code(err) != 421 || !strings.Contains(err.Error(), "not authenticated yet (limit 1") {
+		t.Fatalf("past the per-address limit: %v, want 421 naming the limit", err)
 	}
 }
