@@ -26,8 +26,16 @@ func (s *Service) CreateKeyBy(ctx context.Context, creator *core.APIKey, p NewKe
 	return s.CreateKey(ctx, p)
 }
 
-// inherit narrows p to what creator may grant.
+// inherit narrows p to what creator may grant. Asking for more than the
+// creator has is CodeForbidden (403): the creator lacks the right to give
+// it, as it lacks a scope a route needs; a malformed ask is
+// CodeValidation.
 func (s *Service) inherit(creator *core.APIKey, p NewKeyParams) (NewKeyParams, error) {
+	for _, sc := range p.Scopes {
+		if !creator.Has(sc) {
+			return p, core.Errorf(core.CodeForbidden, "scopes", "this API key lacks the %q scope, so it cannot give a key that scope", sc)
+		}
+	}
 	p.Tenant = creator.Tenant
 	p.RequiresApproval = p.RequiresApproval || creator.RequiresApproval
 	p.Agent = p.Agent || creator.Agent
@@ -40,7 +48,7 @@ func (s *Service) inherit(creator *core.APIKey, p NewKeyParams) (NewKeyParams, e
 		}
 		for _, id := range p.Mailboxes {
 			if !creator.MayUseMailbox(id) {
-				return p, core.Errorf(core.CodeValidation, "mailboxes", "this API key may not send from mailbox %q, so it cannot give a key that right", id)
+				return p, core.Errorf(core.CodeForbidden, "mailboxes", "this API key may not send from mailbox %q, so it cannot give a key that right", id)
 			}
 		}
 	}
@@ -73,7 +81,7 @@ func narrowAllowlist(have, want []string) ([]string, error) {
 		if strings.Contains(e, "@") && RecipientAllowed(have, e) || slices.Contains(have, e) {
 			continue
 		}
-		return nil, core.Errorf(core.CodeValidation, "allow_recipients", "%q is outside this API key's own recipient allowlist, so it cannot give a key that right", e)
+		return nil, core.Errorf(core.CodeForbidden, "allow_recipients", "%q is outside this API key's own recipient allowlist, so it cannot give a key that right", e)
 	}
 	return want, nil
 }
@@ -89,7 +97,7 @@ func narrowCap(field, per string, have, want int) (int, error) {
 	case want == 0:
 		return have, nil
 	case want > have:
-		return 0, core.Errorf(core.CodeValidation, field, "%s is at most this API key's own cap, %d sends per %s", field, have, per)
+		return 0, core.Errorf(core.CodeForbidden, field, "%s is at most this API key's own cap, %d sends per %s", field, have, per)
 	}
 	return want, nil
 }
@@ -115,7 +123,7 @@ func (s *Service) narrowRateLimit(creator *core.APIKey, want int) (int, error) {
 		if !on {
 			return 0, core.Errorf(core.CodeValidation, "rate_limit", "rate_limit is 1 or more, or absent for the server's")
 		}
-		return 0, core.Errorf(core.CodeValidation, "rate_limit", "rate_limit is 1 to this key's own limit (%d per %s), or absent for its own", own, s.cfg.RateLimitWindow)
+		return 0, core.Errorf(core.CodeForbidden, "rate_limit", "rate_limit is 1 to this key's own limit (%d per %s), or absent for its own", own, s.cfg.RateLimitWindow)
 	}
 	return want, nil
 }

@@ -35,6 +35,13 @@ func TestCreateKeyBy_NewKeyIsNoFreerThanItsCreator(t *testing.T) {
 		{name: "a higher own rate limit", creator: limited, p: NewKeyParams{RateLimit: 11}, refused: true},
 		{name: "above the server's limit", creator: free, p: NewKeyParams{RateLimit: 101}, refused: true},
 		{name: "no rate limit", creator: free, p: NewKeyParams{RateLimit: -1}, refused: true},
+		{name: "a scope it lacks", creator: &core.APIKey{Tenant: "t4", Scopes: []core.Scope{core.ScopeRead, core.ScopeAdmin}},
+			p: NewKeyParams{Scopes: []core.Scope{core.ScopeSend}}, refused: true},
+		{name: "one scope of two it lacks", creator: &core.APIKey{Tenant: "t4", Scopes: []core.Scope{core.ScopeSend}},
+			p: NewKeyParams{Scopes: []core.Scope{core.ScopeSend, core.ScopeRead}}, refused: true},
+		{name: "scopes it has", creator: &core.APIKey{Tenant: "t4", Scopes: []core.Scope{core.ScopeSend, core.ScopeRead}},
+			p:    NewKeyParams{Scopes: []core.Scope{core.ScopeRead}},
+			want: NewKeyParams{Tenant: "t4", Scopes: []core.Scope{core.ScopeRead}, AllowRecipients: []string{}}},
 		{name: "a free creator grants what it asks", creator: free, p: NewKeyParams{Mailboxes: []string{"c"}, MaxPerHour: 9, RateLimit: 100},
 			want: NewKeyParams{Tenant: "t2", Mailboxes: []string{"c"}, AllowRecipients: []string{}, MaxPerHour: 9, RateLimit: 100}},
 		{name: "an unlimited creator grants any limit", creator: unlimited, p: NewKeyParams{RateLimit: 1000},
@@ -45,8 +52,8 @@ func TestCreateKeyBy_NewKeyIsNoFreerThanItsCreator(t *testing.T) {
 		got, err := s.inherit(c.creator, c.p)
 		switch {
 		case c.refused:
-			if core.ErrorCode(err) != core.CodeValidation {
-				t.Errorf("%s: %v, want a validation error", c.name, err)
+			if core.ErrorCode(err) != core.CodeForbidden {
+				t.Errorf("%s: %v, want forbidden (403)", c.name, err)
 			}
 		case err != nil:
 			t.Errorf("%s: %v", c.name, err)

@@ -29,9 +29,10 @@ const (
 	// maxFormatWidth bounds printf widths and precisions.
 	maxFormatWidth = 1000
 	// maxProducedBytes caps the bytes the string-making builtins (print,
-	// printf, println, html, js, urlquery) may make in one render, all
-	// parts together: what a chain of variables built from each other can
-	// hold in memory before any of it is written.
+	// printf, println, html, js, urlquery) may read and make in one
+	// render, all parts together: what a chain of variables built from
+	// each other, or one call naming a large value many times, can hold
+	// in memory before any of it is written.
 	maxProducedBytes = 4 * MaxRenderedBytes
 	// maxCalls caps the builtin calls of one render, all parts together:
 	// CPU for a template without a loop, which the iteration count does
@@ -49,6 +50,7 @@ var (
 	errTooSlow           = errors.New("rendering took too long")
 	errTooLarge          = errors.New("rendered output too large")
 	errFormat            = errors.New("printf width or precision too large")
+	errTooManyArgs       = errors.New("too many arguments in one call")
 	// errUnbounded marks what ValidateTemplate refuses though it parses.
 	errUnbounded = errors.New("unbounded template")
 )
@@ -122,19 +124,47 @@ func funcs(b *budget) map[string]any {
 			if err := checkFormat(format); err != nil {
 				return "", err
 			}
+			if err := b.read(format, args); err != nil {
+				return "", err
+			}
 			return b.string(fmt.Sprintf(format, args...))
 		},
-		"print":    func(args ...any) (string, error) { return b.string(fmt.Sprint(args...)) },
-		"println":  func(args ...any) (string, error) { return b.string(fmt.Sprintln(args...)) },
-		"html":     func(args ...any) (string, error) { return b.string(texttemplate.HTMLEscaper(args...)) },
-		"js":       func(args ...any) (string, error) { return b.string(texttemplate.JSEscaper(args...)) },
-		"urlquery": func(args ...any) (string, error) { return b.string(texttemplate.URLQueryEscaper(args...)) },
+		"print":    b.wrap(fmt.Sprint),
+		"println":  b.wrap(fmt.Sprintln),
+		"html":     b.wrap(texttemplate.HTMLEscaper),
+		"js":       b.wrap(texttemplate.JSEscaper),
+		"urlquery": b.wrap(texttemplate.URLQueryEscaper),
 	}
 }
 
-// string counts what a builtin made. (It is made before it is counted:
-// each argument is at most what the budget let through, so one call makes
-// at most a few times that.)
+// wrap makes a string-making builtin count what it reads before it runs
+// and what it made after.
+func (b *budget) wrap(f func(...any) string) func(...any) (string, error) {
+	return func(args ...any) (string, error) {
+		if err := b.read("", args); err != nil {
+			return "", err
+		}
+		return b.string(f(args...))
+	}
+}
+
+// read counts what a builtin is about to format — its format and every
+// argument, a variable as often as it is named — before any of it is
+// formatted. What it then makes is at most a few times that (an escaper's
+// entity, printf's %x or %q), once: it is counted after, and the render
+// stops.
+func (b *budget) read(format string, args []any) error {
+	if len(args) > maxCallArgs+1 { // +1: a pipeline's value
+		return errTooManyArgs
+	}
+	room := maxProducedBytes - b.produced
+	if b.produced += len(format) + inputsSize(args, room); b.produced > maxProducedBytes {
+		return errTooLarge
+	}
+	return nil
+}
+
+// string counts what a builtin made.
 func (b *budget) string(s string) (string, error) {
 	if err := b.made(len(s)); err != nil {
 		return "", err
@@ -195,6 +225,10 @@ func checkTree(tree *parse.Tree, tick *parse.ActionNode) error {
 				walk(c)
 			}
 		case *parse.CommandNode:
+			if len(n.Args) > maxCallArgs+1 {
+				err = fmt.Errorf("%w: a call with %d arguments (at most %d)", errUnbounded, len(n.Args)-1, maxCallArgs)
+				return
+			}
 			for _, a := range n.Args {
 				if s, ok := a.(*parse.StringNode); ok && checkFormat(s.Text) != nil {
 					err = fmt.Errorf("%w: format %q: %v (at most %d)", errUnbounded, s.Text, errFormat, maxFormatWidth)
@@ -275,6 +309,9 @@ func RenderTemplate(t *core.Template, vars map[string]any) (subject, text, html 
 	if vars == nil {
 		vars = map[string]any{}
 	}
+	if inputSize(vars, maxVariableBytes, 0) > maxVariableBytes {
+		return "", "", "", core.Errorf(core.CodeValidation, "variables", "the template variables are larger than %d bytes", maxVariableBytes)
+	}
 	b := &budget{deadline: time.Now().Add(TemplateRenderTimeout)}
 	if subject, err = execText("subject", t.Subject, vars, b); err != nil {
 		return "", "", "", err
@@ -319,6 +356,8 @@ func templateExecError(err error) error {
 		return core.Errorf(core.CodeValidation, "variables", "the template loops more than %d times", MaxTemplateIterations)
 	case errors.Is(err, errTooSlow):
 		return core.Errorf(core.CodeValidation, "variables", "the template takes longer than %v to render", TemplateRenderTimeout)
+	case errors.Is(err, errTooManyArgs):
+		return core.Errorf(core.CodeValidation, "variables", "a call takes more than %d arguments", maxCallArgs)
 	case errors.Is(err, errFormat):
 		return core.Errorf(core.CodeValidation, "variables", "a printf format pads wider than %d", maxFormatWidth)
 	}

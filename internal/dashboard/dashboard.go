@@ -77,9 +77,9 @@ type Config struct {
 	// (app.Service.NewIdempotencyEngine): the replies sent from the Mail
 	// pages go through it, one per form. Defaults to an engine of its own.
 	Idempotency *idempotency.Engine
-	// Destinations, when set, reports this process's mx destinations
-	// (the destinations page).
-	Destinations func() []Destination
+	// Destinations, when set, reports the mx destinations this process
+	// handed a tenant's sends to (the destinations page).
+	Destinations func(tenant string) []Destination
 	// HTTPS says browsers reach the dashboard over https even when the
 	// request arrives in plain HTTP from a TLS-terminating proxy
 	// (--public-url https://…): its cookies are then Secure and its

@@ -12,16 +12,16 @@ type Destination struct {
 	Connections, Busy, Limit, MaxLimit int
 	Rate                               float64 // messages per second allowed now
 	PausedUntil                        time.Time
-	Why                                string // what lowered the limits last
+	Why                                string // the codes of the reply that lowered the limits last
 	Delivered, Deferred, Throttled     int
 }
 
-// destinations shows the shaping state of every destination this process
-// delivered to (admin: it describes the server, not a tenant's data).
+// destinations shows the shaping state of the destinations this process
+// delivered the tenant's sends to (admin).
 func (d *Dashboard) destinations(q *req) error {
 	var list []Destination
 	if d.cfg.Destinations != nil {
-		list = d.cfg.Destinations()
+		list = d.cfg.Destinations(q.key.Tenant)
 	}
 	return d.render(q, 0, "destinations", "Destinations", list)
 }

@@ -60,9 +60,29 @@ func TestDashboard_CreatedKeyInheritsTheCreatorsLimits(t *testing.T) {
 		} {
 			form.Set("name", "wider")
 			form.Set("scope", "send")
-			if p := br.post("/ui/keys", form); p.Status != http.StatusBadRequest {
-				t.Errorf("creating a key with %s: %d, want 400", name, p.Status)
+			if p := br.post("/ui/keys", form); p.Status != http.StatusForbidden {
+				t.Errorf("creating a key with %s: %d, want 403", name, p.Status)
 			}
 		}
 	})
+}
+
+// A key made in the dashboard has no scope the signed-in key lacks: a
+// read,admin key cannot mint a send key (403), and gives what it has.
+func TestDashboard_CreatedKeyHasOnlyTheCreatorsScopes(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true})
+	_, secret := env.NewKey(t, app.NewKeyParams{Name: "read-admin", Scopes: []core.Scope{core.ScopeRead, core.ScopeAdmin}})
+	br := newBrowser(t, env)
+	br.signIn(secret)
+	br.get("/ui/keys")
+	for _, scopes := range [][]string{{"send"}, {"read", "send"}, {"admin", "send"}} {
+		p := br.post("/ui/keys", url.Values{"name": {"minted"}, "scope": scopes})
+		if p.Status != http.StatusForbidden || shownSecret(p.Body) != "" {
+			t.Errorf("a read,admin key creating a key with %v: %d, secret shown: %v; want 403", scopes, p.Status, shownSecret(p.Body) != "")
+		}
+	}
+	p := br.post("/ui/keys", url.Values{"name": {"reader"}, "scope": {"read"}})
+	if p.Status != http.StatusCreated || shownSecret(p.Body) == "" {
+		t.Fatalf("a read,admin key creating a read key: %d", p.Status)
+	}
 }

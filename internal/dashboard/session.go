@@ -69,8 +69,10 @@ func safeNext(next string) string {
 }
 
 func (d *Dashboard) signIn(q *req) error {
+	// Another site's form must not sign a browser in with the attacker's
+	// key (login CSRF): what the victim then does, the attacker reads.
 	c, err := q.r.Cookie(signinCookie)
-	if err != nil || !equal(c.Value, q.r.PostFormValue("csrf")) {
+	if err != nil || !sameOrigin(q.r) || !equal(c.Value, q.r.PostFormValue("csrf")) {
 		return core.Errorf(core.CodeForbidden, "", "the sign-in form expired or its CSRF token is wrong: reload the page and try again")
 	}
 	key, err := d.svc.Authenticate(q.ctx(), strings.TrimSpace(q.r.PostFormValue("key")))
@@ -159,16 +161,26 @@ func (d *Dashboard) session(r *http.Request) (*core.DashboardSession, *core.APIK
 	return s, key, nil
 }
 
-// csrfOK checks the form's token against the session's, and that a
-// browser-sent Origin, when there is one, is this site.
+// csrfOK checks the form's token against the session's, and that the
+// form was posted from this site.
 func (d *Dashboard) csrfOK(q *req) bool {
-	if o := q.r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		if err != nil || u.Host != q.r.Host {
-			return false
-		}
+	return sameOrigin(q.r) && equal(q.sess.CSRF, q.r.PostFormValue("csrf"))
+}
+
+// sameOrigin reports whether a browser-sent Origin, or else Referer, when
+// there is one, is this site. (The pages' Referrer-Policy, same-origin,
+// has a browser send no Referer to another site, and "Origin: null" is
+// refused.)
+func sameOrigin(r *http.Request) bool {
+	from := r.Header.Get("Origin")
+	if from == "" {
+		from = r.Header.Get("Referer")
 	}
-	return equal(q.sess.CSRF, q.r.PostFormValue("csrf"))
+	if from == "" {
+		return true
+	}
+	u, err := url.Parse(from)
+	return err == nil && u.Host != "" && u.Host == r.Host
 }
 
 func equal(a, b string) bool {

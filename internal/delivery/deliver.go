@@ -133,6 +133,10 @@ type Deliverer struct {
 	// large holds a token per attempt of a large message running now
 	// (DefaultLargeAttempts).
 	large chan struct{}
+
+	// sites is which tenants' sends went to which mx destination
+	// (TenantDestinations).
+	sites tenantSites
 }
 
 // DefaultLargeAttempts bounds the attempts of large messages (files,

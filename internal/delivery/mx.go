@@ -108,7 +108,8 @@ func (d *Deliverer) handOverMX(ctx context.Context, s *core.Send, env transport.
 			h.dests = append(h.dests, &destDone{d: dst, o: transport.DestOutcome{Waiting: dst.Rcpts, Why: "checkpoint failed: " + err.Error()}})
 			continue
 		}
-		dst.Stream = string(s.Stream)                        // its egress pool
+		dst.Stream = string(s.Stream) // its egress pool
+		d.sites.note(s.Tenant, dst.Site, d.cfg.Now())
 		o := d.mx.Send(ctx, dst, env.FromOf(dst.Rcpts), raw) // one recipient: its own bounce address
 		h.dests = append(h.dests, &destDone{d: dst, o: o})
 		d.logger.LogAttrs(ctx, slog.LevelDebug, "destination", slog.String("send_id", s.ID), slog.String("destination", dst.Site),
@@ -131,8 +132,9 @@ func (d *Deliverer) handOverMX(ctx context.Context, s *core.Send, env transport.
 	return handoff{mx: true, dests: h}
 }
 
-// Destinations is this process's mx destinations and their shaping now
-// (GET /v1/admin/destinations).
+// Destinations is this process's mx destinations and their shaping now,
+// every tenant's (the operator's view: tests, metrics; a tenant sees
+// TenantDestinations).
 func (d *Deliverer) Destinations() []transport.SiteStatus { return d.mx.Sites() }
 
 var errClaimLost = errors.New("the attempt's claim no longer holds the send")

@@ -124,11 +124,11 @@ func TestRateLimit_ResendRoutesAndKeyCreation(t *testing.T) {
 	do := func(method, path, key string, body any) *sendoncetest.Response {
 		return env.Do(t, sendoncetest.Request{Method: method, Path: path, Key: key, Body: body})
 	}
-	if r := do(http.MethodPost, "/api-keys", env.AdminKey, map[string]any{"name": "high", "rate_limit": 5}); r.Status != http.StatusUnprocessableEntity {
-		t.Fatalf("a key above the creator's limit: %d %s, want 422", r.Status, r.Body)
+	if r := do(http.MethodPost, "/api-keys", env.AdminKey, map[string]any{"name": "high", "rate_limit": 5}); r.Status != http.StatusForbidden {
+		t.Fatalf("a key above the creator's limit: %d %s, want 403", r.Status, r.Body)
 	}
-	if r := do(http.MethodPost, "/api-keys", env.AdminKey, map[string]any{"name": "none", "rate_limit": -1}); r.Status != http.StatusUnprocessableEntity {
-		t.Fatalf("an unlimited key through the API: %d %s, want 422", r.Status, r.Body)
+	if r := do(http.MethodPost, "/api-keys", env.AdminKey, map[string]any{"name": "none", "rate_limit": -1}); r.Status != http.StatusForbidden {
+		t.Fatalf("an unlimited key through the API: %d %s, want 403", r.Status, r.Body)
 	}
 	r := do(http.MethodPost, "/api-keys", env.AdminKey, map[string]any{"name": "low", "rate_limit": 1})
 	if r.Status != http.StatusOK {

@@ -63,9 +63,10 @@ type Config struct {
 	Dashboard http.Handler
 	// Providers configures the provider intake routes (providers.go).
 	Providers ProvidersConfig
-	// Destinations, when set, reports this process's mx destinations and
-	// their shaping (GET /v1/admin/destinations).
-	Destinations func() any
+	// Destinations, when set, reports the mx destinations this process
+	// handed a tenant's sends to, and their shaping
+	// (GET /v1/admin/destinations).
+	Destinations func(tenant string) any
 	// AccessLog takes the one line per request. Defaults to the logger
 	// given to NewServer (accesslog.Slog).
 	AccessLog accesslog.Logger

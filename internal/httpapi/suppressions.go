@@ -130,14 +130,15 @@ func (s *Server) handleListUnmatched(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// handleDestinations lists the mx destinations this process delivered to,
-// each with its traffic shaping now: connections open and their limit,
-// the rate, a pause and why (docs/deliverability.md). Shaping is per
+// handleDestinations lists the mx destinations this process delivered
+// the key's tenant's sends to, each with its traffic shaping now:
+// connections open and their limit, the rate, a pause and the codes of
+// the reply that lowered them (docs/deliverability.md). Shaping is per
 // process: a worker's own share.
 func (s *Server) handleDestinations(w http.ResponseWriter, r *http.Request) {
 	var data any = []any{}
 	if s.cfg.Destinations != nil {
-		data = s.cfg.Destinations()
+		data = s.cfg.Destinations(apiKeyFrom(r.Context()).Tenant)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }

@@ -200,7 +200,9 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		Lease: cfg.ReservationLease, ReplayCacheEntries: cfg.ReplayCache, Logger: logger})
 	dash := dashboard.New(dashboard.Config{Service: svc, Webhooks: hooks, Reads: store, Sessions: store, Stats: store, Metrics: m, Logger: logger,
 		Idempotency: idem, HTTPS: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https://"),
-		Destinations: func() []dashboard.Destination { return dashboardDestinations(d.Destinations()) }})
+		Destinations: func(tenant string) []dashboard.Destination {
+			return dashboardDestinations(d.TenantDestinations(tenant))
+		}})
 	h := httpapi.NewServer(svc, m, httpapi.Config{
 		Reads:                 store,
 		Webhooks:              hooks,
@@ -211,7 +213,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		RateLimit:             ratelimit.Limit{Requests: cfg.RateLimit, Window: cfg.RateLimitWindow}, Limiter: rf.limiter,
 		Dashboard: dash, AccessLog: cfg.AccessLog,
 		Providers:       intakeConfig(cfg, policy),
-		Destinations:    func() any { return d.Destinations() },
+		Destinations:    func(tenant string) any { return d.TenantDestinations(tenant) },
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxInflightBytes: cfg.MaxInflightBytes, InflightWait: cfg.InflightWait,
 	}, logger)
 	sc := cfg.SMTP
