@@ -173,11 +173,9 @@ func bounceChange(addr, typ, subType, status, diag, message string) RecipientCha
 		return RecipientChange{Address: addr, Status: core.RecipientDelayed, Event: core.EventDeliveryDelayed, Detail: detail, Bounce: b}
 	}
 	b := &core.Bounce{Type: core.BouncePermanent, SubType: subType, Status: status, Message: message, DiagnosticCode: diags}
-	c := RecipientChange{Address: addr, Status: core.StatusBounced, Event: core.EventBounced, Detail: detail, Bounce: b}
-	// The address does not exist: its status says so, or the provider's
-	// subtype does (SES NoEmail, Resend's "Suppressed" is its own list).
-	if core.Suppresses(status) || subType == "NoEmail" {
-		c.Suppress, c.Origin = "bounce "+detail, core.SuppressionBounce
-	}
-	return c
+	// A provider's permanent bounce suppresses whatever its subtype: SES
+	// and Resend both advise removing the address, and a second send to it
+	// only bounces again (and counts against the sender's reputation).
+	return RecipientChange{Address: addr, Status: core.StatusBounced, Event: core.EventBounced, Detail: detail, Bounce: b,
+		Suppress: "bounce " + detail, Origin: core.SuppressionBounce}
 }

@@ -414,3 +414,39 @@ func TestSESIntake_SettlesAnUnknownLeftByADeadWorker(t *testing.T) {
 		t.Errorf("status %v, provider id %v", s["status"], s["provider_message_id"])
 	}
 }
+
+// A permanent bounce Resend reports suppresses the recipient whatever its
+// subtype (Resend, like SES, advises removing the address): with subtype
+// General and a 5.1.1 in its message, the next send to it is refused
+// instead of bouncing again. A transient one never suppresses.
+func TestResendIntake_PermanentBounceSuppresses(t *testing.T) {
+	secret, _ := webhooksig.NewSecret()
+	rs := resendtest.Start(t, "re_intake")
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, Transport: "resend://re_intake@" + rs.Host + "?tls=none",
+			Providers: server.ProvidersConfig{ResendWebhookSecret: secret}})
+		bounce := func(to, typ string) {
+			r := env.Send(t, rand.Text(), map[string]any{"to": to, "subject": "Hello", "text": "hi"})
+			if r.Status != 200 {
+				t.Fatalf("send to %s: %d %s", to, r.Status, r.Body)
+			}
+			id, _ := r.JSON(t)["id"].(string)
+			emailID := env.WaitStatus(t, id, 20*time.Second, core.StatusSent)["provider_message_id"].(string)
+			body := []byte(`{"type":"email.bounced","created_at":"2026-12-01T10:00:00.000Z","data":{"email_id":"` + emailID +
+				`","from":"sender@example.com","to":["` + to + `"],"subject":"Hello","created_at":"2026-12-01T09:59:59.000Z",` +
+				`"bounce":{"type":"` + typ + `","subType":"General","message":"550 5.1.1 The email account that you tried to reach does not exist"}}}`)
+			if r := postIntake(t, env, "/v1/providers/resend/events", body, svixHeaders(t, secret, "msg_"+rand.Text(), body)); r.Status != 200 {
+				t.Fatalf("bounce event: %d %s", r.Status, r.Body)
+			}
+		}
+		bounce("gone@example.com", "Permanent")
+		bounce("busy@example.com", "Transient")
+		if r := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/suppressions/gone@example.com", Key: env.AdminKey}); r.Status != 200 ||
+			!strings.Contains(string(r.Body), `"bounce"`) {
+			t.Errorf("the permanently bounced address: %d %s, want suppressed with origin bounce", r.Status, r.Body)
+		}
+		if r := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/suppressions/busy@example.com", Key: env.AdminKey}); r.Status != 404 {
+			t.Errorf("the transiently bounced address: %d %s, want not suppressed", r.Status, r.Body)
+		}
+	})
+}
