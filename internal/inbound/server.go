@@ -273,7 +273,11 @@ func (ss *session) Data(r io.Reader) error {
 	if err := ss.reports(ctx, raw); err != nil {
 		return err
 	}
-	return ss.receive(ctx, raw)
+	ids, err := ss.receive(ctx, raw)
+	if err != nil {
+		return err
+	}
+	return receivedReply(ids)
 }
 
 func (ss *session) reports(ctx context.Context, raw []byte) error {
