@@ -305,9 +305,14 @@ func (d *Dashboard) fail(q *req, err error) {
 	}
 }
 
+// favicon answers the browser's /favicon.ico with the dashboard's icon
+// (an SVG, which browsers take there too) rather than a 404 in every log.
+func (d *Dashboard) favicon(q *req) error { return d.serveAsset(q, "icon.svg") }
+
 // asset serves an embedded file; they change only with the binary.
-func (d *Dashboard) asset(q *req) error {
-	name := q.r.PathValue("file")
+func (d *Dashboard) asset(q *req) error { return d.serveAsset(q, q.r.PathValue("file")) }
+
+func (d *Dashboard) serveAsset(q *req, name string) error {
 	b, err := assetFS.ReadFile("assets/" + name)
 	if err != nil {
 		return core.ErrNotFound
@@ -318,6 +323,8 @@ func (d *Dashboard) asset(q *req) error {
 		ct = "text/css; charset=utf-8"
 	case strings.HasSuffix(name, ".js"):
 		ct = "text/javascript; charset=utf-8"
+	case strings.HasSuffix(name, ".svg"):
+		ct = "image/svg+xml"
 	}
 	q.w.Header().Set("Content-Type", ct)
 	q.w.Header().Set("Cache-Control", "public, max-age=3600")

@@ -17,6 +17,7 @@ var routes = []route{
 	{"POST /ui/signin", "", (*Dashboard).signIn},
 	{"POST /ui/signout", core.ScopeRead, (*Dashboard).signOut},
 	{"GET /ui/assets/{file}", "", (*Dashboard).asset},
+	{"GET /favicon.ico", "", (*Dashboard).favicon},
 
 	{"GET /{$}", core.ScopeRead, (*Dashboard).overview},
 	{"GET /ui/sends", core.ScopeRead, (*Dashboard).sends},

@@ -165,6 +165,7 @@ func (s *Server) routes() []string {
 		// are HTML, not API routes (docs/api.md, "The dashboard").
 		m.Handle("/{$}", s.cfg.Dashboard)
 		m.Handle("/ui/", s.cfg.Dashboard)
+		m.Handle("/favicon.ico", s.cfg.Dashboard)
 	}
 	m.HandleFunc(notFoundPattern, s.handleNotFound)
 	return m.patterns
