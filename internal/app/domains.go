@@ -216,10 +216,16 @@ func DomainRecords(d *core.Domain) ([]PublishRecord, error) {
 		{Purpose: "dmarc", Record: dmarc},
 	}
 	if d.Receiving {
-		host := cmp.Or(d.MXHost, "the host of --inbound-addr")
+		note := "points the domain's mail at sendonce's inbound listener (port 25); see docs/receiving.md"
+		host := strings.TrimSuffix(d.MXHost, ".")
+		if host == "" {
+			// A valid line still: the operator replaces the placeholder
+			// with the listener's name (--inbound-name, --mx-host).
+			host = "mail." + d.Domain
+			note = "replace mail." + d.Domain + " with the name of the host that runs the inbound listener (--inbound-name; --mx-host on the command line), then " + note
+		}
 		recs = append(recs, PublishRecord{Purpose: "mx", Record: dkim.Record{Name: d.Domain, Type: "MX",
-			Value: "10 " + host, Strings: []string{"10 " + host},
-			Note: "points the domain's mail at sendonce's inbound listener (port 25); see docs/receiving.md"}})
+			Value: "10 " + host + ".", Note: note}})
 	}
 	return recs, nil
 }

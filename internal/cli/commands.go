@@ -45,7 +45,7 @@ func init() {
 		{name: "status", run: runStatus, usage: []usageLine{{"status SEND_ID [--json]", "a send and its history"}}},
 		{name: "sends", run: runSends, usage: []usageLine{{"sends --idempotency-key K [--json]", "find the send made with a key (also --status S, --recipient ADDR, --limit N)"}}},
 		{name: "domains", run: runDomains, usage: []usageLine{
-			{"domains add DOMAIN [--selector S] [--algorithm rsa2048|ed25519] [--receive] [--catch-all MAILBOX] [--tenant T]", "make a DKIM key for a domain (and, with --receive, let it receive); prints the DNS records to publish"},
+			{"domains add DOMAIN [--selector S] [--algorithm rsa2048|ed25519] [--receive] [--catch-all MAILBOX] [--mx-host HOST] [--tenant T]", "make a DKIM key for a domain (and, with --receive, let it receive); prints the DNS records to publish"},
 			{"domains list", "list sending domains (never their keys)"},
 			{"domains remove DOMAIN", "remove a sending domain and its key"},
 		}},

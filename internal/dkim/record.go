@@ -41,6 +41,9 @@ type Record struct {
 func (r Record) ZoneLine() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s. 3600 IN %s", r.Name, r.Type)
+	if len(r.Strings) == 0 { // not a TXT record: the value as it is (an MX's "10 host.")
+		b.WriteString(" " + r.Value)
+	}
 	for _, s := range r.Strings {
 		b.WriteString(` "`)
 		b.WriteString(strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s))
