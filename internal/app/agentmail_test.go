@@ -21,6 +21,7 @@ func receivedQuestion(t *testing.T) (*sendoncetest.Env, *core.Mailbox, app.Recei
 	env := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true})
 	svc, ctx := env.Server.Service, context.Background()
 	var inbox *core.Mailbox
+	env.OwnDomain(t, "default", "example.com")
 	if err := svc.InTx(ctx, func(tx core.Tx) (err error) {
 		inbox, err = svc.CreateInbox(ctx, tx, "default", "support@example.com", "Support")
 		return err

@@ -220,7 +220,8 @@ func (s *Store) ReceivingAddresses(ctx context.Context, tenant, mailboxID string
 }
 
 // AddReceivingAddress implements core.ReceivingTx: an address another
-// mailbox holds already is CodeConflict.
+// mailbox of the tenant holds already is CodeConflict, one of another
+// tenant core.ErrReceivingHeld.
 func (t *Tx) AddReceivingAddress(ctx context.Context, a core.ReceivingAddress) error {
 	n, err := t.q.exec(ctx, `INSERT INTO receiving_addresses (address, tenant, mailbox_id, created_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (address) DO NOTHING`, strings.ToLower(a.Address), a.Tenant, a.MailboxID, micros(a.CreatedAt))
@@ -233,6 +234,9 @@ func (t *Tx) AddReceivingAddress(ctx context.Context, a core.ReceivingAddress) e
 			strings.ToLower(a.Address)).Scan(&tenant, &mailbox)
 		if err == nil && tenant == a.Tenant && mailbox == a.MailboxID {
 			return nil
+		}
+		if err == nil && tenant != a.Tenant {
+			return core.ErrReceivingHeld
 		}
 		return core.Errorf(core.CodeConflict, "email_address", "the address %s already receives for another inbox", a.Address)
 	}
