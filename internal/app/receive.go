@@ -152,6 +152,7 @@ func receivedView(in Incoming, digest string) *core.ReceivedMessage {
 		m.MessageID, m.InReplyTo, m.References = p.MessageID, p.InReplyTo, p.References
 		m.From, m.To, m.Cc, m.ReplyTo, m.Subject, m.Date = p.From, p.To, p.Cc, p.ReplyTo, p.Subject, p.Date
 		m.Text, m.HTML, m.Headers, m.Attachments = p.Text, p.HTML, p.Headers, p.Attachments
+		m.Preview = Preview(p.Text, p.HTML)
 	} else {
 		m.From = in.MailFrom
 	}

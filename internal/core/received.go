@@ -33,6 +33,7 @@ type ReceivedMessage struct {
 	Subject     string
 	Date        *time.Time
 	Text, HTML  string
+	Preview     string // the start of the text (app.Preview): lists read it, and leave Text, HTML and Headers empty
 	Headers     []Header
 	Attachments []ReceivedAttachment
 	Auth        ReceivedAuth
@@ -118,6 +119,7 @@ type ReceivedFilter struct {
 	From          string // the sender's address, exact, any case
 	Since, Until  *time.Time
 	HasAttachment *bool
+	IDs           []string // empty: any
 	Limit         int
 	After         string // cursor: a received message id
 }
@@ -151,6 +153,8 @@ type Receiving interface {
 	ReceivedMessage(ctx context.Context, tenant, id string) (*ReceivedMessage, error)
 	// ReceivedRaw returns the raw bytes of the tenant's received message.
 	ReceivedRaw(ctx context.Context, tenant, id string) ([]byte, error)
+	// ListReceived lists messages without their bodies and headers (Text,
+	// HTML and Headers empty; Preview set).
 	ListReceived(ctx context.Context, tenant string, f ReceivedFilter) (ms []*ReceivedMessage, more bool, err error)
 	Thread(ctx context.Context, tenant, id string) (*Thread, error)
 	ListThreads(ctx context.Context, tenant string, f ThreadFilter) (ts []*Thread, more bool, err error)
