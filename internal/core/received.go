@@ -84,8 +84,8 @@ type Thread struct {
 	Tenant    string
 	MailboxID string
 	Subject   string
-	// SubjectKey is the subject without Re:/Fwd: prefixes, lower case:
-	// a message without references joins a recent thread of that key.
+	// SubjectKey is the subject without Re:/Fwd: prefixes, lower case
+	// (a message joins a thread only by its references, never by this).
 	SubjectKey string
 	Folder     string
 	Labels     []string
@@ -180,9 +180,6 @@ type ReceivingTx interface {
 	// message with one of these Message-IDs (the last one that matches
 	// wins: References run oldest first); ErrNotFound for none.
 	ThreadOfMessageIDs(ctx context.Context, tenant string, messageIDs []string) (string, error)
-	// ThreadBySubject returns the mailbox's newest thread of that subject
-	// key active since; ErrNotFound for none.
-	ThreadBySubject(ctx context.Context, tenant, mailboxID, subjectKey string, since time.Time) (string, error)
 	InsertThread(ctx context.Context, t *Thread) error
 	// AddThreadItem puts a message in a thread and moves the thread's
 	// last activity to it (and back to the inbox when received).
