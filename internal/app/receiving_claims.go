@@ -25,7 +25,11 @@ func (s *Service) checkReceivingClaim(ctx context.Context, tx core.Tx, tenant, f
 	if at < 0 {
 		return refuseReceiving(field, address)
 	}
-	domain := strings.ToLower(address[at+1:])
+	// The domain as POST /v1/domains stores it (an IDN as its A-label).
+	domain, err := NormalizeDomain(address[at+1:])
+	if err != nil {
+		return refuseReceiving(field, address)
+	}
 	verified := false
 	if !added {
 		d, err := s.store.Domain(ctx, tenant, domain)
