@@ -45,6 +45,7 @@ func TestCrash_ReceivedThenKilledBeforeTheReply(t *testing.T) {
 				db = pgtest.NewDatabase(t)
 			}
 			secret := run(t, binPath, "keys", "create", "--db", db, "--name", "in", "--scopes", "send,read,admin")
+			run(t, binPath, "domains", "add", "--db", db, "--algorithm", "ed25519", "crash.test") // inboxes are on the tenant's domains
 			args := []string{"--db", db, "--inbound-addr", "127.0.0.1:0"}
 			p := startServe(t, binPath, args...)
 			api := func(p *proc, method, path string, body any) (int, map[string]any) {

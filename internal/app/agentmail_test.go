@@ -21,6 +21,7 @@ func receivedQuestion(t *testing.T) (*sendoncetest.Env, *core.Mailbox, app.Recei
 	env := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true})
 	svc, ctx := env.Server.Service, context.Background()
 	var inbox *core.Mailbox
+	env.OwnDomain(t, "default", "example.com")
 	if err := svc.InTx(ctx, func(tx core.Tx) (err error) {
 		inbox, err = svc.CreateInbox(ctx, tx, "default", "support@example.com", "Support")
 		return err
@@ -76,7 +77,9 @@ func TestAgentMail_HeldOnEveryDoor(t *testing.T) {
 		status core.Status
 	}{
 		{"agent replies to the sender", sendoncetest.Request{Method: "POST", Path: reply, Key: agent, Body: map[string]any{"text": "Hi"}}, core.StatusQueued},
-		{"agent replies all", sendoncetest.Request{Method: "POST", Path: reply, Key: agent, Body: map[string]any{"text": "Hi all", "reply_all": true}}, core.StatusQueued},
+		// The question's Cc (bob) was written by a stranger: a reply-all
+		// that adds him waits for a person.
+		{"agent replies all", sendoncetest.Request{Method: "POST", Path: reply, Key: agent, Body: map[string]any{"text": "Hi all", "reply_all": true}}, core.StatusPendingApproval},
 		{"agent replies outside", sendoncetest.Request{Method: "POST", Path: reply, Key: agent, Body: map[string]any{"text": "Hi", "to": []string{"eve@evil.example"}}}, core.StatusPendingApproval},
 		{"agent cc outside", sendoncetest.Request{Method: "POST", Path: reply, Key: agent, Body: map[string]any{"text": "Hi", "cc": []string{"eve@evil.example"}}}, core.StatusPendingApproval},
 		{"agent forwards", sendoncetest.Request{Method: "POST", Path: "/v1/received/" + rcv.ID + "/forward", Key: agent, Body: map[string]any{"to": []string{"bob@outside.example"}}}, core.StatusPendingApproval},
@@ -86,7 +89,9 @@ func TestAgentMail_HeldOnEveryDoor(t *testing.T) {
 			Body: map[string]any{"mode": "reply", "reply_to_id": rcv.ID, "to": []string{"eve@evil.example"}, "text": "Hi"}}, core.StatusPendingApproval},
 		{"app replies outside", sendoncetest.Request{Method: "POST", Path: reply, Key: plain, Body: map[string]any{"text": "Hi", "to": []string{"eve@evil.example"}}}, core.StatusQueued},
 		{"app forwards", sendoncetest.Request{Method: "POST", Path: "/v1/received/" + rcv.ID + "/forward", Key: plain, Body: map[string]any{"to": []string{"eve@evil.example"}}}, core.StatusQueued},
-		{"app replies outside for an agent", sendoncetest.Request{Method: "POST", Path: reply, Key: plain, Header: intent, Body: map[string]any{"text": "Hi", "to": []string{"eve@evil.example"}}}, core.StatusPendingApproval},
+		// eve is now someone the tenant wrote to in the thread (the app's
+		// reply above): mallory is not.
+		{"app replies outside for an agent", sendoncetest.Request{Method: "POST", Path: reply, Key: plain, Header: intent, Body: map[string]any{"text": "Hi", "to": []string{"mallory@evil.example"}}}, core.StatusPendingApproval},
 	} {
 		c.req.IdemKey = "k-" + strings.ReplaceAll(c.name, " ", "-")
 		if got := statusOf(t, env, env.Do(t, c.req)); got != string(c.status) {

@@ -151,7 +151,10 @@ func (s *Service) AddDomain(ctx context.Context, tx core.Tx, d *core.Domain) err
 				return core.Errorf(core.CodeValidation, "catch_all", "no mailbox %q", d.CatchAll)
 			}
 		}
-		if err := tx.AddReceivingAddress(ctx, core.ReceivingAddress{Address: "@" + d.Domain, Tenant: d.Tenant,
+		if err := s.checkReceivingClaim(ctx, tx, d.Tenant, "receiving", "@"+d.Domain, true); err != nil {
+			return err
+		}
+		if err := s.addReceiving(ctx, tx, "receiving", core.ReceivingAddress{Address: "@" + d.Domain, Tenant: d.Tenant,
 			MailboxID: d.CatchAll, CreatedAt: d.CreatedAt}); err != nil {
 			return err
 		}

@@ -16,8 +16,9 @@ type Inbox struct {
 }
 
 // CreateInbox makes a mailbox that receives (and may send) at address,
-// its id "inb_…". The address is the server's only route for it: one
-// another tenant's inbox holds is CodeConflict.
+// its id "inb_…". The address must be on a receiving domain of the
+// tenant (checkReceivingClaim); one another inbox of the tenant holds is
+// CodeConflict.
 func (s *Service) CreateInbox(ctx context.Context, tx core.Tx, tenant, address, name string) (*core.Mailbox, error) {
 	a, err := parseAddress("email_address", address)
 	if err != nil {
@@ -27,18 +28,26 @@ func (s *Service) CreateInbox(ctx context.Context, tx core.Tx, tenant, address, 
 		return nil, core.Errorf(core.CodeValidation, "email_address", "email_address is a bare address")
 	}
 	m := &core.Mailbox{Tenant: tenant, ID: NewID("inb_"), Address: strings.ToLower(a.Address), Name: name, CreatedAt: s.Now()}
+	if err := s.checkReceivingClaim(ctx, tx, tenant, "email_address", m.Address, false); err != nil {
+		return nil, err
+	}
 	if err := s.CreateMailbox(ctx, tx, m); err != nil {
 		return nil, err
 	}
-	if err := tx.AddReceivingAddress(ctx, core.ReceivingAddress{Address: m.Address, Tenant: tenant, MailboxID: m.ID, CreatedAt: m.CreatedAt}); err != nil {
+	if err := s.addReceiving(ctx, tx, "email_address", core.ReceivingAddress{Address: m.Address, Tenant: tenant, MailboxID: m.ID, CreatedAt: m.CreatedAt}); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-// MarkReceiving makes an existing mailbox receive at its own address.
+// MarkReceiving makes an existing mailbox receive at its own address,
+// which must be on a receiving domain of the tenant (checkReceivingClaim).
 func (s *Service) MarkReceiving(ctx context.Context, tx core.Tx, m *core.Mailbox) error {
-	return tx.AddReceivingAddress(ctx, core.ReceivingAddress{Address: strings.ToLower(m.Address), Tenant: m.Tenant,
+	addr := strings.ToLower(m.Address)
+	if err := s.checkReceivingClaim(ctx, tx, m.Tenant, "address", addr, false); err != nil {
+		return err
+	}
+	return s.addReceiving(ctx, tx, "address", core.ReceivingAddress{Address: addr, Tenant: m.Tenant,
 		MailboxID: m.ID, CreatedAt: s.Now()})
 }
 

@@ -103,9 +103,9 @@ func (s *Service) Receive(ctx context.Context, in Incoming) (Received, error) {
 			MessageID: m.MessageID, At: m.ReceivedAt}); err != nil {
 			return err
 		}
-		if m.SendID != "" {
+		if m.SendID != "" && !s.hasReplied(ctx, m.Tenant, m.SendID) {
 			if err := tx.AddEvent(ctx, m.SendID, core.Event{ID: NewID("evt_"), Type: core.EventReplied, At: m.ReceivedAt,
-				Detail: "a reply was received: " + m.ID}); err != nil {
+				Detail: "a reply was received: " + m.ID + "; the replies are in thread " + m.ThreadID}); err != nil {
 				return err
 			}
 		}
@@ -152,6 +152,7 @@ func receivedView(in Incoming, digest string) *core.ReceivedMessage {
 		m.MessageID, m.InReplyTo, m.References = p.MessageID, p.InReplyTo, p.References
 		m.From, m.To, m.Cc, m.ReplyTo, m.Subject, m.Date = p.From, p.To, p.Cc, p.ReplyTo, p.Subject, p.Date
 		m.Text, m.HTML, m.Headers, m.Attachments = p.Text, p.HTML, p.Headers, p.Attachments
+		m.Preview = Preview(p.Text, p.HTML)
 	} else {
 		m.From = in.MailFrom
 	}
@@ -160,4 +161,18 @@ func receivedView(in Incoming, digest string) *core.ReceivedMessage {
 	}
 	m.DedupKey = DedupKey(in.MailboxID, m.MessageID, in.MailFrom, in.RcptTo, digest)
 	return m
+}
+
+// hasReplied reports whether the send's history has its replied entry.
+// A send has one, at its first reply, which names the thread the replies
+// are in: one entry per reply let strangers grow a send's history, which
+// every read of the send returns, without bound (2,000 anonymous replies,
+// 2,000 entries). Read outside the transaction: two first replies at once
+// may both write one, which bounds it still.
+func (s *Service) hasReplied(ctx context.Context, tenant, sendID string) bool {
+	_, events, err := s.store.SendWithEvents(ctx, tenant, sendID)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(events, func(e core.Event) bool { return e.Type == core.EventReplied })
 }

@@ -233,24 +233,6 @@ func (s *Service) ReplyRequest(ctx context.Context, key *core.APIKey, id string,
 	return m, nil
 }
 
-// ThreadParticipants are the addresses of a received message's thread:
-// everyone who wrote or was written to in it, bare and lower case.
-func (s *Service) ThreadParticipants(ctx context.Context, key *core.APIKey, m *core.ReceivedMessage) ([]string, error) {
-	ms, _, err := s.store.ListReceived(ctx, key.Tenant, core.ReceivedFilter{ThreadID: m.ThreadID, Limit: 200})
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, x := range ms {
-		for _, a := range append(append(append([]string{x.From}, x.ReplyTo...), x.To...), x.Cc...) {
-			if n := bareAddress(a); n != "" && !slices.Contains(out, n) {
-				out = append(out, n)
-			}
-		}
-	}
-	return out, nil
-}
-
 func (s *Service) ownAddresses(ctx context.Context, tenant, mailboxID string) ([]string, error) {
 	own, err := s.store.ReceivingAddresses(ctx, tenant, mailboxID)
 	if err != nil {

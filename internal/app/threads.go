@@ -4,21 +4,17 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// subjectWindow is how recent a thread must be for a reply without
-// references to join it by subject.
-const subjectWindow = 30 * 24 * time.Hour
-
 // threadFor puts m in a thread (docs/receiving.md, "Threads"): the thread
 // of a message its In-Reply-To or References name; else, when they name a
-// send of the tenant, a new thread holding that send; else, for a subject
-// that says it is a reply, the mailbox's recent thread of that subject;
-// else a new thread. It sets m.SendID when m answers one of the tenant's
-// sends.
+// send of the tenant, a new thread holding that send; else a new thread.
+// Never by subject: anyone can write "Re: <a subject>", and a stranger's
+// message joined to a conversation would read as part of it, to a person
+// and to an agent alike. It sets m.SendID when m answers one of the
+// tenant's sends.
 func (s *Service) threadFor(ctx context.Context, tx core.Tx, m *core.ReceivedMessage) error {
 	ids := append(append([]string{}, m.References...), m.InReplyTo)
 	ids = compactIDs(ids)
@@ -34,17 +30,7 @@ func (s *Service) threadFor(ctx context.Context, tx core.Tx, m *core.ReceivedMes
 	if !errors.Is(err, core.ErrNotFound) {
 		return err
 	}
-	key, reply := SubjectKey(m.Subject)
-	if send == nil && reply {
-		th, err := tx.ThreadBySubject(ctx, m.Tenant, m.MailboxID, key, m.ReceivedAt.Add(-subjectWindow))
-		if err == nil {
-			m.ThreadID = th
-			return nil
-		}
-		if !errors.Is(err, core.ErrNotFound) {
-			return err
-		}
-	}
+	key, _ := SubjectKey(m.Subject)
 	t := &core.Thread{ID: NewID("thr_"), Tenant: m.Tenant, MailboxID: m.MailboxID, Subject: m.Subject,
 		SubjectKey: key, Folder: core.FolderInbox, LastAt: m.ReceivedAt, CreatedAt: m.ReceivedAt}
 	if err := tx.InsertThread(ctx, t); err != nil {

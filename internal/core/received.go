@@ -33,6 +33,7 @@ type ReceivedMessage struct {
 	Subject     string
 	Date        *time.Time
 	Text, HTML  string
+	Preview     string // the start of the text (app.Preview): lists read it, and leave Text, HTML and Headers empty
 	Headers     []Header
 	Attachments []ReceivedAttachment
 	Auth        ReceivedAuth
@@ -83,8 +84,8 @@ type Thread struct {
 	Tenant    string
 	MailboxID string
 	Subject   string
-	// SubjectKey is the subject without Re:/Fwd: prefixes, lower case:
-	// a message without references joins a recent thread of that key.
+	// SubjectKey is the subject without Re:/Fwd: prefixes, lower case
+	// (a message joins a thread only by its references, never by this).
 	SubjectKey string
 	Folder     string
 	Labels     []string
@@ -118,6 +119,7 @@ type ReceivedFilter struct {
 	From          string // the sender's address, exact, any case
 	Since, Until  *time.Time
 	HasAttachment *bool
+	IDs           []string // empty: any
 	Limit         int
 	After         string // cursor: a received message id
 }
@@ -151,6 +153,8 @@ type Receiving interface {
 	ReceivedMessage(ctx context.Context, tenant, id string) (*ReceivedMessage, error)
 	// ReceivedRaw returns the raw bytes of the tenant's received message.
 	ReceivedRaw(ctx context.Context, tenant, id string) ([]byte, error)
+	// ListReceived lists messages without their bodies and headers (Text,
+	// HTML and Headers empty; Preview set).
 	ListReceived(ctx context.Context, tenant string, f ReceivedFilter) (ms []*ReceivedMessage, more bool, err error)
 	Thread(ctx context.Context, tenant, id string) (*Thread, error)
 	ListThreads(ctx context.Context, tenant string, f ThreadFilter) (ts []*Thread, more bool, err error)
@@ -176,9 +180,6 @@ type ReceivingTx interface {
 	// message with one of these Message-IDs (the last one that matches
 	// wins: References run oldest first); ErrNotFound for none.
 	ThreadOfMessageIDs(ctx context.Context, tenant string, messageIDs []string) (string, error)
-	// ThreadBySubject returns the mailbox's newest thread of that subject
-	// key active since; ErrNotFound for none.
-	ThreadBySubject(ctx context.Context, tenant, mailboxID, subjectKey string, since time.Time) (string, error)
 	InsertThread(ctx context.Context, t *Thread) error
 	// AddThreadItem puts a message in a thread and moves the thread's
 	// last activity to it (and back to the inbox when received).

@@ -50,6 +50,7 @@ type Tx interface {
 	DomainsTx
 	InboxTx
 	ReceivingTx
+	ReceivingClaimsTx
 	AuditTx
 	CapsTx
 	SuppressionsTx

@@ -4,6 +4,8 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
@@ -81,6 +83,30 @@ type threadData struct {
 	Items    []mailItem
 	Remote   bool
 	CanReply bool // the key may send: the reply forms and the changes are shown
+	// Next is the cursor of the thread's next page ("" on the last).
+	Next string
+}
+
+// threadPageSize is how many messages the thread page shows at once, and
+// maxShownBody the most of one body it shows inline: a thread of large
+// messages from strangers costs the page a bounded amount (the whole
+// message stays in its raw source and HTML frame).
+const (
+	threadPageSize = 20
+	maxShownBody   = 256 << 10
+)
+
+// capBody is b cut at maxShownBody bytes (on a character boundary), a copy
+// so that the whole body is not kept alive by the cut.
+func capBody(b string) string {
+	if len(b) <= maxShownBody {
+		return b
+	}
+	n := maxShownBody
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return strings.Clone(b[:n]) + "\n[… cut here: the rest is in the raw source]"
 }
 
 // mailThread shows a thread's messages oldest first, received and sent
@@ -91,24 +117,27 @@ func (d *Dashboard) mailThread(q *req) error {
 	if err != nil {
 		return err
 	}
-	items, err := d.svc.ThreadItems(ctx, q.key, t.ID)
+	p, err := d.svc.ThreadPage(ctx, q.key, t.ID, q.r.URL.Query().Get("after"), threadPageSize)
 	if err != nil {
 		return err
 	}
-	data := threadData{Thread: t, Remote: q.r.URL.Query().Get("remote") == "1", CanReply: q.key.Has(core.ScopeSend)}
-	for _, it := range items {
+	data := threadData{Thread: t, Remote: q.r.URL.Query().Get("remote") == "1", CanReply: q.key.Has(core.ScopeSend), Next: p.Next}
+	for _, it := range p.Items {
 		if it.Kind == core.ThreadSent {
 			s, err := d.reads.Send(ctx, q.key.Tenant, it.ID)
 			if err != nil {
 				continue // purged after its retention, as the API skips it
 			}
+			s.Text, s.HTML = capBody(s.Text), capBody(s.HTML)
 			data.Items = append(data.Items, mailItem{Sent: s})
 			continue
 		}
+		// One message's bodies at a time, kept only up to the cap.
 		m, err := d.svc.ReceivedMessage(ctx, q.key, it.ID)
 		if err != nil {
 			continue
 		}
+		m.Text, m.HTML, m.Headers = capBody(m.Text), capBody(m.HTML), nil
 		data.Items = append(data.Items, mailItem{Received: m, ReplyNonce: token()})
 	}
 	return d.render(q, 0, "thread", t.Subject, data)

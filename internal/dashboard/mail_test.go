@@ -32,6 +32,7 @@ func receiveFixture(t *testing.T, env *sendoncetest.Env, address, raw string, au
 	t.Helper()
 	ctx := context.Background()
 	svc := env.Server.Service
+	env.OwnDomain(t, "default", address)
 	err := svc.InTx(ctx, func(tx core.Tx) error {
 		m, err := svc.CreateInbox(ctx, tx, "default", address, "Support")
 		if err == nil {

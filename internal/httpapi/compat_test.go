@@ -270,6 +270,7 @@ func TestCompat_MaileraRoutes(t *testing.T) {
 		do := func(method, path, idem string, body any) *sendoncetest.Response {
 			return env.Do(t, sendoncetest.Request{Method: method, Path: path, Key: env.AdminKey, IdemKey: idem, Body: body})
 		}
+		env.OwnDomain(t, "default", "example.com")
 		for _, mb := range []map[string]any{
 			{"id": "sales", "address": "sales@example.com", "name": "Sales Team", "transport": "smtp://sales:right-pass@" + good.Addr + "?tls=none"},
 			{"id": "broken", "address": "broken@example.com", "transport": "smtp://sales:right-pass@" + bad.Addr + "?tls=none"},

@@ -132,23 +132,29 @@ func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// threadDetail is a thread with one page of its messages (previews, no
+// bodies); next_cursor reads the next page (?cursor=).
 type threadDetail struct {
 	threadView
-	Messages []inboxMessageView `json:"messages"`
+	Messages   []inboxMessageView `json:"messages"`
+	NextCursor string             `json:"next_cursor,omitempty"`
 }
 
 func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
 	key := apiKeyFrom(r.Context())
 	t, err := s.svc.Thread(r.Context(), key, r.PathValue("id"))
-	var ms []inboxMessageView
+	var (
+		ms   []inboxMessageView
+		next string
+	)
 	if err == nil {
-		ms, err = s.threadMessages(r.Context(), key, t)
+		ms, next, err = s.threadMessages(r.Context(), key, t, r)
 	}
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, threadDetail{viewThread(t), ms})
+	writeJSON(w, http.StatusOK, threadDetail{threadView: viewThread(t), Messages: ms, NextCursor: next})
 }
 
 func (s *Server) handlePatchThread(w http.ResponseWriter, r *http.Request) {

@@ -27,6 +27,7 @@ type receivedView struct {
 	Cc             []string          `json:"cc"`
 	ReplyTo        []string          `json:"reply_to"`
 	Subject        string            `json:"subject"`
+	Preview        string            `json:"preview"`
 	Date           *time.Time        `json:"date"`
 	Text           *string           `json:"text,omitempty"`
 	HTML           *string           `json:"html,omitempty"`
@@ -57,7 +58,7 @@ func viewReceived(m *core.ReceivedMessage, full bool) receivedView {
 	v := receivedView{Object: "received_message", ID: m.ID, MailboxID: m.MailboxID, ThreadID: m.ThreadID, Source: m.Source,
 		MailFrom: m.MailFrom, RcptTo: nonNil(m.RcptTo), MessageID: m.MessageID, InReplyTo: m.InReplyTo,
 		References: nonNil(m.References), From: m.From, To: nonNil(m.To), Cc: nonNil(m.Cc), ReplyTo: nonNil(m.ReplyTo),
-		Subject: m.Subject, Date: m.Date, Attachments: viewAttachments(m.Attachments), Authentication: m.Auth,
+		Subject: m.Subject, Preview: m.Preview, Date: m.Date, Attachments: viewAttachments(m.Attachments), Authentication: m.Auth,
 		Size: m.Size, Read: m.Read, SendID: m.SendID, ReceivedAt: m.ReceivedAt}
 	if full {
 		v.Text, v.HTML = &m.Text, &m.HTML

@@ -22,6 +22,7 @@ func TestResendNodeSDKReceiving(t *testing.T) {
 	node := nodeBinary(t)
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+		env.OwnDomain(t, "default", "node.test")
 		r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/inboxes", Key: env.AdminKey, IdemKey: "inbox-node",
 			Body: map[string]any{"email_address": "help@node.test", "name": "Help"}})
 		if r.Status != http.StatusCreated {

@@ -133,69 +133,9 @@ type inboxMessageView struct {
 	Attachments []resendInboundAttView `json:"attachments"`
 	Read        bool                   `json:"read"`
 	ReceivedAt  string                 `json:"received_at"`
-}
-
-func (s *Server) threadMessages(ctx context.Context, key *core.APIKey, t *core.Thread) ([]inboxMessageView, error) {
-	items, err := s.svc.ThreadItems(ctx, key, t.ID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]inboxMessageView, 0, len(items))
-	for _, it := range items {
-		if it.Kind == core.ThreadSent {
-			send, err := s.reads.Send(ctx, key.Tenant, it.ID)
-			if err != nil {
-				continue // purged after its retention
-			}
-			out = append(out, inboxMessageView{ID: send.ID, Direction: "outbound", From: send.From, To: nonNil(send.To),
-				Cc: nonNil(send.Cc), Bcc: []string{}, ReplyTo: nonNil(send.ReplyTo), Subject: send.Subject,
-				MessageID: send.MessageID, HTML: &send.HTML, Text: &send.Text, Attachments: []resendInboundAttView{},
-				Read: true, ReceivedAt: rfc3339(send.CreatedAt)})
-			continue
-		}
-		m, err := s.svc.ReceivedMessage(ctx, key, it.ID)
-		if err != nil {
-			continue
-		}
-		rv := viewResendReceived(m)
-		out = append(out, inboxMessageView{ID: m.ID, Direction: "inbound", From: m.From, To: rv.To, Cc: rv.Cc,
-			Bcc: []string{}, ReplyTo: rv.ReplyTo, Subject: m.Subject, MessageID: m.MessageID, HTML: &m.HTML, Text: &m.Text,
-			Attachments: rv.Attachments, Read: m.Read, ReceivedAt: rfc3339(m.ReceivedAt)})
-	}
-	return out, nil
-}
-
-func (s *Server) handleResendThreadEmails(w http.ResponseWriter, r *http.Request) {
-	key, t, err := s.thread(r)
-	var ms []inboxMessageView
-	if err == nil {
-		ms, err = s.threadMessages(r.Context(), key, t)
-	}
-	if err != nil {
-		writeResendError(w, r, s.logger, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, resendList[inboxMessageView]{Object: "list", Data: ms})
-}
-
-func (s *Server) handleResendThreadEmail(w http.ResponseWriter, r *http.Request) {
-	key, t, err := s.thread(r)
-	var ms []inboxMessageView
-	if err == nil {
-		ms, err = s.threadMessages(r.Context(), key, t)
-	}
-	if err != nil {
-		writeResendError(w, r, s.logger, err)
-		return
-	}
-	for _, m := range ms {
-		if m.ID == r.PathValue("email") {
-			s.auditRead(r, key, m.ID)
-			writeJSON(w, http.StatusOK, m)
-			return
-		}
-	}
-	writeResendError(w, r, s.logger, core.ErrNotFound)
+	// Preview is the start of the text: a page of a thread carries it
+	// instead of the bodies (null there), which one message's read has.
+	Preview string `json:"preview"`
 }
 
 // resendReplyBody is the body of …/emails/{email}/reply and /forward.

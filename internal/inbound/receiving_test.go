@@ -25,6 +25,7 @@ func receive(t *testing.T, addr, rcpt string, raw []byte) error {
 
 func createInbox(t *testing.T, env *sendoncetest.Env, address string) string {
 	t.Helper()
+	env.OwnDomain(t, "default", address)
 	r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/inboxes", Key: env.AdminKey, IdemKey: app.NewID("k"),
 		Body: map[string]any{"email_address": address, "name": "Support"}})
 	if r.Status != http.StatusCreated {
@@ -253,6 +254,7 @@ func TestReceiving_WebhookOncePerMessage(t *testing.T) {
 func TestReceiving_MaileraMailbox(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+		env.OwnDomain(t, "default", "recv.test")
 		for _, mb := range []map[string]any{{"id": "sales", "address": "sales@recv.test", "receiving": true}, {"id": "other", "address": "other@recv.test"}} {
 			if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: app.NewID("k"), Body: mb}); r.Status != http.StatusCreated {
 				t.Fatalf("mailbox: %d %s", r.Status, r.Body)

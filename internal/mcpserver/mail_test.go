@@ -73,6 +73,7 @@ func mailEnv(t *testing.T, b sendoncetest.Backend, p app.NewKeyParams) (env *sen
 	env = sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
 	svc, ctx := env.Server.Service, context.Background()
 	var inbox *core.Mailbox
+	env.OwnDomain(t, "default", "example.com")
 	if err := svc.InTx(ctx, func(tx core.Tx) (err error) {
 		inbox, err = svc.CreateInbox(ctx, tx, "default", "support@example.com", "Support")
 		return err

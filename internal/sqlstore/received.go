@@ -14,7 +14,13 @@ import (
 
 const receivedColumns = `id, tenant, mailbox_id, thread_id, dedup_key, digest, source, mail_from, rcpt_to, remote_ip,
 	message_id, in_reply_to, refs, from_addr, to_addrs, cc_addrs, reply_to, subject, sent_date, text_body, html_body,
-	headers, attachments, auth, size, is_read, send_id, received_at`
+	headers, attachments, auth, size, is_read, send_id, received_at, preview`
+
+// receivedListColumns are receivedColumns without the bodies and headers
+// (read back empty): a list shows the preview, and a stranger's 8 MB
+// message costs a list no more than its metadata.
+var receivedListColumns = strings.Replace(receivedColumns, "text_body, html_body,\n\theaders,",
+	"'' AS text_body, '' AS html_body,\n\t'[]' AS headers,", 1)
 
 func scanReceived(r rowScanner) (*core.ReceivedMessage, error) {
 	var (
@@ -25,7 +31,7 @@ func scanReceived(r rowScanner) (*core.ReceivedMessage, error) {
 	)
 	err := r.Scan(&m.ID, &m.Tenant, &m.MailboxID, &m.ThreadID, &m.DedupKey, &m.Digest, &m.Source, &m.MailFrom, &rcpt,
 		&m.RemoteIP, &m.MessageID, &m.InReplyTo, &refs, &m.From, &to, &cc, &replyTo, &m.Subject, &sentDate, &m.Text,
-		&m.HTML, &hdrs, &atts, &auth, &m.Size, &m.Read, &m.SendID, &receivedAt)
+		&m.HTML, &hdrs, &atts, &auth, &m.Size, &m.Read, &m.SendID, &receivedAt, &m.Preview)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, core.ErrNotFound
 	}
@@ -58,13 +64,13 @@ func (t *Tx) InsertReceived(ctx context.Context, m *core.ReceivedMessage, raw []
 		date = micros(*m.Date)
 	}
 	n, err := t.q.exec(ctx, `INSERT INTO received_messages (`+receivedColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, dedup_key) DO NOTHING`,
 		m.ID, m.Tenant, m.MailboxID, m.ThreadID, m.DedupKey, m.Digest, m.Source, m.MailFrom, jsonText(nonNil(m.RcptTo)),
 		m.RemoteIP, m.MessageID, m.InReplyTo, jsonText(nonNil(m.References)), m.From, jsonText(nonNil(m.To)),
 		jsonText(nonNil(m.Cc)), jsonText(nonNil(m.ReplyTo)), m.Subject, date, m.Text, m.HTML,
 		jsonText(nonNil(m.Headers)), jsonText(nonNil(m.Attachments)), jsonText(m.Auth), m.Size, m.Read, m.SendID,
-		micros(m.ReceivedAt))
+		micros(m.ReceivedAt), m.Preview)
 	if err != nil {
 		return "", "", false, fmt.Errorf("insert received message: %w", err)
 	}
@@ -127,7 +133,8 @@ func (s *Store) ReceivedUsage(ctx context.Context, tenant string) (int, int64, e
 	return n, bytes, nil
 }
 
-// ListReceived implements core.Receiving: newest first (ids are ULIDs).
+// ListReceived implements core.Receiving: newest first (ids are ULIDs),
+// without bodies or headers.
 func (s *Store) ListReceived(ctx context.Context, tenant string, f core.ReceivedFilter) ([]*core.ReceivedMessage, bool, error) {
 	where, args := []string{"tenant = ?"}, []any{tenant}
 	if len(f.MailboxIDs) > 0 {
@@ -156,12 +163,18 @@ func (s *Store) ListReceived(ctx context.Context, tenant string, f core.Received
 			where = append(where, "attachments = '[]'")
 		}
 	}
+	if len(f.IDs) > 0 {
+		where = append(where, "id IN (?"+strings.Repeat(", ?", len(f.IDs)-1)+")")
+		for _, id := range f.IDs {
+			args = append(args, id)
+		}
+	}
 	if f.After != "" {
 		add("id < ?", f.After)
 	}
 	args = append(args, f.Limit+1)
 	ms, err := list(ctx, s.r, "list received", scanReceived, []*core.ReceivedMessage{},
-		`SELECT `+receivedColumns+` FROM received_messages WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`, args...)
+		`SELECT `+receivedListColumns+` FROM received_messages WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, false, err
 	}
@@ -220,7 +233,8 @@ func (s *Store) ReceivingAddresses(ctx context.Context, tenant, mailboxID string
 }
 
 // AddReceivingAddress implements core.ReceivingTx: an address another
-// mailbox holds already is CodeConflict.
+// mailbox of the tenant holds already is CodeConflict, one of another
+// tenant core.ErrReceivingHeld.
 func (t *Tx) AddReceivingAddress(ctx context.Context, a core.ReceivingAddress) error {
 	n, err := t.q.exec(ctx, `INSERT INTO receiving_addresses (address, tenant, mailbox_id, created_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (address) DO NOTHING`, strings.ToLower(a.Address), a.Tenant, a.MailboxID, micros(a.CreatedAt))
@@ -233,6 +247,9 @@ func (t *Tx) AddReceivingAddress(ctx context.Context, a core.ReceivingAddress) e
 			strings.ToLower(a.Address)).Scan(&tenant, &mailbox)
 		if err == nil && tenant == a.Tenant && mailbox == a.MailboxID {
 			return nil
+		}
+		if err == nil && tenant != a.Tenant {
+			return core.ErrReceivingHeld
 		}
 		return core.Errorf(core.CodeConflict, "email_address", "the address %s already receives for another inbox", a.Address)
 	}

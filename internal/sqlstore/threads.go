@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
 )
@@ -141,20 +140,6 @@ func (t *Tx) ThreadOfMessageIDs(ctx context.Context, tenant string, ids []string
 		}
 	}
 	return "", core.ErrNotFound
-}
-
-// ThreadBySubject implements core.ReceivingTx.
-func (t *Tx) ThreadBySubject(ctx context.Context, tenant, mailboxID, key string, since time.Time) (string, error) {
-	var id string
-	err := t.q.queryRow(ctx, `SELECT id FROM threads WHERE tenant = ? AND mailbox_id = ? AND subject_key = ? AND last_at >= ?
-		ORDER BY last_at DESC LIMIT 1`, tenant, mailboxID, key, micros(since)).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", core.ErrNotFound
-	}
-	if err != nil {
-		return "", fmt.Errorf("thread by subject: %w", err)
-	}
-	return id, nil
 }
 
 // InsertThread implements core.ReceivingTx.

@@ -1,0 +1,33 @@
+package sendoncetest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// OwnDomain adds the domain of address (an address or a bare domain) to
+// tenant's domains unless the tenant has it, as POST /v1/domains does:
+// a tenant receives only on its own domains. The key is Ed25519, quick
+// to make.
+func (e *Env) OwnDomain(t testing.TB, tenant, address string) {
+	t.Helper()
+	domain := address[strings.LastIndexByte(address, '@')+1:]
+	ctx, svc := context.Background(), e.Server.Service
+	if _, err := svc.Domain(ctx, tenant, domain); err == nil {
+		return
+	} else if !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("domain %s: %v", domain, err)
+	}
+	d, err := svc.PrepareDomain(app.AddDomainParams{Tenant: tenant, Domain: domain, Algorithm: "ed25519"})
+	if err != nil {
+		t.Fatalf("prepare domain %s: %v", domain, err)
+	}
+	if err := svc.InTx(ctx, func(tx core.Tx) error { return svc.AddDomain(ctx, tx, d) }); err != nil {
+		t.Fatalf("add domain %s: %v", domain, err)
+	}
+}
