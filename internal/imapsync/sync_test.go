@@ -31,7 +31,7 @@ func TestSync_InitialNewAndResync(t *testing.T) {
 
 		s := open()
 		connect(t, s, d, "support", "")
-		rec := newRecorder()
+		_, rec := realReceiver(t, s)
 		cfg := testConfig("p1")
 		cfg.PollInterval = time.Hour // new mail within seconds only through IDLE
 		stop := run(t, imapsync.New(s, opener(s), rec, cfg, nil))
@@ -87,7 +87,7 @@ func TestSync_BatchesAndTLS(t *testing.T) {
 		cfg := testConfig("p1")
 		cfg.BatchSize, cfg.MaxMessageBytes = 3, 2048
 		cfg.Dial.TLS = caTLS(t, d)
-		rec := newRecorder()
+		_, rec := realReceiver(t, s)
 		run(t, imapsync.New(s, opener(s), rec, cfg, nil))
 		waitState(t, s, "support", 20*time.Second, func(st core.IMAPSync) bool { return st.LastUID == 8 })
 		if stored, calls := rec.counts(); stored != 7 || calls != 7 {
@@ -105,7 +105,7 @@ func TestSync_OneSyncerPerMailbox(t *testing.T) {
 		d.Deliver(t, "alice", "INBOX", plain("a1"), time.Now())
 		s1, s2 := open(), open()
 		connect(t, s1, d, "support", "")
-		rec := newRecorder()
+		_, rec := realReceiver(t, s1)
 		stop1 := run(t, imapsync.New(s1, opener(s1), tagged{rec, "p1"}, testConfig("p1"), nil))
 		stop2 := run(t, imapsync.New(s2, opener(s2), tagged{rec, "p2"}, testConfig("p2"), nil))
 		defer stop2()
@@ -161,7 +161,7 @@ func TestSync_LoginFailurePausesAndResumes(t *testing.T) {
 			defer mu.Unlock()
 			events = append(events, e)
 		}
-		rec := newRecorder()
+		_, rec := realReceiver(t, s)
 		run(t, imapsync.New(s, opener(s), rec, cfg, nil))
 		st := waitState(t, s, "support", 20*time.Second, func(st core.IMAPSync) bool { return st.Failures >= 2 })
 		if st.Status != core.IMAPPaused || st.ErrorClass != imapsync.ClassLogin {
@@ -200,7 +200,7 @@ func TestSync_NewPasswordThroughTheAPI(t *testing.T) {
 		if err := s.InTx(context.Background(), func(tx core.Tx) error { return tx.InsertMailbox(context.Background(), m) }); err != nil {
 			t.Fatal(err)
 		}
-		rec := newRecorder()
+		rec := newRecorder(svc)
 		run(t, imapsync.New(s, svc.MailboxIMAP, rec, testConfig("p1"), nil))
 		waitState(t, s, "support", 20*time.Second, func(st core.IMAPSync) bool { return st.ErrorClass == imapsync.ClassLogin })
 		if _, err := svc.SetMailboxIMAP(context.Background(), "t1", "support", "imap://alice:secret@"+d.Addr+"?tls=none"); err != nil {
