@@ -90,6 +90,10 @@ func (s *Server) handleListMailboxes(w http.ResponseWriter, r *http.Request) {
 		out.Data = append(out.Data, viewMailbox(def))
 	}
 	for _, m := range ms {
+		if err := s.svc.OpenTransport(m); err != nil {
+			writeError(w, r, s.logger, err)
+			return
+		}
 		if m.ID != core.DefaultMailboxID && key.MayUseMailbox(m.ID) {
 			out.Data = append(out.Data, viewMailbox(m))
 		}
