@@ -2,10 +2,15 @@ package imapsync
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"net"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sendonce/sendonce/internal/imapurl"
+	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
 // ScriptedServer is an IMAP server that answers each command from a
@@ -20,6 +25,8 @@ type ScriptedServer struct {
 	// Search answers UID SEARCH before the tagged OK ("%TAG%" is replaced
 	// by the command's tag).
 	Search string
+	// TLS, when set, is offered through STARTTLS.
+	TLS *tls.Config
 
 	mu      sync.Mutex
 	fetched []string // the sets UID FETCH asked for
@@ -56,7 +63,7 @@ func (s *ScriptedServer) Fetched() []string {
 }
 
 func (s *ScriptedServer) serve(c net.Conn) {
-	defer c.Close()
+	defer func() { c.Close() }()
 	w := bufio.NewWriter(c)
 	say := func(lines ...string) bool {
 		for _, l := range lines {
@@ -65,7 +72,11 @@ func (s *ScriptedServer) serve(c net.Conn) {
 		}
 		return w.Flush() == nil
 	}
-	if !say("* OK [CAPABILITY IMAP4rev1 ESEARCH IDLE] scripted") {
+	caps := "IMAP4rev1 ESEARCH IDLE"
+	if s.TLS != nil {
+		caps += " STARTTLS"
+	}
+	if !say("* OK [CAPABILITY " + caps + "] scripted") {
 		return
 	}
 	r := bufio.NewReader(c)
@@ -85,7 +96,18 @@ func (s *ScriptedServer) serve(c net.Conn) {
 		var ok bool
 		switch cmd {
 		case "CAPABILITY":
-			ok = say("* CAPABILITY IMAP4rev1 ESEARCH IDLE", tag+" OK done")
+			ok = say("* CAPABILITY "+caps, tag+" OK done")
+		case "STARTTLS":
+			if s.TLS == nil || !say(tag+" OK begin TLS") {
+				return
+			}
+			tc := tls.Server(c, s.TLS)
+			if tc.Handshake() != nil {
+				return
+			}
+			c, caps = tc, "IMAP4rev1 ESEARCH IDLE"
+			r, w = bufio.NewReader(c), bufio.NewWriter(c)
+			ok = true
 		case "SELECT", "EXAMINE":
 			ok = say("* "+s.Exists+" EXISTS", "* OK [UIDVALIDITY 1] v", "* OK [UIDNEXT "+s.UIDNext+"] n", tag+" OK [READ-ONLY] done")
 		case "UID SEARCH":
@@ -112,5 +134,24 @@ func (s *ScriptedServer) serve(c net.Conn) {
 		if !ok {
 			return
 		}
+	}
+}
+
+// TestDial_StartTLS: STARTTLS, done before the client so that the guard
+// reads plain text, reaches a logged-in session over TLS with the
+// server's certificate checked.
+func TestDial_StartTLS(t *testing.T) {
+	server, client := smtptest.SelfSignedTLS(t)
+	s := StartScripted(t, "127.0.0.1", &ScriptedServer{Exists: "0", UIDNext: "1", TLS: server})
+	cfg, err := imapurl.Parse("imap://u:p@" + s.Addr)
+	if err != nil || cfg.TLS != imapurl.TLSStartTLS {
+		t.Fatalf("parse: %+v %v", cfg, err)
+	}
+	if err := Probe(context.Background(), cfg, DialOptions{TLS: client}); err != nil {
+		t.Fatalf("probe over STARTTLS: %v", err)
+	}
+	// A certificate the client does not trust is a TLS failure.
+	if err := Probe(context.Background(), cfg, DialOptions{}); ClassOf(err) != ClassTLS {
+		t.Fatalf("probe with an untrusted certificate: %v, want class %s", err, ClassTLS)
 	}
 }
