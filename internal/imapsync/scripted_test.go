@@ -5,9 +5,12 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/sendonce/sendonce/internal/imapurl"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
@@ -27,6 +30,8 @@ type ScriptedServer struct {
 	Search string
 	// TLS, when set, is offered through STARTTLS.
 	TLS *tls.Config
+	// Folders is how many folders LIST names.
+	Folders int
 
 	mu      sync.Mutex
 	fetched []string // the sets UID FETCH asked for
@@ -125,6 +130,13 @@ func (s *ScriptedServer) serve(c net.Conn) {
 				return
 			}
 			ok = say(tag + " OK done")
+		case "LIST":
+			for i := range s.Folders {
+				if !say(`* LIST () "/" "Folder ` + strconv.Itoa(i) + `"`) {
+					return
+				}
+			}
+			ok = say(tag + " OK done")
 		case "LOGOUT":
 			say("* BYE bye", tag+" OK done")
 			return
@@ -153,5 +165,41 @@ func TestDial_StartTLS(t *testing.T) {
 	// A certificate the client does not trust is a TLS failure.
 	if err := Probe(context.Background(), cfg, DialOptions{}); ClassOf(err) != ClassTLS {
 		t.Fatalf("probe with an untrusted certificate: %v, want class %s", err, ClassTLS)
+	}
+}
+
+// TestAppender_HostileAnswers: the appender's own reads of a server's
+// answers — the search for a Sent copy and the list of folders — refuse a
+// search naming UID 0 and an endless list (server_limit), without a panic.
+func TestAppender_HostileAnswers(t *testing.T) {
+	dial := func(t *testing.T, s *ScriptedServer) *imapclient.Client {
+		t.Helper()
+		StartScripted(t, "127.0.0.2", s)
+		cfg, err := imapurl.Parse("imap://u:p@" + s.Addr + "?tls=none")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Dial(context.Background(), cfg, DialOptions{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	c := dial(t, &ScriptedServer{Exists: "3", UIDNext: "4", Search: "* SEARCH 0"})
+	if _, err := holds(c, "Sent", "<a@example.org>"); ClassOf(err) != ClassLimit {
+		t.Errorf("a search naming UID 0: %v, want class %s", err, ClassLimit)
+	}
+	c = dial(t, &ScriptedServer{Exists: "3", UIDNext: "4", Search: `* ESEARCH (TAG "%TAG%") UID ALL 1:4294967295`})
+	if there, err := holds(c, "Sent", "<a@example.org>"); err != nil || !there {
+		t.Errorf("a search naming every UID: %v %v, want found", there, err)
+	}
+	c = dial(t, &ScriptedServer{Folders: 5000})
+	if _, err := sentFolder(c, ""); ClassOf(err) != ClassLimit {
+		t.Errorf("5,000 folders: %v, want class %s", err, ClassLimit)
+	}
+	c = dial(t, &ScriptedServer{Folders: 3})
+	if got, err := sentFolder(c, ""); err != nil || got != "Sent" {
+		t.Errorf("3 folders, none Sent: %q %v, want Sent", got, err)
 	}
 }

@@ -231,7 +231,13 @@ func sentFolder(c *imapclient.Client, configured string) (string, error) {
 			break
 		}
 		if i == maxListed {
-			// Close would read the rest: end the connection instead.
+			// cmd.Close would read the rest: end the connection instead,
+			// taking what the client's reader still hands over meanwhile
+			// (it waits on the command's channel, and Close on it).
+			go func() {
+				for cmd.Next() != nil {
+				}
+			}()
 			c.Close()
 			return "", classed(ClassLimit, fmt.Errorf("%w: more than %d folders", errOverLimit, maxListed))
 		}
