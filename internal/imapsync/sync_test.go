@@ -16,7 +16,8 @@ import (
 
 // TestSync_InitialNewAndResync: the first sync hands over each message of
 // the last Days days once (plain, multipart with a file, a reply; the
-// older one is left out; \Seen says read), a message delivered while the
+// older one is left out, in every pass of a first sync larger than one;
+// \Seen says read), a message delivered while the
 // syncer idles arrives within seconds, and after a UIDVALIDITY change the
 // folder is handed over again (receiving's rule keeps one copy each) and
 // the new UIDVALIDITY is what the state holds.
@@ -34,6 +35,7 @@ func TestSync_InitialNewAndResync(t *testing.T) {
 		_, rec := realReceiver(t, s)
 		cfg := testConfig("p1")
 		cfg.PollInterval = time.Hour // new mail within seconds only through IDLE
+		cfg.MaxPerPass = 2           // the first sync takes two passes, both bounded by date
 		stop := run(t, imapsync.New(s, opener(s), rec, cfg, nil))
 
 		rec.waitFor(t, "initial sync", 20*time.Second, func(stored, _ int) bool { return stored >= 3 })
@@ -72,8 +74,8 @@ func TestSync_InitialNewAndResync(t *testing.T) {
 }
 
 // TestSync_BatchesAndTLS: over implicit TLS with the test CA, a
-// mailbox larger than a batch comes over whole, its state saved batch by
-// batch, and a message over the size limit is skipped, not held.
+// mailbox larger than a batch and than a pass comes over whole, its state
+// saved batch by batch, and a message over the size limit is skipped, not held.
 func TestSync_BatchesAndTLS(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open func() *Store) {
 		d := dovecottest.Start(t, dovecottest.Options{TLS: true})
@@ -85,7 +87,7 @@ func TestSync_BatchesAndTLS(t *testing.T) {
 		s := open()
 		connect(t, s, d, "support", "")
 		cfg := testConfig("p1")
-		cfg.BatchSize, cfg.MaxMessageBytes = 3, 2048
+		cfg.BatchSize, cfg.MaxMessageBytes, cfg.MaxPerPass = 3, 2048, 4
 		cfg.Dial.TLS = caTLS(t, d)
 		_, rec := realReceiver(t, s)
 		run(t, imapsync.New(s, opener(s), rec, cfg, nil))

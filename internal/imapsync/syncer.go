@@ -379,23 +379,30 @@ func (m *mailboxSync) session(ctx context.Context) error {
 	for first := true; ; first = false {
 		// Each pass selects the inbox again (fresh UIDNEXT, EXISTS and
 		// UIDVALIDITY to bound what the search may answer) and has
-		// PassTimeout.
-		_ = g.SetDeadline(s.cfg.Now().Add(s.cfg.PassTimeout))
+		// PassTimeout (on the machine's clock: deadlines are the
+		// network's, not the injected one's).
+		_ = g.SetDeadline(time.Now().Add(s.cfg.PassTimeout))
 		more, err := m.pass(ctx, c, cfg.Inbox, first)
 		_ = g.SetDeadline(time.Time{})
-		if gerr := g.Err(); gerr != nil {
-			return classed(ClassLimit, gerr)
-		}
 		if err != nil {
-			return err
+			return overLimit(g, err)
 		}
 		if more {
 			continue
 		}
 		if err := m.wait(ctx, c, idle, news); err != nil {
-			return err
+			return overLimit(g, err)
 		}
 	}
+}
+
+// overLimit is err, told as server_limit when the guard ended the
+// connection: the client's own error then only says it was closed.
+func overLimit(g *guardConn, err error) error {
+	if gerr := g.Err(); gerr != nil {
+		return classed(ClassLimit, gerr)
+	}
+	return err
 }
 
 // pass selects the inbox and catches up; the first pass of a session
