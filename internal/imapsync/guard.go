@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"time"
 )
 
 // go-imap's client reads whatever a server sends into memory as it comes:
@@ -43,8 +44,10 @@ type guardConn struct {
 	net.Conn
 	maxLine, maxLiteral int64
 
-	mu  sync.Mutex // guards err
-	err error
+	mu   sync.Mutex // guards err and pass
+	err  error
+	pass time.Time // the pass's deadline (zero: none)
+	read time.Time // the client's own read deadline
 
 	line int64    // bytes of the current line so far
 	lit  int64    // bytes of the current literal still to come
@@ -61,6 +64,42 @@ func (g *guardConn) Err() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.err
+}
+
+// go-imap sets a read deadline of its own before each response (30 s,
+// 5 minutes for a literal, none while idle), which would replace a
+// deadline set beneath it: the guard keeps the earlier of the two, so a
+// server answering a byte every 29 s cannot stretch a pass.
+
+// SetPassDeadline bounds every read until it is set again (zero: no
+// bound of the pass's).
+func (g *guardConn) SetPassDeadline(t time.Time) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pass = t
+	return g.Conn.SetReadDeadline(earlier(g.read, g.pass))
+}
+
+func (g *guardConn) SetReadDeadline(t time.Time) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.read = t
+	return g.Conn.SetReadDeadline(earlier(g.read, g.pass))
+}
+
+func (g *guardConn) SetDeadline(t time.Time) error {
+	if err := g.Conn.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return g.SetReadDeadline(t)
+}
+
+// earlier is the earlier of two deadlines, zero meaning none.
+func earlier(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 // Read is called by the client's one reading goroutine: the framing

@@ -381,9 +381,9 @@ func (m *mailboxSync) session(ctx context.Context) error {
 		// UIDVALIDITY to bound what the search may answer) and has
 		// PassTimeout (on the machine's clock: deadlines are the
 		// network's, not the injected one's).
-		_ = g.SetDeadline(time.Now().Add(s.cfg.PassTimeout))
+		_ = g.SetPassDeadline(time.Now().Add(s.cfg.PassTimeout))
 		more, err := m.pass(ctx, c, cfg.Inbox, first)
-		_ = g.SetDeadline(time.Time{})
+		_ = g.SetPassDeadline(time.Time{})
 		if err != nil {
 			return overLimit(g, err)
 		}

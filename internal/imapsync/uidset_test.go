@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -129,8 +130,11 @@ func FuzzSearchAnswer(f *testing.F) {
 		s := &ScriptedServer{Exists: "3", UIDNext: "4", Search: answer}
 		cl, sv := net.Pipe()
 		go s.serve(sv)
-		_ = cl.SetDeadline(time.Now().Add(2 * time.Second))
-		c := imapclient.New(newGuard(cl, 64<<10, 1<<20), nil)
+		// An answer the decoder cannot finish waits for the deadline (in the
+		// product, the pass's): short, so that the fuzzer does not take it for a hang.
+		g := newGuard(cl, 64<<10, 1<<20)
+		_ = g.SetPassDeadline(time.Now().Add(300 * time.Millisecond))
+		c := imapclient.New(g, nil)
 		defer c.Close()
 		if err := c.Login("u", "p").Wait(); err != nil {
 			t.Fatal(err)
@@ -153,4 +157,23 @@ func FuzzSearchAnswer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestGuard_PassDeadlineOutlivesTheClients: go-imap sets a read deadline
+// of its own before each response; the pass's deadline beneath it still
+// ends a read of a server that says nothing.
+func TestGuard_PassDeadlineOutlivesTheClients(t *testing.T) {
+	cl, sv := net.Pipe()
+	defer sv.Close()
+	g := newGuard(cl, 64, 64)
+	defer g.Close()
+	if err := g.SetPassDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetReadDeadline(time.Now().Add(time.Hour)); err != nil { // as the client does
+		t.Fatal(err)
+	}
+	if _, err := g.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read: %v, want the pass's deadline", err)
+	}
 }
