@@ -89,7 +89,12 @@ func (s *Service) CreateMailbox(ctx context.Context, tx core.Tx, m *core.Mailbox
 	m.Address = a.Address
 	m.CreatedAt = s.Now()
 	s.mailboxes.forget(m.Tenant + "\x00" + m.ID) // "default" may be cached as the built-in one
-	if err := tx.InsertMailbox(ctx, m); err != nil {
+	// The row holds the transport sealed; m keeps the URL for its caller.
+	stored := *m
+	if stored.Transport, err = sealTransport(m.Transport, s.cfg.SecretKey); err != nil {
+		return err
+	}
+	if err := tx.InsertMailbox(ctx, &stored); err != nil {
 		return err
 	}
 	return s.CheckCap(ctx, tx, core.ResourceMailboxes, m.Tenant)

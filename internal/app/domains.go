@@ -92,6 +92,9 @@ type AddDomainParams struct {
 	// takes its otherwise unknown addresses.
 	Receive  bool
 	CatchAll string
+	// Key, when set, is the key adding the domain: CatchAll must be a
+	// mailbox it may use.
+	Key *core.APIKey
 }
 
 // PrepareDomain validates a new sending domain and generates its DKIM key,
@@ -114,6 +117,9 @@ func (s *Service) PrepareDomain(p AddDomainParams) (*core.Domain, error) {
 	alg, err := dkim.ParseAlgorithm(p.Algorithm)
 	if err != nil {
 		return nil, core.Errorf(core.CodeValidation, "algorithm", "algorithm must be rsa2048 or ed25519")
+	}
+	if err := checkCatchAll(p.Key, p.CatchAll); err != nil {
+		return nil, err
 	}
 	if err := CheckSecretKey(s.cfg.SecretKey); err != nil {
 		return nil, err

@@ -85,6 +85,9 @@ func (s *Service) SetMailboxIMAP(ctx context.Context, tenant, id, url string) (*
 	if err != nil {
 		return nil, err
 	}
+	if err := s.OpenTransport(m); err != nil {
+		return nil, err
+	}
 	m.IMAP, m.IMAPShown = nil, ""
 	if url != "" {
 		if err := s.ConnectIMAP(m, url); err != nil {

@@ -68,6 +68,9 @@ func (s *Service) Mailbox(ctx context.Context, tenant, id string) (*core.Mailbox
 	if err != nil {
 		return nil, err
 	}
+	if err := s.OpenTransport(m); err != nil {
+		return nil, err
+	}
 	s.mailboxes.put(tenant+"\x00"+id, m, now, gen)
 	return m, nil
 }

@@ -61,7 +61,7 @@ func (s *Server) handleAddDomain(ctx context.Context, key *core.APIKey, r *http.
 		return nil, err
 	}
 	d, err := s.svc.PrepareDomain(app.AddDomainParams{Tenant: key.Tenant, Domain: req.Domain, Selector: req.Selector, Algorithm: req.Algorithm,
-		Receive: req.Receiving, CatchAll: req.CatchAll})
+		Receive: req.Receiving, CatchAll: req.CatchAll, Key: key})
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func (s *Server) handleSetMailboxIMAP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.logger, err)
 		return
 	}
-	m, err := s.svc.SetMailboxIMAP(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"), req.IMAP)
+	m, err := s.svc.SetMailboxIMAPAs(r.Context(), apiKeyFrom(r.Context()), r.PathValue("id"), req.IMAP)
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
@@ -63,7 +63,7 @@ func (s *Server) handleSetMailboxIMAP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleGetMailbox(w http.ResponseWriter, r *http.Request) {
-	m, err := s.svc.Mailbox(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	m, err := s.svc.MailboxAs(r.Context(), apiKeyFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return
@@ -71,8 +71,10 @@ func (s *Server) handleGetMailbox(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, viewMailbox(m))
 }
 
+// handleListMailboxes lists the mailboxes the key may use.
 func (s *Server) handleListMailboxes(w http.ResponseWriter, r *http.Request) {
-	tenant := apiKeyFrom(r.Context()).Tenant
+	key := apiKeyFrom(r.Context())
+	tenant := key.Tenant
 	ms, err := s.reads.ListMailboxes(r.Context(), tenant)
 	if err != nil {
 		writeError(w, r, s.logger, err)
@@ -83,9 +85,16 @@ func (s *Server) handleListMailboxes(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.logger, err)
 		return
 	}
-	out := listView[mailboxView]{Object: "list", Data: []mailboxView{viewMailbox(def)}}
+	out := listView[mailboxView]{Object: "list", Data: []mailboxView{}}
+	if key.MayUseMailbox(def.ID) {
+		out.Data = append(out.Data, viewMailbox(def))
+	}
 	for _, m := range ms {
-		if m.ID != core.DefaultMailboxID {
+		if err := s.svc.OpenTransport(m); err != nil {
+			writeError(w, r, s.logger, err)
+			return
+		}
+		if m.ID != core.DefaultMailboxID && key.MayUseMailbox(m.ID) {
 			out.Data = append(out.Data, viewMailbox(m))
 		}
 	}

@@ -129,7 +129,7 @@ func (a *Appender) RunOnce(ctx context.Context) (int, error) {
 // work makes one append and records what came of it.
 func (a *Appender) work(ctx context.Context, job core.IMAPAppend) {
 	actx, cancel := context.WithTimeout(ctx, a.cfg.Lease/2)
-	err := a.appendOnce(actx, job)
+	err := a.safeAppend(actx, job)
 	cancel()
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer wcancel()
@@ -223,7 +223,12 @@ func holds(c *imapclient.Client, folder, id string) (bool, error) {
 	if err != nil {
 		return false, classed(ClassProtocol, fmt.Errorf("search: %w", err))
 	}
-	return len(found.AllUIDs()) > 0, nil
+	// Walked, not expanded: "1:4294967295" is a yes, "0" a refusal.
+	there, err := anyUID(found.All)
+	if err != nil {
+		return false, classed(ClassLimit, err)
+	}
+	return there, nil
 }
 
 func sentTime(s *core.Send) time.Time {

@@ -19,51 +19,59 @@ import (
 // errLeaseLost: another process holds the mailbox now; this one stops.
 var errLeaseLost = errors.New("imapsync: the mailbox's lease was lost")
 
-// catchUp hands every message of the selected inbox that st has not seen
-// to the receiver, in batches of cfg.BatchSize UIDs, saving st after each
-// batch. Under a new UIDVALIDITY (the first sync, or the folder was
-// recreated) it starts over with the messages of the last cfg.Days days:
-// receiving recognises those it already has, so none is stored twice.
-func (m *mailboxSync) catchUp(ctx context.Context, c *imapclient.Client, sel *imap.SelectData) error {
+// catchUp hands messages of the selected inbox that st has not seen to
+// the receiver, at most MaxPerPass of them (more is true when some are
+// left for the next pass), in batches of cfg.BatchSize UIDs, saving st
+// after each batch. Under a new UIDVALIDITY (the first sync, or the
+// folder was recreated) it starts over with the messages of the last
+// cfg.Days days: receiving recognises those it already has, so none is
+// stored twice. The server's answer is walked, never expanded (pickUIDs).
+func (m *mailboxSync) catchUp(ctx context.Context, c *imapclient.Client, sel *imap.SelectData) (more bool, err error) {
 	st := m.state
-	criteria := &imap.SearchCriteria{}
 	fresh := st.UIDValidity != sel.UIDValidity
 	if fresh {
 		st.UIDValidity, st.LastUID = sel.UIDValidity, 0
-		criteria.Since = m.s.cfg.Now().AddDate(0, 0, -m.s.cfg.Days)
-	} else {
+		m.since = m.s.cfg.Now().AddDate(0, 0, -m.s.cfg.Days)
+	}
+	// A first sync larger than a pass goes on with the same date bound.
+	criteria := &imap.SearchCriteria{Since: m.since}
+	if st.LastUID > 0 {
 		criteria.UID = []imap.UIDSet{{imap.UIDRange{Start: imap.UID(st.LastUID + 1), Stop: 0}}}
 	}
 	found, err := c.UIDSearch(criteria, nil).Wait()
 	if err != nil {
-		return classed(ClassConnection, fmt.Errorf("search: %w", err))
+		return false, classed(ClassConnection, fmt.Errorf("search: %w", err))
 	}
-	// "n:*" always holds the last message, even below n: keep the new.
-	var uids []imap.UID
-	for _, u := range found.AllUIDs() {
-		if uint32(u) > st.LastUID {
-			uids = append(uids, u)
-		}
+	// "n:*" always holds the last message, even below n: the window
+	// keeps the new ones. A search cannot find more messages than the
+	// folder holds, with room for some delivered since the SELECT.
+	w := uidWindow{after: st.LastUID, next: uint32(sel.UIDNext), holds: sel.NumMessages, slack: uint32(m.s.cfg.MaxPerPass)}
+	uids, more, err := pickUIDs(found.All, w, m.s.cfg.MaxPerPass)
+	if err != nil {
+		return false, classed(ClassLimit, err)
 	}
-	slices.Sort(uids)
 	for batch := range slices.Chunk(uids, m.s.cfg.BatchSize) {
 		if err := m.fetchBatch(ctx, c, batch); err != nil {
-			return err
+			return false, err
 		}
 		st.LastUID = uint32(batch[len(batch)-1])
 		if err := m.save(ctx, st); err != nil {
-			return err
+			return false, err
 		}
 	}
-	if fresh && sel.UIDNext > 0 && uint32(sel.UIDNext)-1 > st.LastUID {
-		// The older messages are left out for good: the next look starts
-		// after the last UID there was when the folder was selected.
-		st.LastUID = uint32(sel.UIDNext) - 1
+	if !more {
+		if !m.since.IsZero() && sel.UIDNext > 0 && uint32(sel.UIDNext)-1 > st.LastUID {
+			// The older messages are left out for good: the next look
+			// starts after the last UID there was when the folder was
+			// selected.
+			st.LastUID = uint32(sel.UIDNext) - 1
+		}
+		m.since = time.Time{}
 	}
-	if fresh || len(uids) > 0 {
-		return m.save(ctx, st)
+	if fresh || len(uids) > 0 || st.LastUID != m.state.LastUID {
+		return more, m.save(ctx, st)
 	}
-	return nil
+	return more, nil
 }
 
 // fetchBatch fetches the messages uids and hands each to the receiver as
@@ -71,7 +79,8 @@ func (m *mailboxSync) catchUp(ctx context.Context, c *imapclient.Client, sel *im
 // (a larger one is skipped and logged, never held).
 func (m *mailboxSync) fetchBatch(ctx context.Context, c *imapclient.Client, uids []imap.UID) error {
 	body := &imap.FetchItemBodySection{Peek: true}
-	cmd := c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{
+	asked := imap.UIDSetNum(uids...)
+	cmd := c.Fetch(asked, &imap.FetchOptions{
 		UID: true, Flags: true, InternalDate: true, RFC822Size: true,
 		BodySection: []*imap.FetchItemBodySection{body},
 	})
@@ -85,7 +94,9 @@ func (m *mailboxSync) fetchBatch(ctx context.Context, c *imapclient.Client, uids
 		if err != nil {
 			return err
 		}
-		if in == nil {
+		if in == nil || !asked.Contains(uid) {
+			// Expunged, too large, or a message the FETCH did not ask
+			// for (a server's own choice of what to push in).
 			continue
 		}
 		if _, err := m.s.recv.Receive(ctx, *in); err != nil {

@@ -58,7 +58,16 @@ func TestConnectedMailbox_EndToEnd(t *testing.T) {
 		}
 		d.SetUIDValidity(t, "alice", "INBOX", 777)
 		d.Kick(t, "alice")
-		time.Sleep(3 * time.Second) // the syncer reconnects and resynchronises
+		// The syncer reconnects and hands the folder over again: its state
+		// names the new UIDVALIDITY with the last UID once every message
+		// of the pass was handed over.
+		for deadline := time.Now().Add(20 * time.Second); env.QueryInt(t,
+			`SELECT count(*) FROM imap_sync WHERE mailbox_id = 'support' AND uid_validity = 777 AND last_uid >= 3`) != 1; {
+			if time.Now().After(deadline) {
+				t.Fatal("the resync after a UIDVALIDITY change did not finish within 20 s")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		if got := received(); len(got) != 3 {
 			t.Fatalf("after a UIDVALIDITY change: %d received, want still 3", len(got))
 		}

@@ -1,10 +1,12 @@
 package imapsync
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
 
+	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/imapurl"
 	"github.com/sendonce/sendonce/internal/outbound"
 )
@@ -58,25 +61,49 @@ type DialOptions struct {
 	TLS *tls.Config
 	// Timeout bounds connecting and logging in. Defaults to 30 s.
 	Timeout time.Duration
+	// MaxLineBytes bounds a response line outside literals. Defaults to
+	// DefaultMaxLineBytes.
+	MaxLineBytes int64
+	// MaxLiteralBytes bounds a literal (a message body is one). Defaults
+	// to app.DefaultMaxMessageBytes and a little more.
+	MaxLiteralBytes int64
 }
 
-// Dial connects to cfg's server and logs in. The returned client is
-// closed when ctx ends. handler receives the server's unilateral data.
-func Dial(ctx context.Context, cfg imapurl.Config, o DialOptions, handler *imapclient.UnilateralDataHandler) (*imapclient.Client, error) {
+func (o *DialOptions) defaults() {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
 	if o.DialContext == nil {
 		o.DialContext = (&net.Dialer{}).DialContext
 	}
+	if o.MaxLineBytes <= 0 {
+		o.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if o.MaxLiteralBytes <= 0 {
+		o.MaxLiteralBytes = app.DefaultMaxMessageBytes + literalSlack
+	}
+}
+
+// Dial connects to cfg's server and logs in. The returned client is
+// closed when ctx ends. handler receives the server's unilateral data.
+func Dial(ctx context.Context, cfg imapurl.Config, o DialOptions, handler *imapclient.UnilateralDataHandler) (*imapclient.Client, error) {
+	c, _, err := dial(ctx, cfg, o, handler)
+	return c, err
+}
+
+// dial is Dial that also returns the guard under the client: its Err says
+// when a session ended because the server overstepped a bound, and its
+// deadlines bound a pass.
+func dial(ctx context.Context, cfg imapurl.Config, o DialOptions, handler *imapclient.UnilateralDataHandler) (*imapclient.Client, *guardConn, error) {
+	o.defaults()
 	dctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	conn, err := o.DialContext(dctx, "tcp", cfg.Addr())
 	if err != nil {
 		if errors.Is(err, outbound.ErrBlocked) {
-			return nil, classed(ClassBlocked, err)
+			return nil, nil, classed(ClassBlocked, err)
 		}
-		return nil, classed(ClassConnect, err)
+		return nil, nil, classed(ClassConnect, err)
 	}
 	// Connecting and logging in have o.Timeout; the session then runs as
 	// long as ctx.
@@ -88,41 +115,89 @@ func Dial(ctx context.Context, cfg imapurl.Config, o DialOptions, handler *imapc
 	if tc.ServerName == "" {
 		tc.ServerName = cfg.Host
 	}
-	opts := &imapclient.Options{TLSConfig: tc, UnilateralDataHandler: handler}
-	var c *imapclient.Client
+	// The guard reads the plain text: under TLS, and after a STARTTLS
+	// done here rather than inside the client.
+	var plain net.Conn = conn
 	switch cfg.TLS {
 	case imapurl.TLSImplicit:
 		tconn := tls.Client(conn, tc)
 		if err := tconn.HandshakeContext(dctx); err != nil {
 			conn.Close()
-			return nil, classed(ClassTLS, err)
+			return nil, nil, classed(ClassTLS, err)
 		}
-		c = imapclient.New(tconn, opts)
+		plain = tconn
 	case imapurl.TLSStartTLS:
-		c, err = imapclient.NewStartTLS(conn, opts)
+		tconn, err := startTLS(dctx, conn, tc)
 		if err != nil {
-			return nil, classed(ClassTLS, err)
+			conn.Close()
+			return nil, nil, err
 		}
-	default:
-		c = imapclient.New(conn, opts)
+		plain = tconn
 	}
+	g := newGuard(plain, o.MaxLineBytes, o.MaxLiteralBytes)
+	var client net.Conn = g
+	if cfg.TLS == imapurl.TLSStartTLS {
+		client = withGreeting(g)
+	}
+	c := imapclient.New(client, &imapclient.Options{TLSConfig: tc, UnilateralDataHandler: handler})
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	if err := c.WaitGreeting(); err != nil {
 		stop()
 		c.Close()
-		return nil, classed(ClassConnection, err)
+		return nil, nil, classed(ClassConnection, err)
 	}
 	if err := c.Login(cfg.User, cfg.Password).Wait(); err != nil {
 		stop()
 		c.Close()
 		var ie *imap.Error
 		if errors.As(err, &ie) {
-			return nil, classed(ClassLogin, errors.New("the server refused the login"))
+			return nil, nil, classed(ClassLogin, errors.New("the server refused the login"))
 		}
-		return nil, classed(ClassConnection, err)
+		return nil, nil, classed(ClassConnection, err)
 	}
 	_ = conn.SetDeadline(time.Time{})
-	return c, nil
+	return c, g, nil
+}
+
+// startTLS asks for TLS on a fresh connection and shakes hands: the
+// greeting and the answer are read under a short line bound, and a server
+// that sends anything past its OK before TLS (an injection) is refused.
+func startTLS(ctx context.Context, conn net.Conn, tc *tls.Config) (net.Conn, error) {
+	br := bufio.NewReader(newGuard(conn, 8<<10, 0))
+	greeting, err := br.ReadString('\n')
+	if err != nil {
+		return nil, classed(ClassConnection, fmt.Errorf("greeting: %w", err))
+	}
+	if !strings.HasPrefix(greeting, "* OK") {
+		// PREAUTH before TLS is refused too (RFC 9051 7.1.4).
+		return nil, classed(ClassTLS, errors.New("the server did not greet with OK before STARTTLS"))
+	}
+	if _, err := io.WriteString(conn, "S1 STARTTLS\r\n"); err != nil {
+		return nil, classed(ClassConnection, err)
+	}
+	for i := 0; ; i++ {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return nil, classed(ClassConnection, fmt.Errorf("starttls: %w", err))
+		}
+		if strings.HasPrefix(line, "S1 ") {
+			if !strings.HasPrefix(strings.ToUpper(line), "S1 OK") {
+				return nil, classed(ClassTLS, errors.New("the server refused STARTTLS"))
+			}
+			break
+		}
+		if i == 100 {
+			return nil, classed(ClassLimit, fmt.Errorf("%w: no answer to STARTTLS", errOverLimit))
+		}
+	}
+	if br.Buffered() > 0 {
+		return nil, classed(ClassTLS, errors.New("the server sent data before the TLS handshake"))
+	}
+	tconn := tls.Client(conn, tc)
+	if err := tconn.HandshakeContext(ctx); err != nil {
+		return nil, classed(ClassTLS, err)
+	}
+	return tconn, nil
 }
 
 // Probe logs in to cfg's server and out: the mailbox status check.
@@ -146,19 +221,41 @@ func sentFolder(c *imapclient.Client, configured string) (string, error) {
 	if c.Caps().Has(imap.CapSpecialUse) {
 		opts = &imap.ListOptions{ReturnSpecialUse: true}
 	}
-	boxes, err := c.List("", "*", opts).Collect()
-	if err != nil {
+	// The folders are read one at a time and at most maxListed of them:
+	// a server may list without end. Only what is needed is kept.
+	cmd := c.List("", "*", opts)
+	var byAttr, byName string
+	for i := 0; ; i++ {
+		b := cmd.Next()
+		if b == nil {
+			break
+		}
+		if i == maxListed {
+			// cmd.Close would read the rest: end the connection instead,
+			// taking what the client's reader still hands over meanwhile
+			// (it waits on the command's channel, and Close on it).
+			go func() {
+				for cmd.Next() != nil {
+				}
+			}()
+			c.Close()
+			return "", classed(ClassLimit, fmt.Errorf("%w: more than %d folders", errOverLimit, maxListed))
+		}
+		if byAttr == "" && slices.Contains(b.Attrs, imap.MailboxAttrSent) {
+			byAttr = b.Mailbox
+		}
+		if byName == "" && strings.EqualFold(b.Mailbox, "Sent") {
+			byName = b.Mailbox
+		}
+	}
+	if err := cmd.Close(); err != nil {
 		return "", classed(ClassProtocol, fmt.Errorf("list folders: %w", err))
 	}
-	for _, b := range boxes {
-		if slices.Contains(b.Attrs, imap.MailboxAttrSent) {
-			return b.Mailbox, nil
-		}
+	if byAttr != "" {
+		return byAttr, nil
 	}
-	for _, b := range boxes {
-		if strings.EqualFold(b.Mailbox, "Sent") {
-			return b.Mailbox, nil
-		}
+	if byName != "" {
+		return byName, nil
 	}
 	return "Sent", nil
 }
@@ -183,6 +280,8 @@ func Describe(err error) string {
 		return "IMAP: " + outbound.FailTLS
 	case ClassFolder:
 		return "IMAP: the inbox folder cannot be selected"
+	case ClassLimit:
+		return "IMAP: the server sent more than the limits allow"
 	}
 	return "IMAP: the session failed"
 }

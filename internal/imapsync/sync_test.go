@@ -16,7 +16,8 @@ import (
 
 // TestSync_InitialNewAndResync: the first sync hands over each message of
 // the last Days days once (plain, multipart with a file, a reply; the
-// older one is left out; \Seen says read), a message delivered while the
+// older one is left out, in every pass of a first sync larger than one;
+// \Seen says read), a message delivered while the
 // syncer idles arrives within seconds, and after a UIDVALIDITY change the
 // folder is handed over again (receiving's rule keeps one copy each) and
 // the new UIDVALIDITY is what the state holds.
@@ -31,9 +32,10 @@ func TestSync_InitialNewAndResync(t *testing.T) {
 
 		s := open()
 		connect(t, s, d, "support", "")
-		rec := newRecorder()
+		_, rec := realReceiver(t, s)
 		cfg := testConfig("p1")
 		cfg.PollInterval = time.Hour // new mail within seconds only through IDLE
+		cfg.MaxPerPass = 2           // the first sync takes two passes, both bounded by date
 		stop := run(t, imapsync.New(s, opener(s), rec, cfg, nil))
 
 		rec.waitFor(t, "initial sync", 20*time.Second, func(stored, _ int) bool { return stored >= 3 })
@@ -72,8 +74,8 @@ func TestSync_InitialNewAndResync(t *testing.T) {
 }
 
 // TestSync_BatchesAndTLS: over implicit TLS with the test CA, a
-// mailbox larger than a batch comes over whole, its state saved batch by
-// batch, and a message over the size limit is skipped, not held.
+// mailbox larger than a batch and than a pass comes over whole, its state
+// saved batch by batch, and a message over the size limit is skipped, not held.
 func TestSync_BatchesAndTLS(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open func() *Store) {
 		d := dovecottest.Start(t, dovecottest.Options{TLS: true})
@@ -85,9 +87,9 @@ func TestSync_BatchesAndTLS(t *testing.T) {
 		s := open()
 		connect(t, s, d, "support", "")
 		cfg := testConfig("p1")
-		cfg.BatchSize, cfg.MaxMessageBytes = 3, 2048
+		cfg.BatchSize, cfg.MaxMessageBytes, cfg.MaxPerPass = 3, 2048, 4
 		cfg.Dial.TLS = caTLS(t, d)
-		rec := newRecorder()
+		_, rec := realReceiver(t, s)
 		run(t, imapsync.New(s, opener(s), rec, cfg, nil))
 		waitState(t, s, "support", 20*time.Second, func(st core.IMAPSync) bool { return st.LastUID == 8 })
 		if stored, calls := rec.counts(); stored != 7 || calls != 7 {
@@ -105,7 +107,7 @@ func TestSync_OneSyncerPerMailbox(t *testing.T) {
 		d.Deliver(t, "alice", "INBOX", plain("a1"), time.Now())
 		s1, s2 := open(), open()
 		connect(t, s1, d, "support", "")
-		rec := newRecorder()
+		_, rec := realReceiver(t, s1)
 		stop1 := run(t, imapsync.New(s1, opener(s1), tagged{rec, "p1"}, testConfig("p1"), nil))
 		stop2 := run(t, imapsync.New(s2, opener(s2), tagged{rec, "p2"}, testConfig("p2"), nil))
 		defer stop2()
@@ -161,7 +163,7 @@ func TestSync_LoginFailurePausesAndResumes(t *testing.T) {
 			defer mu.Unlock()
 			events = append(events, e)
 		}
-		rec := newRecorder()
+		_, rec := realReceiver(t, s)
 		run(t, imapsync.New(s, opener(s), rec, cfg, nil))
 		st := waitState(t, s, "support", 20*time.Second, func(st core.IMAPSync) bool { return st.Failures >= 2 })
 		if st.Status != core.IMAPPaused || st.ErrorClass != imapsync.ClassLogin {
@@ -200,7 +202,7 @@ func TestSync_NewPasswordThroughTheAPI(t *testing.T) {
 		if err := s.InTx(context.Background(), func(tx core.Tx) error { return tx.InsertMailbox(context.Background(), m) }); err != nil {
 			t.Fatal(err)
 		}
-		rec := newRecorder()
+		rec := newRecorder(svc)
 		run(t, imapsync.New(s, svc.MailboxIMAP, rec, testConfig("p1"), nil))
 		waitState(t, s, "support", 20*time.Second, func(st core.IMAPSync) bool { return st.ErrorClass == imapsync.ClassLogin })
 		if _, err := svc.SetMailboxIMAP(context.Background(), "t1", "support", "imap://alice:secret@"+d.Addr+"?tls=none"); err != nil {

@@ -63,6 +63,12 @@ type Config struct {
 	Days int
 	// BatchSize is how many messages one FETCH asks for. Defaults to 100.
 	BatchSize int
+	// MaxPerPass is how many new messages one pass takes; the rest wait
+	// for the next pass, at once. Defaults to 1,000.
+	MaxPerPass int
+	// PassTimeout bounds one pass (SELECT, SEARCH, FETCHes): a server
+	// that trickles is cut off. Defaults to 10 minutes.
+	PassTimeout time.Duration
 	// MaxMessageBytes: a larger message is skipped (and logged). Defaults
 	// to app.DefaultMaxMessageBytes.
 	MaxMessageBytes int64
@@ -100,6 +106,12 @@ func (c *Config) defaults() {
 	if c.BatchSize <= 0 {
 		c.BatchSize = 100
 	}
+	if c.MaxPerPass <= 0 {
+		c.MaxPerPass = 1000
+	}
+	if c.PassTimeout <= 0 {
+		c.PassTimeout = 10 * time.Minute
+	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = app.DefaultMaxMessageBytes
 	}
@@ -123,6 +135,9 @@ func (c *Config) defaults() {
 	}
 	if c.Holder == "" {
 		c.Holder = c.holder()
+	}
+	if c.Dial.MaxLiteralBytes <= 0 {
+		c.Dial.MaxLiteralBytes = c.MaxMessageBytes + literalSlack
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -178,6 +193,7 @@ func (s *Syncer) Run(ctx context.Context) {
 				continue
 			}
 			wg.Go(func() {
+				defer s.recovered(mb)
 				(&mailboxSync{s: s, mb: mb}).run(ctx)
 				s.mu.Lock()
 				delete(s.running, k)
@@ -201,6 +217,9 @@ type mailboxSync struct {
 	s     *Syncer
 	mb    *core.Mailbox
 	state core.IMAPSync
+	// since bounds the searches by date while a first sync (or one after
+	// a UIDVALIDITY change) takes more than one pass.
+	since time.Time
 }
 
 // run holds the mailbox's lease while it can and syncs it: a session at a
@@ -261,7 +280,7 @@ func (m *mailboxSync) holding(ctx context.Context) (done bool) {
 		m.state = core.IMAPSync{Tenant: m.mb.Tenant, MailboxID: m.mb.ID, Status: core.IMAPSyncing}
 	}
 	for hctx.Err() == nil {
-		err := m.session(hctx)
+		err := m.safeSession(hctx)
 		if errors.Is(err, errDisconnected) {
 			return true
 		}
@@ -351,38 +370,69 @@ func (m *mailboxSync) session(ctx context.Context) error {
 			}
 		}
 	}}
-	c, err := Dial(ctx, cfg, s.cfg.Dial, handler)
+	c, g, err := dial(ctx, cfg, s.cfg.Dial, handler)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	sel, err := c.Select(cfg.Inbox, &imap.SelectOptions{ReadOnly: true}).Wait()
+	idle := c.Caps().Has(imap.CapIdle) || c.Caps().Has(imap.CapIMAP4rev2)
+	for first := true; ; first = false {
+		// Each pass selects the inbox again (fresh UIDNEXT, EXISTS and
+		// UIDVALIDITY to bound what the search may answer) and has
+		// PassTimeout (on the machine's clock: deadlines are the
+		// network's, not the injected one's).
+		_ = g.SetPassDeadline(time.Now().Add(s.cfg.PassTimeout))
+		more, err := m.pass(ctx, c, cfg.Inbox, first)
+		_ = g.SetPassDeadline(time.Time{})
+		if err != nil {
+			return overLimit(g, err)
+		}
+		if more {
+			continue
+		}
+		if err := m.wait(ctx, c, idle, news); err != nil {
+			return overLimit(g, err)
+		}
+	}
+}
+
+// overLimit is err, told as server_limit when the guard ended the
+// connection: the client's own error then only says it was closed.
+func overLimit(g *guardConn, err error) error {
+	if gerr := g.Err(); gerr != nil {
+		return classed(ClassLimit, gerr)
+	}
+	return err
+}
+
+// pass selects the inbox and catches up; the first pass of a session
+// also ends a pause once it went through.
+func (m *mailboxSync) pass(ctx context.Context, c *imapclient.Client, inbox string, first bool) (more bool, err error) {
+	s := m.s
+	sel, err := c.Select(inbox, &imap.SelectOptions{ReadOnly: true}).Wait()
 	if err != nil {
 		var ie *imap.Error
 		if errors.As(err, &ie) {
-			return classed(ClassFolder, errors.New("the inbox folder cannot be selected"))
+			return false, classed(ClassFolder, errors.New("the inbox folder cannot be selected"))
 		}
-		return classed(ClassConnection, err)
+		return false, classed(ClassConnection, err)
 	}
-	if m.state.Status == core.IMAPPaused {
+	if more, err = m.catchUp(ctx, c, sel); err != nil {
+		return false, err
+	}
+	// A pause ends after a whole pass, not at a SELECT: a server that
+	// fails each SEARCH stays paused (and its backoff grows).
+	if first && m.state.Status == core.IMAPPaused {
 		st := m.state
 		st.Status, st.ErrorClass, st.Failures = core.IMAPSyncing, "", 0
 		if err := m.save(ctx, st); err != nil {
-			return err
+			return false, err
 		}
 		if s.cfg.OnEvent != nil {
 			s.cfg.OnEvent(ctx, Event{Type: EventConnected, Tenant: m.mb.Tenant, MailboxID: m.mb.ID, At: s.cfg.Now()})
 		}
 	}
-	idle := c.Caps().Has(imap.CapIdle) || c.Caps().Has(imap.CapIMAP4rev2)
-	for {
-		if err := m.catchUp(ctx, c, sel); err != nil {
-			return err
-		}
-		if err := m.wait(ctx, c, idle, news); err != nil {
-			return err
-		}
-	}
+	return more, nil
 }
 
 // wait returns when there may be new mail: the server said so during
