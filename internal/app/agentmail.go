@@ -56,7 +56,17 @@ func HoldForward(key *core.APIKey, r *SendRequest) {
 // thread holds it. It then goes through PrepareSend (the key's allowlist
 // and agent rules refuse first) and, accepted, the idempotency engine as
 // any send.
+//
+// It is the one reply use case of every door (the native route, Resend's
+// thread route, the dashboard, and MCP through the native route): the
+// same scopes (send to send, read to see what is answered), the same
+// fields and the same guard.
 func (s *Service) PrepareReply(ctx context.Context, key *core.APIKey, idemKey, id string, replyAll, guarded bool, r *SendRequest) (*core.Send, error) {
+	if !key.Has(core.ScopeRead) {
+		// A reply quotes nothing, but it answers a message the key could
+		// not otherwise read: its sender, subject and thread.
+		return nil, core.Errorf(core.CodeForbidden, "id", "replying needs an API key with the read scope")
+	}
 	m, err := s.ReplyRequest(ctx, key, id, replyAll, r)
 	if err != nil {
 		return nil, err
@@ -69,7 +79,8 @@ func (s *Service) PrepareReply(ctx context.Context, key *core.APIKey, idemKey, i
 	return s.PrepareSend(ctx, key, idemKey, r)
 }
 
-// PrepareForward prepares r as the forward of the received message id:
+// PrepareForward, the one forward use case of every door, prepares r as
+// the forward of the received message id:
 // the original, as received, attached whole (message/rfc822), from the
 // mailbox it arrived at unless r names one; subject "Fwd: …" and a fixed
 // text unless r has its own. Guarded, it is held (HoldForward).

@@ -25,7 +25,7 @@ type replyAnswer struct {
 }
 
 // mailReply answers a received message from the thread page: the API's
-// reply (app.Service.ReplyRequest, PrepareSend, AcceptSend) through the
+// reply (app.Service.PrepareReply, AcceptSend) through the
 // process's idempotency engine. The form's nonce, made when the page was
 // rendered, is the key: a form submitted twice (a double click, a resend
 // after a lost answer) sends one reply; a reloaded page has a new nonce,
@@ -54,16 +54,13 @@ func (d *Dashboard) mailReply(q *req) error {
 	}
 	key := q.key
 	id := q.r.PathValue("id")
-	var m *core.ReceivedMessage
 	ran := idempotency.Run(ctx, d.idem, idempotency.Write[core.Tx]{
 		Scope:       &idempotency.Scope{Tenant: key.Tenant, Method: http.MethodPost, Route: q.r.URL.Path, Key: idemKey},
 		Fingerprint: fp, InTx: d.svc.InTx,
 		Prepare: func(ctx context.Context) (idempotency.Step[core.Tx], error) {
-			sr := &app.SendRequest{Text: text}
-			if m, err = d.svc.ReplyRequest(ctx, key, id, replyAll, sr); err != nil {
-				return nil, err
-			}
-			send, err := d.svc.PrepareSend(ctx, key, idemKey, sr)
+			// The API's one reply use case: its scopes and its guard (an
+			// agent's key that signs in here is held like on every door).
+			send, err := d.svc.PrepareReply(ctx, key, idemKey, id, replyAll, app.Guarded(key, false), &app.SendRequest{Text: text})
 			if err != nil {
 				return nil, err
 			}
@@ -85,9 +82,7 @@ func (d *Dashboard) mailReply(q *req) error {
 		return err
 	}
 	thread := ""
-	if m != nil {
-		thread = m.ThreadID
-	} else if m, err = d.svc.ReceivedMessage(ctx, key, id); err == nil { // a replay: Prepare did not run
+	if m, err := d.svc.ReceivedMessage(ctx, key, id); err == nil {
 		thread = m.ThreadID
 	}
 	if thread == "" {

@@ -117,6 +117,9 @@ func (s *Server) mailboxReply(ctx context.Context, key *core.APIKey, req *mailbo
 	case req.ReplyToID != "" && req.InReplyTo != "":
 		return core.Errorf(core.CodeValidation, "reply_to_id", "give reply_to_id or in_reply_to, not both")
 	case req.ReplyToID != "":
+		if !key.Has(core.ScopeRead) { // the scopes of every reply door (app.Service.PrepareReply)
+			return core.Errorf(core.CodeForbidden, "reply_to_id", "replying needs an API key with the read scope")
+		}
 		m, err := s.svc.ReceivedMessage(ctx, key, req.ReplyToID)
 		if err != nil || m.MailboxID != sr.MailboxID {
 			return core.Errorf(core.CodeValidation, "reply_to_id", "no received message %q in this mailbox", req.ReplyToID)

@@ -189,9 +189,7 @@ func (s *Server) handleReplyReceived(ctx context.Context, key *core.APIKey, r *h
 	if err := decodeStrict(body, &req); err != nil {
 		return nil, err
 	}
-	sr := &app.SendRequest{To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: req.MailboxID,
-		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
-		Headers: req.Headers, Tags: req.Tags, Attachments: appAttachments(req.Attachments), Stream: req.Stream}
+	sr := req.toApp(req.MailboxID) // every field of a send, scheduled_at included
 	// An agent's reply outside the thread waits for a person
 	// (received_agent.go).
 	send, err := s.svc.PrepareReply(ctx, key, idemKey, r.PathValue("id"), req.ReplyAll, app.Guarded(key, agentAsked(r)), sr)

@@ -183,31 +183,15 @@ func (s *Server) replyOrForward(ctx context.Context, key *core.APIKey, r *http.R
 	if err != nil || m.ThreadID != t.ID {
 		return nil, core.ErrNotFound
 	}
+	// The one reply and forward use case of every door: its scopes,
+	// defaults and guard.
+	guarded := app.Guarded(key, agentAsked(r))
+	var send *core.Send
 	if forward {
-		if len(req.To) == 0 {
-			return nil, core.Errorf(core.CodeValidation, "to", "a forward needs to")
-		}
-		raw, err := s.svc.ReceivedRaw(ctx, key, m.ID)
-		if err != nil {
-			return nil, err
-		}
-		if len(raw) > app.MaxForwardBytes {
-			return nil, core.Errorf(core.CodeValidation, "email_id", "the message is larger than %d bytes, the most a forward may attach", app.MaxForwardBytes)
-		}
-		sr.Forward = raw
-		if sr.Subject == "" {
-			sr.Subject = app.ForwardSubject(m.Subject)
-		}
-		if sr.Text == "" && sr.HTML == "" {
-			sr.Text = "Forwarded message attached."
-		}
-	} else if _, err := s.svc.ReplyRequest(ctx, key, m.ID, req.ReplyAll, sr); err != nil {
-		return nil, err
+		send, err = s.svc.PrepareForward(ctx, key, idemKey, m.ID, guarded, sr)
+	} else {
+		send, err = s.svc.PrepareReply(ctx, key, idemKey, m.ID, req.ReplyAll, guarded, sr)
 	}
-	if err := s.holdAgentMail(ctx, key, r, m, sr, forward); err != nil {
-		return nil, err
-	}
-	send, err := s.svc.PrepareSend(ctx, key, idemKey, sr)
 	if err != nil {
 		return nil, err
 	}

@@ -40,8 +40,9 @@ func (s *Server) routes() []string {
 	m.Handle("GET /v1/received/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetReceived)))
 	m.Handle("GET /v1/received/{id}/raw", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetReceivedRaw)))
 	m.Handle("GET /v1/received/{id}/attachments/{attachment}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetReceivedAttachment)))
-	m.Handle("POST /v1/received/{id}/reply", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{committed: accepted, audit: true}, s.handleReplyReceived))))
-	m.Handle("POST /v1/received/{id}/forward", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{committed: accepted, audit: true}, s.handleForwardReceived))))
+	// Replies and forwards are sends: the key rule of POST /v1/send.
+	m.Handle("POST /v1/received/{id}/reply", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{requireKey: s.cfg.RequireIdempotencyKey, committed: accepted, audit: true}, s.handleReplyReceived))))
+	m.Handle("POST /v1/received/{id}/forward", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{requireKey: s.cfg.RequireIdempotencyKey, committed: accepted, audit: true}, s.handleForwardReceived))))
 	m.Handle("GET /v1/threads", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListThreads)))
 	m.Handle("GET /v1/threads/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetThread)))
 	m.Handle("PATCH /v1/threads/{id}", s.auth(core.ScopeSend, http.HandlerFunc(s.handlePatchThread)))
