@@ -99,5 +99,22 @@ func (s *Service) SetMailboxIMAP(ctx context.Context, tenant, id, url string) (*
 		return nil, err
 	}
 	s.mailboxes.forget(tenant + "\x00" + id)
+	if m.IMAP != nil {
+		s.IMAPChanged()
+	}
 	return m, nil
 }
+
+// IMAPChanged says, once committed, that a mailbox was connected to an
+// IMAP server: this process's syncer lists the connected mailboxes at
+// once (IMAPWake) instead of at its next scan. Other processes find it at
+// theirs (--imap-rescan). It never blocks.
+func (s *Service) IMAPChanged() {
+	select {
+	case s.imapWake <- struct{}{}:
+	default: // one wake pending is enough
+	}
+}
+
+// IMAPWake is what IMAPChanged signals, for the process's one syncer.
+func (s *Service) IMAPWake() <-chan struct{} { return s.imapWake }

@@ -89,6 +89,10 @@ type Service struct {
 	// scopedSince: when the store began keeping the current key forms
 	// (OlderFormReplay).
 	scopedSince scopedSince
+	// imapWake tells this process's IMAP syncer that a mailbox was
+	// connected (IMAPChanged), so its first sync need not wait for the
+	// next scan.
+	imapWake chan struct{}
 }
 
 // New returns a Service.
@@ -105,7 +109,7 @@ func New(store core.Store, cfg Config, logger *slog.Logger) *Service {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: store, cfg: cfg, logger: logger, fetches: make(chan struct{}, MaxConcurrentFetches),
+	return &Service{store: store, cfg: cfg, logger: logger, fetches: make(chan struct{}, MaxConcurrentFetches), imapWake: make(chan struct{}, 1),
 		keys: ttlCache[*core.APIKey]{ttl: KeyCacheTTL}, mailboxes: ttlCache[*core.Mailbox]{ttl: MailboxCacheTTL}}
 }
 

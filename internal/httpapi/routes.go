@@ -52,7 +52,9 @@ func (s *Server) routes() []string {
 	m.Handle("GET /v1/templates", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListTemplates)))
 	m.Handle("DELETE /v1/templates/{id}", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleDeleteTemplate)))
 
-	m.Handle("POST /v1/mailboxes", s.auth(core.ScopeAdmin, s.idempotent(postOpts{}, inTx(s.handleCreateMailbox))))
+	// Once committed, a mailbox with an imap URL starts its first sync at
+	// once (app.Service.IMAPChanged).
+	m.Handle("POST /v1/mailboxes", s.auth(core.ScopeAdmin, s.idempotent(postOpts{committed: s.svc.IMAPChanged}, inTx(s.handleCreateMailbox))))
 	m.Handle("GET /v1/mailboxes/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetMailbox)))
 	m.Handle("PUT /v1/mailboxes/{id}/imap", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleSetMailboxIMAP)))
 	m.Handle("GET /v1/mailboxes", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListMailboxes)))

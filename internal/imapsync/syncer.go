@@ -82,8 +82,14 @@ type Config struct {
 	// that the connection lives). Defaults to 10 minutes.
 	IdleRefresh time.Duration
 	// Rescan is how often the connected mailboxes are listed again (new
-	// ones, ones another process let go). Defaults to 30 s.
+	// ones, ones another process let go). Defaults to 5 s: a mailbox
+	// connected through another process starts its first sync within
+	// seconds here too.
 	Rescan time.Duration
+	// Wake, when it delivers, makes the syncer list the connected
+	// mailboxes at once: a mailbox connected in this process starts its
+	// first sync within a second, not at the next Rescan.
+	Wake <-chan struct{}
 	// BackoffBase and BackoffMax bound the wait after a failure, doubled
 	// per failure in a row. Default 2 s and 5 minutes.
 	BackoffBase, BackoffMax time.Duration
@@ -125,7 +131,7 @@ func (c *Config) defaults() {
 		c.IdleRefresh = 10 * time.Minute
 	}
 	if c.Rescan <= 0 {
-		c.Rescan = 30 * time.Second
+		c.Rescan = 5 * time.Second
 	}
 	if c.BackoffBase <= 0 {
 		c.BackoffBase = 2 * time.Second
@@ -162,6 +168,9 @@ type Syncer struct {
 
 	mu      sync.Mutex
 	running map[string]bool // tenant\x00mailbox
+	// rewake: the last scan was a wake's, so the next comes a second
+	// later (Run's goroutine only).
+	rewake bool
 }
 
 // New returns a Syncer.
@@ -200,10 +209,38 @@ func (s *Syncer) Run(ctx context.Context) {
 				s.mu.Unlock()
 			})
 		}
-		if !sleep(ctx, s.cfg.Rescan) {
+		if !s.wait(ctx) {
 			return
 		}
 	}
+}
+
+// wait sleeps until the next scan: Rescan, or a wake — answered twice, at
+// once and a second later, since the change that woke it may commit just
+// after the first look. false when ctx ended.
+func (s *Syncer) wait(ctx context.Context) bool {
+	t := time.NewTimer(s.cfg.Rescan)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	case <-s.cfg.Wake:
+		s.rewake = true
+		return true
+	case <-s.after(time.Second):
+		return true
+	}
+}
+
+// after is a one-second recheck after a wake (nil, never, otherwise).
+func (s *Syncer) after(d time.Duration) <-chan time.Time {
+	if !s.rewake {
+		return nil
+	}
+	s.rewake = false
+	return time.After(d)
 }
 
 func (s *Syncer) count(mb *core.Mailbox) {

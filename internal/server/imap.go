@@ -41,7 +41,7 @@ func newIMAPWorkers(store *sqlstore.Store, svc *app.Service, cfg Config, policy 
 		return nil
 	}
 	dial := imapsync.DialOptions{DialContext: policy.DialContext}
-	sc := imapsync.Config{Days: cfg.IMAPSyncDays, MaxMessageBytes: cfg.MaxMessageBytes, Rescan: cfg.IMAPRescan, Dial: dial, Now: cfg.Now,
+	sc := imapsync.Config{Days: cfg.IMAPSyncDays, MaxMessageBytes: cfg.MaxMessageBytes, Rescan: cfg.IMAPRescan, Wake: svc.IMAPWake(), Dial: dial, Now: cfg.Now,
 		OnEvent: func(ctx context.Context, e imapsync.Event) {
 			logger.WarnContext(ctx, e.Type, slog.String("tenant", e.Tenant), slog.String("mailbox_id", e.MailboxID), slog.String("class", e.Class))
 			if err := svc.MailboxEvent(ctx, e.Tenant, e.MailboxID, e.Type == imapsync.EventConnected, e.Class); err != nil {

@@ -5,6 +5,7 @@ package sendoncetest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -104,6 +105,9 @@ type Options struct {
 	SMTP bool
 	// DBPath reuses a database file (restart tests); default a fresh one.
 	DBPath string
+	// IMAPRescan is how often connected mailboxes are listed; default
+	// 200ms.
+	IMAPRescan time.Duration
 	// AllowNoKey turns --require-idempotency-key off.
 	AllowNoKey   bool
 	TTL          time.Duration // default 24h
@@ -273,7 +277,7 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 		WebhookRetrySchedule: o.WebhookSchedule, WebhookAllowPrivate: o.WebhookAllowPrivate, WebhookPoll: 20 * time.Millisecond,
 		AttachmentFetch: o.AttachmentFetch, PublicURL: o.PublicURL, MaxInflightBytes: o.MaxInflightBytes, InflightWait: o.InflightWait,
 		Providers:        o.Providers,
-		IMAPRescan:       200 * time.Millisecond,
+		IMAPRescan:       cmp.Or(o.IMAPRescan, 200*time.Millisecond),
 		MaxQueueLifetime: o.MaxQueueLifetime, MaxRetryDelay: o.MaxRetryDelay, Shaping: o.Shaping, EgressSources: o.EgressSources,
 		HELOName: o.HELOName, TLSCA: o.TLSCA, MTASTSPort: o.MTASTSPort, Workers: o.Workers,
 		EgressPools: o.EgressPools, StreamPools: o.StreamPools, EgressWarmups: o.EgressWarmups, WarmupSchedule: o.WarmupSchedule,
