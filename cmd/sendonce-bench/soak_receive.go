@@ -84,8 +84,14 @@ func (rl *recvLeg) close() {
 	}
 }
 
-// createInbox makes the receiving inbox through any API process.
+// createInbox makes the receiving inbox through any API process, on a
+// domain the soak's tenant adds first (a receiving address must be on one
+// of the tenant's own domains).
 func (rl *recvLeg) createInbox(ctx context.Context, cl *clients) error {
+	domain := recvInbox[strings.LastIndexByte(recvInbox, '@')+1:]
+	if _, err := cl.setUp(ctx, "/v1/domains", "soak-domain", fmt.Sprintf(`{"domain":%q,"algorithm":"ed25519"}`, domain)); err != nil {
+		return err
+	}
 	_, err := cl.setUp(ctx, "/inboxes", "soak-inbox", fmt.Sprintf(`{"email_address":%q}`, recvInbox))
 	return err
 }
