@@ -57,6 +57,13 @@ func deliver(t *testing.T, addr, rcpt string, raw []byte) error {
 
 func deliverFrom(t *testing.T, addr, from, rcpt string, raw []byte) error {
 	t.Helper()
+	_, err := deliverReply(t, addr, from, rcpt, raw)
+	return err
+}
+
+// deliverReply is deliverFrom that also returns the 250's text.
+func deliverReply(t *testing.T, addr, from, rcpt string, raw []byte) (string, error) {
+	t.Helper()
 	c, err := smtp.Dial(addr)
 	if err != nil {
 		t.Fatalf("dial inbound: %v", err)
@@ -69,16 +76,20 @@ func deliverFrom(t *testing.T, addr, from, rcpt string, raw []byte) error {
 		t.Fatal(err)
 	}
 	if err := c.Rcpt(rcpt, nil); err != nil {
-		return err
+		return "", err
 	}
 	w, err := c.Data()
 	if err != nil {
-		return err
+		return "", err
 	}
 	if _, err := w.Write(raw); err != nil {
-		return err
+		return "", err
 	}
-	return w.Close()
+	resp, err := w.CloseWithResponse()
+	if err != nil {
+		return "", err
+	}
+	return resp.StatusText, nil
 }
 
 func smtpCode(err error) int {

@@ -4,40 +4,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/emersion/go-smtp"
-
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
 // deliverForReply hands raw to the listener and returns the 250's text.
 func deliverForReply(t *testing.T, addr, rcpt string, raw []byte) string {
 	t.Helper()
-	c, err := smtp.Dial(addr)
-	if err != nil {
-		t.Fatalf("dial inbound: %v", err)
-	}
-	defer c.Close()
-	if err := c.Hello("relay.test"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Mail("alice@sender.test", nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Rcpt(rcpt, nil); err != nil {
-		t.Fatal(err)
-	}
-	w, err := c.Data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(raw); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := w.CloseWithResponse()
+	text, err := deliverReply(t, addr, "alice@sender.test", rcpt, raw)
 	if err != nil {
 		t.Fatalf("DATA: %v", err)
 	}
-	return resp.StatusText
+	return text
 }
 
 // The 250 to a received message names it (rcv_…), so a sender's log line
