@@ -124,9 +124,19 @@ func addresses(h message.Header, key string) []string {
 	}
 	out := make([]string, 0, len(list))
 	for _, a := range list {
-		out = append(out, a.String())
+		out = append(out, addressString(a))
 	}
 	return out
+}
+
+// addressString is an address as people write it: a bare address bare
+// (net/mail's String wraps it in angle brackets, "<ann@b.test>"), a named
+// one as "Name <addr>".
+func addressString(a *mail.Address) string {
+	if a.Name == "" {
+		return a.Address
+	}
+	return a.String()
 }
 
 func firstAddress(h message.Header, key string) string {
@@ -186,7 +196,9 @@ func (w *walker) leaf(e *message.Entity, index int) error {
 		}
 		if len(b) <= MaxBodyBytes {
 			if ct == "text/plain" {
-				w.p.Text = string(b)
+				// The line break before the next boundary is the part's
+				// last byte to go-message, not the writer's text.
+				w.p.Text = strings.TrimRight(string(b), "\r\n")
 			} else {
 				w.p.HTML = string(b)
 			}

@@ -29,7 +29,10 @@ func TestParse_FieldsPartsAndAttachments(t *testing.T) {
 	if p.MessageID != "<1@a.test>" || p.InReplyTo != "<0@b.test>" || len(p.References) != 2 {
 		t.Fatalf("ids: %q %q %v", p.MessageID, p.InReplyTo, p.References)
 	}
-	if strings.TrimSpace(p.Text) != "café" || !strings.Contains(p.HTML, "<p>cafe</p>") {
+	if p.To[0] != "x@b.test" || p.To[1] != `"Y" <y@b.test>` || p.Cc[0] != "c@b.test" {
+		t.Fatalf("addresses: %q %q, want bare addresses bare and named ones with their name", p.To, p.Cc)
+	}
+	if p.Text != "café" || !strings.Contains(p.HTML, "<p>cafe</p>") {
 		t.Fatalf("bodies: %q %q", p.Text, p.HTML)
 	}
 	if len(p.Attachments) != 1 || p.Attachments[0].ContentID != "img1" || p.Attachments[0].Size != 5 {
