@@ -179,11 +179,37 @@ func (s *Service) Domain(ctx context.Context, tenant, domain string) (*core.Doma
 	if err != nil {
 		return nil, err
 	}
-	if r, err := s.store.ReceivingRoute(ctx, "@"+name); err == nil && r.Tenant == tenant {
+	return d, s.receivingState(ctx, d)
+}
+
+// ListDomains returns the tenant's domains, each with its receiving state
+// as Domain gives it: every view (the native list and one, Resend's, the
+// dashboard) reads that state here, so none can say another thing.
+func (s *Service) ListDomains(ctx context.Context, tenant string) ([]*core.Domain, error) {
+	ds, err := s.store.ListDomains(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ds {
+		if err := s.receivingState(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	return ds, nil
+}
+
+// receivingState fills d's receiving state (its catch-all route is the
+// tenant's) and the MX host its records name.
+func (s *Service) receivingState(ctx context.Context, d *core.Domain) error {
+	r, err := s.store.ReceivingRoute(ctx, "@"+d.Domain)
+	switch {
+	case err == nil && r.Tenant == d.Tenant:
 		d.Receiving, d.CatchAll = true, r.MailboxID
+	case err != nil && !errors.Is(err, core.ErrNotFound):
+		return err
 	}
 	d.MXHost = s.cfg.InboundName
-	return d, nil
+	return nil
 }
 
 // RemoveDomain deletes the tenant's domain and its key: its mail is no

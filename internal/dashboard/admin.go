@@ -134,7 +134,7 @@ func (d *Dashboard) revokeKey(q *req) error {
 }
 
 func (d *Dashboard) domains(q *req) error {
-	list, err := d.reads.ListDomains(q.ctx(), q.key.Tenant)
+	list, err := d.svc.ListDomains(q.ctx(), q.key.Tenant)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,6 @@ type Reads interface {
 	Template(ctx context.Context, tenant, id string) (*core.Template, error)
 	ListTemplates(ctx context.Context, tenant string) ([]*core.Template, error)
 	Domain(ctx context.Context, tenant, domain string) (*core.Domain, error)
-	ListDomains(ctx context.Context, tenant string) ([]*core.Domain, error)
 	ListAudit(ctx context.Context, tenant string, limit int, after string) (entries []*core.AuditEntry, next string, err error)
 
 	InboxMessage(ctx context.Context, tenant, id string) (*core.InboxMessage, error)

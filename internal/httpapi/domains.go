@@ -90,7 +90,7 @@ func (s *Server) handleGetDomain(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleListDomains(w http.ResponseWriter, r *http.Request) {
-	ds, err := s.reads.ListDomains(r.Context(), apiKeyFrom(r.Context()).Tenant)
+	ds, err := s.svc.ListDomains(r.Context(), apiKeyFrom(r.Context()).Tenant)
 	if err != nil {
 		writeError(w, r, s.logger, err)
 		return

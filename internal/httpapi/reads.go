@@ -22,7 +22,6 @@ type Reads interface {
 	Template(ctx context.Context, tenant, id string) (*core.Template, error)
 	ListTemplates(ctx context.Context, tenant string) ([]*core.Template, error)
 	ListMailboxes(ctx context.Context, tenant string) ([]*core.Mailbox, error)
-	ListDomains(ctx context.Context, tenant string) ([]*core.Domain, error)
 
 	InboxMessage(ctx context.Context, tenant, id string) (*core.InboxMessage, error)
 	ListInbox(ctx context.Context, tenant string, limit int) ([]*core.InboxMessage, error)

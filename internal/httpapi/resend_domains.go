@@ -18,14 +18,21 @@ import (
 // is installed, and Resend's clients expect the field.
 const resendRegion = "self-hosted"
 
-// resendCapabilities is Resend's capabilities object: sendonce sends and
-// does not receive.
+// resendCapabilities is Resend's capabilities object: a domain sends, and
+// receives when it was added receiving (POST /v1/domains, sendonce
+// domains add --receive).
 type resendCapabilities struct {
 	Sending   string `json:"sending"`
 	Receiving string `json:"receiving"`
 }
 
-var sendOnly = resendCapabilities{Sending: "enabled", Receiving: "disabled"}
+func capabilities(d *core.Domain) resendCapabilities {
+	c := resendCapabilities{Sending: "enabled", Receiving: "disabled"}
+	if d.Receiving {
+		c.Receiving = "enabled"
+	}
+	return c
+}
 
 // resendRecord is one DNS record of Resend's records array. Names are
 // relative to the domain ("@" for the domain itself), as Resend gives them
@@ -56,7 +63,7 @@ type resendDomainView struct {
 
 func viewResendDomain(d *core.Domain, withRecords bool) (resendDomainView, error) {
 	v := resendDomainView{Object: "domain", ID: d.Domain, Name: d.Domain, Status: d.Status, CreatedAt: rfc3339(d.CreatedAt),
-		Region: resendRegion, Capabilities: sendOnly}
+		Region: resendRegion, Capabilities: capabilities(d)}
 	if !withRecords {
 		return v, nil
 	}
@@ -101,7 +108,7 @@ func (o *resendDomainOptions) check() error {
 	case o.CustomReturnPath != "":
 		return core.Errorf(core.CodeValidation, "custom_return_path", "sendonce sends with the From address as the return path; a custom one is not supported")
 	case o.Capabilities != nil && o.Capabilities.Receiving == "enabled":
-		return core.Errorf(core.CodeValidation, "capabilities", "sendonce sends mail and does not receive it")
+		return core.Errorf(core.CodeValidation, "capabilities", "a domain receives when added with POST /v1/domains {\"receiving\": true} or sendonce domains add --receive; this route adds sending domains")
 	case o.Capabilities != nil && o.Capabilities.Sending == "disabled":
 		return core.Errorf(core.CodeValidation, "capabilities", "a sendonce domain always signs the mail sent from it; remove the domain to stop")
 	}
@@ -148,7 +155,7 @@ func renameParam(err error, native, resend string) error {
 }
 
 func (s *Server) handleResendListDomains(w http.ResponseWriter, r *http.Request) {
-	ds, err := s.reads.ListDomains(r.Context(), apiKeyFrom(r.Context()).Tenant)
+	ds, err := s.svc.ListDomains(r.Context(), apiKeyFrom(r.Context()).Tenant)
 	if err != nil {
 		writeResendError(w, r, s.logger, err)
 		return
