@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/message"
 )
 
 // The received-mail pages ("Mail"): a mailbox's threads and a thread's
@@ -235,11 +235,7 @@ func (d *Dashboard) receivedAttachment(q *req) error {
 	h := q.w.Header()
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-	disp := mime.FormatMediaType("attachment", map[string]string{"filename": att.Filename})
-	if disp == "" || att.Filename == "" {
-		disp = "attachment"
-	}
-	h.Set("Content-Disposition", disp)
+	h.Set("Content-Disposition", message.AttachmentDisposition(att.Filename))
 	_, err = q.w.Write(b)
 	return err
 }

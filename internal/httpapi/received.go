@@ -8,6 +8,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/message"
 )
 
 // The native receiving routes (docs/api.md, "Receiving").
@@ -105,7 +106,7 @@ func (s *Server) handleGetReceivedAttachment(w http.ResponseWriter, r *http.Requ
 	}
 	s.auditRead(r, apiKeyFrom(r.Context()), r.PathValue("id"))
 	w.Header().Set("Content-Type", att.ContentType)
-	w.Header().Set("Content-Disposition", "attachment")
+	w.Header().Set("Content-Disposition", message.AttachmentDisposition(att.Filename))
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	_, _ = w.Write(b)
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/message"
 )
 
 // Resend's receiving routes (docs/receiving.md): received messages as
@@ -163,7 +164,7 @@ func (s *Server) handleDownloadReceived(w http.ResponseWriter, r *http.Request) 
 		writeResendError(w, r, s.logger, err)
 		return
 	}
-	ctype, body := "message/rfc822", raw
+	ctype, body, disp := "message/rfc822", raw, message.AttachmentDisposition(id+".eml")
 	if part != "" {
 		key := &core.APIKey{Tenant: tenant}
 		att, b, err := s.svc.ReceivedAttachment(r.Context(), key, id, part)
@@ -171,12 +172,12 @@ func (s *Server) handleDownloadReceived(w http.ResponseWriter, r *http.Request) 
 			writeResendError(w, r, s.logger, err)
 			return
 		}
-		ctype, body = att.ContentType, b
+		ctype, body, disp = att.ContentType, b, message.AttachmentDisposition(att.Filename)
 	}
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.Header().Set("Cache-Control", "private, no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Disposition", "attachment")
+	w.Header().Set("Content-Disposition", disp)
 	_, _ = w.Write(body)
 }

@@ -309,3 +309,19 @@ func isASCIIBytes(b []byte) bool {
 	}
 	return true
 }
+
+// AttachmentDisposition is the Content-Disposition of a download of an
+// attachment named filename: "attachment" with the name (RFC 6266, RFC
+// 2231's encoding for a name that is not ASCII), or bare "attachment"
+// when there is no name or it cannot be said. The download is always an
+// attachment, never inline: a received file's name and type are a
+// stranger's choice.
+func AttachmentDisposition(filename string) string {
+	if filename == "" {
+		return "attachment"
+	}
+	if d := mime.FormatMediaType("attachment", map[string]string{"filename": filename}); d != "" {
+		return d
+	}
+	return "attachment"
+}
