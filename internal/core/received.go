@@ -95,7 +95,8 @@ type Thread struct {
 	Messages      int
 	Unread        int
 	HasAttachment bool
-	From          string // the latest received message's sender
+	From          string   // the latest received message's sender
+	To, Cc        []string // and its recipients
 }
 
 // ThreadItem is one message of a thread: a received message or a send.

@@ -115,7 +115,7 @@ type labelView struct {
 
 func viewThread(t *core.Thread) threadView {
 	v := threadView{Object: "inbox_thread", ID: t.ID, InboxID: t.MailboxID, Subject: t.Subject, From: t.From,
-		To: []string{}, Cc: []string{}, Bcc: []string{}, Labels: []any{}, EmailCount: t.Messages, Unread: t.Unread,
+		To: nonNil(t.To), Cc: nonNil(t.Cc), Bcc: []string{}, Labels: []any{}, EmailCount: t.Messages, Unread: t.Unread,
 		HasAttachment: t.HasAttachment, Read: t.Unread == 0, Folder: t.Folder, ReceivedAt: t.LastAt}
 	for _, l := range t.Labels {
 		v.Labels = append(v.Labels, labelView{ID: l, Name: l, Color: "#888888"})

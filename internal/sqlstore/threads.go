@@ -13,31 +13,38 @@ import (
 
 // threadSelect reads a thread with its aggregates: messages of both kinds,
 // unread received ones, whether one has attachments, and the latest
-// received message's sender.
+// received message's sender and recipients.
 const threadSelect = `SELECT t.id, t.tenant, t.mailbox_id, t.subject, t.subject_key, t.folder, t.labels, t.last_at, t.created_at,
 	(SELECT count(*) FROM thread_messages tm WHERE tm.thread_id = t.id),
 	(SELECT count(*) FROM received_messages r WHERE r.thread_id = t.id AND r.is_read = ?),
 	(SELECT count(*) FROM received_messages r WHERE r.thread_id = t.id AND r.attachments <> '[]'),
-	coalesce((SELECT r.from_addr FROM received_messages r WHERE r.thread_id = t.id ORDER BY r.id DESC LIMIT 1), '')
+	coalesce((SELECT r.from_addr FROM received_messages r WHERE r.thread_id = t.id ORDER BY r.id DESC LIMIT 1), ''),
+	coalesce((SELECT r.to_addrs FROM received_messages r WHERE r.thread_id = t.id ORDER BY r.id DESC LIMIT 1), '[]'),
+	coalesce((SELECT r.cc_addrs FROM received_messages r WHERE r.thread_id = t.id ORDER BY r.id DESC LIMIT 1), '[]')
 	FROM threads t`
 
 func scanThread(r rowScanner) (*core.Thread, error) {
 	var (
-		t             core.Thread
-		labels        string
-		last, created int64
-		withAtt       int
+		t              core.Thread
+		labels, to, cc string
+		last, created  int64
+		withAtt        int
 	)
 	err := r.Scan(&t.ID, &t.Tenant, &t.MailboxID, &t.Subject, &t.SubjectKey, &t.Folder, &labels, &last, &created,
-		&t.Messages, &t.Unread, &withAtt, &t.From)
+		&t.Messages, &t.Unread, &withAtt, &t.From, &to, &cc)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, core.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("scan thread: %w", err)
 	}
-	if err := json.Unmarshal([]byte(labels), &t.Labels); err != nil {
-		return nil, fmt.Errorf("decode thread %s: %w", t.ID, err)
+	for _, f := range []struct {
+		src string
+		dst *[]string
+	}{{labels, &t.Labels}, {to, &t.To}, {cc, &t.Cc}} {
+		if err := json.Unmarshal([]byte(f.src), f.dst); err != nil {
+			return nil, fmt.Errorf("decode thread %s: %w", t.ID, err)
+		}
 	}
 	t.LastAt, t.CreatedAt, t.HasAttachment = fromMicros(last), fromMicros(created), withAtt > 0
 	return &t, nil
