@@ -69,6 +69,11 @@ type Config struct {
 	// InboundName is the host name of the inbound listener, which the MX
 	// record of a receiving domain names (--inbound-name).
 	InboundName string
+	// NoInboundListener: this process runs no inbound listener
+	// (--inbound-addr unset), so a receiving address made here gets mail
+	// only if another process of the deployment listens
+	// (ReceivingWarning).
+	NoInboundListener bool
 	// IMAPProbe logs in to a connected mailbox's IMAP server and out,
 	// through the outbound policy, and says why it could not as a class
 	// ("" when it could): the mailbox status check. nil: not checked.

@@ -29,6 +29,8 @@ type mailListData struct {
 	Threads []*core.Thread
 	Unread  int // unread messages of the threads on this page
 	Next    string
+	// Warning: mail may never arrive here (app.Service.ReceivingWarning).
+	Warning string
 }
 
 // mailList is a mailbox's threads in one folder, newest activity first.
@@ -45,7 +47,7 @@ func (d *Dashboard) mailList(q *req) error {
 	if err != nil {
 		return err
 	}
-	data := mailListData{Inboxes: inboxes, Mailbox: v.Get("mailbox"), Folder: folder, Folders: mailFolders}
+	data := mailListData{Inboxes: inboxes, Mailbox: v.Get("mailbox"), Folder: folder, Folders: mailFolders, Warning: d.svc.ReceivingWarning()}
 	f := core.ThreadFilter{Folders: []string{folder}, Limit: pageSize, After: v.Get("after")}
 	if data.Mailbox != "" {
 		// A mailbox the key may not use is not found, not an empty list:

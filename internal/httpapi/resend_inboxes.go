@@ -74,8 +74,19 @@ func (s *Server) handleResendCreateInbox(ctx context.Context, key *core.APIKey, 
 		if err != nil {
 			return 0, nil, err
 		}
-		return http.StatusCreated, resendRef{Object: "inbox", ID: m.ID}, nil
+		warning := s.svc.ReceivingWarning()
+		if warning != "" {
+			s.logger.WarnContext(ctx, "receiving address made without an inbound listener", "inbox", m.ID)
+		}
+		return http.StatusCreated, createdInbox{resendRef: resendRef{Object: "inbox", ID: m.ID}, Warning: warning}, nil
 	}, nil
+}
+
+// createdInbox is Resend's answer to a new inbox, and a warning when mail
+// for it may never arrive (app.Service.ReceivingWarning).
+type createdInbox struct {
+	resendRef
+	Warning string `json:"warning,omitempty"`
 }
 
 func (s *Server) handleResendListInboxes(w http.ResponseWriter, r *http.Request) {
