@@ -56,3 +56,24 @@ func TestReplyAndForward_SameRulesOnEveryDoor(t *testing.T) {
 		t.Errorf("a reply with scheduled_at: status %s (%s), want scheduled at %s", got, r.Body, at)
 	}
 }
+
+// Answering a thread reads it: after a reply, what the thread received
+// so far is no longer unread.
+func TestReply_MarksTheThreadRead(t *testing.T) {
+	env, _, rcv := receivedQuestion(t)
+	unread := func() float64 {
+		th := env.Do(t, sendoncetest.Request{Method: http.MethodGet, Path: "/v1/threads/" + rcv.ThreadID, Key: env.AdminKey}).JSON(t)
+		n, _ := th["unread"].(float64)
+		return n
+	}
+	if n := unread(); n != 1 {
+		t.Fatalf("before the reply: %v unread, want 1", n)
+	}
+	if r := env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: "/v1/received/" + rcv.ID + "/reply", Key: env.AdminKey,
+		IdemKey: "answer", Body: map[string]any{"text": "Answered"}}); r.Status != http.StatusOK {
+		t.Fatalf("reply: %d %s", r.Status, r.Body)
+	}
+	if n := unread(); n != 0 {
+		t.Errorf("after the reply: %v unread, want 0", n)
+	}
+}

@@ -101,6 +101,11 @@ func joinThread(ctx context.Context, tx core.Tx, send *core.Send) error {
 	if err != nil {
 		return err
 	}
-	return tx.AddThreadItem(ctx, send.Tenant, th, core.ThreadItem{Kind: core.ThreadSent, ID: send.ID,
-		MessageID: send.MessageID, At: send.CreatedAt})
+	if err := tx.AddThreadItem(ctx, send.Tenant, th, core.ThreadItem{Kind: core.ThreadSent, ID: send.ID,
+		MessageID: send.MessageID, At: send.CreatedAt}); err != nil {
+		return err
+	}
+	// Answering a thread is reading it, as in every mail client: what it
+	// received so far is no longer unread.
+	return tx.SetThreadRead(ctx, send.Tenant, th, true)
 }
