@@ -31,7 +31,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binPath = filepath.Join(dir, "sendonce")
-	args := []string{"build", "-o", binPath}
+	// Stamped with the checkout's commit as a user's build is (this
+	// machine's GOFLAGS may say -buildvcs=false): TestVersion reads it.
+	args := []string{"build", "-buildvcs=auto", "-o", binPath}
 	if raceEnabled {
 		args = append(args, "-race")
 	}

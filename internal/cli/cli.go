@@ -11,8 +11,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime/debug"
 	"strings"
+
+	"github.com/sendonce/sendonce/internal/buildinfo"
 )
 
 // Version is set at build time with -ldflags "-X …/internal/cli.Version=…".
@@ -34,15 +35,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return fmt.Errorf("%w: unknown command %q", ErrUsage, args[0])
 }
 
-func version() string {
-	if Version != "" {
-		return Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
+func version() string { return buildinfo.Read(Version).Version }
 
 func newFlags(name string, getenv func(string) string, stderr io.Writer) *envFlags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)

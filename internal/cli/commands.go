@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/sendonce/sendonce/internal/buildinfo"
 )
 
 // runFunc is one subcommand: its arguments (after its name), the
@@ -53,7 +56,7 @@ func init() {
 		{name: "mcp", run: runMCP, usage: []usageLine{{"mcp [--http ADDR] [--mailbox ID] [--confirm]", "the MCP server for AI agents (stdio; --http: streamable HTTP), with SENDONCE_API_KEY"}}},
 		{name: "approvals", run: runApprovals, usage: []usageLine{{"approvals list | approve SEND_ID | reject SEND_ID", "sends waiting for a person's approval (admin key)"}}},
 		{name: "suppressions", run: runSuppressions, usage: []usageLine{{"suppressions list [--email ADDR] [--origin O] | add ADDR [--reason R] | remove ADDR", "the suppression list (read key to list, admin to change)"}}},
-		{name: "version", aliases: []string{"--version", "-version"}, run: runVersion, usage: []usageLine{{"version", "print the version"}}},
+		{name: "version", aliases: []string{"--version", "-version"}, run: runVersion, usage: []usageLine{{"version [--json]", "print the version and the commit it was built from"}}},
 		{name: "help", aliases: []string{"-h", "--help"}, run: runHelp, usage: []usageLine{{"help", "this text"}}},
 	}
 }
@@ -116,8 +119,19 @@ func usageText() string {
 	return b.String()
 }
 
-func runVersion(_ context.Context, _ []string, _ func(string) string, stdout, _ io.Writer) error {
-	fmt.Fprintln(stdout, "sendonce", version())
+// runVersion prints the binary's version and the commit it was built
+// from; --json prints them as an object (buildinfo.Info).
+func runVersion(_ context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	e := newFlags("version", getenv, stderr)
+	asJSON := e.fs.Bool("json", false, "print an object: version, revision, time, modified, go")
+	if err := e.fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	in := buildinfo.Read(Version)
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(in)
+	}
+	fmt.Fprintln(stdout, "sendonce", in)
 	return nil
 }
 

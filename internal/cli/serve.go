@@ -135,6 +135,7 @@ func (c *Config) serverConfig() (server.Config, error) {
 		return server.Config{}, err
 	}
 	sc.Work = c.Role != "api"
+	sc.Version = version()
 	sc.ReplayCache = replayCacheSize(c.ReplayCache)
 	sc.Caps = c.caps()
 	sc.SMTP = smtpCfg

@@ -22,6 +22,8 @@ import (
 
 // Config holds the HTTP layer's settings.
 type Config struct {
+	// Version is the binary's version, named by /healthz.
+	Version string
 	// RequireIdempotencyKey makes POST /v1/send refuse requests without a
 	// key. Defaults to false here; the binary's flag defaults to true.
 	RequireIdempotencyKey bool
@@ -282,10 +284,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	if err := s.reads.Ping(r.Context()); err != nil {
 		s.logger.ErrorContext(r.Context(), "health check", "error", err)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": "unreachable"})
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": "unreachable", "version": s.cfg.Version})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "database": "ok"})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "database": "ok", "version": s.cfg.Version})
 }
 
 // handleNotFound answers what no route matched, in the API's error shape:

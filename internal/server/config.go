@@ -16,6 +16,9 @@ import (
 type Config struct {
 	// DB is "sqlite:PATH" or "postgres://…". Required.
 	DB string
+	// Version is the binary's version, which /healthz names
+	// (internal/buildinfo); "" says "dev".
+	Version string
 	// DBMaxConns bounds the PostgreSQL pool. Defaults to
 	// sqlstore.DefaultMaxConns.
 	DBMaxConns int

@@ -204,6 +204,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 			return dashboardDestinations(d.TenantDestinations(tenant))
 		}})
 	h := httpapi.NewServer(svc, m, httpapi.Config{
+		Version:               cmp.Or(cfg.Version, "dev"),
 		Reads:                 store,
 		Webhooks:              hooks,
 		Idempotency:           idem,
