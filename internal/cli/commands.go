@@ -52,6 +52,11 @@ func init() {
 			{"domains list", "list sending domains (never their keys)"},
 			{"domains remove DOMAIN", "remove a sending domain and its key"},
 		}},
+		{name: "inboxes", run: runInboxes, usage: []usageLine{
+			{"inboxes create ADDRESS [--name NAME] [--tenant T]", "make ADDRESS, on a domain the tenant added, receive mail (prints the inbox id)"},
+			{"inboxes list", "list the addresses that receive"},
+			{"inboxes remove ID|ADDRESS", "stop an inbox receiving"},
+		}},
 		{name: "dns", run: runDNS, usage: []usageLine{{"dns check DOMAIN [--selector S] [--resolver HOST:PORT] [--json]", "check the domain's MX, SPF, DKIM and DMARC records"}}},
 		{name: "mcp", run: runMCP, usage: []usageLine{{"mcp [--http ADDR] [--mailbox ID] [--confirm]", "the MCP server for AI agents (stdio; --http: streamable HTTP), with SENDONCE_API_KEY"}}},
 		{name: "approvals", run: runApprovals, usage: []usageLine{{"approvals list | approve SEND_ID | reject SEND_ID", "sends waiting for a person's approval (admin key)"}}},

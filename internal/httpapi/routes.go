@@ -58,6 +58,11 @@ func (s *Server) routes() []string {
 	m.Handle("GET /v1/mailboxes/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetMailbox)))
 	m.Handle("PUT /v1/mailboxes/{id}/imap", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleSetMailboxIMAP)))
 	m.Handle("GET /v1/mailboxes", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListMailboxes)))
+	// Receiving addresses (inboxes.go): the claim rule of Resend's POST /inboxes.
+	m.Handle("POST /v1/inboxes", s.auth(core.ScopeAdmin, s.idempotent(postOpts{}, inTx(s.handleCreateInbox))))
+	m.Handle("GET /v1/inboxes", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListInboxes)))
+	m.Handle("GET /v1/inboxes/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetNativeInbox)))
+	m.Handle("DELETE /v1/inboxes/{id}", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleDeleteInbox)))
 
 	m.Handle("POST /v1/domains", s.auth(core.ScopeAdmin, s.idempotent(postOpts{}, s.handleAddDomain)))
 	m.Handle("GET /v1/domains", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListDomains)))

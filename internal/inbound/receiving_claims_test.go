@@ -78,6 +78,7 @@ func TestReceiving_AddressesBelongToTheTenantsDomains(t *testing.T) {
 			t.Fatalf("B adds a.example to send: %d %s", r.Status, r.Body)
 		}
 		refusedAlike(t, "B's inbox on A's receiving domain B added too", claim(t, env, bKey, "/inboxes", map[string]any{"email_address": "ceo@a.example"}), "ceo@a.example", want)
+		refusedAlike(t, "B's native inbox on A's domain", claim(t, env, bKey, "/v1/inboxes", map[string]any{"address": "ceo@a.example"}), "ceo@a.example", want)
 		refusedAlike(t, "B's receiving mailbox on A's domain", claim(t, env, bKey, "/v1/mailboxes",
 			map[string]any{"id": "ceo", "address": "ceo@a.example", "receiving": true}), "ceo@a.example", want)
 		if r := claim(t, env, env.AdminKey, "/inboxes", map[string]any{"email_address": "ceo@a.example"}); r.Status != http.StatusCreated {

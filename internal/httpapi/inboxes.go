@@ -1,0 +1,108 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// The native inbox routes: an inbox is a mailbox that receives at an
+// address on one of the tenant's domains (docs/receiving.md). They share
+// app's one claim rule with Resend's POST /inboxes and mailboxes marked
+// receiving.
+
+// nativeInboxView is an inbox as the native API shows it.
+type nativeInboxView struct {
+	ID        string   `json:"id"`
+	Object    string   `json:"object"`
+	Address   string   `json:"address"`
+	Name      string   `json:"name"`
+	Addresses []string `json:"addresses"`
+	CreatedAt *string  `json:"created_at"`
+	// Warning says when mail for the inbox cannot arrive (no inbound
+	// listener runs); only on the answer that made it.
+	Warning string `json:"warning,omitempty"`
+}
+
+func viewNativeInbox(in *app.Inbox) nativeInboxView {
+	m := in.Mailbox
+	v := nativeInboxView{ID: m.ID, Object: "inbox", Address: m.Address, Name: m.Name, Addresses: in.Addresses}
+	if v.Addresses == nil {
+		v.Addresses = []string{}
+	}
+	if !m.CreatedAt.IsZero() {
+		v.CreatedAt = optTime(&m.CreatedAt)
+	}
+	return v
+}
+
+func (s *Server) handleCreateInbox(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	var req struct {
+		Address string `json:"address"`
+		Name    string `json:"name"`
+	}
+	if err := decodeStrict(body, &req); err != nil {
+		return 0, nil, err
+	}
+	if req.Address == "" {
+		return 0, nil, core.Errorf(core.CodeValidation, "address", "address is required")
+	}
+	m, err := s.svc.CreateInbox(ctx, tx, key.Tenant, req.Address, req.Name)
+	if err != nil {
+		return 0, nil, renameField(err, "email_address", "address")
+	}
+	v := viewNativeInbox(&app.Inbox{Mailbox: m, Addresses: []string{m.Address}})
+	if v.Warning = s.svc.ReceivingWarning(); v.Warning != "" {
+		s.logger.WarnContext(ctx, "receiving address made without an inbound listener", "inbox", m.ID)
+	}
+	return http.StatusCreated, v, nil
+}
+
+// renameField gives a validation error the native route's field name
+// where app names Resend's.
+func renameField(err error, from, to string) error {
+	var e *core.Error
+	if errors.As(err, &e) && e.Param == from {
+		return core.Errorf(e.Code, to, "%s", strings.ReplaceAll(e.Message, from, to))
+	}
+	return err
+}
+
+func (s *Server) handleListInboxes(w http.ResponseWriter, r *http.Request) {
+	ins, err := s.svc.ListInboxes(r.Context(), apiKeyFrom(r.Context()))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	out := listView[nativeInboxView]{Object: "list", Data: []nativeInboxView{}}
+	for i := range ins {
+		out.Data = append(out.Data, viewNativeInbox(&ins[i]))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleGetNativeInbox(w http.ResponseWriter, r *http.Request) {
+	in, err := s.svc.InboxByRef(r.Context(), apiKeyFrom(r.Context()), r.PathValue("id"))
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewNativeInbox(in))
+}
+
+func (s *Server) handleDeleteInbox(w http.ResponseWriter, r *http.Request) {
+	key := apiKeyFrom(r.Context())
+	in, err := s.svc.InboxByRef(r.Context(), key, r.PathValue("id"))
+	if err == nil {
+		err = s.svc.RemoveInbox(r.Context(), key, in.Mailbox.ID)
+	}
+	if err != nil {
+		writeError(w, r, s.logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": in.Mailbox.ID, "object": "inbox", "deleted": true})
+}
