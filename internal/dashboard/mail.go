@@ -119,6 +119,14 @@ func (d *Dashboard) mailThread(q *req) error {
 	if err != nil {
 		return err
 	}
+	// Opened by a person is read, as in every mail client; only with the
+	// scope that may change a thread (PATCH /v1/threads/{id}), so a read
+	// key looks without changing anything.
+	if t.Unread > 0 && q.key.Has(core.ScopeSend) && q.r.URL.Query().Get("after") == "" {
+		if t, err = d.svc.ChangeThread(ctx, q.key, t.ID, app.ThreadChange{Read: ptr(true)}); err != nil {
+			return err
+		}
+	}
 	p, err := d.svc.ThreadPage(ctx, q.key, t.ID, q.r.URL.Query().Get("after"), threadPageSize)
 	if err != nil {
 		return err

@@ -76,7 +76,15 @@ func TestDashboard_MailThread(t *testing.T) {
 		}
 		thread := "/ui/mail/" + rcv.ThreadID
 		checkMessagePage(t, br, rcv)
-
+		if p := br.get("/ui/mail?mailbox=" + mailbox); strings.Contains(p.Body, "1 unread") || !strings.Contains(p.Body, rcv.ThreadID) {
+			t.Errorf("after the thread was opened the list still counts the message unread")
+		}
+		if p := br.post(thread+"/change", url.Values{"do": {"unread"}}); p.Status != http.StatusSeeOther {
+			t.Fatalf("mark unread: %d %s", p.Status, p.Body)
+		}
+		if p := br.get("/ui/mail?mailbox=" + mailbox); !strings.Contains(p.Body, "1 unread") {
+			t.Errorf("after mark unread the list does not count the message unread")
+		}
 		if p := br.post(thread+"/change", url.Values{"do": {"read"}}); p.Status != http.StatusSeeOther {
 			t.Fatalf("mark read: %d %s", p.Status, p.Body)
 		}
