@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"io"
+	"regexp"
 	"net/http"
 	"strings"
 	"testing"
@@ -21,6 +22,9 @@ func TestOverview_DuplicatesPrevented(t *testing.T) {
 		br.signIn(env.AdminKey)
 		if p := br.get("/"); !strings.Contains(p.Body, "No sends yet") || !strings.Contains(p.Body, "curl -X POST") {
 			t.Errorf("the empty overview does not say what to do next")
+		} else if strings.Contains(p.Body, `<meter min="0"`) || strings.Count(p.Body, `<rect class="slot"`) != 14 {
+			t.Errorf("day one shows rows of zeros (%d meters) instead of a chart of 14 days (%d bars)",
+				strings.Count(p.Body, "<meter"), strings.Count(p.Body, `<rect class="slot"`))
 		}
 		body := map[string]any{"to": []string{"a@example.net"}, "subject": "once", "text": "x"}
 		for i := range 3 {
@@ -46,13 +50,20 @@ func TestOverview_DuplicatesPrevented(t *testing.T) {
 		id, _ := r.JSON(t)["id"].(string)
 		env.Exec(t, "UPDATE sends SET status = 'unknown' WHERE id = ?", id)
 		p := br.get("/")
-		at := strings.Index(p.Body, today)
+		at := strings.Index(p.Body, `<th scope="row">`+today)
 		if at < 0 {
 			t.Fatalf("the chart has no row for today, %s:\n%s", today, p.Body)
 		}
 		row, _, _ := strings.Cut(p.Body[at:], "</tr>")
 		if !strings.Contains(row, `value="2"></meter> 2`) || !strings.Contains(row, "<td>1</td>") {
 			t.Errorf("today's row of the chart is %q, want 2 accepted, 1 unknown", row)
+		}
+		if !regexp.MustCompile(`<title>`+today+`: 2 accepted, [01] sent, 0 failed, 1 unknown</title>`).MatchString(p.Body) ||
+			!strings.Contains(p.Body, `<rect class="unknown"`) {
+			t.Errorf("the chart has no bar for today's 2 sends, 1 unknown")
+		}
+		if n := strings.Count(p.Body, `<meter min="0"`); n != 1 {
+			t.Errorf("the table has %d rows, want only today's", n)
 		}
 		if !strings.Contains(p.Body, "<b>1</b> in unknown") {
 			t.Errorf("the overview does not count the unknown send")

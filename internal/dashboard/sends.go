@@ -363,7 +363,11 @@ type dayCount struct {
 }
 
 type overviewData struct {
-	Days       []dayCount
+	Days []dayCount
+	// Active are the days with sends, the chart's table; Bars the chart.
+	Active     []dayCount
+	Bars       []chartBar
+	ChartW     int
 	Max        int
 	Pending    int
 	Unknown    int
@@ -427,6 +431,12 @@ func (d *Dashboard) overview(q *req) error {
 		data.Empty = len(any) == 0
 	}
 	data.Max = max(data.Max, 1)
+	for _, c := range data.Days {
+		if c.Accepted > 0 {
+			data.Active = append(data.Active, c)
+		}
+	}
+	data.Bars, data.ChartW = chartBars(data.Days, data.Max), overviewDays*chartBarWidth
 	data.Duplicates, data.DupTotal = d.duplicates()
 	data.Costs = costs(data.DupTotal)
 	return d.render(q, 0, "overview", "Overview", data)
