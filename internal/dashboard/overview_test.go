@@ -2,8 +2,8 @@ package dashboard_test
 
 import (
 	"io"
-	"regexp"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
