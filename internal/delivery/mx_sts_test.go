@@ -1,6 +1,7 @@
 package delivery_test
 
 import (
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -38,32 +39,7 @@ func TestMX_MTASTS(t *testing.T) {
 			"mta-sts.good.test":  "version: STSv1\nmode: enforce\nmx: *.good.test\nmax_age: 86400\n",
 			"mta-sts.try.test":   "version: STSv1\nmode: testing\nmx: mx.try.test\nmax_age: 86400\n",
 		}
-		ln, err := net.Listen("tcp", "127.0.0.12:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		fetched := map[string]int{}
-		https := &http.Server{
-			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				host, _, _ := net.SplitHostPort(r.Host)
-				mu.Lock()
-				fetched[host]++
-				mu.Unlock()
-				p, ok := policies[host]
-				if !ok || r.URL.Path != "/.well-known/mta-sts.txt" {
-					http.NotFound(w, r)
-					return
-				}
-				w.Header().Set("Content-Type", "text/plain")
-				_, _ = w.Write([]byte(p))
-			}),
-			TLSConfig: ca.Server(t, "mta-sts.plain.test", "mta-sts.good.test", "mta-sts.try.test"),
-		}
-		go func() { _ = https.ServeTLS(ln, "", "") }()
-		t.Cleanup(func() { https.Close() })
-		_, stsPort, _ := net.SplitHostPort(ln.Addr().String())
-
+		stsPort, fetchedOf := startSTSPolicies(t, ca, policies)
 		dns := dnstest.Start(t,
 			"plain.test. MX 10 mx.plain.test.", "mx.plain.test. A 127.0.0.10",
 			`_mta-sts.plain.test. TXT "v=STSv1; id=20240101"`, "mta-sts.plain.test. A 127.0.0.12",
@@ -106,12 +82,51 @@ func TestMX_MTASTS(t *testing.T) {
 			t.Errorf("last_error %q does not say why", le)
 		}
 		// Each policy was fetched once and then kept for its max_age.
-		mu.Lock()
-		defer mu.Unlock()
-		if fetched["mta-sts.plain.test"] != 1 || fetched["mta-sts.good.test"] != 1 {
+		if fetched := fetchedOf(); fetched["mta-sts.plain.test"] != 1 || fetched["mta-sts.good.test"] != 1 {
 			t.Errorf("policy fetches %v, want one each (cached)", fetched)
 		}
 	})
+}
+
+// startSTSPolicies serves policies (by mta-sts.DOMAIN host) over HTTPS on
+// 127.0.0.12 with a certificate of ca; fetched counts the requests per
+// host.
+func startSTSPolicies(t *testing.T, ca *smtptest.CA, policies map[string]string) (port string, fetched func() map[string]int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.12:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	counts := map[string]int{}
+	hosts := make([]string, 0, len(policies))
+	for h := range policies {
+		hosts = append(hosts, h)
+	}
+	https := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			host, _, _ := net.SplitHostPort(r.Host)
+			mu.Lock()
+			counts[host]++
+			mu.Unlock()
+			p, ok := policies[host]
+			if !ok || r.URL.Path != "/.well-known/mta-sts.txt" {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = w.Write([]byte(p))
+		}),
+		TLSConfig: ca.Server(t, hosts...),
+	}
+	go func() { _ = https.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() { https.Close() })
+	_, port, _ = net.SplitHostPort(ln.Addr().String())
+	return port, func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(counts)
+	}
 }
 
 // eventDetails joins the details of a send's events of one type.

@@ -119,6 +119,12 @@ func (d *Deliverer) handOverChain(ctx context.Context, s *core.Send, slot *trans
 	if len(links) == 1 && !isProvider(links[0].spec.Kind) {
 		return handoff{}, false
 	}
+	// Before a pin narrows the chain: a send pinned to a provider after
+	// its mx link handed some recipients over must not send to them again.
+	linkEnv, err := d.chainEnvelope(ctx, s, links, env)
+	if err != nil {
+		return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "read", Err: err}}, true
+	}
 	pin, err := d.store.SendProvider(ctx, s.ID)
 	if err != nil && !errors.Is(err, core.ErrNotFound) {
 		return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "dial", Err: err}}, true
@@ -139,7 +145,24 @@ func (d *Deliverer) handOverChain(ctx context.Context, s *core.Send, slot *trans
 			d.breakers.count(l.name, "skipped")
 			continue
 		}
-		rec, err := d.deliverLink(ctx, l, s, slot, env, raw)
+		if l.spec.Kind == transport.Direct {
+			h, err := d.mxLink(ctx, s, env, raw)
+			d.breakers.done(l.name, err, d.cfg.Now())
+			if err == nil || i == len(links)-1 {
+				if len(notes) > 0 {
+					h.inTx = historyOf(s.ID, now, notes)
+				}
+				return h, true
+			}
+			notes = append(notes, l.name+": not accepted: "+err.Error())
+			errs = append(errs, err)
+			continue
+		}
+		if len(linkEnv.To) == 0 {
+			// The mx link handed every recipient over in earlier attempts.
+			return d.handOverMX(ctx, s, env, raw), true
+		}
+		rec, err := d.deliverLink(ctx, l, s, slot, linkEnv, raw)
 		if errors.Is(err, errNoSession) {
 			d.breakers.release(l.name)
 		} else {
@@ -221,8 +244,6 @@ func (d *Deliverer) deliverLink(ctx context.Context, l link, s *core.Send, slot 
 	switch l.spec.Kind {
 	case transport.SESKind, transport.ResendKind:
 		return d.provider(l).Submit(ctx, transport.Submission{SendID: s.ID, Tenant: s.Tenant, Env: env, Raw: raw})
-	case transport.Direct:
-		return transport.Receipt{}, d.mx.Deliver(ctx, env, raw)
 	case transport.Relay:
 		t, err := d.smtpTransport(l.url, l.tenant)
 		if err != nil {
