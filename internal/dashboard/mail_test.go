@@ -251,3 +251,28 @@ func TestDashboard_MailLimitedToItsMailboxes(t *testing.T) {
 		t.Errorf("after the refused changes the thread is %+v (%v), want 1 message, unread", th, err)
 	}
 }
+
+// TestDashboard_ReplyDoorRules: the dashboard's reply needs what the
+// API's does (send and read, as POST /v1/received/{id}/reply): a
+// send-only key cannot sign in, so its reply form is never reached and
+// sends nothing; a key with both replies once per form.
+func TestDashboard_ReplyDoorRules(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{})
+	_, rcv := receiveFixture(t, env, "support@recv.test", receivedMail, core.ReceivedAuth{})
+	_, sendOnly := env.NewKey(t, app.NewKeyParams{Name: "send-only", Scopes: []core.Scope{core.ScopeSend}})
+	so := newBrowser(t, env)
+	so.get("/ui/signin")
+	if p := so.post("/ui/signin", url.Values{"key": {sendOnly}}); p.Status != http.StatusForbidden {
+		t.Fatalf("sign in with a send-only key: %d, want 403", p.Status)
+	}
+	if p := so.post("/ui/received/"+rcv.ID+"/reply", url.Values{"text": {"hi"}, "nonce": {"n-so"}}); p.Status == http.StatusSeeOther && strings.Contains(p.Location, "#msg-") {
+		t.Errorf("a dashboard reply without a session that may read: %d to %s", p.Status, p.Location)
+	}
+	if n := env.QueryInt(t, "SELECT COUNT(*) FROM sends"); n != 0 {
+		t.Errorf("a send-only key's dashboard reply made %d sends", n)
+	}
+	_, both := env.NewKey(t, app.NewKeyParams{Name: "both", Scopes: []core.Scope{core.ScopeSend, core.ScopeRead}})
+	br := newBrowser(t, env)
+	br.signIn(both)
+	replyTwice(t, env, br, rcv)
+}
