@@ -3,8 +3,6 @@ package transport
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -21,34 +19,40 @@ const StageResolve = "resolve"
 // MX delivers each message directly to the mail exchangers of its
 // recipients' domains. It is safe for concurrent use.
 //
-// # Multiple recipient domains
+// There is one road out: Plan resolves the recipients' domains into
+// destinations under their MTA-STS policies, and connect opens a session
+// to a destination's exchangers under DANE and the TLS policy, from an
+// egress source (mx_dest.go). Send (per destination, shaped, pooled) is
+// how the delivery package uses it; Deliver, below, is the same road for
+// a caller that needs one outcome for the whole message.
+//
+// # Multiple recipient domains (Deliver)
 //
 // A message to several domains is delivered all-or-nothing as far as SMTP
-// allows, in two phases. First, for every domain in the order of first
-// appearance, a session is opened to one of its exchangers and taken up to
-// the accepted RCPTs; any failure in this phase ends every open session
-// with QUIT before DATA, so nothing was delivered and the error keeps its
-// class (Temporary: retry the whole message; Permanent: do not). Then the
+// allows, in two phases. First, for every destination in the order of
+// first appearance, a session is opened and taken up to the accepted
+// RCPTs; any failure in this phase ends every open session with QUIT
+// before DATA, so nothing was delivered and the error keeps its class
+// (Temporary: retry the whole message; Permanent: do not). Then the
 // message is sent (DATA) to each prepared session in turn. A failure while
-// sending to the first domain has its usual class. A failure after at
-// least one domain accepted the message is Ambiguous, whatever the server
-// said, with a *PartialDeliveryError listing the recipients that got it:
-// a retry would send it to them again, so the send waits for an operator
-// instead. Sends to one domain never take this path. More than MaxDomains
-// domains is a Permanent error: use a relay for such sends.
+// sending to the first destination has its usual class. A failure after at
+// least one accepted the message is Ambiguous, whatever the server said,
+// with a *PartialDeliveryError listing the recipients that got it: a retry
+// would send it to them again. More than MaxDomains domains is a Permanent
+// error: use a relay for such sends.
 //
 // # One domain
 //
 // The mail exchangers are looked up with MX records (RFC 5321 section 5.1;
 // without MX, the domain's own A/AAAA records are the implicit exchanger;
 // a null MX, RFC 7505, is Permanent). They are tried in preference order,
-// IPv4 addresses before IPv6, at most MaxAddresses connections. A
-// Temporary failure before DATA (no connection, 4xx, TLS failure) moves on
-// to the next address, and so does a 5xx greeting (a server refusing all
-// sessions says nothing about the message). Any other 5xx is Permanent and
-// ends the attempt. Once DATA was accepted, no other exchanger is ever
-// tried: a 4xx or 5xx to the end of data keeps its class, a broken
-// connection is Ambiguous.
+// IPv4 addresses before IPv6, at most MaxAddresses connections. A failure
+// before the transaction (no connection, a 4xx or 5xx greeting or EHLO, a
+// TLS failure) moves on to the next address: a server refusing all
+// sessions says nothing about the message. A refusal of the envelope ends
+// the attempt. Once DATA was accepted, no other exchanger is ever tried: a
+// 4xx or 5xx to the end of data keeps its class, a broken connection is
+// Ambiguous.
 type MX struct {
 	cfg     MXConfig
 	shaping *Shaping
@@ -95,10 +99,6 @@ func (e *PartialDeliveryError) Unwrap() error { return e.Err }
 // recipients, exchangers and failures are handled. It returns nil only when
 // every recipient domain's exchanger answered 2xx to the end of DATA.
 func (m *MX) Deliver(ctx context.Context, env Envelope, raw []byte) error {
-	cfg := m.cfg
-	if strings.ContainsAny(cfg.HELOName, "\r\n ") {
-		return &Error{Class: Temporary, Stage: StageDial, Err: errors.New("invalid transport configuration: invalid HELO name")}
-	}
 	if stage, err := checkEnvelope(env); err != nil {
 		return &Error{Class: Permanent, Stage: stage, Err: err}
 	}
@@ -106,22 +106,24 @@ func (m *MX) Deliver(ctx context.Context, env Envelope, raw []byte) error {
 	if err != nil {
 		return &Error{Class: Permanent, Stage: StageRcpt, Err: err}
 	}
-	if len(groups) > cfg.MaxDomains {
-		return &Error{Class: Permanent, Stage: StageRcpt, Err: fmt.Errorf("the recipients are in %d domains; the mx transport delivers one message to at most %d (send through a relay instead)", len(groups), cfg.MaxDomains)}
+	if len(groups) > m.cfg.MaxDomains {
+		return &Error{Class: Permanent, Stage: StageRcpt, Err: fmt.Errorf("the recipients are in %d domains; the mx transport delivers one message to at most %d (send through a relay instead)", len(groups), m.cfg.MaxDomains)}
 	}
-	res, err := m.resolver()
+	dests, refused, err := m.Plan(ctx, env.To)
 	if err != nil {
-		return &Error{Class: Temporary, Stage: StageResolve, Err: err}
+		return err
 	}
-
+	if len(refused) > 0 {
+		return refused[0].Err
+	}
 	var sessions []*mxSession
 	defer func() {
 		for _, s := range sessions {
 			s.abort(ctx)
 		}
 	}()
-	for _, g := range groups {
-		s, err := m.prepare(ctx, res, env, g, len(raw))
+	for _, d := range dests {
+		s, err := m.prepare(ctx, d, env.FromOf(d.Rcpts), len(raw))
 		if err != nil {
 			return err
 		}
@@ -144,6 +146,32 @@ func (m *MX) Deliver(ctx context.Context, env Envelope, raw []byte) error {
 		delivered = append(delivered, s.rcpts...)
 	}
 	return nil
+}
+
+// prepare opens a session to one of d's exchangers by connect (the road
+// Send takes, unshaped and unpooled) and takes it up to the accepted
+// RCPTs: a refusal of any recipient fails the whole.
+func (m *MX) prepare(ctx context.Context, d *Destination, from string, size int) (*mxSession, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	src, ok, _ := m.egress.pick(d.Stream, d.Site)
+	if !ok {
+		return nil, &Error{Class: Temporary, Stage: StageDial, Err: fmt.Errorf("destination %s: every egress source is at its warm-up cap for today", d.Site)}
+	}
+	needVerified := d.sts != nil && d.sts.Mode == STSEnforce || m.cfg.VerifyTLS || d.limits.TLS == TLSModeVerify
+	var a *attempt
+	p, err := m.connect(ctx, d, needVerified, src, func(p *pooled) error {
+		a = &attempt{cfg: p.cfg, stage: StageMail, reached: true, client: p.c()}
+		stop := context.AfterFunc(ctx, func() { p.ss.raw.Close() })
+		defer stop()
+		return a.envelope(ctx, p.ss, Envelope{From: from, To: d.Rcpts}, size)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &mxSession{a: a, host: p.host, ip: p.ip, rcpts: d.Rcpts, ss: p.ss,
+		stop: context.AfterFunc(ctx, func() { p.ss.raw.Close() })}, nil
 }
 
 // rcptGroup is the recipients of one domain.
@@ -190,69 +218,6 @@ type exchanger struct {
 	secure bool
 }
 
-// prepare opens a session to one exchanger of g's domain and takes it up
-// to the accepted RCPTs.
-func (m *MX) prepare(ctx context.Context, res *mxResolver, env Envelope, g rcptGroup, size int) (*mxSession, error) {
-	hosts, err := m.exchangers(ctx, res, g.domain)
-	if err != nil {
-		return nil, err
-	}
-	var (
-		tried, skipped int
-		lookupErr      error
-		last           *Error
-		anyTemporary   bool
-	)
-	for _, h := range hosts {
-		if tried >= m.cfg.MaxAddresses {
-			break
-		}
-		addrs, err := res.addresses(ctx, h.host)
-		if err != nil {
-			// A retry may reach this exchanger: the outcome stays
-			// temporary whatever the others said.
-			lookupErr, anyTemporary = err, true
-			continue
-		}
-		for _, ip := range addrs {
-			if !m.usable(ip) {
-				skipped++
-				continue
-			}
-			if tried >= m.cfg.MaxAddresses {
-				break
-			}
-			tried++
-			s, err := m.open(ctx, h.host, ip, env.FromOf(g.rcpts), g.rcpts, size)
-			if err == nil {
-				return s, nil
-			}
-			e := err.(*Error)
-			if e.Class == Permanent && e.Stage != StageGreeting {
-				return nil, e
-			}
-			anyTemporary = anyTemporary || e.Class == Temporary
-			if last == nil || e.Reached || !last.Reached {
-				last = e
-			}
-		}
-	}
-	switch {
-	case last != nil:
-		out := *last
-		if anyTemporary {
-			out.Class = Temporary
-		}
-		out.Err = fmt.Errorf("%s: all %d mail exchanger addresses tried failed; the most telling: %w", g.domain, tried, last.Err)
-		return nil, &out
-	case lookupErr != nil:
-		return nil, &Error{Class: Temporary, Stage: StageResolve, Err: fmt.Errorf("%s: looking up its mail exchangers: %w", g.domain, lookupErr)}
-	case skipped > 0:
-		return nil, &Error{Class: Permanent, Stage: StageResolve, Err: fmt.Errorf("%s: its mail exchangers have only addresses the outbound policy refuses (loopback, private, reserved; see --outbound-allow)", g.domain)}
-	}
-	return nil, &Error{Class: Permanent, Stage: StageResolve, Err: fmt.Errorf("%s: no mail exchanger has an address", g.domain)}
-}
-
 // exchangers returns the mail exchangers of domain in preference order.
 func (m *MX) exchangers(ctx context.Context, res *mxResolver, domain string) ([]exchanger, error) {
 	a, err := res.resolve(ctx, domain, dns.TypeMX)
@@ -289,40 +254,6 @@ func (m *MX) exchangers(ctx context.Context, res *mxResolver, domain string) ([]
 
 func (m *MX) usable(ip netip.Addr) bool {
 	return m.cfg.Policy.Check(ip) == nil
-}
-
-// open connects to one exchanger address and runs the session up to RCPT,
-// with the relay transport's steps.
-func (m *MX) open(ctx context.Context, host string, ip netip.Addr, from string, rcpts []string, size int) (*mxSession, error) {
-	cfg := m.cfg
-	tc := &tls.Config{}
-	if cfg.TLSConfig != nil {
-		tc = cfg.TLSConfig.Clone()
-	}
-	tc.ServerName = host
-	if !cfg.VerifyTLS {
-		tc.InsecureSkipVerify = true
-	}
-	dial := cfg.DialContext
-	if dial == nil {
-		dial = cfg.Policy.Dialer(cfg.DialTimeout).DialContext
-	}
-	scfg := &SMTPConfig{
-		Host: ip.String(), Port: cfg.Port, TLS: TLSOpportunistic, TLSConfig: tc, HELOName: cfg.HELOName,
-		DialContext: dial, DialTimeout: cfg.DialTimeout, CommandTimeout: cfg.CommandTimeout, DataTimeout: cfg.DataTimeout,
-	}
-	a := &attempt{cfg: scfg, stage: StageDial}
-	s := &mxSession{a: a, host: host, ip: ip, rcpts: rcpts}
-	ss, stop, err := a.session(ctx)
-	if err != nil {
-		return nil, s.wrap(err)
-	}
-	s.ss, s.stop = ss, stop
-	if err := a.envelope(ctx, ss, Envelope{From: from, To: rcpts}, size); err != nil {
-		s.close()
-		return nil, s.wrap(err)
-	}
-	return s, nil
 }
 
 // mxSession is a session taken up to the accepted RCPTs.

@@ -285,8 +285,11 @@ func (m *MX) transaction(ctx context.Context, p *pooled, d *Destination, from st
 }
 
 // connect opens a session to one of d's exchangers, trying them in
-// preference order as prepare does, from src (nil: the system's choice).
-func (m *MX) connect(ctx context.Context, d *Destination, needVerified bool, src *Source) (*pooled, *Error) {
+// preference order, from src (nil: the system's choice). ready, when not
+// nil, takes each new session further (Deliver's envelope): a temporary
+// failure there closes it and moves on to the next address, like a failed
+// connection; any other failure ends the walk.
+func (m *MX) connect(ctx context.Context, d *Destination, needVerified bool, src *Source, ready func(*pooled) error) (*pooled, *Error) {
 	var (
 		tried, skipped int
 		lookupErr      error
@@ -321,6 +324,15 @@ func (m *MX) connect(ctx context.Context, d *Destination, needVerified bool, src
 			}
 			tried++
 			p, err := m.dialSession(ctx, h.host, ip, needVerified, d.limits.TLS == TLSModeRequired, dp, src)
+			if err == nil && ready != nil {
+				if err = ready(p); err != nil {
+					p.close()
+					if e := err.(*Error); e.Class != Temporary {
+						e.Err = fmt.Errorf("mail exchanger %s [%s]: %w", h.host, ip, e.Err)
+						return nil, e
+					}
+				}
+			}
 			if err == nil {
 				return p, nil
 			}

@@ -50,7 +50,7 @@ func (m *MX) sessionFor(ctx context.Context, st *site, d *Destination, needVerif
 			return nil, nil, nil
 		}
 	}
-	p, err := m.connect(ctx, d, needVerified, src)
+	p, err := m.connect(ctx, d, needVerified, src, nil)
 	return p, l, err
 }
 
