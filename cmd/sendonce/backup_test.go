@@ -100,7 +100,7 @@ func (l *sendLoad) count() int {
 	return len(l.done)
 }
 
-// waitCount waits (bounded) until the load has n more keys than it had.
+// waitMore waits (bounded) until the load has n more keys than it had.
 func (l *sendLoad) waitMore(t *testing.T, n int) {
 	t.Helper()
 	want := l.count() + n
