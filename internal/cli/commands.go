@@ -61,6 +61,11 @@ func init() {
 		{name: "mcp", run: runMCP, usage: []usageLine{{"mcp [--http ADDR] [--mailbox ID] [--confirm]", "the MCP server for AI agents (stdio; --http: streamable HTTP), with SENDONCE_API_KEY"}}},
 		{name: "approvals", run: runApprovals, usage: []usageLine{{"approvals list | approve SEND_ID | reject SEND_ID", "sends waiting for a person's approval (admin key)"}}},
 		{name: "suppressions", run: runSuppressions, usage: []usageLine{{"suppressions list [--email ADDR] [--origin O] | add ADDR [--reason R] | remove ADDR", "the suppression list (read key to list, admin to change)"}}},
+		{name: "backup", run: runBackup, usage: []usageLine{{"backup --to FILE [--force]", "copy the SQLite database while servers run (PostgreSQL: pg_dump)"}}},
+		{name: "migrate", run: runMigrate, usage: []usageLine{
+			{"migrate", "apply pending schema migrations (serve does this when it starts)"},
+			{"migrate --status", "list applied and pending migrations; apply none"},
+		}},
 		{name: "version", aliases: []string{"--version", "-version"}, run: runVersion, usage: []usageLine{{"version [--json]", "print the version and the commit it was built from"}}},
 		{name: "help", aliases: []string{"-h", "--help"}, run: runHelp, usage: []usageLine{{"help", "this text"}}},
 	}
