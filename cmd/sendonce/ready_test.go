@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -109,8 +108,6 @@ func TestServe_ReadyzDrainsAfterSIGTERM(t *testing.T) {
 	}
 }
 
-var inboundTLSLine = regexp.MustCompile(`msg="inbound listening" addr=(\S+)`)
-
 // serialOver makes a new STARTTLS handshake with addr and returns the
 // serial of the certificate it presented, trusting roots only.
 func serialOver(t *testing.T, addr string, roots *x509.CertPool) string {
@@ -154,7 +151,7 @@ func TestServe_SIGHUPReloadsListenerCertificates(t *testing.T) {
 	p := startServe(t, binPath, "--db", db, "--smtp-addr", "127.0.0.1:0", "--smtp-tls-cert", certFile, "--smtp-tls-key", keyFile,
 		"--inbound-addr", "127.0.0.1:0", "--inbound-tls-cert", certFile, "--inbound-tls-key", keyFile)
 	waitReady(t, p)
-	submission, inbound := p.smtpAddr(t), inboundTLSLine.FindStringSubmatch(p.logText())[1]
+	submission, inbound := p.smtpAddr(t), p.inboundAddr(t)
 	pid := p.cmd.Process.Pid
 	for _, addr := range []string{submission, inbound} {
 		if got := serialOver(t, addr, roots); got != serialA {
