@@ -39,6 +39,9 @@ type Config struct {
 	ReplayCache int
 	// ShutdownGrace is --shutdown-grace (see Config.shutdownGrace).
 	ShutdownGrace time.Duration
+	// DrainDelay is --drain-delay: how long the API keeps serving after
+	// SIGTERM while GET /readyz answers 503 draining, before the shutdown.
+	DrainDelay time.Duration
 	// MaxTemplates, MaxMailboxes, MaxDomains and MaxAPIKeys are the
 	// --max-* caps per tenant (0: none), server.Config's Caps.
 	MaxTemplates, MaxMailboxes, MaxDomains, MaxAPIKeys int
@@ -193,6 +196,7 @@ func serverFlags(e *envFlags, c *Config) {
 	e.str(&sc.TLSCA, "tls-ca", "SENDONCE_TLS_CA", "", "a PEM file of CA certificates trusted besides the system's: mail exchangers' certificates, MTA-STS policy fetches, provider APIs and SNS signing certificates (tests)")
 	e.dur(&sc.AttemptLease, "attempt-lease", "SENDONCE_ATTEMPT_LEASE", delivery.DefaultAttemptLease, "how long a worker may hold an attempt before it counts as dead")
 	e.dur(&c.ShutdownGrace, "shutdown-grace", "SENDONCE_SHUTDOWN_GRACE", 0, "how long in-flight requests and delivery attempts may take to finish after SIGTERM (0: the larger of 25s and --attempt-lease)")
+	e.dur(&c.DrainDelay, "drain-delay", "SENDONCE_DRAIN_DELAY", 0, "after SIGTERM, how long the API keeps serving while GET /readyz answers 503 draining, before the shutdown begins (0: none; behind a load balancer, a few probe periods, e.g. 5s)")
 	e.str(&c.Role, "role", "SENDONCE_ROLE", "all", "api, worker or all")
 	e.str(&sc.Redis, "redis", "SENDONCE_REDIS", "", "optional redis://… replay cache and in-flight lock in front of the database (the database stays the source of truth)")
 	e.integer(&c.ReplayCache, "replay-cache", "SENDONCE_REPLAY_CACHE", idempotency.DefaultReplayCacheEntries, "completed idempotency keys kept in memory to answer replays without a database read (0 turns it off)")
@@ -256,6 +260,9 @@ func (c *Config) validate() error {
 	}
 	if c.ShutdownGrace < 0 {
 		return fmt.Errorf("--shutdown-grace must be 0 (follow --attempt-lease) or positive")
+	}
+	if c.DrainDelay < 0 {
+		return fmt.Errorf("--drain-delay must be 0 (none) or positive")
 	}
 	sc := &c.Server
 	if min(c.MaxTemplates, c.MaxMailboxes, c.MaxDomains, c.MaxAPIKeys, c.MaxWebhooks, c.MaxSuppressions) < 0 {

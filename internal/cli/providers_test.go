@@ -15,7 +15,7 @@ func parseProviders(t *testing.T, env map[string]string, args ...string) (Config
 	if err := e.fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	_, err := cfg.serverConfig()
+	_, _, err := cfg.serverConfig()
 	return cfg, err
 }
 
@@ -30,7 +30,7 @@ func TestServeFlags_SESSNSTopic(t *testing.T) {
 	if err := e.fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	sc, err := cfg.serverConfig()
+	sc, _, err := cfg.serverConfig()
 	if err != nil || !slices.Equal(sc.Providers.SESSNSTopics, []string{a, b}) {
 		t.Errorf("from the environment: %v, %v", sc.Providers.SESSNSTopics, err)
 	}
@@ -40,7 +40,7 @@ func TestServeFlags_SESSNSTopic(t *testing.T) {
 	if err := e.fs.Parse([]string{"--ses-sns-topic", a, "--ses-sns-topic", b}); err != nil {
 		t.Fatal(err)
 	}
-	if sc, err := cfg.serverConfig(); err != nil || !slices.Equal(sc.Providers.SESSNSTopics, []string{a, b}) {
+	if sc, _, err := cfg.serverConfig(); err != nil || !slices.Equal(sc.Providers.SESSNSTopics, []string{a, b}) {
 		t.Errorf("from flags: %v, %v", sc.Providers.SESSNSTopics, err)
 	}
 	for _, bad := range []string{"ses-events", "arn:aws:sqs:eu-west-1:123456789012:q", "arn:aws:sns:eu-west-1::ses-events", "arn:aws:sns:eu-west-1:123456789012:a:b"} {

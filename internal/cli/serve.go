@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -10,10 +9,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sendonce/sendonce/internal/accesslog"
+	"github.com/sendonce/sendonce/internal/certs"
 	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 	"github.com/sendonce/sendonce/internal/transport"
@@ -52,9 +55,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	for _, w := range cfg.Providers.warnings() {
 		logger.Warn(w)
 	}
-	sc, err := cfg.serverConfig()
+	sc, certSet, err := cfg.serverConfig()
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	if len(certSet) > 0 {
+		defer reloadOnHangup(certSet, logger)()
 	}
 	sc.AccessLog = accessLog(logger, blog, cfg.LogFormat)
 	s, err := server.New(ctx, sc, logger)
@@ -88,6 +94,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		logger.Info("shutting down")
 	case err := <-serveErr:
 		runErr = fmt.Errorf("http server: %w", err)
+	}
+	s.Drain()
+	if runErr == nil {
+		drain(srv, cfg.DrainDelay, logger)
 	}
 	runErr = errors.Join(runErr, shutdown(ctx, srv, s, cfg.shutdownGrace()))
 	logger.Info("stopped")
@@ -125,14 +135,20 @@ func accessLog(logger *slog.Logger, blog *bufferedLog, format string) accesslog.
 	return flushOnServerError{Logger: accesslog.Direct{W: blog, JSON: format == "json", Fallback: fallback}, b: blog}
 }
 
-func (c *Config) serverConfig() (server.Config, error) {
-	smtpCfg, err := c.SMTP.submissionConfig()
+// The certificates of the TLS listeners come back as a set that SIGHUP
+// reloads (empty without any).
+func (c *Config) serverConfig() (server.Config, certs.Set, error) {
+	smtpCfg, smtpCert, err := c.SMTP.submissionConfig()
 	if err != nil {
-		return server.Config{}, err
+		return server.Config{}, nil, err
+	}
+	var set certs.Set
+	if smtpCert != nil {
+		set = append(set, smtpCert)
 	}
 	sc := c.Server
 	if err := c.Providers.apply(&sc); err != nil {
-		return server.Config{}, err
+		return server.Config{}, nil, err
 	}
 	sc.Work = c.Role != "api"
 	sc.Version = version()
@@ -143,21 +159,22 @@ func (c *Config) serverConfig() (server.Config, error) {
 	sc.MaxRequestBytes, sc.MaxMessageBytes = int64(c.MaxRequestSize), int64(c.MaxMessageSize)
 	sc.MaxInflightBytes, sc.AttachmentFetch = int64(c.MaxInflightBytes), c.AttachmentFetch
 	if (c.InboundTLSCert == "") != (c.InboundTLSKey == "") {
-		return server.Config{}, fmt.Errorf("--inbound-tls-cert and --inbound-tls-key go together")
+		return server.Config{}, nil, fmt.Errorf("--inbound-tls-cert and --inbound-tls-key go together")
 	}
 	if c.InboundTLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(c.InboundTLSCert, c.InboundTLSKey)
+		pair, err := certs.Load("inbound", c.InboundTLSCert, c.InboundTLSKey)
 		if err != nil {
-			return server.Config{}, fmt.Errorf("--inbound-tls-cert: %w", err)
+			return server.Config{}, nil, fmt.Errorf("--inbound-tls-cert: %w", err)
 		}
-		sc.InboundTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		sc.InboundTLS = pair.ServerConfig()
+		set = append(set, pair)
 	}
 	sc.InboundLimits.MaxMemory = int64(c.InboundMaxMemory)
 	sc.MaxReceivedBytes = int64(c.MaxReceivedStorage)
 	if sc.MaxReceivedBytes == 0 {
 		sc.MaxReceivedBytes = -1 // the flag's "no cap"
 	}
-	return sc, nil
+	return sc, set, nil
 }
 
 // serveAPI starts the ways in, HTTP and SMTP, unless this process is a
@@ -197,6 +214,56 @@ func listen(cfg Config, h http.Handler, logger *slog.Logger, spec transport.Spec
 		slog.String("transport", spec.Redacted()), slog.String("role", cfg.Role), slog.String("version", version()))
 	go func() { serveErr <- srv.Serve(ln) }()
 	return srv, nil
+}
+
+// drain keeps the API serving for delay after GET /readyz turned 503, so
+// that load balancers take the process out of rotation before its
+// listener closes; a second SIGTERM or SIGINT cuts it short. Keep-alives
+// end meanwhile: each client's next request opens a new connection,
+// which the balancer sends elsewhere. srv is nil in the worker role, which
+// no balancer sends requests to.
+func drain(srv *http.Server, delay time.Duration, logger *slog.Logger) {
+	if srv == nil || delay <= 0 {
+		return
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	srv.SetKeepAlivesEnabled(false)
+	logger.Info("draining", slog.Duration("delay", delay))
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-sig:
+		logger.Info("draining cut short by a second signal")
+	}
+}
+
+// reloadOnHangup reloads every certificate of set on SIGHUP until the
+// returned stop is called. Installed only when there are certificates: a
+// process without any keeps SIGHUP's default.
+func reloadOnHangup(set certs.Set, logger *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-hup:
+				set.Reload(logger)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+		<-stopped
+	}
 }
 
 // shutdown lets in-flight requests finish first (they may still enqueue),

@@ -40,7 +40,7 @@ func TestServerConfig_MapsTheCLIFlags(t *testing.T) {
 			if err := e.fs.Parse(c.args); err != nil {
 				t.Fatal(err)
 			}
-			sc, err := cfg.serverConfig()
+			sc, _, err := cfg.serverConfig()
 			if err != nil {
 				t.Fatal(err)
 			}

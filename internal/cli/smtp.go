@@ -1,11 +1,11 @@
 package cli
 
 import (
-	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
 
+	"github.com/sendonce/sendonce/internal/certs"
 	"github.com/sendonce/sendonce/internal/submission"
 )
 
@@ -42,17 +42,19 @@ func (c *smtpConfig) validate() error {
 }
 
 // submissionConfig is the server's view of the settings; it loads the
-// certificate.
-func (c *smtpConfig) submissionConfig() (submission.Config, error) {
+// certificate, which STARTTLS and --smtps-addr serve from the pair
+// returned (nil without one) until SIGHUP reloads it.
+func (c *smtpConfig) submissionConfig() (submission.Config, *certs.Pair, error) {
 	sc := submission.Config{MaxSessions: c.MaxSessions, MaxSessionsPerKey: c.MaxSessionsOfKey, MaxUnauthenticatedPerIP: c.MaxUnauthPerIP}
-	if c.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
-		if err != nil {
-			return sc, fmt.Errorf("--smtp-tls-cert: %w", err)
-		}
-		sc.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if c.TLSCert == "" {
+		return sc, nil, nil
 	}
-	return sc, nil
+	pair, err := certs.Load("smtp", c.TLSCert, c.TLSKey)
+	if err != nil {
+		return sc, nil, fmt.Errorf("--smtp-tls-cert: %w", err)
+	}
+	sc.TLS = pair.ServerConfig()
+	return sc, pair, nil
 }
 
 // startSMTP listens on the configured SMTP addresses and serves them; a

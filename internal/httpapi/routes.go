@@ -15,6 +15,7 @@ const notFoundPattern = "/v1/"
 func (s *Server) routes() []string {
 	m := &patternMux{ServeMux: s.mux}
 	m.HandleFunc("GET /healthz", s.handleHealthz)
+	m.HandleFunc("GET /readyz", s.handleReadyz)
 	if s.metrics != nil {
 		m.Handle("GET /metrics", s.metrics.Handler())
 	}

@@ -75,7 +75,24 @@ type Config struct {
 	// SecretKey is SENDONCE_SECRET_KEY: with it, stored answers that carry
 	// a secret (a webhook's signing secret) are sealed (sealed.go).
 	SecretKey string
+	// Ready answers GET /readyz: "" when the process may take traffic,
+	// else the class of why not (the NotReady* constants). Defaults to
+	// Reads.Ping alone: ready when the database answers.
+	Ready func(ctx context.Context) string
 }
+
+// The reasons GET /readyz gives with its 503: classes, never an error's
+// text.
+const (
+	// NotReadyStarting: the process's listeners are not all bound yet.
+	NotReadyStarting = "starting"
+	// NotReadyDraining: the process was told to stop and is draining.
+	NotReadyDraining = "draining"
+	// NotReadyDatabase: the database does not answer in time.
+	NotReadyDatabase = "database"
+	// NotReadyMigrations: the database lacks a migration this binary has.
+	NotReadyMigrations = "migrations"
+)
 
 // Server is the HTTP API.
 type Server struct {
@@ -288,6 +305,26 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "database": "ok", "version": s.cfg.Version})
+}
+
+// handleReadyz answers whether a load balancer should send this process
+// traffic. Unlike /healthz (is the process alive), it turns 503 while the
+// process starts and drains, so that it is taken out of rotation without
+// being restarted.
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	var reason string
+	if s.cfg.Ready != nil {
+		reason = s.cfg.Ready(r.Context())
+	} else if err := s.reads.Ping(r.Context()); err != nil {
+		s.logger.WarnContext(r.Context(), "not ready", "reason", NotReadyDatabase, "error", err)
+		reason = NotReadyDatabase
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	if reason != "" {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": reason})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 // handleNotFound answers what no route matched, in the API's error shape:

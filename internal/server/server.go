@@ -91,6 +91,9 @@ type Server struct {
 	// Dashboard is the web dashboard inside Handler; Close it before an
 	// http.Server shuts down, or its live streams hold the shutdown.
 	Dashboard *dashboard.Dashboard
+	// ready is GET /readyz's state: starting until Start returns, then
+	// up until Drain or Stop.
+	ready *readiness
 }
 
 // New opens the database (creating and migrating it when needed) and wires
@@ -195,6 +198,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
+	ready := &readiness{store: store, logger: logger}
 	// One idempotency engine for every door of the process.
 	idem := svc.NewIdempotencyEngine(app.IdempotencyConfig{Front: rf.front, TTL: cfg.IdempotencyTTL,
 		Lease: cfg.ReservationLease, ReplayCacheEntries: cfg.ReplayCache, Logger: logger})
@@ -212,7 +216,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		SecretKey:             cfg.SecretKey,
 		DefaultTransport:      cfg.Transport,
 		RateLimit:             ratelimit.Limit{Requests: cfg.RateLimit, Window: cfg.RateLimitWindow}, Limiter: rf.limiter,
-		Dashboard: dash, AccessLog: cfg.AccessLog,
+		Dashboard: dash, AccessLog: cfg.AccessLog, Ready: ready.check,
 		Providers:       intakeConfig(cfg, policy),
 		Destinations:    func(tenant string) any { return d.TenantDestinations(tenant) },
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxInflightBytes: cfg.MaxInflightBytes, InflightWait: cfg.InflightWait,
@@ -226,7 +230,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	}
 	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Webhooks: worker, Handler: h, Dashboard: dash, Submission: sub, redis: rf.client,
 		Bounce: signer, inboundAddr: cfg.InboundAddr, inboundCfg: inboundConfig(cfg, resolver), now: now, logger: logger,
-		imap: newIMAPWorkers(store, svc, cfg, policy, logger)}, nil
+		imap: newIMAPWorkers(store, svc, cfg, policy, logger), ready: ready}, nil
 }
 
 // storeMetrics makes the registry, with the store's pools and group
@@ -304,7 +308,10 @@ func wireWebhooks(store *sqlstore.Store, cfg Config, policy *outbound.Policy, lo
 	return svc, w, nil
 }
 
-// Start starts the delivery workers (if this instance runs any).
+// Start starts the delivery workers (if this instance runs any) and the
+// inbound listener. The caller binds the listeners it serves itself (HTTP,
+// SMTP submission) before: once Start returns, every listener of the
+// process is up, and GET /readyz may answer 200.
 func (s *Server) Start(ctx context.Context) error {
 	if err := s.Queue.Start(ctx); err != nil {
 		return err
@@ -314,11 +321,16 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.started = true
 	s.imap.start()
-	return s.startInbound(s.logger)
+	if err := s.startInbound(s.logger); err != nil {
+		return err
+	}
+	s.ready.phase.CompareAndSwap(phaseStarting, phaseUp) // not back from draining
+	return nil
 }
 
 // Stop stops taking jobs and waits (bounded by ctx) for running attempts.
 func (s *Server) Stop(ctx context.Context) error {
+	s.Drain()
 	if !s.started {
 		return nil
 	}

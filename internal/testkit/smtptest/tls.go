@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"os"
 	"testing"
 	"time"
 )
@@ -110,4 +111,26 @@ func (ca *CA) Server(t testing.TB, names ...string) *tls.Config {
 		t.Fatalf("smtptest: issuing certificate: %v", err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12}
+}
+
+// WritePEM writes server's certificate chain and private key to certFile
+// and keyFile as PEM, as an operator's files would be: for listeners
+// configured by file.
+func WritePEM(t testing.TB, certFile, keyFile string, server *tls.Config) {
+	t.Helper()
+	cert := server.Certificates[0]
+	var chain []byte
+	for _, der := range cert.Certificate {
+		chain = append(chain, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	key, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		t.Fatalf("smtptest: encoding key: %v", err)
+	}
+	if err := os.WriteFile(certFile, chain, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
