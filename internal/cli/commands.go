@@ -56,6 +56,7 @@ func init() {
 		{name: "mcp", run: runMCP, usage: []usageLine{{"mcp [--http ADDR] [--mailbox ID] [--confirm]", "the MCP server for AI agents (stdio; --http: streamable HTTP), with SENDONCE_API_KEY"}}},
 		{name: "approvals", run: runApprovals, usage: []usageLine{{"approvals list | approve SEND_ID | reject SEND_ID", "sends waiting for a person's approval (admin key)"}}},
 		{name: "suppressions", run: runSuppressions, usage: []usageLine{{"suppressions list [--email ADDR] [--origin O] | add ADDR [--reason R] | remove ADDR", "the suppression list (read key to list, admin to change)"}}},
+		{name: "healthcheck", run: runHealthcheck, usage: []usageLine{{"healthcheck [--url URL] [--timeout D]", "exit 0 when the server on SENDONCE_ADDR answers /healthz 200 (for container HEALTHCHECKs)"}}},
 		{name: "version", aliases: []string{"--version", "-version"}, run: runVersion, usage: []usageLine{{"version [--json]", "print the version and the commit it was built from"}}},
 		{name: "help", aliases: []string{"-h", "--help"}, run: runHelp, usage: []usageLine{{"help", "this text"}}},
 	}
