@@ -66,6 +66,7 @@ func init() {
 			{"migrate", "apply pending schema migrations (serve does this when it starts)"},
 			{"migrate --status", "list applied and pending migrations; apply none"},
 		}},
+		{name: "healthcheck", run: runHealthcheck, usage: []usageLine{{"healthcheck [--url URL] [--timeout D]", "exit 0 when the server on SENDONCE_ADDR answers /healthz 200 (for container HEALTHCHECKs)"}}},
 		{name: "version", aliases: []string{"--version", "-version"}, run: runVersion, usage: []usageLine{{"version [--json]", "print the version and the commit it was built from"}}},
 		{name: "help", aliases: []string{"-h", "--help"}, run: runHelp, usage: []usageLine{{"help", "this text"}}},
 	}
