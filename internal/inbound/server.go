@@ -13,6 +13,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/connlimit"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/inmail"
 	"github.com/sendonce/sendonce/internal/verp"
@@ -147,7 +148,7 @@ func New(cfg Config) *Server {
 // (ending the session idle the longest for a newcomer) and MaxConnsPerIP
 // from one client, each for at most SessionTimeout.
 func (s *Server) Serve(l net.Listener) error {
-	err := s.smtp.Serve(newCappedListener(l, s.cfg))
+	err := s.smtp.Serve(s.limiter().Listen(l))
 	if errors.Is(err, smtp.ErrServerClosed) {
 		return nil
 	}
@@ -170,7 +171,7 @@ func (a slogAdapter) Println(v ...any) { a.l.Warn("inbound smtp", "error", fmt.S
 type backend struct{ s *Server }
 
 func (b backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
-	ss := &session{s: b.s, conn: c, counted: connOf(c.Conn())}
+	ss := &session{s: b.s, conn: c, counted: connlimit.Of(c.Conn())}
 	if tcp, ok := c.Conn().RemoteAddr().(*net.TCPAddr); ok {
 		ss.ip = tcp.IP
 	}
@@ -189,7 +190,7 @@ type rcpt struct {
 type session struct {
 	s       *Server
 	conn    *smtp.Conn
-	counted *countedConn // nil when served on a plain listener
+	counted *connlimit.Conn // nil when served on a plain listener
 	ip      net.IP
 	from    string
 	rcpts   []rcpt
@@ -198,7 +199,7 @@ type session struct {
 func (ss *session) Reset() {
 	ss.from, ss.rcpts = "", nil
 	if ss.counted != nil {
-		ss.counted.transaction(false)
+		ss.counted.Transaction(false)
 	}
 }
 
@@ -207,7 +208,7 @@ func (ss *session) Logout() error { return nil }
 func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 	ss.from = from // reports come from <>; anything is taken
 	if ss.counted != nil {
-		ss.counted.transaction(true)
+		ss.counted.Transaction(true)
 	}
 	return nil
 }
@@ -254,7 +255,7 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 // before the failure is recognised as the same message then.
 func (ss *session) Data(r io.Reader) error {
 	if ss.counted != nil {
-		ss.counted.delivered()
+		ss.counted.Delivered()
 	}
 	raw, release, err := ss.s.memory.readAll(r, ss.s.cfg.MaxBytes)
 	defer release()
