@@ -16,17 +16,15 @@ import (
 // database: every change they make goes through a service (internal/app,
 // internal/webhook), which owns the transaction or is handed the one of
 // the write protocol (idempotency.Run).
-var doors = []string{"../httpapi", "../submission", "../dashboard"}
+var doors = []string{"../httpapi", "../submission", "../dashboard", "../inbound"}
 
-// protocolDoors take mail from strangers (the inbound SMTP listener) and
-// from servers a tenant names (IMAP sync) and keep a small protocol of
-// their own in the database: a report applied to the send its signed
-// address names, an IMAP lease and cursor. They may open transactions
+// protocolDoors take mail from servers a tenant names (IMAP sync) and keep
+// a small protocol of their own in the database: an IMAP lease and
+// cursor. They may open transactions
 // (core.Transactor, .InTx) and call the transaction methods listed, and
 // nothing else of the store: a received message is stored through the
 // service (app.Service.Receive), and a new write needs a reason here.
 var protocolDoors = map[string][]string{
-	"../inbound":  {"SendForUpdate", "ReportCount", "RecordReport", "UnmatchedCount", "InsertUnmatched"},
 	"../imapsync": {"LeaseIMAPSync", "SaveIMAPSync", "ReleaseIMAPSync", "ClaimIMAPAppends", "FinishIMAPAppend", "RetryIMAPAppend"},
 }
 

@@ -49,8 +49,8 @@ type Config struct {
 	// Signer reads bounce addresses; nil when there is no --bounce-domain
 	// (the listener then takes receiving addresses only).
 	Signer *verp.Signer
-	Store  core.Transactor
-	// Receiver stores mail for receiving addresses.
+	// Receiver stores mail for receiving addresses and applies the
+	// reports that come back to bounce addresses.
 	Receiver Receiver
 	// Checker runs SPF, DKIM and DMARC on received mail; nil skips them.
 	Checker *inmail.Checker
@@ -88,6 +88,7 @@ type Limits struct {
 type Receiver interface {
 	ReceivingRoute(ctx context.Context, address string) (*core.ReceivingAddress, error)
 	Receive(ctx context.Context, in app.Incoming) (app.Received, error)
+	RecordBounceReport(ctx context.Context, m app.BounceReport) (app.ReportResult, error)
 }
 
 // Server is the SMTP listener of --inbound-addr.
@@ -288,7 +289,7 @@ func (ss *session) reports(ctx context.Context, raw []byte) error {
 			continue // one copy per send, however many of its addresses
 		}
 		done[rc.sendID] = true
-		res, err := Record(ctx, ss.s.cfg.Store, Mail{SendID: rc.sendID, Bound: rc.bound, MailFrom: ss.from, RcptTo: rc.addr, Raw: raw}, ss.s.cfg.Now().UTC())
+		res, err := ss.s.cfg.Receiver.RecordBounceReport(ctx, app.BounceReport{SendID: rc.sendID, Bound: rc.bound, MailFrom: ss.from, RcptTo: rc.addr, Raw: raw})
 		if err != nil {
 			ss.s.cfg.Logger.ErrorContext(ctx, "inbound report not recorded", slog.String("send_id", rc.sendID), slog.Any("error", err))
 			return errTryLater
