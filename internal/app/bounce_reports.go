@@ -122,7 +122,6 @@ func unmatchedReport(ctx context.Context, tx core.Tx, m BounceReport, tenant, re
 	return ReportUnmatched, tx.InsertUnmatched(ctx, u)
 }
 
-
 // reportChanges turns a report into changes of the send's recipients; why
 // says why there are none.
 func reportChanges(s *core.Send, rep *dsn.Report) ([]RecipientChange, string) {
