@@ -82,6 +82,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	ops, err := serveOps(cfg.OpsAddr, s.Ops, logger)
+	if err != nil {
+		return err
+	}
 	if err := s.Start(ctx); err != nil {
 		return err
 	}
@@ -100,6 +104,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		drain(srv, cfg.DrainDelay, logger)
 	}
 	runErr = errors.Join(runErr, shutdown(ctx, srv, s, cfg.shutdownGrace()))
+	if ops != nil {
+		// Last: probes see the worker draining until its attempts ended.
+		runErr = errors.Join(runErr, ops.Close())
+	}
 	logger.Info("stopped")
 	return runErr
 }
@@ -194,6 +202,27 @@ func serveAPI(cfg *Config, s *server.Server, spec transport.Spec, logger *slog.L
 		return nil, nil, err
 	}
 	return srv, errs, nil
+}
+
+// serveOps starts the --ops-addr listener (nil without one). A failure
+// of its Serve after the start is logged: the process's work goes on.
+func serveOps(addr string, h http.Handler, logger *slog.Logger) (*http.Server, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen --ops-addr: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	logger.Info("ops listening", slog.String("addr", ln.Addr().String()))
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("ops listener", slog.Any("error", err))
+		}
+	}()
+	return srv, nil
 }
 
 // listen starts the API on cfg.Addr; Serve's end is sent on serveErr.

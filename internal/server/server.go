@@ -69,6 +69,9 @@ type Server struct {
 	Queue   *delivery.Queue
 	Metrics *metrics.Metrics
 	Handler http.Handler
+	// Ops answers /healthz, /readyz and /metrics alone (--ops-addr): what
+	// probes and scrapers ask of a worker, which serves no API.
+	Ops http.Handler
 	started bool
 	redis   *redis.Client
 
@@ -221,6 +224,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		Destinations:    func(tenant string) any { return d.TenantDestinations(tenant) },
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxInflightBytes: cfg.MaxInflightBytes, InflightWait: cfg.InflightWait,
 	}, logger)
+	ops := httpapi.NewOps(svc, m, httpapi.Config{Version: cmp.Or(cfg.Version, "dev"), Reads: store, Idempotency: idem, Ready: ready.check}, logger)
 	sc := cfg.SMTP
 	sc.Idempotency = idem
 	sub := submission.New(svc, m, sc, logger)
@@ -228,7 +232,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if now == nil {
 		now = time.Now
 	}
-	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Webhooks: worker, Handler: h, Dashboard: dash, Submission: sub, redis: rf.client,
+	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Webhooks: worker, Handler: h, Ops: ops, Dashboard: dash, Submission: sub, redis: rf.client,
 		Bounce: signer, inboundAddr: cfg.InboundAddr, inboundCfg: inboundConfig(cfg, resolver), now: now, logger: logger,
 		imap: newIMAPWorkers(store, svc, cfg, policy, logger), ready: ready}, nil
 }
