@@ -29,11 +29,11 @@ import (
 // itself reads a zero field as its default instead, for callers that
 // build it in code.
 type Config struct {
-	Server    server.Config
-	Addr      string
+	Server server.Config
+	Addr   string
 	// OpsAddr is --ops-addr: /healthz, /readyz and /metrics alone, for
 	// any role ("" : none).
-	OpsAddr string
+	OpsAddr   string
 	Role      string
 	LogFormat string
 	LogLevel  string
