@@ -182,13 +182,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes, RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow,
 		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), NoInboundListener: cfg.InboundAddr == "", IMAPProbe: imapProbe(policy),
 		MaxReceivedBytes: cfg.MaxReceivedBytes, Egress: egressChecks(mx), RequireVerifiedDomain: cfg.RequireVerifiedDomain}, logger)
-	d, err := delivery.NewDeliverer(svc, store, delivery.Config{
-		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
-		MaxRetryDelay: cfg.MaxRetryDelay, MaxQueueLifetime: cfg.MaxQueueLifetime,
-		AttemptLease: cfg.AttemptLease, LeasePerMiB: cfg.LeasePerMiB, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
-		MX: mx, Bounce: signer,
-		Fallbacks: cfg.Providers.Fallbacks, ProviderTLS: cfg.Providers.TLS,
-	}, m, logger)
+	d, err := delivery.NewDeliverer(svc, store, deliveryConfig(cfg, mx, signer), m, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -295,6 +289,17 @@ func connectRedis(ctx context.Context, cfg Config, now func() time.Time, logger 
 		prefix = DefaultRedisPrefix
 	}
 	return redisFront{client: rdb, front: redisstore.New(rdb, prefix), limiter: ratelimit.NewRedis(rdb, prefix+"rl:", now, logger)}, nil
+}
+
+// deliveryConfig is the delivery workers' part of cfg.
+func deliveryConfig(cfg Config, mx transport.MXConfig, signer *verp.Signer) delivery.Config {
+	return delivery.Config{
+		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
+		MaxRetryDelay: cfg.MaxRetryDelay, MaxQueueLifetime: cfg.MaxQueueLifetime,
+		AttemptLease: cfg.AttemptLease, LeasePerMiB: cfg.LeasePerMiB, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
+		MX: mx, Bounce: signer,
+		Fallbacks: cfg.Providers.Fallbacks, ProviderTLS: cfg.Providers.TLS,
+	}
 }
 
 // wireWebhooks makes the webhook use cases and, where delivery runs, the
