@@ -433,15 +433,6 @@ func (m *mailboxSync) session(ctx context.Context) error {
 	}
 }
 
-// overLimit is err, told as server_limit when the guard ended the
-// connection: the client's own error then only says it was closed.
-func overLimit(g *guardConn, err error) error {
-	if gerr := g.Err(); gerr != nil {
-		return classed(ClassLimit, gerr)
-	}
-	return err
-}
-
 // pass selects the inbox and catches up; the first pass of a session
 // also ends a pause once it went through.
 func (m *mailboxSync) pass(ctx context.Context, c *imapclient.Client, inbox string, first bool) (more bool, err error) {
