@@ -145,4 +145,3 @@ func (p *pooled) quit() {
 }
 
 func (p *pooled) close() { p.ss.raw.Close() }
-
