@@ -55,7 +55,7 @@ func NormalizeDomain(s string) (string, error) {
 		return "", invalid
 	}
 	a = strings.ToLower(a)
-	if len(a) > 253 || !validHostName(a) {
+	if len(a) > 253 || !dnsresolve.ValidHostName(a) {
 		return "", invalid
 	}
 	labels := strings.Split(a, ".")
@@ -63,23 +63,6 @@ func NormalizeDomain(s string) (string, error) {
 		return "", invalid
 	}
 	return a, nil
-}
-
-// validHostName accepts dot-separated labels of 1 to 63 letters, digits and
-// hyphens, neither starting nor ending with a hyphen.
-func validHostName(s string) bool {
-	for _, l := range strings.Split(s, ".") {
-		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
-			return false
-		}
-		for i := 0; i < len(l); i++ {
-			c := l[i]
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // AddDomainParams describes a sending domain to add.
@@ -111,7 +94,7 @@ func (s *Service) PrepareDomain(p AddDomainParams) (*core.Domain, error) {
 		return nil, err
 	}
 	selector := strings.ToLower(strings.TrimSpace(cmp.Or(p.Selector, DefaultSelector)))
-	if !validHostName(selector) || len(selector)+len("._domainkey.")+len(name) > 253 {
+	if !dnsresolve.ValidHostName(selector) || len(selector)+len("._domainkey.")+len(name) > 253 {
 		return nil, core.Errorf(core.CodeValidation, "selector", "a selector is one or more dot-separated labels of letters, digits and hyphens, such as s1 or mail-2025")
 	}
 	alg, err := dkim.ParseAlgorithm(p.Algorithm)
@@ -303,7 +286,7 @@ func (s *Service) CheckDomain(ctx context.Context, c DNSCheck) (*dnscheck.Report
 		return nil, err
 	}
 	selector := strings.ToLower(strings.TrimSpace(c.Selector))
-	if selector != "" && !validHostName(selector) {
+	if selector != "" && !dnsresolve.ValidHostName(selector) {
 		return nil, core.Errorf(core.CodeValidation, "selector", "a selector is one or more dot-separated labels of letters, digits and hyphens")
 	}
 	resolver, err := ResolverAddr(cmp.Or(c.Resolver, s.cfg.DNSResolver))

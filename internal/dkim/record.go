@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/idna"
+
+	"github.com/sendonce/sendonce/internal/dnsresolve"
 )
 
 // maxStringLen is the longest DNS character-string (RFC 1035 section
@@ -309,7 +311,7 @@ func normalizeDomain(s string) (string, error) {
 		return "", fmt.Errorf("dkim: invalid domain %q: want a fully qualified name such as example.com", s)
 	}
 	for _, label := range strings.Split(a, ".") {
-		if !validLabel(label) {
+		if !dnsresolve.ValidLabel(label) {
 			return "", fmt.Errorf("dkim: invalid domain %q", s)
 		}
 	}
@@ -323,22 +325,9 @@ func checkSelector(s string) error {
 		return errors.New("dkim: empty selector")
 	}
 	for _, label := range strings.Split(s, ".") {
-		if !validLabel(label) {
+		if !dnsresolve.ValidLabel(label) {
 			return fmt.Errorf("dkim: invalid selector %q: use letters, digits and hyphens", s)
 		}
 	}
 	return nil
-}
-
-func validLabel(l string) bool {
-	if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(l); i++ {
-		c := l[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
 }

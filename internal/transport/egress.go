@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/sendonce/sendonce/internal/dnsresolve"
 )
 
 // Source is an egress source of the mx transport: an address its
@@ -42,21 +44,7 @@ func ParseSource(s string) (Source, error) {
 // validHostname accepts a name fit for EHLO: labels of letters, digits
 // and hyphens.
 func validHostname(h string) bool {
-	if h == "" || len(h) > 253 {
-		return false
-	}
-	for _, l := range strings.Split(strings.TrimSuffix(h, "."), ".") {
-		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
-			return false
-		}
-		for i := 0; i < len(l); i++ {
-			c := l[i]
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
+	return h != "" && len(h) <= 253 && dnsresolve.ValidHostName(h)
 }
 
 // ValidHELOName reports whether h may be said in EHLO (--helo-name).
