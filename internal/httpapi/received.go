@@ -51,8 +51,15 @@ func receivedFilter(r *http.Request) (core.ReceivedFilter, error) {
 }
 
 func (s *Server) handleListReceived(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
 	f, err := receivedFilter(r)
+	s.writeReceivedPage(w, r, f, err)
+}
+
+// writeReceivedPage answers a page of received messages under f (or the
+// error err the request's filter made), as the native list and Mailera's
+// mailbox messages show them, and audits the read.
+func (s *Server) writeReceivedPage(w http.ResponseWriter, r *http.Request, f core.ReceivedFilter, err error) {
+	key := apiKeyFrom(r.Context())
 	var ms []*core.ReceivedMessage
 	var more bool
 	if err == nil {
