@@ -93,8 +93,10 @@ func TestSetup_OffWithoutAnEndpoint(t *testing.T) {
 // counts) stops at shutdown.
 func TestSetup_ExportsToTheEndpoint(t *testing.T) {
 	for name, endpoint := range map[string]func(*otlptest.Receiver) func(string) string{
-		"base":   func(r *otlptest.Receiver) func(string) string { return env(tracing.EnvEndpoint, r.URL) },
-		"traces": func(r *otlptest.Receiver) func(string) string { return env(tracing.EnvTracesEndpoint, r.URL+"/v1/traces") },
+		"base": func(r *otlptest.Receiver) func(string) string { return env(tracing.EnvEndpoint, r.URL) },
+		"traces": func(r *otlptest.Receiver) func(string) string {
+			return env(tracing.EnvTracesEndpoint, r.URL+"/v1/traces")
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			recv := otlptest.Start(t)

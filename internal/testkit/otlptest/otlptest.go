@@ -44,6 +44,7 @@ type Receiver struct {
 	mu       sync.Mutex
 	spans    []Span
 	requests int
+	conns    int
 }
 
 // Start starts a receiver on a free port of 127.0.0.1, closed by
@@ -64,7 +65,13 @@ func StartOn(t testing.TB, addr string) *Receiver {
 	r := &Receiver{URL: "http://" + ln.Addr().String()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/traces", r.export)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			r.mu.Lock()
+			r.conns++
+			r.mu.Unlock()
+		}
+	}}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return r
@@ -156,6 +163,14 @@ func (r *Receiver) Requests() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.requests
+}
+
+// Connections counts the connections made to the receiver, whatever was
+// sent on them (an exporter speaking TLS to it makes no request).
+func (r *Receiver) Connections() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.conns
 }
 
 // WaitSpan waits, up to wait, for a span that match accepts, and fails
