@@ -355,6 +355,7 @@ func (s *Service) acceptSend(ctx context.Context, tx core.Tx, key *core.APIKey, 
 	if key.RequiresApproval || send.HoldReason != "" {
 		send.Status, send.NextAttemptAt = core.StatusPendingApproval, nil
 	}
+	send.TraceParent = "" // never one a caller set
 	if s.tracer.Enabled() {
 		send.TraceParent = tracing.TraceParent(ctx) // the attempts' parent, in the same insert
 	}

@@ -274,7 +274,9 @@ func (d *Deliverer) handOver(ctx context.Context, s *core.Send, slot *transport.
 	if err != nil {
 		return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "dial", Err: err}}
 	}
-	d.logger.LogAttrs(ctx, slog.LevelDebug, "handing over", slog.String("send_id", s.ID), slog.Bool("dkim_signed", signed))
+	if t != nil {
+		d.logger.LogAttrs(ctx, slog.LevelDebug, "handing over", slog.String("send_id", s.ID), slog.Bool("dkim_signed", signed))
+	}
 	h := d.handOverTo(ctx, s, slot, t, env, raw)
 	h.kind = kindOf(t)
 	return h
