@@ -80,11 +80,18 @@ func startServe(t *testing.T, bin string, args ...string) *proc {
 // touches a testing.T, so tests may call it from goroutines: the caller
 // reports the error and, whenever p is not nil, kills p when done.
 func spawnServe(bin string, args ...string) (*proc, error) {
+	return spawnServeEnv(bin, nil, listenRE, args...)
+}
+
+// spawnServeEnv is spawnServe with env added to the process's environment,
+// waiting for a log line that ready matches (its first non-empty group,
+// if any, is the address to make p.url of).
+func spawnServeEnv(bin string, env []string, ready *regexp.Regexp, args ...string) (*proc, error) {
 	p := &proc{done: make(chan struct{})}
 	// --rate-limit 0: these clients retry one key at full speed to test
 	// crashes, not the per-key request limit.
 	p.cmd = exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--rate-limit", "0"}, args...)...)
-	p.cmd.Env = append(os.Environ(), "SENDONCE_LOG_LEVEL=info")
+	p.cmd.Env = append(append(os.Environ(), "SENDONCE_LOG_LEVEL=info"), env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -112,9 +119,9 @@ func spawnServe(bin string, args ...string) (*proc, error) {
 			p.mu.Lock()
 			p.logs.WriteString(line + "\n")
 			p.mu.Unlock()
-			if m := listenRE.FindStringSubmatch(line); m != nil {
+			if m := ready.FindStringSubmatch(line); m != nil {
 				select {
-				case addr <- m[1] + m[2]:
+				case addr <- strings.Join(m[1:], ""):
 				default:
 				}
 			}
@@ -122,9 +129,11 @@ func spawnServe(bin string, args ...string) (*proc, error) {
 	}()
 	select {
 	case a := <-addr:
-		p.url = "http://" + a
+		if a != "" {
+			p.url = "http://" + a
+		}
 	case <-time.After(30 * time.Second):
-		return p, fmt.Errorf("serve did not start listening:\n%s", p.logText())
+		return p, fmt.Errorf("serve did not start (no line matching %s):\n%s", ready, p.logText())
 	}
 	return p, nil
 }

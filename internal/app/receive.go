@@ -72,10 +72,8 @@ func DedupKey(mailboxID, messageID, mailFrom string, rcptTo []string, digest str
 
 var errDuplicate = errors.New("duplicate received message")
 
-// Receive stores in once, with its parsed view and thread, in one
-// transaction; the same message again is recognised as a duplicate. It
-// is the one way mail comes in, whatever the door.
-func (s *Service) Receive(ctx context.Context, in Incoming) (Received, error) {
+// receive is Receive inside its span (ctx has it).
+func (s *Service) receive(ctx context.Context, in Incoming) (Received, error) {
 	if in.ReceivedAt.IsZero() {
 		in.ReceivedAt = s.Now()
 	}

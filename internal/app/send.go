@@ -11,6 +11,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/message"
+	"github.com/sendonce/sendonce/internal/tracing"
 )
 
 // Limits on a send request. They keep one request's work bounded.
@@ -335,11 +336,8 @@ func FormatAddress(a *mail.Address) string {
 	return `"` + name + `" <` + a.Address + `>`
 }
 
-// AcceptSend records a prepared send in tx. The row is all an accepted send
-// needs: queued, it is its own delivery job, due at once, and its creation
-// is read from it as the "accepted" event. The caller commits it together
-// with the stored idempotent response.
-func (s *Service) AcceptSend(ctx context.Context, tx core.Tx, key *core.APIKey, send *core.Send) error {
+// acceptSend is AcceptSend inside its span (ctx has it).
+func (s *Service) acceptSend(ctx context.Context, tx core.Tx, key *core.APIKey, send *core.Send) error {
 	now := s.Now()
 	if err := s.checkCaps(ctx, tx, key, now); err != nil {
 		return err
@@ -356,6 +354,10 @@ func (s *Service) AcceptSend(ctx context.Context, tx core.Tx, key *core.APIKey, 
 	}
 	if key.RequiresApproval || send.HoldReason != "" {
 		send.Status, send.NextAttemptAt = core.StatusPendingApproval, nil
+	}
+	send.TraceParent = "" // never one a caller set
+	if s.tracer.Enabled() {
+		send.TraceParent = tracing.TraceParent(ctx) // the attempts' parent, in the same insert
 	}
 	if err := tx.InsertSend(ctx, send); err != nil {
 		return err

@@ -14,10 +14,13 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/dnscheck"
 	"github.com/sendonce/sendonce/internal/imapurl"
 	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/tracing"
 )
 
 // DefaultFrom is the default mailbox's address unless Config (--from)
@@ -78,6 +81,9 @@ type Config struct {
 	// through the outbound policy, and says why it could not as a class
 	// ("" when it could): the mailbox status check. nil: not checked.
 	IMAPProbe func(ctx context.Context, cfg imapurl.Config) (failure string)
+	// TracerProvider takes the spans of acceptance and receiving
+	// (internal/tracing). Defaults to none: no span is made.
+	TracerProvider trace.TracerProvider
 }
 
 // Service implements the use cases.
@@ -98,6 +104,7 @@ type Service struct {
 	// connected (IMAPChanged), so its first sync need not wait for the
 	// next scan.
 	imapWake chan struct{}
+	tracer   tracing.Tracer
 }
 
 // New returns a Service.
@@ -115,7 +122,8 @@ func New(store core.Store, cfg Config, logger *slog.Logger) *Service {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Service{store: store, cfg: cfg, logger: logger, fetches: make(chan struct{}, MaxConcurrentFetches), imapWake: make(chan struct{}, 1),
-		keys: ttlCache[*core.APIKey]{ttl: KeyCacheTTL}, mailboxes: ttlCache[*core.Mailbox]{ttl: MailboxCacheTTL}}
+		keys: ttlCache[*core.APIKey]{ttl: KeyCacheTTL}, mailboxes: ttlCache[*core.Mailbox]{ttl: MailboxCacheTTL},
+		tracer: tracing.New(cfg.TracerProvider, "github.com/sendonce/sendonce/internal/app")}
 }
 
 // Now returns the service clock's time in UTC.

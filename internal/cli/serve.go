@@ -20,6 +20,7 @@ import (
 	"github.com/sendonce/sendonce/internal/lifecycle"
 	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/sqlstore"
+	"github.com/sendonce/sendonce/internal/tracing"
 	"github.com/sendonce/sendonce/internal/transport"
 )
 
@@ -64,6 +65,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		defer reloadOnHangup(certSet, logger)()
 	}
 	sc.AccessLog = accessLog(logger, blog, cfg.LogFormat)
+	tp, stopTracing, err := tracing.Setup(ctx, getenv, version())
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	// After the server's Close below: the last attempts' spans are
+	// flushed, within a bound of their own.
+	defer flushTraces(ctx, stopTracing, logger)
+	sc.TracerProvider = tp
 	s, err := server.New(ctx, sc, logger)
 	if err != nil {
 		return err
@@ -314,6 +323,19 @@ func shutdown(ctx context.Context, s *server.Server, grace time.Duration) error 
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	return s.Stop(sctx)
+}
+
+// traceFlushTimeout bounds the export of the spans left at shutdown: a
+// collector that does not answer must not hold the process.
+const traceFlushTimeout = 5 * time.Second
+
+// flushTraces exports the spans still buffered and stops the exporter.
+func flushTraces(ctx context.Context, stop tracing.Shutdown, logger *slog.Logger) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), traceFlushTimeout)
+	defer cancel()
+	if err := stop(fctx); err != nil {
+		logger.Warn("flushing traces at shutdown", slog.Any("error", err))
+	}
 }
 
 func redactDSN(dsn string) string {

@@ -103,6 +103,10 @@ type Send struct {
 	Provider, ProviderMessageID string
 	// Stream is the send's stream; "" is read as StreamTransactional.
 	Stream Stream
+	// TraceParent is the W3C traceparent of the span that accepted the
+	// send ("" when tracing was off): its attempts' spans are its
+	// children, in whichever process makes them. Never shown.
+	TraceParent string
 }
 
 // Attachment is one file of a send, stored as given and rendered the same

@@ -60,6 +60,9 @@ type WebhookDelivery struct {
 	Body      []byte
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// TraceParent is the send's Send.TraceParent, filled by a claim that
+	// asks for it (WebhookClaim.TraceParents); "" otherwise.
+	TraceParent string
 }
 
 // WebhookAttempt is one HTTP request of a delivery.
@@ -142,6 +145,9 @@ type WebhookClaim struct {
 	// Build makes a delivery's body from its send and event, at its first
 	// claim; the body is kept and sent as it is on every retry.
 	Build func(s *Send, e Event, webhookType string) ([]byte, error)
+	// TraceParents fills each claimed delivery's TraceParent from its
+	// send (one more read per claim): asked for only with tracing on.
+	TraceParents bool
 }
 
 // WebhookResult is one attempt's outcome, to record while the claim holds.

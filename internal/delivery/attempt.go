@@ -115,8 +115,21 @@ const deferDelay = 500 * time.Millisecond
 // Run makes the attempt of a claimed send and records its outcome. It is
 // bounded by the attempt budget, inside the send's lease (grown with its
 // size: lease.go), so that a healthy worker has recorded its outcome before
-// the rescuer would call the send unknown.
+// the rescuer would call the send unknown. With tracing on it is the
+// attempt's span (trace.go).
 func (d *Deliverer) Run(ctx context.Context, c Claimed) {
+	if !d.tracer.Enabled() {
+		d.run(ctx, c)
+		return
+	}
+	ctx, span := d.startAttempt(ctx, c.Send)
+	o, h, err := d.run(ctx, c)
+	endAttempt(span, d.kindOf(h), o, err)
+}
+
+// run is Run's attempt. It returns the outcome, what the handoff did, and
+// the error that kept the outcome from being recorded.
+func (d *Deliverer) run(ctx context.Context, c Claimed) (outcome, handoff, error) {
 	s := c.Send
 	if c.slot != nil {
 		defer c.slot.Release() // unused (suppressed, another transport): back to the pool
@@ -168,17 +181,18 @@ func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 		// The send stays sending: the rescuer will call it unknown, the
 		// truth as far as the database knows.
 		d.logger.ErrorContext(ctx, "record attempt result", slog.String("send_id", s.ID), slog.Any("error", err))
-		return
+		return o, h, err
 	}
 	if o.metric != "" {
 		d.count(o.metric)
 	}
 	if o.deferred {
-		return
+		return o, h, nil
 	}
 	d.logger.LogAttrs(ctx, slog.LevelInfo, "delivery attempt",
 		slog.String("send_id", s.ID), slog.Int("attempt", s.Tries), slog.Bool("ok", derr == nil && len(skipped) < len(all)),
 		slog.String("outcome", o.metric))
+	return o, h, nil
 }
 
 // handOff gives the message to its transport. At most DefaultLargeAttempts
@@ -236,6 +250,9 @@ type handoff struct {
 	refused []transport.Refusal
 	// dests is what per-destination delivery did (mx).
 	dests *mxHandoff
+	// kind is the kind of transport it went to (the attempt's span);
+	// "" when it got to none.
+	kind string
 }
 
 // handOver is handOff's second half: sign, pick the transport, deliver.
@@ -250,12 +267,24 @@ func (d *Deliverer) handOver(ctx context.Context, s *core.Send, slot *transport.
 		return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "sign", Err: err}}
 	}
 	if h, ok := d.handOverChain(ctx, s, slot, env, raw); ok {
+		h.kind = kindChain
 		return h
 	}
 	t, err := d.transportFor(ctx, s)
 	if err != nil {
 		return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "dial", Err: err}}
 	}
+	if t != nil {
+		d.logger.LogAttrs(ctx, slog.LevelDebug, "handing over", slog.String("send_id", s.ID), slog.Bool("dkim_signed", signed))
+	}
+	h := d.handOverTo(ctx, s, slot, t, env, raw)
+	h.kind = kindOf(t)
+	return h
+}
+
+// handOverTo hands the signed message to t, the send's transport (nil:
+// capture).
+func (d *Deliverer) handOverTo(ctx context.Context, s *core.Send, slot *transport.Slot, t transport.Transport, env transport.Envelope, raw []byte) handoff {
 	if t == nil { // capture
 		now := d.cfg.Now().UTC()
 		return handoff{inTx: func(tx core.Tx) error {
@@ -265,7 +294,6 @@ func (d *Deliverer) handOver(ctx context.Context, s *core.Send, slot *transport.
 			})
 		}}
 	}
-	d.logger.LogAttrs(ctx, slog.LevelDebug, "handing over", slog.String("send_id", s.ID), slog.Bool("dkim_signed", signed))
 	if _, ok := t.(*transport.MX); ok {
 		return d.handOverMX(ctx, s, env, raw)
 	}

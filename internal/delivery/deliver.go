@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/metrics"
+	"github.com/sendonce/sendonce/internal/tracing"
 	"github.com/sendonce/sendonce/internal/transport"
 	"github.com/sendonce/sendonce/internal/verp"
 )
@@ -64,6 +66,10 @@ type Config struct {
 	// ProviderTLS adds trusted roots for provider transports (tests); nil:
 	// the system's.
 	ProviderTLS *tls.Config
+	// TracerProvider takes the attempts' spans (internal/tracing), each a
+	// child of the span that accepted its send. Defaults to none: no span
+	// is made.
+	TracerProvider trace.TracerProvider
 }
 
 func (c *Config) setDefaults() {
@@ -137,6 +143,8 @@ type Deliverer struct {
 	// sites is which tenants' sends went to which mx destination
 	// (TenantDestinations).
 	sites tenantSites
+
+	tracer tracing.Tracer
 }
 
 // DefaultLargeAttempts bounds the attempts of large messages (files,
@@ -161,7 +169,7 @@ func isLarge(s *core.Send) bool {
 func NewDeliverer(svc *app.Service, st Store, cfg Config, m *metrics.Metrics, logger *slog.Logger) (*Deliverer, error) {
 	cfg.setDefaults()
 	d := &Deliverer{svc: svc, store: st, cfg: cfg, metrics: m, logger: logger, relays: relays{m: map[string]*relay{}, now: time.Now},
-		large: make(chan struct{}, DefaultLargeAttempts)}
+		large: make(chan struct{}, DefaultLargeAttempts), tracer: tracing.New(cfg.TracerProvider, "github.com/sendonce/sendonce/internal/delivery")}
 	if cfg.MX.Policy == nil {
 		cfg.MX.Policy = svc.Outbound()
 	}

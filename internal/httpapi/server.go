@@ -11,12 +11,15 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/accesslog"
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/metrics"
 	"github.com/sendonce/sendonce/internal/ratelimit"
+	"github.com/sendonce/sendonce/internal/tracing"
 	"github.com/sendonce/sendonce/internal/webhook"
 )
 
@@ -79,6 +82,9 @@ type Config struct {
 	// else the class of why not (the NotReady* constants). Defaults to
 	// Reads.Ping alone: ready when the database answers.
 	Ready func(ctx context.Context) string
+	// TracerProvider takes a server span per request (tracing.go).
+	// Defaults to none: no span is made.
+	TracerProvider trace.TracerProvider
 }
 
 // The reasons GET /readyz gives with its 503: classes, never an error's
@@ -111,6 +117,7 @@ type Server struct {
 	// inflight bounds the send requests in progress.
 	inflight  *inflight
 	accessLog accesslog.Logger
+	tracer    tracing.Tracer
 }
 
 // NewServer returns the API as an http.Handler.
@@ -150,7 +157,7 @@ func newServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Lo
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{svc: svc, reads: cfg.Reads, metrics: m, cfg: cfg, logger: logger, mux: http.NewServeMux(), limiter: cfg.Limiter, hooks: cfg.Webhooks,
-		inflight: newInflight(cfg.MaxInflightBytes)}
+		inflight: newInflight(cfg.MaxInflightBytes), tracer: tracing.New(cfg.TracerProvider, "github.com/sendonce/sendonce/internal/httpapi")}
 	if s.limiter == nil {
 		s.limiter = ratelimit.NewMemory(svc.Now)
 	}
@@ -248,7 +255,12 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		start := time.Now()
 		st := &reqState{srv: s, lw: loggingWriter{ResponseWriter: w}}
 		lw := &st.lw
-		r = r.WithContext(&stateCtx{Context: r.Context(), st: st})
+		ctx := r.Context()
+		var span trace.Span
+		if s.tracer.Enabled() {
+			ctx, span = s.startRequest(r)
+		}
+		r = r.WithContext(&stateCtx{Context: ctx, st: st})
 		defer func() {
 			if st.releaseAtEnd {
 				s.inflight.all.Release(st.charge.held)
@@ -264,6 +276,9 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			}
 			s.accessLog.Log(r.Context(), accesslog.Line{Time: time.Now(), Method: r.Method, Route: r.Pattern, Path: r.URL.Path,
 				Status: lw.status, Duration: time.Since(start), Key: lw.keyID, Replayed: lw.Header().Get("Idempotent-Replayed") == "true"})
+			if span != nil {
+				endRequest(span, r, lw.status, st.key)
+			}
 		}()
 		next.ServeHTTP(lw, r)
 	})

@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sendonce/sendonce/internal/accesslog"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/inbound"
@@ -184,4 +186,9 @@ type Config struct {
 	// server's logger; the serve command writes the lines directly
 	// (accesslog.Direct) in the logger's format.
 	AccessLog accesslog.Logger
+	// TracerProvider takes the spans of requests, acceptances, delivery
+	// attempts, webhook deliveries and received messages
+	// (internal/tracing.Setup makes it from OTEL_*). Defaults to none: no
+	// span is made.
+	TracerProvider trace.TracerProvider
 }

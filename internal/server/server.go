@@ -181,7 +181,8 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Caps: cfg.Caps, Now: cfg.Now,
 		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes, RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow,
 		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), NoInboundListener: cfg.InboundAddr == "", IMAPProbe: imapProbe(policy),
-		MaxReceivedBytes: cfg.MaxReceivedBytes, Egress: egressChecks(mx), RequireVerifiedDomain: cfg.RequireVerifiedDomain}, logger)
+		MaxReceivedBytes: cfg.MaxReceivedBytes, Egress: egressChecks(mx), RequireVerifiedDomain: cfg.RequireVerifiedDomain,
+		TracerProvider: cfg.TracerProvider}, logger)
 	d, err := delivery.NewDeliverer(svc, store, deliveryConfig(cfg, mx, signer), m, logger)
 	if err != nil {
 		return nil, err
@@ -221,6 +222,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		Providers:       intakeConfig(cfg, policy),
 		Destinations:    func(tenant string) any { return d.TenantDestinations(tenant) },
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxInflightBytes: cfg.MaxInflightBytes, InflightWait: cfg.InflightWait,
+		TracerProvider: cfg.TracerProvider,
 	}, logger)
 	ops := httpapi.NewOps(svc, m, httpapi.Config{Version: cmp.Or(cfg.Version, "dev"), Reads: store, Idempotency: idem, Ready: ready.check}, logger)
 	sc := cfg.SMTP
@@ -298,7 +300,7 @@ func deliveryConfig(cfg Config, mx transport.MXConfig, signer *verp.Signer) deli
 		MaxRetryDelay: cfg.MaxRetryDelay, MaxQueueLifetime: cfg.MaxQueueLifetime,
 		AttemptLease: cfg.AttemptLease, LeasePerMiB: cfg.LeasePerMiB, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
 		MX: mx, Bounce: signer,
-		Fallbacks: cfg.Providers.Fallbacks, ProviderTLS: cfg.Providers.TLS,
+		Fallbacks: cfg.Providers.Fallbacks, ProviderTLS: cfg.Providers.TLS, TracerProvider: cfg.TracerProvider,
 	}
 }
 
@@ -318,7 +320,7 @@ func wireWebhooks(store *sqlstore.Store, cfg Config, policy *outbound.Policy, lo
 		return svc, nil, nil
 	}
 	w := webhook.NewWorker(store, webhook.WorkerConfig{Schedule: schedule, Policy: policy, SecretKey: cfg.SecretKey,
-		Poll: cfg.WebhookPoll, Now: cfg.Now}, logger)
+		Poll: cfg.WebhookPoll, Now: cfg.Now, TracerProvider: cfg.TracerProvider}, logger)
 	store.OnWebhookDue(w.Notify)
 	return svc, w, nil
 }

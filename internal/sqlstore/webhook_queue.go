@@ -167,12 +167,48 @@ func (s *Store) ClaimWebhooks(ctx context.Context, c core.WebhookClaim) ([]*core
 			}
 			jobs = append(jobs, &core.WebhookJob{Delivery: d, Endpoint: ep.Endpoint, Secret: ep.Secret})
 		}
+		if c.TraceParents {
+			return t.traceParents(ctx, jobs)
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return jobs, nil
+}
+
+// traceParents fills the claimed deliveries' TraceParent from their
+// sends, in one statement.
+func (t *Tx) traceParents(ctx context.Context, jobs []*core.WebhookJob) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	args := make([]any, 0, len(jobs))
+	for _, j := range jobs {
+		args = append(args, j.Delivery.SendID)
+	}
+	rs, err := t.q.query(ctx, `SELECT id, trace_parent FROM sends WHERE trace_parent IS NOT NULL AND id IN (?`+
+		strings.Repeat(", ?", len(args)-1)+`)`, args...)
+	if err != nil {
+		return fmt.Errorf("read the trace parents of webhook deliveries: %w", err)
+	}
+	defer rs.Close()
+	parents := map[string]string{}
+	for rs.Next() {
+		var id, tp string
+		if err := rs.Scan(&id, &tp); err != nil {
+			return fmt.Errorf("read the trace parents of webhook deliveries: %w", err)
+		}
+		parents[id] = tp
+	}
+	if err := rs.Err(); err != nil {
+		return fmt.Errorf("read the trace parents of webhook deliveries: %w", err)
+	}
+	for _, j := range jobs {
+		j.Delivery.TraceParent = parents[j.Delivery.SendID]
+	}
+	return nil
 }
 
 // buildBody makes and keeps a delivery's body at its first claim. A send

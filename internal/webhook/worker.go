@@ -16,9 +16,13 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/tracing"
 	"github.com/sendonce/sendonce/webhooksig"
 )
 
@@ -85,6 +89,10 @@ type WorkerConfig struct {
 	SecretKey string
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+	// TracerProvider takes the deliveries' spans (internal/tracing), each
+	// in the trace of its event's send when that send kept one. Defaults
+	// to none: no span is made.
+	TracerProvider trace.TracerProvider
 }
 
 func (c *WorkerConfig) defaults() {
@@ -132,6 +140,7 @@ type Worker struct {
 	slots   chan struct{}
 	ctx     context.Context
 	cancel  context.CancelFunc
+	tracer  tracing.Tracer
 }
 
 // NewWorker returns a worker on q.
@@ -152,7 +161,8 @@ func NewWorker(q core.WebhookQueue, cfg WorkerConfig, logger *slog.Logger) *Work
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		slots: make(chan struct{}, cfg.Concurrency), ctx: ctx, cancel: cancel}
+		slots: make(chan struct{}, cfg.Concurrency), ctx: ctx, cancel: cancel,
+		tracer: tracing.New(cfg.TracerProvider, "github.com/sendonce/sendonce/internal/webhook")}
 }
 
 // Notify makes the worker look for due deliveries now. It never blocks.
@@ -235,7 +245,7 @@ func (w *Worker) loop() {
 func (w *Worker) claim(ctx context.Context, n int) ([]*core.WebhookJob, error) {
 	now := w.cfg.Now().UTC()
 	return w.q.ClaimWebhooks(ctx, core.WebhookClaim{Now: now, LeaseUntil: now.Add(w.cfg.Lease), Token: idempotency.NewToken(),
-		Limit: n, PerEndpoint: w.cfg.PerEndpoint, PerTenant: w.cfg.PerTenant, Build: Build})
+		Limit: n, PerEndpoint: w.cfg.PerEndpoint, PerTenant: w.cfg.PerTenant, Build: Build, TraceParents: w.tracer.Enabled()})
 }
 
 // RunOnce claims the deliveries due now and attempts them one after the
@@ -248,8 +258,38 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	return len(jobs), err
 }
 
-// Attempt makes one attempt of a claimed delivery and records it.
+// Attempt makes one attempt of a claimed delivery and records it. With
+// tracing on it is the delivery's span: a child of the span that accepted
+// the event's send, else the root of a trace of its own.
 func (w *Worker) Attempt(ctx context.Context, j *core.WebhookJob) {
+	if !w.tracer.Enabled() {
+		w.attempt(ctx, j)
+		return
+	}
+	d := j.Delivery
+	ctx, span := w.tracer.Start(tracing.WithParent(ctx, d.TraceParent), "sendonce.webhook.delivery", trace.SpanKindClient)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.Tenant.String(d.Tenant), tracing.SendID.String(d.SendID), tracing.Webhook.String(d.WebhookID),
+			tracing.Event.String(d.EventID), tracing.Attempt.Int(d.Tries))
+	}
+	r, recorded := w.attempt(ctx, j)
+	outcome := "delivered"
+	switch {
+	case !recorded:
+		outcome = "unrecorded"
+	case !r.Success && r.NextAttemptAt != nil:
+		outcome = "retry"
+	case !r.Success:
+		outcome = "failed"
+	}
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("http.response.status_code", r.Attempt.HTTPStatus))
+	}
+	tracing.End(span, !r.Success || !recorded, outcome)
+}
+
+// attempt is Attempt's work: the result, and whether it was recorded.
+func (w *Worker) attempt(ctx context.Context, j *core.WebhookJob) (core.WebhookResult, bool) {
 	d := j.Delivery
 	start := w.cfg.Now()
 	a := core.WebhookAttempt{WebhookID: d.WebhookID, EventID: d.EventID, At: start.UTC()}
@@ -278,10 +318,11 @@ func (w *Worker) Attempt(ctx context.Context, j *core.WebhookJob) {
 		// again (at least once).
 		w.logger.ErrorContext(ctx, "record webhook attempt", slog.String("webhook_id", d.WebhookID),
 			slog.String("event_id", d.EventID), slog.Any("error", err))
-		return
+		return r, false
 	}
 	w.logger.LogAttrs(ctx, slog.LevelDebug, "webhook attempt", slog.String("webhook_id", d.WebhookID),
 		slog.String("event_id", d.EventID), slog.Int("try", d.Tries), slog.Int("http_status", status), slog.Bool("ok", r.Success))
+	return r, true
 }
 
 // post sends the delivery's kept body, signed now. It returns the HTTP

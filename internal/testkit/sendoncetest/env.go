@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/inbound"
@@ -194,6 +196,8 @@ type Options struct {
 	InboundLimits inbound.Limits
 	// RequireVerifiedDomain is --require-verified-domain.
 	RequireVerifiedDomain bool
+	// TracerProvider takes the instance's spans; nil: none are made.
+	TracerProvider trace.TracerProvider
 }
 
 // Env is a running instance.
@@ -282,7 +286,7 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 		HELOName: o.HELOName, TLSCA: o.TLSCA, MTASTSPort: o.MTASTSPort, Workers: o.Workers,
 		EgressPools: o.EgressPools, StreamPools: o.StreamPools, EgressWarmups: o.EgressWarmups, WarmupSchedule: o.WarmupSchedule,
 		MaxReceivedBytes: o.MaxReceivedBytes, DANE: o.DANE, InboundTLS: o.InboundTLS,
-		RequireVerifiedDomain: o.RequireVerifiedDomain, InboundLimits: o.InboundLimits,
+		RequireVerifiedDomain: o.RequireVerifiedDomain, InboundLimits: o.InboundLimits, TracerProvider: o.TracerProvider,
 	}
 	if o.MXPort != "" {
 		cfg.MXPort = o.MXPort
