@@ -1,0 +1,55 @@
+package delivery
+
+import (
+	"context"
+	"slices"
+
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/render"
+	"github.com/sendonce/sendonce/internal/transport"
+)
+
+// handOff gives the message to its transport. At most DefaultLargeAttempts
+// large messages are handed over at once; past it the attempt is deferred
+// (errLargeBusy) before anything was begun. The capture transport keeps
+// it in the database: its handoff is a write that joins the outcome's
+// transaction (inTx), so the message is kept exactly when the send is
+// recorded sent.
+//
+// A relay's message goes out on the slot taken before the claim when it is
+// one of that relay's; otherwise on a slot taken now, without waiting: a
+// send must not wait for a session while it is recorded sending, so with
+// none free it is deferred (errNoSession) before anything was begun.
+//
+// Suppressed recipients (skip) are left out of the envelope, not out of
+// the headers; with --bounce-domain the envelope sender is the send's VERP
+// address. mx reports that the mx transport took it.
+func (d *Deliverer) handOff(ctx context.Context, s *core.Send, slot *transport.Slot, skip []string) handoff {
+	if isLarge(s) {
+		select {
+		case d.large <- struct{}{}:
+			defer func() { <-d.large }()
+		default:
+			return handoff{err: errLargeBusy}
+		}
+	}
+	if s.AttachmentCount > 0 && s.Attachments == nil {
+		// The files are read only for the attempt: the claim and every list
+		// read the row without them.
+		atts, err := d.store.SendAttachments(ctx, s.ID)
+		if err != nil {
+			return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "render", Err: err}}
+		}
+		s.Attachments = atts
+	}
+	raw, env, err := render.Message(s)
+	if err != nil {
+		return handoff{err: &transport.Error{Class: transport.Permanent, Stage: "render", Err: err}}
+	}
+	env.To = slices.DeleteFunc(env.To, func(r string) bool { return slices.Contains(skip, core.NormalizeAddress(r)) })
+	signer := env.From // the From header's address: its domain's key signs
+	if d.cfg.Bounce != nil {
+		env.From, env.FromFor = bounceAddresses(d.cfg.Bounce, s, env.To)
+	}
+	return d.handOver(ctx, s, slot, env, raw, signer)
+}
