@@ -219,11 +219,35 @@ func (d *Deliverer) handOff(ctx context.Context, s *core.Send, slot *transport.S
 		return handoff{err: &transport.Error{Class: transport.Permanent, Stage: "render", Err: err}}
 	}
 	env.To = slices.DeleteFunc(env.To, func(r string) bool { return slices.Contains(skip, core.NormalizeAddress(r)) })
+	if raw, err = d.unsubscribeCopy(ctx, s, env.To, raw); err != nil {
+		return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "render", Err: err}}
+	}
 	signer := env.From // the From header's address: its domain's key signs
 	if d.cfg.Bounce != nil {
 		env.From, env.FromFor = bounceAddresses(d.cfg.Bounce, s, env.To)
 	}
 	return d.handOver(ctx, s, slot, env, raw, signer)
+}
+
+// unsubscribeCopy is raw with the one-click unsubscribe headers of its
+// one recipient when the send carries them (docs/deliverability.md,
+// "One-click unsubscribe"), before it is signed. Such a send is accepted
+// with one recipient only (app.checkUnsubscribe); one with more, accepted
+// before the headers existed, goes without them: one message cannot carry
+// a token per recipient.
+func (d *Deliverer) unsubscribeCopy(ctx context.Context, s *core.Send, to []string, raw []byte) ([]byte, error) {
+	if !s.NeedsUnsubscribe() {
+		return raw, nil
+	}
+	if len(to) != 1 {
+		d.logger.WarnContext(ctx, "unsubscribe headers left out: the send has several recipients", slog.String("send_id", s.ID))
+		return raw, nil
+	}
+	h, err := d.svc.UnsubscribeHeaders(ctx, s, to[0])
+	if err != nil {
+		return nil, err
+	}
+	return render.PrependHeaders(raw, h), nil
 }
 
 // handoff is what handing a message over did.
