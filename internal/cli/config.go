@@ -279,6 +279,7 @@ func (c *Config) validate() error {
 			return fmt.Errorf("--public-url %q: want an http or https URL such as https://mail.example.com", sc.PublicURL)
 		}
 	}
+	sc.Addr = c.Addr // the unsubscribe links' base without --public-url
 	if sc.RetryBase > sc.MaxRetryDelay {
 		return fmt.Errorf("--retry-base must not exceed --max-retry-delay")
 	}

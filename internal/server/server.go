@@ -174,7 +174,8 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Caps: cfg.Caps, Now: cfg.Now,
 		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes, RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow,
 		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), NoInboundListener: cfg.InboundAddr == "", IMAPProbe: imapProbe(policy),
-		MaxReceivedBytes: cfg.MaxReceivedBytes, Egress: egressChecks(mx), RequireVerifiedDomain: cfg.RequireVerifiedDomain}, logger)
+		MaxReceivedBytes: cfg.MaxReceivedBytes, Egress: egressChecks(mx), RequireVerifiedDomain: cfg.RequireVerifiedDomain,
+		PublicURL: cmp.Or(cfg.PublicURL, "http://"+cfg.Addr), UnsubscribeDomain: unsubscribeDomain(cfg)}, logger)
 	d, err := delivery.NewDeliverer(svc, store, delivery.Config{
 		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
 		MaxRetryDelay: cfg.MaxRetryDelay, MaxQueueLifetime: cfg.MaxQueueLifetime,
