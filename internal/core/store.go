@@ -120,7 +120,8 @@ type SendsTx interface {
 	// reconcile) never holds, nor waits for, the row of a send it will not
 	// change. On PostgreSQL that row may be one delivery is recording an
 	// outcome for, in another batch that waits for a row this batch holds:
-	// a deadlock. A send in another status is returned as it is.
+	// a deadlock. A send in another status is returned as it is. With no
+	// statuses it is a plain read that holds nothing.
 	SendForUpdateIn(ctx context.Context, id string, statuses ...Status) (*Send, error)
 	// UpdateSend writes the mutable fields of s (status, attempts, tries,
 	// last_error, sent_at, updated_at, attempt token, lease, next attempt).
