@@ -2,14 +2,18 @@ package inbound_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/mail"
 	netsmtp "net/smtp"
 	"net/textproto"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
@@ -25,7 +29,19 @@ var unsubMailto = regexp.MustCompile(`<mailto:([^>]+)>`)
 // altered token is refused at RCPT.
 func TestUnsubscribe_MailtoFormUnsubscribesOnceThroughTheListener(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, Inbound: true, PublicURL: "https://mail.example.test"})
+		hooks := make(chan []byte, 16)
+		ep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			hooks <- b
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		defer ep.Close()
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, Inbound: true, PublicURL: "https://mail.example.test",
+			WebhookAllowPrivate: true})
+		if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/webhooks", Key: env.AdminKey, IdemKey: "wh",
+			Body: map[string]any{"endpoint": ep.URL, "events": []string{"email.unsubscribed"}}}); r.Status != http.StatusCreated {
+			t.Fatalf("subscribe to email.unsubscribed: %d %s", r.Status, r.Body)
+		}
 		const addr = "reader@example.com"
 		id, _ := sendTo(t, env, env.AdminKey, map[string]any{"to": addr, "subject": "News", "text": "x", "stream": "bulk"})
 		env.WaitStatus(t, id, wait, core.StatusSent)
@@ -67,6 +83,21 @@ func TestUnsubscribe_MailtoFormUnsubscribesOnceThroughTheListener(t *testing.T) 
 		_, s := get(t, env, env.AdminKey, "/v1/sends/"+id)
 		if got := events(s, core.EventUnsubscribed); len(got) != 1 || got[0] != addr {
 			t.Fatalf("email.unsubscribed events = %v, want one for %s", got, addr)
+		}
+		select {
+		case b := <-hooks:
+			var p struct {
+				Type string
+				Data struct {
+					Recipient string
+					EmailID   string `json:"email_id"`
+				}
+			}
+			if err := json.Unmarshal(b, &p); err != nil || p.Type != "email.unsubscribed" || p.Data.Recipient != addr || p.Data.EmailID != id {
+				t.Fatalf("webhook delivery %s (%v), want email.unsubscribed for %s", b, err, addr)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("no email.unsubscribed webhook delivery within 15s")
 		}
 	})
 }
