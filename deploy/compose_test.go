@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"encoding/json"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -89,8 +90,16 @@ func TestCompose_PostgresTwoAPIsAndAWorker(t *testing.T) {
 			t.Errorf("%s: stop_grace_period %q, want more than serve's shutdown grace %s", name, s.StopGracePeriod, grace)
 		}
 		switch {
-		case role == "worker" && (s.Healthcheck == nil || !s.Healthcheck.Disable):
-			t.Errorf("%s: a worker serves no HTTP, so the image's health check must be off", name)
+		case role == "worker":
+			ops := ""
+			if i := slices.Index(s.Command, "--ops-addr"); i >= 0 && i+1 < len(s.Command) {
+				ops = s.Command[i+1]
+			}
+			_, port, _ := net.SplitHostPort(ops)
+			want := append([]string{"CMD"}, append(slices.Clone(health), "--url", "http://127.0.0.1:"+port+"/healthz")...)
+			if port == "" || s.Healthcheck == nil || s.Healthcheck.Disable || !slices.Equal(s.Healthcheck.Test, want) {
+				t.Errorf("%s: a worker serves no API: want --ops-addr and a health check asking its /healthz (%q), got %+v", name, want, s.Healthcheck)
+			}
 		case role != "worker" && (s.Healthcheck == nil || !slices.Equal(s.Healthcheck.Test, append([]string{"CMD"}, health...))):
 			t.Errorf("%s: health check %+v, want the image's %q", name, s.Healthcheck, health)
 		}

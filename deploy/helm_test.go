@@ -210,8 +210,35 @@ func checkPod(t *testing.T, sf serveFlags, role string, d *appsv1.Deployment, gr
 	if g := pod.TerminationGracePeriodSeconds; g == nil || time.Duration(*g)*time.Second <= grace+drain {
 		t.Errorf("%s: terminationGracePeriodSeconds %v: want more than the drain delay %s plus serve's shutdown grace %s", role, g, drain, grace)
 	}
-	if role == "worker" && (len(c.Ports) > 0 || c.ReadinessProbe != nil || c.LivenessProbe != nil) {
-		t.Errorf("worker: ports or HTTP probes, but a worker serves no HTTP")
+	if role == "worker" {
+		checkWorkerOps(t, c)
+	}
+}
+
+// checkWorkerOps: a worker serves no API, so its probes ask /readyz and
+// /healthz on the --ops-addr port, which it names "ops".
+func checkWorkerOps(t *testing.T, c corev1.Container) {
+	t.Helper()
+	ops := ""
+	for _, e := range c.Env {
+		if e.Name == "SENDONCE_OPS_ADDR" {
+			ops = e.Value
+		}
+	}
+	_, port, err := net.SplitHostPort(ops)
+	if err != nil || !strings.HasPrefix(ops, "0.0.0.0:") {
+		t.Fatalf("worker: SENDONCE_OPS_ADDR=%q: want the ops listener on every address of the pod", ops)
+	}
+	if len(c.Ports) != 1 || c.Ports[0].Name != "ops" || itoa(c.Ports[0].ContainerPort) != port {
+		t.Errorf("worker: ports %+v, want one named ops on %s", c.Ports, port)
+	}
+	for name, want := range map[string]struct {
+		p    *corev1.Probe
+		path string
+	}{"readiness": {c.ReadinessProbe, "/readyz"}, "liveness": {c.LivenessProbe, "/healthz"}} {
+		if want.p == nil || want.p.HTTPGet == nil || want.p.HTTPGet.Path != want.path || want.p.HTTPGet.Port.String() != "ops" {
+			t.Errorf("worker: %s probe %+v, want GET %s on port ops", name, want.p, want.path)
+		}
 	}
 }
 

@@ -26,6 +26,13 @@ type Write[Tx TxRecords] struct {
 	// concurrent requests do in parallel — and returns the step that
 	// writes in the transaction. An error is handed to Refuse.
 	Prepare func(ctx context.Context) (Step[Tx], error)
+	// Earlier, when set, is asked once the replay cache has no answer and
+	// before the key is decided: the answer a retry gets from a record of
+	// the same request stored under another scope — a form an older
+	// version used for the key, within the window after an upgrade in
+	// which such records live. A response is replayed as the key's; nil
+	// lets the key be decided as usual; an error stops the request.
+	Earlier func(ctx context.Context) (*Response, error)
 	// Refuse turns an error of Prepare or of the step into the answer that
 	// refuses the request, and reports whether it is one. An error that is
 	// not an answer (an internal failure, a conflict the transaction runs
@@ -67,13 +74,26 @@ var (
 	errNotStored = errors.New("idempotency: answer is not to be stored")
 )
 
-// Run runs w on e: Begin (the cheap tiers: the replay cache, requests
-// running here, the front store, the lock-free lookup), Prepare, then one
-// transaction that decides the key, runs the step and stores its answer,
-// then Committed — or Release on every other way out, panics included.
+// Run runs w on e: the replay cache, Earlier, Begin (the other cheap
+// tiers: requests running here, the front store, the lock-free lookup),
+// Prepare, then one transaction that decides the key, runs the step and
+// stores its answer, then Committed — or Release on every other way out,
+// panics included.
 func Run[Tx TxRecords](ctx context.Context, e *Engine, w Write[Tx]) Result {
 	var t *Ticket
 	if w.Scope != nil {
+		if d, ok := e.Cached(*w.Scope, w.Fingerprint); ok {
+			return decidedResult(d) // before the older forms are looked at
+		}
+		if w.Earlier != nil {
+			resp, err := w.Earlier(ctx)
+			if err != nil {
+				return Result{Err: err}
+			}
+			if resp != nil {
+				return decidedResult(Decision{Outcome: Replay, Response: resp})
+			}
+		}
 		var err error
 		if t, err = e.Begin(ctx, *w.Scope, w.Fingerprint); err != nil {
 			return Result{Err: err}

@@ -197,3 +197,33 @@ func TestRun_RerunAnswersTheLastRunAndNoKeyKeepsNothing(t *testing.T) {
 		t.Fatalf("a request without a key stored %d records", len(b.recs))
 	}
 }
+
+// Earlier is asked after the replay cache and before the key is decided:
+// a response it finds (a record under an older form of the key) is
+// replayed and nothing runs; an error stops the request; nil lets the key
+// be decided as usual; a replay this process remembers never asks it.
+func TestRun_EarlierReplaysARecordOfAnOlderForm(t *testing.T) {
+	ctx := context.Background()
+	b := newBook()
+	e := NewEngine(Config{ReplayCacheEntries: 8})
+	sc := engineScope("k")
+	older := Response{Status: 200, Body: []byte(`{"id":"older"}`)}
+	asked := 0
+	w := write(b, &sc, "fp", nil)
+	w.Earlier = func(context.Context) (*Response, error) { asked++; return &older, nil }
+	if r := Run(ctx, e, w); r.Outcome != Replay || string(r.Response.Body) != `{"id":"older"}` || b.rows != 0 {
+		t.Fatalf("with an older record: %+v, %d rows; want its replay and no work", r, b.rows)
+	}
+	w.Earlier = func(context.Context) (*Response, error) { asked++; return nil, errInvalid }
+	if r := Run(ctx, e, w); !errors.Is(r.Err, errInvalid) || b.rows != 0 {
+		t.Fatalf("a failed look: %+v, want its error and no work", r)
+	}
+	w.Earlier = func(context.Context) (*Response, error) { asked++; return nil, nil }
+	if r := Run(ctx, e, w); r.Outcome != Proceed || b.rows != 1 {
+		t.Fatalf("no older record: %+v, want the request run", r)
+	}
+	before := asked
+	if r := Run(ctx, e, w); r.Outcome != Replay || asked != before {
+		t.Fatalf("a cached replay: %+v, Earlier asked %d more times, want none", r, asked-before)
+	}
+}

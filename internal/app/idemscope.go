@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/idempotency"
+	"github.com/sendonce/sendonce/internal/core"
 )
 
 // scopedSince caches Store.ScopedKeysSince, which never changes once read.
@@ -73,4 +74,39 @@ func (s *Service) CompletedIdempotency(ctx context.Context, sc idempotency.Scope
 		return nil, nil
 	}
 	return rec, nil
+}
+
+// IdempotencyScope is the scope every door decides a request's key under
+// with idempotency.Run, and the Earlier look Run takes before it: stored
+// is the key as the door names it (the caller's Idempotency-Key, or one
+// derived for it in a form of its own, such as SMTP's "msgid "), idem the
+// caller's key as older versions stored it. The scope's key is
+// core.StoredIdempotencyKey(key, stored); when that is not idem, earlier
+// replays a retry of a request an older version stored under idem or under
+// the API key's own namespace (core.KeyScopedIdempotencyKey), matched by
+// fp, or by legacy's (the fingerprint an older version made of the same
+// request; nil when it made the same), within one ttl of the upgrade
+// (OlderFormReplay). earlier is nil when there is
+// nothing older to look at.
+func (s *Service) IdempotencyScope(key *core.APIKey, method, route, stored, idem string, ttl time.Duration, fp string, legacy func() string) (
+	sc *idempotency.Scope, earlier func(context.Context) (*idempotency.Response, error)) {
+	sc = &idempotency.Scope{Tenant: key.Tenant, Method: method, Route: route, Key: core.StoredIdempotencyKey(key, stored)}
+	if sc.Key == idem {
+		return sc, nil // an unrestricted key's own key: stored plain, as always
+	}
+	plain := *sc
+	plain.Key = idem
+	olds := []idempotency.Scope{plain}
+	if key.OwnsIdempotencyKeys() {
+		perKey := *sc
+		perKey.Key = core.KeyScopedIdempotencyKey(key, stored)
+		olds = append(olds, perKey)
+	}
+	return sc, func(ctx context.Context) (*idempotency.Response, error) {
+		resp, err := s.OlderFormReplay(ctx, olds, fp, ttl)
+		if resp != nil || err != nil || legacy == nil {
+			return resp, err
+		}
+		return s.OlderFormReplay(ctx, olds, legacy(), ttl)
+	}
 }

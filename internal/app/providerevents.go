@@ -158,8 +158,9 @@ func findProviderSend(ctx context.Context, tx core.Tx, ev ProviderEvent) (*core.
 	return send, prov, nil
 }
 
-// bounceChange is a bounced or delayed recipient as a change.
-func bounceChange(addr, typ, subType, status, diag, message string) RecipientChange {
+// BounceChange is a provider's bounced or delayed recipient as a change
+// (the rule every intake shares: a permanent bounce suppresses).
+func BounceChange(addr, typ, subType, status, diag, message string) RecipientChange {
 	var diags []string
 	if diag != "" {
 		diags = []string{diag}

@@ -29,8 +29,11 @@ import (
 // itself reads a zero field as its default instead, for callers that
 // build it in code.
 type Config struct {
-	Server    server.Config
-	Addr      string
+	Server server.Config
+	Addr   string
+	// OpsAddr is --ops-addr: /healthz, /readyz and /metrics alone, for
+	// any role ("" : none).
+	OpsAddr   string
 	Role      string
 	LogFormat string
 	LogLevel  string
@@ -176,6 +179,7 @@ const DefaultAddr = "127.0.0.1:8787"
 func serverFlags(e *envFlags, c *Config) {
 	sc := &c.Server
 	e.str(&c.Addr, "addr", "SENDONCE_ADDR", DefaultAddr, "HTTP listen address")
+	e.str(&c.OpsAddr, "ops-addr", "SENDONCE_OPS_ADDR", "", "listen address serving only /healthz, /readyz and /metrics, in any role (a worker serves no API: its probes and Prometheus use this; off by default)")
 	dbFlag(e, &sc.DB)
 	e.str(&sc.Transport, "transport", "SENDONCE_TRANSPORT", transport.DefaultSpec, "capture (local dev inbox), smtp://[user:pass@]host:port[?tls=none|starttls|tls] (relay), mx (direct to the recipients' mail exchangers), ses://[KEY_ID:SECRET@]REGION[?endpoint=URL&configuration_set=NAME] (Amazon SES) or resend://API_KEY@[HOST[:PORT]] (Resend)")
 	e.str(&sc.From, "from", "SENDONCE_FROM", app.DefaultFrom, "default From of the default mailbox")

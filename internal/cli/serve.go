@@ -17,6 +17,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/accesslog"
 	"github.com/sendonce/sendonce/internal/certs"
+	"github.com/sendonce/sendonce/internal/lifecycle"
 	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 	"github.com/sendonce/sendonce/internal/transport"
@@ -78,7 +79,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		defer stopPprof()
 	}
-	srv, serveErr, err := serveAPI(&cfg, s, spec, logger)
+	srv, serveErr := addWaysIn(&cfg, s, spec, logger)
+	ops, err := serveOps(cfg.OpsAddr, s.Ops, logger)
 	if err != nil {
 		return err
 	}
@@ -99,7 +101,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if runErr == nil {
 		drain(srv, cfg.DrainDelay, logger)
 	}
-	runErr = errors.Join(runErr, shutdown(ctx, srv, s, cfg.shutdownGrace()))
+	runErr = errors.Join(runErr, shutdown(ctx, s, cfg.shutdownGrace()))
+	if ops != nil {
+		// Last: probes see the worker draining until its attempts ended.
+		runErr = errors.Join(runErr, ops.Close())
+	}
 	logger.Info("stopped")
 	return runErr
 }
@@ -177,43 +183,77 @@ func (c *Config) serverConfig() (server.Config, certs.Set, error) {
 	return sc, set, nil
 }
 
-// serveAPI starts the ways in, HTTP and SMTP, unless this process is a
-// worker (then srv is nil). The end of their Serve is sent on serveErr.
-func serveAPI(cfg *Config, s *server.Server, spec transport.Spec, logger *slog.Logger) (srv *http.Server, serveErr <-chan error, err error) {
+// addWaysIn puts the ways in, HTTP and SMTP submission, on the process's
+// start list (after the workers and the inbound listener, stopped before
+// them), unless this process is a worker (then srv is nil). The end of
+// their Serve is sent on serveErr.
+func addWaysIn(cfg *Config, s *server.Server, spec transport.Spec, logger *slog.Logger) (srv *http.Server, serveErr <-chan error) {
 	errs := make(chan error, 1)
 	if cfg.Role == "worker" {
-		return nil, errs, nil
+		return nil, errs
 	}
-	if srv, err = listen(*cfg, s.Handler, logger, spec, errs); err != nil {
-		return nil, nil, err
-	}
-	if s.Dashboard != nil {
-		srv.RegisterOnShutdown(s.Dashboard.Close) // its live streams would hold the shutdown
-	}
-	if err := startSMTP(&cfg.SMTP, s.Submission, logger, errs); err != nil {
-		return nil, nil, err
-	}
-	return srv, errs, nil
-}
-
-// listen starts the API on cfg.Addr; Serve's end is sent on serveErr.
-func listen(cfg Config, h http.Handler, logger *slog.Logger, spec transport.Spec, serveErr chan<- error) (*http.Server, error) {
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	srv := &http.Server{
-		Handler:           h,
+	srv = &http.Server{
+		Handler:           s.Handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	if s.Dashboard != nil {
+		srv.RegisterOnShutdown(s.Dashboard.Close) // its live streams would hold the shutdown
+	}
+	s.Add("http", lifecycle.Funcs{
+		OnStart: func(context.Context) error { return listen(*cfg, srv, logger, spec, errs) },
+		OnStop: func(ctx context.Context) error {
+			if err := srv.Shutdown(ctx); err != nil {
+				return fmt.Errorf("http shutdown: %w", err)
+			}
+			return nil
+		},
+	})
+	s.Add("smtp", lifecycle.Funcs{
+		OnStart: func(context.Context) error { return startSMTP(&cfg.SMTP, s.Submission, logger, errs) },
+		OnStop:  s.Submission.Shutdown,
+	})
+	return srv, errs
+}
+
+// serveOps starts the --ops-addr listener (nil without one). A failure
+// of its Serve after the start is logged: the process's work goes on.
+func serveOps(addr string, h http.Handler, logger *slog.Logger) (*http.Server, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen --ops-addr: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	logger.Info("ops listening", slog.String("addr", ln.Addr().String()))
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("ops listener", slog.Any("error", err))
+		}
+	}()
+	return srv, nil
+}
+
+// listen starts srv on cfg.Addr; Serve's end is sent on serveErr.
+func listen(cfg Config, srv *http.Server, logger *slog.Logger, spec transport.Spec, serveErr chan<- error) error {
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
 	logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("db", redactDSN(cfg.Server.DB)),
 		slog.String("transport", spec.Redacted()), slog.String("role", cfg.Role), slog.String("version", version()))
-	go func() { serveErr <- srv.Serve(ln) }()
-	return srv, nil
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			serveErr <- err
+		}
+	}()
+	return nil
 }
 
 // drain keeps the API serving for delay after GET /readyz turned 503, so
@@ -266,25 +306,14 @@ func reloadOnHangup(set certs.Set, logger *slog.Logger) (stop func()) {
 	}
 }
 
-// shutdown lets in-flight requests finish first (they may still enqueue),
-// then stops the workers taking jobs and waits for their attempts, all
-// within shutdownGrace. srv is nil in the worker role.
-func shutdown(ctx context.Context, srv *http.Server, s *server.Server, grace time.Duration) error {
+// shutdown stops the process's parts in the reverse of their start
+// (server.Server.Stop): in-flight requests and SMTP sessions finish first
+// (they may still enqueue), then the workers stop taking jobs and their
+// attempts end, all within shutdownGrace.
+func shutdown(ctx context.Context, s *server.Server, grace time.Duration) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
-	var err error
-	if srv != nil {
-		if e := srv.Shutdown(sctx); e != nil {
-			err = fmt.Errorf("http shutdown: %w", e)
-		}
-	}
-	if e := s.Submission.Shutdown(sctx); e != nil {
-		err = errors.Join(err, fmt.Errorf("smtp shutdown: %w", e))
-	}
-	if e := s.Stop(sctx); e != nil {
-		err = errors.Join(err, fmt.Errorf("queue shutdown: %w", e))
-	}
-	return err
+	return s.Stop(sctx)
 }
 
 func redactDSN(dsn string) string {

@@ -54,9 +54,11 @@ func (d *Dashboard) mailReply(q *req) error {
 	}
 	key := q.key
 	id := q.r.PathValue("id")
+	// The scope every door names a key under: a key limited to some
+	// mailboxes has its keys in a namespace of its own, here too.
+	sc, earlier := d.svc.IdempotencyScope(key, http.MethodPost, q.r.URL.Path, idemKey, idemKey, d.idem.TTL(), fp, nil)
 	ran := idempotency.Run(ctx, d.idem, idempotency.Write[core.Tx]{
-		Scope:       &idempotency.Scope{Tenant: key.Tenant, Method: http.MethodPost, Route: q.r.URL.Path, Key: idemKey},
-		Fingerprint: fp, InTx: d.svc.InTx,
+		Scope: sc, Earlier: earlier, Fingerprint: fp, InTx: d.svc.InTx,
 		Prepare: func(ctx context.Context) (idempotency.Step[core.Tx], error) {
 			// The API's one reply use case: its scopes and its guard (an
 			// agent's key that signs in here is held like on every door).

@@ -1,8 +1,6 @@
 package delivery_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +10,6 @@ import (
 	"github.com/sendonce/sendonce/internal/testkit/dnstest"
 	"github.com/sendonce/sendonce/internal/testkit/resendtest"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
-	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
 // TestMX_ChainLinkKeepsTheRoadsPolicies: --transport mx first in a
@@ -23,13 +20,7 @@ import (
 // and the fallback gets nothing for it.
 func TestMX_ChainLinkKeepsTheRoadsPolicies(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		ca := smtptest.NewCA(t)
-		caFile := filepath.Join(t.TempDir(), "ca.pem")
-		if err := os.WriteFile(caFile, ca.PEM, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		plain := smtptest.Start(t, smtptest.Options{Addr: "127.0.0.10:0"})
-		secure := smtptest.Start(t, smtptest.Options{Addr: "127.0.0.11:" + plain.Port, TLSConfig: ca.Server(t, "mx.good.test")})
+		ca, caFile, plain, secure := stsExchangers(t)
 		stsPort, _ := startSTSPolicies(t, ca, map[string]string{
 			"mta-sts.plain.test": "version: STSv1\nmode: enforce\nmx: mx.plain.test\nmax_age: 86400\n",
 			"mta-sts.good.test":  "version: STSv1\nmode: enforce\nmx: *.good.test\nmax_age: 86400\n",

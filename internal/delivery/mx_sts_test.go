@@ -26,13 +26,7 @@ import (
 //   - testing, no STARTTLS: delivered, the policy's failure recorded.
 func TestMX_MTASTS(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		ca := smtptest.NewCA(t)
-		caFile := filepath.Join(t.TempDir(), "ca.pem")
-		if err := os.WriteFile(caFile, ca.PEM, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		plain := smtptest.Start(t, smtptest.Options{Addr: "127.0.0.10:0"})
-		secure := smtptest.Start(t, smtptest.Options{Addr: "127.0.0.11:" + plain.Port, TLSConfig: ca.Server(t, "mx.good.test")})
+		ca, caFile, plain, secure := stsExchangers(t)
 
 		policies := map[string]string{
 			"mta-sts.plain.test": "version: STSv1\nmode: enforce\nmx: mx.plain.test\nmax_age: 86400\n",
@@ -86,6 +80,21 @@ func TestMX_MTASTS(t *testing.T) {
 			t.Errorf("policy fetches %v, want one each (cached)", fetched)
 		}
 	})
+}
+
+// stsExchangers makes a CA (its PEM in caFile, for --tls-ca) and two
+// exchangers on one port: plain (127.0.0.10) offers no STARTTLS, secure
+// (127.0.0.11) a certificate the CA issued for mx.good.test.
+func stsExchangers(t *testing.T) (ca *smtptest.CA, caFile string, plain, secure *smtptest.Server) {
+	t.Helper()
+	ca = smtptest.NewCA(t)
+	caFile = filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, ca.PEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plain = smtptest.Start(t, smtptest.Options{Addr: "127.0.0.10:0"})
+	secure = smtptest.Start(t, smtptest.Options{Addr: "127.0.0.11:" + plain.Port, TLSConfig: ca.Server(t, "mx.good.test")})
+	return ca, caFile, plain, secure
 }
 
 // startSTSPolicies serves policies (by mta-sts.DOMAIN host) over HTTPS on

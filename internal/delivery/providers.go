@@ -170,9 +170,7 @@ func (d *Deliverer) handOverChain(ctx context.Context, s *core.Send, slot *trans
 		}
 		if err == nil {
 			notes = append(notes, l.name+": accepted"+idNote(rec.MessageID))
-			h := handoff{mx: l.spec.Kind == transport.Direct}
-			h.inTx = d.recordLink(s, l, rec.MessageID, pin, now, notes)
-			return h, true
+			return handoff{inTx: d.recordLink(s, l, rec.MessageID, pin, now, notes)}, true
 		}
 		if errors.Is(err, errNoSession) {
 			return handoff{err: err}, true
@@ -182,24 +180,27 @@ func (d *Deliverer) handOverChain(ctx context.Context, s *core.Send, slot *trans
 			errs = append(errs, err)
 			continue
 		}
-		// It may have taken the message: the chain stops here.
-		if isProvider(l.spec.Kind) && transport.ClassOf(err) == transport.Temporary && s.Tries >= d.cfg.MaxAttempts {
-			err = &transport.Error{Class: transport.Ambiguous, Reached: true, Stage: transport.StageResponse,
-				Err: fmt.Errorf("no answer after %d attempts (the provider may hold the message): %w", s.Tries, err)}
-		}
-		notes = append(notes, l.name+": outcome unknown: "+err.Error())
-		var inTx func(core.Tx) error
-		if isProvider(l.spec.Kind) {
-			inTx = d.recordLink(s, l, "", pin, now, notes)
-		} else {
-			inTx = historyOf(s.ID, now, notes)
-		}
-		return handoff{err: err, inTx: inTx}, true
+		return d.maybeTaken(s, l, err, pin, now, notes), true
 	}
 	if len(errs) == 0 { // every one passed over: cannot happen, the last is always tried
 		return handoff{err: errNoSession}, true
 	}
 	return handoff{err: chainError(errs), inTx: historyOf(s.ID, now, notes)}, true
+}
+
+// maybeTaken is the chain's end at a transport that may have taken the
+// message: its outcome is unknown (a provider's pins the send to it),
+// and no later transport is tried.
+func (d *Deliverer) maybeTaken(s *core.Send, l link, err error, pin *core.SendProvider, now time.Time, notes []string) handoff {
+	if isProvider(l.spec.Kind) && transport.ClassOf(err) == transport.Temporary && s.Tries >= d.cfg.MaxAttempts {
+		err = &transport.Error{Class: transport.Ambiguous, Reached: true, Stage: transport.StageResponse,
+			Err: fmt.Errorf("no answer after %d attempts (the provider may hold the message): %w", s.Tries, err)}
+	}
+	notes = append(notes, l.name+": outcome unknown: "+err.Error())
+	if isProvider(l.spec.Kind) {
+		return handoff{err: err, inTx: d.recordLink(s, l, "", pin, now, notes)}
+	}
+	return handoff{err: err, inTx: historyOf(s.ID, now, notes)}
 }
 
 // pinned keeps the one transport a send whose answer was lost is pinned

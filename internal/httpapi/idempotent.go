@@ -139,25 +139,15 @@ func (s *Server) decideAndRun(w http.ResponseWriter, r *http.Request, o postOpts
 	}
 	var (
 		sc      *idempotency.Scope
+		earlier func(context.Context) (*idempotency.Response, error)
 		sendIDs []string
 		refused result // the styled refusal Refuse made last: the one answered
 	)
 	if present {
-		scope := idempotency.Scope{Tenant: key.Tenant, Method: r.Method, Route: r.URL.Path, Key: core.StoredIdempotencyKey(key, idemKey)}
-		if d, ok := s.idem.Cached(scope, fp); ok {
-			// A replay (or a reuse) this process remembers: answered
-			// before anything Run needs is built.
-			res := s.decided(r, o, d)
-			res.idemKey = idemKey
-			return res
-		}
-		sc = &scope
-		if res, done := s.olderFormReplay(r, o, key, *sc, idemKey, fp); done {
-			return res
-		}
+		sc, earlier = s.svc.IdempotencyScope(key, r.Method, r.URL.Path, idemKey, idemKey, s.idem.TTL(), fp, nil)
 	}
 	ran := idempotency.Run(ctx, s.idem, idempotency.Write[core.Tx]{
-		Scope: sc, Fingerprint: fp, InTx: s.svc.InTx,
+		Scope: sc, Fingerprint: fp, InTx: s.svc.InTx, Earlier: earlier,
 		Prepare: func(ctx context.Context) (idempotency.Step[core.Tx], error) {
 			write, err := h(ctx, key, r, body, idemKey)
 			if err != nil {

@@ -94,7 +94,7 @@ func (s *Server) handleSESEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		s.logger.InfoContext(r.Context(), "SNS subscription confirmed", slog.String("topic", m.TopicArn))
 	case "Notification":
-		ev, ok, err := app.ParseSESEvent(m.MessageId, []byte(m.Message))
+		ev, ok, err := parseSESEvent(m.MessageId, []byte(m.Message))
 		if err != nil {
 			s.logger.WarnContext(r.Context(), "SNS notification is not an SES event", slog.String("message_id", m.MessageId), slog.Any("error", err))
 		}
@@ -125,7 +125,7 @@ func (s *Server) handleResendEvents(w http.ResponseWriter, r *http.Request) {
 		forbiddenIntake(w)
 		return
 	}
-	ev, ok, err := app.ParseResendEvent(r.Header.Get("svix-id"), body)
+	ev, ok, err := parseResendEvent(r.Header.Get("svix-id"), body)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, newErrorBody(core.CodeInvalidJSON, "not a Resend email event", ""))
 		return

@@ -120,6 +120,19 @@ func NewServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Lo
 	return s.logRequests(s.mux)
 }
 
+// NewOps returns what an operator's probes and scrapers ask of any
+// process, the API's or a worker's: GET /healthz, GET /readyz and
+// GET /metrics, and nothing else (--ops-addr).
+func NewOps(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) http.Handler {
+	s := newServer(svc, m, cfg, logger)
+	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
+	s.mux.HandleFunc("GET /readyz", s.handleReadyz)
+	if m != nil {
+		s.mux.Handle("GET /metrics", m.Handler())
+	}
+	return s.mux
+}
+
 func newServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes

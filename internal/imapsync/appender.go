@@ -25,7 +25,9 @@ import (
 
 // AppendStore is what the appender reads and writes.
 type AppendStore interface {
-	core.Transactor
+	ClaimIMAPAppends(ctx context.Context, holder string, now, until time.Time, n int) ([]core.IMAPAppend, error)
+	FinishIMAPAppend(ctx context.Context, sendID, holder string) error
+	RetryIMAPAppend(ctx context.Context, sendID, holder string, at time.Time) error
 	Mailbox(ctx context.Context, tenant, id string) (*core.Mailbox, error)
 	IMAPAppendsDue(ctx context.Context, now time.Time) (bool, error)
 	Send(ctx context.Context, tenant, id string) (*core.Send, error)
@@ -112,11 +114,7 @@ func (a *Appender) RunOnce(ctx context.Context) (int, error) {
 	if due, err := a.store.IMAPAppendsDue(ctx, now); err != nil || !due {
 		return 0, err
 	}
-	var claimed []core.IMAPAppend
-	err := a.store.InTx(ctx, func(tx core.Tx) (err error) {
-		claimed, err = tx.ClaimIMAPAppends(ctx, a.cfg.Holder, now, now.Add(a.cfg.Lease), 10)
-		return err
-	})
+	claimed, err := a.store.ClaimIMAPAppends(ctx, a.cfg.Holder, now, now.Add(a.cfg.Lease), 10)
 	if err != nil {
 		return 0, err
 	}
@@ -136,14 +134,14 @@ func (a *Appender) work(ctx context.Context, job core.IMAPAppend) {
 	var werr error
 	switch {
 	case err == nil:
-		werr = a.store.InTx(wctx, func(tx core.Tx) error { return tx.FinishIMAPAppend(wctx, job.SendID, a.cfg.Holder) })
+		werr = a.store.FinishIMAPAppend(wctx, job.SendID, a.cfg.Holder)
 	case job.Attempts >= a.cfg.MaxAttempts || errors.Is(err, core.ErrNotFound):
 		a.logger.Error("imap append given up", slog.String("send_id", job.SendID), slog.Int("attempts", job.Attempts), slog.Any("error", err))
-		werr = a.store.InTx(wctx, func(tx core.Tx) error { return tx.FinishIMAPAppend(wctx, job.SendID, a.cfg.Holder) })
+		werr = a.store.FinishIMAPAppend(wctx, job.SendID, a.cfg.Holder)
 	default:
 		a.logger.Warn("imap append failed", slog.String("send_id", job.SendID), slog.String("class", ClassOf(err)), slog.Any("error", err))
 		at := a.cfg.Now().Add(backoff(a.cfg.BackoffBase, a.cfg.BackoffMax, job.Attempts))
-		werr = a.store.InTx(wctx, func(tx core.Tx) error { return tx.RetryIMAPAppend(wctx, job.SendID, a.cfg.Holder, at) })
+		werr = a.store.RetryIMAPAppend(wctx, job.SendID, a.cfg.Holder, at)
 	}
 	if werr != nil {
 		// The lease runs out and the append is claimed again: the search

@@ -66,7 +66,7 @@ func BenchmarkInitialSync(b *testing.B) {
 		cfg := testConfig("bench")
 		done := make(chan struct{})
 		start := time.Now()
-		go func() { defer close(done); imapsync.New(s, opener(s), rec, cfg, nil).Run(ctx) }()
+		go func() { defer close(done); imapsync.New(imapStore(s), opener(s), rec, cfg, nil).Run(ctx) }()
 		var peak uint64
 		var ms runtime.MemStats
 		for deadline := time.Now().Add(10 * time.Minute); rec.n.Load() < int64(*benchMsgs) && time.Now().Before(deadline); {

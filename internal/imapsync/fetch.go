@@ -171,11 +171,7 @@ func (m *mailboxSync) readMessage(msg *imapclient.FetchMessageData) (*app.Incomi
 // process took it.
 func (m *mailboxSync) save(ctx context.Context, st core.IMAPSync) error {
 	st.UpdatedAt = m.s.cfg.Now()
-	var held bool
-	err := m.s.store.InTx(ctx, func(tx core.Tx) (err error) {
-		held, err = tx.SaveIMAPSync(ctx, m.s.cfg.Holder, &st)
-		return err
-	})
+	held, err := m.s.store.SaveIMAPSync(ctx, m.s.cfg.Holder, &st)
 	if err != nil {
 		return fmt.Errorf("save imap sync state: %w", err)
 	}

@@ -213,3 +213,12 @@ func (g *greeted) Read(p []byte) (int, error) { return g.r.Read(p) }
 func withGreeting(c net.Conn) net.Conn {
 	return &greeted{Conn: c, r: io.MultiReader(strings.NewReader("* OK TLS is on\r\n"), c)}
 }
+
+// overLimit is err, told as server_limit when the guard ended the
+// connection: the client's own error then only says it was closed.
+func overLimit(g *guardConn, err error) error {
+	if gerr := g.Err(); gerr != nil {
+		return classed(ClassLimit, gerr)
+	}
+	return err
+}

@@ -83,6 +83,9 @@ func testConfig(holder string) imapsync.Config {
 }
 
 // opener opens stored URLs as the server does.
+// imapStore is the service's view of s the workers get (app.IMAPStore).
+func imapStore(s core.Store) app.IMAPStore { return app.New(s, app.Config{}, nil).IMAPStore() }
+
 func opener(s core.Store) imapsync.Opener {
 	return app.New(s, app.Config{}, nil).MailboxIMAP
 }

@@ -45,7 +45,7 @@ func TestSync_HostileServerPausesOnlyItsMailbox(t *testing.T) {
 		svc, rec := realReceiver(t, s)
 		cfg := testConfig("p1")
 		cfg.Dial.MaxLineBytes = 64 << 10
-		run(t, imapsync.New(s, svc.MailboxIMAP, rec, cfg, nil))
+		run(t, imapsync.New(imapStore(s), svc.MailboxIMAP, rec, cfg, nil))
 
 		rec.waitFor(t, "the calm mailbox's first message", 20*time.Second, func(stored, _ int) bool { return stored == 1 })
 		for id := range hostile {

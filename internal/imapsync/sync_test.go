@@ -36,7 +36,7 @@ func TestSync_InitialNewAndResync(t *testing.T) {
 		cfg := testConfig("p1")
 		cfg.PollInterval = time.Hour // new mail within seconds only through IDLE
 		cfg.MaxPerPass = 2           // the first sync takes two passes, both bounded by date
-		stop := run(t, imapsync.New(s, opener(s), rec, cfg, nil))
+		stop := run(t, imapsync.New(imapStore(s), opener(s), rec, cfg, nil))
 
 		rec.waitFor(t, "initial sync", 20*time.Second, func(stored, _ int) bool { return stored >= 3 })
 		st := waitState(t, s, "support", 10*time.Second, func(st core.IMAPSync) bool { return st.LastUID >= 4 })
@@ -90,7 +90,7 @@ func TestSync_BatchesAndTLS(t *testing.T) {
 		cfg.BatchSize, cfg.MaxMessageBytes, cfg.MaxPerPass = 3, 2048, 4
 		cfg.Dial.TLS = caTLS(t, d)
 		_, rec := realReceiver(t, s)
-		run(t, imapsync.New(s, opener(s), rec, cfg, nil))
+		run(t, imapsync.New(imapStore(s), opener(s), rec, cfg, nil))
 		waitState(t, s, "support", 20*time.Second, func(st core.IMAPSync) bool { return st.LastUID == 8 })
 		if stored, calls := rec.counts(); stored != 7 || calls != 7 {
 			t.Fatalf("%d messages in %d calls, want the 7 small ones once each", stored, calls)
@@ -108,8 +108,8 @@ func TestSync_OneSyncerPerMailbox(t *testing.T) {
 		s1, s2 := open(), open()
 		connect(t, s1, d, "support", "")
 		_, rec := realReceiver(t, s1)
-		stop1 := run(t, imapsync.New(s1, opener(s1), tagged{rec, "p1"}, testConfig("p1"), nil))
-		stop2 := run(t, imapsync.New(s2, opener(s2), tagged{rec, "p2"}, testConfig("p2"), nil))
+		stop1 := run(t, imapsync.New(imapStore(s1), opener(s1), tagged{rec, "p1"}, testConfig("p1"), nil))
+		stop2 := run(t, imapsync.New(imapStore(s2), opener(s2), tagged{rec, "p2"}, testConfig("p2"), nil))
 		defer stop2()
 		rec.waitFor(t, "the first message", 20*time.Second, func(stored, _ int) bool { return stored == 1 })
 		for i := range 3 {
@@ -164,7 +164,7 @@ func TestSync_LoginFailurePausesAndResumes(t *testing.T) {
 			events = append(events, e)
 		}
 		_, rec := realReceiver(t, s)
-		run(t, imapsync.New(s, opener(s), rec, cfg, nil))
+		run(t, imapsync.New(imapStore(s), opener(s), rec, cfg, nil))
 		st := waitState(t, s, "support", 20*time.Second, func(st core.IMAPSync) bool { return st.Failures >= 2 })
 		if st.Status != core.IMAPPaused || st.ErrorClass != imapsync.ClassLogin {
 			t.Fatalf("state %+v, want paused with class %s", st, imapsync.ClassLogin)
@@ -203,7 +203,7 @@ func TestSync_NewPasswordThroughTheAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec := newRecorder(svc)
-		run(t, imapsync.New(s, svc.MailboxIMAP, rec, testConfig("p1"), nil))
+		run(t, imapsync.New(imapStore(s), svc.MailboxIMAP, rec, testConfig("p1"), nil))
 		waitState(t, s, "support", 20*time.Second, func(st core.IMAPSync) bool { return st.ErrorClass == imapsync.ClassLogin })
 		if _, err := svc.SetMailboxIMAP(context.Background(), "t1", "support", "imap://alice:secret@"+d.Addr+"?tls=none"); err != nil {
 			t.Fatal(err)

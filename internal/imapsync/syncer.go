@@ -29,11 +29,15 @@ type Receiver interface {
 	Receive(ctx context.Context, in app.Incoming) (app.Received, error)
 }
 
-// Store is what the syncer reads and writes.
+// Store is what the syncer reads and writes (app.IMAPStore): each change
+// of the lease protocol is its own transaction on the service's side, so
+// this door opens none.
 type Store interface {
-	core.Transactor
 	core.IMAPSyncs
 	Mailbox(ctx context.Context, tenant, id string) (*core.Mailbox, error)
+	LeaseIMAPSync(ctx context.Context, tenant, mailboxID, holder string, now, until time.Time) (bool, error)
+	ReleaseIMAPSync(ctx context.Context, tenant, mailboxID, holder string) error
+	SaveIMAPSync(ctx context.Context, holder string, st *core.IMAPSync) (bool, error)
 }
 
 // errDisconnected: the mailbox has no imap URL any more (or is gone).
@@ -307,9 +311,7 @@ func (m *mailboxSync) holding(ctx context.Context) (done bool) {
 		<-renewed
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer rcancel()
-		_ = s.store.InTx(rctx, func(tx core.Tx) error {
-			return tx.ReleaseIMAPSync(rctx, m.mb.Tenant, m.mb.ID, s.cfg.Holder)
-		})
+		_ = s.store.ReleaseIMAPSync(rctx, m.mb.Tenant, m.mb.ID, s.cfg.Holder)
 	}()
 	if st, err := s.store.IMAPSyncState(hctx, m.mb.Tenant, m.mb.ID); err == nil {
 		m.state = *st
@@ -334,12 +336,7 @@ func (m *mailboxSync) holding(ctx context.Context) (done bool) {
 // lease takes or renews the mailbox's lease for this process.
 func (m *mailboxSync) lease(ctx context.Context) (bool, error) {
 	now := m.s.cfg.Now()
-	var held bool
-	err := m.s.store.InTx(ctx, func(tx core.Tx) (err error) {
-		held, err = tx.LeaseIMAPSync(ctx, m.mb.Tenant, m.mb.ID, m.s.cfg.Holder, now, now.Add(m.s.cfg.Lease))
-		return err
-	})
-	return held, err
+	return m.s.store.LeaseIMAPSync(ctx, m.mb.Tenant, m.mb.ID, m.s.cfg.Holder, now, now.Add(m.s.cfg.Lease))
 }
 
 // failed records a session's failure: the mailbox paused with the
@@ -431,15 +428,6 @@ func (m *mailboxSync) session(ctx context.Context) error {
 			return overLimit(g, err)
 		}
 	}
-}
-
-// overLimit is err, told as server_limit when the guard ended the
-// connection: the client's own error then only says it was closed.
-func overLimit(g *guardConn, err error) error {
-	if gerr := g.Err(); gerr != nil {
-		return classed(ClassLimit, gerr)
-	}
-	return err
 }
 
 // pass selects the inbox and catches up; the first pass of a session

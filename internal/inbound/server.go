@@ -13,6 +13,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/connlimit"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/inmail"
 	"github.com/sendonce/sendonce/internal/verp"
@@ -48,8 +49,8 @@ type Config struct {
 	// Signer reads bounce addresses; nil when there is no --bounce-domain
 	// (the listener then takes receiving addresses only).
 	Signer *verp.Signer
-	Store  core.Transactor
-	// Receiver stores mail for receiving addresses.
+	// Receiver stores mail for receiving addresses and applies the
+	// reports that come back to bounce addresses.
 	Receiver Receiver
 	// Unsubscriber takes mail to the unsubscribe headers' mailto: form,
 	// unsubscribe+TOKEN@UnsubscribeDomain; nil or "" refuses it.
@@ -91,6 +92,7 @@ type Limits struct {
 type Receiver interface {
 	ReceivingRoute(ctx context.Context, address string) (*core.ReceivingAddress, error)
 	Receive(ctx context.Context, in app.Incoming) (app.Received, error)
+	RecordBounceReport(ctx context.Context, m app.BounceReport) (app.ReportResult, error)
 }
 
 // Unsubscriber is what the listener needs of the unsubscribe use case
@@ -158,7 +160,7 @@ func New(cfg Config) *Server {
 // (ending the session idle the longest for a newcomer) and MaxConnsPerIP
 // from one client, each for at most SessionTimeout.
 func (s *Server) Serve(l net.Listener) error {
-	err := s.smtp.Serve(newCappedListener(l, s.cfg))
+	err := s.smtp.Serve(s.limiter().Listen(l))
 	if errors.Is(err, smtp.ErrServerClosed) {
 		return nil
 	}
@@ -181,7 +183,7 @@ func (a slogAdapter) Println(v ...any) { a.l.Warn("inbound smtp", "error", fmt.S
 type backend struct{ s *Server }
 
 func (b backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
-	ss := &session{s: b.s, conn: c, counted: connOf(c.Conn())}
+	ss := &session{s: b.s, conn: c, counted: connlimit.Of(c.Conn())}
 	if tcp, ok := c.Conn().RemoteAddr().(*net.TCPAddr); ok {
 		ss.ip = tcp.IP
 	}
@@ -202,7 +204,7 @@ type rcpt struct {
 type session struct {
 	s       *Server
 	conn    *smtp.Conn
-	counted *countedConn // nil when served on a plain listener
+	counted *connlimit.Conn // nil when served on a plain listener
 	ip      net.IP
 	from    string
 	rcpts   []rcpt
@@ -211,7 +213,7 @@ type session struct {
 func (ss *session) Reset() {
 	ss.from, ss.rcpts = "", nil
 	if ss.counted != nil {
-		ss.counted.transaction(false)
+		ss.counted.Transaction(false)
 	}
 }
 
@@ -220,7 +222,7 @@ func (ss *session) Logout() error { return nil }
 func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 	ss.from = from // reports come from <>; anything is taken
 	if ss.counted != nil {
-		ss.counted.transaction(true)
+		ss.counted.Transaction(true)
 	}
 	return nil
 }
@@ -270,7 +272,7 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 // before the failure is recognised as the same message then.
 func (ss *session) Data(r io.Reader) error {
 	if ss.counted != nil {
-		ss.counted.delivered()
+		ss.counted.Delivered()
 	}
 	raw, release, err := ss.s.memory.readAll(r, ss.s.cfg.MaxBytes)
 	defer release()
@@ -306,7 +308,7 @@ func (ss *session) reports(ctx context.Context, raw []byte) error {
 			continue // one copy per send, however many of its addresses
 		}
 		done[rc.sendID] = true
-		res, err := Record(ctx, ss.s.cfg.Store, Mail{SendID: rc.sendID, Bound: rc.bound, MailFrom: ss.from, RcptTo: rc.addr, Raw: raw}, ss.s.cfg.Now().UTC())
+		res, err := ss.s.cfg.Receiver.RecordBounceReport(ctx, app.BounceReport{SendID: rc.sendID, Bound: rc.bound, MailFrom: ss.from, RcptTo: rc.addr, Raw: raw})
 		if err != nil {
 			ss.s.cfg.Logger.ErrorContext(ctx, "inbound report not recorded", slog.String("send_id", rc.sendID), slog.Any("error", err))
 			return errTryLater

@@ -49,8 +49,8 @@ func newIMAPWorkers(store *sqlstore.Store, svc *app.Service, cfg Config, policy 
 			}
 		}}
 	return &imapWorkers{
-		syncer:   imapsync.New(store, svc.MailboxIMAP, svc, sc, logger),
-		appender: imapsync.NewAppender(store, svc.MailboxIMAP, imapsync.AppendConfig{Dial: dial, Now: cfg.Now}, logger),
+		syncer:   imapsync.New(svc.IMAPStore(), svc.MailboxIMAP, svc, sc, logger),
+		appender: imapsync.NewAppender(svc.IMAPStore(), svc.MailboxIMAP, imapsync.AppendConfig{Dial: dial, Now: cfg.Now}, logger),
 	}
 }
 

@@ -68,7 +68,7 @@ func (s *Server) startInbound(logger *slog.Logger) error {
 		return fmt.Errorf("--inbound-addr: %w", err)
 	}
 	c := s.inboundCfg
-	c.Signer, c.Store, c.Receiver, c.Logger, c.Now = s.Bounce, s.Store, s.Service, logger, s.now
+	c.Signer, c.Receiver, c.Logger, c.Now = s.Bounce, s.Service, logger, s.now
 	c.Unsubscriber = s.Service
 	in := inbound.New(c)
 	s.inbound, s.InboundAddr = in, ln.Addr().String()

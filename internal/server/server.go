@@ -22,6 +22,7 @@ import (
 	"github.com/sendonce/sendonce/internal/delivery"
 	"github.com/sendonce/sendonce/internal/httpapi"
 	"github.com/sendonce/sendonce/internal/inbound"
+	"github.com/sendonce/sendonce/internal/lifecycle"
 	"github.com/sendonce/sendonce/internal/metrics"
 	"github.com/sendonce/sendonce/internal/outbound"
 	"github.com/sendonce/sendonce/internal/ratelimit"
@@ -69,8 +70,14 @@ type Server struct {
 	Queue   *delivery.Queue
 	Metrics *metrics.Metrics
 	Handler http.Handler
-	started bool
-	redis   *redis.Client
+	// Ops answers /healthz, /readyz and /metrics alone (--ops-addr): what
+	// probes and scrapers ask of a worker, which serves no API.
+	Ops   http.Handler
+	redis *redis.Client
+	// life is the one list of what Start starts and Stop stops, in order:
+	// the queue, the webhook and IMAP workers, the inbound listener, then
+	// the listeners the caller adds (Add: HTTP, SMTP submission).
+	life lifecycle.Group
 
 	// Submission is the SMTP submission server on this instance.
 	Submission *submission.Server
@@ -176,13 +183,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), NoInboundListener: cfg.InboundAddr == "", IMAPProbe: imapProbe(policy),
 		MaxReceivedBytes: cfg.MaxReceivedBytes, Egress: egressChecks(mx), RequireVerifiedDomain: cfg.RequireVerifiedDomain,
 		PublicURL: cmp.Or(cfg.PublicURL, "http://"+cfg.Addr), UnsubscribeDomain: unsubscribeDomain(cfg)}, logger)
-	d, err := delivery.NewDeliverer(svc, store, delivery.Config{
-		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
-		MaxRetryDelay: cfg.MaxRetryDelay, MaxQueueLifetime: cfg.MaxQueueLifetime,
-		AttemptLease: cfg.AttemptLease, LeasePerMiB: cfg.LeasePerMiB, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
-		MX: mx, Bounce: signer,
-		Fallbacks: cfg.Providers.Fallbacks, ProviderTLS: cfg.Providers.TLS,
-	}, m, logger)
+	d, err := delivery.NewDeliverer(svc, store, deliveryConfig(cfg, mx, signer), m, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -222,6 +223,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		Destinations:    func(tenant string) any { return d.TenantDestinations(tenant) },
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxInflightBytes: cfg.MaxInflightBytes, InflightWait: cfg.InflightWait,
 	}, logger)
+	ops := httpapi.NewOps(svc, m, httpapi.Config{Version: cmp.Or(cfg.Version, "dev"), Reads: store, Idempotency: idem, Ready: ready.check}, logger)
 	sc := cfg.SMTP
 	sc.Idempotency = idem
 	sub := submission.New(svc, m, sc, logger)
@@ -229,9 +231,11 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if now == nil {
 		now = time.Now
 	}
-	return &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Webhooks: worker, Handler: h, Dashboard: dash, Submission: sub, redis: rf.client,
+	srv := &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Webhooks: worker, Handler: h, Ops: ops, Dashboard: dash, Submission: sub, redis: rf.client,
 		Bounce: signer, inboundAddr: cfg.InboundAddr, inboundCfg: inboundConfig(cfg, resolver), now: now, logger: logger,
-		imap: newIMAPWorkers(store, svc, cfg, policy, logger), ready: ready}, nil
+		imap: newIMAPWorkers(store, svc, cfg, policy, logger), ready: ready}
+	srv.services()
+	return srv, nil
 }
 
 // storeMetrics makes the registry, with the store's pools and group
@@ -288,6 +292,17 @@ func connectRedis(ctx context.Context, cfg Config, now func() time.Time, logger 
 	return redisFront{client: rdb, front: redisstore.New(rdb, prefix), limiter: ratelimit.NewRedis(rdb, prefix+"rl:", now, logger)}, nil
 }
 
+// deliveryConfig is the delivery workers' part of cfg.
+func deliveryConfig(cfg Config, mx transport.MXConfig, signer *verp.Signer) delivery.Config {
+	return delivery.Config{
+		DefaultTransport: cfg.Transport, RetryBase: cfg.RetryBase, MaxAttempts: cfg.MaxAttempts,
+		MaxRetryDelay: cfg.MaxRetryDelay, MaxQueueLifetime: cfg.MaxQueueLifetime,
+		AttemptLease: cfg.AttemptLease, LeasePerMiB: cfg.LeasePerMiB, Retention: cfg.Retention, AuditRetention: cfg.AuditRetention, Now: cfg.Now,
+		MX: mx, Bounce: signer,
+		Fallbacks: cfg.Providers.Fallbacks, ProviderTLS: cfg.Providers.TLS,
+	}
+}
+
 // wireWebhooks makes the webhook use cases and, where delivery runs, the
 // worker. Endpoints follow --outbound-allow, plus private and loopback
 // addresses under --webhook-allow-private.
@@ -309,38 +324,46 @@ func wireWebhooks(store *sqlstore.Store, cfg Config, policy *outbound.Policy, lo
 	return svc, w, nil
 }
 
-// Start starts the delivery workers (if this instance runs any) and the
-// inbound listener. The caller binds the listeners it serves itself (HTTP,
-// SMTP submission) before: once Start returns, every listener of the
-// process is up, and GET /readyz may answer 200.
-func (s *Server) Start(ctx context.Context) error {
-	if err := s.Queue.Start(ctx); err != nil {
-		return err
-	}
+// Add appends a part the caller runs (the HTTP API, SMTP submission) to
+// the process's list: it starts after the workers and the inbound
+// listener, and stops before them.
+func (s *Server) Add(name string, svc lifecycle.Service) { s.life.Add(name, svc) }
+
+// services lists the parts every instance has, in their start order.
+func (s *Server) services() {
+	s.life.Add("queue", s.Queue)
 	if s.Webhooks != nil {
-		s.Webhooks.Start()
+		s.life.Add("webhooks", lifecycle.Funcs{
+			OnStart: func(context.Context) error { s.Webhooks.Start(); return nil },
+			OnStop:  s.Webhooks.Stop,
+		})
 	}
-	s.started = true
-	s.imap.start()
-	if err := s.startInbound(s.logger); err != nil {
+	s.life.Add("imap", lifecycle.Funcs{
+		OnStart: func(context.Context) error { s.imap.start(); return nil },
+		OnStop:  s.imap.stop,
+	})
+	s.life.Add("inbound", lifecycle.Funcs{
+		OnStart: func(context.Context) error { return s.startInbound(s.logger) },
+		OnStop:  s.stopInbound,
+	})
+}
+
+// Start starts every part of the process in order (services, then what
+// the caller added). Once it returns, every listener of the process is
+// up, and GET /readyz may answer 200.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.life.Start(ctx); err != nil {
 		return err
 	}
 	s.ready.phase.CompareAndSwap(phaseStarting, phaseUp) // not back from draining
 	return nil
 }
 
-// Stop stops taking jobs and waits (bounded by ctx) for running attempts.
+// Stop stops every started part in the reverse order — the ways in
+// first, then the workers, waiting (bounded by ctx) for running attempts.
 func (s *Server) Stop(ctx context.Context) error {
 	s.Drain()
-	if !s.started {
-		return nil
-	}
-	s.started = false
-	var werr error
-	if s.Webhooks != nil {
-		werr = s.Webhooks.Stop(ctx)
-	}
-	return errors.Join(s.stopInbound(ctx), s.imap.stop(ctx), s.Queue.Stop(ctx), werr)
+	return s.life.Stop(ctx)
 }
 
 // Close stops the workers if needed and closes the database.

@@ -60,13 +60,13 @@ func (s *Server) submit(ctx context.Context, key *core.APIKey, env envelope, dat
 	sub := app.RawSubmission{IdemKey: idemKey, MailboxID: env.mailbox, Rcpt: env.rcpt, Header: h, Msg: msg}
 	keyHeader := source != "" && source != derivedSource
 	fp := fingerprints{now: fingerprint(env, fpMsg, keyHeader), legacy: func() string { return legacyFingerprint(env, fpMsg) }}
-	rep, sendID, outcome := s.acceptOnce(ctx, key, sub, source == derivedSource, fp)
+	rep, sendID, out := s.acceptOnce(ctx, key, sub, source == derivedSource, fp)
 	s.logger.LogAttrs(ctx, slog.LevelInfo, "smtp message",
-		slog.Int("code", rep.Code), slog.String("send_id", sendID), slog.String("outcome", outcome),
+		slog.Int("code", rep.Code), slog.String("send_id", sendID), slog.String("outcome", string(out)),
 		slog.String("key", app.KeyFingerprint(key)), slog.String("idempotency_key_from", source),
 		slog.Int("recipients", len(env.rcpt)), slog.Int("bytes", len(data)), slog.Duration("duration", time.Since(start)))
 	if key.Agent {
-		s.audit(ctx, key, idemKey, rep, sendID, outcome)
+		s.audit(ctx, key, idemKey, rep, sendID, out)
 	}
 	return rep
 }
@@ -142,6 +142,19 @@ func messageIDKey(id string) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
+// outcome is what acceptOnce did with a message, as the log and the
+// audit log name it.
+type outcome string
+
+const (
+	outAccepted outcome = "accepted"
+	outReplayed outcome = "replayed"
+	outInUse    outcome = "in_use"  // the key's first message is still being accepted
+	outReused   outcome = "reused"  // the key holds another message
+	outRefused  outcome = "refused" // the message was refused (its reply says why)
+	outError    outcome = "error"   // nothing was accepted; the client tries again
+)
+
 // fingerprints are a submission's fingerprint and, made only when the
 // key's record has another, the one versions before what-it-says stored.
 type fingerprints struct {
@@ -153,18 +166,12 @@ type fingerprints struct {
 // (idempotency.Run): the key decided, the send and the key's answer
 // committed in one transaction. It returns the reply, the send's id and
 // the outcome for the log.
-func (s *Server) acceptOnce(ctx context.Context, key *core.APIKey, sub app.RawSubmission, derived bool, fps fingerprints) (*smtp.SMTPError, string, string) {
+func (s *Server) acceptOnce(ctx context.Context, key *core.APIKey, sub app.RawSubmission, derived bool, fps fingerprints) (*smtp.SMTPError, string, outcome) {
 	var sendID string
 	fp := fps.now
-	sc, replay, err := s.scope(ctx, key, sub.IdemKey, derived, fps)
-	switch {
-	case err != nil:
-		return replyFor(ctx, s.logger, err), "", "error"
-	case replay != nil:
-		return s.decided(idempotency.Decision{Outcome: idempotency.Replay, Response: replay})
-	}
+	sc, earlier := s.scope(key, sub.IdemKey, derived, fps)
 	ran := idempotency.Run(ctx, s.idem, idempotency.Write[core.Tx]{
-		Scope: sc, Fingerprint: fp, InTx: s.svc.InTx,
+		Scope: sc, Fingerprint: fp, InTx: s.svc.InTx, Earlier: earlier,
 		Prepare: func(ctx context.Context) (idempotency.Step[core.Tx], error) {
 			send, err := s.svc.PrepareRawSend(ctx, key, sub)
 			if err != nil {
@@ -191,9 +198,9 @@ func (s *Server) acceptOnce(ctx context.Context, key *core.APIKey, sub app.RawSu
 	})
 	switch {
 	case ran.Refused:
-		return replyFor(ctx, s.logger, ran.Err), "", "refused"
+		return replyFor(ctx, s.logger, ran.Err), "", outRefused
 	case ran.Err != nil:
-		return replyFor(ctx, s.logger, ran.Err), "", "error" // before the outcome: Begin's failure has none
+		return replyFor(ctx, s.logger, ran.Err), "", outError // before the outcome: Begin's failure has none
 	case ran.Outcome == idempotency.Mismatch:
 		return s.mismatch(ctx, *sc, fps)
 	case ran.Outcome != idempotency.Proceed:
@@ -201,32 +208,32 @@ func (s *Server) acceptOnce(ctx context.Context, key *core.APIKey, sub app.RawSu
 	}
 	if s.metrics != nil {
 		s.metrics.SendsAccepted.Inc()
-		s.metrics.SMTPMessages.WithLabelValues("accepted").Inc()
+		s.metrics.SMTPMessages.WithLabelValues(string(outAccepted)).Inc()
 	}
-	return reply(250, smtp.EnhancedCode{2, 0, 0}, "OK: queued as "+sendID), sendID, "accepted"
+	return reply(250, smtp.EnhancedCode{2, 0, 0}, "OK: queued as "+sendID), sendID, outAccepted
 }
 
 // decided answers a key the engine decided without running the message.
-func (s *Server) decided(d idempotency.Decision) (*smtp.SMTPError, string, string) {
+func (s *Server) decided(d idempotency.Decision) (*smtp.SMTPError, string, outcome) {
 	switch d.Outcome {
 	case idempotency.Replay:
 		var a storedAnswer
 		if d.Response == nil || json.Unmarshal(d.Response.Body, &a) != nil || a.ID == "" {
-			return errTempFailure, "", "error"
+			return errTempFailure, "", outError
 		}
 		if s.metrics != nil {
 			s.metrics.IdempotentReplays.Inc()
-			s.metrics.SMTPMessages.WithLabelValues("replayed").Inc()
+			s.metrics.SMTPMessages.WithLabelValues(string(outReplayed)).Inc()
 			s.metrics.DuplicatePrevented(metrics.ViaSMTP)
 		}
-		return reply(250, smtp.EnhancedCode{2, 0, 0}, "OK: already accepted as "+a.ID+"; not sent again"), a.ID, "replayed"
+		return reply(250, smtp.EnhancedCode{2, 0, 0}, "OK: already accepted as "+a.ID+"; not sent again"), a.ID, outReplayed
 	case idempotency.InUse:
 		if s.metrics != nil {
 			s.metrics.IdempotencyConflict("in_use")
 		}
-		return reply(451, smtp.EnhancedCode{4, 7, 0}, "a message with this idempotency key is still being accepted; try again shortly"), "", "in_use"
+		return reply(451, smtp.EnhancedCode{4, 7, 0}, "a message with this idempotency key is still being accepted; try again shortly"), "", outInUse
 	}
-	return errTempFailure, "", "error"
+	return errTempFailure, "", outError
 }
 
 // mismatch answers a key whose record holds another fingerprint. A record
@@ -235,10 +242,10 @@ func (s *Server) decided(d idempotency.Decision) (*smtp.SMTPError, string, strin
 // holds another message: 554, naming the send that holds it and never
 // advising a new key, for a client that meets it on a retry would make
 // that key a second email.
-func (s *Server) mismatch(ctx context.Context, sc idempotency.Scope, fps fingerprints) (*smtp.SMTPError, string, string) {
+func (s *Server) mismatch(ctx context.Context, sc idempotency.Scope, fps fingerprints) (*smtp.SMTPError, string, outcome) {
 	rec, err := s.svc.CompletedIdempotency(ctx, sc)
 	if err != nil {
-		return replyFor(ctx, s.logger, err), "", "error"
+		return replyFor(ctx, s.logger, err), "", outError
 	}
 	if rec != nil && !strings.HasPrefix(rec.Fingerprint, fingerprintVersion) && rec.Fingerprint == fps.legacy() {
 		return s.decided(idempotency.Decision{Outcome: idempotency.Replay, Response: rec.Response})
@@ -252,7 +259,7 @@ func (s *Server) mismatch(ctx context.Context, sc idempotency.Scope, fps fingerp
 		holder = a.ID
 	}
 	return reply(554, smtp.EnhancedCode{5, 7, 0}, "this idempotency key already belongs to "+holder+
-		", accepted with other content; that send stands and this message was not accepted"), "", "reused"
+		", accepted with other content; that send stands and this message was not accepted"), "", outReused
 }
 
 // replyFor turns an application error into its SMTP reply. Errors that
@@ -284,17 +291,15 @@ func replyFor(ctx context.Context, logger *slog.Logger, err error) *smtp.SMTPErr
 
 // audit writes an agent key's message to the audit log, as the HTTP send
 // routes do, with the SMTP reply code as its status.
-func (s *Server) audit(ctx context.Context, key *core.APIKey, idemKey string, rep *smtp.SMTPError, sendID, outcome string) {
+func (s *Server) audit(ctx context.Context, key *core.APIKey, idemKey string, rep *smtp.SMTPError, sendID string, out outcome) {
 	e := &core.AuditEntry{Tenant: key.Tenant, APIKeyID: key.ID, Route: "SMTP DATA", IdempotencyKey: idemKey, Status: rep.Code, SendID: sendID}
-	switch outcome {
-	case "accepted":
+	switch out {
+	case outAccepted:
 		e.Outcome = "created"
-	case "replayed":
-		e.Outcome = "replayed"
-	case "error":
-		e.Outcome = "error"
+	case outReplayed, outError:
+		e.Outcome = string(out)
 	default:
-		e.Outcome, e.Code, e.Detail = "refused", outcome, rep.Message
+		e.Outcome, e.Code, e.Detail = "refused", string(out), rep.Message
 	}
 	ctx = context.WithoutCancel(ctx)
 	if err := s.svc.RecordAudit(ctx, e); err != nil {

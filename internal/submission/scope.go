@@ -17,37 +17,18 @@ const derivedSource = "Message-ID"
 // Message-ID never meet. The send keeps the key without it.
 const messageIDForm = "msgid "
 
-// scope is the scoped key a submission is decided under (nil without a
-// key): derived keys in messageIDForm, a restricted API key's in the
-// namespace of its limits (core.StoredIdempotencyKey). When that form is
-// not the plain key every key was stored under before, replay is the
-// answer an older form holds for a retry of a message accepted before the
-// upgrade (app.Service.OlderFormReplay), nil when none holds one.
-func (s *Server) scope(ctx context.Context, key *core.APIKey, idemKey string, derived bool, fps fingerprints) (sc *idempotency.Scope, replay *idempotency.Response, err error) {
+// scope is the scope a submission is decided under (nil without a key)
+// and the look at older forms idempotency.Run takes first
+// (app.Service.IdempotencyScope): derived keys in messageIDForm, a
+// restricted API key's in the namespace of its limits; versions before
+// what-it-says stored the bytes fingerprint too.
+func (s *Server) scope(key *core.APIKey, idemKey string, derived bool, fps fingerprints) (*idempotency.Scope, func(context.Context) (*idempotency.Response, error)) {
 	if idemKey == "" {
-		return nil, nil, nil
+		return nil, nil
 	}
 	stored := idemKey
 	if derived {
 		stored = messageIDForm + idemKey
 	}
-	sc = &idempotency.Scope{Tenant: key.Tenant, Method: scopeMethod, Route: scopeRoute, Key: core.StoredIdempotencyKey(key, stored)}
-	if sc.Key == idemKey {
-		return sc, nil, nil // an unrestricted key's explicit key: stored plain, as always
-	}
-	plain := *sc
-	plain.Key = idemKey
-	olds := []idempotency.Scope{plain}
-	if key.OwnsIdempotencyKeys() {
-		perKey := *sc
-		perKey.Key = core.KeyScopedIdempotencyKey(key, stored)
-		olds = append(olds, perKey)
-	}
-	// Older versions stored the bytes fingerprint too.
-	for _, fp := range []string{fps.now, fps.legacy()} {
-		if replay, err = s.svc.OlderFormReplay(ctx, olds, fp, s.idem.TTL()); replay != nil || err != nil {
-			break
-		}
-	}
-	return sc, replay, err
+	return s.svc.IdempotencyScope(key, scopeMethod, scopeRoute, stored, idemKey, s.idem.TTL(), fps.now, fps.legacy)
 }

@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-smtp"
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/connlimit"
 	"github.com/sendonce/sendonce/internal/metrics"
 )
 
@@ -74,8 +74,8 @@ type Server struct {
 	cfg     Config
 	logger  *slog.Logger
 
-	conns   atomic.Int64 // open connections, of all listeners
-	unauth  unauthCount  // not yet authenticated, by client address
+	// limits counts the connections of all listeners (limit.go).
+	limits  *connlimit.Limiter
 	mu      sync.Mutex
 	perKey  map[string]int
 	servers []*smtp.Server
@@ -114,7 +114,8 @@ func New(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, metrics: m, cfg: cfg, logger: logger, perKey: map[string]int{}, unauth: unauthCount{byIP: map[string]int{}}}
+	s := &Server{svc: svc, metrics: m, cfg: cfg, logger: logger, perKey: map[string]int{}}
+	s.limits = s.newLimiter()
 	if s.idem = cfg.Idempotency; s.idem == nil {
 		s.idem = svc.NewIdempotencyEngine(app.IdempotencyConfig{Logger: logger})
 	}
@@ -136,8 +137,7 @@ func (s *Server) ServeTLS(ln net.Listener) error {
 // limit bounds ln's open connections by MaxSessions, counted with those
 // of the server's other listeners.
 func (s *Server) limit(ln net.Listener) net.Listener {
-	return &limitListener{Listener: ln, open: &s.conns, max: int64(s.cfg.MaxSessions), reject: func() { s.reject(421) },
-		session: s.cfg.SessionTimeout, auth: s.cfg.AuthTimeout, unauth: &s.unauth, perIP: s.cfg.MaxUnauthenticatedPerIP}
+	return s.limits.Listen(ln)
 }
 
 func (s *Server) serve(ln net.Listener) error {

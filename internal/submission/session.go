@@ -11,6 +11,7 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/connlimit"
 	"github.com/sendonce/sendonce/internal/core"
 )
 
@@ -90,7 +91,9 @@ func (ss *session) authenticate(secret string) error {
 		return ss.fail(errKeySessions)
 	}
 	ss.key, ss.secret = key, secret
-	authenticated(ss.conn.Conn())
+	if c := connlimit.Of(ss.conn.Conn()); c != nil {
+		c.Release() // no longer a stranger: lifts the deadline to AUTH
+	}
 	return nil
 }
 

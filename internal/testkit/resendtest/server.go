@@ -152,16 +152,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.reqs = append(s.reqs, Request{N: n, IdempotencyKey: key, Authorization: r.Header.Get("Authorization"), Body: body, Fault: f})
 	s.mu.Unlock()
 
-	if r.Method != http.MethodPost || r.URL.Path != "/emails" {
-		writeJSON(w, http.StatusNotFound, errorBody(404, "not_found", "Route not found"))
-		return
-	}
-	if r.Header.Get("Authorization") == "" {
-		writeJSON(w, http.StatusUnauthorized, errorBody(401, "missing_api_key", "Missing API key in the authorization header."))
-		return
-	}
-	if r.Header.Get("Authorization") != "Bearer "+s.Key {
-		writeJSON(w, http.StatusForbidden, errorBody(403, "invalid_api_key", "API key is invalid"))
+	if !s.admitted(w, r) {
 		return
 	}
 	switch f {
@@ -223,6 +214,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"id": id})
+}
+
+// admitted answers what Resend answers a request to another route or
+// without the key, and reports whether the request goes on.
+func (s *Server) admitted(w http.ResponseWriter, r *http.Request) bool {
+	switch {
+	case r.Method != http.MethodPost || r.URL.Path != "/emails":
+		writeJSON(w, http.StatusNotFound, errorBody(404, "not_found", "Route not found"))
+	case r.Header.Get("Authorization") == "":
+		writeJSON(w, http.StatusUnauthorized, errorBody(401, "missing_api_key", "Missing API key in the authorization header."))
+	case r.Header.Get("Authorization") != "Bearer "+s.Key:
+		writeJSON(w, http.StatusForbidden, errorBody(403, "invalid_api_key", "API key is invalid"))
+	default:
+		return true
+	}
+	return false
 }
 
 // begin marks key in progress; false if a request with it already is.

@@ -8,11 +8,11 @@ import (
 	"testing"
 )
 
-// TestReadme_ServeDefaults: the README's table of serve flags names every
+// TestConfigurationDoc_ServeDefaults: docs/configuration.md's table of serve flags names every
 // flag, and each row's default is the flag's (the named constant the flag
 // is defined with), so the docs cannot drift from the code.
-func TestReadme_ServeDefaults(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+func TestConfigurationDoc_ServeDefaults(t *testing.T) {
+	b, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestReadme_ServeDefaults(t *testing.T) {
 	e.fs.VisitAll(func(f *flag.Flag) {
 		row, ok := rows[f.Name]
 		if !ok {
-			t.Errorf("README's serve table has no row for --%s", f.Name)
+			t.Errorf("docs/configuration.md's serve table has no row for --%s", f.Name)
 			return
 		}
 		if f.DefValue == "" || f.DefValue == "0" || f.DefValue == "0s" || f.DefValue == "false" {
@@ -43,7 +43,7 @@ func TestReadme_ServeDefaults(t *testing.T) {
 			want = alt
 		}
 		if !strings.Contains(row, want) {
-			t.Errorf("README's --%s default is %q; the flag's is %s", f.Name, row, want)
+			t.Errorf("docs/configuration.md's --%s default is %q; the flag's is %s", f.Name, row, want)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package app
+package httpapi
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 )
 
@@ -60,10 +61,10 @@ type sesEvent struct {
 	} `json:"failure"`
 }
 
-// ParseSESEvent reads an SES event (an SNS notification's Message) as a
-// ProviderEvent; eventID is the SNS message's id. ok is false for event
+// parseSESEvent reads an SES event (an SNS notification's Message) as a
+// app.ProviderEvent; eventID is the SNS message's id. ok is false for event
 // types sendonce does not record (Open, Click, Subscription).
-func ParseSESEvent(eventID string, message []byte) (ev ProviderEvent, ok bool, err error) {
+func parseSESEvent(eventID string, message []byte) (ev app.ProviderEvent, ok bool, err error) {
 	var e sesEvent
 	if err := json.Unmarshal(message, &e); err != nil {
 		return ev, false, fmt.Errorf("not an SES event: %w", err)
@@ -75,7 +76,7 @@ func ParseSESEvent(eventID string, message []byte) (ev ProviderEvent, ok bool, e
 	if e.Mail.MessageID == "" {
 		return ev, false, errors.New("not an SES event: no mail.messageId")
 	}
-	ev = ProviderEvent{Provider: "ses", EventID: eventID, Type: typ, ProviderMessageID: e.Mail.MessageID,
+	ev = app.ProviderEvent{Provider: "ses", EventID: eventID, Type: typ, ProviderMessageID: e.Mail.MessageID,
 		MessageID: e.Mail.CommonHeaders.MessageID}
 	if v := e.Mail.Tags["sendonce_send_id"]; len(v) == 1 {
 		ev.SendID = v[0]
@@ -86,7 +87,7 @@ func ParseSESEvent(eventID string, message []byte) (ev ProviderEvent, ok bool, e
 	case "Delivery":
 		ev.Accepted = true
 		for _, r := range e.Delivery.Recipients {
-			ev.Changes = append(ev.Changes, RecipientChange{Address: r, Status: core.StatusDelivered, Event: core.EventDelivered,
+			ev.Changes = append(ev.Changes, app.RecipientChange{Address: r, Status: core.StatusDelivered, Event: core.EventDelivered,
 				Detail: strings.TrimSpace("delivered by SES: " + e.Delivery.SMTPResponse)})
 		}
 	case "Bounce":
@@ -95,18 +96,18 @@ func ParseSESEvent(eventID string, message []byte) (ev ProviderEvent, ok bool, e
 			typ = core.BouncePermanent
 		}
 		for _, r := range e.Bounce.BouncedRecipients {
-			ev.Changes = append(ev.Changes, bounceChange(r.EmailAddress, typ, e.Bounce.BounceSubType, r.Status, r.DiagnosticCode,
+			ev.Changes = append(ev.Changes, app.BounceChange(r.EmailAddress, typ, e.Bounce.BounceSubType, r.Status, r.DiagnosticCode,
 				"SES reported a "+strings.ToLower(e.Bounce.BounceType)+" bounce"))
 		}
 	case "Complaint":
 		for _, r := range e.Complaint.ComplainedRecipients {
 			detail := "complaint (" + e.Complaint.ComplaintFeedbackType + ") reported by SES"
-			ev.Changes = append(ev.Changes, RecipientChange{Address: r.EmailAddress, Status: core.StatusComplained,
+			ev.Changes = append(ev.Changes, app.RecipientChange{Address: r.EmailAddress, Status: core.StatusComplained,
 				Event: core.EventComplained, Detail: detail, Suppress: detail, Origin: core.SuppressionComplaint})
 		}
 	case "DeliveryDelay":
 		for _, r := range e.DeliveryDelay.DelayedRecipients {
-			ev.Changes = append(ev.Changes, bounceChange(r.EmailAddress, core.BounceTransient, e.DeliveryDelay.DelayType, r.Status,
+			ev.Changes = append(ev.Changes, app.BounceChange(r.EmailAddress, core.BounceTransient, e.DeliveryDelay.DelayType, r.Status,
 				r.DiagnosticCode, "SES reports the delivery delayed ("+e.DeliveryDelay.DelayType+")"))
 		}
 	case "Reject":
@@ -141,9 +142,9 @@ type resendWebhook struct {
 	} `json:"data"`
 }
 
-// ParseResendEvent reads a Resend webhook as a ProviderEvent; eventID is
+// parseResendEvent reads a Resend webhook as a app.ProviderEvent; eventID is
 // its svix-id. ok is false for types sendonce does not record.
-func ParseResendEvent(eventID string, body []byte) (ev ProviderEvent, ok bool, err error) {
+func parseResendEvent(eventID string, body []byte) (ev app.ProviderEvent, ok bool, err error) {
 	var w resendWebhook
 	if err := json.Unmarshal(body, &w); err != nil {
 		return ev, false, fmt.Errorf("not a Resend webhook: %w", err)
@@ -151,14 +152,14 @@ func ParseResendEvent(eventID string, body []byte) (ev ProviderEvent, ok bool, e
 	if w.Data.EmailID == "" {
 		return ev, false, errors.New("not a Resend email event: no data.email_id")
 	}
-	ev = ProviderEvent{Provider: "resend", EventID: eventID, Type: w.Type, ProviderMessageID: w.Data.EmailID,
+	ev = app.ProviderEvent{Provider: "resend", EventID: eventID, Type: w.Type, ProviderMessageID: w.Data.EmailID,
 		SendID: w.Data.Tags["sendonce_send_id"]}
 	for _, h := range w.Data.Headers {
 		if strings.EqualFold(h.Name, "Message-ID") {
 			ev.MessageID = h.Value
 		}
 	}
-	each := func(c RecipientChange) {
+	each := func(c app.RecipientChange) {
 		for _, to := range w.Data.To {
 			c.Address = to
 			ev.Changes = append(ev.Changes, c)
@@ -169,21 +170,21 @@ func ParseResendEvent(eventID string, body []byte) (ev ProviderEvent, ok bool, e
 		ev.Accepted = true
 	case "email.delivered":
 		ev.Accepted = true
-		each(RecipientChange{Status: core.StatusDelivered, Event: core.EventDelivered, Detail: "delivered, Resend reports"})
+		each(app.RecipientChange{Status: core.StatusDelivered, Event: core.EventDelivered, Detail: "delivered, Resend reports"})
 	case "email.bounced":
 		typ := core.BounceTransient
 		if w.Data.Bounce.Type == "Permanent" {
 			typ = core.BouncePermanent
 		}
 		for _, to := range w.Data.To {
-			ev.Changes = append(ev.Changes, bounceChange(to, typ, w.Data.Bounce.SubType, "", "", w.Data.Bounce.Message))
+			ev.Changes = append(ev.Changes, app.BounceChange(to, typ, w.Data.Bounce.SubType, "", "", w.Data.Bounce.Message))
 		}
 	case "email.complained":
 		const detail = "complaint reported by Resend"
-		each(RecipientChange{Status: core.StatusComplained, Event: core.EventComplained, Detail: detail,
+		each(app.RecipientChange{Status: core.StatusComplained, Event: core.EventComplained, Detail: detail,
 			Suppress: detail, Origin: core.SuppressionComplaint})
 	case "email.delivery_delayed":
-		each(RecipientChange{Status: core.RecipientDelayed, Event: core.EventDeliveryDelayed, Detail: "delivery delayed, Resend reports",
+		each(app.RecipientChange{Status: core.RecipientDelayed, Event: core.EventDeliveryDelayed, Detail: "delivery delayed, Resend reports",
 			Bounce: &core.Bounce{Type: core.BounceTransient, SubType: "General", Message: "delivery delayed, Resend reports"}})
 	case "email.failed":
 		ev.Failed, ev.Detail = true, "failed: "+w.Data.Failed.Reason
