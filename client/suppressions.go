@@ -16,7 +16,7 @@ type Suppression struct {
 	ID        string    `json:"id"`
 	Email     string    `json:"email"`
 	Reason    string    `json:"reason"`
-	Origin    string    `json:"origin"`  // "bounce", "complaint" or "manual"
+	Origin    string    `json:"origin"`  // "bounce", "complaint", "manual" or "unsubscribe" (bulk mail only)
 	SendID    string    `json:"send_id"` // the send that caused it; "" for manual
 	CreatedAt time.Time `json:"created_at"`
 	// Created is false when the address was on the list already (the

@@ -59,6 +59,10 @@ type SendRequest struct {
 	// default, else transactional. Left out of the body when empty, so a
 	// request without one is the same request it always was.
 	Stream Stream `json:"stream,omitempty"`
+	// Unsubscribe gives the message the one-click unsubscribe headers, as
+	// every bulk send's has; such a send has one recipient. Left out of
+	// the body when false.
+	Unsubscribe bool `json:"unsubscribe,omitempty"`
 }
 
 // Stream is a send's stream: a tenant's transactional sends are delivered

@@ -83,6 +83,9 @@ func (s *Service) PrepareRawSend(ctx context.Context, key *core.APIKey, sub RawS
 	if err := checkAllowlist(key, send); err != nil {
 		return nil, err
 	}
+	if err := checkUnsubscribe(send, h.Has("List-Unsubscribe") || h.Has("List-Unsubscribe-Post")); err != nil {
+		return nil, err
+	}
 	// A key limited to mailboxes, and an agent key, send only as the
 	// mailbox's address (docs/api.md, "Authentication and scopes"; docs/agents.md).
 	if (len(key.Mailboxes) > 0 || key.Agent) && !strings.EqualFold(from.Address, mb.Address) {

@@ -50,6 +50,9 @@ type SendRequest struct {
 	// Stream is the send's stream, "" for its key's default (docs/api.md,
 	// "Streams"); only the native route lets a caller name one.
 	Stream string
+	// Unsubscribe asks for the one-click unsubscribe headers on a send
+	// that is not bulk (bulk sends carry them anyway); native route only.
+	Unsubscribe bool
 }
 
 // Mailbox resolves a tenant's mailbox; the default one exists for every
@@ -98,6 +101,7 @@ func (s *Service) PrepareSend(ctx context.Context, key *core.APIKey, idemKey str
 	}
 	send := &core.Send{
 		Tenant: key.Tenant, IdempotencyKey: idemKey, MailboxID: mailboxID, TemplateID: r.TemplateID, Stream: stream,
+		Unsubscribe: r.Unsubscribe,
 	}
 	if err := setRecipients(send, r); err != nil {
 		return nil, err
@@ -115,6 +119,9 @@ func (s *Service) PrepareSend(ctx context.Context, key *core.APIKey, idemKey str
 		return nil, err
 	}
 	if send.Headers, err = sendHeaders(r.Headers); err != nil {
+		return nil, err
+	}
+	if err := checkUnsubscribe(send, hasUnsubscribeHeader(send.Headers)); err != nil {
 		return nil, err
 	}
 	if err := checkTags(r.Tags); err != nil {

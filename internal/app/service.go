@@ -77,6 +77,13 @@ type Config struct {
 	// only if another process of the deployment listens
 	// (ReceivingWarning).
 	NoInboundListener bool
+	// PublicURL is where people reach the HTTP API (--public-url, else
+	// http://{--addr}): the base of the one-click unsubscribe links.
+	PublicURL string
+	// UnsubscribeDomain is the domain of the unsubscribe headers'
+	// mailto: address (unsubscribe+TOKEN@domain), which the inbound
+	// listener takes; "" leaves the mailto: form out (no listener).
+	UnsubscribeDomain string
 	// IMAPProbe logs in to a connected mailbox's IMAP server and out,
 	// through the outbound policy, and says why it could not as a class
 	// ("" when it could): the mailbox status check. nil: not checked.
@@ -94,6 +101,7 @@ type Service struct {
 	keys      ttlCache[*core.APIKey]
 	mailboxes ttlCache[*core.Mailbox]
 	dlKey     downloadKey
+	unsubKey  unsubscribeKey
 	// fetches holds a token per attachment download running
 	// (MaxConcurrentFetches).
 	fetches chan struct{}

@@ -230,7 +230,7 @@ func serverFlags(e *envFlags, c *Config) {
 	e.integer(&c.MaxReceivedStorage, "max-received-storage", "SENDONCE_MAX_RECEIVED_STORAGE", app.DefaultMaxReceivedBytes, "raw bytes of received mail one tenant may keep (0: no cap); past it, mail to the tenant's addresses is answered 452 4.2.2")
 	e.boolean(&sc.RequireVerifiedDomain, "require-verified-domain", "SENDONCE_REQUIRE_VERIFIED_DOMAIN", false, "refuse (403) a send whose From domain is not one of the tenant's verified domains: for servers whose tenants are strangers (docs/security.md)")
 	e.boolean(&c.AttachmentFetch, "attachment-fetch", "SENDONCE_ATTACHMENT_FETCH", false, "let attachments name a URL (path) fetched once at acceptance, public addresses only")
-	e.str(&sc.PublicURL, "public-url", "SENDONCE_PUBLIC_URL", "", "the URL people reach this server at, e.g. https://mail.example.com behind a TLS-terminating proxy: https makes the dashboard's cookies Secure and sends Strict-Transport-Security")
+	e.str(&sc.PublicURL, "public-url", "SENDONCE_PUBLIC_URL", "", "the URL people reach this server at, e.g. https://mail.example.com behind a TLS-terminating proxy: https makes the dashboard's cookies Secure and sends Strict-Transport-Security; the base of bulk mail's one-click unsubscribe links (default: http:// and --addr)")
 	e.str(&c.Pprof, "pprof", "SENDONCE_PPROF", "", "serve net/http/pprof on this separate address, e.g. 127.0.0.1:6060 (off by default; never expose it: profiles reveal memory contents)")
 	// SENDONCE_SECRET_KEY only: as a flag it would show in process lists
 	// and in -h's defaults.
@@ -283,6 +283,7 @@ func (c *Config) validate() error {
 			return fmt.Errorf("--public-url %q: want an http or https URL such as https://mail.example.com", sc.PublicURL)
 		}
 	}
+	sc.Addr = c.Addr // the unsubscribe links' base without --public-url
 	if sc.RetryBase > sc.MaxRetryDelay {
 		return fmt.Errorf("--retry-base must not exceed --max-retry-delay")
 	}

@@ -28,7 +28,7 @@ func runSuppressions(ctx context.Context, args []string, getenv func(string) str
 	switch args[0] {
 	case "list":
 		e.fs.StringVar(&p.Email, "email", "", "only this address")
-		e.fs.StringVar(&p.Origin, "origin", "", "only entries from bounce, complaint or manual")
+		e.fs.StringVar(&p.Origin, "origin", "", "only entries from bounce, complaint, manual or unsubscribe")
 		e.fs.IntVar(&p.Limit, "limit", 0, "entries per page, 1 to 100 (default 20)")
 		e.fs.StringVar(&p.After, "after", "", "cursor: the next of the previous page")
 	case "add":

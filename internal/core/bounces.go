@@ -11,6 +11,9 @@ const (
 	SuppressionBounce    = "bounce"
 	SuppressionComplaint = "complaint"
 	SuppressionManual    = "manual"
+	// SuppressionUnsubscribe: the recipient unsubscribed (one-click link
+	// or mailto:); the entry holds back bulk mail only.
+	SuppressionUnsubscribe = "unsubscribe"
 )
 
 // Suppression is an address a tenant's sends may not be delivered to.
@@ -19,8 +22,12 @@ type Suppression struct {
 	Tenant  string
 	Address string // lower case
 	Reason  string
-	Origin  string // SuppressionBounce, SuppressionComplaint or SuppressionManual
-	SendID  string // the send whose bounce or complaint added it; "" for manual
+	Origin  string // SuppressionBounce, SuppressionComplaint, SuppressionManual or SuppressionUnsubscribe
+	SendID  string // the send whose bounce, complaint or unsubscribe added it; "" for manual
+	// Stream is the one stream the entry holds back ("" for every
+	// stream): an unsubscribe's is StreamBulk. An entry for every stream
+	// added over one for a single stream widens it.
+	Stream Stream
 	// CreatedAt is when it was first added; adding it again changes nothing.
 	CreatedAt time.Time
 }

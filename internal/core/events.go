@@ -28,8 +28,11 @@ const (
 	EventComplained      = "complained"
 	EventFailed          = "failed"
 	EventSuppressed      = "suppressed"
-	EventCanceled        = "canceled"
-	EventUnknown         = "unknown"
+	// EventUnsubscribed: a recipient unsubscribed from the tenant's bulk
+	// mail through the send's unsubscribe link or address.
+	EventUnsubscribed = "unsubscribed"
+	EventCanceled     = "canceled"
+	EventUnknown      = "unknown"
 	// EventReplied: a reply to the send was received (history only:
 	// the received message has its own webhook, email.received).
 	EventReplied = "replied"
@@ -53,6 +56,7 @@ var webhookTypes = map[string]string{
 	EventComplained:      "email.complained",
 	EventFailed:          "email.failed",
 	EventSuppressed:      "email.suppressed",
+	EventUnsubscribed:    "email.unsubscribed",
 	EventCanceled:        "email.canceled",
 	EventUnknown:         "email.unknown",
 	EventReceived:        "email.received",

@@ -54,6 +54,7 @@ type Tx interface {
 	AuditTx
 	CapsTx
 	SuppressionsTx
+	UnsubscribesTx
 	RecipientsTx
 	ReportsTx
 	SecretsTx
@@ -119,7 +120,8 @@ type SendsTx interface {
 	// reconcile) never holds, nor waits for, the row of a send it will not
 	// change. On PostgreSQL that row may be one delivery is recording an
 	// outcome for, in another batch that waits for a row this batch holds:
-	// a deadlock. A send in another status is returned as it is.
+	// a deadlock. A send in another status is returned as it is. With no
+	// statuses it is a plain read that holds nothing.
 	SendForUpdateIn(ctx context.Context, id string, statuses ...Status) (*Send, error)
 	// UpdateSend writes the mutable fields of s (status, attempts, tries,
 	// last_error, sent_at, updated_at, attempt token, lease, next attempt).
@@ -238,8 +240,12 @@ type InboxTx interface {
 
 // Suppressions reads the addresses a tenant's sends may not go to.
 type Suppressions interface {
-	// IsSuppressed reports whether address may not be mailed for tenant.
+	// IsSuppressed reports whether the tenant has an entry for address,
+	// of any stream.
 	IsSuppressed(ctx context.Context, tenant, address string) (bool, error)
+	// SuppressedFor reports whether address may not be mailed in the
+	// tenant's stream: an entry for every stream or for that one.
+	SuppressedFor(ctx context.Context, tenant, address string, stream Stream) (bool, error)
 	// Suppression returns the tenant's entry for an address or an id
 	// ("sup_…"); ErrNotFound.
 	Suppression(ctx context.Context, tenant, emailOrID string) (*Suppression, error)
@@ -250,12 +256,22 @@ type Suppressions interface {
 // SuppressionsTx changes suppressions.
 type SuppressionsTx interface {
 	// AddSuppression adds an entry unless the tenant has one for the
-	// address already (which stays as it is); created reports which. It
-	// fills in ID and CreatedAt from the stored entry.
+	// address already (which stays as it is, unless it held back one
+	// stream and s holds back every stream: it is widened, with s's
+	// origin, reason and send); created reports whether it was added or
+	// widened. It fills in ID and CreatedAt from the stored entry.
 	AddSuppression(ctx context.Context, s *Suppression) (created bool, err error)
 	// DeleteSuppression removes the tenant's entry for an address or an
 	// id; ErrNotFound.
 	DeleteSuppression(ctx context.Context, tenant, emailOrID string) (*Suppression, error)
+}
+
+// UnsubscribesTx records unsubscribes.
+type UnsubscribesTx interface {
+	// AddUnsubscribe records that a send's recipient (a normalized
+	// address) unsubscribed, via "link" or "mail", once per send and
+	// address: created is false when it was recorded before.
+	AddUnsubscribe(ctx context.Context, sendID, address, via string, at time.Time) (created bool, err error)
 }
 
 // RecipientsTx reads and writes each recipient's own outcome in a send.

@@ -107,7 +107,15 @@ type Send struct {
 	// send ("" when tracing was off): its attempts' spans are its
 	// children, in whichever process makes them. Never shown.
 	TraceParent string
+	// Unsubscribe: the caller asked for the one-click unsubscribe headers
+	// (a bulk send carries them anyway: NeedsUnsubscribe).
+	Unsubscribe bool
 }
+
+// NeedsUnsubscribe reports whether the send's messages carry the one-click
+// unsubscribe headers (RFC 8058): every bulk send's, and those of a send
+// that asked for them.
+func (s *Send) NeedsUnsubscribe() bool { return s.Stream == StreamBulk || s.Unsubscribe }
 
 // Attachment is one file of a send, stored as given and rendered the same
 // on every attempt.

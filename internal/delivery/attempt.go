@@ -10,6 +10,7 @@ import (
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/render"
 	"github.com/sendonce/sendonce/internal/transport"
 )
 
@@ -191,6 +192,27 @@ func (d *Deliverer) run(ctx context.Context, c Claimed) (outcome, handoff, error
 		slog.String("send_id", s.ID), slog.Int("attempt", s.Tries), slog.Bool("ok", derr == nil && len(skipped) < len(all)),
 		slog.String("outcome", o.metric))
 	return o, h, nil
+}
+
+// unsubscribeCopy is raw with the one-click unsubscribe headers of its
+// one recipient when the send carries them (docs/deliverability.md,
+// "One-click unsubscribe"), before it is signed. Such a send is accepted
+// with one recipient only (app.checkUnsubscribe); one with more, accepted
+// before the headers existed, goes without them: one message cannot carry
+// a token per recipient.
+func (d *Deliverer) unsubscribeCopy(ctx context.Context, s *core.Send, to []string, raw []byte) ([]byte, error) {
+	if !s.NeedsUnsubscribe() {
+		return raw, nil
+	}
+	if len(to) != 1 {
+		d.logger.WarnContext(ctx, "unsubscribe headers left out: the send has several recipients", slog.String("send_id", s.ID))
+		return raw, nil
+	}
+	h, err := d.svc.UnsubscribeHeaders(ctx, s, to[0])
+	if err != nil {
+		return nil, err
+	}
+	return render.PrependHeaders(raw, h), nil
 }
 
 // handoff is what handing a message over did.

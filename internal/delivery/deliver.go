@@ -292,7 +292,8 @@ func (d *Deliverer) count(outcome string) {
 }
 
 // suppressed returns the send's recipients that are on its tenant's
-// suppression list, and all its recipients (normalized, each once).
+// suppression list for the send's stream (an unsubscribe holds back bulk
+// mail only), and all its recipients (normalized, each once).
 func (d *Deliverer) suppressed(ctx context.Context, s *core.Send) (skipped, all []string, err error) {
 	for _, list := range [][]string{s.To, s.Cc, s.Bcc} {
 		for _, r := range list {
@@ -305,7 +306,7 @@ func (d *Deliverer) suppressed(ctx context.Context, s *core.Send) (skipped, all 
 				continue
 			}
 			all = append(all, addr)
-			ok, err := d.store.IsSuppressed(ctx, s.Tenant, addr)
+			ok, err := d.store.SuppressedFor(ctx, s.Tenant, addr, s.Stream)
 			if err != nil {
 				return nil, nil, err
 			}

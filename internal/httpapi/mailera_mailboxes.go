@@ -48,6 +48,9 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 		// Mailera's body has no stream: its sends take the key's default.
 		return nil, core.Errorf(core.CodeValidation, "stream", "this route takes no stream: its sends are the API key's default stream (transactional unless the key says bulk); use POST /v1/send to choose")
 	}
+	if req.Unsubscribe {
+		return nil, core.Errorf(core.CodeValidation, "unsubscribe", "this route takes no unsubscribe: use POST /v1/send, or a key whose default stream is bulk")
+	}
 	if err := checkRecipientCounts(req.To, req.Cc, req.Bcc, req.ReplyTo); err != nil {
 		return nil, err
 	}

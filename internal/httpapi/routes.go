@@ -165,6 +165,9 @@ func (s *Server) routes() []string {
 	m.Handle("GET /webhooks/{id}/events/{event_id}/attempts", s.resendAuth(core.ScopeRead, s.handleListAttempts(writeResendError)))
 	m.Handle("POST /webhooks/{id}/events/{event_id}/replay", s.resendManage(postOpts{emptyBody: true}, inTx(s.handleReplayDelivery)))
 	m.HandleFunc("GET /openapi.json", handleOpenAPI)
+	// Public: the token in the path is the credential (unsubscribe.go).
+	m.HandleFunc("GET /u/{token}", s.handleUnsubscribePage)
+	m.HandleFunc("POST /u/{token}", s.handleUnsubscribe)
 	// Authenticated by the provider's signature, not an API key.
 	m.HandleFunc("POST /v1/providers/ses/events", s.handleSESEvents)
 	m.HandleFunc("POST /v1/providers/resend/events", s.handleResendEvents)

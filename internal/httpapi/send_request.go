@@ -76,6 +76,8 @@ type sendRequest struct {
 	ScheduledAt string           `json:"scheduled_at"`
 	// Stream: docs/api.md, "Streams" ("" for the key's default).
 	Stream string `json:"stream"`
+	// Unsubscribe: docs/deliverability.md, "One-click unsubscribe".
+	Unsubscribe bool `json:"unsubscribe"`
 }
 
 // toApp is the request as the application takes it (the one mapping of
@@ -86,7 +88,7 @@ func (req *sendRequest) toApp(mailboxID string) *app.SendRequest {
 		To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: mailboxID,
 		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
 		Headers: req.Headers, Tags: req.Tags, Attachments: appAttachments(req.Attachments), ScheduledAt: req.ScheduledAt,
-		Stream: req.Stream,
+		Stream: req.Stream, Unsubscribe: req.Unsubscribe,
 	}
 }
 

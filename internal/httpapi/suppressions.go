@@ -52,9 +52,9 @@ func suppressionFilter(r *http.Request) (core.SuppressionFilter, error) {
 	}
 	f := core.SuppressionFilter{Email: q.Get("email"), Origin: q.Get("origin"), Limit: limit, After: q.Get("after")}
 	switch f.Origin {
-	case "", core.SuppressionBounce, core.SuppressionComplaint, core.SuppressionManual:
+	case "", core.SuppressionBounce, core.SuppressionComplaint, core.SuppressionManual, core.SuppressionUnsubscribe:
 	default:
-		return f, core.Errorf(core.CodeValidation, "origin", "origin must be bounce, complaint or manual")
+		return f, core.Errorf(core.CodeValidation, "origin", "origin must be bounce, complaint, manual or unsubscribe")
 	}
 	return f, nil
 }

@@ -52,6 +52,10 @@ type Config struct {
 	// Receiver stores mail for receiving addresses and applies the
 	// reports that come back to bounce addresses.
 	Receiver Receiver
+	// Unsubscriber takes mail to the unsubscribe headers' mailto: form,
+	// unsubscribe+TOKEN@UnsubscribeDomain; nil or "" refuses it.
+	Unsubscriber      Unsubscriber
+	UnsubscribeDomain string
 	// Checker runs SPF, DKIM and DMARC on received mail; nil skips them.
 	Checker *inmail.Checker
 	// RejectDMARCFail answers 550 to a message that fails DMARC instead of
@@ -89,6 +93,13 @@ type Receiver interface {
 	ReceivingRoute(ctx context.Context, address string) (*core.ReceivingAddress, error)
 	Receive(ctx context.Context, in app.Incoming) (app.Received, error)
 	RecordBounceReport(ctx context.Context, m app.BounceReport) (app.ReportResult, error)
+}
+
+// Unsubscriber is what the listener needs of the unsubscribe use case
+// (app.Service).
+type Unsubscriber interface {
+	CheckUnsubscribe(ctx context.Context, token string) error
+	Unsubscribe(ctx context.Context, token, via string) (bool, error)
 }
 
 // Server is the SMTP listener of --inbound-addr.
@@ -179,13 +190,15 @@ func (b backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
 	return ss, nil
 }
 
-// rcpt is one accepted recipient: a bounce address (sendID) or a
-// receiving address (route).
+// rcpt is one accepted recipient: a bounce address (sendID), an
+// unsubscribe address (unsubscribe, its token) or a receiving address
+// (route).
 type rcpt struct {
-	addr   string
-	sendID string
-	bound  int // the recipient index the bounce address is bound to; -1: none
-	route  *core.ReceivingAddress
+	addr        string
+	sendID      string
+	bound       int // the recipient index the bounce address is bound to; -1: none
+	unsubscribe string
+	route       *core.ReceivingAddress
 }
 
 type session struct {
@@ -230,11 +243,14 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 			return nil
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if token, ok := ss.s.unsubscribeToken(to); ok {
+		return ss.unsubscribeRcpt(ctx, to, token)
+	}
 	if ss.s.cfg.Receiver == nil {
 		return errNoSuchUser
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	route, err := ss.s.cfg.Receiver.ReceivingRoute(ctx, to)
 	if errors.Is(err, core.ErrNotFound) {
 		return errNoSuchUser
@@ -273,6 +289,9 @@ func (ss *session) Data(r io.Reader) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := ss.reports(ctx, raw); err != nil {
+		return err
+	}
+	if err := ss.unsubscribes(ctx); err != nil {
 		return err
 	}
 	ids, err := ss.receive(ctx, raw)

@@ -5,8 +5,10 @@
 package render
 
 import (
+	"bytes"
 	"fmt"
 	"net/mail"
+	"strings"
 
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/message"
@@ -100,4 +102,22 @@ func renderRaw(s *core.Send) ([]byte, transport.Envelope, error) {
 		return nil, transport.Envelope{}, err
 	}
 	return raw, transport.Envelope{From: from.Address, To: rcpt}, nil
+}
+
+// PrependHeaders returns raw with header fields added at the top (what a
+// copy for one recipient carries besides the send's own, such as its
+// one-click unsubscribe headers). A value with ", " between list items is
+// folded there, so that each line stays short. The values are sendonce's
+// own: they are not checked.
+func PrependHeaders(raw []byte, h []core.Header) []byte {
+	var b bytes.Buffer
+	b.Grow(len(raw) + 256)
+	for _, f := range h {
+		b.WriteString(f.Name)
+		b.WriteString(": ")
+		b.WriteString(strings.ReplaceAll(f.Value, ">, <", ">,\r\n <"))
+		b.WriteString("\r\n")
+	}
+	b.Write(raw)
+	return b.Bytes()
 }

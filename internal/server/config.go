@@ -141,6 +141,9 @@ type Config struct {
 	// behind a TLS-terminating proxy too: https makes the dashboard's
 	// cookies Secure and sends Strict-Transport-Security.
 	PublicURL string
+	// Addr is the HTTP API's listen address (--addr): without PublicURL,
+	// the one-click unsubscribe links are http://{Addr}/u/….
+	Addr string
 	// MaxReceivedBytes (--max-received-storage) bounds a tenant's stored
 	// received mail: 0 means app's default, negative no bound.
 	MaxReceivedBytes int64

@@ -44,8 +44,18 @@ func bounceSigner(ctx context.Context, store *sqlstore.Store, domain string) (*v
 // inboundConfig is the listener's settings from the server's.
 func inboundConfig(cfg Config, resolver string) inbound.Config {
 	name := cmp.Or(cfg.InboundName, cfg.BounceDomain, "localhost")
-	return inbound.Config{Domain: name, Checker: inmail.NewChecker(name, resolver), RejectDMARCFail: cfg.InboundRejectDMARC, TLS: cfg.InboundTLS,
+	return inbound.Config{Domain: name, UnsubscribeDomain: unsubscribeDomain(cfg), Checker: inmail.NewChecker(name, resolver), RejectDMARCFail: cfg.InboundRejectDMARC, TLS: cfg.InboundTLS,
 		Limits: cfg.InboundLimits}
+}
+
+// unsubscribeDomain is the domain of the unsubscribe headers' mailto:
+// address: --bounce-domain (its MX is the inbound listener), else
+// --inbound-name; "" (no mailto: form) without a listener or a name.
+func unsubscribeDomain(cfg Config) string {
+	if cfg.InboundAddr == "" {
+		return ""
+	}
+	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(cmp.Or(cfg.BounceDomain, cfg.InboundName)), "."))
 }
 
 // startInbound opens --inbound-addr and serves bounce mail on it.
@@ -59,6 +69,7 @@ func (s *Server) startInbound(logger *slog.Logger) error {
 	}
 	c := s.inboundCfg
 	c.Signer, c.Receiver, c.Logger, c.Now = s.Bounce, s.Service, logger, s.now
+	c.Unsubscriber = s.Service
 	in := inbound.New(c)
 	s.inbound, s.InboundAddr = in, ln.Addr().String()
 	logger.Info("inbound listening", slog.String("addr", s.InboundAddr))

@@ -16,7 +16,7 @@ import (
 const sendColumns = `id, tenant, idempotency_key, mailbox_id, status, from_addr, to_addrs, cc_addrs, bcc_addrs,
 	reply_to, subject, text_body, html_body, headers, tags, template_id, message_id, attempts, last_error,
 	attempt_token, lease_until, created_at, updated_at, sent_at, in_reply_to, refs, forward_raw, tries, next_attempt_at,
-	raw_message, scheduled_at, attachment_count, stream, trace_parent`
+	raw_message, scheduled_at, attachment_count, stream, trace_parent, unsubscribe`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -32,7 +32,7 @@ func scanSend(r rowScanner) (*core.Send, error) {
 	err := r.Scan(&s.ID, &s.Tenant, &idemKey, &s.MailboxID, &s.Status, &s.From, &to, &cc, &bcc,
 		&replyTo, &s.Subject, &s.Text, &s.HTML, &headers, &tags, &templateID, &s.MessageID, &s.Attempts, &lastError,
 		&attemptToken, &leaseUntil, &createdAt, &updatedAt, &sentAt, &inReplyTo, &refs, &s.Forward, &s.Tries, &nextAttempt,
-		&s.Raw, &scheduledAt, &s.AttachmentCount, &s.Stream, &traceParent)
+		&s.Raw, &scheduledAt, &s.AttachmentCount, &s.Stream, &traceParent, &s.Unsubscribe)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, core.ErrNotFound
 	}
@@ -86,7 +86,7 @@ func (t *Tx) InsertSend(ctx context.Context, s *core.Send) error {
 		s.Attempts, nullString(s.LastError), nullString(s.AttemptToken), nullMicros(s.LeaseUntil),
 		micros(s.CreatedAt), micros(s.UpdatedAt), nullMicros(s.SentAt),
 		nullString(s.InReplyTo), jsonText(nonNil(s.References)), s.Forward, s.Tries, t.due(s),
-		s.Raw, nullMicros(s.ScheduledAt), len(s.Attachments), string(s.Stream.Or(core.StreamTransactional)), nullString(s.TraceParent)}
+		s.Raw, nullMicros(s.ScheduledAt), len(s.Attachments), string(s.Stream.Or(core.StreamTransactional)), nullString(s.TraceParent), s.Unsubscribe}
 	s.AttachmentCount = len(s.Attachments)
 	if t.deferred != nil {
 		t.deferred.addSend(s.ID, args)

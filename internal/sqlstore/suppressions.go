@@ -6,18 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-const suppressionColumns = `id, tenant, address, reason, origin, send_id, created_at`
+const suppressionColumns = `id, tenant, address, reason, origin, send_id, created_at, stream`
 
 func scanSuppression(r rowScanner) (*core.Suppression, error) {
 	var (
 		s  core.Suppression
 		at int64
 	)
-	err := r.Scan(&s.ID, &s.Tenant, &s.Address, &s.Reason, &s.Origin, &s.SendID, &at)
+	err := r.Scan(&s.ID, &s.Tenant, &s.Address, &s.Reason, &s.Origin, &s.SendID, &at, &s.Stream)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, core.ErrNotFound
 	}
@@ -83,9 +84,13 @@ func (s *Store) ListSuppressions(ctx context.Context, tenant string, f core.Supp
 // AddSuppression implements core.Tx.
 func (t *Tx) AddSuppression(ctx context.Context, sup *core.Suppression) (bool, error) {
 	sup.Address = core.NormalizeAddress(sup.Address)
-	n, err := t.q.exec(ctx, `INSERT INTO suppressions (`+suppressionColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (tenant, address) DO NOTHING`,
-		sup.ID, sup.Tenant, sup.Address, sup.Reason, sup.Origin, sup.SendID, micros(sup.CreatedAt))
+	// An entry for every stream over one for a single stream (a bounce
+	// after an unsubscribe) widens it: the address no longer takes any mail.
+	n, err := t.q.exec(ctx, `INSERT INTO suppressions (`+suppressionColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, address) DO UPDATE SET stream = '', origin = excluded.origin, reason = excluded.reason,
+			send_id = excluded.send_id
+		WHERE suppressions.stream <> '' AND excluded.stream = ''`,
+		sup.ID, sup.Tenant, sup.Address, sup.Reason, sup.Origin, sup.SendID, micros(sup.CreatedAt), string(sup.Stream))
 	if err != nil {
 		return false, fmt.Errorf("add suppression: %w", err)
 	}
@@ -118,4 +123,25 @@ func (s *Store) IsSuppressed(ctx context.Context, tenant, address string) (bool,
 		return false, fmt.Errorf("check suppression: %w", err)
 	}
 	return n > 0, nil
+}
+
+// SuppressedFor implements core.Store.
+func (s *Store) SuppressedFor(ctx context.Context, tenant, address string, stream core.Stream) (bool, error) {
+	var n int
+	err := s.r.queryRow(ctx, `SELECT count(*) FROM suppressions WHERE tenant = ? AND address = ? AND stream IN ('', ?)`,
+		tenant, core.NormalizeAddress(address), string(stream.Or(core.StreamTransactional))).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("check suppression: %w", err)
+	}
+	return n > 0, nil
+}
+
+// AddUnsubscribe implements core.Tx.
+func (t *Tx) AddUnsubscribe(ctx context.Context, sendID, address, via string, at time.Time) (bool, error) {
+	n, err := t.q.exec(ctx, `INSERT INTO unsubscribes (send_id, address, via, created_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (send_id, address) DO NOTHING`, sendID, core.NormalizeAddress(address), via, micros(at))
+	if err != nil {
+		return false, fmt.Errorf("add unsubscribe: %w", err)
+	}
+	return n == 1, nil
 }
