@@ -98,6 +98,7 @@ func (s *Service) PrepareRawSend(ctx context.Context, key *core.APIKey, sub RawS
 		if err := checkAgentMessage(h, send.To); err != nil {
 			return nil, err
 		}
+		send.Raw = markRaw(key, send.Raw)
 	}
 	send.Subject = decodeSubject(h.Get("Subject"))
 	return send, nil

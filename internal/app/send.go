@@ -120,6 +120,9 @@ func (s *Service) PrepareSend(ctx context.Context, key *core.APIKey, idemKey str
 	if send.Headers, err = sendHeaders(r.Headers); err != nil {
 		return nil, err
 	}
+	if key.Agent {
+		send.Headers = append(send.Headers, agentMark(key))
+	}
 	if err := checkUnsubscribe(send, hasUnsubscribeHeader(send.Headers)); err != nil {
 		return nil, err
 	}
@@ -284,6 +287,9 @@ func sendHeaders(h map[string]string) ([]core.Header, error) {
 	for _, n := range names {
 		if err := message.CheckHeader(n, h[n]); err != nil {
 			return nil, core.Errorf(core.CodeValidation, "headers", "header %q: %v", n, err)
+		}
+		if reservedHeader(n) {
+			return nil, core.Errorf(core.CodeValidation, "headers", "header %q is set by the server (on an agent key's mail)", n)
 		}
 		out = append(out, core.Header{Name: n, Value: h[n]})
 	}

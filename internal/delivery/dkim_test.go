@@ -200,3 +200,42 @@ func TestDKIM_MessageWithAttachmentsVerifies(t *testing.T) {
 		}
 	})
 }
+
+// TestDKIM_AgentMailNamesItsKeySigned: a message an agent key sends
+// carries X-Sendonce-Agent with the key's name, covered by the DKIM
+// signature; a person's key sends none, and no key may set it itself.
+func TestDKIM_AgentMailNamesItsKeySigned(t *testing.T) {
+	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, RetryBase: retryBase, SecretKey: testSecret})
+	record := env.AddDomain(t, map[string]string{"domain": "signed.test"})
+	dns := dnstest.Start(t, record)
+	env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: "mb",
+		Body: map[string]any{"id": "bot", "address": "bot@signed.test"}})
+	_, agent := env.NewKey(t, app.NewKeyParams{Name: "support-bot", Scopes: []core.Scope{core.ScopeSend}, Agent: true,
+		Mailboxes: []string{"bot"}, AllowRecipients: []string{"example.com"}})
+	r := env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: "/v1/send", Key: agent, IdemKey: "agent-1",
+		Body: map[string]any{"mailbox_id": "bot", "to": "ann@example.com", "subject": "From the bot", "text": "Hi."}})
+	if r.Status != http.StatusOK {
+		t.Fatalf("agent send: %d %s", r.Status, r.Body)
+	}
+	env.WaitStatus(t, r.JSON(t)["id"].(string), waitLong, core.StatusSent)
+	person := send(t, env, map[string]any{"from": "news@signed.test", "to": "bob@example.com", "subject": "From a person", "text": "Hi."})
+	env.WaitStatus(t, person, waitLong, core.StatusSent)
+	for _, m := range env.SMTP.Messages() {
+		marked := bytes.Contains(m.Data, []byte("\r\nX-Sendonce-Agent: support-bot\r\n"))
+		vs := verifyDKIM(t, dns, m.Data)
+		if len(vs) != 1 || vs[0].Err != nil {
+			t.Fatalf("verifications = %+v", vs)
+		}
+		covered := slices.ContainsFunc(vs[0].HeaderKeys, func(k string) bool { return strings.EqualFold(k, "X-Sendonce-Agent") })
+		switch toAnn := slices.Contains(m.To, "ann@example.com"); {
+		case toAnn && (!marked || !covered):
+			t.Errorf("the agent's message: marked %v, signed over the mark %v (h=%v)", marked, covered, vs[0].HeaderKeys)
+		case !toAnn && (marked || bytes.Contains(m.Data, []byte("X-Sendonce-Agent"))):
+			t.Errorf("a person's message carries the agent mark")
+		}
+	}
+	if r := env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: "/v1/send", Key: env.AdminKey, IdemKey: "spoof",
+		Body: map[string]any{"to": "bob@example.com", "subject": "x", "text": "x", "headers": map[string]string{"X-Sendonce-Agent": "me"}}}); r.Status != http.StatusUnprocessableEntity {
+		t.Errorf("a caller setting X-Sendonce-Agent: %d, want 422", r.Status)
+	}
+}

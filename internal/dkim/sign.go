@@ -14,13 +14,15 @@ import (
 // SignedHeaders returns the header fields Sign covers, in h= order, when
 // the message has them: the originator and recipients, the subject, date
 // and identity of the message, the thread, the MIME structure, and the
-// one-click unsubscribe headers (RFC 8058 requires them signed).
+// one-click unsubscribe headers (RFC 8058 requires them signed), and the
+// header naming an agent key's mail (so it cannot be stripped unseen).
 func SignedHeaders() []string {
 	return []string{
 		"From", "Sender", "Reply-To", "To", "Cc", "Subject", "Date",
 		"Message-ID", "In-Reply-To", "References",
 		"MIME-Version", "Content-Type", "Content-Transfer-Encoding",
 		"List-Unsubscribe", "List-Unsubscribe-Post",
+		"X-Sendonce-Agent",
 	}
 }
 

@@ -1,6 +1,8 @@
 package submission_test
 
 import (
+	"bytes"
+	"context"
 	"crypto/tls"
 	"net"
 	"strings"
@@ -116,6 +118,9 @@ func TestSubmission_AgentKeyGuardrails(t *testing.T) {
 			t.Fatalf("a message within the guardrails: %v", err)
 		}
 		id := sendID(t, text)
+		if s, err := env.Server.Store.Send(context.Background(), "default", id); err != nil || !bytes.HasPrefix(s.Raw, []byte("X-Sendonce-Agent: agent\r\n")) {
+			t.Errorf("the agent's message does not name it (X-Sendonce-Agent): %v %.80q", err, s.Raw)
+		}
 		if n := env.QueryInt(t, `SELECT COUNT(*) FROM audit_log WHERE send_id = ? AND outcome = 'created'`, id); n != 1 {
 			t.Errorf("%d audit entries for the agent's send, want 1", n)
 		}
