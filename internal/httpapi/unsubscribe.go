@@ -59,14 +59,17 @@ var (
 )
 
 // unsubscribeError answers a failed check or unsubscribe: 404 for a token
-// that is altered or unknown, else 500 (logged, never shown).
+// that is altered or unknown, else 503 with Retry-After (the database
+// could not be asked just now; logged, never shown): nothing was recorded,
+// and a retry records it once.
 func (s *Server) unsubscribeError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, core.ErrNotFound) {
 		writeUnsubscribePage(w, http.StatusNotFound, unsubscribeNotFound)
 		return
 	}
 	s.logger.ErrorContext(r.Context(), "unsubscribe", slog.Any("error", err))
-	writeUnsubscribePage(w, http.StatusInternalServerError, unsubscribeFailed)
+	w.Header().Set("Retry-After", "60")
+	writeUnsubscribePage(w, http.StatusServiceUnavailable, unsubscribeFailed)
 }
 
 // handleUnsubscribePage is GET /u/{token}: a page with a button, changing
