@@ -27,8 +27,8 @@ func BenchmarkDecodeSendRequest(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(sendBenchBody)))
 	for b.Loop() {
-		var req sendRequest
-		if err := decodeStrict(sendBenchBody, &req); err != nil {
+		var req SendRequest
+		if err := DecodeStrict(sendBenchBody, &req); err != nil {
 			b.Fatal(err)
 		}
 		if len(req.To) != 2 {

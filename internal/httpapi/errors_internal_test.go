@@ -20,17 +20,17 @@ func TestErrorResponse_ClientGoneIsNotInternal(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	gone := httptest.NewRequest(http.MethodPost, "/v1/send", nil).WithContext(ctx)
-	if status, _ := errorResponse(gone, logger, context.Canceled); status != StatusClientClosedRequest {
+	if status, _ := ErrorResponse(gone, logger, context.Canceled); status != StatusClientClosedRequest {
 		t.Fatalf("client gone: %d, want %d", status, StatusClientClosedRequest)
 	}
 	if strings.Contains(logs.String(), "level=ERROR") {
 		t.Fatalf("a client leaving was logged as an error: %s", logs.String())
 	}
 	here := httptest.NewRequest(http.MethodPost, "/v1/send", nil)
-	if status, _ := errorResponse(here, logger, errors.New("disk on fire")); status != http.StatusInternalServerError {
+	if status, _ := ErrorResponse(here, logger, errors.New("disk on fire")); status != http.StatusInternalServerError {
 		t.Fatalf("internal error: %d, want 500", status)
 	}
-	if status, _ := errorResponse(here, logger, context.Canceled); status != http.StatusInternalServerError {
+	if status, _ := ErrorResponse(here, logger, context.Canceled); status != http.StatusInternalServerError {
 		t.Fatalf("a cancellation not the client's: %d, want 500", status)
 	}
 }

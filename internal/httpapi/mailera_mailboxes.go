@@ -24,7 +24,7 @@ import (
 // the native send body without mailbox_id (the path names it), plus mode
 // and the reply and forward fields.
 type mailboxSendRequest struct {
-	sendRequest
+	SendRequest
 	Mode       string   `json:"mode"`
 	InReplyTo  string   `json:"in_reply_to"`
 	References []string `json:"references"`
@@ -35,9 +35,9 @@ type mailboxSendRequest struct {
 	ReplyAll  bool   `json:"reply_all"`
 }
 
-func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
+func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (WriteStep, error) {
 	var req mailboxSendRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := DecodeStrict(body, &req); err != nil {
 		return nil, err
 	}
 	mailboxID := r.PathValue("id")
@@ -51,14 +51,14 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 	if req.Unsubscribe {
 		return nil, core.Errorf(core.CodeValidation, "unsubscribe", "this route takes no unsubscribe: use POST /v1/send, or a key whose default stream is bulk")
 	}
-	if err := checkRecipientCounts(req.To, req.Cc, req.Bcc, req.ReplyTo); err != nil {
+	if err := CheckRecipientCounts(req.To, req.Cc, req.Bcc, req.ReplyTo); err != nil {
 		return nil, err
 	}
 	sr := &app.SendRequest{
 		To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: mailboxID,
 		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
 		Headers: req.Headers, Tags: req.Tags, References: req.References,
-		Attachments: appAttachments(req.Attachments), ScheduledAt: req.ScheduledAt,
+		Attachments: AppAttachments(req.Attachments), ScheduledAt: req.ScheduledAt,
 	}
 	mode := req.Mode
 	if mode == "" {
@@ -96,7 +96,7 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 			sr.Text = "Forwarded message attached."
 		}
 	}
-	send, err := s.svc.PrepareSend(ctx, key, idemKey, sr)
+	send, err := s.Svc.PrepareSend(ctx, key, idemKey, sr)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 	if len(send.Subject) > app.MaxSubjectLen {
 		return nil, core.Errorf(core.CodeValidation, "subject", "subject is longer than %d bytes", app.MaxSubjectLen)
 	}
-	return s.acceptStep(key, send), nil
+	return s.AcceptStep(key, send), nil
 }
 
 // mailboxReply makes sr a reply: to the received message reply_to_id
@@ -123,14 +123,14 @@ func (s *Server) mailboxReply(ctx context.Context, key *core.APIKey, req *mailbo
 		if !key.Has(core.ScopeRead) { // the scopes of every reply door (app.Service.PrepareReply)
 			return core.Errorf(core.CodeForbidden, "reply_to_id", "replying needs an API key with the read scope")
 		}
-		m, err := s.svc.ReceivedMessage(ctx, key, req.ReplyToID)
+		m, err := s.Svc.ReceivedMessage(ctx, key, req.ReplyToID)
 		if err != nil || m.MailboxID != sr.MailboxID {
 			return core.Errorf(core.CodeValidation, "reply_to_id", "no received message %q in this mailbox", req.ReplyToID)
 		}
-		if _, err = s.svc.ReplyRequest(ctx, key, req.ReplyToID, req.ReplyAll, sr); err != nil {
+		if _, err = s.Svc.ReplyRequest(ctx, key, req.ReplyToID, req.ReplyAll, sr); err != nil {
 			return err
 		}
-		return s.holdAgentMail(ctx, key, nil, m, sr, false)
+		return s.HoldAgentMail(ctx, key, nil, m, sr, false)
 	case req.InReplyTo == "":
 		return core.Errorf(core.CodeValidation, "in_reply_to", "a reply needs reply_to_id (a received message) or in_reply_to (the Message-ID it answers)")
 	}
@@ -151,11 +151,11 @@ func (s *Server) original(ctx context.Context, key *core.APIKey, id string) ([]b
 	}
 	notFound := core.Errorf(core.CodeValidation, "original_id", "no send or inbox message %q", id)
 	if strings.HasPrefix(id, "rcv_") {
-		m, err := s.svc.ReceivedMessage(ctx, key, id)
+		m, err := s.Svc.ReceivedMessage(ctx, key, id)
 		if err != nil {
 			return nil, "", notFound
 		}
-		raw, err := s.svc.ReceivedRaw(ctx, key, id)
+		raw, err := s.Svc.ReceivedRaw(ctx, key, id)
 		if err != nil {
 			return nil, "", err
 		}
@@ -172,7 +172,7 @@ func (s *Server) original(ctx context.Context, key *core.APIKey, id string) ([]b
 	switch {
 	case strings.HasPrefix(id, "snd_"):
 	case strings.HasPrefix(id, "msg_"):
-		m, err := s.reads.InboxMessage(ctx, key.Tenant, id)
+		m, err := s.Reads.InboxMessage(ctx, key.Tenant, id)
 		if errors.Is(err, core.ErrNotFound) {
 			return nil, "", notFound
 		}
@@ -190,7 +190,7 @@ func (s *Server) original(ctx context.Context, key *core.APIKey, id string) ([]b
 		return nil, "", notFound
 	}
 	if raw == nil || len(key.Mailboxes) > 0 {
-		send, err := s.reads.Send(ctx, key.Tenant, sendID)
+		send, err := s.Reads.Send(ctx, key.Tenant, sendID)
 		if errors.Is(err, core.ErrNotFound) {
 			return nil, "", notFound
 		}
@@ -202,7 +202,7 @@ func (s *Server) original(ctx context.Context, key *core.APIKey, id string) ([]b
 		}
 		if raw == nil {
 			if send.AttachmentCount > 0 { // the original as it was delivered, its files included
-				if send.Attachments, err = s.reads.SendAttachments(ctx, send.ID); err != nil {
+				if send.Attachments, err = s.Reads.SendAttachments(ctx, send.ID); err != nil {
 					return nil, "", err
 				}
 			}
@@ -274,27 +274,27 @@ func (c *statusCache) entry(k string) *statusEntry {
 func (s *Server) handleMailboxStatus(cache *statusCache) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
-		key := apiKeyFrom(ctx)
+		key := APIKeyFrom(ctx)
 		id := r.PathValue("id")
 		if !key.MayUseMailbox(id) {
-			writeError(w, r, s.logger, core.Errorf(core.CodeForbidden, "", "this API key may not use mailbox %q", id))
+			WriteError(w, r, s.Logger, core.Errorf(core.CodeForbidden, "", "this API key may not use mailbox %q", id))
 			return
 		}
-		mb, err := s.svc.Mailbox(ctx, key.Tenant, id)
+		mb, err := s.Svc.Mailbox(ctx, key.Tenant, id)
 		if err != nil {
-			writeError(w, r, s.logger, err)
+			WriteError(w, r, s.Logger, err)
 			return
 		}
-		now := s.svc.Now()
-		out := mailboxStatus{MailboxID: mb.ID, CanSend: true, CheckedAt: rfc3339(now)}
-		url, policy := mb.Transport, s.svc.Outbound()
+		now := s.Svc.Now()
+		out := mailboxStatus{MailboxID: mb.ID, CanSend: true, CheckedAt: RFC3339(now)}
+		url, policy := mb.Transport, s.Svc.Outbound()
 		if url == "" {
 			// The operator's relay is trusted: no policy.
-			url, policy = s.cfg.DefaultTransport, nil
+			url, policy = s.Cfg.DefaultTransport, nil
 		}
 		switch {
 		case mb.ReceiveOnly:
-			out.CanSend, out.Error = false, optString("mailbox is receive-only")
+			out.CanSend, out.Error = false, OptString("mailbox is receive-only")
 		case !transport.IsRelay(url):
 			// No relay to log in to: capture keeps mail locally, mx talks
 			// to each recipient's exchanger.
@@ -303,17 +303,17 @@ func (s *Server) handleMailboxStatus(cache *statusCache) http.HandlerFunc {
 			e.mu.Lock()
 			if e.at.IsZero() || now.Sub(e.at) >= statusTTL || now.Before(e.at) {
 				e.err = probe(ctx, url, policy)
-				e.at = s.svc.Now()
+				e.at = s.Svc.Now()
 			}
 			at, perr := e.at, e.err
 			e.mu.Unlock()
-			out.CheckedAt = rfc3339(at)
+			out.CheckedAt = RFC3339(at)
 			if perr != nil {
-				out.CanSend, out.Error = false, optString(describeProbe(perr))
+				out.CanSend, out.Error = false, OptString(describeProbe(perr))
 			}
 		}
 		s.checkIMAP(ctx, cache, mb, &out)
-		writeJSON(w, http.StatusOK, out)
+		WriteJSON(w, http.StatusOK, out)
 	}
 }
 
@@ -325,13 +325,13 @@ func (s *Server) checkIMAP(ctx context.Context, cache *statusCache, mb *core.Mai
 	}
 	e := cache.entry(mb.Tenant + "\x00" + mb.ID + "\x00imap\x00" + mb.IMAPShown)
 	e.mu.Lock()
-	now := s.svc.Now()
+	now := s.Svc.Now()
 	if e.at.IsZero() || now.Sub(e.at) >= statusTTL || now.Before(e.at) {
 		// The check outlives a caller who hangs up, as the relay's.
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
-		_, failure := s.svc.CheckIMAP(pctx, mb)
+		_, failure := s.Svc.CheckIMAP(pctx, mb)
 		cancel()
-		e.err, e.at = nil, s.svc.Now()
+		e.err, e.at = nil, s.Svc.Now()
 		if failure != "" {
 			e.err = errors.New(failure)
 		}
@@ -340,18 +340,18 @@ func (s *Server) checkIMAP(ctx context.Context, cache *statusCache, mb *core.Mai
 	e.mu.Unlock()
 	out.CanReceive = &ok
 	if perr != nil {
-		out.IMAPError = optString(perr.Error())
+		out.IMAPError = OptString(perr.Error())
 	}
-	st, err := s.svc.IMAPSyncState(ctx, mb.Tenant, mb.ID)
+	st, err := s.Svc.IMAPSyncState(ctx, mb.Tenant, mb.ID)
 	if err != nil {
 		if !errors.Is(err, core.ErrNotFound) {
-			s.logger.ErrorContext(ctx, "read imap sync state", "mailbox_id", mb.ID, "error", err)
+			s.Logger.ErrorContext(ctx, "read imap sync state", "mailbox_id", mb.ID, "error", err)
 		}
 		return
 	}
-	out.IMAPSync = optString(string(st.Status))
+	out.IMAPSync = OptString(string(st.Status))
 	if st.ErrorClass != "" {
-		out.IMAPSyncError = optString(st.ErrorClass)
+		out.IMAPSyncError = OptString(st.ErrorClass)
 	}
 }
 

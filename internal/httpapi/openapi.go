@@ -12,7 +12,7 @@ import (
 var openAPI []byte
 
 func handleOpenAPI(w http.ResponseWriter, _ *http.Request) {
-	writeRaw(w, http.StatusOK, "application/json", openAPI)
+	WriteRaw(w, http.StatusOK, "application/json", openAPI)
 }
 
 // patternMux records the patterns routes registers.

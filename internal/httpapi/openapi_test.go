@@ -15,7 +15,7 @@ import (
 // from openapi.json or the document names a route nobody serves.
 func TestOpenAPI_CoversEveryRoute(t *testing.T) {
 	m := metrics.New(func(context.Context) (int, error) { return 0, nil })
-	patterns := (&Server{mux: http.NewServeMux(), metrics: m}).routes()
+	patterns := (&Server{mux: http.NewServeMux(), Base: &Base{Metrics: m}}).routes()
 
 	var doc struct {
 		OpenAPI string                                `json:"openapi"`

@@ -62,7 +62,7 @@ type resendDomainView struct {
 }
 
 func viewResendDomain(d *core.Domain, withRecords bool) (resendDomainView, error) {
-	v := resendDomainView{Object: "domain", ID: d.Domain, Name: d.Domain, Status: d.Status, CreatedAt: rfc3339(d.CreatedAt),
+	v := resendDomainView{Object: "domain", ID: d.Domain, Name: d.Domain, Status: d.Status, CreatedAt: RFC3339(d.CreatedAt),
 		Region: resendRegion, Capabilities: capabilities(d)}
 	if !withRecords {
 		return v, nil
@@ -117,23 +117,23 @@ func (o *resendDomainOptions) check() error {
 
 // handleResendCreateDomain generates the DKIM key before the transaction
 // (see app.PrepareDomain); the write step only inserts it.
-func (s *Server) handleResendCreateDomain(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (writeStep, error) {
+func (s *Server) handleResendCreateDomain(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (WriteStep, error) {
 	var req struct {
 		Name string `json:"name"`
 		resendDomainOptions
 	}
-	if err := decodeStrict(body, &req); err != nil {
+	if err := DecodeStrict(body, &req); err != nil {
 		return nil, err
 	}
 	if err := req.check(); err != nil {
 		return nil, err
 	}
-	d, err := s.svc.PrepareDomain(app.AddDomainParams{Tenant: key.Tenant, Domain: req.Name})
+	d, err := s.Svc.PrepareDomain(app.AddDomainParams{Tenant: key.Tenant, Domain: req.Name})
 	if err != nil {
 		return nil, renameParam(err, "domain", "name")
 	}
 	return func(ctx context.Context, tx core.Tx) (int, any, error) {
-		if err := s.svc.AddDomain(ctx, tx, d); err != nil {
+		if err := s.Svc.AddDomain(ctx, tx, d); err != nil {
 			return 0, nil, renameParam(err, "domain", "name")
 		}
 		v, err := viewResendDomain(d, true)
@@ -155,9 +155,9 @@ func renameParam(err error, native, resend string) error {
 }
 
 func (s *Server) handleResendListDomains(w http.ResponseWriter, r *http.Request) {
-	ds, err := s.svc.ListDomains(r.Context(), apiKeyFrom(r.Context()).Tenant)
+	ds, err := s.Svc.ListDomains(r.Context(), APIKeyFrom(r.Context()).Tenant)
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	out := resendList[resendDomainView]{Object: "list", Data: []resendDomainView{}}
@@ -165,53 +165,53 @@ func (s *Server) handleResendListDomains(w http.ResponseWriter, r *http.Request)
 		v, _ := viewResendDomain(d, false) // without records it cannot fail
 		out.Data = append(out.Data, v)
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleResendGetDomain(w http.ResponseWriter, r *http.Request) {
-	d, err := s.svc.Domain(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	d, err := s.Svc.Domain(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err == nil {
 		var v resendDomainView
 		if v, err = viewResendDomain(d, true); err == nil {
-			writeJSON(w, http.StatusOK, v)
+			WriteJSON(w, http.StatusOK, v)
 			return
 		}
 	}
-	writeResendError(w, r, s.logger, err)
+	WriteResendError(w, r, s.Logger, err)
 }
 
 // handleResendUpdateDomain stores nothing: every setting Resend's update
 // takes is one sendonce does not have, accepted only at its off value.
 func (s *Server) handleResendUpdateDomain(w http.ResponseWriter, r *http.Request) {
 	var req resendDomainOptions
-	body, err := s.readBody(w, r)
+	body, err := s.ReadBody(w, r)
 	if err == nil {
-		err = decodeStrict(body, &req)
+		err = DecodeStrict(body, &req)
 	}
 	if err == nil {
 		err = req.check()
 	}
 	var d *core.Domain
 	if err == nil {
-		d, err = s.svc.Domain(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+		d, err = s.Svc.Domain(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	}
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resendRef{Object: "domain", ID: d.Domain})
+	WriteJSON(w, http.StatusOK, resendRef{Object: "domain", ID: d.Domain})
 }
 
 func (s *Server) handleResendRemoveDomain(w http.ResponseWriter, r *http.Request) {
-	d, err := s.svc.Domain(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	d, err := s.Svc.Domain(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err == nil {
-		err = s.svc.RemoveDomain(r.Context(), d.Tenant, d.Domain)
+		err = s.Svc.RemoveDomain(r.Context(), d.Tenant, d.Domain)
 	}
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resendDeleted{Object: "domain", ID: d.Domain, Deleted: true})
+	WriteJSON(w, http.StatusOK, resendDeleted{Object: "domain", ID: d.Domain, Deleted: true})
 }
 
 // handleResendVerifyDomain runs the DNS check (through the server's
@@ -219,17 +219,17 @@ func (s *Server) handleResendRemoveDomain(w http.ResponseWriter, r *http.Request
 // status it gives in it.
 // Resend verifies in the background; sendonce answers when the check is
 // done, so "pending" is seen only by readers while one runs.
-func (s *Server) handleResendVerifyDomain(ctx context.Context, key *core.APIKey, r *http.Request, _ []byte, _ string) (writeStep, error) {
-	d, err := s.svc.Domain(ctx, key.Tenant, r.PathValue("id"))
+func (s *Server) handleResendVerifyDomain(ctx context.Context, key *core.APIKey, r *http.Request, _ []byte, _ string) (WriteStep, error) {
+	d, err := s.Svc.Domain(ctx, key.Tenant, r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
-	status, err := s.svc.VerifyDomain(ctx, d)
+	status, err := s.Svc.VerifyDomain(ctx, d)
 	if err != nil {
 		return nil, err
 	}
 	return func(ctx context.Context, tx core.Tx) (int, any, error) {
-		if err := s.svc.RecordDomainStatus(ctx, tx, d, status); err != nil {
+		if err := s.Svc.RecordDomainStatus(ctx, tx, d, status); err != nil {
 			return 0, nil, err
 		}
 		return http.StatusOK, resendRef{Object: "domain", ID: d.Domain}, nil

@@ -29,17 +29,17 @@ type resendTag struct {
 // resendEmail is Resend's send-email body.
 type resendEmail struct {
 	From        string            `json:"from"`
-	To          addrList          `json:"to"`
+	To          AddrList          `json:"to"`
 	Subject     string            `json:"subject"`
-	Cc          addrList          `json:"cc"`
-	Bcc         addrList          `json:"bcc"`
-	ReplyTo     addrList          `json:"reply_to"`
+	Cc          AddrList          `json:"cc"`
+	Bcc         AddrList          `json:"bcc"`
+	ReplyTo     AddrList          `json:"reply_to"`
 	HTML        string            `json:"html"`
 	Text        string            `json:"text"`
 	Headers     map[string]string `json:"headers"`
 	Tags        []resendTag       `json:"tags"`
 	ScheduledAt *string           `json:"scheduled_at"`
-	Attachments []attachmentJSON  `json:"attachments"`
+	Attachments []AttachmentJSON  `json:"attachments"`
 	Template    *struct {
 		ID        string         `json:"id"`
 		Variables map[string]any `json:"variables"`
@@ -56,7 +56,7 @@ func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendE
 	if e.From == "" {
 		return nil, core.Errorf(core.CodeValidation, "from", "from is required")
 	}
-	if err := checkRecipientCounts(e.To, e.Cc, e.Bcc, e.ReplyTo); err != nil {
+	if err := CheckRecipientCounts(e.To, e.Cc, e.Bcc, e.ReplyTo); err != nil {
 		return nil, err
 	}
 	var tags map[string]string
@@ -71,7 +71,7 @@ func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendE
 	}
 	mailboxID := core.DefaultMailboxID
 	if a, err := mail.ParseAddress(e.From); err == nil {
-		if mailboxID, err = s.svc.MailboxForAddress(ctx, key.Tenant, a.Address); err != nil {
+		if mailboxID, err = s.Svc.MailboxForAddress(ctx, key.Tenant, a.Address); err != nil {
 			return nil, err
 		}
 	}
@@ -82,7 +82,7 @@ func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendE
 	sr := &app.SendRequest{
 		To: e.To, Cc: e.Cc, Bcc: e.Bcc, ReplyTo: e.ReplyTo, From: e.From, MailboxID: mailboxID,
 		Subject: e.Subject, Text: e.Text, HTML: e.HTML, Headers: headers, Tags: tags,
-		Attachments: appAttachments(e.Attachments), InReplyTo: th.inReplyTo, References: th.refs,
+		Attachments: AppAttachments(e.Attachments), InReplyTo: th.inReplyTo, References: th.refs,
 	}
 	if e.ScheduledAt != nil {
 		sr.ScheduledAt = *e.ScheduledAt
@@ -93,7 +93,7 @@ func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendE
 			sr.Variables = map[string]any{}
 		}
 	}
-	send, err := s.svc.PrepareSend(ctx, key, idemKey, sr)
+	send, err := s.Svc.PrepareSend(ctx, key, idemKey, sr)
 	if err != nil || th.messageID == "" {
 		return send, err
 	}
@@ -109,9 +109,9 @@ type resendID struct {
 	ID string `json:"id"`
 }
 
-func (s *Server) handleResendSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
+func (s *Server) handleResendSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (WriteStep, error) {
 	var e resendEmail
-	if err := decodeStrict(body, &e); err != nil {
+	if err := DecodeStrict(body, &e); err != nil {
 		return nil, err
 	}
 	send, err := s.prepareResend(ctx, key, &e, idemKey)
@@ -119,7 +119,7 @@ func (s *Server) handleResendSend(ctx context.Context, key *core.APIKey, r *http
 		return nil, err
 	}
 	return func(ctx context.Context, tx core.Tx) (int, any, error) {
-		if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
+		if err := s.Svc.AcceptSend(ctx, tx, key, send); err != nil {
 			return 0, nil, err
 		}
 		return http.StatusOK, resendID{ID: send.ID}, nil
@@ -131,7 +131,7 @@ func (s *Server) handleResendSend(ctx context.Context, key *core.APIKey, r *http
 // all or none; permissive accepts the valid ones and reports the others
 // by index. As on Resend, a batch carries no attachments and no
 // scheduled_at.
-func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
+func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (WriteStep, error) {
 	mode := r.Header.Get("X-Batch-Validation")
 	switch mode {
 	case "", "strict", "permissive":
@@ -139,7 +139,7 @@ func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *htt
 		return nil, core.Errorf(core.CodeValidation, "x-batch-validation", "x-batch-validation must be strict or permissive")
 	}
 	var emails []resendEmail
-	if err := decodeStrict(body, &emails); err != nil {
+	if err := DecodeStrict(body, &emails); err != nil {
 		return nil, err
 	}
 	if len(emails) == 0 || len(emails) > resendMaxBatch {
@@ -168,7 +168,7 @@ func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *htt
 			out.Errors = append([]resendBatchError{}, refused...)
 		}
 		for _, send := range sends {
-			if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
+			if err := s.Svc.AcceptSend(ctx, tx, key, send); err != nil {
 				return 0, nil, err
 			}
 			out.Data = append(out.Data, resendID{ID: send.ID})
@@ -239,20 +239,20 @@ func resendEvent(st core.Status) string {
 }
 
 func (s *Server) handleResendGet(w http.ResponseWriter, r *http.Request) {
-	send, err := s.reads.Send(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	send, err := s.Reads.Send(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewResendEmail(send))
+	WriteJSON(w, http.StatusOK, viewResendEmail(send))
 }
 
 func viewResendEmail(send *core.Send) resendEmailView {
 	v := resendEmailView{
-		Object: "email", ID: send.ID, To: list(send.To), From: send.From, CreatedAt: rfc3339(send.CreatedAt),
-		Subject: send.Subject, HTML: optString(send.HTML), Text: optString(send.Text), Bcc: list(send.Bcc),
-		Cc: list(send.Cc), ReplyTo: list(send.ReplyTo), LastEvent: resendEvent(send.Status), Tags: []resendTag{},
-		ScheduledAt: optTime(send.ScheduledAt),
+		Object: "email", ID: send.ID, To: List(send.To), From: send.From, CreatedAt: RFC3339(send.CreatedAt),
+		Subject: send.Subject, HTML: OptString(send.HTML), Text: OptString(send.Text), Bcc: List(send.Bcc),
+		Cc: List(send.Cc), ReplyTo: List(send.ReplyTo), LastEvent: resendEvent(send.Status), Tags: []resendTag{},
+		ScheduledAt: OptTime(send.ScheduledAt),
 	}
 	for n, val := range send.Tags {
 		v.Tags = append(v.Tags, resendTag{Name: n, Value: val})
@@ -272,13 +272,13 @@ type resendEmailRef struct {
 }
 
 func (s *Server) handleResendUpdate(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
-	send, err := s.reschedule(ctx, tx, key, r, body)
-	return answerSend(send, err, resendRefView)
+	send, err := s.Reschedule(ctx, tx, key, r, body)
+	return AnswerSend(send, err, resendRefView)
 }
 
 func (s *Server) handleResendCancel(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
-	send, err := s.svc.Cancel(ctx, tx, key, r.PathValue("id"))
-	return answerSend(send, err, resendRefView)
+	send, err := s.Svc.Cancel(ctx, tx, key, r.PathValue("id"))
+	return AnswerSend(send, err, resendRefView)
 }
 
 // resendRefView is Resend's answer to a change: {"object":"email","id"}.
@@ -286,31 +286,31 @@ func resendRefView(send *core.Send) any { return resendEmailRef{Object: "email",
 
 // handleResendList is GET /emails: newest first, after or before an id.
 func (s *Server) handleResendList(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
+	key := APIKeyFrom(r.Context())
 	q := r.URL.Query()
-	limit, err := parseLimit(q.Get("limit"))
+	limit, err := ParseLimit(q.Get("limit"))
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	f := core.SendFilter{Limit: limit, After: q.Get("after"), Before: q.Get("before")}
 	if f.After != "" && f.Before != "" {
-		writeResendError(w, r, s.logger, core.Errorf(core.CodeValidation, "after", "give after or before, not both"))
+		WriteResendError(w, r, s.Logger, core.Errorf(core.CodeValidation, "after", "give after or before, not both"))
 		return
 	}
 	if key.Agent {
 		f.APIKeyID = key.ID
 	}
-	sends, next, err := s.reads.ListSends(r.Context(), key.Tenant, f)
+	sends, next, err := s.Reads.ListSends(r.Context(), key.Tenant, f)
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	out := resendList[resendEmailView]{Object: "list", HasMore: next != "", Data: make([]resendEmailView, 0, len(sends))}
 	for _, sd := range sends {
 		out.Data = append(out.Data, viewResendEmail(sd))
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 // replyHeaders are the threading headers of a Resend request.

@@ -32,18 +32,18 @@ func (s *Server) viewInbox(ctx context.Context, key *core.APIKey, in *app.Inbox)
 	m := in.Mailbox
 	domain := m.Address[strings.LastIndexByte(m.Address, '@')+1:]
 	v := resendInboxView{Object: "inbox", ID: m.ID, Name: m.Name, EmailAddress: m.Address, DomainID: domain,
-		CreatedAt: rfc3339(m.CreatedAt), UpdatedAt: rfc3339(m.CreatedAt)}
+		CreatedAt: RFC3339(m.CreatedAt), UpdatedAt: RFC3339(m.CreatedAt)}
 	if m.Name != "" {
 		v.FromName = &m.Name
 	}
-	ts, _, err := s.svc.ListThreads(ctx, key, core.ThreadFilter{MailboxIDs: []string{m.ID}, Limit: 100})
+	ts, _, err := s.Svc.ListThreads(ctx, key, core.ThreadFilter{MailboxIDs: []string{m.ID}, Limit: 100})
 	if err != nil {
 		return v, err
 	}
 	for i, t := range ts {
 		v.Unread += t.Unread
 		if i == 0 {
-			last := rfc3339(t.LastAt)
+			last := RFC3339(t.LastAt)
 			v.LastReceived = &last
 		}
 	}
@@ -57,9 +57,9 @@ type resendCreateInbox struct {
 	FromName     string `json:"from_name"`
 }
 
-func (s *Server) handleResendCreateInbox(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
+func (s *Server) handleResendCreateInbox(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (WriteStep, error) {
 	var req resendCreateInbox
-	if err := decodeStrict(body, &req); err != nil {
+	if err := DecodeStrict(body, &req); err != nil {
 		return nil, err
 	}
 	if req.EmailAddress == "" {
@@ -70,13 +70,13 @@ func (s *Server) handleResendCreateInbox(ctx context.Context, key *core.APIKey, 
 		name = req.FromName
 	}
 	return func(ctx context.Context, tx core.Tx) (int, any, error) {
-		m, err := s.svc.CreateInbox(ctx, tx, key.Tenant, req.EmailAddress, name)
+		m, err := s.Svc.CreateInbox(ctx, tx, key.Tenant, req.EmailAddress, name)
 		if err != nil {
 			return 0, nil, err
 		}
-		warning := s.svc.ReceivingWarning()
+		warning := s.Svc.ReceivingWarning()
 		if warning != "" {
-			s.logger.WarnContext(ctx, "receiving address made without an inbound listener", "inbox", m.ID)
+			s.Logger.WarnContext(ctx, "receiving address made without an inbound listener", "inbox", m.ID)
 		}
 		return http.StatusCreated, createdInbox{resendRef: resendRef{Object: "inbox", ID: m.ID}, Warning: warning}, nil
 	}, nil
@@ -90,28 +90,28 @@ type createdInbox struct {
 }
 
 func (s *Server) handleResendListInboxes(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
-	ins, err := s.svc.ListInboxes(r.Context(), key)
+	key := APIKeyFrom(r.Context())
+	ins, err := s.Svc.ListInboxes(r.Context(), key)
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	out := resendList[resendInboxView]{Object: "list", Data: []resendInboxView{}}
 	for i := range ins {
 		v, err := s.viewInbox(r.Context(), key, &ins[i])
 		if err != nil {
-			writeResendError(w, r, s.logger, err)
+			WriteResendError(w, r, s.Logger, err)
 			return
 		}
 		out.Data = append(out.Data, v)
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 // inbox resolves the {inbox} path value: an id or an address.
 func (s *Server) inbox(r *http.Request) (*core.APIKey, *app.Inbox, error) {
-	key := apiKeyFrom(r.Context())
-	in, err := s.svc.InboxByRef(r.Context(), key, r.PathValue("inbox"))
+	key := APIKeyFrom(r.Context())
+	in, err := s.Svc.InboxByRef(r.Context(), key, r.PathValue("inbox"))
 	return key, in, err
 }
 
@@ -120,29 +120,29 @@ func (s *Server) handleResendGetInbox(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var v resendInboxView
 		if v, err = s.viewInbox(r.Context(), key, in); err == nil {
-			writeJSON(w, http.StatusOK, v)
+			WriteJSON(w, http.StatusOK, v)
 			return
 		}
 	}
-	writeResendError(w, r, s.logger, err)
+	WriteResendError(w, r, s.Logger, err)
 }
 
 func (s *Server) handleResendUpdateInbox(w http.ResponseWriter, r *http.Request) {
 	key, in, err := s.inbox(r)
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	var req struct {
 		Name     *string `json:"name"`
 		FromName *string `json:"from_name"`
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.ReadBody(w, r)
 	if err == nil {
-		err = decodeStrict(body, &req)
+		err = DecodeStrict(body, &req)
 	}
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	name := req.Name
@@ -150,22 +150,22 @@ func (s *Server) handleResendUpdateInbox(w http.ResponseWriter, r *http.Request)
 		name = req.FromName
 	}
 	if name != nil {
-		if err := s.svc.RenameInbox(r.Context(), key, in.Mailbox.ID, *name); err != nil {
-			writeResendError(w, r, s.logger, err)
+		if err := s.Svc.RenameInbox(r.Context(), key, in.Mailbox.ID, *name); err != nil {
+			WriteResendError(w, r, s.Logger, err)
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, resendRef{Object: "inbox", ID: in.Mailbox.ID})
+	WriteJSON(w, http.StatusOK, resendRef{Object: "inbox", ID: in.Mailbox.ID})
 }
 
 func (s *Server) handleResendRemoveInbox(w http.ResponseWriter, r *http.Request) {
 	key, in, err := s.inbox(r)
 	if err == nil {
-		err = s.svc.RemoveInbox(r.Context(), key, in.Mailbox.ID)
+		err = s.Svc.RemoveInbox(r.Context(), key, in.Mailbox.ID)
 	}
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resendDeleted{Object: "inbox", ID: in.Mailbox.ID, Deleted: true})
+	WriteJSON(w, http.StatusOK, resendDeleted{Object: "inbox", ID: in.Mailbox.ID, Deleted: true})
 }

@@ -31,25 +31,25 @@ type resendKeyCreated struct {
 // than ignored, so that no caller believes a retry is safe.
 func (s *Server) handleResendCreateKey(w http.ResponseWriter, r *http.Request) {
 	if _, present := r.Header[http.CanonicalHeaderKey("Idempotency-Key")]; present {
-		writeResendError(w, r, s.logger, apiError(codeKeyInvalid, "Idempotency-Key",
+		WriteResendError(w, r, s.Logger, ApiError(CodeKeyInvalid, "Idempotency-Key",
 			"POST /api-keys takes no Idempotency-Key: its answer holds the token, which sendonce never stores, so it cannot be replayed"))
 		return
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.ReadBody(w, r)
 	var p app.NewKeyParams
 	if err == nil {
-		p, err = s.resendKeyParams(r.Context(), apiKeyFrom(r.Context()), body)
+		p, err = s.resendKeyParams(r.Context(), APIKeyFrom(r.Context()), body)
 	}
 	var k *core.APIKey
 	var secret string
 	if err == nil {
-		k, secret, err = s.svc.CreateKeyBy(r.Context(), apiKeyFrom(r.Context()), p)
+		k, secret, err = s.Svc.CreateKeyBy(r.Context(), APIKeyFrom(r.Context()), p)
 	}
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resendKeyCreated{ID: k.ID, Token: secret})
+	WriteJSON(w, http.StatusOK, resendKeyCreated{ID: k.ID, Token: secret})
 }
 
 // resendKeyParams is the key a create body asks for, within what the
@@ -63,7 +63,7 @@ func (s *Server) resendKeyParams(ctx context.Context, key *core.APIKey, body []b
 		// RateLimit is sendonce's: a lower request limit for the new key.
 		RateLimit int `json:"rate_limit"`
 	}
-	if err := decodeStrict(body, &req); err != nil {
+	if err := DecodeStrict(body, &req); err != nil {
 		return none, err
 	}
 	if req.Permission == "" {
@@ -81,7 +81,7 @@ func (s *Server) resendKeyParams(ctx context.Context, key *core.APIKey, body []b
 		if req.Permission != "sending_access" {
 			return none, core.Errorf(core.CodeValidation, "domain_id", "domain_id limits a sending_access key; a full_access key manages every domain")
 		}
-		ids, err := s.svc.DomainMailboxes(ctx, key.Tenant, req.DomainID)
+		ids, err := s.Svc.DomainMailboxes(ctx, key.Tenant, req.DomainID)
 		if err != nil {
 			return none, core.Errorf(core.CodeValidation, "domain_id", "domain %q does not exist", req.DomainID)
 		}
@@ -106,23 +106,23 @@ type resendKeyView struct {
 }
 
 func (s *Server) handleResendListKeys(w http.ResponseWriter, r *http.Request) {
-	ks, err := s.svc.TenantKeys(r.Context(), apiKeyFrom(r.Context()).Tenant)
+	ks, err := s.Svc.TenantKeys(r.Context(), APIKeyFrom(r.Context()).Tenant)
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	out := resendList[resendKeyView]{Object: "list", Data: []resendKeyView{}}
 	for _, k := range ks {
-		out.Data = append(out.Data, resendKeyView{ID: k.ID, Name: k.Name, CreatedAt: rfc3339(k.CreatedAt)})
+		out.Data = append(out.Data, resendKeyView{ID: k.ID, Name: k.Name, CreatedAt: RFC3339(k.CreatedAt)})
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleResendRemoveKey(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := s.svc.RevokeTenantKey(r.Context(), apiKeyFrom(r.Context()).Tenant, id); err != nil {
-		writeResendError(w, r, s.logger, err)
+	if err := s.Svc.RevokeTenantKey(r.Context(), APIKeyFrom(r.Context()).Tenant, id); err != nil {
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resendDeleted{Object: "api_key", ID: id, Deleted: true})
+	WriteJSON(w, http.StatusOK, resendDeleted{Object: "api_key", ID: id, Deleted: true})
 }

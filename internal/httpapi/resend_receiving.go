@@ -48,8 +48,8 @@ type resendInboundAttView struct {
 }
 
 func viewResendReceived(m *core.ReceivedMessage) resendReceivedView {
-	v := resendReceivedView{Object: "email", ID: m.ID, To: nonNil(m.To), From: m.From, CreatedAt: rfc3339(m.ReceivedAt),
-		Subject: m.Subject, Bcc: []string{}, Cc: nonNil(m.Cc), ReplyTo: nonNil(m.ReplyTo), ReceivedFor: nonNil(m.RcptTo),
+	v := resendReceivedView{Object: "email", ID: m.ID, To: NonNil(m.To), From: m.From, CreatedAt: RFC3339(m.ReceivedAt),
+		Subject: m.Subject, Bcc: []string{}, Cc: NonNil(m.Cc), ReplyTo: NonNil(m.ReplyTo), ReceivedFor: NonNil(m.RcptTo),
 		MessageID: m.MessageID, Attachments: []resendInboundAttView{}}
 	for _, a := range m.Attachments {
 		v.Attachments = append(v.Attachments, resendInboundAttView{ID: a.ID, Filename: a.Filename, Size: a.Size,
@@ -59,29 +59,29 @@ func viewResendReceived(m *core.ReceivedMessage) resendReceivedView {
 }
 
 func (s *Server) handleResendListReceiving(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
-	limit, err := parseLimit(r.URL.Query().Get("limit"))
+	key := APIKeyFrom(r.Context())
+	limit, err := ParseLimit(r.URL.Query().Get("limit"))
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	ms, more, err := s.svc.ListReceived(r.Context(), key, core.ReceivedFilter{Limit: limit, After: r.URL.Query().Get("after")})
+	ms, more, err := s.Svc.ListReceived(r.Context(), key, core.ReceivedFilter{Limit: limit, After: r.URL.Query().Get("after")})
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	out := resendList[resendReceivedView]{Object: "list", HasMore: more, Data: make([]resendReceivedView, 0, len(ms))}
 	for _, m := range ms {
 		out.Data = append(out.Data, viewResendReceived(m))
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleResendGetReceiving(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
-	m, err := s.svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
+	key := APIKeyFrom(r.Context())
+	m, err := s.Svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	v := viewResendReceived(m)
@@ -92,39 +92,39 @@ func (s *Server) handleResendGetReceiving(w http.ResponseWriter, r *http.Request
 			v.Headers[h.Name] = h.Value
 		}
 	}
-	u, exp, err := s.downloadURL(r.Context(), r, m, "")
+	u, exp, err := s.DownloadURL(r.Context(), r, m, "")
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	v.Raw = &resendDownload{DownloadURL: u, ExpiresAt: rfc3339(exp)}
-	s.auditRead(r, key, m.ID)
-	writeJSON(w, http.StatusOK, v)
+	v.Raw = &resendDownload{DownloadURL: u, ExpiresAt: RFC3339(exp)}
+	s.AuditRead(r, key, m.ID)
+	WriteJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) handleResendReceivingAttachments(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
-	m, err := s.svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
+	key := APIKeyFrom(r.Context())
+	m, err := s.Svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	out := resendList[resendInboundAttView]{Object: "list", Data: []resendInboundAttView{}}
 	for _, a := range viewResendReceived(m).Attachments {
 		if a.DownloadURL, a.ExpiresAt, err = s.attachmentURL(r, m, a.ID); err != nil {
-			writeResendError(w, r, s.logger, err)
+			WriteResendError(w, r, s.Logger, err)
 			return
 		}
 		out.Data = append(out.Data, a)
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleResendReceivingAttachment(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
-	m, err := s.svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
+	key := APIKeyFrom(r.Context())
+	m, err := s.Svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	for _, a := range viewResendReceived(m).Attachments {
@@ -132,21 +132,21 @@ func (s *Server) handleResendReceivingAttachment(w http.ResponseWriter, r *http.
 			continue
 		}
 		if a.DownloadURL, a.ExpiresAt, err = s.attachmentURL(r, m, a.ID); err != nil {
-			writeResendError(w, r, s.logger, err)
+			WriteResendError(w, r, s.Logger, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, struct {
+		WriteJSON(w, http.StatusOK, struct {
 			Object string `json:"object"`
 			resendInboundAttView
 		}{"attachment", a})
 		return
 	}
-	writeResendError(w, r, s.logger, core.ErrNotFound)
+	WriteResendError(w, r, s.Logger, core.ErrNotFound)
 }
 
 func (s *Server) attachmentURL(r *http.Request, m *core.ReceivedMessage, id string) (string, string, error) {
-	u, exp, err := s.downloadURL(r.Context(), r, m, id)
-	return u, rfc3339(exp), err
+	u, exp, err := s.DownloadURL(r.Context(), r, m, id)
+	return u, RFC3339(exp), err
 }
 
 // handleDownloadReceived serves a signed download link: the raw message,
@@ -154,22 +154,22 @@ func (s *Server) attachmentURL(r *http.Request, m *core.ReceivedMessage, id stri
 // SDK fetches the link without a key); a wrong or expired one is a 404.
 func (s *Server) handleDownloadReceived(w http.ResponseWriter, r *http.Request) {
 	id, part := r.PathValue("id"), r.PathValue("attachment")
-	tenant, err := s.svc.CheckDownload(r.Context(), r.URL.Query().Get("token"), id, part)
+	tenant, err := s.Svc.CheckDownload(r.Context(), r.URL.Query().Get("token"), id, part)
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	raw, err := s.svc.ReceivedRawFor(r.Context(), tenant, id)
+	raw, err := s.Svc.ReceivedRawFor(r.Context(), tenant, id)
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	ctype, body, disp := "message/rfc822", raw, message.AttachmentDisposition(id+".eml")
 	if part != "" {
 		key := &core.APIKey{Tenant: tenant}
-		att, b, err := s.svc.ReceivedAttachment(r.Context(), key, id, part)
+		att, b, err := s.Svc.ReceivedAttachment(r.Context(), key, id, part)
 		if errors.Is(err, core.ErrNotFound) || err != nil {
-			writeResendError(w, r, s.logger, err)
+			WriteResendError(w, r, s.Logger, err)
 			return
 		}
 		ctype, body, disp = att.ContentType, b, message.AttachmentDisposition(att.Filename)

@@ -19,8 +19,8 @@ type resendSuppression struct {
 }
 
 func viewResendSuppression(s *core.Suppression, object string) resendSuppression {
-	return resendSuppression{Object: object, ID: s.ID, Email: s.Address, Origin: s.Origin, SourceID: optString(s.SendID),
-		CreatedAt: rfc3339(s.CreatedAt)}
+	return resendSuppression{Object: object, ID: s.ID, Email: s.Address, Origin: s.Origin, SourceID: OptString(s.SendID),
+		CreatedAt: RFC3339(s.CreatedAt)}
 }
 
 // maxSuppressionBatch bounds one batch add or remove.
@@ -30,10 +30,10 @@ func (s *Server) handleResendAddSuppression(ctx context.Context, tx core.Tx, key
 	var req struct {
 		Email string `json:"email"`
 	}
-	if err := decodeStrict(body, &req); err != nil {
+	if err := DecodeStrict(body, &req); err != nil {
 		return 0, nil, err
 	}
-	sup, _, err := s.svc.AddManualSuppression(ctx, tx, key.Tenant, req.Email, "")
+	sup, _, err := s.Svc.AddManualSuppression(ctx, tx, key.Tenant, req.Email, "")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -44,7 +44,7 @@ func (s *Server) handleResendBatchAddSuppressions(ctx context.Context, tx core.T
 	var req struct {
 		Emails []string `json:"emails"`
 	}
-	if err := decodeStrict(body, &req); err != nil {
+	if err := DecodeStrict(body, &req); err != nil {
 		return 0, nil, err
 	}
 	if len(req.Emails) == 0 || len(req.Emails) > maxSuppressionBatch {
@@ -54,7 +54,7 @@ func (s *Server) handleResendBatchAddSuppressions(ctx context.Context, tx core.T
 		Data []resendRef `json:"data"`
 	}{Data: []resendRef{}}
 	for _, e := range req.Emails {
-		sup, _, err := s.svc.AddManualSuppression(ctx, tx, key.Tenant, e, "")
+		sup, _, err := s.Svc.AddManualSuppression(ctx, tx, key.Tenant, e, "")
 		if err != nil {
 			return 0, nil, err // the whole batch or nothing
 		}
@@ -68,7 +68,7 @@ func (s *Server) handleResendBatchRemoveSuppressions(ctx context.Context, tx cor
 		Emails []string `json:"emails"`
 		IDs    []string `json:"ids"`
 	}
-	if err := decodeStrict(body, &req); err != nil {
+	if err := DecodeStrict(body, &req); err != nil {
 		return 0, nil, err
 	}
 	items := append(req.Emails, req.IDs...)
@@ -79,7 +79,7 @@ func (s *Server) handleResendBatchRemoveSuppressions(ctx context.Context, tx cor
 		Data []resendDeleted `json:"data"`
 	}{Data: []resendDeleted{}}
 	for _, it := range items {
-		sup, err := s.svc.RemoveSuppressionTx(ctx, tx, key.Tenant, it)
+		sup, err := s.Svc.RemoveSuppressionTx(ctx, tx, key.Tenant, it)
 		switch {
 		case err == nil:
 			out.Data = append(out.Data, resendDeleted{Object: "suppression", ID: sup.ID, Deleted: true})
@@ -95,35 +95,35 @@ func (s *Server) handleResendBatchRemoveSuppressions(ctx context.Context, tx cor
 func (s *Server) handleResendListSuppressions(w http.ResponseWriter, r *http.Request) {
 	f, err := suppressionFilter(r)
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	list, next, err := s.reads.ListSuppressions(r.Context(), apiKeyFrom(r.Context()).Tenant, f)
+	list, next, err := s.Reads.ListSuppressions(r.Context(), APIKeyFrom(r.Context()).Tenant, f)
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	out := resendList[resendSuppression]{Object: "list", HasMore: next != "", Data: make([]resendSuppression, 0, len(list))}
 	for _, sup := range list {
 		out.Data = append(out.Data, viewResendSuppression(sup, ""))
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleResendGetSuppression(w http.ResponseWriter, r *http.Request) {
-	sup, err := s.reads.Suppression(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	sup, err := s.Reads.Suppression(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewResendSuppression(sup, "suppression"))
+	WriteJSON(w, http.StatusOK, viewResendSuppression(sup, "suppression"))
 }
 
 func (s *Server) handleResendRemoveSuppression(w http.ResponseWriter, r *http.Request) {
-	sup, err := s.svc.RemoveSuppression(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	sup, err := s.Svc.RemoveSuppression(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resendDeleted{Object: "suppression", ID: sup.ID, Deleted: true})
+	WriteJSON(w, http.StatusOK, resendDeleted{Object: "suppression", ID: sup.ID, Deleted: true})
 }

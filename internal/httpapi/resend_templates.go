@@ -72,7 +72,7 @@ type resendTemplateFields struct {
 	Alias     string          `json:"alias"`
 	From      string          `json:"from"`
 	Subject   string          `json:"subject"`
-	ReplyTo   addrList        `json:"reply_to"`
+	ReplyTo   AddrList        `json:"reply_to"`
 	HTML      string          `json:"html"`
 	Text      string          `json:"text"`
 	Variables json.RawMessage `json:"variables"`
@@ -116,7 +116,7 @@ func (f *resendTemplateFields) apply(t *core.Template, c *templateCompat, now ti
 		if v.Type != "string" && v.Type != "number" {
 			return core.Errorf(core.CodeValidation, "variables", "variable %s: type is string or number", v.Key)
 		}
-		at := rfc3339(now)
+		at := RFC3339(now)
 		c.Variables = append(c.Variables, resendVariable{ID: fmt.Sprintf("%s_%s", t.ID, v.Key), Key: v.Key, Type: v.Type,
 			FallbackValue: v.FallbackValue, CreatedAt: at, UpdatedAt: at})
 	}
@@ -143,7 +143,7 @@ func (s *Server) putResendTemplate(ctx context.Context, tx core.Tx, t *core.Temp
 		return err
 	}
 	created := t.CreatedAt
-	if _, err := s.svc.PutTemplate(ctx, tx, t); err != nil {
+	if _, err := s.Svc.PutTemplate(ctx, tx, t); err != nil {
 		return err
 	}
 	if !created.IsZero() {
@@ -154,12 +154,12 @@ func (s *Server) putResendTemplate(ctx context.Context, tx core.Tx, t *core.Temp
 
 func (s *Server) handleResendCreateTemplate(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
 	var f resendTemplateFields
-	if err := decodeStrict(body, &f); err != nil {
+	if err := DecodeStrict(body, &f); err != nil {
 		return 0, nil, err
 	}
 	t := &core.Template{Tenant: key.Tenant, ID: app.NewID("tpl_")}
 	c := templateCompat{Status: "draft"}
-	if err := f.apply(t, &c, s.svc.Now()); err != nil {
+	if err := f.apply(t, &c, s.Svc.Now()); err != nil {
 		return 0, nil, err
 	}
 	if err := s.checkAliasFree(ctx, key.Tenant, t.ID, c.Alias); err != nil {
@@ -173,11 +173,11 @@ func (s *Server) handleResendCreateTemplate(ctx context.Context, tx core.Tx, key
 
 // resendTemplate finds a template by id or by alias, as Resend does.
 func (s *Server) resendTemplate(ctx context.Context, tenant, ident string) (*core.Template, error) {
-	t, err := s.reads.Template(ctx, tenant, ident)
+	t, err := s.Reads.Template(ctx, tenant, ident)
 	if !errors.Is(err, core.ErrNotFound) {
 		return t, err
 	}
-	ts, err := s.reads.ListTemplates(ctx, tenant)
+	ts, err := s.Reads.ListTemplates(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -227,19 +227,19 @@ type resendTemplateView struct {
 
 func viewResendTemplate(t *core.Template) resendTemplateView {
 	c := compatOf(t)
-	return resendTemplateView{Object: "template", ID: t.ID, Alias: optString(c.Alias), Name: c.Name,
-		CreatedAt: rfc3339(t.CreatedAt), UpdatedAt: rfc3339(t.UpdatedAt), Status: c.Status, PublishedAt: c.PublishedAt,
-		From: optString(c.From), Subject: fromGoTemplate(t.Subject), ReplyTo: c.ReplyTo, HTML: fromGoTemplate(t.HTML),
+	return resendTemplateView{Object: "template", ID: t.ID, Alias: OptString(c.Alias), Name: c.Name,
+		CreatedAt: RFC3339(t.CreatedAt), UpdatedAt: RFC3339(t.UpdatedAt), Status: c.Status, PublishedAt: c.PublishedAt,
+		From: OptString(c.From), Subject: fromGoTemplate(t.Subject), ReplyTo: c.ReplyTo, HTML: fromGoTemplate(t.HTML),
 		Text: fromGoTemplate(t.Text), Variables: c.Variables}
 }
 
 func (s *Server) handleResendGetTemplate(w http.ResponseWriter, r *http.Request) {
-	t, err := s.resendTemplate(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	t, err := s.resendTemplate(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewResendTemplate(t))
+	WriteJSON(w, http.StatusOK, viewResendTemplate(t))
 }
 
 type resendTemplateItem struct {
@@ -253,9 +253,9 @@ type resendTemplateItem struct {
 }
 
 func (s *Server) handleResendListTemplates(w http.ResponseWriter, r *http.Request) {
-	ts, err := s.reads.ListTemplates(r.Context(), apiKeyFrom(r.Context()).Tenant)
+	ts, err := s.Reads.ListTemplates(r.Context(), APIKeyFrom(r.Context()).Tenant)
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	out := resendList[resendTemplateItem]{Object: "list", Data: []resendTemplateItem{}}
@@ -264,7 +264,7 @@ func (s *Server) handleResendListTemplates(w http.ResponseWriter, r *http.Reques
 		out.Data = append(out.Data, resendTemplateItem{ID: v.ID, Name: v.Name, Status: v.Status, PublishedAt: v.PublishedAt,
 			CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, Alias: v.Alias})
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 // handleResendUpdateTemplate changes the fields given. sendonce keeps one
@@ -272,24 +272,24 @@ func (s *Server) handleResendListTemplates(w http.ResponseWriter, r *http.Reques
 // draft until published).
 func (s *Server) handleResendUpdateTemplate(w http.ResponseWriter, r *http.Request) {
 	var f resendTemplateFields
-	body, err := s.readBody(w, r)
+	body, err := s.ReadBody(w, r)
 	if err == nil {
-		err = decodeStrict(body, &f)
+		err = DecodeStrict(body, &f)
 	}
 	var id string
 	if err == nil {
-		id, err = s.changeTemplate(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"), func(t *core.Template, c *templateCompat) error {
-			if err := f.apply(t, c, s.svc.Now()); err != nil {
+		id, err = s.changeTemplate(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"), func(t *core.Template, c *templateCompat) error {
+			if err := f.apply(t, c, s.Svc.Now()); err != nil {
 				return err
 			}
 			return s.checkAliasFree(r.Context(), t.Tenant, t.ID, c.Alias)
 		})
 	}
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resendRef{Object: "template", ID: id})
+	WriteJSON(w, http.StatusOK, resendRef{Object: "template", ID: id})
 }
 
 // changeTemplate reads the template ident names, lets change edit a copy
@@ -309,23 +309,23 @@ func (s *Server) changeTemplate(ctx context.Context, tenant, ident string, chang
 	if err := withCompat(&t, c); err != nil {
 		return "", err
 	}
-	if _, err := s.svc.SaveTemplate(ctx, &t); err != nil {
+	if _, err := s.Svc.SaveTemplate(ctx, &t); err != nil {
 		return "", err
 	}
 	return t.ID, nil
 }
 
 func (s *Server) handleResendRemoveTemplate(w http.ResponseWriter, r *http.Request) {
-	tenant := apiKeyFrom(r.Context()).Tenant
+	tenant := APIKeyFrom(r.Context()).Tenant
 	t, err := s.resendTemplate(r.Context(), tenant, r.PathValue("id"))
 	if err == nil {
-		err = s.svc.DeleteTemplate(r.Context(), tenant, t.ID)
+		err = s.Svc.DeleteTemplate(r.Context(), tenant, t.ID)
 	}
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resendDeleted{Object: "template", ID: t.ID, Deleted: true})
+	WriteJSON(w, http.StatusOK, resendDeleted{Object: "template", ID: t.ID, Deleted: true})
 }
 
 // handleResendPublishTemplate marks the template published. Its content
@@ -337,7 +337,7 @@ func (s *Server) handleResendPublishTemplate(ctx context.Context, tx core.Tx, ke
 		return 0, nil, err
 	}
 	c := compatOf(t)
-	now := rfc3339(s.svc.Now())
+	now := RFC3339(s.Svc.Now())
 	c.Status, c.PublishedAt = "published", &now
 	if err := s.putResendTemplate(ctx, tx, t, c); err != nil {
 		return 0, nil, err

@@ -13,7 +13,7 @@ import (
 // threadFilter reads the list and search parameters of the thread routes.
 func threadFilter(r *http.Request, mailboxID string) (core.ThreadFilter, error) {
 	q := r.URL.Query()
-	limit, err := parseLimit(q.Get("limit"))
+	limit, err := ParseLimit(q.Get("limit"))
 	if err != nil {
 		return core.ThreadFilter{}, err
 	}
@@ -43,17 +43,17 @@ func (s *Server) handleResendListThreads(w http.ResponseWriter, r *http.Request)
 	var ts []*core.Thread
 	var more bool
 	if err == nil {
-		ts, more, err = s.svc.ListThreads(r.Context(), key, f)
+		ts, more, err = s.Svc.ListThreads(r.Context(), key, f)
 	}
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	out := resendList[threadView]{Object: "list", HasMore: more, Data: make([]threadView, 0, len(ts))}
+	out := resendList[ThreadView]{Object: "list", HasMore: more, Data: make([]ThreadView, 0, len(ts))}
 	for _, t := range ts {
-		out.Data = append(out.Data, viewThread(t))
+		out.Data = append(out.Data, ViewThread(t))
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 // thread resolves {inbox} and {thread}: a thread of another inbox is
@@ -63,7 +63,7 @@ func (s *Server) thread(r *http.Request) (*core.APIKey, *core.Thread, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	t, err := s.svc.Thread(r.Context(), key, r.PathValue("thread"))
+	t, err := s.Svc.Thread(r.Context(), key, r.PathValue("thread"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,10 +76,10 @@ func (s *Server) thread(r *http.Request) (*core.APIKey, *core.Thread, error) {
 func (s *Server) handleResendGetThread(w http.ResponseWriter, r *http.Request) {
 	_, t, err := s.thread(r)
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewThread(t))
+	WriteJSON(w, http.StatusOK, ViewThread(t))
 }
 
 func (s *Server) handleResendUpdateThread(w http.ResponseWriter, r *http.Request) {
@@ -90,30 +90,30 @@ func (s *Server) handleResendUpdateThread(w http.ResponseWriter, r *http.Request
 	}
 	if err == nil {
 		var body []byte
-		if body, err = s.readBody(w, r); err == nil {
-			err = decodeStrict(body, &req)
+		if body, err = s.ReadBody(w, r); err == nil {
+			err = DecodeStrict(body, &req)
 		}
 	}
 	if err == nil {
-		t, err = s.svc.ChangeThread(r.Context(), key, t.ID, app.ThreadChange{Read: req.Read, Folder: req.Folder})
+		t, err = s.Svc.ChangeThread(r.Context(), key, t.ID, app.ThreadChange{Read: req.Read, Folder: req.Folder})
 	}
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewThread(t))
+	WriteJSON(w, http.StatusOK, ViewThread(t))
 }
 
 func (s *Server) handleResendRemoveThread(w http.ResponseWriter, r *http.Request) {
 	key, t, err := s.thread(r)
 	if err == nil {
-		err = s.svc.DeleteThread(r.Context(), key, t.ID)
+		err = s.Svc.DeleteThread(r.Context(), key, t.ID)
 	}
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resendDeleted{Object: "inbox_thread", ID: t.ID, Deleted: true})
+	WriteJSON(w, http.StatusOK, resendDeleted{Object: "inbox_thread", ID: t.ID, Deleted: true})
 }
 
 // inboxMessageView is Resend's InboxMessage: a received message or a
@@ -140,31 +140,31 @@ type inboxMessageView struct {
 
 // resendReplyBody is the body of …/emails/{email}/reply and /forward.
 type resendReplyBody struct {
-	To          addrList          `json:"to"`
-	Cc          addrList          `json:"cc"`
-	Bcc         addrList          `json:"bcc"`
+	To          AddrList          `json:"to"`
+	Cc          AddrList          `json:"cc"`
+	Bcc         AddrList          `json:"bcc"`
 	HTML        string            `json:"html"`
 	Text        string            `json:"text"`
 	Subject     string            `json:"subject"`
 	ReplyAll    bool              `json:"reply_all"`
-	Attachments []attachmentJSON  `json:"attachments"`
+	Attachments []AttachmentJSON  `json:"attachments"`
 	Headers     map[string]string `json:"headers"`
 }
 
 // handleResendReplyThreadEmail answers a received message of the thread:
 // an ordinary send through the idempotency engine, so the same
 // Idempotency-Key twice sends one reply.
-func (s *Server) handleResendReplyThreadEmail(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
+func (s *Server) handleResendReplyThreadEmail(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (WriteStep, error) {
 	return s.replyOrForward(ctx, key, r, body, idemKey, false)
 }
 
-func (s *Server) handleResendForwardThreadEmail(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
+func (s *Server) handleResendForwardThreadEmail(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (WriteStep, error) {
 	return s.replyOrForward(ctx, key, r, body, idemKey, true)
 }
 
-func (s *Server) replyOrForward(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string, forward bool) (writeStep, error) {
+func (s *Server) replyOrForward(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string, forward bool) (WriteStep, error) {
 	var req resendReplyBody
-	if err := decodeStrict(body, &req); err != nil {
+	if err := DecodeStrict(body, &req); err != nil {
 		return nil, err
 	}
 	for h := range req.Headers {
@@ -178,25 +178,25 @@ func (s *Server) replyOrForward(ctx context.Context, key *core.APIKey, r *http.R
 		return nil, err
 	}
 	sr := &app.SendRequest{To: req.To, Cc: req.Cc, Bcc: req.Bcc, Subject: req.Subject, Text: req.Text, HTML: req.HTML,
-		Headers: req.Headers, Attachments: appAttachments(req.Attachments), MailboxID: t.MailboxID}
-	m, err := s.svc.ReceivedMessage(ctx, key, r.PathValue("email"))
+		Headers: req.Headers, Attachments: AppAttachments(req.Attachments), MailboxID: t.MailboxID}
+	m, err := s.Svc.ReceivedMessage(ctx, key, r.PathValue("email"))
 	if err != nil || m.ThreadID != t.ID {
 		return nil, core.ErrNotFound
 	}
 	// The one reply and forward use case of every door: its scopes,
 	// defaults and guard.
-	guarded := app.Guarded(key, agentAsked(r))
+	guarded := app.Guarded(key, AgentAsked(r))
 	var send *core.Send
 	if forward {
-		send, err = s.svc.PrepareForward(ctx, key, idemKey, m.ID, guarded, sr)
+		send, err = s.Svc.PrepareForward(ctx, key, idemKey, m.ID, guarded, sr)
 	} else {
-		send, err = s.svc.PrepareReply(ctx, key, idemKey, m.ID, req.ReplyAll, guarded, sr)
+		send, err = s.Svc.PrepareReply(ctx, key, idemKey, m.ID, req.ReplyAll, guarded, sr)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return func(ctx context.Context, tx core.Tx) (int, any, error) {
-		if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
+		if err := s.Svc.AcceptSend(ctx, tx, key, send); err != nil {
 			return 0, nil, err
 		}
 		return http.StatusOK, resendID{ID: send.ID}, nil

@@ -9,10 +9,10 @@ import (
 // The native template routes, /v1/templates.
 
 func (s *Server) handlePutTemplate(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
-	body, err := s.readBody(w, r)
+	key := APIKeyFrom(r.Context())
+	body, err := s.ReadBody(w, r)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		WriteError(w, r, s.Logger, err)
 		return
 	}
 	var req struct {
@@ -20,56 +20,56 @@ func (s *Server) handlePutTemplate(w http.ResponseWriter, r *http.Request) {
 		Text    string `json:"text"`
 		HTML    string `json:"html"`
 	}
-	if err := decodeStrict(body, &req); err != nil {
-		writeError(w, r, s.logger, err)
+	if err := DecodeStrict(body, &req); err != nil {
+		WriteError(w, r, s.Logger, err)
 		return
 	}
 	t := &core.Template{Tenant: key.Tenant, ID: r.PathValue("id"), Subject: req.Subject, Text: req.Text, HTML: req.HTML}
-	created, err := s.svc.SaveTemplate(r.Context(), t)
+	created, err := s.Svc.SaveTemplate(r.Context(), t)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		WriteError(w, r, s.Logger, err)
 		return
 	}
-	stored, err := s.reads.Template(r.Context(), key.Tenant, t.ID)
+	stored, err := s.Reads.Template(r.Context(), key.Tenant, t.ID)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		WriteError(w, r, s.Logger, err)
 		return
 	}
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, viewTemplate(stored))
+	WriteJSON(w, status, ViewTemplate(stored))
 }
 
 func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) {
-	t, err := s.reads.Template(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	t, err := s.Reads.Template(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		WriteError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewTemplate(t))
+	WriteJSON(w, http.StatusOK, ViewTemplate(t))
 }
 
 func (s *Server) handleListTemplates(w http.ResponseWriter, r *http.Request) {
-	ts, err := s.reads.ListTemplates(r.Context(), apiKeyFrom(r.Context()).Tenant)
+	ts, err := s.Reads.ListTemplates(r.Context(), APIKeyFrom(r.Context()).Tenant)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := listView[templateView]{Object: "list", Data: []templateView{}}
+	out := ListView[TemplateView]{Object: "list", Data: []TemplateView{}}
 	for _, t := range ts {
-		out.Data = append(out.Data, viewTemplate(t))
+		out.Data = append(out.Data, ViewTemplate(t))
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
+	key := APIKeyFrom(r.Context())
 	id := r.PathValue("id")
-	if err := s.svc.DeleteTemplate(r.Context(), key.Tenant, id); err != nil {
-		writeError(w, r, s.logger, err)
+	if err := s.Svc.DeleteTemplate(r.Context(), key.Tenant, id); err != nil {
+		WriteError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "template", "deleted": true})
+	WriteJSON(w, http.StatusOK, map[string]any{"id": id, "object": "template", "deleted": true})
 }

@@ -22,20 +22,20 @@ func (s *Server) threadMessages(ctx context.Context, key *core.APIKey, t *core.T
 	q := r.URL.Query()
 	limit := app.MaxThreadPage
 	if q.Get("limit") != "" {
-		n, err := parseLimit(q.Get("limit"))
+		n, err := ParseLimit(q.Get("limit"))
 		if err != nil {
 			return nil, "", err
 		}
 		limit = n
 	}
-	p, err := s.svc.ThreadPage(ctx, key, t.ID, cmp.Or(q.Get("after"), q.Get("cursor")), limit)
+	p, err := s.Svc.ThreadPage(ctx, key, t.ID, cmp.Or(q.Get("after"), q.Get("cursor")), limit)
 	if err != nil {
 		return nil, "", err
 	}
 	out := make([]inboxMessageView, 0, len(p.Items))
 	for _, it := range p.Items {
 		if it.Kind == core.ThreadSent {
-			send, err := s.reads.Send(ctx, key.Tenant, it.ID)
+			send, err := s.Reads.Send(ctx, key.Tenant, it.ID)
 			if err != nil {
 				continue // purged after its retention
 			}
@@ -52,7 +52,7 @@ func (s *Server) threadMessages(ctx context.Context, key *core.APIKey, t *core.T
 // threadMessage reads one message of t with its bodies; ErrNotFound when
 // it is not one of t's.
 func (s *Server) threadMessage(ctx context.Context, key *core.APIKey, t *core.Thread, id string) (inboxMessageView, error) {
-	items, err := s.svc.ThreadItems(ctx, key, t.ID)
+	items, err := s.Svc.ThreadItems(ctx, key, t.ID)
 	if err != nil {
 		return inboxMessageView{}, err
 	}
@@ -61,13 +61,13 @@ func (s *Server) threadMessage(ctx context.Context, key *core.APIKey, t *core.Th
 		return inboxMessageView{}, core.ErrNotFound
 	}
 	if items[i].Kind == core.ThreadSent {
-		send, err := s.reads.Send(ctx, key.Tenant, id)
+		send, err := s.Reads.Send(ctx, key.Tenant, id)
 		if err != nil {
 			return inboxMessageView{}, core.ErrNotFound
 		}
 		return viewThreadSend(send, true), nil
 	}
-	m, err := s.svc.ReceivedMessage(ctx, key, id)
+	m, err := s.Svc.ReceivedMessage(ctx, key, id)
 	if err != nil {
 		return inboxMessageView{}, err
 	}
@@ -75,10 +75,10 @@ func (s *Server) threadMessage(ctx context.Context, key *core.APIKey, t *core.Th
 }
 
 func viewThreadSend(send *core.Send, full bool) inboxMessageView {
-	v := inboxMessageView{ID: send.ID, Direction: "outbound", From: send.From, To: nonNil(send.To),
-		Cc: nonNil(send.Cc), Bcc: []string{}, ReplyTo: nonNil(send.ReplyTo), Subject: send.Subject,
+	v := inboxMessageView{ID: send.ID, Direction: "outbound", From: send.From, To: NonNil(send.To),
+		Cc: NonNil(send.Cc), Bcc: []string{}, ReplyTo: NonNil(send.ReplyTo), Subject: send.Subject,
 		MessageID: send.MessageID, Attachments: []resendInboundAttView{}, Read: true,
-		ReceivedAt: rfc3339(send.CreatedAt), Preview: app.Preview(send.Text, send.HTML)}
+		ReceivedAt: RFC3339(send.CreatedAt), Preview: app.Preview(send.Text, send.HTML)}
 	if full {
 		v.HTML, v.Text = &send.HTML, &send.Text
 	}
@@ -89,7 +89,7 @@ func viewThreadReceived(m *core.ReceivedMessage, full bool) inboxMessageView {
 	rv := viewResendReceived(m)
 	v := inboxMessageView{ID: m.ID, Direction: "inbound", From: m.From, To: rv.To, Cc: rv.Cc,
 		Bcc: []string{}, ReplyTo: rv.ReplyTo, Subject: m.Subject, MessageID: m.MessageID,
-		Attachments: rv.Attachments, Read: m.Read, ReceivedAt: rfc3339(m.ReceivedAt), Preview: m.Preview}
+		Attachments: rv.Attachments, Read: m.Read, ReceivedAt: RFC3339(m.ReceivedAt), Preview: m.Preview}
 	if full {
 		v.HTML, v.Text = &m.HTML, &m.Text
 	}
@@ -106,10 +106,10 @@ func (s *Server) handleResendThreadEmails(w http.ResponseWriter, r *http.Request
 		ms, next, err = s.threadMessages(r.Context(), key, t, r)
 	}
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resendList[inboxMessageView]{Object: "list", HasMore: next != "", Data: ms})
+	WriteJSON(w, http.StatusOK, resendList[inboxMessageView]{Object: "list", HasMore: next != "", Data: ms})
 }
 
 func (s *Server) handleResendThreadEmail(w http.ResponseWriter, r *http.Request) {
@@ -119,9 +119,9 @@ func (s *Server) handleResendThreadEmail(w http.ResponseWriter, r *http.Request)
 		m, err = s.threadMessage(r.Context(), key, t, r.PathValue("email"))
 	}
 	if err != nil {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	s.auditRead(r, key, m.ID)
-	writeJSON(w, http.StatusOK, m)
+	s.AuditRead(r, key, m.ID)
+	WriteJSON(w, http.StatusOK, m)
 }

@@ -18,11 +18,11 @@ import (
 // them too); the application's are core's.
 const (
 	codeKeyRequired     = idempotency.CodeKeyRequired
-	codeKeyInvalid      = idempotency.CodeKeyInvalid
-	codeKeyInUse        = idempotency.CodeKeyInUse
-	codeKeyReused       = idempotency.CodeKeyReused
-	codePayloadTooLarge = idempotency.CodePayloadTooLarge
-	codeMethodNotAllow  = "method_not_allowed"
+	CodeKeyInvalid      = idempotency.CodeKeyInvalid
+	CodeKeyInUse        = idempotency.CodeKeyInUse
+	CodeKeyReused       = idempotency.CodeKeyReused
+	CodePayloadTooLarge = idempotency.CodePayloadTooLarge
+	CodeMethodNotAllow  = "method_not_allowed"
 	// codeAnswerUnavailable: the key's request ran, but its stored answer
 	// is sealed under a SENDONCE_SECRET_KEY this process does not hold
 	// (sealed.go). Gone for good; the request never runs again.
@@ -32,31 +32,31 @@ const (
 // errorStatus is the one table from error codes to HTTP statuses: the
 // server answers with it, and the client SDK's codes are held against it
 // (client's TestCodes_MatchTheServersTable). A code not in it is a 500.
-var errorStatus = map[string]int{
+var ErrorStatus = map[string]int{
 	core.CodeValidation:         http.StatusUnprocessableEntity,
 	core.CodeTemplateMissingVar: http.StatusUnprocessableEntity,
-	codeKeyReused:               http.StatusUnprocessableEntity,
+	CodeKeyReused:               http.StatusUnprocessableEntity,
 	core.CodeInvalidJSON:        http.StatusBadRequest,
 	codeKeyRequired:             http.StatusBadRequest,
-	codeKeyInvalid:              http.StatusBadRequest,
+	CodeKeyInvalid:              http.StatusBadRequest,
 	core.CodeNotFound:           http.StatusNotFound,
 	core.CodeInvalidState:       http.StatusConflict,
 	core.CodeConflict:           http.StatusConflict,
-	codeKeyInUse:                http.StatusConflict,
+	CodeKeyInUse:                http.StatusConflict,
 	core.CodeUnauthorized:       http.StatusUnauthorized,
 	core.CodeForbidden:          http.StatusForbidden,
 	core.CodeLimitExceeded:      http.StatusForbidden,
 	core.CodeRateLimited:        http.StatusTooManyRequests,
 	core.CodeUnavailable:        http.StatusServiceUnavailable,
-	codePayloadTooLarge:         http.StatusRequestEntityTooLarge,
-	codeMethodNotAllow:          http.StatusMethodNotAllowed,
+	CodePayloadTooLarge:         http.StatusRequestEntityTooLarge,
+	CodeMethodNotAllow:          http.StatusMethodNotAllowed,
 	codeAnswerUnavailable:       http.StatusGone,
 	core.CodeInternal:           http.StatusInternalServerError,
 }
 
 // statusOf maps an application error code to its HTTP status.
-func statusOf(code string) int {
-	if s, ok := errorStatus[code]; ok {
+func StatusOf(code string) int {
+	if s, ok := ErrorStatus[code]; ok {
 		return s
 	}
 	return http.StatusInternalServerError
@@ -65,7 +65,7 @@ func statusOf(code string) int {
 // ErrorStatuses returns a copy of the code-to-status table, for the
 // client's test and the API reference's.
 func ErrorStatuses() map[string]int {
-	return maps.Clone(errorStatus)
+	return maps.Clone(ErrorStatus)
 }
 
 type errorBody struct {
@@ -80,7 +80,7 @@ type errorDetail struct {
 	Param   *string `json:"param"`
 }
 
-func newErrorBody(code, message, param string) errorBody {
+func NewErrorBody(code, message, param string) errorBody {
 	d := errorDetail{Code: code, Message: message}
 	if param != "" {
 		d.Param = &param
@@ -90,23 +90,23 @@ func newErrorBody(code, message, param string) errorBody {
 
 // errorResponse turns err into a status and body. Internal errors are logged
 // here and shown to nobody.
-func errorResponse(r *http.Request, logger *slog.Logger, err error) (int, errorBody) {
+func ErrorResponse(r *http.Request, logger *slog.Logger, err error) (int, errorBody) {
 	var e *core.Error
 	if errors.As(err, &e) && e.Code != core.CodeInternal {
 		if e.Code == core.CodeUnavailable {
 			logger.WarnContext(r.Context(), "database unavailable", slog.String("path", r.URL.Path), slog.Any("error", err))
 		}
-		return statusOf(e.Code), newErrorBody(e.Code, e.Message, e.Param)
+		return StatusOf(e.Code), NewErrorBody(e.Code, e.Message, e.Param)
 	}
 	if r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		// Not a fault of ours: the client left while its request waited
 		// (say, for its turn at the database writer). Nobody reads this
 		// answer; the status keeps it out of the 5xx counts.
 		logger.InfoContext(r.Context(), "client went away before the answer", slog.String("path", r.URL.Path))
-		return StatusClientClosedRequest, newErrorBody(core.CodeInternal, "the client closed the request; nothing was stored", "")
+		return StatusClientClosedRequest, NewErrorBody(core.CodeInternal, "the client closed the request; nothing was stored", "")
 	}
 	logger.ErrorContext(r.Context(), "internal error", slog.String("path", r.URL.Path), slog.Any("error", err))
-	return http.StatusInternalServerError, newErrorBody(core.CodeInternal, "internal error; nothing was stored, a retry with the same Idempotency-Key runs afresh", "")
+	return http.StatusInternalServerError, NewErrorBody(core.CodeInternal, "internal error; nothing was stored, a retry with the same Idempotency-Key runs afresh", "")
 }
 
 // StatusClientClosedRequest is what logs and metrics record for a request
@@ -115,7 +115,7 @@ const StatusClientClosedRequest = 499
 
 // marshal encodes a response body. HTML escaping is off: addresses like
 // "<a@b>" stay readable, and the content type is JSON, never HTML.
-func marshal(v any) []byte {
+func Marshal(v any) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -126,15 +126,15 @@ func marshal(v any) []byte {
 	return b.Bytes()
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	writeRaw(w, status, "application/json", marshal(v))
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	WriteRaw(w, status, "application/json", Marshal(v))
 }
 
 // retryAfterUnavailable is the Retry-After of a 503: a database restart
 // or a cut connection is usually over within seconds.
 const retryAfterUnavailable = "1"
 
-func writeRaw(w http.ResponseWriter, status int, contentType string, body []byte) {
+func WriteRaw(w http.ResponseWriter, status int, contentType string, body []byte) {
 	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", retryAfterUnavailable) // every 503 says when to come back
 	}
@@ -143,22 +143,22 @@ func writeRaw(w http.ResponseWriter, status int, contentType string, body []byte
 	_, _ = w.Write(body)
 }
 
-func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
-	status, body := errorResponse(r, logger, err)
-	writeJSON(w, status, body)
+func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
+	status, body := ErrorResponse(r, logger, err)
+	WriteJSON(w, status, body)
 }
 
-func apiError(code, param, msg string) *core.Error {
+func ApiError(code, param, msg string) *core.Error {
 	return &core.Error{Code: code, Param: param, Message: msg}
 }
 
 // writeStyled writes err in the error shape of the route's style.
-func writeStyled(w http.ResponseWriter, r *http.Request, s *Server, err error) {
+func writeStyled(w http.ResponseWriter, r *http.Request, s *Base, err error) {
 	if isResendPath(r.URL.Path) {
-		writeResendError(w, r, s.logger, err)
+		WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	writeError(w, r, s.logger, err)
+	WriteError(w, r, s.Logger, err)
 }
 
 func isResendPath(p string) bool { return len(p) >= 7 && p[:7] == "/emails" }

@@ -23,11 +23,11 @@ const (
 
 // sealStored seals body when the route's answer carries a secret and a
 // secret key is set.
-func (s *Server) sealStored(o postOpts, body []byte) ([]byte, error) {
-	if !o.secret || s.cfg.SecretKey == "" {
+func (s *Base) sealStored(o PostOpts, body []byte) ([]byte, error) {
+	if !o.Secret || s.Cfg.SecretKey == "" {
 		return body, nil
 	}
-	out, err := seal.Seal([]byte(sealedAnswerHead), s.cfg.SecretKey, sealedAnswerInfo, body)
+	out, err := seal.Seal([]byte(sealedAnswerHead), s.Cfg.SecretKey, sealedAnswerInfo, body)
 	if err != nil {
 		return nil, fmt.Errorf("seal the stored answer: %w", err)
 	}
@@ -35,20 +35,20 @@ func (s *Server) sealStored(o postOpts, body []byte) ([]byte, error) {
 }
 
 // openStored returns a stored answer's bytes as they were answered.
-func (s *Server) openStored(body []byte) ([]byte, error) {
+func (s *Base) openStored(body []byte) ([]byte, error) {
 	if !bytes.HasPrefix(body, []byte(sealedAnswerHead)) {
 		return body, nil
 	}
-	plain, err := seal.Open(body, len(sealedAnswerHead), s.cfg.SecretKey, sealedAnswerInfo)
+	plain, err := seal.Open(body, len(sealedAnswerHead), s.Cfg.SecretKey, sealedAnswerInfo)
 	if err != nil {
 		// The request ran and its answer is stored, but sealed under a
 		// secret key this process no longer holds (SENDONCE_SECRET_KEY was
 		// changed, or unset). Running it again would make a second webhook;
 		// a 500 would say nothing was stored. The class is logged, never
 		// the error's text or the body.
-		s.logger.Warn("stored answer unavailable", slog.String("class", codeAnswerUnavailable),
-			slog.Bool("secret_key_set", s.cfg.SecretKey != ""))
-		return nil, apiError(codeAnswerUnavailable, "Idempotency-Key",
+		s.Logger.Warn("stored answer unavailable", slog.String("class", codeAnswerUnavailable),
+			slog.Bool("secret_key_set", s.Cfg.SecretKey != ""))
+		return nil, ApiError(codeAnswerUnavailable, "Idempotency-Key",
 			"this Idempotency-Key's request ran, but its stored answer was sealed under another SENDONCE_SECRET_KEY and cannot be shown; it will not run again")
 	}
 	return plain, nil

@@ -14,15 +14,15 @@ import (
 // attachments are shared with the Resend and Mailera bodies.
 
 // addrList accepts a single address or an array of them.
-type addrList []string
+type AddrList []string
 
 // checkRecipientCounts refuses a field of more than app.MaxRecipients
 // addresses before anything else reads the request (the compatibility
 // routes resolve templates first, which a huge list should not reach).
-func checkRecipientCounts(to, cc, bcc, replyTo addrList) error {
+func CheckRecipientCounts(to, cc, bcc, replyTo AddrList) error {
 	for _, f := range []struct {
 		name string
-		list addrList
+		list AddrList
 	}{{"to", to}, {"cc", cc}, {"bcc", bcc}, {"reply_to", replyTo}} {
 		if len(f.list) > app.MaxRecipients {
 			return core.Errorf(core.CodeValidation, f.name, "at most %d addresses", app.MaxRecipients)
@@ -31,7 +31,7 @@ func checkRecipientCounts(to, cc, bcc, replyTo addrList) error {
 	return nil
 }
 
-func (a *addrList) UnmarshalJSON(b []byte) error {
+func (a *AddrList) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	if bytes.Equal(b, []byte("null")) {
 		*a = nil
@@ -42,7 +42,7 @@ func (a *addrList) UnmarshalJSON(b []byte) error {
 		if err := json.Unmarshal(b, &s); err != nil {
 			return err
 		}
-		*a = addrList{s}
+		*a = AddrList{s}
 		return nil
 	}
 	var l []string
@@ -55,13 +55,13 @@ func (a *addrList) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-var addrListType = reflect.TypeFor[addrList]()
+var addrListType = reflect.TypeFor[AddrList]()
 
-type sendRequest struct {
-	To         addrList          `json:"to"`
-	Cc         addrList          `json:"cc"`
-	Bcc        addrList          `json:"bcc"`
-	ReplyTo    addrList          `json:"reply_to"`
+type SendRequest struct {
+	To         AddrList          `json:"to"`
+	Cc         AddrList          `json:"cc"`
+	Bcc        AddrList          `json:"bcc"`
+	ReplyTo    AddrList          `json:"reply_to"`
 	From       string            `json:"from"`
 	MailboxID  string            `json:"mailbox_id"`
 	Subject    string            `json:"subject"`
@@ -72,7 +72,7 @@ type sendRequest struct {
 	Headers    map[string]string `json:"headers"`
 	Tags       map[string]string `json:"tags"`
 	// Attachments and ScheduledAt: docs/api.md, "Attachments" and "Scheduled sends".
-	Attachments []attachmentJSON `json:"attachments"`
+	Attachments []AttachmentJSON `json:"attachments"`
 	ScheduledAt string           `json:"scheduled_at"`
 	// Stream: docs/api.md, "Streams" ("" for the key's default).
 	Stream string `json:"stream"`
@@ -83,17 +83,17 @@ type sendRequest struct {
 // toApp is the request as the application takes it (the one mapping of
 // the native body; app checks every field, the recipient counts
 // included). mailboxID is the body's, or the path's on the Mailera route.
-func (req *sendRequest) toApp(mailboxID string) *app.SendRequest {
+func (req *SendRequest) ToApp(mailboxID string) *app.SendRequest {
 	return &app.SendRequest{
 		To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: mailboxID,
 		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
-		Headers: req.Headers, Tags: req.Tags, Attachments: appAttachments(req.Attachments), ScheduledAt: req.ScheduledAt,
+		Headers: req.Headers, Tags: req.Tags, Attachments: AppAttachments(req.Attachments), ScheduledAt: req.ScheduledAt,
 		Stream: req.Stream, Unsubscribe: req.Unsubscribe,
 	}
 }
 
 // attachmentJSON is one attachment as every send route spells it.
-type attachmentJSON struct {
+type AttachmentJSON struct {
 	Filename    string        `json:"filename"`
 	Content     base64Content `json:"content"`
 	ContentType string        `json:"content_type"`
@@ -135,7 +135,7 @@ func (c *base64Content) UnmarshalJSON(b []byte) error {
 
 var stringType = reflect.TypeFor[string]()
 
-func appAttachments(in []attachmentJSON) []app.AttachmentRequest {
+func AppAttachments(in []AttachmentJSON) []app.AttachmentRequest {
 	if len(in) == 0 {
 		return nil
 	}

@@ -17,8 +17,8 @@ import (
 // startRequest starts a request's server span, a child of the caller's
 // trace when it sent a traceparent. Its name is the method alone until the
 // route is known (endRequest).
-func (s *Server) startRequest(r *http.Request) (context.Context, trace.Span) {
-	return s.tracer.Start(tracing.FromHeaders(r.Context(), r.Header), r.Method, trace.SpanKindServer)
+func (s *Base) startRequest(r *http.Request) (context.Context, trace.Span) {
+	return s.Tracer.Start(tracing.FromHeaders(r.Context(), r.Header), r.Method, trace.SpanKindServer)
 }
 
 // endRequest names the span for its route and ends it. The route is the

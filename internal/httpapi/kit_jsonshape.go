@@ -69,7 +69,7 @@ func scanJSONShape(body []byte) (jsonShape, error) {
 			i = end
 		case '[', '{':
 			if depth == maxJSONDepth {
-				return jsonShape{}, apiError(core.CodeValidation, "", fmt.Sprintf("the request body nests arrays and objects more than %d deep", maxJSONDepth))
+				return jsonShape{}, ApiError(core.CodeValidation, "", fmt.Sprintf("the request body nests arrays and objects more than %d deep", maxJSONDepth))
 			}
 			depth++
 			elems[depth] = 0
@@ -78,7 +78,7 @@ func scanJSONShape(body []byte) (jsonShape, error) {
 		case ',':
 			elems[depth]++
 			if elems[depth] >= maxJSONElements {
-				return jsonShape{}, apiError(core.CodeValidation, "", fmt.Sprintf("an array or object in the request body has more than %d elements", maxJSONElements))
+				return jsonShape{}, ApiError(core.CodeValidation, "", fmt.Sprintf("an array or object in the request body has more than %d elements", maxJSONElements))
 			}
 			values++
 		case ':':
@@ -87,7 +87,7 @@ func scanJSONShape(body []byte) (jsonShape, error) {
 			continue
 		}
 		if values > maxJSONValues {
-			return jsonShape{}, apiError(core.CodeValidation, "", fmt.Sprintf("the request body has more than %d values", maxJSONValues))
+			return jsonShape{}, ApiError(core.CodeValidation, "", fmt.Sprintf("the request body has more than %d values", maxJSONValues))
 		}
 	}
 	return jsonShape{values: values}, nil

@@ -15,7 +15,7 @@ import (
 // result is what an idempotent POST answered, typed: the response is
 // written from it, and the audit log and the metrics record it as it is,
 // without reading the response back.
-type result struct {
+type Result struct {
 	status      int
 	contentType string // "" is application/json
 	body        []byte
@@ -36,14 +36,14 @@ type result struct {
 	retryAfter time.Duration
 }
 
-func (res result) response() idempotency.Response {
+func (res Result) response() idempotency.Response {
 	return idempotency.Response{Status: res.status, ContentType: "application/json", Body: res.body}
 }
 
 // refusal is the result of an error, in the route's error style.
-func (s *Server) refusal(r *http.Request, o postOpts, err error) result {
-	status, v := o.style()(r, s.logger, err)
-	res := result{status: status, body: marshal(v)}
+func (s *Base) refusal(r *http.Request, o PostOpts, err error) Result {
+	status, v := o.style()(r, s.Logger, err)
+	res := Result{status: status, body: Marshal(v)}
 	var ce *core.Error
 	if errors.As(err, &ce) && ce.Code != core.CodeInternal {
 		res.code, res.message, res.retryAfter = ce.Code, ce.Message, ce.RetryAfter
@@ -55,8 +55,8 @@ func (s *Server) refusal(r *http.Request, o postOpts, err error) result {
 
 // decided is the result of a key the engine answered without running the
 // handler.
-func (s *Server) decided(r *http.Request, o postOpts, d idempotency.Decision) result {
-	var res result
+func (s *Base) decided(r *http.Request, o PostOpts, d idempotency.Decision) Result {
+	var res Result
 	switch d.Outcome {
 	case idempotency.Replay:
 		// Its send ids and error code are read from the bytes only when
@@ -66,13 +66,13 @@ func (s *Server) decided(r *http.Request, o postOpts, d idempotency.Decision) re
 		if err != nil {
 			return s.refusal(r, o, err)
 		}
-		res = result{status: d.Response.Status, contentType: d.Response.ContentType, body: body}
+		res = Result{status: d.Response.Status, contentType: d.Response.ContentType, body: body}
 	case idempotency.InUse:
-		res = s.refusal(r, o, apiError(codeKeyInUse, "Idempotency-Key",
+		res = s.refusal(r, o, ApiError(CodeKeyInUse, "Idempotency-Key",
 			"a request with this Idempotency-Key is still being processed; retry after a second"))
 		res.retryAfter = time.Second
 	case idempotency.Mismatch:
-		res = s.refusal(r, o, apiError(codeKeyReused, "Idempotency-Key",
+		res = s.refusal(r, o, ApiError(CodeKeyReused, "Idempotency-Key",
 			"this Idempotency-Key was already used with a different request body"))
 	default:
 		return s.refusal(r, o, errors.New("idempotency: unexpected outcome "+d.Outcome.String()))
@@ -82,7 +82,7 @@ func (s *Server) decided(r *http.Request, o postOpts, d idempotency.Decision) re
 }
 
 // respond writes res.
-func (s *Server) respond(w http.ResponseWriter, res result) {
+func (s *Base) respond(w http.ResponseWriter, res Result) {
 	if res.outcome == idempotency.Replay {
 		w.Header().Set(idempotency.ReplayedHeader, "true")
 	}
@@ -93,15 +93,15 @@ func (s *Server) respond(w http.ResponseWriter, res result) {
 	if ct == "" {
 		ct = "application/json"
 	}
-	writeRaw(w, res.status, ct, res.body)
+	WriteRaw(w, res.status, ct, res.body)
 }
 
 // observe counts res in the metrics.
-func (s *Server) observe(o postOpts, res result) {
+func (s *Base) observe(o PostOpts, res Result) {
 	switch res.outcome {
 	case idempotency.Replay:
-		if s.metrics != nil {
-			s.metrics.IdempotentReplays.Inc()
+		if s.Metrics != nil {
+			s.Metrics.IdempotentReplays.Inc()
 		}
 		s.duplicate(o, metrics.ViaReplay)
 	case idempotency.InUse:
@@ -110,41 +110,41 @@ func (s *Server) observe(o postOpts, res result) {
 	case idempotency.Mismatch:
 		s.conflict("reused")
 	case idempotency.Proceed:
-		if res.stored && res.status >= 200 && res.status < 300 && o.committed != nil {
-			o.committed()
+		if res.stored && res.status >= 200 && res.status < 300 && o.Committed != nil {
+			o.Committed()
 		}
 	}
 }
 
 // duplicate counts a send request that sent nothing new; o.audit marks the
 // send routes (a replayed approve is no duplicate email).
-func (s *Server) duplicate(o postOpts, via string) {
-	if s.metrics != nil && o.audit {
-		s.metrics.DuplicatePrevented(via)
+func (s *Base) duplicate(o PostOpts, via string) {
+	if s.Metrics != nil && o.Audit {
+		s.Metrics.DuplicatePrevented(via)
 	}
 }
 
-func (s *Server) conflict(reason string) {
-	if s.metrics != nil {
-		s.metrics.IdempotencyConflict(reason)
+func (s *Base) conflict(reason string) {
+	if s.Metrics != nil {
+		s.Metrics.IdempotencyConflict(reason)
 	}
 }
 
 // sender is a response value that names the sends it created.
-type sender interface{ createdSendIDs() []string }
+type Sender interface{ createdSendIDs() []string }
 
 func sendIDsOf(v any) []string {
-	if s, ok := v.(sender); ok {
+	if s, ok := v.(Sender); ok {
 		return s.createdSendIDs()
 	}
 	return nil
 }
 
-func (v *sendView) createdSendIDs() []string { return []string{v.ID} }
+func (v *SendView) createdSendIDs() []string { return []string{v.ID} }
 func (v resendID) createdSendIDs() []string  { return []string{v.ID} }
 
 // withAnswer fills a replay's send ids and error from its stored bytes.
-func (res result) withAnswer() result {
+func (res Result) withAnswer() Result {
 	if res.outcome == idempotency.Replay {
 		res.sendIDs, res.code, res.message = readAnswer(res.body)
 	}

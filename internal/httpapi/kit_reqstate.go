@@ -16,12 +16,12 @@ import (
 type reqState struct {
 	lw      loggingWriter
 	key     *core.APIKey
-	charge  charge
+	charge  Charge
 	charged bool
 	// releaseAtEnd: the charge was taken by readBody on a route outside
 	// bounded, and logRequests gives it back.
 	releaseAtEnd bool
-	srv          *Server
+	srv          *Base
 }
 
 // stateCtx is the request's context with its state: it answers the keys
@@ -33,7 +33,7 @@ type stateCtx struct {
 
 func (c *stateCtx) Value(k any) any {
 	switch k {
-	case apiKeyCtx:
+	case APIKeyCtx:
 		if c.st.key != nil {
 			return c.st.key
 		}
@@ -66,7 +66,7 @@ func (st *reqState) ChargeMemory(ctx context.Context, n int64) error {
 
 // withKey is r carrying the authenticated key, and names the key in the
 // request's log line.
-func withKey(w http.ResponseWriter, r *http.Request, key *core.APIKey) *http.Request {
+func WithKey(w http.ResponseWriter, r *http.Request, key *core.APIKey) *http.Request {
 	if lw, ok := w.(*loggingWriter); ok {
 		lw.keyID = app.KeyFingerprint(key)
 	}
@@ -74,7 +74,7 @@ func withKey(w http.ResponseWriter, r *http.Request, key *core.APIKey) *http.Req
 		st.key = key
 		return r
 	}
-	return r.WithContext(context.WithValue(r.Context(), apiKeyCtx, key))
+	return r.WithContext(context.WithValue(r.Context(), APIKeyCtx, key))
 }
 
 // chargeFunc adapts a function to app.MemoryCharge.

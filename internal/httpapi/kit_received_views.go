@@ -54,10 +54,10 @@ type attachmentView struct {
 	Size               int    `json:"size"`
 }
 
-func viewReceived(m *core.ReceivedMessage, full bool) receivedView {
+func ViewReceived(m *core.ReceivedMessage, full bool) receivedView {
 	v := receivedView{Object: "received_message", ID: m.ID, MailboxID: m.MailboxID, ThreadID: m.ThreadID, Source: m.Source,
-		MailFrom: m.MailFrom, RcptTo: nonNil(m.RcptTo), MessageID: m.MessageID, InReplyTo: m.InReplyTo,
-		References: nonNil(m.References), From: m.From, To: nonNil(m.To), Cc: nonNil(m.Cc), ReplyTo: nonNil(m.ReplyTo),
+		MailFrom: m.MailFrom, RcptTo: NonNil(m.RcptTo), MessageID: m.MessageID, InReplyTo: m.InReplyTo,
+		References: NonNil(m.References), From: m.From, To: NonNil(m.To), Cc: NonNil(m.Cc), ReplyTo: NonNil(m.ReplyTo),
 		Subject: m.Subject, Preview: m.Preview, Date: m.Date, Attachments: viewAttachments(m.Attachments), Authentication: m.Auth,
 		Size: m.Size, Read: m.Read, SendID: m.SendID, ReceivedAt: m.ReceivedAt}
 	if full {
@@ -79,7 +79,7 @@ func viewAttachments(as []core.ReceivedAttachment) []attachmentView {
 	return out
 }
 
-func nonNil[T any](s []T) []T {
+func NonNil[T any](s []T) []T {
 	if s == nil {
 		return []T{}
 	}
@@ -88,7 +88,7 @@ func nonNil[T any](s []T) []T {
 
 // threadView is a thread on the native routes and, in Resend's shape
 // (InboxThread), on the inbox routes.
-type threadView struct {
+type ThreadView struct {
 	Object        string    `json:"object"`
 	ID            string    `json:"id"`
 	InboxID       string    `json:"inbox_id"`
@@ -113,9 +113,9 @@ type labelView struct {
 	Color string `json:"color"`
 }
 
-func viewThread(t *core.Thread) threadView {
-	v := threadView{Object: "inbox_thread", ID: t.ID, InboxID: t.MailboxID, Subject: t.Subject, From: t.From,
-		To: nonNil(t.To), Cc: nonNil(t.Cc), Bcc: []string{}, Labels: []any{}, EmailCount: t.Messages, Unread: t.Unread,
+func ViewThread(t *core.Thread) ThreadView {
+	v := ThreadView{Object: "inbox_thread", ID: t.ID, InboxID: t.MailboxID, Subject: t.Subject, From: t.From,
+		To: NonNil(t.To), Cc: NonNil(t.Cc), Bcc: []string{}, Labels: []any{}, EmailCount: t.Messages, Unread: t.Unread,
 		HasAttachment: t.HasAttachment, Read: t.Unread == 0, Folder: t.Folder, ReceivedAt: t.LastAt}
 	for _, l := range t.Labels {
 		v.Labels = append(v.Labels, labelView{ID: l, Name: l, Color: "#888888"})
@@ -126,9 +126,9 @@ func viewThread(t *core.Thread) threadView {
 // downloadURL is the short-lived link to a received message's raw bytes
 // (part "") or to one attachment: it carries its own signature, because
 // the clients that follow it (Resend's SDK forward) send no key.
-func (s *Server) downloadURL(ctx context.Context, r *http.Request, m *core.ReceivedMessage, part string) (string, time.Time, error) {
-	exp := s.svc.Now().Add(app.DownloadTTL).Truncate(time.Second)
-	tok, err := s.svc.DownloadToken(ctx, m.Tenant, m.ID, part, exp)
+func (s *Base) DownloadURL(ctx context.Context, r *http.Request, m *core.ReceivedMessage, part string) (string, time.Time, error) {
+	exp := s.Svc.Now().Add(app.DownloadTTL).Truncate(time.Second)
+	tok, err := s.Svc.DownloadToken(ctx, m.Tenant, m.ID, part, exp)
 	if err != nil {
 		return "", time.Time{}, err
 	}

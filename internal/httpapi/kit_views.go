@@ -9,7 +9,7 @@ import (
 )
 
 // sendView is the send object of docs/api.md.
-type sendView struct {
+type SendView struct {
 	ID             string            `json:"id"`
 	Object         string            `json:"object"`
 	Status         core.Status       `json:"status"`
@@ -38,10 +38,10 @@ type sendView struct {
 	// and its id there (section 15); null otherwise.
 	Provider          *string     `json:"provider"`
 	ProviderMessageID *string     `json:"provider_message_id"`
-	Events            []eventView `json:"events,omitempty"`
+	Events            []EventView `json:"events,omitempty"`
 }
 
-type eventView struct {
+type EventView struct {
 	ID        string      `json:"id"`
 	Type      string      `json:"type"`
 	At        string      `json:"at"`
@@ -76,7 +76,7 @@ func viewRecipients(s *core.Send) []recipientView {
 			v := recipientView{Email: addr, Status: core.RecipientStatusOf(s.Status)}
 			for _, st := range s.Recipients {
 				if st.Address == key {
-					v.Status, v.Detail = st.Status, optString(st.Detail)
+					v.Status, v.Detail = st.Status, OptString(st.Detail)
 				}
 			}
 			out = append(out, v)
@@ -94,61 +94,61 @@ type bounceView struct {
 	DiagnosticCode []string `json:"diagnosticCode"`
 }
 
-func viewBounce(b *core.Bounce) *bounceView {
+func ViewBounce(b *core.Bounce) *bounceView {
 	if b == nil {
 		return nil
 	}
-	return &bounceView{Type: b.Type, SubType: b.SubType, Status: b.Status, Message: b.Message, DiagnosticCode: list(b.DiagnosticCode)}
+	return &bounceView{Type: b.Type, SubType: b.SubType, Status: b.Status, Message: b.Message, DiagnosticCode: List(b.DiagnosticCode)}
 }
 
-func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+func RFC3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-func optString(s string) *string {
+func OptString(s string) *string {
 	if s == "" {
 		return nil
 	}
 	return &s
 }
 
-func optTime(t *time.Time) *string {
+func OptTime(t *time.Time) *string {
 	if t == nil {
 		return nil
 	}
-	s := rfc3339(*t)
+	s := RFC3339(*t)
 	return &s
 }
 
-func list[T any](s []T) []T {
+func List[T any](s []T) []T {
 	if s == nil {
 		return []T{}
 	}
 	return s
 }
 
-func viewSend(s *core.Send) *sendView {
+func ViewSend(s *core.Send) *SendView {
 	tags := s.Tags
 	if tags == nil {
 		tags = map[string]string{}
 	}
-	return &sendView{
-		ID: s.ID, Object: "send", Status: s.Status, IdempotencyKey: optString(s.IdempotencyKey), MailboxID: s.MailboxID,
-		From: s.From, To: list(s.To), Cc: list(s.Cc), Bcc: list(s.Bcc), ReplyTo: list(s.ReplyTo), Subject: s.Subject,
-		TemplateID: optString(s.TemplateID), MessageID: s.MessageID, Attempts: s.Attempts, LastError: optString(s.LastError),
-		Tags: tags, CreatedAt: rfc3339(s.CreatedAt), UpdatedAt: rfc3339(s.UpdatedAt), SentAt: optTime(s.SentAt),
+	return &SendView{
+		ID: s.ID, Object: "send", Status: s.Status, IdempotencyKey: OptString(s.IdempotencyKey), MailboxID: s.MailboxID,
+		From: s.From, To: List(s.To), Cc: List(s.Cc), Bcc: List(s.Bcc), ReplyTo: List(s.ReplyTo), Subject: s.Subject,
+		TemplateID: OptString(s.TemplateID), MessageID: s.MessageID, Attempts: s.Attempts, LastError: OptString(s.LastError),
+		Tags: tags, CreatedAt: RFC3339(s.CreatedAt), UpdatedAt: RFC3339(s.UpdatedAt), SentAt: OptTime(s.SentAt),
 		Recipients:  viewRecipients(s),
-		ScheduledAt: optTime(s.ScheduledAt), Attachments: max(s.AttachmentCount, len(s.Attachments)),
-		Provider: optString(s.Provider), ProviderMessageID: optString(s.ProviderMessageID),
+		ScheduledAt: OptTime(s.ScheduledAt), Attachments: max(s.AttachmentCount, len(s.Attachments)),
+		Provider: OptString(s.Provider), ProviderMessageID: OptString(s.ProviderMessageID),
 		Stream: s.Stream.Or(core.StreamTransactional),
 	}
 }
 
-type listView[T any] struct {
+type ListView[T any] struct {
 	Object string  `json:"object"`
 	Data   []T     `json:"data"`
 	Next   *string `json:"next"`
 }
 
-type templateView struct {
+type TemplateView struct {
 	ID        string `json:"id"`
 	Object    string `json:"object"`
 	Subject   string `json:"subject"`
@@ -158,12 +158,12 @@ type templateView struct {
 	UpdatedAt string `json:"updated_at"`
 }
 
-func viewTemplate(t *core.Template) templateView {
-	return templateView{ID: t.ID, Object: "template", Subject: t.Subject, Text: t.Text, HTML: t.HTML,
-		CreatedAt: rfc3339(t.CreatedAt), UpdatedAt: rfc3339(t.UpdatedAt)}
+func ViewTemplate(t *core.Template) TemplateView {
+	return TemplateView{ID: t.ID, Object: "template", Subject: t.Subject, Text: t.Text, HTML: t.HTML,
+		CreatedAt: RFC3339(t.CreatedAt), UpdatedAt: RFC3339(t.UpdatedAt)}
 }
 
-type mailboxView struct {
+type MailboxView struct {
 	ID          string  `json:"id"`
 	Object      string  `json:"object"`
 	Address     string  `json:"address"`
@@ -175,8 +175,8 @@ type mailboxView struct {
 	CreatedAt *string `json:"created_at"`
 }
 
-func viewMailbox(m *core.Mailbox) mailboxView {
-	v := mailboxView{ID: m.ID, Object: "mailbox", Address: m.Address, Name: m.Name, ReceiveOnly: m.ReceiveOnly}
+func ViewMailbox(m *core.Mailbox) MailboxView {
+	v := MailboxView{ID: m.ID, Object: "mailbox", Address: m.Address, Name: m.Name, ReceiveOnly: m.ReceiveOnly}
 	if m.Transport != "" {
 		// Credentials are never returned.
 		red := "smtp://(invalid)"
@@ -190,12 +190,12 @@ func viewMailbox(m *core.Mailbox) mailboxView {
 		v.IMAP = &shown
 	}
 	if !m.CreatedAt.IsZero() {
-		v.CreatedAt = optTime(&m.CreatedAt)
+		v.CreatedAt = OptTime(&m.CreatedAt)
 	}
 	return v
 }
 
-type inboxView struct {
+type InboxView struct {
 	ID         string   `json:"id"`
 	Object     string   `json:"object"`
 	SendID     string   `json:"send_id"`
@@ -208,9 +208,9 @@ type inboxView struct {
 	Raw        *string  `json:"raw,omitempty"`
 }
 
-func viewInbox(m *core.InboxMessage, withRaw bool) inboxView {
-	v := inboxView{ID: m.ID, Object: "inbox_message", SendID: m.SendID, MessageID: m.MessageID, From: m.From,
-		To: list(m.To), Subject: m.Subject, Size: len(m.Raw), ReceivedAt: rfc3339(m.ReceivedAt)}
+func ViewInbox(m *core.InboxMessage, withRaw bool) InboxView {
+	v := InboxView{ID: m.ID, Object: "inbox_message", SendID: m.SendID, MessageID: m.MessageID, From: m.From,
+		To: List(m.To), Subject: m.Subject, Size: len(m.Raw), ReceivedAt: RFC3339(m.ReceivedAt)}
 	if withRaw {
 		raw := string(m.Raw)
 		v.Raw = &raw

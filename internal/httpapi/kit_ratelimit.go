@@ -22,8 +22,8 @@ const (
 
 // keyLimit is the request limit of key: its own RateLimit when set, else
 // the server's; off when either says so.
-func (s *Server) keyLimit(key *core.APIKey) ratelimit.Limit {
-	l := s.cfg.RateLimit
+func (s *Base) keyLimit(key *core.APIKey) ratelimit.Limit {
+	l := s.Cfg.RateLimit
 	switch {
 	case key.RateLimit < 0:
 		return ratelimit.Limit{}
@@ -42,12 +42,12 @@ func (s *Server) keyLimit(key *core.APIKey) ratelimit.Limit {
 // a replay apart means reading and fingerprinting the body and looking
 // the key up, the work a refusal exists to save. A 429 is never stored
 // under the key, so the retry after Retry-After gets the original answer.
-func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, key *core.APIKey) error {
+func (s *Base) RateLimit(w http.ResponseWriter, r *http.Request, key *core.APIKey) error {
 	l := s.keyLimit(key)
-	if s.limiter == nil || !l.On() {
+	if s.Limiter == nil || !l.On() {
 		return nil
 	}
-	res, err := s.limiter.Take(r.Context(), key.ID, l)
+	res, err := s.Limiter.Take(r.Context(), key.ID, l)
 	if err != nil {
 		return nil // the limiters log and fall back; a guard never fails a request
 	}

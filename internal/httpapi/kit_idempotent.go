@@ -18,39 +18,39 @@ import (
 // must only write). idemKey is the request's Idempotency-Key, "" without
 // one. An error from either step is turned into the API's error response;
 // a 5xx rolls everything back.
-type txHandler func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error)
+type TxHandler func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (WriteStep, error)
 
-type writeStep func(ctx context.Context, tx core.Tx) (status int, v any, err error)
+type WriteStep func(ctx context.Context, tx core.Tx) (status int, v any, err error)
 
 // inTx is a txHandler whose work all happens in the transaction (the
 // admin routes: small, and reading what they change).
-func inTx(h func(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error)) txHandler {
-	return func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (writeStep, error) {
+func InTx(h func(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error)) TxHandler {
+	return func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (WriteStep, error) {
 		return func(ctx context.Context, tx core.Tx) (int, any, error) { return h(ctx, tx, key, r, body) }, nil
 	}
 }
 
 // postOpts says how one POST route treats the Idempotency-Key.
-type postOpts struct {
+type PostOpts struct {
 	// requireKey refuses requests without a key (POST /v1/send, when
 	// configured).
-	requireKey bool
+	RequireKey bool
 	// emptyBody allows a request without a body (approve, reject).
-	emptyBody bool
+	EmptyBody bool
 	// committed runs after a 2xx response committed (metrics).
-	committed func()
+	Committed func()
 	// maxKeyLen is the longest Idempotency-Key the route accepts. Defaults
 	// to idempotency.MaxKeyLen (the native API's 255).
-	maxKeyLen int
+	MaxKeyLen int
 	// errs writes the route's errors in its style's shape (Resend's on
 	// /emails). Defaults to the native error body.
-	errs errorStyle
+	Errs errorStyle
 	// audit writes the request of an agent key, or one carrying an
 	// intent, to the audit log with its result (the send routes).
-	audit bool
+	Audit bool
 	// secret: the answer carries a secret (a webhook's signing secret),
 	// so it is stored sealed under SENDONCE_SECRET_KEY (sealed.go).
-	secret bool
+	Secret bool
 }
 
 // errorStyle turns an error (a *core.Error with a native code, or any
@@ -59,21 +59,21 @@ type errorStyle func(r *http.Request, logger *slog.Logger, err error) (int, any)
 
 // nativeErrors is the error body of /v1: errorResponse.
 func nativeErrors(r *http.Request, logger *slog.Logger, err error) (int, any) {
-	return errorResponse(r, logger, err)
+	return ErrorResponse(r, logger, err)
 }
 
-func (o postOpts) keyLen() int {
-	if o.maxKeyLen > 0 {
-		return o.maxKeyLen
+func (o PostOpts) keyLen() int {
+	if o.MaxKeyLen > 0 {
+		return o.MaxKeyLen
 	}
 	return idempotency.MaxKeyLen
 }
 
-func (o postOpts) style() errorStyle {
-	if o.errs == nil {
+func (o PostOpts) style() errorStyle {
+	if o.Errs == nil {
 		return nativeErrors
 	}
-	return o.errs
+	return o.Errs
 }
 
 // emptyFingerprint is what a body-less request on a route whose body is
@@ -91,14 +91,14 @@ var emptyFingerprint = func() string {
 // "Idempotency", on the server's idempotency engine: the stored response
 // commits in the handler's own transaction. What was answered is one typed
 // result, which the audit log and the metrics take as it is.
-func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
+func (s *Base) Idempotent(o PostOpts, h TxHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := apiKeyFrom(r.Context())
+		key := APIKeyFrom(r.Context())
 		intent, ierr := "", error(nil)
-		if o.audit {
+		if o.Audit {
 			intent, ierr = intentFrom(r.Header)
 		}
-		var res result
+		var res Result
 		if ierr != nil {
 			res = s.refusal(r, o, ierr)
 		} else {
@@ -106,7 +106,7 @@ func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
 		}
 		s.respond(w, res)
 		s.observe(o, res)
-		if o.audit && (key.Agent || intent != "" || ierr != nil) {
+		if o.Audit && (key.Agent || intent != "" || ierr != nil) {
 			s.writeAudit(r, key, intent, res)
 		}
 	})
@@ -115,39 +115,39 @@ func (s *Server) idempotent(o postOpts, h txHandler) http.Handler {
 // decideAndRun reads and fingerprints the request and runs it through the
 // one write protocol (idempotency.Run) when the key (or its absence) lets
 // it.
-func (s *Server) decideAndRun(w http.ResponseWriter, r *http.Request, o postOpts, h txHandler) result {
+func (s *Base) decideAndRun(w http.ResponseWriter, r *http.Request, o PostOpts, h TxHandler) Result {
 	ctx := r.Context()
-	key := apiKeyFrom(ctx)
-	body, err := s.readBody(w, r)
+	key := APIKeyFrom(ctx)
+	body, err := s.ReadBody(w, r)
 	if err != nil {
 		return s.refusal(r, o, err)
 	}
 	idemKey, present, err := idempotency.KeyFromHeader(r.Header, o.keyLen())
 	if err != nil {
-		return s.refusal(r, o, apiError(codeKeyInvalid, "Idempotency-Key", fmt.Sprintf(
+		return s.refusal(r, o, ApiError(CodeKeyInvalid, "Idempotency-Key", fmt.Sprintf(
 			"Idempotency-Key must be 1 to %d visible ASCII characters (0x21-0x7E), or a quoted structured-field string of them", o.keyLen())))
 	}
-	if !present && o.requireKey {
-		return s.refusal(r, o, apiError(codeKeyRequired, "Idempotency-Key",
+	if !present && o.RequireKey {
+		return s.refusal(r, o, ApiError(codeKeyRequired, "Idempotency-Key",
 			"this route needs an Idempotency-Key header: make one per logical send (a UUID), store it, and reuse it on every retry"))
 	}
 	fp := emptyFingerprint
-	if len(body) > 0 || !o.emptyBody {
-		if fp, err = s.fp.Fingerprint(body); err != nil {
-			return s.refusal(r, o, apiError(core.CodeInvalidJSON, "", "the request body is not valid JSON"))
+	if len(body) > 0 || !o.EmptyBody {
+		if fp, err = s.FP.Fingerprint(body); err != nil {
+			return s.refusal(r, o, ApiError(core.CodeInvalidJSON, "", "the request body is not valid JSON"))
 		}
 	}
 	var (
 		sc      *idempotency.Scope
 		earlier func(context.Context) (*idempotency.Response, error)
 		sendIDs []string
-		refused result // the styled refusal Refuse made last: the one answered
+		refused Result // the styled refusal Refuse made last: the one answered
 	)
 	if present {
-		sc, earlier = s.svc.IdempotencyScope(key, r.Method, r.URL.Path, idemKey, idemKey, s.idem.TTL(), fp, nil)
+		sc, earlier = s.Svc.IdempotencyScope(key, r.Method, r.URL.Path, idemKey, idemKey, s.Idem.TTL(), fp, nil)
 	}
-	ran := idempotency.Run(ctx, s.idem, idempotency.Write[core.Tx]{
-		Scope: sc, Fingerprint: fp, InTx: s.svc.InTx, Earlier: earlier,
+	ran := idempotency.Run(ctx, s.Idem, idempotency.Write[core.Tx]{
+		Scope: sc, Fingerprint: fp, InTx: s.Svc.InTx, Earlier: earlier,
 		Prepare: func(ctx context.Context) (idempotency.Step[core.Tx], error) {
 			write, err := h(ctx, key, r, body, idemKey)
 			if err != nil {
@@ -160,7 +160,7 @@ func (s *Server) decideAndRun(w http.ResponseWriter, r *http.Request, o postOpts
 					return idempotency.Response{}, err
 				}
 				sendIDs = sendIDsOf(v)
-				body, err := s.sealStored(o, marshal(v))
+				body, err := s.sealStored(o, Marshal(v))
 				if err != nil {
 					return idempotency.Response{}, err
 				}
@@ -188,7 +188,7 @@ func (s *Server) decideAndRun(w http.ResponseWriter, r *http.Request, o postOpts
 }
 
 // resultOf turns the protocol's answer into the route's typed result.
-func (s *Server) resultOf(r *http.Request, o postOpts, ran idempotency.Result, refused result) result {
+func (s *Base) resultOf(r *http.Request, o PostOpts, ran idempotency.Result, refused Result) Result {
 	switch {
 	case ran.Refused:
 		refused.outcome, refused.stored = idempotency.Proceed, ran.Stored
@@ -202,5 +202,5 @@ func (s *Server) resultOf(r *http.Request, o postOpts, ran idempotency.Result, r
 	if err != nil {
 		return s.refusal(r, o, err)
 	}
-	return result{status: ran.Response.Status, body: body, outcome: idempotency.Proceed, stored: ran.Stored}
+	return Result{status: ran.Response.Status, body: body, outcome: idempotency.Proceed, stored: ran.Stored}
 }

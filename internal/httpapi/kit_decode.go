@@ -16,9 +16,9 @@ import (
 
 // decodeStrict decodes a JSON object into v. Unknown fields are refused
 // (422), so that a misspelt field ("suject") is not silently dropped.
-func decodeStrict(body []byte, v any) error {
+func DecodeStrict(body []byte, v any) error {
 	if len(body) >= largeJSON {
-		return decodeLarge(body, v)
+		return DecodeLarge(body, v)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -30,7 +30,7 @@ func decodeStrict(body []byte, v any) error {
 func decodeError(dec *json.Decoder, err error) error {
 	if err == nil {
 		if dec.More() {
-			return apiError(core.CodeInvalidJSON, "", "the request body must be a single JSON object")
+			return ApiError(core.CodeInvalidJSON, "", "the request body must be a single JSON object")
 		}
 		return nil
 	}
@@ -40,22 +40,22 @@ func decodeError(dec *json.Decoder, err error) error {
 	)
 	switch {
 	case errors.As(err, &synErr), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return apiError(core.CodeInvalidJSON, "", "the request body is not valid JSON")
+		return ApiError(core.CodeInvalidJSON, "", "the request body is not valid JSON")
 	case errors.As(err, &typeErr):
 		if typeErr.Field == "" {
-			return apiError(core.CodeValidation, "", "the request body must be a JSON object")
+			return ApiError(core.CodeValidation, "", "the request body must be a JSON object")
 		}
 		if typeErr.Type == addrListType {
-			return apiError(core.CodeValidation, typeErr.Field, typeErr.Field+" must be a string or an array of strings")
+			return ApiError(core.CodeValidation, typeErr.Field, typeErr.Field+" must be a string or an array of strings")
 		}
-		return apiError(core.CodeValidation, typeErr.Field, fmt.Sprintf("%s must be of type %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String())))
+		return ApiError(core.CodeValidation, typeErr.Field, fmt.Sprintf("%s must be of type %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String())))
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		name = strings.Trim(name, `"`)
-		return apiError(core.CodeValidation, name, fmt.Sprintf("unknown field %q", name))
+		return ApiError(core.CodeValidation, name, fmt.Sprintf("unknown field %q", name))
 	}
 	// Errors from a field's own UnmarshalJSON (addrList) land here.
-	return apiError(core.CodeValidation, "", "invalid request: "+err.Error())
+	return ApiError(core.CodeValidation, "", "invalid request: "+err.Error())
 }
 
 func jsonKind(k string) string {
@@ -98,7 +98,7 @@ const largeJSON = 1 << 20
 // a copy whose long string values are emptied (a few kilobytes), which
 // finds unknown fields, type errors and trailing data as it would on the
 // whole; then json.Unmarshal, which reads the body in place, decodes it.
-func decodeLarge(body []byte, v any) error {
+func DecodeLarge(body []byte, v any) error {
 	blank := reflect.New(reflect.TypeOf(v).Elem()).Interface()
 	dec := json.NewDecoder(bytes.NewReader(blankLongStrings(body)))
 	dec.DisallowUnknownFields()

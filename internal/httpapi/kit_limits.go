@@ -39,7 +39,7 @@ const (
 // smallRequest up) also hold room in large, which leaves a quarter of the
 // bound to small requests, so a few large sends never make an ordinary
 // one wait.
-type inflight struct {
+type Inflight struct {
 	all   *semaphore.Weighted
 	large *semaphore.Weighted
 	limit int64 // of all
@@ -48,14 +48,14 @@ type inflight struct {
 	largeLimit int64
 }
 
-func newInflight(limit int64) *inflight {
+func NewInflight(limit int64) *Inflight {
 	largeLimit := max(limit-limit/4, 1)
-	return &inflight{all: semaphore.NewWeighted(limit), large: semaphore.NewWeighted(largeLimit), limit: limit, largeLimit: largeLimit}
+	return &Inflight{all: semaphore.NewWeighted(limit), large: semaphore.NewWeighted(largeLimit), limit: limit, largeLimit: largeLimit}
 }
 
 // charge is the room one request holds in all; readBody and the
 // request's attachment downloads add to it.
-type charge struct {
+type Charge struct {
 	mu   sync.Mutex
 	held int64
 }
@@ -65,32 +65,32 @@ const chargeCtx ctxKey = 2
 // bounded holds room for the request's declared size (the route's limit
 // when it declares none) while next runs; with no room within
 // inflightWait it answers 503 service_unavailable with Retry-After.
-func (s *Server) bounded(next http.Handler) http.Handler {
+func (s *Base) Bounded(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := r.ContentLength
-		if n < 0 || n > s.cfg.MaxRequestBytes {
-			n = s.cfg.MaxRequestBytes
+		if n < 0 || n > s.Cfg.MaxRequestBytes {
+			n = s.Cfg.MaxRequestBytes
 		}
-		n = min(n, s.inflight.largeLimit)
+		n = min(n, s.Inflight.largeLimit)
 		if n >= smallRequest {
-			if err := s.acquire(r.Context(), s.inflight.large, n); err != nil {
+			if err := s.acquire(r.Context(), s.Inflight.large, n); err != nil {
 				s.writeBusy(w, r)
 				return
 			}
-			defer s.inflight.large.Release(n)
+			defer s.Inflight.large.Release(n)
 		}
-		if err := s.acquire(r.Context(), s.inflight.all, n); err != nil {
+		if err := s.acquire(r.Context(), s.Inflight.all, n); err != nil {
 			s.writeBusy(w, r)
 			return
 		}
 		if st := stateFrom(r.Context()); st != nil {
 			st.charge.held, st.charged = n, true
-			defer func() { s.inflight.all.Release(st.charge.held) }()
+			defer func() { s.Inflight.all.Release(st.charge.held) }()
 			next.ServeHTTP(w, r)
 			return
 		}
-		c := &charge{held: n}
-		defer func() { s.inflight.all.Release(c.held) }()
+		c := &Charge{held: n}
+		defer func() { s.Inflight.all.Release(c.held) }()
 		ctx := context.WithValue(r.Context(), chargeCtx, c)
 		ctx = app.WithMemoryCharge(ctx, chargeFunc(func(ctx context.Context, more int64) error { return s.chargeAdd(ctx, c, more) }))
 		next.ServeHTTP(w, r.WithContext(ctx))
@@ -101,13 +101,13 @@ func (s *Server) bounded(next http.Handler) http.Handler {
 // body will cost (jsonShape.cost), when that is more than the declared size
 // already held. Routes outside bounded (the 1 MiB ones) have no charge and
 // are bounded by their size and shape.
-func (s *Server) chargeMore(r *http.Request, cost int64) error {
-	c, _ := r.Context().Value(chargeCtx).(*charge)
+func (s *Base) chargeMore(r *http.Request, cost int64) error {
+	c, _ := r.Context().Value(chargeCtx).(*Charge)
 	if c == nil {
 		return s.chargeUnbounded(r.Context(), cost)
 	}
 	c.mu.Lock()
-	extra := min(cost, s.inflight.limit) - c.held
+	extra := min(cost, s.Inflight.limit) - c.held
 	c.mu.Unlock()
 	if extra <= 0 {
 		return nil
@@ -119,13 +119,13 @@ func (s *Server) chargeMore(r *http.Request, cost int64) error {
 // routes) what it will cost, waiting up to InflightWait, until the request
 // ends (logRequests gives it back): twenty heavy 1 MiB bodies at once
 // would otherwise hold their decoding outside the bound.
-func (s *Server) chargeUnbounded(ctx context.Context, cost int64) error {
+func (s *Base) chargeUnbounded(ctx context.Context, cost int64) error {
 	st := stateFrom(ctx)
 	if st == nil || st.charged {
 		return nil
 	}
-	cost = min(cost, s.inflight.limit)
-	if err := s.acquire(ctx, s.inflight.all, cost); err != nil {
+	cost = min(cost, s.Inflight.limit)
+	if err := s.acquire(ctx, s.Inflight.all, cost); err != nil {
 		return errBusy()
 	}
 	st.charge.held, st.charged, st.releaseAtEnd = cost, true, true
@@ -135,13 +135,13 @@ func (s *Server) chargeUnbounded(ctx context.Context, cost int64) error {
 // chargeAdd adds n bytes to the request's room, waiting up to
 // InflightWait; more than the whole bound can never come and is refused
 // at once.
-func (s *Server) chargeAdd(ctx context.Context, c *charge, n int64) error {
+func (s *Base) chargeAdd(ctx context.Context, c *Charge, n int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.held+n > s.inflight.limit {
+	if c.held+n > s.Inflight.limit {
 		return errBusy()
 	}
-	if err := s.acquire(ctx, s.inflight.all, n); err != nil {
+	if err := s.acquire(ctx, s.Inflight.all, n); err != nil {
 		return errBusy()
 	}
 	c.held += n
@@ -151,11 +151,11 @@ func (s *Server) chargeAdd(ctx context.Context, c *charge, n int64) error {
 // acquire takes n of sem, waiting up to InflightWait. Room is there almost
 // always: that path costs no timer (a replay spends a few microseconds in
 // all, and a context with a deadline was a measurable part of it).
-func (s *Server) acquire(ctx context.Context, sem *semaphore.Weighted, n int64) error {
+func (s *Base) acquire(ctx context.Context, sem *semaphore.Weighted, n int64) error {
 	if sem.TryAcquire(n) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.InflightWait)
+	ctx, cancel := context.WithTimeout(ctx, s.Cfg.InflightWait)
 	defer cancel()
 	return sem.Acquire(ctx, n)
 }
@@ -165,11 +165,11 @@ func errBusy() error {
 }
 
 // writeBusy answers a request that found no room in the bound.
-func (s *Server) writeBusy(w http.ResponseWriter, r *http.Request) {
+func (s *Base) writeBusy(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Retry-After", s.retryAfter())
 	writeStyled(w, r, s, errBusy())
 }
 
-func (s *Server) retryAfter() string {
-	return strconv.Itoa(max(1, int(s.cfg.InflightWait/time.Second)))
+func (s *Base) retryAfter() string {
+	return strconv.Itoa(max(1, int(s.Cfg.InflightWait/time.Second)))
 }
