@@ -3,6 +3,8 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 type auditView struct {
@@ -24,29 +26,29 @@ type auditView struct {
 // first, ?limit=N&after=CURSOR.
 func (s *Server) handleListAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit, err := ParseLimit(q.Get("limit"))
+	limit, err := kit.ParseLimit(q.Get("limit"))
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	entries, next, err := s.Reads.ListAudit(r.Context(), APIKeyFrom(r.Context()).Tenant, limit, q.Get("after"))
+	entries, next, err := s.Reads.ListAudit(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, limit, q.Get("after"))
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := ListView[auditView]{Object: "list", Data: []auditView{}, Next: OptString(next)}
+	out := kit.ListView[auditView]{Object: "list", Data: []auditView{}, Next: kit.OptString(next)}
 	for _, e := range entries {
 		intent := json.RawMessage("null")
 		if e.Intent != "" && json.Valid([]byte(e.Intent)) {
 			intent = json.RawMessage(e.Intent)
 		}
 		out.Data = append(out.Data, auditView{
-			ID: e.ID, Object: "audit_entry", At: RFC3339(e.At), APIKeyID: e.APIKeyID, Route: e.Route, Intent: intent,
-			IdempotencyKey: OptString(e.IdempotencyKey), Status: e.Status, Outcome: e.Outcome, Code: OptString(e.Code),
-			SendID: OptString(e.SendID), Detail: OptString(e.Detail),
+			ID: e.ID, Object: "audit_entry", At: kit.RFC3339(e.At), APIKeyID: e.APIKeyID, Route: e.Route, Intent: intent,
+			IdempotencyKey: kit.OptString(e.IdempotencyKey), Status: e.Status, Outcome: e.Outcome, Code: kit.OptString(e.Code),
+			SendID: kit.OptString(e.SendID), Detail: kit.OptString(e.Detail),
 		})
 	}
-	WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 type previewView struct {
@@ -69,25 +71,25 @@ type previewView struct {
 // it would answer (caps aside). It writes nothing and needs no
 // Idempotency-Key.
 func (s *Server) handlePreviewSend(w http.ResponseWriter, r *http.Request) {
-	key := APIKeyFrom(r.Context())
+	key := kit.APIKeyFrom(r.Context())
 	body, err := s.ReadBody(w, r)
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	var req SendRequest
-	if err := DecodeStrict(body, &req); err != nil {
-		WriteError(w, r, s.Logger, err)
+	var req kit.SendRequest
+	if err := kit.DecodeStrict(body, &req); err != nil {
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
 	send, err := s.Svc.PreviewSend(r.Context(), key, req.ToApp(req.MailboxID))
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, previewView{
-		Object: "send_preview", MailboxID: send.MailboxID, From: send.From, To: List(send.To), Cc: List(send.Cc),
-		Bcc: List(send.Bcc), ReplyTo: List(send.ReplyTo), Subject: send.Subject, Text: send.Text, HTML: send.HTML,
-		TemplateID: OptString(send.TemplateID), RequireApproval: key.RequiresApproval,
+	kit.WriteJSON(w, http.StatusOK, previewView{
+		Object: "send_preview", MailboxID: send.MailboxID, From: send.From, To: kit.List(send.To), Cc: kit.List(send.Cc),
+		Bcc: kit.List(send.Bcc), ReplyTo: kit.List(send.ReplyTo), Subject: send.Subject, Text: send.Text, HTML: send.HTML,
+		TemplateID: kit.OptString(send.TemplateID), RequireApproval: key.RequiresApproval,
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 )
 
@@ -30,8 +31,8 @@ func TestIdempotent_WriteStepRefusalRollsBackItsWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newServer(svc, nil, Config{Reads: store}, nil)
-	h := s.Idempotent(PostOpts{}, func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (WriteStep, error) {
+	s := newServer(svc, nil, kit.Config{Reads: store}, nil)
+	h := s.Idempotent(kit.PostOpts{}, func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
 		send, err := s.Svc.PrepareSend(ctx, key, idemKey, &app.SendRequest{
 			To: []string{"ada@example.com"}, Subject: "part one", Text: "hi"})
 		if err != nil {
@@ -47,7 +48,7 @@ func TestIdempotent_WriteStepRefusalRollsBackItsWrites(t *testing.T) {
 	do := func() *httptest.ResponseRecorder {
 		r := httptest.NewRequest("POST", "/v1/test", strings.NewReader(`{"n":1}`))
 		r.Header.Set("Idempotency-Key", "k1")
-		r = r.WithContext(context.WithValue(r.Context(), APIKeyCtx, key))
+		r = r.WithContext(context.WithValue(r.Context(), kit.APIKeyCtx, key))
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		return w

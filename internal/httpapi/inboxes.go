@@ -8,6 +8,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // The native inbox routes: an inbox is a mailbox that receives at an
@@ -35,7 +36,7 @@ func viewNativeInbox(in *app.Inbox) nativeInboxView {
 		v.Addresses = []string{}
 	}
 	if !m.CreatedAt.IsZero() {
-		v.CreatedAt = OptTime(&m.CreatedAt)
+		v.CreatedAt = kit.OptTime(&m.CreatedAt)
 	}
 	return v
 }
@@ -45,7 +46,7 @@ func (s *Server) handleCreateInbox(ctx context.Context, tx core.Tx, key *core.AP
 		Address string `json:"address"`
 		Name    string `json:"name"`
 	}
-	if err := DecodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return 0, nil, err
 	}
 	if req.Address == "" {
@@ -73,36 +74,36 @@ func renameField(err error, from, to string) error {
 }
 
 func (s *Server) handleListInboxes(w http.ResponseWriter, r *http.Request) {
-	ins, err := s.Svc.ListInboxes(r.Context(), APIKeyFrom(r.Context()))
+	ins, err := s.Svc.ListInboxes(r.Context(), kit.APIKeyFrom(r.Context()))
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := ListView[nativeInboxView]{Object: "list", Data: []nativeInboxView{}}
+	out := kit.ListView[nativeInboxView]{Object: "list", Data: []nativeInboxView{}}
 	for i := range ins {
 		out.Data = append(out.Data, viewNativeInbox(&ins[i]))
 	}
-	WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleGetNativeInbox(w http.ResponseWriter, r *http.Request) {
-	in, err := s.Svc.InboxByRef(r.Context(), APIKeyFrom(r.Context()), r.PathValue("id"))
+	in, err := s.Svc.InboxByRef(r.Context(), kit.APIKeyFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, viewNativeInbox(in))
+	kit.WriteJSON(w, http.StatusOK, viewNativeInbox(in))
 }
 
 func (s *Server) handleDeleteInbox(w http.ResponseWriter, r *http.Request) {
-	key := APIKeyFrom(r.Context())
+	key := kit.APIKeyFrom(r.Context())
 	in, err := s.Svc.InboxByRef(r.Context(), key, r.PathValue("id"))
 	if err == nil {
 		err = s.Svc.RemoveInbox(r.Context(), key, in.Mailbox.ID)
 	}
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"id": in.Mailbox.ID, "object": "inbox", "deleted": true})
+	kit.WriteJSON(w, http.StatusOK, map[string]any{"id": in.Mailbox.ID, "object": "inbox", "deleted": true})
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // The native mailbox and inbox routes, /v1/mailboxes and /v1/inbox.
@@ -19,7 +20,7 @@ func (s *Server) handleCreateMailbox(ctx context.Context, tx core.Tx, key *core.
 		Receiving   bool   `json:"receiving"`
 		IMAP        string `json:"imap"`
 	}
-	if err := DecodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return 0, nil, err
 	}
 	m := &core.Mailbox{Tenant: key.Tenant, ID: req.ID, Address: req.Address, Name: req.Name, Transport: req.Transport, ReceiveOnly: req.ReceiveOnly}
@@ -36,7 +37,7 @@ func (s *Server) handleCreateMailbox(ctx context.Context, tx core.Tx, key *core.
 			return 0, nil, err
 		}
 	}
-	return http.StatusCreated, ViewMailbox(m), nil
+	return http.StatusCreated, kit.ViewMailbox(m), nil
 }
 
 // handleSetMailboxIMAP replaces a mailbox's imap URL ("" disconnects
@@ -44,95 +45,95 @@ func (s *Server) handleCreateMailbox(ctx context.Context, tx core.Tx, key *core.
 func (s *Server) handleSetMailboxIMAP(w http.ResponseWriter, r *http.Request) {
 	body, err := s.ReadBody(w, r)
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
 	var req struct {
 		IMAP string `json:"imap"`
 	}
-	if err := DecodeStrict(body, &req); err != nil {
-		WriteError(w, r, s.Logger, err)
+	if err := kit.DecodeStrict(body, &req); err != nil {
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	m, err := s.Svc.SetMailboxIMAPAs(r.Context(), APIKeyFrom(r.Context()), r.PathValue("id"), req.IMAP)
+	m, err := s.Svc.SetMailboxIMAPAs(r.Context(), kit.APIKeyFrom(r.Context()), r.PathValue("id"), req.IMAP)
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, ViewMailbox(m))
+	kit.WriteJSON(w, http.StatusOK, kit.ViewMailbox(m))
 }
 
 func (s *Server) handleGetMailbox(w http.ResponseWriter, r *http.Request) {
-	m, err := s.Svc.MailboxAs(r.Context(), APIKeyFrom(r.Context()), r.PathValue("id"))
+	m, err := s.Svc.MailboxAs(r.Context(), kit.APIKeyFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, ViewMailbox(m))
+	kit.WriteJSON(w, http.StatusOK, kit.ViewMailbox(m))
 }
 
 // handleListMailboxes lists the mailboxes the key may use.
 func (s *Server) handleListMailboxes(w http.ResponseWriter, r *http.Request) {
-	key := APIKeyFrom(r.Context())
+	key := kit.APIKeyFrom(r.Context())
 	tenant := key.Tenant
 	ms, err := s.Reads.ListMailboxes(r.Context(), tenant)
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
 	def, err := s.Svc.Mailbox(r.Context(), tenant, core.DefaultMailboxID)
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := ListView[MailboxView]{Object: "list", Data: []MailboxView{}}
+	out := kit.ListView[kit.MailboxView]{Object: "list", Data: []kit.MailboxView{}}
 	if key.MayUseMailbox(def.ID) {
-		out.Data = append(out.Data, ViewMailbox(def))
+		out.Data = append(out.Data, kit.ViewMailbox(def))
 	}
 	for _, m := range ms {
 		if err := s.Svc.OpenTransport(m); err != nil {
-			WriteError(w, r, s.Logger, err)
+			kit.WriteError(w, r, s.Logger, err)
 			return
 		}
 		if m.ID != core.DefaultMailboxID && key.MayUseMailbox(m.ID) {
-			out.Data = append(out.Data, ViewMailbox(m))
+			out.Data = append(out.Data, kit.ViewMailbox(m))
 		}
 	}
-	WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleListInbox(w http.ResponseWriter, r *http.Request) {
-	limit, err := ParseLimit(r.URL.Query().Get("limit"))
+	limit, err := kit.ParseLimit(r.URL.Query().Get("limit"))
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	ms, err := s.Reads.ListInbox(r.Context(), APIKeyFrom(r.Context()).Tenant, limit)
+	ms, err := s.Reads.ListInbox(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, limit)
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := ListView[InboxView]{Object: "list", Data: []InboxView{}}
+	out := kit.ListView[kit.InboxView]{Object: "list", Data: []kit.InboxView{}}
 	for _, m := range ms {
-		out.Data = append(out.Data, ViewInbox(m, false))
+		out.Data = append(out.Data, kit.ViewInbox(m, false))
 	}
-	WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleGetInbox(w http.ResponseWriter, r *http.Request) {
-	m, err := s.Reads.InboxMessage(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	m, err := s.Reads.InboxMessage(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, ViewInbox(m, true))
+	kit.WriteJSON(w, http.StatusOK, kit.ViewInbox(m, true))
 }
 
 func (s *Server) handleGetInboxRaw(w http.ResponseWriter, r *http.Request) {
-	m, err := s.Reads.InboxMessage(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	m, err := s.Reads.InboxMessage(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	WriteRaw(w, http.StatusOK, "message/rfc822", m.Raw)
+	kit.WriteRaw(w, http.StatusOK, "message/rfc822", m.Raw)
 }

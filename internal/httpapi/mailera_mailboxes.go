@@ -11,6 +11,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/outbound"
 	"github.com/sendonce/sendonce/internal/render"
 	"github.com/sendonce/sendonce/internal/transport"
@@ -24,7 +25,7 @@ import (
 // the native send body without mailbox_id (the path names it), plus mode
 // and the reply and forward fields.
 type mailboxSendRequest struct {
-	SendRequest
+	kit.SendRequest
 	Mode       string   `json:"mode"`
 	InReplyTo  string   `json:"in_reply_to"`
 	References []string `json:"references"`
@@ -35,9 +36,9 @@ type mailboxSendRequest struct {
 	ReplyAll  bool   `json:"reply_all"`
 }
 
-func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (WriteStep, error) {
+func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
 	var req mailboxSendRequest
-	if err := DecodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return nil, err
 	}
 	mailboxID := r.PathValue("id")
@@ -51,14 +52,14 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 	if req.Unsubscribe {
 		return nil, core.Errorf(core.CodeValidation, "unsubscribe", "this route takes no unsubscribe: use POST /v1/send, or a key whose default stream is bulk")
 	}
-	if err := CheckRecipientCounts(req.To, req.Cc, req.Bcc, req.ReplyTo); err != nil {
+	if err := kit.CheckRecipientCounts(req.To, req.Cc, req.Bcc, req.ReplyTo); err != nil {
 		return nil, err
 	}
 	sr := &app.SendRequest{
 		To: req.To, Cc: req.Cc, Bcc: req.Bcc, ReplyTo: req.ReplyTo, From: req.From, MailboxID: mailboxID,
 		Subject: req.Subject, Text: req.Text, HTML: req.HTML, TemplateID: req.TemplateID, Variables: req.Variables,
 		Headers: req.Headers, Tags: req.Tags, References: req.References,
-		Attachments: AppAttachments(req.Attachments), ScheduledAt: req.ScheduledAt,
+		Attachments: kit.AppAttachments(req.Attachments), ScheduledAt: req.ScheduledAt,
 	}
 	mode := req.Mode
 	if mode == "" {
@@ -274,19 +275,19 @@ func (c *statusCache) entry(k string) *statusEntry {
 func (s *Server) handleMailboxStatus(cache *statusCache) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
-		key := APIKeyFrom(ctx)
+		key := kit.APIKeyFrom(ctx)
 		id := r.PathValue("id")
 		if !key.MayUseMailbox(id) {
-			WriteError(w, r, s.Logger, core.Errorf(core.CodeForbidden, "", "this API key may not use mailbox %q", id))
+			kit.WriteError(w, r, s.Logger, core.Errorf(core.CodeForbidden, "", "this API key may not use mailbox %q", id))
 			return
 		}
 		mb, err := s.Svc.Mailbox(ctx, key.Tenant, id)
 		if err != nil {
-			WriteError(w, r, s.Logger, err)
+			kit.WriteError(w, r, s.Logger, err)
 			return
 		}
 		now := s.Svc.Now()
-		out := mailboxStatus{MailboxID: mb.ID, CanSend: true, CheckedAt: RFC3339(now)}
+		out := mailboxStatus{MailboxID: mb.ID, CanSend: true, CheckedAt: kit.RFC3339(now)}
 		url, policy := mb.Transport, s.Svc.Outbound()
 		if url == "" {
 			// The operator's relay is trusted: no policy.
@@ -294,7 +295,7 @@ func (s *Server) handleMailboxStatus(cache *statusCache) http.HandlerFunc {
 		}
 		switch {
 		case mb.ReceiveOnly:
-			out.CanSend, out.Error = false, OptString("mailbox is receive-only")
+			out.CanSend, out.Error = false, kit.OptString("mailbox is receive-only")
 		case !transport.IsRelay(url):
 			// No relay to log in to: capture keeps mail locally, mx talks
 			// to each recipient's exchanger.
@@ -307,13 +308,13 @@ func (s *Server) handleMailboxStatus(cache *statusCache) http.HandlerFunc {
 			}
 			at, perr := e.at, e.err
 			e.mu.Unlock()
-			out.CheckedAt = RFC3339(at)
+			out.CheckedAt = kit.RFC3339(at)
 			if perr != nil {
-				out.CanSend, out.Error = false, OptString(describeProbe(perr))
+				out.CanSend, out.Error = false, kit.OptString(describeProbe(perr))
 			}
 		}
 		s.checkIMAP(ctx, cache, mb, &out)
-		WriteJSON(w, http.StatusOK, out)
+		kit.WriteJSON(w, http.StatusOK, out)
 	}
 }
 
@@ -340,7 +341,7 @@ func (s *Server) checkIMAP(ctx context.Context, cache *statusCache, mb *core.Mai
 	e.mu.Unlock()
 	out.CanReceive = &ok
 	if perr != nil {
-		out.IMAPError = OptString(perr.Error())
+		out.IMAPError = kit.OptString(perr.Error())
 	}
 	st, err := s.Svc.IMAPSyncState(ctx, mb.Tenant, mb.ID)
 	if err != nil {
@@ -349,9 +350,9 @@ func (s *Server) checkIMAP(ctx context.Context, cache *statusCache, mb *core.Mai
 		}
 		return
 	}
-	out.IMAPSync = OptString(string(st.Status))
+	out.IMAPSync = kit.OptString(string(st.Status))
 	if st.ErrorClass != "" {
-		out.IMAPSyncError = OptString(st.ErrorClass)
+		out.IMAPSyncError = kit.OptString(st.ErrorClass)
 	}
 }
 

@@ -4,13 +4,14 @@ import (
 	"net/http"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // The mailbox's received messages, Mailera style (docs/compatibility.md):
 // the mailbox id in the path scopes every read.
 
 func (s *Server) handleMailboxMessages(w http.ResponseWriter, r *http.Request) {
-	f, err := ReceivedFilter(r)
+	f, err := kit.ReceivedFilter(r)
 	if err == nil && r.URL.Query().Get("mailbox_id") != "" {
 		err = core.Errorf(core.CodeValidation, "mailbox_id", "the mailbox is the one in the path")
 	}
@@ -19,14 +20,14 @@ func (s *Server) handleMailboxMessages(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleMailboxMessage(w http.ResponseWriter, r *http.Request) {
-	m, err := s.Svc.ReceivedMessage(r.Context(), APIKeyFrom(r.Context()), r.PathValue("message"))
+	m, err := s.Svc.ReceivedMessage(r.Context(), kit.APIKeyFrom(r.Context()), r.PathValue("message"))
 	if err == nil && m.MailboxID != r.PathValue("id") {
 		err = core.ErrNotFound
 	}
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	s.AuditRead(r, APIKeyFrom(r.Context()), m.ID)
-	WriteJSON(w, http.StatusOK, ViewReceived(m, true))
+	s.AuditRead(r, kit.APIKeyFrom(r.Context()), m.ID)
+	kit.WriteJSON(w, http.StatusOK, kit.ViewReceived(m, true))
 }

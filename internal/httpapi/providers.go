@@ -10,6 +10,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/sns"
 	"github.com/sendonce/sendonce/webhooksig"
 )
@@ -30,23 +31,23 @@ func readIntake(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxProviderEventBytes))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		WriteJSON(w, http.StatusRequestEntityTooLarge, NewErrorBody(core.CodeValidation, "the event is too large", ""))
+		kit.WriteJSON(w, http.StatusRequestEntityTooLarge, kit.NewErrorBody(core.CodeValidation, "the event is too large", ""))
 		return nil, err
 	}
 	if err != nil {
-		WriteJSON(w, http.StatusBadRequest, NewErrorBody(core.CodeInvalidJSON, "the body could not be read", ""))
+		kit.WriteJSON(w, http.StatusBadRequest, kit.NewErrorBody(core.CodeInvalidJSON, "the body could not be read", ""))
 	}
 	return b, err
 }
 
 func forbiddenIntake(w http.ResponseWriter) {
-	WriteJSON(w, http.StatusForbidden, NewErrorBody(core.CodeForbidden, "the signature does not verify", ""))
+	kit.WriteJSON(w, http.StatusForbidden, kit.NewErrorBody(core.CodeForbidden, "the signature does not verify", ""))
 }
 
 func (s *Server) handleSESEvents(w http.ResponseWriter, r *http.Request) {
 	v := s.Cfg.Providers.SNS
 	if v == nil || len(s.Cfg.Providers.SNSTopics) == 0 {
-		WriteJSON(w, http.StatusNotFound, NewErrorBody(core.CodeNotFound, "SES event intake is not configured", ""))
+		kit.WriteJSON(w, http.StatusNotFound, kit.NewErrorBody(core.CodeNotFound, "SES event intake is not configured", ""))
 		return
 	}
 	body, err := readIntake(w, r)
@@ -55,7 +56,7 @@ func (s *Server) handleSESEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	m, err := sns.Parse(body)
 	if err != nil {
-		WriteJSON(w, http.StatusBadRequest, NewErrorBody(core.CodeInvalidJSON, "not an SNS message", ""))
+		kit.WriteJSON(w, http.StatusBadRequest, kit.NewErrorBody(core.CodeInvalidJSON, "not an SNS message", ""))
 		return
 	}
 	// Checked before the signature, so another topic's message makes
@@ -63,7 +64,7 @@ func (s *Server) handleSESEvents(w http.ResponseWriter, r *http.Request) {
 	if !slices.Contains(s.Cfg.Providers.SNSTopics, m.TopicArn) {
 		s.Logger.WarnContext(r.Context(), "SNS message from a topic not named by --ses-sns-topic refused",
 			slog.String("message_id", m.MessageId), slog.String("topic", m.TopicArn))
-		WriteJSON(w, http.StatusForbidden, NewErrorBody(core.CodeForbidden, "the topic is not one this server takes", ""))
+		kit.WriteJSON(w, http.StatusForbidden, kit.NewErrorBody(core.CodeForbidden, "the topic is not one this server takes", ""))
 		return
 	}
 	if err := v.Verify(r.Context(), m); err != nil {
@@ -75,7 +76,7 @@ func (s *Server) handleSESEvents(w http.ResponseWriter, r *http.Request) {
 	case "SubscriptionConfirmation":
 		if err := v.Confirm(r.Context(), m); err != nil {
 			s.Logger.WarnContext(r.Context(), "SNS subscription not confirmed", slog.String("topic", m.TopicArn), slog.Any("error", err))
-			WriteJSON(w, http.StatusBadGateway, NewErrorBody(core.CodeUnavailable, "the subscription could not be confirmed", ""))
+			kit.WriteJSON(w, http.StatusBadGateway, kit.NewErrorBody(core.CodeUnavailable, "the subscription could not be confirmed", ""))
 			return
 		}
 		s.Logger.InfoContext(r.Context(), "SNS subscription confirmed", slog.String("topic", m.TopicArn))
@@ -89,12 +90,12 @@ func (s *Server) handleSESEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	WriteJSON(w, http.StatusOK, map[string]string{"result": "ignored"})
+	kit.WriteJSON(w, http.StatusOK, map[string]string{"result": "ignored"})
 }
 
 func (s *Server) handleResendEvents(w http.ResponseWriter, r *http.Request) {
 	if s.Cfg.Providers.ResendSecret == "" {
-		WriteJSON(w, http.StatusNotFound, NewErrorBody(core.CodeNotFound, "Resend event intake is not configured", ""))
+		kit.WriteJSON(w, http.StatusNotFound, kit.NewErrorBody(core.CodeNotFound, "Resend event intake is not configured", ""))
 		return
 	}
 	body, err := readIntake(w, r)
@@ -113,11 +114,11 @@ func (s *Server) handleResendEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	ev, ok, err := parseResendEvent(r.Header.Get("svix-id"), body)
 	if err != nil {
-		WriteJSON(w, http.StatusBadRequest, NewErrorBody(core.CodeInvalidJSON, "not a Resend email event", ""))
+		kit.WriteJSON(w, http.StatusBadRequest, kit.NewErrorBody(core.CodeInvalidJSON, "not a Resend email event", ""))
 		return
 	}
 	if !ok {
-		WriteJSON(w, http.StatusOK, map[string]string{"result": "ignored"})
+		kit.WriteJSON(w, http.StatusOK, map[string]string{"result": "ignored"})
 		return
 	}
 	s.recordProviderEvent(w, r, ev)
@@ -126,10 +127,10 @@ func (s *Server) handleResendEvents(w http.ResponseWriter, r *http.Request) {
 func (s *Server) recordProviderEvent(w http.ResponseWriter, r *http.Request, ev app.ProviderEvent) {
 	res, err := s.Svc.RecordProviderEvent(r.Context(), ev)
 	if err != nil {
-		WriteError(w, r, s.Logger, err) // 5xx: the provider retries it
+		kit.WriteError(w, r, s.Logger, err) // 5xx: the provider retries it
 		return
 	}
 	s.Logger.InfoContext(r.Context(), "provider event", slog.String("provider", ev.Provider), slog.String("type", ev.Type),
 		slog.String("provider_message_id", ev.ProviderMessageID), slog.String("result", string(res)))
-	WriteJSON(w, http.StatusOK, map[string]string{"result": string(res)})
+	kit.WriteJSON(w, http.StatusOK, map[string]string{"result": string(res)})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // Resend's /domains on sendonce's sending domains (app.AddDomain, the DNS
@@ -62,7 +63,7 @@ type resendDomainView struct {
 }
 
 func viewResendDomain(d *core.Domain, withRecords bool) (resendDomainView, error) {
-	v := resendDomainView{Object: "domain", ID: d.Domain, Name: d.Domain, Status: d.Status, CreatedAt: RFC3339(d.CreatedAt),
+	v := resendDomainView{Object: "domain", ID: d.Domain, Name: d.Domain, Status: d.Status, CreatedAt: kit.RFC3339(d.CreatedAt),
 		Region: resendRegion, Capabilities: capabilities(d)}
 	if !withRecords {
 		return v, nil
@@ -117,12 +118,12 @@ func (o *resendDomainOptions) check() error {
 
 // handleResendCreateDomain generates the DKIM key before the transaction
 // (see app.PrepareDomain); the write step only inserts it.
-func (s *Server) handleResendCreateDomain(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (WriteStep, error) {
+func (s *Server) handleResendCreateDomain(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (kit.WriteStep, error) {
 	var req struct {
 		Name string `json:"name"`
 		resendDomainOptions
 	}
-	if err := DecodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return nil, err
 	}
 	if err := req.check(); err != nil {
@@ -155,9 +156,9 @@ func renameParam(err error, native, resend string) error {
 }
 
 func (s *Server) handleResendListDomains(w http.ResponseWriter, r *http.Request) {
-	ds, err := s.Svc.ListDomains(r.Context(), APIKeyFrom(r.Context()).Tenant)
+	ds, err := s.Svc.ListDomains(r.Context(), kit.APIKeyFrom(r.Context()).Tenant)
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	out := resendList[resendDomainView]{Object: "list", Data: []resendDomainView{}}
@@ -165,19 +166,19 @@ func (s *Server) handleResendListDomains(w http.ResponseWriter, r *http.Request)
 		v, _ := viewResendDomain(d, false) // without records it cannot fail
 		out.Data = append(out.Data, v)
 	}
-	WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleResendGetDomain(w http.ResponseWriter, r *http.Request) {
-	d, err := s.Svc.Domain(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	d, err := s.Svc.Domain(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err == nil {
 		var v resendDomainView
 		if v, err = viewResendDomain(d, true); err == nil {
-			WriteJSON(w, http.StatusOK, v)
+			kit.WriteJSON(w, http.StatusOK, v)
 			return
 		}
 	}
-	WriteResendError(w, r, s.Logger, err)
+	kit.WriteResendError(w, r, s.Logger, err)
 }
 
 // handleResendUpdateDomain stores nothing: every setting Resend's update
@@ -186,32 +187,32 @@ func (s *Server) handleResendUpdateDomain(w http.ResponseWriter, r *http.Request
 	var req resendDomainOptions
 	body, err := s.ReadBody(w, r)
 	if err == nil {
-		err = DecodeStrict(body, &req)
+		err = kit.DecodeStrict(body, &req)
 	}
 	if err == nil {
 		err = req.check()
 	}
 	var d *core.Domain
 	if err == nil {
-		d, err = s.Svc.Domain(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+		d, err = s.Svc.Domain(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	}
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, resendRef{Object: "domain", ID: d.Domain})
+	kit.WriteJSON(w, http.StatusOK, resendRef{Object: "domain", ID: d.Domain})
 }
 
 func (s *Server) handleResendRemoveDomain(w http.ResponseWriter, r *http.Request) {
-	d, err := s.Svc.Domain(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	d, err := s.Svc.Domain(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err == nil {
 		err = s.Svc.RemoveDomain(r.Context(), d.Tenant, d.Domain)
 	}
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, resendDeleted{Object: "domain", ID: d.Domain, Deleted: true})
+	kit.WriteJSON(w, http.StatusOK, resendDeleted{Object: "domain", ID: d.Domain, Deleted: true})
 }
 
 // handleResendVerifyDomain runs the DNS check (through the server's
@@ -219,7 +220,7 @@ func (s *Server) handleResendRemoveDomain(w http.ResponseWriter, r *http.Request
 // status it gives in it.
 // Resend verifies in the background; sendonce answers when the check is
 // done, so "pending" is seen only by readers while one runs.
-func (s *Server) handleResendVerifyDomain(ctx context.Context, key *core.APIKey, r *http.Request, _ []byte, _ string) (WriteStep, error) {
+func (s *Server) handleResendVerifyDomain(ctx context.Context, key *core.APIKey, r *http.Request, _ []byte, _ string) (kit.WriteStep, error) {
 	d, err := s.Svc.Domain(ctx, key.Tenant, r.PathValue("id"))
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // Resend's email routes: POST /emails and /emails/batch, GET /emails and
@@ -28,18 +29,18 @@ type resendTag struct {
 
 // resendEmail is Resend's send-email body.
 type resendEmail struct {
-	From        string            `json:"from"`
-	To          AddrList          `json:"to"`
-	Subject     string            `json:"subject"`
-	Cc          AddrList          `json:"cc"`
-	Bcc         AddrList          `json:"bcc"`
-	ReplyTo     AddrList          `json:"reply_to"`
-	HTML        string            `json:"html"`
-	Text        string            `json:"text"`
-	Headers     map[string]string `json:"headers"`
-	Tags        []resendTag       `json:"tags"`
-	ScheduledAt *string           `json:"scheduled_at"`
-	Attachments []AttachmentJSON  `json:"attachments"`
+	From        string               `json:"from"`
+	To          kit.AddrList         `json:"to"`
+	Subject     string               `json:"subject"`
+	Cc          kit.AddrList         `json:"cc"`
+	Bcc         kit.AddrList         `json:"bcc"`
+	ReplyTo     kit.AddrList         `json:"reply_to"`
+	HTML        string               `json:"html"`
+	Text        string               `json:"text"`
+	Headers     map[string]string    `json:"headers"`
+	Tags        []resendTag          `json:"tags"`
+	ScheduledAt *string              `json:"scheduled_at"`
+	Attachments []kit.AttachmentJSON `json:"attachments"`
 	Template    *struct {
 		ID        string         `json:"id"`
 		Variables map[string]any `json:"variables"`
@@ -56,7 +57,7 @@ func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendE
 	if e.From == "" {
 		return nil, core.Errorf(core.CodeValidation, "from", "from is required")
 	}
-	if err := CheckRecipientCounts(e.To, e.Cc, e.Bcc, e.ReplyTo); err != nil {
+	if err := kit.CheckRecipientCounts(e.To, e.Cc, e.Bcc, e.ReplyTo); err != nil {
 		return nil, err
 	}
 	var tags map[string]string
@@ -82,7 +83,7 @@ func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendE
 	sr := &app.SendRequest{
 		To: e.To, Cc: e.Cc, Bcc: e.Bcc, ReplyTo: e.ReplyTo, From: e.From, MailboxID: mailboxID,
 		Subject: e.Subject, Text: e.Text, HTML: e.HTML, Headers: headers, Tags: tags,
-		Attachments: AppAttachments(e.Attachments), InReplyTo: th.inReplyTo, References: th.refs,
+		Attachments: kit.AppAttachments(e.Attachments), InReplyTo: th.inReplyTo, References: th.refs,
 	}
 	if e.ScheduledAt != nil {
 		sr.ScheduledAt = *e.ScheduledAt
@@ -109,9 +110,12 @@ type resendID struct {
 	ID string `json:"id"`
 }
 
-func (s *Server) handleResendSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (WriteStep, error) {
+// CreatedSendIDs names the send an answer created (kit.Sender).
+func (v resendID) CreatedSendIDs() []string { return []string{v.ID} }
+
+func (s *Server) handleResendSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
 	var e resendEmail
-	if err := DecodeStrict(body, &e); err != nil {
+	if err := kit.DecodeStrict(body, &e); err != nil {
 		return nil, err
 	}
 	send, err := s.prepareResend(ctx, key, &e, idemKey)
@@ -131,7 +135,7 @@ func (s *Server) handleResendSend(ctx context.Context, key *core.APIKey, r *http
 // all or none; permissive accepts the valid ones and reports the others
 // by index. As on Resend, a batch carries no attachments and no
 // scheduled_at.
-func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (WriteStep, error) {
+func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
 	mode := r.Header.Get("X-Batch-Validation")
 	switch mode {
 	case "", "strict", "permissive":
@@ -139,7 +143,7 @@ func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *htt
 		return nil, core.Errorf(core.CodeValidation, "x-batch-validation", "x-batch-validation must be strict or permissive")
 	}
 	var emails []resendEmail
-	if err := DecodeStrict(body, &emails); err != nil {
+	if err := kit.DecodeStrict(body, &emails); err != nil {
 		return nil, err
 	}
 	if len(emails) == 0 || len(emails) > resendMaxBatch {
@@ -201,7 +205,7 @@ type resendBatchError struct {
 	Message string `json:"message"`
 }
 
-func (v resendBatchView) createdSendIDs() []string {
+func (v resendBatchView) CreatedSendIDs() []string {
 	ids := make([]string, len(v.Data))
 	for i, d := range v.Data {
 		ids[i] = d.ID
@@ -239,20 +243,20 @@ func resendEvent(st core.Status) string {
 }
 
 func (s *Server) handleResendGet(w http.ResponseWriter, r *http.Request) {
-	send, err := s.Reads.Send(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	send, err := s.Reads.Send(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, viewResendEmail(send))
+	kit.WriteJSON(w, http.StatusOK, viewResendEmail(send))
 }
 
 func viewResendEmail(send *core.Send) resendEmailView {
 	v := resendEmailView{
-		Object: "email", ID: send.ID, To: List(send.To), From: send.From, CreatedAt: RFC3339(send.CreatedAt),
-		Subject: send.Subject, HTML: OptString(send.HTML), Text: OptString(send.Text), Bcc: List(send.Bcc),
-		Cc: List(send.Cc), ReplyTo: List(send.ReplyTo), LastEvent: resendEvent(send.Status), Tags: []resendTag{},
-		ScheduledAt: OptTime(send.ScheduledAt),
+		Object: "email", ID: send.ID, To: kit.List(send.To), From: send.From, CreatedAt: kit.RFC3339(send.CreatedAt),
+		Subject: send.Subject, HTML: kit.OptString(send.HTML), Text: kit.OptString(send.Text), Bcc: kit.List(send.Bcc),
+		Cc: kit.List(send.Cc), ReplyTo: kit.List(send.ReplyTo), LastEvent: resendEvent(send.Status), Tags: []resendTag{},
+		ScheduledAt: kit.OptTime(send.ScheduledAt),
 	}
 	for n, val := range send.Tags {
 		v.Tags = append(v.Tags, resendTag{Name: n, Value: val})
@@ -273,12 +277,12 @@ type resendEmailRef struct {
 
 func (s *Server) handleResendUpdate(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
 	send, err := s.Reschedule(ctx, tx, key, r, body)
-	return AnswerSend(send, err, resendRefView)
+	return kit.AnswerSend(send, err, resendRefView)
 }
 
 func (s *Server) handleResendCancel(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
 	send, err := s.Svc.Cancel(ctx, tx, key, r.PathValue("id"))
-	return AnswerSend(send, err, resendRefView)
+	return kit.AnswerSend(send, err, resendRefView)
 }
 
 // resendRefView is Resend's answer to a change: {"object":"email","id"}.
@@ -286,16 +290,16 @@ func resendRefView(send *core.Send) any { return resendEmailRef{Object: "email",
 
 // handleResendList is GET /emails: newest first, after or before an id.
 func (s *Server) handleResendList(w http.ResponseWriter, r *http.Request) {
-	key := APIKeyFrom(r.Context())
+	key := kit.APIKeyFrom(r.Context())
 	q := r.URL.Query()
-	limit, err := ParseLimit(q.Get("limit"))
+	limit, err := kit.ParseLimit(q.Get("limit"))
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	f := core.SendFilter{Limit: limit, After: q.Get("after"), Before: q.Get("before")}
 	if f.After != "" && f.Before != "" {
-		WriteResendError(w, r, s.Logger, core.Errorf(core.CodeValidation, "after", "give after or before, not both"))
+		kit.WriteResendError(w, r, s.Logger, core.Errorf(core.CodeValidation, "after", "give after or before, not both"))
 		return
 	}
 	if key.Agent {
@@ -303,14 +307,14 @@ func (s *Server) handleResendList(w http.ResponseWriter, r *http.Request) {
 	}
 	sends, next, err := s.Reads.ListSends(r.Context(), key.Tenant, f)
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	out := resendList[resendEmailView]{Object: "list", HasMore: next != "", Data: make([]resendEmailView, 0, len(sends))}
 	for _, sd := range sends {
 		out.Data = append(out.Data, viewResendEmail(sd))
 	}
-	WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 // replyHeaders are the threading headers of a Resend request.

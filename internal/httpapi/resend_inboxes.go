@@ -7,6 +7,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // Resend's Inboxes routes (inboxes.*, inboxes.threads.*,
@@ -32,7 +33,7 @@ func (s *Server) viewInbox(ctx context.Context, key *core.APIKey, in *app.Inbox)
 	m := in.Mailbox
 	domain := m.Address[strings.LastIndexByte(m.Address, '@')+1:]
 	v := resendInboxView{Object: "inbox", ID: m.ID, Name: m.Name, EmailAddress: m.Address, DomainID: domain,
-		CreatedAt: RFC3339(m.CreatedAt), UpdatedAt: RFC3339(m.CreatedAt)}
+		CreatedAt: kit.RFC3339(m.CreatedAt), UpdatedAt: kit.RFC3339(m.CreatedAt)}
 	if m.Name != "" {
 		v.FromName = &m.Name
 	}
@@ -43,7 +44,7 @@ func (s *Server) viewInbox(ctx context.Context, key *core.APIKey, in *app.Inbox)
 	for i, t := range ts {
 		v.Unread += t.Unread
 		if i == 0 {
-			last := RFC3339(t.LastAt)
+			last := kit.RFC3339(t.LastAt)
 			v.LastReceived = &last
 		}
 	}
@@ -57,9 +58,9 @@ type resendCreateInbox struct {
 	FromName     string `json:"from_name"`
 }
 
-func (s *Server) handleResendCreateInbox(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (WriteStep, error) {
+func (s *Server) handleResendCreateInbox(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
 	var req resendCreateInbox
-	if err := DecodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return nil, err
 	}
 	if req.EmailAddress == "" {
@@ -90,27 +91,27 @@ type createdInbox struct {
 }
 
 func (s *Server) handleResendListInboxes(w http.ResponseWriter, r *http.Request) {
-	key := APIKeyFrom(r.Context())
+	key := kit.APIKeyFrom(r.Context())
 	ins, err := s.Svc.ListInboxes(r.Context(), key)
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	out := resendList[resendInboxView]{Object: "list", Data: []resendInboxView{}}
 	for i := range ins {
 		v, err := s.viewInbox(r.Context(), key, &ins[i])
 		if err != nil {
-			WriteResendError(w, r, s.Logger, err)
+			kit.WriteResendError(w, r, s.Logger, err)
 			return
 		}
 		out.Data = append(out.Data, v)
 	}
-	WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 // inbox resolves the {inbox} path value: an id or an address.
 func (s *Server) inbox(r *http.Request) (*core.APIKey, *app.Inbox, error) {
-	key := APIKeyFrom(r.Context())
+	key := kit.APIKeyFrom(r.Context())
 	in, err := s.Svc.InboxByRef(r.Context(), key, r.PathValue("inbox"))
 	return key, in, err
 }
@@ -120,17 +121,17 @@ func (s *Server) handleResendGetInbox(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var v resendInboxView
 		if v, err = s.viewInbox(r.Context(), key, in); err == nil {
-			WriteJSON(w, http.StatusOK, v)
+			kit.WriteJSON(w, http.StatusOK, v)
 			return
 		}
 	}
-	WriteResendError(w, r, s.Logger, err)
+	kit.WriteResendError(w, r, s.Logger, err)
 }
 
 func (s *Server) handleResendUpdateInbox(w http.ResponseWriter, r *http.Request) {
 	key, in, err := s.inbox(r)
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	var req struct {
@@ -139,10 +140,10 @@ func (s *Server) handleResendUpdateInbox(w http.ResponseWriter, r *http.Request)
 	}
 	body, err := s.ReadBody(w, r)
 	if err == nil {
-		err = DecodeStrict(body, &req)
+		err = kit.DecodeStrict(body, &req)
 	}
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	name := req.Name
@@ -151,11 +152,11 @@ func (s *Server) handleResendUpdateInbox(w http.ResponseWriter, r *http.Request)
 	}
 	if name != nil {
 		if err := s.Svc.RenameInbox(r.Context(), key, in.Mailbox.ID, *name); err != nil {
-			WriteResendError(w, r, s.Logger, err)
+			kit.WriteResendError(w, r, s.Logger, err)
 			return
 		}
 	}
-	WriteJSON(w, http.StatusOK, resendRef{Object: "inbox", ID: in.Mailbox.ID})
+	kit.WriteJSON(w, http.StatusOK, resendRef{Object: "inbox", ID: in.Mailbox.ID})
 }
 
 func (s *Server) handleResendRemoveInbox(w http.ResponseWriter, r *http.Request) {
@@ -164,8 +165,8 @@ func (s *Server) handleResendRemoveInbox(w http.ResponseWriter, r *http.Request)
 		err = s.Svc.RemoveInbox(r.Context(), key, in.Mailbox.ID)
 	}
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, resendDeleted{Object: "inbox", ID: in.Mailbox.ID, Deleted: true})
+	kit.WriteJSON(w, http.StatusOK, resendDeleted{Object: "inbox", ID: in.Mailbox.ID, Deleted: true})
 }

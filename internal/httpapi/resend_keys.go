@@ -7,6 +7,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // Resend's /api-keys on sendonce's keys (app.CreateKeyBy, TenantKeys,
@@ -31,25 +32,25 @@ type resendKeyCreated struct {
 // than ignored, so that no caller believes a retry is safe.
 func (s *Server) handleResendCreateKey(w http.ResponseWriter, r *http.Request) {
 	if _, present := r.Header[http.CanonicalHeaderKey("Idempotency-Key")]; present {
-		WriteResendError(w, r, s.Logger, ApiError(CodeKeyInvalid, "Idempotency-Key",
+		kit.WriteResendError(w, r, s.Logger, kit.ApiError(kit.CodeKeyInvalid, "Idempotency-Key",
 			"POST /api-keys takes no Idempotency-Key: its answer holds the token, which sendonce never stores, so it cannot be replayed"))
 		return
 	}
 	body, err := s.ReadBody(w, r)
 	var p app.NewKeyParams
 	if err == nil {
-		p, err = s.resendKeyParams(r.Context(), APIKeyFrom(r.Context()), body)
+		p, err = s.resendKeyParams(r.Context(), kit.APIKeyFrom(r.Context()), body)
 	}
 	var k *core.APIKey
 	var secret string
 	if err == nil {
-		k, secret, err = s.Svc.CreateKeyBy(r.Context(), APIKeyFrom(r.Context()), p)
+		k, secret, err = s.Svc.CreateKeyBy(r.Context(), kit.APIKeyFrom(r.Context()), p)
 	}
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, resendKeyCreated{ID: k.ID, Token: secret})
+	kit.WriteJSON(w, http.StatusOK, resendKeyCreated{ID: k.ID, Token: secret})
 }
 
 // resendKeyParams is the key a create body asks for, within what the
@@ -63,7 +64,7 @@ func (s *Server) resendKeyParams(ctx context.Context, key *core.APIKey, body []b
 		// RateLimit is sendonce's: a lower request limit for the new key.
 		RateLimit int `json:"rate_limit"`
 	}
-	if err := DecodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return none, err
 	}
 	if req.Permission == "" {
@@ -106,23 +107,23 @@ type resendKeyView struct {
 }
 
 func (s *Server) handleResendListKeys(w http.ResponseWriter, r *http.Request) {
-	ks, err := s.Svc.TenantKeys(r.Context(), APIKeyFrom(r.Context()).Tenant)
+	ks, err := s.Svc.TenantKeys(r.Context(), kit.APIKeyFrom(r.Context()).Tenant)
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	out := resendList[resendKeyView]{Object: "list", Data: []resendKeyView{}}
 	for _, k := range ks {
-		out.Data = append(out.Data, resendKeyView{ID: k.ID, Name: k.Name, CreatedAt: RFC3339(k.CreatedAt)})
+		out.Data = append(out.Data, resendKeyView{ID: k.ID, Name: k.Name, CreatedAt: kit.RFC3339(k.CreatedAt)})
 	}
-	WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleResendRemoveKey(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := s.Svc.RevokeTenantKey(r.Context(), APIKeyFrom(r.Context()).Tenant, id); err != nil {
-		WriteResendError(w, r, s.Logger, err)
+	if err := s.Svc.RevokeTenantKey(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, id); err != nil {
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, resendDeleted{Object: "api_key", ID: id, Deleted: true})
+	kit.WriteJSON(w, http.StatusOK, resendDeleted{Object: "api_key", ID: id, Deleted: true})
 }

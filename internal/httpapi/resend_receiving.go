@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/message"
 )
 
@@ -48,8 +49,8 @@ type resendInboundAttView struct {
 }
 
 func viewResendReceived(m *core.ReceivedMessage) resendReceivedView {
-	v := resendReceivedView{Object: "email", ID: m.ID, To: NonNil(m.To), From: m.From, CreatedAt: RFC3339(m.ReceivedAt),
-		Subject: m.Subject, Bcc: []string{}, Cc: NonNil(m.Cc), ReplyTo: NonNil(m.ReplyTo), ReceivedFor: NonNil(m.RcptTo),
+	v := resendReceivedView{Object: "email", ID: m.ID, To: kit.NonNil(m.To), From: m.From, CreatedAt: kit.RFC3339(m.ReceivedAt),
+		Subject: m.Subject, Bcc: []string{}, Cc: kit.NonNil(m.Cc), ReplyTo: kit.NonNil(m.ReplyTo), ReceivedFor: kit.NonNil(m.RcptTo),
 		MessageID: m.MessageID, Attachments: []resendInboundAttView{}}
 	for _, a := range m.Attachments {
 		v.Attachments = append(v.Attachments, resendInboundAttView{ID: a.ID, Filename: a.Filename, Size: a.Size,
@@ -59,29 +60,29 @@ func viewResendReceived(m *core.ReceivedMessage) resendReceivedView {
 }
 
 func (s *Server) handleResendListReceiving(w http.ResponseWriter, r *http.Request) {
-	key := APIKeyFrom(r.Context())
-	limit, err := ParseLimit(r.URL.Query().Get("limit"))
+	key := kit.APIKeyFrom(r.Context())
+	limit, err := kit.ParseLimit(r.URL.Query().Get("limit"))
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	ms, more, err := s.Svc.ListReceived(r.Context(), key, core.ReceivedFilter{Limit: limit, After: r.URL.Query().Get("after")})
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	out := resendList[resendReceivedView]{Object: "list", HasMore: more, Data: make([]resendReceivedView, 0, len(ms))}
 	for _, m := range ms {
 		out.Data = append(out.Data, viewResendReceived(m))
 	}
-	WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleResendGetReceiving(w http.ResponseWriter, r *http.Request) {
-	key := APIKeyFrom(r.Context())
+	key := kit.APIKeyFrom(r.Context())
 	m, err := s.Svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	v := viewResendReceived(m)
@@ -94,37 +95,37 @@ func (s *Server) handleResendGetReceiving(w http.ResponseWriter, r *http.Request
 	}
 	u, exp, err := s.DownloadURL(r.Context(), r, m, "")
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	v.Raw = &resendDownload{DownloadURL: u, ExpiresAt: RFC3339(exp)}
+	v.Raw = &resendDownload{DownloadURL: u, ExpiresAt: kit.RFC3339(exp)}
 	s.AuditRead(r, key, m.ID)
-	WriteJSON(w, http.StatusOK, v)
+	kit.WriteJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) handleResendReceivingAttachments(w http.ResponseWriter, r *http.Request) {
-	key := APIKeyFrom(r.Context())
+	key := kit.APIKeyFrom(r.Context())
 	m, err := s.Svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	out := resendList[resendInboundAttView]{Object: "list", Data: []resendInboundAttView{}}
 	for _, a := range viewResendReceived(m).Attachments {
 		if a.DownloadURL, a.ExpiresAt, err = s.attachmentURL(r, m, a.ID); err != nil {
-			WriteResendError(w, r, s.Logger, err)
+			kit.WriteResendError(w, r, s.Logger, err)
 			return
 		}
 		out.Data = append(out.Data, a)
 	}
-	WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleResendReceivingAttachment(w http.ResponseWriter, r *http.Request) {
-	key := APIKeyFrom(r.Context())
+	key := kit.APIKeyFrom(r.Context())
 	m, err := s.Svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	for _, a := range viewResendReceived(m).Attachments {
@@ -132,21 +133,21 @@ func (s *Server) handleResendReceivingAttachment(w http.ResponseWriter, r *http.
 			continue
 		}
 		if a.DownloadURL, a.ExpiresAt, err = s.attachmentURL(r, m, a.ID); err != nil {
-			WriteResendError(w, r, s.Logger, err)
+			kit.WriteResendError(w, r, s.Logger, err)
 			return
 		}
-		WriteJSON(w, http.StatusOK, struct {
+		kit.WriteJSON(w, http.StatusOK, struct {
 			Object string `json:"object"`
 			resendInboundAttView
 		}{"attachment", a})
 		return
 	}
-	WriteResendError(w, r, s.Logger, core.ErrNotFound)
+	kit.WriteResendError(w, r, s.Logger, core.ErrNotFound)
 }
 
 func (s *Server) attachmentURL(r *http.Request, m *core.ReceivedMessage, id string) (string, string, error) {
 	u, exp, err := s.DownloadURL(r.Context(), r, m, id)
-	return u, RFC3339(exp), err
+	return u, kit.RFC3339(exp), err
 }
 
 // handleDownloadReceived serves a signed download link: the raw message,
@@ -156,12 +157,12 @@ func (s *Server) handleDownloadReceived(w http.ResponseWriter, r *http.Request) 
 	id, part := r.PathValue("id"), r.PathValue("attachment")
 	tenant, err := s.Svc.CheckDownload(r.Context(), r.URL.Query().Get("token"), id, part)
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	raw, err := s.Svc.ReceivedRawFor(r.Context(), tenant, id)
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	ctype, body, disp := "message/rfc822", raw, message.AttachmentDisposition(id+".eml")
@@ -169,7 +170,7 @@ func (s *Server) handleDownloadReceived(w http.ResponseWriter, r *http.Request) 
 		key := &core.APIKey{Tenant: tenant}
 		att, b, err := s.Svc.ReceivedAttachment(r.Context(), key, id, part)
 		if errors.Is(err, core.ErrNotFound) || err != nil {
-			WriteResendError(w, r, s.Logger, err)
+			kit.WriteResendError(w, r, s.Logger, err)
 			return
 		}
 		ctype, body, disp = att.ContentType, b, message.AttachmentDisposition(att.Filename)

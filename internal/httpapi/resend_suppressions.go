@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // Resend's /suppressions, as its Node SDK (6.38) calls them.
@@ -19,8 +20,8 @@ type resendSuppression struct {
 }
 
 func viewResendSuppression(s *core.Suppression, object string) resendSuppression {
-	return resendSuppression{Object: object, ID: s.ID, Email: s.Address, Origin: s.Origin, SourceID: OptString(s.SendID),
-		CreatedAt: RFC3339(s.CreatedAt)}
+	return resendSuppression{Object: object, ID: s.ID, Email: s.Address, Origin: s.Origin, SourceID: kit.OptString(s.SendID),
+		CreatedAt: kit.RFC3339(s.CreatedAt)}
 }
 
 // maxSuppressionBatch bounds one batch add or remove.
@@ -30,7 +31,7 @@ func (s *Server) handleResendAddSuppression(ctx context.Context, tx core.Tx, key
 	var req struct {
 		Email string `json:"email"`
 	}
-	if err := DecodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return 0, nil, err
 	}
 	sup, _, err := s.Svc.AddManualSuppression(ctx, tx, key.Tenant, req.Email, "")
@@ -44,7 +45,7 @@ func (s *Server) handleResendBatchAddSuppressions(ctx context.Context, tx core.T
 	var req struct {
 		Emails []string `json:"emails"`
 	}
-	if err := DecodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return 0, nil, err
 	}
 	if len(req.Emails) == 0 || len(req.Emails) > maxSuppressionBatch {
@@ -68,7 +69,7 @@ func (s *Server) handleResendBatchRemoveSuppressions(ctx context.Context, tx cor
 		Emails []string `json:"emails"`
 		IDs    []string `json:"ids"`
 	}
-	if err := DecodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return 0, nil, err
 	}
 	items := append(req.Emails, req.IDs...)
@@ -95,35 +96,35 @@ func (s *Server) handleResendBatchRemoveSuppressions(ctx context.Context, tx cor
 func (s *Server) handleResendListSuppressions(w http.ResponseWriter, r *http.Request) {
 	f, err := suppressionFilter(r)
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	list, next, err := s.Reads.ListSuppressions(r.Context(), APIKeyFrom(r.Context()).Tenant, f)
+	list, next, err := s.Reads.ListSuppressions(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, f)
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	out := resendList[resendSuppression]{Object: "list", HasMore: next != "", Data: make([]resendSuppression, 0, len(list))}
 	for _, sup := range list {
 		out.Data = append(out.Data, viewResendSuppression(sup, ""))
 	}
-	WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleResendGetSuppression(w http.ResponseWriter, r *http.Request) {
-	sup, err := s.Reads.Suppression(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	sup, err := s.Reads.Suppression(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, viewResendSuppression(sup, "suppression"))
+	kit.WriteJSON(w, http.StatusOK, viewResendSuppression(sup, "suppression"))
 }
 
 func (s *Server) handleResendRemoveSuppression(w http.ResponseWriter, r *http.Request) {
-	sup, err := s.Svc.RemoveSuppression(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	sup, err := s.Svc.RemoveSuppression(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, resendDeleted{Object: "suppression", ID: sup.ID, Deleted: true})
+	kit.WriteJSON(w, http.StatusOK, resendDeleted{Object: "suppression", ID: sup.ID, Deleted: true})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // What every Resend-compatible route shares: Resend's error body, its
@@ -19,10 +20,10 @@ const resendMaxKeyLen = 256
 // key, 403 restricted_api_key for a key without the scope.
 func (s *Server) resendAuth(scope core.Scope, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		secret, ok := Bearer(r.Header)
+		secret, ok := kit.Bearer(r.Header)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sendonce"`)
-			WriteResendError(w, r, s.Logger, app.ErrUnauthorized)
+			kit.WriteResendError(w, r, s.Logger, app.ErrUnauthorized)
 			return
 		}
 		key, err := s.Svc.Authenticate(r.Context(), secret)
@@ -30,24 +31,24 @@ func (s *Server) resendAuth(scope core.Scope, next http.Handler) http.Handler {
 			if core.ErrorCode(err) == core.CodeUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="sendonce"`)
 			}
-			WriteResendError(w, r, s.Logger, err)
+			kit.WriteResendError(w, r, s.Logger, err)
 			return
 		}
 		if err := s.RateLimit(w, r, key); err != nil {
-			WriteResendError(w, r, s.Logger, err)
+			kit.WriteResendError(w, r, s.Logger, err)
 			return
 		}
 		if !key.Has(scope) {
-			WriteJSON(w, http.StatusForbidden, ResendError{StatusCode: http.StatusForbidden, Name: "restricted_api_key",
+			kit.WriteJSON(w, http.StatusForbidden, kit.ResendError{StatusCode: http.StatusForbidden, Name: "restricted_api_key",
 				Message: fmt.Sprintf("this API key lacks the %q scope", scope)})
 			return
 		}
-		next.ServeHTTP(w, WithKey(w, r, key))
+		next.ServeHTTP(w, kit.WithKey(w, r, key))
 	})
 }
 
-func (s *Server) resendPost(h TxHandler) http.Handler {
-	return s.resendAuth(core.ScopeSend, s.Idempotent(PostOpts{MaxKeyLen: resendMaxKeyLen, Errs: ResendErrors, Committed: s.acceptedMetric, Audit: true}, h))
+func (s *Server) resendPost(h kit.TxHandler) http.Handler {
+	return s.resendAuth(core.ScopeSend, s.Idempotent(kit.PostOpts{MaxKeyLen: resendMaxKeyLen, Errs: kit.ResendErrors, Committed: s.acceptedMetric, Audit: true}, h))
 }
 
 func (s *Server) acceptedMetric() {
@@ -58,14 +59,14 @@ func (s *Server) acceptedMetric() {
 
 // resendManage is an idempotent Resend management POST: admin scope,
 // Resend's key length and error body.
-func (s *Server) resendManage(o PostOpts, h TxHandler) http.Handler {
-	o.MaxKeyLen, o.Errs = resendMaxKeyLen, ResendErrors
+func (s *Server) resendManage(o kit.PostOpts, h kit.TxHandler) http.Handler {
+	o.MaxKeyLen, o.Errs = resendMaxKeyLen, kit.ResendErrors
 	return s.resendAuth(core.ScopeAdmin, s.Idempotent(o, h))
 }
 
 // resendOpts gives o Resend's key length and error body.
-func (s *Server) resendOpts(o PostOpts) PostOpts {
-	o.MaxKeyLen, o.Errs = resendMaxKeyLen, ResendErrors
+func (s *Server) resendOpts(o kit.PostOpts) kit.PostOpts {
+	o.MaxKeyLen, o.Errs = resendMaxKeyLen, kit.ResendErrors
 	return o
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // Resend's hosted templates on sendonce's templates (app.PutTemplate,
@@ -72,7 +73,7 @@ type resendTemplateFields struct {
 	Alias     string          `json:"alias"`
 	From      string          `json:"from"`
 	Subject   string          `json:"subject"`
-	ReplyTo   AddrList        `json:"reply_to"`
+	ReplyTo   kit.AddrList    `json:"reply_to"`
 	HTML      string          `json:"html"`
 	Text      string          `json:"text"`
 	Variables json.RawMessage `json:"variables"`
@@ -116,7 +117,7 @@ func (f *resendTemplateFields) apply(t *core.Template, c *templateCompat, now ti
 		if v.Type != "string" && v.Type != "number" {
 			return core.Errorf(core.CodeValidation, "variables", "variable %s: type is string or number", v.Key)
 		}
-		at := RFC3339(now)
+		at := kit.RFC3339(now)
 		c.Variables = append(c.Variables, resendVariable{ID: fmt.Sprintf("%s_%s", t.ID, v.Key), Key: v.Key, Type: v.Type,
 			FallbackValue: v.FallbackValue, CreatedAt: at, UpdatedAt: at})
 	}
@@ -154,7 +155,7 @@ func (s *Server) putResendTemplate(ctx context.Context, tx core.Tx, t *core.Temp
 
 func (s *Server) handleResendCreateTemplate(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
 	var f resendTemplateFields
-	if err := DecodeStrict(body, &f); err != nil {
+	if err := kit.DecodeStrict(body, &f); err != nil {
 		return 0, nil, err
 	}
 	t := &core.Template{Tenant: key.Tenant, ID: app.NewID("tpl_")}
@@ -227,19 +228,19 @@ type resendTemplateView struct {
 
 func viewResendTemplate(t *core.Template) resendTemplateView {
 	c := compatOf(t)
-	return resendTemplateView{Object: "template", ID: t.ID, Alias: OptString(c.Alias), Name: c.Name,
-		CreatedAt: RFC3339(t.CreatedAt), UpdatedAt: RFC3339(t.UpdatedAt), Status: c.Status, PublishedAt: c.PublishedAt,
-		From: OptString(c.From), Subject: fromGoTemplate(t.Subject), ReplyTo: c.ReplyTo, HTML: fromGoTemplate(t.HTML),
+	return resendTemplateView{Object: "template", ID: t.ID, Alias: kit.OptString(c.Alias), Name: c.Name,
+		CreatedAt: kit.RFC3339(t.CreatedAt), UpdatedAt: kit.RFC3339(t.UpdatedAt), Status: c.Status, PublishedAt: c.PublishedAt,
+		From: kit.OptString(c.From), Subject: fromGoTemplate(t.Subject), ReplyTo: c.ReplyTo, HTML: fromGoTemplate(t.HTML),
 		Text: fromGoTemplate(t.Text), Variables: c.Variables}
 }
 
 func (s *Server) handleResendGetTemplate(w http.ResponseWriter, r *http.Request) {
-	t, err := s.resendTemplate(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	t, err := s.resendTemplate(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, viewResendTemplate(t))
+	kit.WriteJSON(w, http.StatusOK, viewResendTemplate(t))
 }
 
 type resendTemplateItem struct {
@@ -253,9 +254,9 @@ type resendTemplateItem struct {
 }
 
 func (s *Server) handleResendListTemplates(w http.ResponseWriter, r *http.Request) {
-	ts, err := s.Reads.ListTemplates(r.Context(), APIKeyFrom(r.Context()).Tenant)
+	ts, err := s.Reads.ListTemplates(r.Context(), kit.APIKeyFrom(r.Context()).Tenant)
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	out := resendList[resendTemplateItem]{Object: "list", Data: []resendTemplateItem{}}
@@ -264,7 +265,7 @@ func (s *Server) handleResendListTemplates(w http.ResponseWriter, r *http.Reques
 		out.Data = append(out.Data, resendTemplateItem{ID: v.ID, Name: v.Name, Status: v.Status, PublishedAt: v.PublishedAt,
 			CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, Alias: v.Alias})
 	}
-	WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 // handleResendUpdateTemplate changes the fields given. sendonce keeps one
@@ -274,11 +275,11 @@ func (s *Server) handleResendUpdateTemplate(w http.ResponseWriter, r *http.Reque
 	var f resendTemplateFields
 	body, err := s.ReadBody(w, r)
 	if err == nil {
-		err = DecodeStrict(body, &f)
+		err = kit.DecodeStrict(body, &f)
 	}
 	var id string
 	if err == nil {
-		id, err = s.changeTemplate(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"), func(t *core.Template, c *templateCompat) error {
+		id, err = s.changeTemplate(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"), func(t *core.Template, c *templateCompat) error {
 			if err := f.apply(t, c, s.Svc.Now()); err != nil {
 				return err
 			}
@@ -286,10 +287,10 @@ func (s *Server) handleResendUpdateTemplate(w http.ResponseWriter, r *http.Reque
 		})
 	}
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, resendRef{Object: "template", ID: id})
+	kit.WriteJSON(w, http.StatusOK, resendRef{Object: "template", ID: id})
 }
 
 // changeTemplate reads the template ident names, lets change edit a copy
@@ -316,16 +317,16 @@ func (s *Server) changeTemplate(ctx context.Context, tenant, ident string, chang
 }
 
 func (s *Server) handleResendRemoveTemplate(w http.ResponseWriter, r *http.Request) {
-	tenant := APIKeyFrom(r.Context()).Tenant
+	tenant := kit.APIKeyFrom(r.Context()).Tenant
 	t, err := s.resendTemplate(r.Context(), tenant, r.PathValue("id"))
 	if err == nil {
 		err = s.Svc.DeleteTemplate(r.Context(), tenant, t.ID)
 	}
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, resendDeleted{Object: "template", ID: t.ID, Deleted: true})
+	kit.WriteJSON(w, http.StatusOK, resendDeleted{Object: "template", ID: t.ID, Deleted: true})
 }
 
 // handleResendPublishTemplate marks the template published. Its content
@@ -337,7 +338,7 @@ func (s *Server) handleResendPublishTemplate(ctx context.Context, tx core.Tx, ke
 		return 0, nil, err
 	}
 	c := compatOf(t)
-	now := RFC3339(s.Svc.Now())
+	now := kit.RFC3339(s.Svc.Now())
 	c.Status, c.PublishedAt = "published", &now
 	if err := s.putResendTemplate(ctx, tx, t, c); err != nil {
 		return 0, nil, err

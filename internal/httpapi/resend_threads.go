@@ -8,12 +8,13 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // threadFilter reads the list and search parameters of the thread routes.
 func threadFilter(r *http.Request, mailboxID string) (core.ThreadFilter, error) {
 	q := r.URL.Query()
-	limit, err := ParseLimit(q.Get("limit"))
+	limit, err := kit.ParseLimit(q.Get("limit"))
 	if err != nil {
 		return core.ThreadFilter{}, err
 	}
@@ -46,14 +47,14 @@ func (s *Server) handleResendListThreads(w http.ResponseWriter, r *http.Request)
 		ts, more, err = s.Svc.ListThreads(r.Context(), key, f)
 	}
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	out := resendList[ThreadView]{Object: "list", HasMore: more, Data: make([]ThreadView, 0, len(ts))}
+	out := resendList[kit.ThreadView]{Object: "list", HasMore: more, Data: make([]kit.ThreadView, 0, len(ts))}
 	for _, t := range ts {
-		out.Data = append(out.Data, ViewThread(t))
+		out.Data = append(out.Data, kit.ViewThread(t))
 	}
-	WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 // thread resolves {inbox} and {thread}: a thread of another inbox is
@@ -76,10 +77,10 @@ func (s *Server) thread(r *http.Request) (*core.APIKey, *core.Thread, error) {
 func (s *Server) handleResendGetThread(w http.ResponseWriter, r *http.Request) {
 	_, t, err := s.thread(r)
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, ViewThread(t))
+	kit.WriteJSON(w, http.StatusOK, kit.ViewThread(t))
 }
 
 func (s *Server) handleResendUpdateThread(w http.ResponseWriter, r *http.Request) {
@@ -91,17 +92,17 @@ func (s *Server) handleResendUpdateThread(w http.ResponseWriter, r *http.Request
 	if err == nil {
 		var body []byte
 		if body, err = s.ReadBody(w, r); err == nil {
-			err = DecodeStrict(body, &req)
+			err = kit.DecodeStrict(body, &req)
 		}
 	}
 	if err == nil {
 		t, err = s.Svc.ChangeThread(r.Context(), key, t.ID, app.ThreadChange{Read: req.Read, Folder: req.Folder})
 	}
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, ViewThread(t))
+	kit.WriteJSON(w, http.StatusOK, kit.ViewThread(t))
 }
 
 func (s *Server) handleResendRemoveThread(w http.ResponseWriter, r *http.Request) {
@@ -110,10 +111,10 @@ func (s *Server) handleResendRemoveThread(w http.ResponseWriter, r *http.Request
 		err = s.Svc.DeleteThread(r.Context(), key, t.ID)
 	}
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, resendDeleted{Object: "inbox_thread", ID: t.ID, Deleted: true})
+	kit.WriteJSON(w, http.StatusOK, resendDeleted{Object: "inbox_thread", ID: t.ID, Deleted: true})
 }
 
 // inboxMessageView is Resend's InboxMessage: a received message or a
@@ -140,31 +141,31 @@ type inboxMessageView struct {
 
 // resendReplyBody is the body of …/emails/{email}/reply and /forward.
 type resendReplyBody struct {
-	To          AddrList          `json:"to"`
-	Cc          AddrList          `json:"cc"`
-	Bcc         AddrList          `json:"bcc"`
-	HTML        string            `json:"html"`
-	Text        string            `json:"text"`
-	Subject     string            `json:"subject"`
-	ReplyAll    bool              `json:"reply_all"`
-	Attachments []AttachmentJSON  `json:"attachments"`
-	Headers     map[string]string `json:"headers"`
+	To          kit.AddrList         `json:"to"`
+	Cc          kit.AddrList         `json:"cc"`
+	Bcc         kit.AddrList         `json:"bcc"`
+	HTML        string               `json:"html"`
+	Text        string               `json:"text"`
+	Subject     string               `json:"subject"`
+	ReplyAll    bool                 `json:"reply_all"`
+	Attachments []kit.AttachmentJSON `json:"attachments"`
+	Headers     map[string]string    `json:"headers"`
 }
 
 // handleResendReplyThreadEmail answers a received message of the thread:
 // an ordinary send through the idempotency engine, so the same
 // Idempotency-Key twice sends one reply.
-func (s *Server) handleResendReplyThreadEmail(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (WriteStep, error) {
+func (s *Server) handleResendReplyThreadEmail(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
 	return s.replyOrForward(ctx, key, r, body, idemKey, false)
 }
 
-func (s *Server) handleResendForwardThreadEmail(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (WriteStep, error) {
+func (s *Server) handleResendForwardThreadEmail(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
 	return s.replyOrForward(ctx, key, r, body, idemKey, true)
 }
 
-func (s *Server) replyOrForward(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string, forward bool) (WriteStep, error) {
+func (s *Server) replyOrForward(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string, forward bool) (kit.WriteStep, error) {
 	var req resendReplyBody
-	if err := DecodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return nil, err
 	}
 	for h := range req.Headers {
@@ -178,14 +179,14 @@ func (s *Server) replyOrForward(ctx context.Context, key *core.APIKey, r *http.R
 		return nil, err
 	}
 	sr := &app.SendRequest{To: req.To, Cc: req.Cc, Bcc: req.Bcc, Subject: req.Subject, Text: req.Text, HTML: req.HTML,
-		Headers: req.Headers, Attachments: AppAttachments(req.Attachments), MailboxID: t.MailboxID}
+		Headers: req.Headers, Attachments: kit.AppAttachments(req.Attachments), MailboxID: t.MailboxID}
 	m, err := s.Svc.ReceivedMessage(ctx, key, r.PathValue("email"))
 	if err != nil || m.ThreadID != t.ID {
 		return nil, core.ErrNotFound
 	}
 	// The one reply and forward use case of every door: its scopes,
 	// defaults and guard.
-	guarded := app.Guarded(key, AgentAsked(r))
+	guarded := app.Guarded(key, kit.AgentAsked(r))
 	var send *core.Send
 	if forward {
 		send, err = s.Svc.PrepareForward(ctx, key, idemKey, m.ID, guarded, sr)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/metrics"
 )
 
@@ -16,9 +17,9 @@ import (
 // (reschedule, cancel), and the operator's decisions on a send
 // (reconcile, approve, reject).
 
-func (s *Server) handleSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (WriteStep, error) {
-	var req SendRequest
-	if err := DecodeStrict(body, &req); err != nil {
+func (s *Server) handleSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
+	var req kit.SendRequest
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return nil, err
 	}
 	send, err := s.Svc.PrepareSend(ctx, key, idemKey, req.ToApp(req.MailboxID))
@@ -29,32 +30,27 @@ func (s *Server) handleSend(ctx context.Context, key *core.APIKey, r *http.Reque
 }
 
 func (s *Server) handleGetSend(w http.ResponseWriter, r *http.Request) {
-	key := APIKeyFrom(r.Context())
+	key := kit.APIKeyFrom(r.Context())
 	send, events, err := s.Reads.SendWithEvents(r.Context(), key.Tenant, r.PathValue("id"))
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	v := ViewSend(send)
-	v.Events = make([]EventView, 0, len(events))
+	v := kit.ViewSend(send)
+	v.Events = make([]kit.EventView, 0, len(events))
 	for _, e := range events {
-		v.Events = append(v.Events, EventView{ID: e.ID, Type: e.Type, At: RFC3339(e.At), Detail: e.Detail,
-			Recipient: e.Recipient, Bounce: ViewBounce(e.Bounce)})
+		v.Events = append(v.Events, kit.EventView{ID: e.ID, Type: e.Type, At: kit.RFC3339(e.At), Detail: e.Detail,
+			Recipient: e.Recipient, Bounce: kit.ViewBounce(e.Bounce)})
 	}
-	WriteJSON(w, http.StatusOK, v)
+	kit.WriteJSON(w, http.StatusOK, v)
 }
 
-const (
-	defaultListLimit = 20
-	maxListLimit     = 100
-)
-
 func (s *Server) handleListSends(w http.ResponseWriter, r *http.Request) {
-	key := APIKeyFrom(r.Context())
+	key := kit.APIKeyFrom(r.Context())
 	q := r.URL.Query()
-	limit, err := ParseLimit(q.Get("limit"))
+	limit, err := kit.ParseLimit(q.Get("limit"))
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
 	f := core.SendFilter{IdempotencyKey: q.Get("idempotency_key"), Status: core.Status(q.Get("status")), Limit: limit, After: q.Get("after")}
@@ -65,7 +61,7 @@ func (s *Server) handleListSends(w http.ResponseWriter, r *http.Request) {
 		// itself, and the keys with its limits it was rotated from.
 		peers, err := s.Svc.IdempotencyKeyPeers(r.Context(), key)
 		if err != nil {
-			WriteError(w, r, s.Logger, err)
+			kit.WriteError(w, r, s.Logger, err)
 			return
 		}
 		f.APIKeyIDs = peers
@@ -73,28 +69,28 @@ func (s *Server) handleListSends(w http.ResponseWriter, r *http.Request) {
 		f.APIKeyID = key.ID // an agent lists only its own sends
 	}
 	if f.Status != "" && !f.Status.Valid() {
-		WriteError(w, r, s.Logger, core.Errorf(core.CodeValidation, "status", "unknown status %q", f.Status))
+		kit.WriteError(w, r, s.Logger, core.Errorf(core.CodeValidation, "status", "unknown status %q", f.Status))
 		return
 	}
 	if err := listFilters(q, &f); err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
 	sends, next, err := s.Reads.ListSends(r.Context(), key.Tenant, f)
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	if f.IdempotencyKey != "" && len(sends) > 0 && r.Header.Get(IntentHeader) != "" && s.Metrics != nil {
+	if f.IdempotencyKey != "" && len(sends) > 0 && r.Header.Get(kit.IntentHeader) != "" && s.Metrics != nil {
 		// The MCP server's look before it sends, which found the intent's
 		// send: a duplicate it did not make.
 		s.Metrics.DuplicatePrevented(metrics.ViaMCP)
 	}
-	out := ListView[*SendView]{Object: "list", Data: make([]*SendView, 0, len(sends)), Next: OptString(next)}
+	out := kit.ListView[*kit.SendView]{Object: "list", Data: make([]*kit.SendView, 0, len(sends)), Next: kit.OptString(next)}
 	for _, sd := range sends {
-		out.Data = append(out.Data, ViewSend(sd))
+		out.Data = append(out.Data, kit.ViewSend(sd))
 	}
-	WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 // listFilters reads GET /v1/sends' recipient, tag (name:value) and
@@ -147,14 +143,14 @@ func (s *Server) handleReconcile(ctx context.Context, tx core.Tx, key *core.APIK
 	var req struct {
 		Outcome string `json:"outcome"`
 	}
-	if err := DecodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return 0, nil, err
 	}
 	send, err := s.Svc.Reconcile(ctx, tx, key.Tenant, r.PathValue("id"), req.Outcome)
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, ViewSend(send), nil
+	return http.StatusOK, kit.ViewSend(send), nil
 }
 
 func (s *Server) handleApprove(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
@@ -162,7 +158,7 @@ func (s *Server) handleApprove(ctx context.Context, tx core.Tx, key *core.APIKey
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, ViewSend(send), nil
+	return http.StatusOK, kit.ViewSend(send), nil
 }
 
 func (s *Server) handleReject(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
@@ -170,15 +166,15 @@ func (s *Server) handleReject(ctx context.Context, tx core.Tx, key *core.APIKey,
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, ViewSend(send), nil
+	return http.StatusOK, kit.ViewSend(send), nil
 }
 
 func (s *Server) handleCancel(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
 	send, err := s.Svc.Cancel(ctx, tx, key, r.PathValue("id"))
-	return AnswerSend(send, err, NativeSendView)
+	return kit.AnswerSend(send, err, kit.NativeSendView)
 }
 
 func (s *Server) handleReschedule(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
 	send, err := s.Reschedule(ctx, tx, key, r, body)
-	return AnswerSend(send, err, NativeSendView)
+	return kit.AnswerSend(send, err, kit.NativeSendView)
 }

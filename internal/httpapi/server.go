@@ -8,18 +8,19 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/metrics"
 )
 
 // Server is the HTTP API: the native routes on the shared plumbing (Base),
 // with the route table that also serves the compatibility floors.
 type Server struct {
-	*Base
+	*kit.Base
 	mux *http.ServeMux
 }
 
 // NewServer returns the API as an http.Handler.
-func NewServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) http.Handler {
+func NewServer(svc *app.Service, m *metrics.Metrics, cfg kit.Config, logger *slog.Logger) http.Handler {
 	s := newServer(svc, m, cfg, logger)
 	s.routes()
 	return s.LogRequests(s.mux)
@@ -28,7 +29,7 @@ func NewServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Lo
 // NewOps returns what an operator's probes and scrapers ask of any
 // process, the API's or a worker's: GET /healthz, GET /readyz and
 // GET /metrics, and nothing else (--ops-addr).
-func NewOps(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) http.Handler {
+func NewOps(svc *app.Service, m *metrics.Metrics, cfg kit.Config, logger *slog.Logger) http.Handler {
 	s := newServer(svc, m, cfg, logger)
 	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
 	s.mux.HandleFunc("GET /readyz", s.handleReadyz)
@@ -38,17 +39,17 @@ func NewOps(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logge
 	return s.mux
 }
 
-func newServer(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) *Server {
-	return &Server{mux: http.NewServeMux(), Base: NewBase(svc, m, cfg, logger)}
+func newServer(svc *app.Service, m *metrics.Metrics, cfg kit.Config, logger *slog.Logger) *Server {
+	return &Server{mux: http.NewServeMux(), Base: kit.NewBase(svc, m, cfg, logger)}
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	if err := s.Reads.Ping(r.Context()); err != nil {
 		s.Logger.ErrorContext(r.Context(), "health check", "error", err)
-		WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": "unreachable", "version": s.Cfg.Version})
+		kit.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": "unreachable", "version": s.Cfg.Version})
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok", "database": "ok", "version": s.Cfg.Version})
+	kit.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok", "database": "ok", "version": s.Cfg.Version})
 }
 
 // handleReadyz answers whether a load balancer should send this process
@@ -60,15 +61,15 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if s.Cfg.Ready != nil {
 		reason = s.Cfg.Ready(r.Context())
 	} else if err := s.Reads.Ping(r.Context()); err != nil {
-		s.Logger.WarnContext(r.Context(), "not ready", "reason", NotReadyDatabase, "error", err)
-		reason = NotReadyDatabase
+		s.Logger.WarnContext(r.Context(), "not ready", "reason", kit.NotReadyDatabase, "error", err)
+		reason = kit.NotReadyDatabase
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	if reason != "" {
-		WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": reason})
+		kit.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": reason})
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	kit.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 // handleNotFound answers what no route matched, in the API's error shape:
@@ -84,8 +85,8 @@ func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		WriteError(w, r, s.Logger, ApiError(CodeMethodNotAllow, "", fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)))
+		kit.WriteError(w, r, s.Logger, kit.ApiError(kit.CodeMethodNotAllow, "", fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)))
 		return
 	}
-	WriteError(w, r, s.Logger, core.Errorf(core.CodeNotFound, "", "no route %s %s", r.Method, r.URL.Path))
+	kit.WriteError(w, r, s.Logger, core.Errorf(core.CodeNotFound, "", "no route %s %s", r.Method, r.URL.Path))
 }

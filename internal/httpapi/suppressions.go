@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // suppressionView is the suppression object of /v1/suppressions.
@@ -20,7 +21,7 @@ type suppressionView struct {
 
 func viewSuppression(s *core.Suppression) suppressionView {
 	return suppressionView{ID: s.ID, Object: "suppression", Email: s.Address, Reason: s.Reason, Origin: s.Origin,
-		SendID: OptString(s.SendID), CreatedAt: RFC3339(s.CreatedAt)}
+		SendID: kit.OptString(s.SendID), CreatedAt: kit.RFC3339(s.CreatedAt)}
 }
 
 // handleAddSuppression is POST /v1/suppressions (admin): 201 with the new
@@ -30,7 +31,7 @@ func (s *Server) handleAddSuppression(ctx context.Context, tx core.Tx, key *core
 		Email  string `json:"email"`
 		Reason string `json:"reason"`
 	}
-	if err := DecodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return 0, nil, err
 	}
 	sup, created, err := s.Svc.AddManualSuppression(ctx, tx, key.Tenant, req.Email, req.Reason)
@@ -46,7 +47,7 @@ func (s *Server) handleAddSuppression(ctx context.Context, tx core.Tx, key *core
 // suppressionFilter reads ?limit, ?after, ?email and ?origin.
 func suppressionFilter(r *http.Request) (core.SuppressionFilter, error) {
 	q := r.URL.Query()
-	limit, err := ParseLimit(q.Get("limit"))
+	limit, err := kit.ParseLimit(q.Get("limit"))
 	if err != nil {
 		return core.SuppressionFilter{}, err
 	}
@@ -62,39 +63,39 @@ func suppressionFilter(r *http.Request) (core.SuppressionFilter, error) {
 func (s *Server) handleListSuppressions(w http.ResponseWriter, r *http.Request) {
 	f, err := suppressionFilter(r)
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	list, next, err := s.Reads.ListSuppressions(r.Context(), APIKeyFrom(r.Context()).Tenant, f)
+	list, next, err := s.Reads.ListSuppressions(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, f)
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := ListView[suppressionView]{Object: "list", Data: make([]suppressionView, 0, len(list)), Next: OptString(next)}
+	out := kit.ListView[suppressionView]{Object: "list", Data: make([]suppressionView, 0, len(list)), Next: kit.OptString(next)}
 	for _, sup := range list {
 		out.Data = append(out.Data, viewSuppression(sup))
 	}
-	WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleGetSuppression(w http.ResponseWriter, r *http.Request) {
-	sup, err := s.Reads.Suppression(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("email"))
+	sup, err := s.Reads.Suppression(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("email"))
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, viewSuppression(sup))
+	kit.WriteJSON(w, http.StatusOK, viewSuppression(sup))
 }
 
 // handleDeleteSuppression is DELETE /v1/suppressions/{email} (admin): the
 // removed entry; 404 when there was none.
 func (s *Server) handleDeleteSuppression(w http.ResponseWriter, r *http.Request) {
-	sup, err := s.Svc.RemoveSuppression(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("email"))
+	sup, err := s.Svc.RemoveSuppression(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("email"))
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, viewSuppression(sup))
+	kit.WriteJSON(w, http.StatusOK, viewSuppression(sup))
 }
 
 // unmatchedView is one unmatched inbound item; raw is at /raw.
@@ -112,22 +113,22 @@ type unmatchedView struct {
 // handleListUnmatched is GET /v1/inbound/unmatched (admin): inbound mail
 // the listener kept because it could not use it, newest first.
 func (s *Server) handleListUnmatched(w http.ResponseWriter, r *http.Request) {
-	limit, err := ParseLimit(r.URL.Query().Get("limit"))
+	limit, err := kit.ParseLimit(r.URL.Query().Get("limit"))
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	items, err := s.Reads.ListUnmatched(r.Context(), APIKeyFrom(r.Context()).Tenant, limit)
+	items, err := s.Reads.ListUnmatched(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, limit)
 	if err != nil {
-		WriteError(w, r, s.Logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := ListView[unmatchedView]{Object: "list", Data: make([]unmatchedView, 0, len(items))}
+	out := kit.ListView[unmatchedView]{Object: "list", Data: make([]unmatchedView, 0, len(items))}
 	for _, u := range items {
-		out.Data = append(out.Data, unmatchedView{ID: u.ID, Object: "inbound_unmatched", SendID: OptString(u.SendID),
-			MailFrom: u.MailFrom, RcptTo: u.RcptTo, Reason: u.Reason, Size: u.Size, ReceivedAt: RFC3339(u.ReceivedAt)})
+		out.Data = append(out.Data, unmatchedView{ID: u.ID, Object: "inbound_unmatched", SendID: kit.OptString(u.SendID),
+			MailFrom: u.MailFrom, RcptTo: u.RcptTo, Reason: u.Reason, Size: u.Size, ReceivedAt: kit.RFC3339(u.ReceivedAt)})
 	}
-	WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 // handleDestinations lists the mx destinations this process delivered
@@ -138,7 +139,7 @@ func (s *Server) handleListUnmatched(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleDestinations(w http.ResponseWriter, r *http.Request) {
 	var data any = []any{}
 	if s.Cfg.Destinations != nil {
-		data = s.Cfg.Destinations(APIKeyFrom(r.Context()).Tenant)
+		data = s.Cfg.Destinations(kit.APIKeyFrom(r.Context()).Tenant)
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	kit.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }

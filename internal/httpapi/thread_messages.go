@@ -8,6 +8,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // A thread's messages are read a page at a time and without bodies: a
@@ -22,7 +23,7 @@ func (s *Server) threadMessages(ctx context.Context, key *core.APIKey, t *core.T
 	q := r.URL.Query()
 	limit := app.MaxThreadPage
 	if q.Get("limit") != "" {
-		n, err := ParseLimit(q.Get("limit"))
+		n, err := kit.ParseLimit(q.Get("limit"))
 		if err != nil {
 			return nil, "", err
 		}
@@ -75,10 +76,10 @@ func (s *Server) threadMessage(ctx context.Context, key *core.APIKey, t *core.Th
 }
 
 func viewThreadSend(send *core.Send, full bool) inboxMessageView {
-	v := inboxMessageView{ID: send.ID, Direction: "outbound", From: send.From, To: NonNil(send.To),
-		Cc: NonNil(send.Cc), Bcc: []string{}, ReplyTo: NonNil(send.ReplyTo), Subject: send.Subject,
+	v := inboxMessageView{ID: send.ID, Direction: "outbound", From: send.From, To: kit.NonNil(send.To),
+		Cc: kit.NonNil(send.Cc), Bcc: []string{}, ReplyTo: kit.NonNil(send.ReplyTo), Subject: send.Subject,
 		MessageID: send.MessageID, Attachments: []resendInboundAttView{}, Read: true,
-		ReceivedAt: RFC3339(send.CreatedAt), Preview: app.Preview(send.Text, send.HTML)}
+		ReceivedAt: kit.RFC3339(send.CreatedAt), Preview: app.Preview(send.Text, send.HTML)}
 	if full {
 		v.HTML, v.Text = &send.HTML, &send.Text
 	}
@@ -89,7 +90,7 @@ func viewThreadReceived(m *core.ReceivedMessage, full bool) inboxMessageView {
 	rv := viewResendReceived(m)
 	v := inboxMessageView{ID: m.ID, Direction: "inbound", From: m.From, To: rv.To, Cc: rv.Cc,
 		Bcc: []string{}, ReplyTo: rv.ReplyTo, Subject: m.Subject, MessageID: m.MessageID,
-		Attachments: rv.Attachments, Read: m.Read, ReceivedAt: RFC3339(m.ReceivedAt), Preview: m.Preview}
+		Attachments: rv.Attachments, Read: m.Read, ReceivedAt: kit.RFC3339(m.ReceivedAt), Preview: m.Preview}
 	if full {
 		v.HTML, v.Text = &m.HTML, &m.Text
 	}
@@ -106,10 +107,10 @@ func (s *Server) handleResendThreadEmails(w http.ResponseWriter, r *http.Request
 		ms, next, err = s.threadMessages(r.Context(), key, t, r)
 	}
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, resendList[inboxMessageView]{Object: "list", HasMore: next != "", Data: ms})
+	kit.WriteJSON(w, http.StatusOK, resendList[inboxMessageView]{Object: "list", HasMore: next != "", Data: ms})
 }
 
 func (s *Server) handleResendThreadEmail(w http.ResponseWriter, r *http.Request) {
@@ -119,9 +120,9 @@ func (s *Server) handleResendThreadEmail(w http.ResponseWriter, r *http.Request)
 		m, err = s.threadMessage(r.Context(), key, t, r.PathValue("email"))
 	}
 	if err != nil {
-		WriteResendError(w, r, s.Logger, err)
+		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
 	s.AuditRead(r, key, m.ID)
-	WriteJSON(w, http.StatusOK, m)
+	kit.WriteJSON(w, http.StatusOK, m)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/webhook"
 )
 
@@ -29,8 +30,8 @@ type webhookView struct {
 }
 
 func viewWebhook(w *core.Webhook, secret string) webhookView {
-	return webhookView{ID: w.ID, Object: "webhook", Endpoint: w.Endpoint, Events: List(w.Events), Status: string(w.Status),
-		CreatedAt: RFC3339(w.CreatedAt), SigningSecret: secret, DisabledReason: w.DisabledReason}
+	return webhookView{ID: w.ID, Object: "webhook", Endpoint: w.Endpoint, Events: kit.List(w.Events), Status: string(w.Status),
+		CreatedAt: kit.RFC3339(w.CreatedAt), SigningSecret: secret, DisabledReason: w.DisabledReason}
 }
 
 type deliveryView struct {
@@ -47,8 +48,8 @@ type deliveryView struct {
 
 func viewDelivery(d *core.WebhookDelivery, withPayload bool) deliveryView {
 	typ, _ := core.WebhookType(d.Event)
-	v := deliveryView{ID: d.EventID, Object: "webhook_event", Type: typ, EmailID: d.SendID, CreatedAt: RFC3339(d.CreatedAt),
-		Status: string(d.Status), Attempts: d.Tries, NextAttemptAt: OptTime(d.NextAttemptAt)}
+	v := deliveryView{ID: d.EventID, Object: "webhook_event", Type: typ, EmailID: d.SendID, CreatedAt: kit.RFC3339(d.CreatedAt),
+		Status: string(d.Status), Attempts: d.Tries, NextAttemptAt: kit.OptTime(d.NextAttemptAt)}
 	if withPayload && d.Body != nil {
 		v.Payload = d.Body
 	}
@@ -75,9 +76,9 @@ type pageView[T any] struct {
 }
 
 func page[T any](data []T, more bool, id func(T) string) pageView[T] {
-	v := pageView[T]{Object: "list", Data: List(data), HasMore: more}
+	v := pageView[T]{Object: "list", Data: kit.List(data), HasMore: more}
 	if more && len(data) > 0 {
-		v.Next = OptString(id(data[len(data)-1]))
+		v.Next = kit.OptString(id(data[len(data)-1]))
 	}
 	return v
 }
@@ -85,13 +86,13 @@ func page[T any](data []T, more bool, id func(T) string) pageView[T] {
 // failFunc writes an error in a route style's shape.
 type failFunc func(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error)
 
-func (s *Server) handleCreateWebhook(status int) TxHandler {
-	return func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (WriteStep, error) {
+func (s *Server) handleCreateWebhook(status int) kit.TxHandler {
+	return func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (kit.WriteStep, error) {
 		var req struct {
 			Endpoint string   `json:"endpoint"`
 			Events   []string `json:"events"`
 		}
-		if err := DecodeStrict(body, &req); err != nil {
+		if err := kit.DecodeStrict(body, &req); err != nil {
 			return nil, err
 		}
 		hook, secret, err := s.Hooks.Prepare(ctx, key.Tenant, req.Endpoint, req.Events)
@@ -108,7 +109,7 @@ func (s *Server) handleCreateWebhook(status int) TxHandler {
 }
 
 func pageOf(r *http.Request) (core.WebhookPage, error) {
-	limit, err := ParseLimit(r.URL.Query().Get("limit"))
+	limit, err := kit.ParseLimit(r.URL.Query().Get("limit"))
 	return core.WebhookPage{Limit: limit, After: r.URL.Query().Get("after")}, err
 }
 
@@ -118,7 +119,7 @@ func (s *Server) handleListWebhooks(fail failFunc) http.HandlerFunc {
 		var hooks []*core.Webhook
 		more := false
 		if err == nil {
-			hooks, more, err = s.Reads.ListWebhooks(r.Context(), APIKeyFrom(r.Context()).Tenant, p)
+			hooks, more, err = s.Reads.ListWebhooks(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, p)
 		}
 		if err != nil {
 			fail(w, r, s.Logger, err)
@@ -128,18 +129,18 @@ func (s *Server) handleListWebhooks(fail failFunc) http.HandlerFunc {
 		for _, h := range hooks {
 			views = append(views, viewWebhook(h, ""))
 		}
-		WriteJSON(w, http.StatusOK, page(views, more, func(v webhookView) string { return v.ID }))
+		kit.WriteJSON(w, http.StatusOK, page(views, more, func(v webhookView) string { return v.ID }))
 	}
 }
 
 func (s *Server) handleGetWebhook(fail failFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		h, err := s.Reads.Webhook(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+		h, err := s.Reads.Webhook(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 		if err != nil {
 			fail(w, r, s.Logger, err)
 			return
 		}
-		WriteJSON(w, http.StatusOK, viewWebhook(h, ""))
+		kit.WriteJSON(w, http.StatusOK, viewWebhook(h, ""))
 	}
 }
 
@@ -152,7 +153,7 @@ func (s *Server) handleUpdateWebhook(fail failFunc) http.HandlerFunc {
 		}
 		body, err := s.ReadBody(w, r)
 		if err == nil {
-			err = DecodeStrict(body, &req)
+			err = kit.DecodeStrict(body, &req)
 		}
 		p := webhook.Patch{Endpoint: req.Endpoint, Events: req.Events, Status: req.Status}
 		if err == nil {
@@ -160,24 +161,24 @@ func (s *Server) handleUpdateWebhook(fail failFunc) http.HandlerFunc {
 		}
 		var h *core.Webhook
 		if err == nil {
-			h, err = s.Hooks.Update(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"), p)
+			h, err = s.Hooks.Update(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"), p)
 		}
 		if err != nil {
 			fail(w, r, s.Logger, err)
 			return
 		}
-		WriteJSON(w, http.StatusOK, viewWebhook(h, ""))
+		kit.WriteJSON(w, http.StatusOK, viewWebhook(h, ""))
 	}
 }
 
 func (s *Server) handleDeleteWebhook(fail failFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
-		if err := s.Hooks.Delete(r.Context(), APIKeyFrom(r.Context()).Tenant, id); err != nil {
+		if err := s.Hooks.Delete(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, id); err != nil {
 			fail(w, r, s.Logger, err)
 			return
 		}
-		WriteJSON(w, http.StatusOK, resendDeleted{Object: "webhook", ID: id, Deleted: true})
+		kit.WriteJSON(w, http.StatusOK, resendDeleted{Object: "webhook", ID: id, Deleted: true})
 	}
 }
 
@@ -195,7 +196,7 @@ func (s *Server) handleListDeliveries(fail failFunc) http.HandlerFunc {
 		var ds []*core.WebhookDelivery
 		more := false
 		if err == nil {
-			ds, more, err = s.Reads.ListWebhookDeliveries(r.Context(), APIKeyFrom(r.Context()).Tenant, r.PathValue("id"), p)
+			ds, more, err = s.Reads.ListWebhookDeliveries(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"), p)
 		}
 		if err != nil {
 			fail(w, r, s.Logger, err)
@@ -205,14 +206,14 @@ func (s *Server) handleListDeliveries(fail failFunc) http.HandlerFunc {
 		for _, d := range ds {
 			views = append(views, viewDelivery(d, false))
 		}
-		WriteJSON(w, http.StatusOK, page(views, more, func(v deliveryView) string { return v.ID }))
+		kit.WriteJSON(w, http.StatusOK, page(views, more, func(v deliveryView) string { return v.ID }))
 	}
 }
 
 // deliveryRef is the delivery a …/webhooks/{id}/events/{event_id}
 // route names, of the caller's tenant.
 func deliveryRef(r *http.Request) core.WebhookDeliveryRef {
-	return core.WebhookDeliveryRef{Tenant: APIKeyFrom(r.Context()).Tenant, WebhookID: r.PathValue("id"), EventID: r.PathValue("event_id")}
+	return core.WebhookDeliveryRef{Tenant: kit.APIKeyFrom(r.Context()).Tenant, WebhookID: r.PathValue("id"), EventID: r.PathValue("event_id")}
 }
 
 func (s *Server) handleGetDelivery(fail failFunc) http.HandlerFunc {
@@ -222,7 +223,7 @@ func (s *Server) handleGetDelivery(fail failFunc) http.HandlerFunc {
 			fail(w, r, s.Logger, err)
 			return
 		}
-		WriteJSON(w, http.StatusOK, viewDelivery(d, true))
+		kit.WriteJSON(w, http.StatusOK, viewDelivery(d, true))
 	}
 }
 
@@ -239,12 +240,12 @@ func (s *Server) handleListAttempts(fail failFunc) http.HandlerFunc {
 			return
 		}
 		views := make([]attemptView, 0, len(as))
-		admin := APIKeyFrom(r.Context()).Has(core.ScopeAdmin)
+		admin := kit.APIKeyFrom(r.Context()).Has(core.ScopeAdmin)
 		for _, a := range as {
 			views = append(views, attemptView{ID: a.ID, Object: "webhook_attempt", HTTPStatusCode: a.HTTPStatus, Response: attemptResponse(a, admin),
-				Error: a.Error, SentAt: RFC3339(a.At), DurationMS: a.Duration.Milliseconds()})
+				Error: a.Error, SentAt: kit.RFC3339(a.At), DurationMS: a.Duration.Milliseconds()})
 		}
-		WriteJSON(w, http.StatusOK, page(views, more, func(v attemptView) string { return v.ID }))
+		kit.WriteJSON(w, http.StatusOK, page(views, more, func(v attemptView) string { return v.ID }))
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/sendonce/sendonce/internal/dashboard"
 	"github.com/sendonce/sendonce/internal/delivery"
 	"github.com/sendonce/sendonce/internal/httpapi"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/inbound"
 	"github.com/sendonce/sendonce/internal/lifecycle"
 	"github.com/sendonce/sendonce/internal/metrics"
@@ -210,7 +211,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		Destinations: func(tenant string) []dashboard.Destination {
 			return dashboardDestinations(d.TenantDestinations(tenant))
 		}})
-	h := httpapi.NewServer(svc, m, httpapi.Config{
+	h := httpapi.NewServer(svc, m, kit.Config{
 		Version:               cmp.Or(cfg.Version, "dev"),
 		Reads:                 store,
 		Webhooks:              hooks,
@@ -225,7 +226,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxInflightBytes: cfg.MaxInflightBytes, InflightWait: cfg.InflightWait,
 		TracerProvider: cfg.TracerProvider,
 	}, logger)
-	ops := httpapi.NewOps(svc, m, httpapi.Config{Version: cmp.Or(cfg.Version, "dev"), Reads: store, Idempotency: idem, Ready: ready.check}, logger)
+	ops := httpapi.NewOps(svc, m, kit.Config{Version: cmp.Or(cfg.Version, "dev"), Reads: store, Idempotency: idem, Ready: ready.check}, logger)
 	sc := cfg.SMTP
 	sc.Idempotency = idem
 	sub := submission.New(svc, m, sc, logger)

@@ -1,4 +1,4 @@
-package httpapi
+package kit
 
 import (
 	"context"
@@ -57,3 +57,8 @@ func AnswerSend(send *core.Send, err error, view func(*core.Send) any) (int, any
 
 // nativeSendView is the native API's answer to a change: the send object.
 func NativeSendView(send *core.Send) any { return ViewSend(send) }
+
+const (
+	defaultListLimit = 20
+	maxListLimit     = 100
+)

@@ -1,4 +1,4 @@
-package httpapi
+package kit
 
 import (
 	"encoding/json"
@@ -130,18 +130,17 @@ func (s *Base) conflict(reason string) {
 	}
 }
 
-// sender is a response value that names the sends it created.
-type Sender interface{ createdSendIDs() []string }
+// Sender is a response value that names the sends it created.
+type Sender interface{ CreatedSendIDs() []string }
 
 func sendIDsOf(v any) []string {
 	if s, ok := v.(Sender); ok {
-		return s.createdSendIDs()
+		return s.CreatedSendIDs()
 	}
 	return nil
 }
 
-func (v *SendView) createdSendIDs() []string { return []string{v.ID} }
-func (v resendID) createdSendIDs() []string  { return []string{v.ID} }
+func (v *SendView) CreatedSendIDs() []string { return []string{v.ID} }
 
 // withAnswer fills a replay's send ids and error from its stored bytes.
 func (res Result) withAnswer() Result {
