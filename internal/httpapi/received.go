@@ -54,7 +54,7 @@ func (s *Server) handleGetReceivedAttachment(w http.ResponseWriter, r *http.Requ
 }
 
 func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
-	f, err := threadFilter(r, r.URL.Query().Get("mailbox_id"))
+	f, err := kit.ThreadFilter(r, r.URL.Query().Get("mailbox_id"))
 	f.After = r.URL.Query().Get("cursor")
 	var ts []*core.Thread
 	var more bool
@@ -79,19 +79,19 @@ func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
 // bodies); next_cursor reads the next page (?cursor=).
 type threadDetail struct {
 	kit.ThreadView
-	Messages   []inboxMessageView `json:"messages"`
-	NextCursor string             `json:"next_cursor,omitempty"`
+	Messages   []kit.InboxMessageView `json:"messages"`
+	NextCursor string                 `json:"next_cursor,omitempty"`
 }
 
 func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
 	key := kit.APIKeyFrom(r.Context())
 	t, err := s.Svc.Thread(r.Context(), key, r.PathValue("id"))
 	var (
-		ms   []inboxMessageView
+		ms   []kit.InboxMessageView
 		next string
 	)
 	if err == nil {
-		ms, next, err = s.threadMessages(r.Context(), key, t, r)
+		ms, next, err = s.ThreadMessages(r.Context(), key, t, r)
 	}
 	if err != nil {
 		kit.WriteError(w, r, s.Logger, err)

@@ -161,7 +161,7 @@ func (s *Server) handleResendListDomains(w http.ResponseWriter, r *http.Request)
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	out := resendList[resendDomainView]{Object: "list", Data: []resendDomainView{}}
+	out := kit.ResendList[resendDomainView]{Object: "list", Data: []resendDomainView{}}
 	for _, d := range ds {
 		v, _ := viewResendDomain(d, false) // without records it cannot fail
 		out.Data = append(out.Data, v)
@@ -212,7 +212,7 @@ func (s *Server) handleResendRemoveDomain(w http.ResponseWriter, r *http.Request
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	kit.WriteJSON(w, http.StatusOK, resendDeleted{Object: "domain", ID: d.Domain, Deleted: true})
+	kit.WriteJSON(w, http.StatusOK, kit.ResendDeleted{Object: "domain", ID: d.Domain, Deleted: true})
 }
 
 // handleResendVerifyDomain runs the DNS check (through the server's

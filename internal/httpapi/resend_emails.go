@@ -310,7 +310,7 @@ func (s *Server) handleResendList(w http.ResponseWriter, r *http.Request) {
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	out := resendList[resendEmailView]{Object: "list", HasMore: next != "", Data: make([]resendEmailView, 0, len(sends))}
+	out := kit.ResendList[resendEmailView]{Object: "list", HasMore: next != "", Data: make([]resendEmailView, 0, len(sends))}
 	for _, sd := range sends {
 		out.Data = append(out.Data, viewResendEmail(sd))
 	}

@@ -97,7 +97,7 @@ func (s *Server) handleResendListInboxes(w http.ResponseWriter, r *http.Request)
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	out := resendList[resendInboxView]{Object: "list", Data: []resendInboxView{}}
+	out := kit.ResendList[resendInboxView]{Object: "list", Data: []resendInboxView{}}
 	for i := range ins {
 		v, err := s.viewInbox(r.Context(), key, &ins[i])
 		if err != nil {
@@ -168,5 +168,5 @@ func (s *Server) handleResendRemoveInbox(w http.ResponseWriter, r *http.Request)
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	kit.WriteJSON(w, http.StatusOK, resendDeleted{Object: "inbox", ID: in.Mailbox.ID, Deleted: true})
+	kit.WriteJSON(w, http.StatusOK, kit.ResendDeleted{Object: "inbox", ID: in.Mailbox.ID, Deleted: true})
 }

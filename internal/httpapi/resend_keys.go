@@ -112,7 +112,7 @@ func (s *Server) handleResendListKeys(w http.ResponseWriter, r *http.Request) {
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	out := resendList[resendKeyView]{Object: "list", Data: []resendKeyView{}}
+	out := kit.ResendList[resendKeyView]{Object: "list", Data: []resendKeyView{}}
 	for _, k := range ks {
 		out.Data = append(out.Data, resendKeyView{ID: k.ID, Name: k.Name, CreatedAt: kit.RFC3339(k.CreatedAt)})
 	}
@@ -125,5 +125,5 @@ func (s *Server) handleResendRemoveKey(w http.ResponseWriter, r *http.Request) {
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	kit.WriteJSON(w, http.StatusOK, resendDeleted{Object: "api_key", ID: id, Deleted: true})
+	kit.WriteJSON(w, http.StatusOK, kit.ResendDeleted{Object: "api_key", ID: id, Deleted: true})
 }

@@ -13,52 +13,6 @@ import (
 // Resend's receiving routes (docs/receiving.md): received messages as
 // Resend's SDK reads them (emails.receiving.*).
 
-type resendReceivedView struct {
-	Object      string                 `json:"object"`
-	ID          string                 `json:"id"`
-	To          []string               `json:"to"`
-	From        string                 `json:"from"`
-	CreatedAt   string                 `json:"created_at"`
-	Subject     string                 `json:"subject"`
-	Bcc         []string               `json:"bcc"`
-	Cc          []string               `json:"cc"`
-	ReplyTo     []string               `json:"reply_to"`
-	ReceivedFor []string               `json:"received_for"`
-	HTML        *string                `json:"html,omitempty"`
-	Text        *string                `json:"text,omitempty"`
-	Headers     map[string]string      `json:"headers,omitempty"`
-	MessageID   string                 `json:"message_id"`
-	Raw         *resendDownload        `json:"raw,omitempty"`
-	Attachments []resendInboundAttView `json:"attachments"`
-}
-
-type resendDownload struct {
-	DownloadURL string `json:"download_url"`
-	ExpiresAt   string `json:"expires_at"`
-}
-
-type resendInboundAttView struct {
-	ID                 string `json:"id"`
-	Filename           string `json:"filename"`
-	Size               int    `json:"size"`
-	ContentType        string `json:"content_type"`
-	ContentID          string `json:"content_id"`
-	ContentDisposition string `json:"content_disposition"`
-	DownloadURL        string `json:"download_url,omitempty"`
-	ExpiresAt          string `json:"expires_at,omitempty"`
-}
-
-func viewResendReceived(m *core.ReceivedMessage) resendReceivedView {
-	v := resendReceivedView{Object: "email", ID: m.ID, To: kit.NonNil(m.To), From: m.From, CreatedAt: kit.RFC3339(m.ReceivedAt),
-		Subject: m.Subject, Bcc: []string{}, Cc: kit.NonNil(m.Cc), ReplyTo: kit.NonNil(m.ReplyTo), ReceivedFor: kit.NonNil(m.RcptTo),
-		MessageID: m.MessageID, Attachments: []resendInboundAttView{}}
-	for _, a := range m.Attachments {
-		v.Attachments = append(v.Attachments, resendInboundAttView{ID: a.ID, Filename: a.Filename, Size: a.Size,
-			ContentType: a.ContentType, ContentID: a.ContentID, ContentDisposition: a.Disposition})
-	}
-	return v
-}
-
 func (s *Server) handleResendListReceiving(w http.ResponseWriter, r *http.Request) {
 	key := kit.APIKeyFrom(r.Context())
 	limit, err := kit.ParseLimit(r.URL.Query().Get("limit"))
@@ -71,9 +25,9 @@ func (s *Server) handleResendListReceiving(w http.ResponseWriter, r *http.Reques
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	out := resendList[resendReceivedView]{Object: "list", HasMore: more, Data: make([]resendReceivedView, 0, len(ms))}
+	out := kit.ResendList[kit.ResendReceivedView]{Object: "list", HasMore: more, Data: make([]kit.ResendReceivedView, 0, len(ms))}
 	for _, m := range ms {
-		out.Data = append(out.Data, viewResendReceived(m))
+		out.Data = append(out.Data, kit.ViewResendReceived(m))
 	}
 	kit.WriteJSON(w, http.StatusOK, out)
 }
@@ -85,7 +39,7 @@ func (s *Server) handleResendGetReceiving(w http.ResponseWriter, r *http.Request
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	v := viewResendReceived(m)
+	v := kit.ViewResendReceived(m)
 	v.Text, v.HTML = &m.Text, &m.HTML
 	v.Headers = map[string]string{}
 	for _, h := range m.Headers {
@@ -98,7 +52,7 @@ func (s *Server) handleResendGetReceiving(w http.ResponseWriter, r *http.Request
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	v.Raw = &resendDownload{DownloadURL: u, ExpiresAt: kit.RFC3339(exp)}
+	v.Raw = &kit.ResendDownload{DownloadURL: u, ExpiresAt: kit.RFC3339(exp)}
 	s.AuditRead(r, key, m.ID)
 	kit.WriteJSON(w, http.StatusOK, v)
 }
@@ -110,8 +64,8 @@ func (s *Server) handleResendReceivingAttachments(w http.ResponseWriter, r *http
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	out := resendList[resendInboundAttView]{Object: "list", Data: []resendInboundAttView{}}
-	for _, a := range viewResendReceived(m).Attachments {
+	out := kit.ResendList[kit.ResendInboundAttView]{Object: "list", Data: []kit.ResendInboundAttView{}}
+	for _, a := range kit.ViewResendReceived(m).Attachments {
 		if a.DownloadURL, a.ExpiresAt, err = s.attachmentURL(r, m, a.ID); err != nil {
 			kit.WriteResendError(w, r, s.Logger, err)
 			return
@@ -128,7 +82,7 @@ func (s *Server) handleResendReceivingAttachment(w http.ResponseWriter, r *http.
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	for _, a := range viewResendReceived(m).Attachments {
+	for _, a := range kit.ViewResendReceived(m).Attachments {
 		if a.ID != r.PathValue("attachment") {
 			continue
 		}
@@ -138,7 +92,7 @@ func (s *Server) handleResendReceivingAttachment(w http.ResponseWriter, r *http.
 		}
 		kit.WriteJSON(w, http.StatusOK, struct {
 			Object string `json:"object"`
-			resendInboundAttView
+			kit.ResendInboundAttView
 		}{"attachment", a})
 		return
 	}

@@ -77,15 +77,15 @@ func (s *Server) handleResendBatchRemoveSuppressions(ctx context.Context, tx cor
 		return 0, nil, core.Errorf(core.CodeValidation, "emails", "give emails or ids: 1 to %d of them", maxSuppressionBatch)
 	}
 	out := struct {
-		Data []resendDeleted `json:"data"`
-	}{Data: []resendDeleted{}}
+		Data []kit.ResendDeleted `json:"data"`
+	}{Data: []kit.ResendDeleted{}}
 	for _, it := range items {
 		sup, err := s.Svc.RemoveSuppressionTx(ctx, tx, key.Tenant, it)
 		switch {
 		case err == nil:
-			out.Data = append(out.Data, resendDeleted{Object: "suppression", ID: sup.ID, Deleted: true})
+			out.Data = append(out.Data, kit.ResendDeleted{Object: "suppression", ID: sup.ID, Deleted: true})
 		case core.ErrorCode(err) == core.CodeNotFound:
-			out.Data = append(out.Data, resendDeleted{Object: "suppression", ID: it, Deleted: false})
+			out.Data = append(out.Data, kit.ResendDeleted{Object: "suppression", ID: it, Deleted: false})
 		default:
 			return 0, nil, err
 		}
@@ -104,7 +104,7 @@ func (s *Server) handleResendListSuppressions(w http.ResponseWriter, r *http.Req
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	out := resendList[resendSuppression]{Object: "list", HasMore: next != "", Data: make([]resendSuppression, 0, len(list))}
+	out := kit.ResendList[resendSuppression]{Object: "list", HasMore: next != "", Data: make([]resendSuppression, 0, len(list))}
 	for _, sup := range list {
 		out.Data = append(out.Data, viewResendSuppression(sup, ""))
 	}
@@ -126,5 +126,5 @@ func (s *Server) handleResendRemoveSuppression(w http.ResponseWriter, r *http.Re
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	kit.WriteJSON(w, http.StatusOK, resendDeleted{Object: "suppression", ID: sup.ID, Deleted: true})
+	kit.WriteJSON(w, http.StatusOK, kit.ResendDeleted{Object: "suppression", ID: sup.ID, Deleted: true})
 }

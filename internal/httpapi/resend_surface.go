@@ -70,23 +70,8 @@ func (s *Server) resendOpts(o kit.PostOpts) kit.PostOpts {
 	return o
 }
 
-// resendList is Resend's list object. Emails and suppressions page
-// (has_more); the other lists answer every item at once, so has_more is
-// false and the pagination parameters change nothing.
-type resendList[T any] struct {
-	Object  string `json:"object"`
-	HasMore bool   `json:"has_more"`
-	Data    []T    `json:"data"`
-}
-
 // resendRef is the {"object","id"} answer of Resend's updates and actions.
 type resendRef struct {
 	Object string `json:"object"`
 	ID     string `json:"id"`
-}
-
-type resendDeleted struct {
-	Object  string `json:"object"`
-	ID      string `json:"id"`
-	Deleted bool   `json:"deleted"`
 }

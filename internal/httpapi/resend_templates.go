@@ -259,7 +259,7 @@ func (s *Server) handleResendListTemplates(w http.ResponseWriter, r *http.Reques
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	out := resendList[resendTemplateItem]{Object: "list", Data: []resendTemplateItem{}}
+	out := kit.ResendList[resendTemplateItem]{Object: "list", Data: []resendTemplateItem{}}
 	for _, t := range ts {
 		v := viewResendTemplate(t)
 		out.Data = append(out.Data, resendTemplateItem{ID: v.ID, Name: v.Name, Status: v.Status, PublishedAt: v.PublishedAt,
@@ -326,7 +326,7 @@ func (s *Server) handleResendRemoveTemplate(w http.ResponseWriter, r *http.Reque
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	kit.WriteJSON(w, http.StatusOK, resendDeleted{Object: "template", ID: t.ID, Deleted: true})
+	kit.WriteJSON(w, http.StatusOK, kit.ResendDeleted{Object: "template", ID: t.ID, Deleted: true})
 }
 
 // handleResendPublishTemplate marks the template published. Its content

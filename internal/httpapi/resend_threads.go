@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/sendonce/sendonce/internal/app"
@@ -11,35 +10,11 @@ import (
 	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
-// threadFilter reads the list and search parameters of the thread routes.
-func threadFilter(r *http.Request, mailboxID string) (core.ThreadFilter, error) {
-	q := r.URL.Query()
-	limit, err := kit.ParseLimit(q.Get("limit"))
-	if err != nil {
-		return core.ThreadFilter{}, err
-	}
-	f := core.ThreadFilter{Limit: limit, After: q.Get("after"), Query: q.Get("query"), Label: q.Get("labels")}
-	if mailboxID != "" {
-		f.MailboxIDs = []string{mailboxID}
-	}
-	for _, v := range q["folders"] {
-		f.Folders = append(f.Folders, strings.Split(v, ",")...)
-	}
-	if v := q.Get("read"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return f, core.Errorf(core.CodeValidation, "read", "read must be true or false")
-		}
-		f.Read = &b
-	}
-	return f, nil
-}
-
 func (s *Server) handleResendListThreads(w http.ResponseWriter, r *http.Request) {
 	key, in, err := s.inbox(r)
 	var f core.ThreadFilter
 	if err == nil {
-		f, err = threadFilter(r, in.Mailbox.ID)
+		f, err = kit.ThreadFilter(r, in.Mailbox.ID)
 	}
 	var ts []*core.Thread
 	var more bool
@@ -50,7 +25,7 @@ func (s *Server) handleResendListThreads(w http.ResponseWriter, r *http.Request)
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	out := resendList[kit.ThreadView]{Object: "list", HasMore: more, Data: make([]kit.ThreadView, 0, len(ts))}
+	out := kit.ResendList[kit.ThreadView]{Object: "list", HasMore: more, Data: make([]kit.ThreadView, 0, len(ts))}
 	for _, t := range ts {
 		out.Data = append(out.Data, kit.ViewThread(t))
 	}
@@ -114,29 +89,7 @@ func (s *Server) handleResendRemoveThread(w http.ResponseWriter, r *http.Request
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	kit.WriteJSON(w, http.StatusOK, resendDeleted{Object: "inbox_thread", ID: t.ID, Deleted: true})
-}
-
-// inboxMessageView is Resend's InboxMessage: a received message or a
-// send of the thread.
-type inboxMessageView struct {
-	ID          string                 `json:"id"`
-	Direction   string                 `json:"direction"`
-	From        string                 `json:"from"`
-	To          []string               `json:"to"`
-	Cc          []string               `json:"cc"`
-	Bcc         []string               `json:"bcc"`
-	ReplyTo     []string               `json:"reply_to"`
-	Subject     string                 `json:"subject"`
-	MessageID   string                 `json:"message_id"`
-	HTML        *string                `json:"html"`
-	Text        *string                `json:"text"`
-	Attachments []resendInboundAttView `json:"attachments"`
-	Read        bool                   `json:"read"`
-	ReceivedAt  string                 `json:"received_at"`
-	// Preview is the start of the text: a page of a thread carries it
-	// instead of the bodies (null there), which one message's read has.
-	Preview string `json:"preview"`
+	kit.WriteJSON(w, http.StatusOK, kit.ResendDeleted{Object: "inbox_thread", ID: t.ID, Deleted: true})
 }
 
 // resendReplyBody is the body of …/emails/{email}/reply and /forward.

@@ -178,7 +178,7 @@ func (s *Server) handleDeleteWebhook(fail failFunc) http.HandlerFunc {
 			fail(w, r, s.Logger, err)
 			return
 		}
-		kit.WriteJSON(w, http.StatusOK, resendDeleted{Object: "webhook", ID: id, Deleted: true})
+		kit.WriteJSON(w, http.StatusOK, kit.ResendDeleted{Object: "webhook", ID: id, Deleted: true})
 	}
 }
 
