@@ -44,24 +44,8 @@ func (s *Server) handleAddSuppression(ctx context.Context, tx core.Tx, key *core
 	return http.StatusOK, viewSuppression(sup), nil
 }
 
-// suppressionFilter reads ?limit, ?after, ?email and ?origin.
-func suppressionFilter(r *http.Request) (core.SuppressionFilter, error) {
-	q := r.URL.Query()
-	limit, err := kit.ParseLimit(q.Get("limit"))
-	if err != nil {
-		return core.SuppressionFilter{}, err
-	}
-	f := core.SuppressionFilter{Email: q.Get("email"), Origin: q.Get("origin"), Limit: limit, After: q.Get("after")}
-	switch f.Origin {
-	case "", core.SuppressionBounce, core.SuppressionComplaint, core.SuppressionManual, core.SuppressionUnsubscribe:
-	default:
-		return f, core.Errorf(core.CodeValidation, "origin", "origin must be bounce, complaint, manual or unsubscribe")
-	}
-	return f, nil
-}
-
 func (s *Server) handleListSuppressions(w http.ResponseWriter, r *http.Request) {
-	f, err := suppressionFilter(r)
+	f, err := kit.SuppressionFilter(r)
 	if err != nil {
 		kit.WriteError(w, r, s.Logger, err)
 		return

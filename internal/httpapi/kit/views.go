@@ -1,6 +1,7 @@
 package kit
 
 import (
+	"net/http"
 	"net/mail"
 	"time"
 
@@ -216,4 +217,20 @@ func ViewInbox(m *core.InboxMessage, withRaw bool) InboxView {
 		v.Raw = &raw
 	}
 	return v
+}
+
+// SuppressionFilter reads ?limit, ?after, ?email and ?origin.
+func SuppressionFilter(r *http.Request) (core.SuppressionFilter, error) {
+	q := r.URL.Query()
+	limit, err := ParseLimit(q.Get("limit"))
+	if err != nil {
+		return core.SuppressionFilter{}, err
+	}
+	f := core.SuppressionFilter{Email: q.Get("email"), Origin: q.Get("origin"), Limit: limit, After: q.Get("after")}
+	switch f.Origin {
+	case "", core.SuppressionBounce, core.SuppressionComplaint, core.SuppressionManual, core.SuppressionUnsubscribe:
+	default:
+		return f, core.Errorf(core.CodeValidation, "origin", "origin must be bounce, complaint, manual or unsubscribe")
+	}
+	return f, nil
 }

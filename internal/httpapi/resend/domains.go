@@ -1,4 +1,4 @@
-package httpapi
+package resend
 
 import (
 	"context"
@@ -118,7 +118,7 @@ func (o *resendDomainOptions) check() error {
 
 // handleResendCreateDomain generates the DKIM key before the transaction
 // (see app.PrepareDomain); the write step only inserts it.
-func (s *Server) handleResendCreateDomain(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (kit.WriteStep, error) {
+func (s *API) CreateDomain(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (kit.WriteStep, error) {
 	var req struct {
 		Name string `json:"name"`
 		resendDomainOptions
@@ -155,7 +155,7 @@ func renameParam(err error, native, resend string) error {
 	return err
 }
 
-func (s *Server) handleResendListDomains(w http.ResponseWriter, r *http.Request) {
+func (s *API) ListDomains(w http.ResponseWriter, r *http.Request) {
 	ds, err := s.Svc.ListDomains(r.Context(), kit.APIKeyFrom(r.Context()).Tenant)
 	if err != nil {
 		kit.WriteResendError(w, r, s.Logger, err)
@@ -169,7 +169,7 @@ func (s *Server) handleResendListDomains(w http.ResponseWriter, r *http.Request)
 	kit.WriteJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) handleResendGetDomain(w http.ResponseWriter, r *http.Request) {
+func (s *API) GetDomain(w http.ResponseWriter, r *http.Request) {
 	d, err := s.Svc.Domain(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err == nil {
 		var v resendDomainView
@@ -183,7 +183,7 @@ func (s *Server) handleResendGetDomain(w http.ResponseWriter, r *http.Request) {
 
 // handleResendUpdateDomain stores nothing: every setting Resend's update
 // takes is one sendonce does not have, accepted only at its off value.
-func (s *Server) handleResendUpdateDomain(w http.ResponseWriter, r *http.Request) {
+func (s *API) UpdateDomain(w http.ResponseWriter, r *http.Request) {
 	var req resendDomainOptions
 	body, err := s.ReadBody(w, r)
 	if err == nil {
@@ -203,7 +203,7 @@ func (s *Server) handleResendUpdateDomain(w http.ResponseWriter, r *http.Request
 	kit.WriteJSON(w, http.StatusOK, resendRef{Object: "domain", ID: d.Domain})
 }
 
-func (s *Server) handleResendRemoveDomain(w http.ResponseWriter, r *http.Request) {
+func (s *API) RemoveDomain(w http.ResponseWriter, r *http.Request) {
 	d, err := s.Svc.Domain(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err == nil {
 		err = s.Svc.RemoveDomain(r.Context(), d.Tenant, d.Domain)
@@ -220,7 +220,7 @@ func (s *Server) handleResendRemoveDomain(w http.ResponseWriter, r *http.Request
 // status it gives in it.
 // Resend verifies in the background; sendonce answers when the check is
 // done, so "pending" is seen only by readers while one runs.
-func (s *Server) handleResendVerifyDomain(ctx context.Context, key *core.APIKey, r *http.Request, _ []byte, _ string) (kit.WriteStep, error) {
+func (s *API) VerifyDomain(ctx context.Context, key *core.APIKey, r *http.Request, _ []byte, _ string) (kit.WriteStep, error) {
 	d, err := s.Svc.Domain(ctx, key.Tenant, r.PathValue("id"))
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package httpapi
+package resend
 
 import (
 	"context"
@@ -48,7 +48,7 @@ type resendEmail struct {
 }
 
 // prepareResend validates one email and renders it into a send.
-func (s *Server) prepareResend(ctx context.Context, key *core.APIKey, e *resendEmail, idemKey string) (*core.Send, error) {
+func (s *API) prepareResend(ctx context.Context, key *core.APIKey, e *resendEmail, idemKey string) (*core.Send, error) {
 	if e.Template != nil {
 		if err := s.applyTemplateDefaults(ctx, key.Tenant, e); err != nil {
 			return nil, err
@@ -113,7 +113,7 @@ type resendID struct {
 // CreatedSendIDs names the send an answer created (kit.Sender).
 func (v resendID) CreatedSendIDs() []string { return []string{v.ID} }
 
-func (s *Server) handleResendSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
+func (s *API) Send(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
 	var e resendEmail
 	if err := kit.DecodeStrict(body, &e); err != nil {
 		return nil, err
@@ -135,7 +135,7 @@ func (s *Server) handleResendSend(ctx context.Context, key *core.APIKey, r *http
 // all or none; permissive accepts the valid ones and reports the others
 // by index. As on Resend, a batch carries no attachments and no
 // scheduled_at.
-func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
+func (s *API) Batch(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
 	mode := r.Header.Get("X-Batch-Validation")
 	switch mode {
 	case "", "strict", "permissive":
@@ -182,7 +182,7 @@ func (s *Server) handleResendBatch(ctx context.Context, key *core.APIKey, r *htt
 }
 
 // prepareBatched is prepareResend for one email of a batch.
-func (s *Server) prepareBatched(ctx context.Context, key *core.APIKey, e *resendEmail, idemKey string) (*core.Send, error) {
+func (s *API) prepareBatched(ctx context.Context, key *core.APIKey, e *resendEmail, idemKey string) (*core.Send, error) {
 	if len(e.Attachments) > 0 {
 		return nil, core.Errorf(core.CodeValidation, "attachments", "attachments are not supported in a batch (as on Resend): send the email on its own")
 	}
@@ -242,7 +242,7 @@ func resendEvent(st core.Status) string {
 	return string(st)
 }
 
-func (s *Server) handleResendGet(w http.ResponseWriter, r *http.Request) {
+func (s *API) Get(w http.ResponseWriter, r *http.Request) {
 	send, err := s.Reads.Send(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
 		kit.WriteResendError(w, r, s.Logger, err)
@@ -275,12 +275,12 @@ type resendEmailRef struct {
 	ID     string `json:"id"`
 }
 
-func (s *Server) handleResendUpdate(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+func (s *API) Update(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
 	send, err := s.Reschedule(ctx, tx, key, r, body)
 	return kit.AnswerSend(send, err, resendRefView)
 }
 
-func (s *Server) handleResendCancel(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
+func (s *API) Cancel(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
 	send, err := s.Svc.Cancel(ctx, tx, key, r.PathValue("id"))
 	return kit.AnswerSend(send, err, resendRefView)
 }
@@ -289,7 +289,7 @@ func (s *Server) handleResendCancel(ctx context.Context, tx core.Tx, key *core.A
 func resendRefView(send *core.Send) any { return resendEmailRef{Object: "email", ID: send.ID} }
 
 // handleResendList is GET /emails: newest first, after or before an id.
-func (s *Server) handleResendList(w http.ResponseWriter, r *http.Request) {
+func (s *API) List(w http.ResponseWriter, r *http.Request) {
 	key := kit.APIKeyFrom(r.Context())
 	q := r.URL.Query()
 	limit, err := kit.ParseLimit(q.Get("limit"))

@@ -1,4 +1,4 @@
-package httpapi
+package resend
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 // Resend's receiving routes (docs/receiving.md): received messages as
 // Resend's SDK reads them (emails.receiving.*).
 
-func (s *Server) handleResendListReceiving(w http.ResponseWriter, r *http.Request) {
+func (s *API) ListReceiving(w http.ResponseWriter, r *http.Request) {
 	key := kit.APIKeyFrom(r.Context())
 	limit, err := kit.ParseLimit(r.URL.Query().Get("limit"))
 	if err != nil {
@@ -32,7 +32,7 @@ func (s *Server) handleResendListReceiving(w http.ResponseWriter, r *http.Reques
 	kit.WriteJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) handleResendGetReceiving(w http.ResponseWriter, r *http.Request) {
+func (s *API) GetReceiving(w http.ResponseWriter, r *http.Request) {
 	key := kit.APIKeyFrom(r.Context())
 	m, err := s.Svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
 	if err != nil {
@@ -57,7 +57,7 @@ func (s *Server) handleResendGetReceiving(w http.ResponseWriter, r *http.Request
 	kit.WriteJSON(w, http.StatusOK, v)
 }
 
-func (s *Server) handleResendReceivingAttachments(w http.ResponseWriter, r *http.Request) {
+func (s *API) ReceivingAttachments(w http.ResponseWriter, r *http.Request) {
 	key := kit.APIKeyFrom(r.Context())
 	m, err := s.Svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
 	if err != nil {
@@ -75,7 +75,7 @@ func (s *Server) handleResendReceivingAttachments(w http.ResponseWriter, r *http
 	kit.WriteJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) handleResendReceivingAttachment(w http.ResponseWriter, r *http.Request) {
+func (s *API) ReceivingAttachment(w http.ResponseWriter, r *http.Request) {
 	key := kit.APIKeyFrom(r.Context())
 	m, err := s.Svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
 	if err != nil {
@@ -99,7 +99,7 @@ func (s *Server) handleResendReceivingAttachment(w http.ResponseWriter, r *http.
 	kit.WriteResendError(w, r, s.Logger, core.ErrNotFound)
 }
 
-func (s *Server) attachmentURL(r *http.Request, m *core.ReceivedMessage, id string) (string, string, error) {
+func (s *API) attachmentURL(r *http.Request, m *core.ReceivedMessage, id string) (string, string, error) {
 	u, exp, err := s.DownloadURL(r.Context(), r, m, id)
 	return u, kit.RFC3339(exp), err
 }
@@ -107,7 +107,7 @@ func (s *Server) attachmentURL(r *http.Request, m *core.ReceivedMessage, id stri
 // handleDownloadReceived serves a signed download link: the raw message,
 // or one attachment's bytes. The token is the authorization (Resend's
 // SDK fetches the link without a key); a wrong or expired one is a 404.
-func (s *Server) handleDownloadReceived(w http.ResponseWriter, r *http.Request) {
+func (s *API) DownloadReceived(w http.ResponseWriter, r *http.Request) {
 	id, part := r.PathValue("id"), r.PathValue("attachment")
 	tenant, err := s.Svc.CheckDownload(r.Context(), r.URL.Query().Get("token"), id, part)
 	if err != nil {

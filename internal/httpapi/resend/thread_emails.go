@@ -1,4 +1,4 @@
-package httpapi
+package resend
 
 import (
 	"net/http"
@@ -11,7 +11,7 @@ import (
 // it hundreds of megabytes. A page carries each message's preview; its
 // bodies come from the message's own read.
 
-func (s *Server) handleResendThreadEmails(w http.ResponseWriter, r *http.Request) {
+func (s *API) ThreadEmails(w http.ResponseWriter, r *http.Request) {
 	key, t, err := s.thread(r)
 	var (
 		ms   []kit.InboxMessageView
@@ -27,7 +27,7 @@ func (s *Server) handleResendThreadEmails(w http.ResponseWriter, r *http.Request
 	kit.WriteJSON(w, http.StatusOK, kit.ResendList[kit.InboxMessageView]{Object: "list", HasMore: next != "", Data: ms})
 }
 
-func (s *Server) handleResendThreadEmail(w http.ResponseWriter, r *http.Request) {
+func (s *API) ThreadEmail(w http.ResponseWriter, r *http.Request) {
 	key, t, err := s.thread(r)
 	var m kit.InboxMessageView
 	if err == nil {

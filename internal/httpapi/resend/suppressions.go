@@ -1,4 +1,4 @@
-package httpapi
+package resend
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func viewResendSuppression(s *core.Suppression, object string) resendSuppression
 // maxSuppressionBatch bounds one batch add or remove.
 const maxSuppressionBatch = 100
 
-func (s *Server) handleResendAddSuppression(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+func (s *API) AddSuppression(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
 	var req struct {
 		Email string `json:"email"`
 	}
@@ -41,7 +41,7 @@ func (s *Server) handleResendAddSuppression(ctx context.Context, tx core.Tx, key
 	return http.StatusCreated, resendRef{Object: "suppression", ID: sup.ID}, nil
 }
 
-func (s *Server) handleResendBatchAddSuppressions(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+func (s *API) BatchAddSuppressions(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
 	var req struct {
 		Emails []string `json:"emails"`
 	}
@@ -64,7 +64,7 @@ func (s *Server) handleResendBatchAddSuppressions(ctx context.Context, tx core.T
 	return http.StatusCreated, out, nil
 }
 
-func (s *Server) handleResendBatchRemoveSuppressions(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+func (s *API) BatchRemoveSuppressions(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
 	var req struct {
 		Emails []string `json:"emails"`
 		IDs    []string `json:"ids"`
@@ -93,8 +93,8 @@ func (s *Server) handleResendBatchRemoveSuppressions(ctx context.Context, tx cor
 	return http.StatusOK, out, nil
 }
 
-func (s *Server) handleResendListSuppressions(w http.ResponseWriter, r *http.Request) {
-	f, err := suppressionFilter(r)
+func (s *API) ListSuppressions(w http.ResponseWriter, r *http.Request) {
+	f, err := kit.SuppressionFilter(r)
 	if err != nil {
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
@@ -111,7 +111,7 @@ func (s *Server) handleResendListSuppressions(w http.ResponseWriter, r *http.Req
 	kit.WriteJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) handleResendGetSuppression(w http.ResponseWriter, r *http.Request) {
+func (s *API) GetSuppression(w http.ResponseWriter, r *http.Request) {
 	sup, err := s.Reads.Suppression(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
 		kit.WriteResendError(w, r, s.Logger, err)
@@ -120,7 +120,7 @@ func (s *Server) handleResendGetSuppression(w http.ResponseWriter, r *http.Reque
 	kit.WriteJSON(w, http.StatusOK, viewResendSuppression(sup, "suppression"))
 }
 
-func (s *Server) handleResendRemoveSuppression(w http.ResponseWriter, r *http.Request) {
+func (s *API) RemoveSuppression(w http.ResponseWriter, r *http.Request) {
 	sup, err := s.Svc.RemoveSuppression(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
 		kit.WriteResendError(w, r, s.Logger, err)

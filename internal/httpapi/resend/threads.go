@@ -1,4 +1,4 @@
-package httpapi
+package resend
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
-func (s *Server) handleResendListThreads(w http.ResponseWriter, r *http.Request) {
+func (s *API) ListThreads(w http.ResponseWriter, r *http.Request) {
 	key, in, err := s.inbox(r)
 	var f core.ThreadFilter
 	if err == nil {
@@ -34,7 +34,7 @@ func (s *Server) handleResendListThreads(w http.ResponseWriter, r *http.Request)
 
 // thread resolves {inbox} and {thread}: a thread of another inbox is
 // not found.
-func (s *Server) thread(r *http.Request) (*core.APIKey, *core.Thread, error) {
+func (s *API) thread(r *http.Request) (*core.APIKey, *core.Thread, error) {
 	key, in, err := s.inbox(r)
 	if err != nil {
 		return nil, nil, err
@@ -49,7 +49,7 @@ func (s *Server) thread(r *http.Request) (*core.APIKey, *core.Thread, error) {
 	return key, t, nil
 }
 
-func (s *Server) handleResendGetThread(w http.ResponseWriter, r *http.Request) {
+func (s *API) GetThread(w http.ResponseWriter, r *http.Request) {
 	_, t, err := s.thread(r)
 	if err != nil {
 		kit.WriteResendError(w, r, s.Logger, err)
@@ -58,7 +58,7 @@ func (s *Server) handleResendGetThread(w http.ResponseWriter, r *http.Request) {
 	kit.WriteJSON(w, http.StatusOK, kit.ViewThread(t))
 }
 
-func (s *Server) handleResendUpdateThread(w http.ResponseWriter, r *http.Request) {
+func (s *API) UpdateThread(w http.ResponseWriter, r *http.Request) {
 	key, t, err := s.thread(r)
 	var req struct {
 		Read   *bool   `json:"read"`
@@ -80,7 +80,7 @@ func (s *Server) handleResendUpdateThread(w http.ResponseWriter, r *http.Request
 	kit.WriteJSON(w, http.StatusOK, kit.ViewThread(t))
 }
 
-func (s *Server) handleResendRemoveThread(w http.ResponseWriter, r *http.Request) {
+func (s *API) RemoveThread(w http.ResponseWriter, r *http.Request) {
 	key, t, err := s.thread(r)
 	if err == nil {
 		err = s.Svc.DeleteThread(r.Context(), key, t.ID)
@@ -108,15 +108,15 @@ type resendReplyBody struct {
 // handleResendReplyThreadEmail answers a received message of the thread:
 // an ordinary send through the idempotency engine, so the same
 // Idempotency-Key twice sends one reply.
-func (s *Server) handleResendReplyThreadEmail(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
+func (s *API) ReplyThreadEmail(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
 	return s.replyOrForward(ctx, key, r, body, idemKey, false)
 }
 
-func (s *Server) handleResendForwardThreadEmail(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
+func (s *API) ForwardThreadEmail(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
 	return s.replyOrForward(ctx, key, r, body, idemKey, true)
 }
 
-func (s *Server) replyOrForward(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string, forward bool) (kit.WriteStep, error) {
+func (s *API) replyOrForward(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string, forward bool) (kit.WriteStep, error) {
 	var req resendReplyBody
 	if err := kit.DecodeStrict(body, &req); err != nil {
 		return nil, err

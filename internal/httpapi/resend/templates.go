@@ -1,4 +1,4 @@
-package httpapi
+package resend
 
 import (
 	"context"
@@ -139,7 +139,7 @@ func withCompat(t *core.Template, c templateCompat) error {
 
 // putResendTemplate validates and stores t with c, through the one rule
 // of templates (app.PutTemplate), in the caller's transaction.
-func (s *Server) putResendTemplate(ctx context.Context, tx core.Tx, t *core.Template, c templateCompat) error {
+func (s *API) putResendTemplate(ctx context.Context, tx core.Tx, t *core.Template, c templateCompat) error {
 	if err := withCompat(t, c); err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func (s *Server) putResendTemplate(ctx context.Context, tx core.Tx, t *core.Temp
 	return nil
 }
 
-func (s *Server) handleResendCreateTemplate(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+func (s *API) CreateTemplate(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
 	var f resendTemplateFields
 	if err := kit.DecodeStrict(body, &f); err != nil {
 		return 0, nil, err
@@ -173,7 +173,7 @@ func (s *Server) handleResendCreateTemplate(ctx context.Context, tx core.Tx, key
 }
 
 // resendTemplate finds a template by id or by alias, as Resend does.
-func (s *Server) resendTemplate(ctx context.Context, tenant, ident string) (*core.Template, error) {
+func (s *API) resendTemplate(ctx context.Context, tenant, ident string) (*core.Template, error) {
 	t, err := s.Reads.Template(ctx, tenant, ident)
 	if !errors.Is(err, core.ErrNotFound) {
 		return t, err
@@ -192,7 +192,7 @@ func (s *Server) resendTemplate(ctx context.Context, tenant, ident string) (*cor
 
 // checkAliasFree refuses an alias another template of the tenant has (or
 // that is another template's id): an identifier names one template.
-func (s *Server) checkAliasFree(ctx context.Context, tenant, id, alias string) error {
+func (s *API) checkAliasFree(ctx context.Context, tenant, id, alias string) error {
 	if alias == "" {
 		return nil
 	}
@@ -234,7 +234,7 @@ func viewResendTemplate(t *core.Template) resendTemplateView {
 		Text: fromGoTemplate(t.Text), Variables: c.Variables}
 }
 
-func (s *Server) handleResendGetTemplate(w http.ResponseWriter, r *http.Request) {
+func (s *API) GetTemplate(w http.ResponseWriter, r *http.Request) {
 	t, err := s.resendTemplate(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
 		kit.WriteResendError(w, r, s.Logger, err)
@@ -253,7 +253,7 @@ type resendTemplateItem struct {
 	Alias       *string `json:"alias"`
 }
 
-func (s *Server) handleResendListTemplates(w http.ResponseWriter, r *http.Request) {
+func (s *API) ListTemplates(w http.ResponseWriter, r *http.Request) {
 	ts, err := s.Reads.ListTemplates(r.Context(), kit.APIKeyFrom(r.Context()).Tenant)
 	if err != nil {
 		kit.WriteResendError(w, r, s.Logger, err)
@@ -271,7 +271,7 @@ func (s *Server) handleResendListTemplates(w http.ResponseWriter, r *http.Reques
 // handleResendUpdateTemplate changes the fields given. sendonce keeps one
 // version of a template: the change is live at once (Resend keeps it as a
 // draft until published).
-func (s *Server) handleResendUpdateTemplate(w http.ResponseWriter, r *http.Request) {
+func (s *API) UpdateTemplate(w http.ResponseWriter, r *http.Request) {
 	var f resendTemplateFields
 	body, err := s.ReadBody(w, r)
 	if err == nil {
@@ -297,7 +297,7 @@ func (s *Server) handleResendUpdateTemplate(w http.ResponseWriter, r *http.Reque
 // of it, and stores that in a transaction of its own (app.SaveTemplate).
 // The read and the change run before it: they read the store, not the
 // transaction, so holding it over them would protect nothing.
-func (s *Server) changeTemplate(ctx context.Context, tenant, ident string, change func(*core.Template, *templateCompat) error) (string, error) {
+func (s *API) changeTemplate(ctx context.Context, tenant, ident string, change func(*core.Template, *templateCompat) error) (string, error) {
 	found, err := s.resendTemplate(ctx, tenant, ident)
 	if err != nil {
 		return "", err
@@ -316,7 +316,7 @@ func (s *Server) changeTemplate(ctx context.Context, tenant, ident string, chang
 	return t.ID, nil
 }
 
-func (s *Server) handleResendRemoveTemplate(w http.ResponseWriter, r *http.Request) {
+func (s *API) RemoveTemplate(w http.ResponseWriter, r *http.Request) {
 	tenant := kit.APIKeyFrom(r.Context()).Tenant
 	t, err := s.resendTemplate(r.Context(), tenant, r.PathValue("id"))
 	if err == nil {
@@ -332,7 +332,7 @@ func (s *Server) handleResendRemoveTemplate(w http.ResponseWriter, r *http.Reque
 // handleResendPublishTemplate marks the template published. Its content
 // was live already (sendonce has no drafts); the status and published_at
 // are what Resend's clients read.
-func (s *Server) handleResendPublishTemplate(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
+func (s *API) PublishTemplate(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
 	t, err := s.resendTemplate(ctx, key.Tenant, r.PathValue("id"))
 	if err != nil {
 		return 0, nil, err
@@ -349,7 +349,7 @@ func (s *Server) handleResendPublishTemplate(ctx context.Context, tx core.Tx, ke
 // handleResendDuplicateTemplate copies a template under a new id, as a
 // draft named "<name> (copy)" without the alias (an alias names one
 // template).
-func (s *Server) handleResendDuplicateTemplate(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
+func (s *API) DuplicateTemplate(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
 	src, err := s.resendTemplate(ctx, key.Tenant, r.PathValue("id"))
 	if err != nil {
 		return 0, nil, err
@@ -367,7 +367,7 @@ func (s *Server) handleResendDuplicateTemplate(ctx context.Context, tx core.Tx, 
 // the template's Resend fields: from, reply_to, and the fallback values of
 // variables the send does not give. sendonce's own rules then apply as to
 // any send (a variable without a value or fallback is a 422).
-func (s *Server) applyTemplateDefaults(ctx context.Context, tenant string, e *resendEmail) error {
+func (s *API) applyTemplateDefaults(ctx context.Context, tenant string, e *resendEmail) error {
 	t, err := s.resendTemplate(ctx, tenant, e.Template.ID)
 	if errors.Is(err, core.ErrNotFound) {
 		return core.Errorf(core.CodeValidation, "template", "template %q does not exist", e.Template.ID)

@@ -1,4 +1,4 @@
-package httpapi
+package resend
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ const resendMaxKeyLen = 256
 
 // resendAuth is auth with Resend's error body: 401 for a missing or unknown
 // key, 403 restricted_api_key for a key without the scope.
-func (s *Server) resendAuth(scope core.Scope, next http.Handler) http.Handler {
+func (s *API) Auth(scope core.Scope, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		secret, ok := kit.Bearer(r.Header)
 		if !ok {
@@ -47,11 +47,11 @@ func (s *Server) resendAuth(scope core.Scope, next http.Handler) http.Handler {
 	})
 }
 
-func (s *Server) resendPost(h kit.TxHandler) http.Handler {
-	return s.resendAuth(core.ScopeSend, s.Idempotent(kit.PostOpts{MaxKeyLen: resendMaxKeyLen, Errs: kit.ResendErrors, Committed: s.acceptedMetric, Audit: true}, h))
+func (s *API) Post(h kit.TxHandler) http.Handler {
+	return s.Auth(core.ScopeSend, s.Idempotent(kit.PostOpts{MaxKeyLen: resendMaxKeyLen, Errs: kit.ResendErrors, Committed: s.acceptedMetric, Audit: true}, h))
 }
 
-func (s *Server) acceptedMetric() {
+func (s *API) acceptedMetric() {
 	if s.Metrics != nil {
 		s.Metrics.SendsAccepted.Inc()
 	}
@@ -59,13 +59,13 @@ func (s *Server) acceptedMetric() {
 
 // resendManage is an idempotent Resend management POST: admin scope,
 // Resend's key length and error body.
-func (s *Server) resendManage(o kit.PostOpts, h kit.TxHandler) http.Handler {
+func (s *API) Manage(o kit.PostOpts, h kit.TxHandler) http.Handler {
 	o.MaxKeyLen, o.Errs = resendMaxKeyLen, kit.ResendErrors
-	return s.resendAuth(core.ScopeAdmin, s.Idempotent(o, h))
+	return s.Auth(core.ScopeAdmin, s.Idempotent(o, h))
 }
 
 // resendOpts gives o Resend's key length and error body.
-func (s *Server) resendOpts(o kit.PostOpts) kit.PostOpts {
+func (s *API) Opts(o kit.PostOpts) kit.PostOpts {
 	o.MaxKeyLen, o.Errs = resendMaxKeyLen, kit.ResendErrors
 	return o
 }
@@ -75,3 +75,7 @@ type resendRef struct {
 	Object string `json:"object"`
 	ID     string `json:"id"`
 }
+
+// API serves Resend's routes on the shared plumbing; its handlers are named
+// for what they do and wired by httpapi's one route table.
+type API struct{ *kit.Base }

@@ -1,4 +1,4 @@
-package httpapi
+package resend
 
 import (
 	"slices"

@@ -1,4 +1,4 @@
-package httpapi
+package resend
 
 import (
 	"context"
@@ -30,7 +30,7 @@ type resendKeyCreated struct {
 // key: a replay would have to return the token, and sendonce stores no
 // token, not even in a stored answer. An Idempotency-Key is refused rather
 // than ignored, so that no caller believes a retry is safe.
-func (s *Server) handleResendCreateKey(w http.ResponseWriter, r *http.Request) {
+func (s *API) CreateKey(w http.ResponseWriter, r *http.Request) {
 	if _, present := r.Header[http.CanonicalHeaderKey("Idempotency-Key")]; present {
 		kit.WriteResendError(w, r, s.Logger, kit.ApiError(kit.CodeKeyInvalid, "Idempotency-Key",
 			"POST /api-keys takes no Idempotency-Key: its answer holds the token, which sendonce never stores, so it cannot be replayed"))
@@ -55,7 +55,7 @@ func (s *Server) handleResendCreateKey(w http.ResponseWriter, r *http.Request) {
 
 // resendKeyParams is the key a create body asks for, within what the
 // creating key may give.
-func (s *Server) resendKeyParams(ctx context.Context, key *core.APIKey, body []byte) (app.NewKeyParams, error) {
+func (s *API) resendKeyParams(ctx context.Context, key *core.APIKey, body []byte) (app.NewKeyParams, error) {
 	var none app.NewKeyParams
 	var req struct {
 		Name       string `json:"name"`
@@ -106,7 +106,7 @@ type resendKeyView struct {
 	LastUsedAt *string `json:"last_used_at"` // sendonce does not record it
 }
 
-func (s *Server) handleResendListKeys(w http.ResponseWriter, r *http.Request) {
+func (s *API) ListKeys(w http.ResponseWriter, r *http.Request) {
 	ks, err := s.Svc.TenantKeys(r.Context(), kit.APIKeyFrom(r.Context()).Tenant)
 	if err != nil {
 		kit.WriteResendError(w, r, s.Logger, err)
@@ -119,7 +119,7 @@ func (s *Server) handleResendListKeys(w http.ResponseWriter, r *http.Request) {
 	kit.WriteJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) handleResendRemoveKey(w http.ResponseWriter, r *http.Request) {
+func (s *API) RemoveKey(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if err := s.Svc.RevokeTenantKey(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, id); err != nil {
 		kit.WriteResendError(w, r, s.Logger, err)

@@ -1,4 +1,4 @@
-package httpapi
+package resend
 
 import (
 	"context"
@@ -29,7 +29,7 @@ type resendInboxView struct {
 	UpdatedAt        string  `json:"updated_at"`
 }
 
-func (s *Server) viewInbox(ctx context.Context, key *core.APIKey, in *app.Inbox) (resendInboxView, error) {
+func (s *API) viewInbox(ctx context.Context, key *core.APIKey, in *app.Inbox) (resendInboxView, error) {
 	m := in.Mailbox
 	domain := m.Address[strings.LastIndexByte(m.Address, '@')+1:]
 	v := resendInboxView{Object: "inbox", ID: m.ID, Name: m.Name, EmailAddress: m.Address, DomainID: domain,
@@ -58,7 +58,7 @@ type resendCreateInbox struct {
 	FromName     string `json:"from_name"`
 }
 
-func (s *Server) handleResendCreateInbox(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
+func (s *API) CreateInbox(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
 	var req resendCreateInbox
 	if err := kit.DecodeStrict(body, &req); err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ type createdInbox struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-func (s *Server) handleResendListInboxes(w http.ResponseWriter, r *http.Request) {
+func (s *API) ListInboxes(w http.ResponseWriter, r *http.Request) {
 	key := kit.APIKeyFrom(r.Context())
 	ins, err := s.Svc.ListInboxes(r.Context(), key)
 	if err != nil {
@@ -110,13 +110,13 @@ func (s *Server) handleResendListInboxes(w http.ResponseWriter, r *http.Request)
 }
 
 // inbox resolves the {inbox} path value: an id or an address.
-func (s *Server) inbox(r *http.Request) (*core.APIKey, *app.Inbox, error) {
+func (s *API) inbox(r *http.Request) (*core.APIKey, *app.Inbox, error) {
 	key := kit.APIKeyFrom(r.Context())
 	in, err := s.Svc.InboxByRef(r.Context(), key, r.PathValue("inbox"))
 	return key, in, err
 }
 
-func (s *Server) handleResendGetInbox(w http.ResponseWriter, r *http.Request) {
+func (s *API) GetInbox(w http.ResponseWriter, r *http.Request) {
 	key, in, err := s.inbox(r)
 	if err == nil {
 		var v resendInboxView
@@ -128,7 +128,7 @@ func (s *Server) handleResendGetInbox(w http.ResponseWriter, r *http.Request) {
 	kit.WriteResendError(w, r, s.Logger, err)
 }
 
-func (s *Server) handleResendUpdateInbox(w http.ResponseWriter, r *http.Request) {
+func (s *API) UpdateInbox(w http.ResponseWriter, r *http.Request) {
 	key, in, err := s.inbox(r)
 	if err != nil {
 		kit.WriteResendError(w, r, s.Logger, err)
@@ -159,7 +159,7 @@ func (s *Server) handleResendUpdateInbox(w http.ResponseWriter, r *http.Request)
 	kit.WriteJSON(w, http.StatusOK, resendRef{Object: "inbox", ID: in.Mailbox.ID})
 }
 
-func (s *Server) handleResendRemoveInbox(w http.ResponseWriter, r *http.Request) {
+func (s *API) RemoveInbox(w http.ResponseWriter, r *http.Request) {
 	key, in, err := s.inbox(r)
 	if err == nil {
 		err = s.Svc.RemoveInbox(r.Context(), key, in.Mailbox.ID)
