@@ -5,6 +5,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/httpapi/kit"
+	"github.com/sendonce/sendonce/internal/httpapi/mailera"
 	"github.com/sendonce/sendonce/internal/httpapi/resend"
 )
 
@@ -96,16 +97,17 @@ func (s *Server) routes() []string {
 	m.Handle("GET /v1/inbox/{id}", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleGetInbox)))
 	m.Handle("GET /v1/inbox/{id}/raw", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleGetInboxRaw)))
 
-	// Compatibility surfaces (docs/compatibility.md): Mailera's, whose
-	// handlers are in mailera_*.go, then Resend's, in package resend.
+	// Compatibility surfaces (docs/compatibility.md): Mailera's (package
+	// mailera), then Resend's (package resend).
 	rs := &resend.API{Base: s.Base}
-	statusCache := newStatusCache()
-	m.Handle("POST /api/public/v1/mailboxes/{id}/send", s.Bounded(s.Auth(core.ScopeSend, s.Idempotent(kit.PostOpts{Committed: accepted, Audit: true}, s.handleMailboxSend))))
-	m.Handle("GET /api/public/v1/mailboxes/{id}/messages", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleMailboxMessages)))
-	m.Handle("GET /api/public/v1/mailboxes/{id}/messages/{message}", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleMailboxMessage)))
+	ml := &mailera.API{Base: s.Base}
+	statusCache := mailera.NewStatusCache()
+	m.Handle("POST /api/public/v1/mailboxes/{id}/send", s.Bounded(s.Auth(core.ScopeSend, s.Idempotent(kit.PostOpts{Committed: accepted, Audit: true}, ml.Send))))
+	m.Handle("GET /api/public/v1/mailboxes/{id}/messages", s.Auth(core.ScopeRead, http.HandlerFunc(ml.Messages)))
+	m.Handle("GET /api/public/v1/mailboxes/{id}/messages/{message}", s.Auth(core.ScopeRead, http.HandlerFunc(ml.Message)))
 	m.Handle("GET /api/public/v1/sends/{id}", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleGetSend)))
-	m.Handle("GET /api/public/v1/mailboxes/{id}/status", s.Auth(core.ScopeRead, s.handleMailboxStatus(statusCache)))
-	m.Handle("GET /v1/mailboxes/{id}/status", s.Auth(core.ScopeRead, s.handleMailboxStatus(statusCache))) // the native name of the same check
+	m.Handle("GET /api/public/v1/mailboxes/{id}/status", s.Auth(core.ScopeRead, ml.Status(statusCache)))
+	m.Handle("GET /v1/mailboxes/{id}/status", s.Auth(core.ScopeRead, ml.Status(statusCache))) // the native name of the same check
 	m.Handle("POST /emails", s.Bounded(rs.Post(rs.Send)))
 	m.Handle("POST /emails/batch", s.Bounded(rs.Post(rs.Batch)))
 	m.Handle("GET /emails", rs.Auth(core.ScopeRead, http.HandlerFunc(rs.List)))

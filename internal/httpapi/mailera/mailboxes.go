@@ -1,4 +1,4 @@
-package httpapi
+package mailera
 
 import (
 	"context"
@@ -36,7 +36,7 @@ type mailboxSendRequest struct {
 	ReplyAll  bool   `json:"reply_all"`
 }
 
-func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
+func (s *API) Send(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
 	var req mailboxSendRequest
 	if err := kit.DecodeStrict(body, &req); err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func (s *Server) handleMailboxSend(ctx context.Context, key *core.APIKey, r *htt
 // mailboxReply makes sr a reply: to the received message reply_to_id
 // (which must have arrived at this mailbox), or to the Message-ID
 // in_reply_to.
-func (s *Server) mailboxReply(ctx context.Context, key *core.APIKey, req *mailboxSendRequest, sr *app.SendRequest) error {
+func (s *API) mailboxReply(ctx context.Context, key *core.APIKey, req *mailboxSendRequest, sr *app.SendRequest) error {
 	switch {
 	case req.ReplyToID != "" && req.InReplyTo != "":
 		return core.Errorf(core.CodeValidation, "reply_to_id", "give reply_to_id or in_reply_to, not both")
@@ -146,7 +146,7 @@ func (s *Server) mailboxReply(ctx context.Context, key *core.APIKey, req *mailbo
 // and a key limited to mailboxes (agent keys are) sees only the sends of
 // those mailboxes and their inbox copies; others answer as unknown ids, so
 // that a refusal says nothing of what exists.
-func (s *Server) original(ctx context.Context, key *core.APIKey, id string) ([]byte, string, error) {
+func (s *API) original(ctx context.Context, key *core.APIKey, id string) ([]byte, string, error) {
 	if !key.Has(core.ScopeRead) {
 		return nil, "", core.Errorf(core.CodeForbidden, "original_id", "forwarding needs an API key with the read scope")
 	}
@@ -241,9 +241,9 @@ type mailboxStatus struct {
 	IMAPSyncError *string `json:"imap_sync_error"`
 }
 
-// statusCache keeps one recent check per mailbox and relay. A caller that
+// StatusCache keeps one recent check per mailbox and relay. A caller that
 // finds a check running waits for it instead of starting another.
-type statusCache struct {
+type StatusCache struct {
 	mu      sync.Mutex
 	entries map[string]*statusEntry
 }
@@ -254,9 +254,9 @@ type statusEntry struct {
 	err error
 }
 
-func newStatusCache() *statusCache { return &statusCache{entries: map[string]*statusEntry{}} }
+func NewStatusCache() *StatusCache { return &StatusCache{entries: map[string]*statusEntry{}} }
 
-func (c *statusCache) entry(k string) *statusEntry {
+func (c *StatusCache) entry(k string) *statusEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[k]
@@ -272,7 +272,7 @@ func (c *statusCache) entry(k string) *statusEntry {
 
 // handleMailboxStatus answers whether the mailbox can log in to its relay
 // now. It says nothing about any send.
-func (s *Server) handleMailboxStatus(cache *statusCache) http.HandlerFunc {
+func (s *API) Status(cache *StatusCache) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		key := kit.APIKeyFrom(ctx)
@@ -320,7 +320,7 @@ func (s *Server) handleMailboxStatus(cache *statusCache) http.HandlerFunc {
 
 // checkIMAP adds a connected mailbox's IMAP login to its status, reused
 // for statusTTL like the relay's.
-func (s *Server) checkIMAP(ctx context.Context, cache *statusCache, mb *core.Mailbox, out *mailboxStatus) {
+func (s *API) checkIMAP(ctx context.Context, cache *StatusCache, mb *core.Mailbox, out *mailboxStatus) {
 	if mb.IMAP == nil {
 		return
 	}
