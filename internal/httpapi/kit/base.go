@@ -108,12 +108,12 @@ type Base struct {
 	Cfg     Config
 	Logger  *slog.Logger
 	Idem    *idempotency.Engine
-	// fp fingerprints bodies, remembering recent ones: a retry's bytes are
+	// FP fingerprints bodies, remembering recent ones: a retry's bytes are
 	// hashed, not canonicalised again.
 	FP      *idempotency.FingerprintMemo
 	Limiter ratelimit.Limiter
 	Hooks   *webhook.Service
-	// inflight bounds the send requests in progress.
+	// Inflight bounds the send requests in progress.
 	Inflight  *Inflight
 	AccessLog accesslog.Logger
 	Tracer    tracing.Tracer
@@ -128,7 +128,7 @@ func APIKeyFrom(ctx context.Context) *core.APIKey {
 	return k
 }
 
-// auth checks the bearer secret and the scope before anything else runs; its
+// Auth checks the bearer secret and the scope before anything else runs; its
 // 401 and 403 never reach the idempotency layer.
 func (s *Base) Auth(scope core.Scope, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -158,7 +158,7 @@ func (s *Base) Auth(scope core.Scope, next http.Handler) http.Handler {
 	})
 }
 
-// bearer returns the secret of the one Authorization header, whose scheme
+// Bearer returns the secret of the one Authorization header, whose scheme
 // name is case-insensitive (RFC 9110 §11.1).
 func Bearer(h http.Header) (string, bool) {
 	vals := h.Values("Authorization")
@@ -196,7 +196,7 @@ func (w *loggingWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// logRequests writes one line per request: never a header value, a secret or
+// LogRequests writes one line per request: never a header value, a secret or
 // a body.
 func (s *Base) LogRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -239,7 +239,7 @@ var sendRoutes = map[string]bool{
 	"POST /emails": true, "POST /emails/batch": true,
 }
 
-// readBody reads at most the route's limit; the error is the 413 to send.
+// ReadBody reads at most the route's limit; the error is the 413 to send.
 // A body that declares its length is read into one buffer of that size.
 func (s *Base) ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	limit := s.Cfg.MaxBodyBytes

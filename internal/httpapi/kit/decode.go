@@ -14,7 +14,7 @@ import (
 
 // Request bodies decoded strictly, into the API's errors.
 
-// decodeStrict decodes a JSON object into v. Unknown fields are refused
+// DecodeStrict decodes a JSON object into v. Unknown fields are refused
 // (422), so that a misspelt field ("suject") is not silently dropped.
 func DecodeStrict(body []byte, v any) error {
 	if len(body) >= largeJSON {
@@ -94,7 +94,7 @@ func jsonValueKind(b []byte) string {
 // concurrent 10 MiB sends).
 const largeJSON = 1 << 20
 
-// decodeLarge is decodeStrict for a large body: the strict decoder runs on
+// DecodeLarge is decodeStrict for a large body: the strict decoder runs on
 // a copy whose long string values are emptied (a few kilobytes), which
 // finds unknown fields, type errors and trailing data as it would on the
 // whole; then json.Unmarshal, which reads the body in place, decodes it.

@@ -29,7 +29,7 @@ const (
 	codeAnswerUnavailable = "stored_answer_unavailable"
 )
 
-// errorStatus is the one table from error codes to HTTP statuses: the
+// ErrorStatus is the one table from error codes to HTTP statuses: the
 // server answers with it, and the client SDK's codes are held against it
 // (client's TestCodes_MatchTheServersTable). A code not in it is a 500.
 var ErrorStatus = map[string]int{
@@ -54,7 +54,7 @@ var ErrorStatus = map[string]int{
 	core.CodeInternal:           http.StatusInternalServerError,
 }
 
-// statusOf maps an application error code to its HTTP status.
+// StatusOf maps an application error code to its HTTP status.
 func StatusOf(code string) int {
 	if s, ok := ErrorStatus[code]; ok {
 		return s
@@ -88,7 +88,7 @@ func NewErrorBody(code, message, param string) errorBody {
 	return errorBody{d}
 }
 
-// errorResponse turns err into a status and body. Internal errors are logged
+// ErrorResponse turns err into a status and body. Internal errors are logged
 // here and shown to nobody.
 func ErrorResponse(r *http.Request, logger *slog.Logger, err error) (int, errorBody) {
 	var e *core.Error
@@ -113,7 +113,7 @@ func ErrorResponse(r *http.Request, logger *slog.Logger, err error) (int, errorB
 // whose client left before it was answered (nginx's 499).
 const StatusClientClosedRequest = 499
 
-// marshal encodes a response body. HTML escaping is off: addresses like
+// Marshal encodes a response body. HTML escaping is off: addresses like
 // "<a@b>" stay readable, and the content type is JSON, never HTML.
 func Marshal(v any) []byte {
 	var b bytes.Buffer

@@ -9,14 +9,14 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// resendError is Resend's error body.
+// ResendError is Resend's error body.
 type ResendError struct {
 	StatusCode int    `json:"statusCode"`
 	Name       string `json:"name"`
 	Message    string `json:"message"`
 }
 
-// resendErrors is the errorStyle of the Resend routes: the native codes
+// ResendErrors is the errorStyle of the Resend routes: the native codes
 // mapped to Resend's names and statuses.
 func ResendErrors(r *http.Request, logger *slog.Logger, err error) (int, any) {
 	var e *core.Error

@@ -10,7 +10,7 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// txHandler does a POST's work in two steps. The first runs outside any
+// TxHandler does a POST's work in two steps. The first runs outside any
 // transaction — parsing, validating, rendering: the CPU work, which
 // concurrent requests do in parallel — and returns the second, which runs
 // inside the transaction that also reserves the key and stores the
@@ -24,28 +24,28 @@ type WriteStep func(ctx context.Context, tx core.Tx) (status int, v any, err err
 
 // inTx is a txHandler whose work all happens in the transaction (the
 // admin routes: small, and reading what they change).
-func InTx(h func(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error)) TxHandler {
+func WholeTx(h func(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error)) TxHandler {
 	return func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (WriteStep, error) {
 		return func(ctx context.Context, tx core.Tx) (int, any, error) { return h(ctx, tx, key, r, body) }, nil
 	}
 }
 
-// postOpts says how one POST route treats the Idempotency-Key.
+// PostOpts says how one POST route treats the Idempotency-Key.
 type PostOpts struct {
-	// requireKey refuses requests without a key (POST /v1/send, when
+	// RequireKey refuses requests without a key (POST /v1/send, when
 	// configured).
 	RequireKey bool
-	// emptyBody allows a request without a body (approve, reject).
+	// EmptyBody allows a request without a body (approve, reject).
 	EmptyBody bool
-	// committed runs after a 2xx response committed (metrics).
+	// Committed runs after a 2xx response committed (metrics).
 	Committed func()
-	// maxKeyLen is the longest Idempotency-Key the route accepts. Defaults
+	// MaxKeyLen is the longest Idempotency-Key the route accepts. Defaults
 	// to idempotency.MaxKeyLen (the native API's 255).
 	MaxKeyLen int
-	// errs writes the route's errors in its style's shape (Resend's on
+	// Errs writes the route's errors in its style's shape (Resend's on
 	// /emails). Defaults to the native error body.
 	Errs errorStyle
-	// audit writes the request of an agent key, or one carrying an
+	// Audit writes the request of an agent key, or one carrying an
 	// intent, to the audit log with its result (the send routes).
 	Audit bool
 	// secret: the answer carries a secret (a webhook's signing secret),
@@ -87,7 +87,7 @@ var emptyFingerprint = func() string {
 	return fp
 }()
 
-// idempotent wraps a POST handler with the rules of docs/api.md,
+// Idempotent wraps a POST handler with the rules of docs/api.md,
 // "Idempotency", on the server's idempotency engine: the stored response
 // commits in the handler's own transaction. What was answered is one typed
 // result, which the audit log and the metrics take as it is.

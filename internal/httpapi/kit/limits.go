@@ -32,7 +32,7 @@ const (
 	smallRequest = 1 << 20
 )
 
-// inflight bounds the bytes of the send requests in progress. Every
+// Inflight bounds the bytes of the send requests in progress. Every
 // request is charged its declared size up front and, once its body is read
 // and scanned, what decoding it will materialise (jsonShape.cost): a small
 // body of many values costs more than its bytes. Large requests (from
@@ -53,7 +53,7 @@ func NewInflight(limit int64) *Inflight {
 	return &Inflight{all: semaphore.NewWeighted(limit), large: semaphore.NewWeighted(largeLimit), limit: limit, largeLimit: largeLimit}
 }
 
-// charge is the room one request holds in all; readBody and the
+// Charge is the room one request holds in all; readBody and the
 // request's attachment downloads add to it.
 type Charge struct {
 	mu   sync.Mutex
@@ -62,7 +62,7 @@ type Charge struct {
 
 const chargeCtx ctxKey = 2
 
-// bounded holds room for the request's declared size (the route's limit
+// Bounded holds room for the request's declared size (the route's limit
 // when it declares none) while next runs; with no room within
 // inflightWait it answers 503 service_unavailable with Retry-After.
 func (s *Base) Bounded(next http.Handler) http.Handler {

@@ -33,7 +33,7 @@ func (s *Base) keyLimit(key *core.APIKey) ratelimit.Limit {
 	return l
 }
 
-// rateLimit counts an authenticated request against its key's limit and
+// RateLimit counts an authenticated request against its key's limit and
 // sets the RateLimit headers on whatever the route answers. Past the
 // limit it returns the 429 to send (with Retry-After set); the request
 // has then cost no database work beyond its key's cached lookup.

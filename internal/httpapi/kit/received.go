@@ -49,7 +49,7 @@ func ReceivedFilter(r *http.Request) (core.ReceivedFilter, error) {
 	return f, nil
 }
 
-// writeReceivedPage answers a page of received messages under f (or the
+// WriteReceivedPage answers a page of received messages under f (or the
 // error err the request's filter made), as the native list and Mailera's
 // mailbox messages show them, and audits the read.
 func (s *Base) WriteReceivedPage(w http.ResponseWriter, r *http.Request, f core.ReceivedFilter, err error) {
@@ -76,12 +76,12 @@ func (s *Base) WriteReceivedPage(w http.ResponseWriter, r *http.Request, f core.
 	WriteJSON(w, http.StatusOK, out)
 }
 
-// agentAsked reports a request the MCP server made for an agent: it sends
+// AgentAsked reports a request the MCP server made for an agent: it sends
 // the intent header on every call. The header only adds the agent rules,
 // so a caller gains nothing by leaving it out that its key does not give.
 func AgentAsked(r *http.Request) bool { return len(r.Header.Values(IntentHeader)) > 0 }
 
-// auditRead writes a read of received mail by an agent key, or asked for
+// AuditRead writes a read of received mail by an agent key, or asked for
 // by an agent, to the audit log: outcome "read", the ids read in detail.
 func (s *Base) AuditRead(r *http.Request, key *core.APIKey, ids ...string) {
 	if !app.Guarded(key, AgentAsked(r)) {
@@ -99,7 +99,7 @@ func (s *Base) AuditRead(r *http.Request, key *core.APIKey, ids ...string) {
 	}
 }
 
-// holdAgentMail gives a reply or forward made on Resend's inbox routes or
+// HoldAgentMail gives a reply or forward made on Resend's inbox routes or
 // Mailera's reply_to_id the agent rules of the native routes, so that no
 // door lets an agent key mail outside the thread, or forward, without a
 // person. r may be nil: then only the key says whether they apply.

@@ -86,7 +86,7 @@ func NonNil[T any](s []T) []T {
 	return s
 }
 
-// threadView is a thread on the native routes and, in Resend's shape
+// ThreadView is a thread on the native routes and, in Resend's shape
 // (InboxThread), on the inbox routes.
 type ThreadView struct {
 	Object        string    `json:"object"`
@@ -123,7 +123,7 @@ func ViewThread(t *core.Thread) ThreadView {
 	return v
 }
 
-// downloadURL is the short-lived link to a received message's raw bytes
+// DownloadURL is the short-lived link to a received message's raw bytes
 // (part "") or to one attachment: it carries its own signature, because
 // the clients that follow it (Resend's SDK forward) send no key.
 func (s *Base) DownloadURL(ctx context.Context, r *http.Request, m *core.ReceivedMessage, part string) (string, time.Time, error) {

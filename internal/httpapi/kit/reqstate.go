@@ -64,7 +64,7 @@ func (st *reqState) ChargeMemory(ctx context.Context, n int64) error {
 	return st.srv.chargeAdd(ctx, &st.charge, n)
 }
 
-// withKey is r carrying the authenticated key, and names the key in the
+// WithKey is r carrying the authenticated key, and names the key in the
 // request's log line.
 func WithKey(w http.ResponseWriter, r *http.Request, key *core.APIKey) *http.Request {
 	if lw, ok := w.(*loggingWriter); ok {

@@ -1,6 +1,6 @@
 package kit
 
-// resendList is Resend's list object. Emails and suppressions page
+// ResendList is Resend's list object. Emails and suppressions page
 // (has_more); the other lists answer every item at once, so has_more is
 // false and the pagination parameters change nothing.
 type ResendList[T any] struct {

@@ -12,7 +12,7 @@ import (
 	"github.com/sendonce/sendonce/internal/metrics"
 )
 
-// result is what an idempotent POST answered, typed: the response is
+// Result is what an idempotent POST answered, typed: the response is
 // written from it, and the audit log and the metrics record it as it is,
 // without reading the response back.
 type Result struct {

@@ -13,10 +13,10 @@ import (
 // The send body as the native route spells it. Its address lists and
 // attachments are shared with the Resend and Mailera bodies.
 
-// addrList accepts a single address or an array of them.
+// AddrList accepts a single address or an array of them.
 type AddrList []string
 
-// checkRecipientCounts refuses a field of more than app.MaxRecipients
+// CheckRecipientCounts refuses a field of more than app.MaxRecipients
 // addresses before anything else reads the request (the compatibility
 // routes resolve templates first, which a huge list should not reach).
 func CheckRecipientCounts(to, cc, bcc, replyTo AddrList) error {
@@ -80,7 +80,7 @@ type SendRequest struct {
 	Unsubscribe bool `json:"unsubscribe"`
 }
 
-// toApp is the request as the application takes it (the one mapping of
+// ToApp is the request as the application takes it (the one mapping of
 // the native body; app checks every field, the recipient counts
 // included). mailboxID is the body's, or the path's on the Mailera route.
 func (req *SendRequest) ToApp(mailboxID string) *app.SendRequest {
@@ -92,7 +92,7 @@ func (req *SendRequest) ToApp(mailboxID string) *app.SendRequest {
 	}
 }
 
-// attachmentJSON is one attachment as every send route spells it.
+// AttachmentJSON is one attachment as every send route spells it.
 type AttachmentJSON struct {
 	Filename    string        `json:"filename"`
 	Content     base64Content `json:"content"`

@@ -8,7 +8,7 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// acceptStep is the write step of the send routes: record the prepared
+// AcceptStep is the write step of the send routes: record the prepared
 // send (row, event, delivery job) and answer with it.
 func (s *Base) AcceptStep(key *core.APIKey, send *core.Send) WriteStep {
 	return func(ctx context.Context, tx core.Tx) (int, any, error) {
@@ -36,7 +36,7 @@ type scheduleRequest struct {
 	ScheduledAt string `json:"scheduled_at"`
 }
 
-// reschedule is the change behind PATCH /v1/sends/{id} and Resend's PATCH
+// Reschedule is the change behind PATCH /v1/sends/{id} and Resend's PATCH
 // /emails/{id}: they differ only in the answer's shape.
 func (s *Base) Reschedule(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (*core.Send, error) {
 	var req scheduleRequest
@@ -46,7 +46,7 @@ func (s *Base) Reschedule(ctx context.Context, tx core.Tx, key *core.APIKey, r *
 	return s.Svc.Reschedule(ctx, tx, key, r.PathValue("id"), req.ScheduledAt)
 }
 
-// answerSend answers a change of one send (cancel, reschedule) with view
+// AnswerSend answers a change of one send (cancel, reschedule) with view
 // of the changed send, in the surface's shape, or with its error.
 func AnswerSend(send *core.Send, err error, view func(*core.Send) any) (int, any, error) {
 	if err != nil {
@@ -55,7 +55,7 @@ func AnswerSend(send *core.Send, err error, view func(*core.Send) any) (int, any
 	return http.StatusOK, view(send), nil
 }
 
-// nativeSendView is the native API's answer to a change: the send object.
+// NativeSendView is the native API's answer to a change: the send object.
 func NativeSendView(send *core.Send) any { return ViewSend(send) }
 
 const (

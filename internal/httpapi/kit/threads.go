@@ -12,7 +12,7 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-// threadFilter reads the list and search parameters of the thread routes.
+// ThreadFilter reads the list and search parameters of the thread routes.
 func ThreadFilter(r *http.Request, mailboxID string) (core.ThreadFilter, error) {
 	q := r.URL.Query()
 	limit, err := ParseLimit(q.Get("limit"))
@@ -36,7 +36,7 @@ func ThreadFilter(r *http.Request, mailboxID string) (core.ThreadFilter, error) 
 	return f, nil
 }
 
-// inboxMessageView is Resend's InboxMessage: a received message or a
+// InboxMessageView is Resend's InboxMessage: a received message or a
 // send of the thread.
 type InboxMessageView struct {
 	ID          string                 `json:"id"`
@@ -58,7 +58,7 @@ type InboxMessageView struct {
 	Preview string `json:"preview"`
 }
 
-// threadMessages is one page of t's messages, oldest first: at most
+// ThreadMessages is one page of t's messages, oldest first: at most
 // ?limit= (1 to 100; 100 when absent) after the ?after= (or ?cursor=)
 // message id.
 func (s *Base) ThreadMessages(ctx context.Context, key *core.APIKey, t *core.Thread, r *http.Request) (ms []InboxMessageView, next string, err error) {
@@ -92,7 +92,7 @@ func (s *Base) ThreadMessages(ctx context.Context, key *core.APIKey, t *core.Thr
 	return out, p.Next, nil
 }
 
-// threadMessage reads one message of t with its bodies; ErrNotFound when
+// ThreadMessage reads one message of t with its bodies; ErrNotFound when
 // it is not one of t's.
 func (s *Base) ThreadMessage(ctx context.Context, key *core.APIKey, t *core.Thread, id string) (InboxMessageView, error) {
 	items, err := s.Svc.ThreadItems(ctx, key, t.ID)

@@ -9,7 +9,7 @@ import (
 	"github.com/sendonce/sendonce/internal/transport"
 )
 
-// sendView is the send object of docs/api.md.
+// SendView is the send object of docs/api.md.
 type SendView struct {
 	ID             string            `json:"id"`
 	Object         string            `json:"object"`
