@@ -29,10 +29,6 @@ type Config struct {
 	// RequireIdempotencyKey makes POST /v1/send refuse requests without a
 	// key. Defaults to false here; the binary's flag defaults to true.
 	RequireIdempotencyKey bool
-	// Idempotency is the process's idempotency engine, shared with every
-	// other door (app.Service.NewIdempotencyEngine). Defaults to one of
-	// its own on the service's store, with the package's defaults.
-	Idempotency *idempotency.Engine
 	// MaxBodyBytes bounds a request body. Defaults to DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// MaxRequestBytes (--max-request-size) bounds a request body on the
@@ -314,8 +310,6 @@ func NewBase(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logg
 		s.AccessLog = accesslog.Slog{L: logger}
 	}
 	s.FP = idempotency.NewFingerprintMemo(idempotency.DefaultFingerprintMemo)
-	if s.Idem = cfg.Idempotency; s.Idem == nil {
-		s.Idem = svc.NewIdempotencyEngine(app.IdempotencyConfig{Logger: logger})
-	}
+	s.Idem = svc.Idempotency()
 	return s
 }
