@@ -37,6 +37,7 @@ func (s *Server) routes() []string {
 	m.Handle("POST /v1/sends/{id}/cancel", s.Auth(core.ScopeSend, s.Idempotent(kit.PostOpts{EmptyBody: true, Audit: true}, kit.WholeTx(s.handleCancel))))
 	m.Handle("POST /v1/sends/{id}/reconcile", s.Auth(core.ScopeAdmin, s.Idempotent(kit.PostOpts{}, kit.WholeTx(s.handleReconcile))))
 	m.Handle("POST /v1/sends/{id}/approve", s.Auth(core.ScopeAdmin, s.Idempotent(kit.PostOpts{EmptyBody: true}, kit.WholeTx(s.handleApprove))))
+	m.Handle("POST /v1/sends/{id}/elicitation", s.Auth(core.ScopeSend, s.Idempotent(kit.PostOpts{Audit: true}, kit.WholeTx(s.handleElicitation))))
 	m.Handle("POST /v1/sends/{id}/reject", s.Auth(core.ScopeAdmin, s.Idempotent(kit.PostOpts{EmptyBody: true}, kit.WholeTx(s.handleReject))))
 
 	// Receiving (docs/receiving.md).

@@ -161,6 +161,20 @@ func (s *Server) handleApprove(ctx context.Context, tx core.Tx, key *core.APIKey
 	return http.StatusOK, kit.ViewSend(send), nil
 }
 
+// elicitationRequest is the body of POST /v1/sends/{id}/elicitation.
+type elicitationRequest struct {
+	Action string `json:"action"`
+}
+
+func (s *Server) handleElicitation(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	var req elicitationRequest
+	if err := kit.DecodeStrict(body, &req); err != nil {
+		return 0, nil, err
+	}
+	send, err := s.Svc.DecideByElicitation(ctx, tx, key, r.PathValue("id"), req.Action)
+	return kit.AnswerSend(send, err, kit.NativeSendView)
+}
+
 func (s *Server) handleReject(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
 	send, err := s.Svc.Reject(ctx, tx, key.Tenant, r.PathValue("id"))
 	if err != nil {
