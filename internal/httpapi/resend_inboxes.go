@@ -26,13 +26,14 @@ type resendInboxView struct {
 	LastReceived     *string `json:"last_received"`
 	CreatedAt        string  `json:"created_at"`
 	UpdatedAt        string  `json:"updated_at"`
+	DMARCReports     bool    `json:"dmarc_reports"`
 }
 
 func (s *Server) viewInbox(ctx context.Context, key *core.APIKey, in *app.Inbox) (resendInboxView, error) {
 	m := in.Mailbox
 	domain := m.Address[strings.LastIndexByte(m.Address, '@')+1:]
 	v := resendInboxView{Object: "inbox", ID: m.ID, Name: m.Name, EmailAddress: m.Address, DomainID: domain,
-		CreatedAt: rfc3339(m.CreatedAt), UpdatedAt: rfc3339(m.CreatedAt)}
+		CreatedAt: rfc3339(m.CreatedAt), UpdatedAt: rfc3339(m.CreatedAt), DMARCReports: in.DMARCReports}
 	if m.Name != "" {
 		v.FromName = &m.Name
 	}
@@ -55,6 +56,8 @@ type resendCreateInbox struct {
 	Name         string `json:"name"`
 	Forwarding   *bool  `json:"forwarding"`
 	FromName     string `json:"from_name"`
+	// DMARCReports makes the inbox a DMARC report address (dmarc.go).
+	DMARCReports bool `json:"dmarc_reports"`
 }
 
 func (s *Server) handleResendCreateInbox(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
@@ -71,6 +74,9 @@ func (s *Server) handleResendCreateInbox(ctx context.Context, key *core.APIKey, 
 	}
 	return func(ctx context.Context, tx core.Tx) (int, any, error) {
 		m, err := s.svc.CreateInbox(ctx, tx, key.Tenant, req.EmailAddress, name)
+		if err == nil && req.DMARCReports {
+			err = s.svc.SetDMARCReports(ctx, tx, key.Tenant, m.ID, true)
+		}
 		if err != nil {
 			return 0, nil, err
 		}
@@ -134,8 +140,9 @@ func (s *Server) handleResendUpdateInbox(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	var req struct {
-		Name     *string `json:"name"`
-		FromName *string `json:"from_name"`
+		Name         *string `json:"name"`
+		FromName     *string `json:"from_name"`
+		DMARCReports *bool   `json:"dmarc_reports"`
 	}
 	body, err := s.readBody(w, r)
 	if err == nil {
@@ -151,6 +158,12 @@ func (s *Server) handleResendUpdateInbox(w http.ResponseWriter, r *http.Request)
 	}
 	if name != nil {
 		if err := s.svc.RenameInbox(r.Context(), key, in.Mailbox.ID, *name); err != nil {
+			writeResendError(w, r, s.logger, err)
+			return
+		}
+	}
+	if req.DMARCReports != nil {
+		if err := s.svc.UpdateInboxDMARC(r.Context(), key, in.Mailbox.ID, *req.DMARCReports); err != nil {
 			writeResendError(w, r, s.logger, err)
 			return
 		}

@@ -75,6 +75,10 @@ func (s *Server) routes() []string {
 	m.Handle("GET /v1/suppressions", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListSuppressions)))
 	m.Handle("GET /v1/suppressions/{email}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetSuppression)))
 	m.Handle("DELETE /v1/suppressions/{email}", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleDeleteSuppression)))
+	// DMARC aggregate reports (dmarc.go).
+	m.Handle("GET /v1/dmarc/reports", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListDMARCReports)))
+	m.Handle("GET /v1/dmarc/reports/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetDMARCReport)))
+	m.Handle("GET /v1/dmarc/summary", s.auth(core.ScopeRead, http.HandlerFunc(s.handleDMARCSummary)))
 	m.Handle("GET /v1/inbound/unmatched", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleListUnmatched)))
 	m.Handle("GET /v1/admin/destinations", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleDestinations)))
 	// Webhooks (section 10); the same handlers serve Resend's /webhooks
