@@ -220,13 +220,14 @@ func unixTime(s string) (time.Time, error) {
 	return time.Unix(n, 0).UTC(), nil
 }
 
-// clean trims a text and bounds it to maxField bytes of valid UTF-8.
+// clean trims a text and bounds it to maxField bytes of valid UTF-8, a
+// copy: the decoded field it is cut from is not kept alive.
 func clean(s string) string {
 	s = strings.TrimSpace(s)
 	if len(s) > maxField {
 		s = s[:maxField]
 	}
-	return strings.ToValidUTF8(s, "\uFFFD")
+	return strings.Clone(strings.ToValidUTF8(s, "\uFFFD"))
 }
 
 func lowerClean(s string) string { return strings.ToLower(clean(s)) }

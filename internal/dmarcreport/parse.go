@@ -23,7 +23,7 @@ func Parse(data []byte, lim Limits) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decode(&capped{r: r, left: lim.MaxXML}, lim)
+	return decode(&runCap{r: &capped{r: r, left: lim.MaxXML}}, lim)
 }
 
 // open returns the XML bytes of data, decompressed as they are read.
@@ -83,7 +83,7 @@ func (c *capped) Read(p []byte) (int, error) {
 		var one [1]byte
 		n, err := c.r.Read(one[:])
 		if n > 0 {
-			return 0, ErrTooLarge
+			return 0, fmt.Errorf("%w: the XML is larger than the limit", ErrTooLarge)
 		}
 		return 0, err
 	}
@@ -95,12 +95,35 @@ func (c *capped) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// maxRun bounds the bytes between two of '<' and '>': a text or a tag.
+// encoding/xml holds a whole token in memory, several times over while it
+// decodes it into a field; report fields are names, addresses and
+// numbers, and a 64 MiB org_name would cost hundreds of MiB.
+const maxRun = 64 << 10
+
+// runCap fails a read past maxRun bytes without '<' or '>'.
+type runCap struct {
+	r   io.Reader
+	run int
+}
+
+func (c *runCap) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	for _, b := range p[:n] {
+		if b == '<' || b == '>' {
+			c.run = 0
+			continue
+		}
+		if c.run++; c.run > maxRun {
+			return 0, fmt.Errorf("%w: a text or tag longer than %d bytes", ErrTooLarge, maxRun)
+		}
+	}
+	return n, err
+}
+
 // wrapRead gives a read error its class: the cap's, or a broken stream.
 func wrapRead(err error) error {
-	if errors.Is(err, ErrTooLarge) {
-		return fmt.Errorf("%w: the XML is larger than the limit", ErrTooLarge)
-	}
-	if errors.Is(err, ErrTooManyRecords) || errors.Is(err, ErrFormat) {
+	if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrTooManyRecords) || errors.Is(err, ErrFormat) {
 		return err
 	}
 	return fmt.Errorf("%w: %v", ErrFormat, err)

@@ -200,9 +200,28 @@ func TestParse_RecordCap(t *testing.T) {
 	}
 }
 
-// bomb is a report whose org_name is n bytes of "a", compressed.
+// bombXML is a report whose org_name is n bytes of "a".
 func bombXML(n int) []byte {
 	return []byte("<feedback><report_metadata><org_name>" + strings.Repeat("a", n) + "</org_name></report_metadata></feedback>")
+}
+
+// TestParse_SizeCapsOnWhatIsRead: XML past MaxXML made of small tokens
+// (the total cap), and one text past 64 KiB (the token cap), are
+// ErrTooLarge; a report just under both parses.
+func TestParse_SizeCapsOnWhatIsRead(t *testing.T) {
+	full := string(read(t, "google.xml"))
+	i := strings.Index(full, "<record>")
+	pad := func(n int) string { return full[:i] + "<extension>" + strings.Repeat("<x/>"+strings.Repeat(" ", 1000), n) + "</extension>" + full[i:] }
+	lim := dmarcreport.Limits{MaxXML: 256 << 10}
+	if _, err := dmarcreport.Parse(gz(t, []byte(pad(300))), lim); !errors.Is(err, dmarcreport.ErrTooLarge) {
+		t.Fatalf("300 KB of XML, cap 256 KiB: %v", err)
+	}
+	if _, err := dmarcreport.Parse(gz(t, []byte(pad(200))), lim); err != nil {
+		t.Fatalf("200 KB of XML, cap 256 KiB: %v", err)
+	}
+	if _, err := dmarcreport.Parse(gz(t, bombXML(65<<10)), dmarcreport.Limits{}); !errors.Is(err, dmarcreport.ErrTooLarge) {
+		t.Fatalf("a 65 KiB org_name: %v", err)
+	}
 }
 
 // TestParse_BombsAreRefusedWithoutExpanding: a gzip stream and a zip entry
@@ -211,7 +230,8 @@ func bombXML(n int) []byte {
 func TestParse_BombsAreRefusedWithoutExpanding(t *testing.T) {
 	const expands = 8 << 20
 	lim := dmarcreport.Limits{MaxXML: 256 << 10}
-	body := bombXML(expands)
+	// Small tokens: the bytes read, not a token's length, stop it.
+	body := []byte("<feedback><extension>" + strings.Repeat("<x/>"+strings.Repeat(" ", 4000), expands/4004) + "</extension></feedback>")
 	var deflated bytes.Buffer
 	fw, _ := flate.NewWriter(&deflated, flate.BestCompression)
 	fw.Write(body)
