@@ -211,7 +211,9 @@ func bombXML(n int) []byte {
 func TestParse_SizeCapsOnWhatIsRead(t *testing.T) {
 	full := string(read(t, "google.xml"))
 	i := strings.Index(full, "<record>")
-	pad := func(n int) string { return full[:i] + "<extension>" + strings.Repeat("<x/>"+strings.Repeat(" ", 1000), n) + "</extension>" + full[i:] }
+	pad := func(n int) string {
+		return full[:i] + "<extension>" + strings.Repeat("<x/>"+strings.Repeat(" ", 1000), n) + "</extension>" + full[i:]
+	}
 	lim := dmarcreport.Limits{MaxXML: 256 << 10}
 	if _, err := dmarcreport.Parse(gz(t, []byte(pad(300))), lim); !errors.Is(err, dmarcreport.ErrTooLarge) {
 		t.Fatalf("300 KB of XML, cap 256 KiB: %v", err)
