@@ -109,14 +109,19 @@ type runCap struct {
 
 func (c *runCap) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	for _, b := range p[:n] {
-		if b == '<' || b == '>' {
-			c.run = 0
-			continue
+	for rest := p[:n]; ; {
+		i := bytes.IndexAny(rest, "<>")
+		if i < 0 {
+			c.run += len(rest)
+			break
 		}
-		if c.run++; c.run > maxRun {
-			return 0, fmt.Errorf("%w: a text or tag longer than %d bytes", ErrTooLarge, maxRun)
+		if c.run += i; c.run > maxRun {
+			break
 		}
+		c.run, rest = 0, rest[i+1:]
+	}
+	if c.run > maxRun {
+		return 0, fmt.Errorf("%w: a text or tag longer than %d bytes", ErrTooLarge, maxRun)
 	}
 	return n, err
 }
