@@ -323,3 +323,43 @@ func TestDMARC_SummaryPassFailAndOwnSources(t *testing.T) {
 		}
 	})
 }
+
+// TestDMARC_PatchTurnsReportsOnAndOff: PATCH /inboxes/{id} with
+// dmarc_reports makes an existing inbox a report address (its mail is
+// read as a report, not kept as a message) and back (mail is kept as
+// messages again).
+func TestDMARC_PatchTurnsReportsOnAndOff(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, Inbound: true})
+		inbox := createInbox(t, env, "reports@recv.test")
+		patch := func(on bool) {
+			t.Helper()
+			r := env.Do(t, sendoncetest.Request{Method: "PATCH", Path: "/inboxes/" + inbox, Key: env.AdminKey,
+				Body: map[string]any{"dmarc_reports": on}})
+			if r.Status != http.StatusOK {
+				t.Fatalf("patch: %d %s", r.Status, r.Body)
+			}
+			if _, m := get(t, env, env.AdminKey, "/v1/inboxes/"+inbox); m["dmarc_reports"] != on {
+				t.Fatalf("after the patch: %v", m)
+			}
+		}
+		deliver := func(id string) {
+			t.Helper()
+			x := dmarcXML("google.com", "g@google.test", id, "recv.test", env.Clock.Now(), dmarcRow{"192.0.2.1", 1, "pass", "pass"})
+			raw := reportMail("reports@recv.test", id, "r.xml.gz", "application/gzip", gzipped(t, []byte(x)))
+			if err := deliverFrom(t, env.InboundAddr, "g@google.test", "reports@recv.test", raw); err != nil {
+				t.Fatal(err)
+			}
+		}
+		patch(true)
+		deliver("p-1")
+		patch(false)
+		deliver("p-2")
+		if l := dmarcReports(t, env, env.AdminKey); len(l) != 1 || l[0].(map[string]any)["report_id"] != "p-1" {
+			t.Fatalf("reports: %v", l)
+		}
+		if n := len(receivedList(t, env)); n != 1 {
+			t.Fatalf("%d received messages, want the one sent after dmarc_reports was turned off", n)
+		}
+	})
+}
