@@ -23,6 +23,7 @@ type Store interface {
 	Domains
 	Inbox
 	Receiving
+	QuarantineReads
 	Suppressions
 	Reports
 	Audit
@@ -50,6 +51,7 @@ type Tx interface {
 	DomainsTx
 	InboxTx
 	ReceivingTx
+	QuarantineTx
 	ReceivingClaimsTx
 	AuditTx
 	CapsTx

@@ -22,7 +22,9 @@ type nativeInboxView struct {
 	Address   string   `json:"address"`
 	Name      string   `json:"name"`
 	Addresses []string `json:"addresses"`
-	CreatedAt *string  `json:"created_at"`
+	// Quarantine is the inbox's rule (docs/agents.md, "Quarantine").
+	Quarantine string  `json:"quarantine"`
+	CreatedAt  *string `json:"created_at"`
 	// Warning says when mail for the inbox cannot arrive (no inbound
 	// listener runs); only on the answer that made it.
 	Warning string `json:"warning,omitempty"`
@@ -30,7 +32,8 @@ type nativeInboxView struct {
 
 func viewNativeInbox(in *app.Inbox) nativeInboxView {
 	m := in.Mailbox
-	v := nativeInboxView{ID: m.ID, Object: "inbox", Address: m.Address, Name: m.Name, Addresses: in.Addresses}
+	v := nativeInboxView{ID: m.ID, Object: "inbox", Address: m.Address, Name: m.Name, Addresses: in.Addresses,
+		Quarantine: m.QuarantineRule()}
 	if v.Addresses == nil {
 		v.Addresses = []string{}
 	}
@@ -42,8 +45,9 @@ func viewNativeInbox(in *app.Inbox) nativeInboxView {
 
 func (s *Server) handleCreateInbox(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
 	var req struct {
-		Address string `json:"address"`
-		Name    string `json:"name"`
+		Address    string `json:"address"`
+		Name       string `json:"name"`
+		Quarantine string `json:"quarantine"`
 	}
 	if err := decodeStrict(body, &req); err != nil {
 		return 0, nil, err
@@ -51,10 +55,17 @@ func (s *Server) handleCreateInbox(ctx context.Context, tx core.Tx, key *core.AP
 	if req.Address == "" {
 		return 0, nil, core.Errorf(core.CodeValidation, "address", "address is required")
 	}
+	if _, err := app.ParseQuarantineRule(req.Quarantine); err != nil {
+		return 0, nil, err
+	}
 	m, err := s.svc.CreateInbox(ctx, tx, key.Tenant, req.Address, req.Name)
 	if err != nil {
 		return 0, nil, renameField(err, "email_address", "address")
 	}
+	if err := s.svc.SetInboxQuarantine(ctx, tx, key.Tenant, m.ID, req.Quarantine); err != nil {
+		return 0, nil, err
+	}
+	m.Quarantine, _ = app.ParseQuarantineRule(req.Quarantine)
 	v := viewNativeInbox(&app.Inbox{Mailbox: m, Addresses: []string{m.Address}})
 	if v.Warning = s.svc.ReceivingWarning(); v.Warning != "" {
 		s.logger.WarnContext(ctx, "receiving address made without an inbound listener", "inbox", m.ID)

@@ -40,6 +40,9 @@ func receivedFilter(r *http.Request) (core.ReceivedFilter, error) {
 			*p.dst = &t
 		}
 	}
+	if f.Folder, err = receivedFolder(q.Get("folder")); err != nil {
+		return f, err
+	}
 	if v := q.Get("has_attachment"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

@@ -24,6 +24,7 @@ type resendInboxView struct {
 	Unread           int     `json:"unread"`
 	Drafts           int     `json:"drafts"`
 	LastReceived     *string `json:"last_received"`
+	Quarantine       string  `json:"quarantine"`
 	CreatedAt        string  `json:"created_at"`
 	UpdatedAt        string  `json:"updated_at"`
 }
@@ -32,7 +33,7 @@ func (s *Server) viewInbox(ctx context.Context, key *core.APIKey, in *app.Inbox)
 	m := in.Mailbox
 	domain := m.Address[strings.LastIndexByte(m.Address, '@')+1:]
 	v := resendInboxView{Object: "inbox", ID: m.ID, Name: m.Name, EmailAddress: m.Address, DomainID: domain,
-		CreatedAt: rfc3339(m.CreatedAt), UpdatedAt: rfc3339(m.CreatedAt)}
+		CreatedAt: rfc3339(m.CreatedAt), UpdatedAt: rfc3339(m.CreatedAt), Quarantine: m.QuarantineRule()}
 	if m.Name != "" {
 		v.FromName = &m.Name
 	}
@@ -55,6 +56,8 @@ type resendCreateInbox struct {
 	Name         string `json:"name"`
 	Forwarding   *bool  `json:"forwarding"`
 	FromName     string `json:"from_name"`
+	// Quarantine is sendonce's rule (docs/agents.md, "Quarantine").
+	Quarantine string `json:"quarantine"`
 }
 
 func (s *Server) handleResendCreateInbox(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
@@ -69,9 +72,15 @@ func (s *Server) handleResendCreateInbox(ctx context.Context, key *core.APIKey, 
 	if name == "" {
 		name = req.FromName
 	}
+	if _, err := app.ParseQuarantineRule(req.Quarantine); err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context, tx core.Tx) (int, any, error) {
 		m, err := s.svc.CreateInbox(ctx, tx, key.Tenant, req.EmailAddress, name)
 		if err != nil {
+			return 0, nil, err
+		}
+		if err := s.svc.SetInboxQuarantine(ctx, tx, key.Tenant, m.ID, req.Quarantine); err != nil {
 			return 0, nil, err
 		}
 		warning := s.svc.ReceivingWarning()
@@ -134,12 +143,16 @@ func (s *Server) handleResendUpdateInbox(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	var req struct {
-		Name     *string `json:"name"`
-		FromName *string `json:"from_name"`
+		Name       *string `json:"name"`
+		FromName   *string `json:"from_name"`
+		Quarantine *string `json:"quarantine"`
 	}
 	body, err := s.readBody(w, r)
 	if err == nil {
 		err = decodeStrict(body, &req)
+	}
+	if err == nil && req.Quarantine != nil {
+		_, err = app.ParseQuarantineRule(*req.Quarantine) // before any change is made
 	}
 	if err != nil {
 		writeResendError(w, r, s.logger, err)
@@ -151,6 +164,12 @@ func (s *Server) handleResendUpdateInbox(w http.ResponseWriter, r *http.Request)
 	}
 	if name != nil {
 		if err := s.svc.RenameInbox(r.Context(), key, in.Mailbox.ID, *name); err != nil {
+			writeResendError(w, r, s.logger, err)
+			return
+		}
+	}
+	if req.Quarantine != nil {
+		if err := s.svc.ChangeInboxQuarantine(r.Context(), key, in.Mailbox.ID, *req.Quarantine); err != nil {
 			writeResendError(w, r, s.logger, err)
 			return
 		}

@@ -44,6 +44,9 @@ func (s *Server) routes() []string {
 	// Replies and forwards are sends: the key rule of POST /v1/send.
 	m.Handle("POST /v1/received/{id}/reply", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{requireKey: s.cfg.RequireIdempotencyKey, committed: accepted, audit: true}, s.handleReplyReceived))))
 	m.Handle("POST /v1/received/{id}/forward", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{requireKey: s.cfg.RequireIdempotencyKey, committed: accepted, audit: true}, s.handleForwardReceived))))
+	// Quarantine (quarantine.go): admins release or delete what an inbox's rule kept from agents.
+	m.Handle("POST /v1/received/{id}/release", s.auth(core.ScopeAdmin, s.idempotent(postOpts{emptyBody: true}, inTx(s.handleReleaseReceived))))
+	m.Handle("DELETE /v1/received/{id}", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleDeleteReceived)))
 	m.Handle("GET /v1/threads", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListThreads)))
 	m.Handle("GET /v1/threads/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetThread)))
 	m.Handle("PATCH /v1/threads/{id}", s.auth(core.ScopeSend, http.HandlerFunc(s.handlePatchThread)))
