@@ -138,9 +138,13 @@ func (s *Service) ReleaseReceived(ctx context.Context, tx core.Tx, key *core.API
 	return m, nil
 }
 
-// DeleteReceived deletes one received message key may see (admin keys:
-// the route's scope), quarantined or not.
+// DeleteReceived deletes one received message, quarantined or not, for
+// a key that may see the quarantine (an admin's, not an agent's): an
+// agent must not make what waits there, or anything else, disappear.
 func (s *Service) DeleteReceived(ctx context.Context, key *core.APIKey, id string) error {
+	if !key.MaySeeQuarantine() {
+		return core.ErrNotFound
+	}
 	if _, err := s.visibleReceived(ctx, key, id); err != nil {
 		return err
 	}
