@@ -150,3 +150,15 @@ func (s *Service) DeleteReceived(ctx context.Context, key *core.APIKey, id strin
 	}
 	return s.store.InTx(ctx, func(tx core.Tx) error { return tx.DeleteReceived(ctx, key.Tenant, id) })
 }
+
+// ReleaseQuarantined is ReleaseReceived in a transaction of its own, for
+// doors without an Idempotency-Key (the dashboard's button): a release is
+// idempotent by itself, a second one changes nothing.
+func (s *Service) ReleaseQuarantined(ctx context.Context, key *core.APIKey, id string) (*core.ReceivedMessage, error) {
+	var m *core.ReceivedMessage
+	err := s.store.InTx(ctx, func(tx core.Tx) (err error) {
+		m, err = s.ReleaseReceived(ctx, tx, key, id)
+		return err
+	})
+	return m, err
+}

@@ -42,7 +42,7 @@ func (s *Store) ListMailboxes(ctx context.Context, tenant string) ([]*core.Mailb
 func (t *Tx) InsertMailbox(ctx context.Context, m *core.Mailbox) error {
 	n, err := t.q.exec(ctx, `INSERT INTO mailboxes (`+mailboxColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, id) DO NOTHING`,
-		m.Tenant, m.ID, m.Address, m.Name, m.Transport, m.ReceiveOnly, micros(m.CreatedAt), m.IMAP, m.IMAPShown, m.QuarantineRule())
+		m.Tenant, m.ID, m.Address, m.Name, m.Transport, m.ReceiveOnly, micros(m.CreatedAt), m.IMAP, m.IMAPShown, m.Quarantine)
 	if err != nil {
 		return fmt.Errorf("insert mailbox: %w", err)
 	}
