@@ -43,8 +43,8 @@ type Received struct {
 	// was received before; ID names that first copy and nothing was
 	// written.
 	Duplicate bool
-	// Quarantined: the message is kept in the quarantine folder
-	// (quarantineFolder), in no thread.
+	// Quarantined: the message was stored now, in the quarantine folder
+	// (quarantineFolder) and in no thread (false for a duplicate).
 	Quarantined bool
 }
 
@@ -104,7 +104,7 @@ func (s *Service) receive(ctx context.Context, in Incoming) (Received, error) {
 		if err != nil {
 			return err
 		}
-		out = Received{ID: id, ThreadID: thread, Duplicate: !inserted, Quarantined: folder == core.FolderQuarantine}
+		out = Received{ID: id, ThreadID: thread, Duplicate: !inserted, Quarantined: inserted && folder == core.FolderQuarantine}
 		if !inserted {
 			return errDuplicate // roll back the thread this copy opened
 		}
