@@ -30,7 +30,10 @@ type IdempotencyConfig struct {
 // and no door can run a write protocol of its own. Keys are decided inside
 // each write's own transaction (core.Tx is an idempotency.TxRecords); the
 // read pool answers completed keys before any write.
-func (s *Service) Idempotency() *idempotency.Engine { return s.idem }
+func (s *Service) Idempotency() *idempotency.Engine {
+	s.idemOnce.Do(func() { s.idem = s.newIdempotencyEngine(s.cfg.Idempotency) })
+	return s.idem
+}
 
 func (s *Service) newIdempotencyEngine(c IdempotencyConfig) *idempotency.Engine {
 	cache := c.ReplayCacheEntries

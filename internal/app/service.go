@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -117,8 +118,10 @@ type Service struct {
 	// next scan.
 	imapWake chan struct{}
 	tracer   tracing.Tracer
-	// idem is the process's one idempotency engine (Idempotency).
-	idem *idempotency.Engine
+	// idem is the process's one idempotency engine (Idempotency), built
+	// on first use from cfg.Idempotency.
+	idem     *idempotency.Engine
+	idemOnce sync.Once
 }
 
 // New returns a Service.
@@ -138,7 +141,6 @@ func New(store core.Store, cfg Config, logger *slog.Logger) *Service {
 	s := &Service{store: store, cfg: cfg, logger: logger, fetches: make(chan struct{}, MaxConcurrentFetches), imapWake: make(chan struct{}, 1),
 		keys: ttlCache[*core.APIKey]{ttl: KeyCacheTTL}, mailboxes: ttlCache[*core.Mailbox]{ttl: MailboxCacheTTL},
 		tracer: tracing.New(cfg.TracerProvider, "github.com/sendonce/sendonce/internal/app")}
-	s.idem = s.newIdempotencyEngine(cfg.Idempotency)
 	return s
 }
 
