@@ -44,6 +44,13 @@ func (s *Server) routes() []string {
 	// Replies and forwards are sends: the key rule of POST /v1/send.
 	m.Handle("POST /v1/received/{id}/reply", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{requireKey: s.cfg.RequireIdempotencyKey, committed: accepted, audit: true}, s.handleReplyReceived))))
 	m.Handle("POST /v1/received/{id}/forward", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{requireKey: s.cfg.RequireIdempotencyKey, committed: accepted, audit: true}, s.handleForwardReceived))))
+	// Drafts (drafts.go; sending one: drafts_send.go).
+	m.Handle("POST /v1/drafts", s.bounded(s.auth(core.ScopeSend, s.idempotent(postOpts{requireKey: s.cfg.RequireIdempotencyKey, audit: true}, s.handleCreateDraft))))
+	m.Handle("GET /v1/drafts", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListDrafts)))
+	m.Handle("GET /v1/drafts/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetDraft)))
+	m.Handle("PATCH /v1/drafts/{id}", s.bounded(s.auth(core.ScopeSend, http.HandlerFunc(s.handlePatchDraft))))
+	m.Handle("DELETE /v1/drafts/{id}", s.auth(core.ScopeSend, http.HandlerFunc(s.handleDeleteDraft)))
+	m.Handle("POST /v1/drafts/{id}/send", s.auth(core.ScopeSend, s.sendDraft(postOpts{committed: accepted}, handleNativeDraftSend)))
 	m.Handle("GET /v1/threads", s.auth(core.ScopeRead, http.HandlerFunc(s.handleListThreads)))
 	m.Handle("GET /v1/threads/{id}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetThread)))
 	m.Handle("PATCH /v1/threads/{id}", s.auth(core.ScopeSend, http.HandlerFunc(s.handlePatchThread)))
