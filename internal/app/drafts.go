@@ -168,10 +168,17 @@ func (s *Service) Draft(ctx context.Context, key *core.APIKey, id string) (*core
 	return d, nil
 }
 
-// ListDrafts returns a page of the key's drafts, newest first, and whether
-// there are more.
-func (s *Service) ListDrafts(ctx context.Context, key *core.APIKey, limit int, after string) ([]*core.Draft, bool, error) {
-	ds, err := s.store.ListDrafts(ctx, key.Tenant, core.DraftFilter{MailboxIDs: key.Mailboxes, Limit: limit + 1, After: after})
+// ListDrafts returns a page of the key's drafts (of mailboxID alone when
+// it is set), newest first, and whether there are more.
+func (s *Service) ListDrafts(ctx context.Context, key *core.APIKey, mailboxID string, limit int, after string) ([]*core.Draft, bool, error) {
+	f := core.DraftFilter{MailboxIDs: key.Mailboxes, Limit: limit + 1, After: after}
+	if mailboxID != "" {
+		if !key.MayUseMailbox(mailboxID) {
+			return nil, false, core.ErrNotFound
+		}
+		f.MailboxIDs = []string{mailboxID}
+	}
+	ds, err := s.store.ListDrafts(ctx, key.Tenant, f)
 	if err != nil {
 		return nil, false, err
 	}

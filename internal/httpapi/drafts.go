@@ -52,7 +52,7 @@ func (s *Server) handleListDrafts(w http.ResponseWriter, r *http.Request) {
 		more bool
 	)
 	if err == nil {
-		ds, more, err = s.svc.ListDrafts(r.Context(), apiKeyFrom(r.Context()), limit, q.Get("after"))
+		ds, more, err = s.svc.ListDrafts(r.Context(), apiKeyFrom(r.Context()), "", limit, q.Get("after"))
 	}
 	out := listView[*draftView]{Object: "list", Data: make([]*draftView, 0, len(ds))}
 	for _, d := range ds {

@@ -139,6 +139,13 @@ func (s *Server) routes() []string {
 	m.Handle("GET /inboxes/{inbox}/threads/{thread}/emails/{email}", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendThreadEmail)))
 	m.Handle("POST /inboxes/{inbox}/threads/{thread}/emails/{email}/reply", s.bounded(s.resendPost(s.handleResendReplyThreadEmail)))
 	m.Handle("POST /inboxes/{inbox}/threads/{thread}/emails/{email}/forward", s.bounded(s.resendPost(s.handleResendForwardThreadEmail)))
+	// Resend's inbox drafts (resend_drafts.go): the native drafts of one inbox.
+	m.Handle("POST /inboxes/{inbox}/drafts", s.bounded(s.resendAuth(core.ScopeSend, s.idempotent(s.resendOpts(postOpts{audit: true}), s.handleResendCreateDraft))))
+	m.Handle("GET /inboxes/{inbox}/drafts", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendListDrafts)))
+	m.Handle("GET /inboxes/{inbox}/drafts/{draft}", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendGetDraft)))
+	m.Handle("PATCH /inboxes/{inbox}/drafts/{draft}", s.bounded(s.resendAuth(core.ScopeSend, http.HandlerFunc(s.handleResendUpdateDraft))))
+	m.Handle("DELETE /inboxes/{inbox}/drafts/{draft}", s.resendAuth(core.ScopeSend, http.HandlerFunc(s.handleResendRemoveDraft)))
+	m.Handle("POST /inboxes/{inbox}/drafts/{draft}/send", s.resendAuth(core.ScopeSend, s.sendDraft(s.resendOpts(postOpts{committed: s.acceptedMetric}), s.resendDraftSend)))
 	m.Handle("POST /domains", s.resendManage(postOpts{}, s.handleResendCreateDomain))
 	m.Handle("GET /domains", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendListDomains)))
 	m.Handle("GET /domains/{id}", s.resendAuth(core.ScopeRead, http.HandlerFunc(s.handleResendGetDomain)))
