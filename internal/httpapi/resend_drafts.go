@@ -21,16 +21,16 @@ import (
 // resendDraftBody is the body of create and update; on update a field
 // the body has replaces the draft's (null or [] clears it).
 type resendDraftBody struct {
-	To              addrList         `json:"to"`
-	Cc              addrList         `json:"cc"`
-	Bcc             addrList         `json:"bcc"`
-	Subject         *string          `json:"subject"`
-	Text            *string          `json:"text"`
-	HTML            *string          `json:"html"`
-	Attachments     []attachmentJSON `json:"attachments"`
-	ThreadID        string           `json:"thread_id"`
-	ReplyToEmailID  string           `json:"reply_to_email_id"`
-	present         map[string]json.RawMessage
+	To             addrList         `json:"to"`
+	Cc             addrList         `json:"cc"`
+	Bcc            addrList         `json:"bcc"`
+	Subject        *string          `json:"subject"`
+	Text           *string          `json:"text"`
+	HTML           *string          `json:"html"`
+	Attachments    []attachmentJSON `json:"attachments"`
+	ThreadID       string           `json:"thread_id"`
+	ReplyToEmailID string           `json:"reply_to_email_id"`
+	present        map[string]json.RawMessage
 }
 
 func decodeResendDraft(body []byte, create bool) (*resendDraftBody, error) {
