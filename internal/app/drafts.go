@@ -150,9 +150,13 @@ func (s *Service) PrepareDraft(ctx context.Context, key *core.APIKey, req DraftR
 	return d, nil
 }
 
-// AcceptDraft stores a prepared draft in tx (the create route's step).
+// AcceptDraft stores a prepared draft in tx (the create route's step),
+// within the tenant's cap (--max-drafts).
 func (s *Service) AcceptDraft(ctx context.Context, tx core.Tx, d *core.Draft) error {
-	return tx.InsertDraft(ctx, d)
+	if err := tx.InsertDraft(ctx, d); err != nil {
+		return err
+	}
+	return s.CheckCap(ctx, tx, core.ResourceDrafts, d.Tenant)
 }
 
 // Draft returns one of the key's drafts: ErrNotFound for another tenant's
@@ -232,15 +236,12 @@ func (s *Service) UpdateDraft(ctx context.Context, key *core.APIKey, id string, 
 	return nil, core.Errorf(core.CodeConflict, "id", "the draft is being edited by someone else: read it again")
 }
 
-// DeleteDraft deletes an unsent draft (409 invalid_state once sent: the
-// draft is the record of which send it became).
+// DeleteDraft deletes a draft, sent or not. A sent one's send stays; a
+// deleted draft cannot be sent again (its presses answer 404), so
+// deleting never makes a second email possible.
 func (s *Service) DeleteDraft(ctx context.Context, key *core.APIKey, id string) error {
-	d, err := s.Draft(ctx, key, id)
-	if err != nil {
+	if _, err := s.Draft(ctx, key, id); err != nil {
 		return err
-	}
-	if d.SendID != "" {
-		return errDraftSent()
 	}
 	var ok bool
 	if err := s.store.InTx(ctx, func(tx core.Tx) (err error) {
@@ -250,9 +251,6 @@ func (s *Service) DeleteDraft(ctx context.Context, key *core.APIKey, id string) 
 		return err
 	}
 	if !ok {
-		if d, err = s.Draft(ctx, key, id); err == nil && d.SendID != "" {
-			return errDraftSent()
-		}
 		return core.ErrNotFound
 	}
 	return nil

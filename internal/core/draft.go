@@ -61,6 +61,6 @@ type DraftsTx interface {
 	// MarkDraftSent records the send the draft at version became: false
 	// when it was sent or edited since.
 	MarkDraftSent(ctx context.Context, tenant, id string, version int, sendID string, at time.Time) (bool, error)
-	// DeleteDraft deletes an unsent draft: false when there is none.
+	// DeleteDraft deletes a draft, sent or not: false when there is none.
 	DeleteDraft(ctx context.Context, tenant, id string) (bool, error)
 }

@@ -149,8 +149,9 @@ func TestDrafts_LostAnswerRetriedIsTheSameSend(t *testing.T) {
 }
 
 // An edit after creation is what is sent, under the key fixed at
-// creation; once sent, the draft can no longer be edited or deleted
-// (409), and a draft that cannot be sent yet (no recipient) answers 422
+// creation; once sent, the draft can no longer be edited (409) —
+// deleted, it keeps its send and can make no other — and a
+// draft that cannot be sent yet (no recipient) answers 422
 // without using its key up.
 func TestDrafts_EditThenSendUnderTheOriginalKey(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
@@ -180,11 +181,19 @@ func TestDrafts_EditThenSendUnderTheOriginalKey(t *testing.T) {
 		if raw := env.SMTP.Messages()[0].Data; !bytes.Contains(raw, []byte("Subject: Edited")) || !bytes.Contains(raw, []byte("two")) {
 			t.Errorf("the message sent is not the edited draft:\n%s", raw)
 		}
-		for _, m := range []string{http.MethodPatch, http.MethodDelete} {
-			late := env.Do(t, sendoncetest.Request{Method: m, Path: "/v1/drafts/" + id, Key: env.AdminKey, Body: map[string]any{"subject": "Late"}})
-			if late.Status != http.StatusConflict || late.ErrorCode() != "invalid_state" {
-				t.Errorf("%s after the send: %d %s, want 409 invalid_state", m, late.Status, late.Body)
-			}
+		late := env.Do(t, sendoncetest.Request{Method: http.MethodPatch, Path: "/v1/drafts/" + id, Key: env.AdminKey, Body: map[string]any{"subject": "Late"}})
+		if late.Status != http.StatusConflict || late.ErrorCode() != "invalid_state" {
+			t.Errorf("PATCH after the send: %d %s, want 409 invalid_state", late.Status, late.Body)
+		}
+		// Deleting the sent draft keeps its send and allows no other.
+		if del := env.Do(t, sendoncetest.Request{Method: http.MethodDelete, Path: "/v1/drafts/" + id, Key: env.AdminKey}); del.Status != http.StatusOK {
+			t.Errorf("DELETE after the send: %d %s", del.Status, del.Body)
+		}
+		if r, _ := sendDraft(env, env.AdminKey, id); r.Status != http.StatusNotFound {
+			t.Errorf("sending a deleted draft: %d %s, want 404", r.Status, r.Body)
+		}
+		if n := sendsUnder(t, env, key); n != 1 {
+			t.Errorf("%d sends under the draft's key, want 1", n)
 		}
 	})
 }
@@ -252,5 +261,23 @@ func TestDrafts_TenantIsolation(t *testing.T) {
 		if n := sendsUnder(t, env, app.DraftIdempotencyKey(id)); n != 0 {
 			t.Errorf("%d sends of the draft, want 0", n)
 		}
+	})
+}
+
+// A tenant stores at most --max-drafts drafts: past it, 403
+// limit_exceeded and nothing stored; deleting one makes room.
+func TestDrafts_Capped(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true, Caps: core.Caps{core.ResourceDrafts: 1}})
+		id := createDraft(t, env, env.AdminKey, "d-1", map[string]any{"subject": "one"})["id"].(string)
+		r := env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: "/v1/drafts", Key: env.AdminKey, IdemKey: "d-2", Body: map[string]any{"subject": "two"}})
+		if r.Status != http.StatusForbidden || r.ErrorCode() != "limit_exceeded" {
+			t.Fatalf("a draft past the cap: %d %s, want 403 limit_exceeded", r.Status, r.Body)
+		}
+		if n := env.QueryInt(t, `SELECT count(*) FROM drafts`); n != 1 {
+			t.Errorf("%d drafts stored, want 1", n)
+		}
+		env.Do(t, sendoncetest.Request{Method: http.MethodDelete, Path: "/v1/drafts/" + id, Key: env.AdminKey})
+		createDraft(t, env, env.AdminKey, "d-3", map[string]any{"subject": "three"})
 	})
 }

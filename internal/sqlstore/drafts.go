@@ -96,7 +96,7 @@ func (t *Tx) MarkDraftSent(ctx context.Context, tenant, id string, version int, 
 
 // DeleteDraft implements core.Tx.
 func (t *Tx) DeleteDraft(ctx context.Context, tenant, id string) (bool, error) {
-	n, err := t.q.exec(ctx, `DELETE FROM drafts WHERE tenant = ? AND id = ? AND send_id IS NULL`, tenant, id)
+	n, err := t.q.exec(ctx, `DELETE FROM drafts WHERE tenant = ? AND id = ?`, tenant, id)
 	if err != nil {
 		return false, fmt.Errorf("delete draft: %w", err)
 	}

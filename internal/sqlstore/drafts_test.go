@@ -9,8 +9,8 @@ import (
 )
 
 // TestDrafts_VersionedUpdatesAndSentOnce: a draft changes only against the
-// version read, is marked sent once, and a sent draft neither changes nor
-// goes away; lists are the tenant's (and the mailboxes') own, newest first.
+// version read, is marked sent once, a sent draft no longer changes, and
+// any draft can be deleted; lists are the tenant's (and the mailboxes') own, newest first.
 func TestDrafts_VersionedUpdatesAndSentOnce(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		s := b.openStore(t, b.newDB(t))
@@ -55,9 +55,6 @@ func TestDrafts_VersionedUpdatesAndSentOnce(t *testing.T) {
 		if try(func(tx core.Tx) (bool, error) { return tx.UpdateDraft(ctx, &next, 2) }) {
 			t.Error("a sent draft was updated")
 		}
-		if try(func(tx core.Tx) (bool, error) { return tx.DeleteDraft(ctx, "t", "drf_1") }) {
-			t.Error("a sent draft was deleted")
-		}
 		got, err := s.Draft(ctx, "t", "drf_1")
 		if err != nil || got.SendID != "snd_1" || got.Version != 2 || string(got.Content) != `{"subject":"b"}` || got.SentAt == nil {
 			t.Errorf("the sent draft: %+v (%v)", got, err)
@@ -71,8 +68,13 @@ func TestDrafts_VersionedUpdatesAndSentOnce(t *testing.T) {
 		if len(all) != 2 || all[0].ID != "drf_2" || len(inbox) != 1 || inbox[0].ID != "drf_2" || len(after) != 1 || after[0].ID != "drf_1" {
 			t.Errorf("lists: all %d, inbox %d, after %d", len(all), len(inbox), len(after))
 		}
-		if !try(func(tx core.Tx) (bool, error) { return tx.DeleteDraft(ctx, "t", "drf_2") }) {
-			t.Error("an unsent draft was not deleted")
+		for _, id := range []string{"drf_1", "drf_2"} { // sent or not
+			if !try(func(tx core.Tx) (bool, error) { return tx.DeleteDraft(ctx, "t", id) }) {
+				t.Errorf("draft %s was not deleted", id)
+			}
+		}
+		if try(func(tx core.Tx) (bool, error) { return tx.DeleteDraft(ctx, "u", "drf_1") }) {
+			t.Error("a deleted draft was deleted again")
 		}
 	})
 }
