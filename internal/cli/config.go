@@ -48,7 +48,7 @@ type Config struct {
 	// MaxTemplates, MaxMailboxes, MaxDomains and MaxAPIKeys are the
 	// --max-* caps per tenant (0: none), server.Config's Caps.
 	MaxTemplates, MaxMailboxes, MaxDomains, MaxAPIKeys int
-	MaxWebhooks, MaxSuppressions                       int
+	MaxWebhooks, MaxSuppressions, MaxDrafts            int
 	// SMTP is the --smtp-* settings of the submission server.
 	SMTP smtpConfig
 	// MaxRequestSize, MaxMessageSize, MaxInflightBytes and
@@ -220,6 +220,7 @@ func serverFlags(e *envFlags, c *Config) {
 	e.integer(&c.MaxDomains, "max-domains", "SENDONCE_MAX_DOMAINS", core.DefaultMaxDomains, "sending domains one tenant may store (0: no cap)")
 	e.integer(&c.MaxWebhooks, "max-webhooks", "SENDONCE_MAX_WEBHOOKS", core.DefaultMaxWebhooks, "webhook endpoints one tenant may store (0: no cap)")
 	e.integer(&c.MaxSuppressions, "max-suppressions", "SENDONCE_MAX_SUPPRESSIONS", core.DefaultMaxSuppressions, "suppression entries one tenant may add by hand (0: no cap; bounces and complaints always add theirs)")
+	e.integer(&c.MaxDrafts, "max-drafts", "SENDONCE_MAX_DRAFTS", core.DefaultMaxDrafts, "drafts one tenant may store, sent ones included until deleted (0: no cap)")
 	e.integer(&c.MaxAPIKeys, "max-api-keys", "SENDONCE_MAX_API_KEYS", core.DefaultMaxAPIKeys, "API keys (not revoked) one tenant may create through the API (0: no cap; sendonce keys create is not capped)")
 	e.str(&sc.WebhookRetrySchedule, "webhook-retry-schedule", "SENDONCE_WEBHOOK_RETRY_SCHEDULE", webhook.DefaultSchedule, "waits before each retry of a failed webhook delivery, comma-separated; after the last the delivery is failed")
 	e.integer(&sc.IMAPSyncDays, "imap-sync-days", "SENDONCE_IMAP_SYNC_DAYS", 30, "how many days back a connected mailbox's first sync reaches (docs/mailboxes.md)")
@@ -253,6 +254,7 @@ func (c *Config) caps() core.Caps {
 		core.ResourceTemplates: c.MaxTemplates, core.ResourceMailboxes: c.MaxMailboxes,
 		core.ResourceDomains: c.MaxDomains, core.ResourceAPIKeys: c.MaxAPIKeys,
 		core.ResourceWebhooks: c.MaxWebhooks, core.ResourceSuppressions: c.MaxSuppressions,
+		core.ResourceDrafts: c.MaxDrafts,
 	}
 }
 
@@ -269,8 +271,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--drain-delay must be 0 (none) or positive")
 	}
 	sc := &c.Server
-	if min(c.MaxTemplates, c.MaxMailboxes, c.MaxDomains, c.MaxAPIKeys, c.MaxWebhooks, c.MaxSuppressions) < 0 {
-		return fmt.Errorf("--max-templates, --max-mailboxes, --max-domains, --max-api-keys, --max-webhooks and --max-suppressions must be 0 (no cap) or more")
+	if min(c.MaxTemplates, c.MaxMailboxes, c.MaxDomains, c.MaxAPIKeys, c.MaxWebhooks, c.MaxSuppressions, c.MaxDrafts) < 0 {
+		return fmt.Errorf("--max-templates, --max-mailboxes, --max-domains, --max-api-keys, --max-webhooks, --max-suppressions and --max-drafts must be 0 (no cap) or more")
 	}
 	if sc.RateLimit < 0 || sc.RateLimitWindow < time.Millisecond {
 		return fmt.Errorf("--rate-limit must be 0 (off) or more, and --rate-limit-window at least 1ms")

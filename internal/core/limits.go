@@ -21,6 +21,9 @@ const (
 	// ResourceSuppressions counts the entries added by hand (bounces and
 	// complaints add theirs whatever the cap).
 	ResourceSuppressions Resource = "suppressions"
+	// ResourceDrafts counts drafts, sent ones included (they stay until
+	// deleted).
+	ResourceDrafts Resource = "drafts"
 )
 
 // The binary's default caps per tenant (--max-templates, --max-mailboxes,
@@ -39,6 +42,9 @@ const (
 	// A suppression list imported by hand from another provider can be
 	// large; a million rows is still one index.
 	DefaultMaxSuppressions = 1000000
+	// Drafts are written by agents, which loop: ten thousand is more
+	// than a team reviews, and bounds what one loop leaves behind.
+	DefaultMaxDrafts = 10000
 )
 
 // Caps is the most rows of each resource one tenant may store. A resource

@@ -34,6 +34,7 @@ type Store interface {
 	Providers
 	IMAPSyncs
 	DMARCReports
+	Drafts
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 }
@@ -65,6 +66,7 @@ type Tx interface {
 	ProvidersTx
 	IMAPSyncTx
 	DMARCReportsTx
+	DraftsTx
 }
 
 // Transactor runs writes. InTx commits when fn returns nil and rolls back

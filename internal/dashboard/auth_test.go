@@ -27,6 +27,8 @@ type fixture struct {
 	webhook, event, suppression string
 	// thread holds received, a received message with attachment.
 	thread, received, attachment string
+	// draft is an unsent draft to ann@example.com.
+	draft string
 }
 
 const (
@@ -84,6 +86,12 @@ func makeFixture(t *testing.T, env *sendoncetest.Env) fixture {
 		t.Fatalf("fixture received message: %v, %v", m, err)
 	}
 	f.attachment = m.Attachments[0].ID
+	dr := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/drafts", Key: env.AdminKey, IdemKey: "fixture-draft",
+		Body: map[string]any{"to": "ann@example.com", "subject": "Draft", "text": "unsent"}})
+	if dr.Status != http.StatusOK {
+		t.Fatalf("fixture draft: %d %s", dr.Status, dr.Body)
+	}
+	f.draft = dr.JSON(t)["id"].(string)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		list, err := env.Server.Store.ListInbox(ctx, "default", 10)
@@ -131,6 +139,8 @@ func (f fixture) path(pattern string) (method, path string) {
 		id = f.webhook
 	case strings.HasPrefix(path, "/ui/suppressions/"):
 		id = f.suppression
+	case strings.HasPrefix(path, "/ui/drafts/"):
+		id = f.draft
 	case strings.HasSuffix(path, "/confirm"):
 		id = f.pending
 		path += "?action=approve"
@@ -159,6 +169,8 @@ func (f fixture) form(path string) url.Values {
 		return url.Values{"do": {"read"}}
 	case strings.HasSuffix(path, "/reply"):
 		return url.Values{"text": {"fixture reply"}, "nonce": {app.NewID("n")}}
+	case strings.HasPrefix(path, "/ui/drafts/") && !strings.HasSuffix(path, "/send"):
+		return url.Values{"to": {"ann@example.com"}, "subject": {"Draft"}, "text": {"edited"}}
 	}
 	return url.Values{}
 }
@@ -285,7 +297,8 @@ func TestDashboard_ReadKeyLooksButDoesNotAct(t *testing.T) {
 		// renders text the caller posts), but the Mail pages' changes,
 		// which need send as the API's thread changes and replies do.
 		notAdmin := map[string]core.Scope{"POST /ui/signin": "", "POST /ui/signout": core.ScopeRead,
-			"POST /ui/mail/{id}/change": core.ScopeSend, "POST /ui/received/{id}/reply": core.ScopeSend}
+			"POST /ui/mail/{id}/change": core.ScopeSend, "POST /ui/received/{id}/reply": core.ScopeSend,
+			"POST /ui/drafts/{id}": core.ScopeSend, "POST /ui/drafts/{id}/send": core.ScopeSend}
 		for _, rt := range dashboard.Routes() {
 			want, listed := notAdmin[rt.Pattern]
 			if !listed {

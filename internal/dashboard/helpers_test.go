@@ -130,6 +130,9 @@ func (f fixture) unchanged(t *testing.T, env *sendoncetest.Env, after string) {
 	if _, err := env.Server.Store.Suppression(ctx, "default", "new@fixture.example"); err == nil {
 		t.Errorf("after %s new@fixture.example is suppressed", after)
 	}
+	if d, err := env.Server.Store.Draft(ctx, "default", f.draft); err != nil || d.SendID != "" || d.Version != 1 {
+		t.Errorf("after %s the draft is %+v (%v), want unsent and unedited", after, d, err)
+	}
 	if th, err := env.Server.Store.Thread(ctx, "default", f.thread); err != nil || th.Unread != 1 || th.Messages != 1 {
 		t.Errorf("after %s the thread is %+v (%v), want its one message unread and no reply", after, th, err)
 	}

@@ -48,6 +48,13 @@ var routes = []route{
 	{"POST /ui/quarantine/{id}/release", core.ScopeAdmin, (*Dashboard).releaseQuarantined},
 	{"POST /ui/quarantine/{id}/delete", core.ScopeAdmin, (*Dashboard).deleteQuarantined},
 
+	// Drafts: editing and sending need send, as PATCH /v1/drafts/{id} and
+	// POST /v1/drafts/{id}/send do.
+	{"GET /ui/drafts", core.ScopeRead, (*Dashboard).drafts},
+	{"GET /ui/drafts/{id}", core.ScopeRead, (*Dashboard).draft},
+	{"POST /ui/drafts/{id}", core.ScopeSend, (*Dashboard).saveDraft},
+	{"POST /ui/drafts/{id}/send", core.ScopeSend, (*Dashboard).sendDraft},
+
 	{"GET /ui/keys", core.ScopeAdmin, (*Dashboard).keys},
 	{"POST /ui/keys", core.ScopeAdmin, (*Dashboard).createKey},
 	{"GET /ui/keys/{id}/revoke", core.ScopeAdmin, (*Dashboard).confirmRevoke},
@@ -96,6 +103,7 @@ var nav = []navItem{
 	{"Sends", "/ui/sends", core.ScopeRead},
 	{"Mail", "/ui/mail", core.ScopeRead},
 	{"Quarantine", "/ui/quarantine", core.ScopeAdmin},
+	{"Drafts", "/ui/drafts", core.ScopeRead},
 	{"Dev inbox", "/ui/inbox", core.ScopeRead},
 	{"Approvals", "/ui/approvals", core.ScopeRead},
 	{"API keys", "/ui/keys", core.ScopeAdmin},

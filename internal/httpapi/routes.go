@@ -51,6 +51,13 @@ func (s *Server) routes() []string {
 	// Quarantine (quarantine.go): admins release or delete what an inbox's rule kept from agents.
 	m.Handle("POST /v1/received/{id}/release", s.Auth(core.ScopeAdmin, s.Idempotent(kit.PostOpts{EmptyBody: true}, kit.WholeTx(s.handleReleaseReceived))))
 	m.Handle("DELETE /v1/received/{id}", s.Auth(core.ScopeAdmin, http.HandlerFunc(s.handleDeleteReceived)))
+	// Drafts (drafts.go; sending one: kit/drafts_send.go, shared with Resend's).
+	m.Handle("POST /v1/drafts", s.Bounded(s.Auth(core.ScopeSend, s.Idempotent(kit.PostOpts{RequireKey: s.Cfg.RequireIdempotencyKey, Audit: true}, s.handleCreateDraft))))
+	m.Handle("GET /v1/drafts", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleListDrafts)))
+	m.Handle("GET /v1/drafts/{id}", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleGetDraft)))
+	m.Handle("PATCH /v1/drafts/{id}", s.Bounded(s.Auth(core.ScopeSend, http.HandlerFunc(s.handlePatchDraft))))
+	m.Handle("DELETE /v1/drafts/{id}", s.Auth(core.ScopeSend, http.HandlerFunc(s.handleDeleteDraft)))
+	m.Handle("POST /v1/drafts/{id}/send", s.Auth(core.ScopeSend, s.SendDraft(kit.PostOpts{Committed: accepted}, handleNativeDraftSend)))
 	m.Handle("GET /v1/threads", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleListThreads)))
 	m.Handle("GET /v1/threads/{id}", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleGetThread)))
 	m.Handle("PATCH /v1/threads/{id}", s.Auth(core.ScopeSend, http.HandlerFunc(s.handlePatchThread)))
@@ -145,6 +152,13 @@ func (s *Server) routes() []string {
 	m.Handle("GET /inboxes/{inbox}/threads/{thread}/emails/{email}", rs.Auth(core.ScopeRead, http.HandlerFunc(rs.ThreadEmail)))
 	m.Handle("POST /inboxes/{inbox}/threads/{thread}/emails/{email}/reply", s.Bounded(rs.Post(rs.ReplyThreadEmail)))
 	m.Handle("POST /inboxes/{inbox}/threads/{thread}/emails/{email}/forward", s.Bounded(rs.Post(rs.ForwardThreadEmail)))
+	// Resend's inbox drafts (package resend: drafts.go): the native drafts of one inbox.
+	m.Handle("POST /inboxes/{inbox}/drafts", s.Bounded(rs.Auth(core.ScopeSend, s.Idempotent(rs.Opts(kit.PostOpts{Audit: true}), rs.CreateDraft))))
+	m.Handle("GET /inboxes/{inbox}/drafts", rs.Auth(core.ScopeRead, http.HandlerFunc(rs.ListDrafts)))
+	m.Handle("GET /inboxes/{inbox}/drafts/{draft}", rs.Auth(core.ScopeRead, http.HandlerFunc(rs.GetDraft)))
+	m.Handle("PATCH /inboxes/{inbox}/drafts/{draft}", s.Bounded(rs.Auth(core.ScopeSend, http.HandlerFunc(rs.UpdateDraft))))
+	m.Handle("DELETE /inboxes/{inbox}/drafts/{draft}", rs.Auth(core.ScopeSend, http.HandlerFunc(rs.RemoveDraft)))
+	m.Handle("POST /inboxes/{inbox}/drafts/{draft}/send", rs.Auth(core.ScopeSend, s.SendDraft(rs.Opts(kit.PostOpts{Committed: rs.AcceptedMetric}), rs.DraftSend)))
 	m.Handle("POST /domains", rs.Manage(kit.PostOpts{}, rs.CreateDomain))
 	m.Handle("GET /domains", rs.Auth(core.ScopeRead, http.HandlerFunc(rs.ListDomains)))
 	m.Handle("GET /domains/{id}", rs.Auth(core.ScopeRead, http.HandlerFunc(rs.GetDomain)))

@@ -159,6 +159,7 @@ func (s *Server) addTools() {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, s.listRecentSends)
 	s.addMailTools()
+	s.addDraftTools()
 }
 
 func ptr[T any](v T) *T { return &v }

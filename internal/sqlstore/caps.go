@@ -17,6 +17,7 @@ var capTables = map[core.Resource]string{
 	core.ResourceAPIKeys:      `SELECT count(*) FROM api_keys WHERE tenant = ? AND revoked_at IS NULL`,
 	core.ResourceWebhooks:     `SELECT count(*) FROM webhooks WHERE tenant = ?`,
 	core.ResourceSuppressions: `SELECT count(*) FROM suppressions WHERE tenant = ? AND origin = 'manual'`,
+	core.ResourceDrafts:       `SELECT count(*) FROM drafts WHERE tenant = ?`,
 }
 
 // CountCapped implements core.Tx. On PostgreSQL a transaction-scoped

@@ -23,6 +23,8 @@
 //     SendWithEvents, SendAttachments; queue.go: ClaimDue, UpdateAttempt,
 //     ExpiredAttempts, QueueDepth; events.go: event ids and bounce
 //     encoding.
+//   - drafts.go (Drafts, DraftsTx: content updated and marked sent only
+//     against the version read).
 //   - apikeys.go (Keys, KeysTx), templates.go, mailboxes.go, domains.go,
 //     inbox.go (the capture inbox), audit.go, caps.go (CountCapped),
 //     secrets.go (ServerSecret).

@@ -48,10 +48,10 @@ func (s *API) Auth(scope core.Scope, next http.Handler) http.Handler {
 }
 
 func (s *API) Post(h kit.TxHandler) http.Handler {
-	return s.Auth(core.ScopeSend, s.Idempotent(kit.PostOpts{MaxKeyLen: resendMaxKeyLen, Errs: kit.ResendErrors, Committed: s.acceptedMetric, Audit: true}, h))
+	return s.Auth(core.ScopeSend, s.Idempotent(kit.PostOpts{MaxKeyLen: resendMaxKeyLen, Errs: kit.ResendErrors, Committed: s.AcceptedMetric, Audit: true}, h))
 }
 
-func (s *API) acceptedMetric() {
+func (s *API) AcceptedMetric() {
 	if s.Metrics != nil {
 		s.Metrics.SendsAccepted.Inc()
 	}

@@ -1,0 +1,70 @@
+package kit
+
+import (
+	"net/http"
+
+	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// Sending a draft: POST /v1/drafts/{id}/send and Resend's
+// POST /inboxes/{inbox}/drafts/{id}/send, both app.Service.SendDraft (the
+// one protocol: one key and scope per draft, whoever presses, on whatever
+// door). The answer is the send as it is now, which every press, the
+// first and the replayed ones, shows the same way.
+
+// DraftSendInput reads a surface's send request: the draft's id and what
+// the body adds to the send (nil for nothing).
+type DraftSendInput func(r *http.Request, body []byte) (id string, edit func(*app.SendRequest) error, err error)
+
+// SendDraft is the send route of a surface, in its error style (o.Errs).
+func (s *Base) SendDraft(o PostOpts, in DraftSendInput) http.Handler {
+	o.Audit = true
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := APIKeyFrom(r.Context())
+		intent, err := intentFrom(r.Header)
+		var res Result
+		if err != nil {
+			res = s.refusal(r, o, err)
+		} else {
+			res = s.runDraftSend(w, r, o, in)
+		}
+		s.respond(w, res)
+		s.observe(o, res)
+		if key.Agent || intent != "" || err != nil {
+			s.writeAudit(r, key, intent, res)
+		}
+	})
+}
+
+func (s *Base) runDraftSend(w http.ResponseWriter, r *http.Request, o PostOpts, in DraftSendInput) Result {
+	ctx := r.Context()
+	key := APIKeyFrom(ctx)
+	body, err := s.ReadBody(w, r)
+	var (
+		id   string
+		edit func(*app.SendRequest) error
+	)
+	if err == nil {
+		id, edit, err = in(r, body)
+	}
+	if err != nil {
+		return s.refusal(r, o, err)
+	}
+	sent := s.Svc.SendDraft(ctx, s.Idem, key, id, app.Guarded(key, AgentAsked(r)), edit)
+	ran := sent.Result
+	var send *core.Send
+	if ran.Err == nil && sent.SendID != "" {
+		if send, err = s.Reads.Send(ctx, key.Tenant, sent.SendID); err != nil {
+			ran.Err = err
+		}
+	}
+	if ran.Err != nil || send == nil {
+		res := s.resultOf(r, o, ran, Result{})
+		res.idemKey = app.DraftIdempotencyKey(id)
+		return res
+	}
+	res := Result{status: http.StatusOK, body: Marshal(ViewSend(send)), outcome: ran.Outcome, stored: ran.Stored,
+		sendIDs: []string{send.ID}, idemKey: app.DraftIdempotencyKey(id)}
+	return res
+}

@@ -1,0 +1,80 @@
+package sqlstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/internal/core"
+)
+
+// TestDrafts_VersionedUpdatesAndSentOnce: a draft changes only against the
+// version read, is marked sent once, a sent draft no longer changes, and
+// any draft can be deleted; lists are the tenant's (and the mailboxes') own, newest first.
+func TestDrafts_VersionedUpdatesAndSentOnce(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s := b.openStore(t, b.newDB(t))
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		mk := func(tenant, id, mailbox string) *core.Draft {
+			return &core.Draft{Tenant: tenant, ID: id, MailboxID: mailbox, Content: []byte(`{"subject":"a"}`), Version: 1,
+				IdempotencyKey: "draft:" + id, CreatedAt: now, UpdatedAt: now}
+		}
+		a, b2, other := mk("t", "drf_1", "default"), mk("t", "drf_2", "inb_x"), mk("u", "drf_3", "default")
+		inTx(t, s, func(ctx context.Context, tx core.Tx) error {
+			for _, d := range []*core.Draft{a, b2, other} {
+				if err := tx.InsertDraft(ctx, d); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		try := func(fn func(tx core.Tx) (bool, error)) (ok bool) {
+			t.Helper()
+			inTx(t, s, func(_ context.Context, tx core.Tx) (err error) { ok, err = fn(tx); return err })
+			return ok
+		}
+		next := *a
+		next.Content, next.Version = []byte(`{"subject":"b"}`), 2
+		if !try(func(tx core.Tx) (bool, error) { return tx.UpdateDraft(ctx, &next, 1) }) {
+			t.Fatal("an update against the version read failed")
+		}
+		if try(func(tx core.Tx) (bool, error) { return tx.UpdateDraft(ctx, &next, 1) }) {
+			t.Error("an update against an old version succeeded")
+		}
+		if try(func(tx core.Tx) (bool, error) { return tx.MarkDraftSent(ctx, "t", "drf_1", 1, "snd_x", now) }) {
+			t.Error("a send of an old version was recorded")
+		}
+		if !try(func(tx core.Tx) (bool, error) { return tx.MarkDraftSent(ctx, "t", "drf_1", 2, "snd_1", now) }) {
+			t.Fatal("the send was not recorded")
+		}
+		if try(func(tx core.Tx) (bool, error) { return tx.MarkDraftSent(ctx, "t", "drf_1", 2, "snd_2", now) }) {
+			t.Error("a second send was recorded")
+		}
+		next.Version = 3
+		if try(func(tx core.Tx) (bool, error) { return tx.UpdateDraft(ctx, &next, 2) }) {
+			t.Error("a sent draft was updated")
+		}
+		got, err := s.Draft(ctx, "t", "drf_1")
+		if err != nil || got.SendID != "snd_1" || got.Version != 2 || string(got.Content) != `{"subject":"b"}` || got.SentAt == nil {
+			t.Errorf("the sent draft: %+v (%v)", got, err)
+		}
+		if _, err := s.Draft(ctx, "u", "drf_1"); err != core.ErrNotFound {
+			t.Errorf("another tenant's read: %v, want ErrNotFound", err)
+		}
+		all, _ := s.ListDrafts(ctx, "t", core.DraftFilter{Limit: 10})
+		inbox, _ := s.ListDrafts(ctx, "t", core.DraftFilter{Limit: 10, MailboxIDs: []string{"inb_x"}})
+		after, _ := s.ListDrafts(ctx, "t", core.DraftFilter{Limit: 10, After: "drf_2"})
+		if len(all) != 2 || all[0].ID != "drf_2" || len(inbox) != 1 || inbox[0].ID != "drf_2" || len(after) != 1 || after[0].ID != "drf_1" {
+			t.Errorf("lists: all %d, inbox %d, after %d", len(all), len(inbox), len(after))
+		}
+		for _, id := range []string{"drf_1", "drf_2"} { // sent or not
+			if !try(func(tx core.Tx) (bool, error) { return tx.DeleteDraft(ctx, "t", id) }) {
+				t.Errorf("draft %s was not deleted", id)
+			}
+		}
+		if try(func(tx core.Tx) (bool, error) { return tx.DeleteDraft(ctx, "u", "drf_1") }) {
+			t.Error("a deleted draft was deleted again")
+		}
+	})
+}
