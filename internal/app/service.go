@@ -91,6 +91,10 @@ type Config struct {
 	// TracerProvider takes the spans of acceptance and receiving
 	// (internal/tracing). Defaults to none: no span is made.
 	TracerProvider trace.TracerProvider
+	// Reputation are the reputation guard's thresholds
+	// (--pause-complaint-rate, --pause-bounce-rate, --pause-min-sends);
+	// zero fields take the defaults (DefaultPause…).
+	Reputation ReputationThresholds
 }
 
 // Service implements the use cases.

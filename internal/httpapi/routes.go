@@ -76,6 +76,8 @@ func (s *Server) routes() []string {
 	m.Handle("GET /v1/suppressions/{email}", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetSuppression)))
 	m.Handle("DELETE /v1/suppressions/{email}", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleDeleteSuppression)))
 	m.Handle("GET /v1/inbound/unmatched", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleListUnmatched)))
+	m.Handle("GET /v1/reputation", s.auth(core.ScopeRead, http.HandlerFunc(s.handleGetReputation)))
+	m.Handle("POST /v1/reputation/resume", s.auth(core.ScopeAdmin, s.idempotent(postOpts{emptyBody: true}, inTx(s.handleResumeReputation))))
 	m.Handle("GET /v1/admin/destinations", s.auth(core.ScopeAdmin, http.HandlerFunc(s.handleDestinations)))
 	// Webhooks (section 10); the same handlers serve Resend's /webhooks
 	// below, with its error bodies.

@@ -43,7 +43,7 @@ func (t *Tx) ClaimDue(ctx context.Context, p core.ClaimParams) ([]*core.Send, er
 		}
 		rows, err := t.q.query(ctx, `UPDATE sends SET status = 'sending', attempt_token = ?, lease_until = `+t.claimLease()+`,
 			tries = tries + 1, next_attempt_at = NULL, updated_at = ?
-			WHERE id IN (SELECT id FROM sends WHERE status = 'queued' AND stream = ? AND next_attempt_at <= ?
+			WHERE id IN (SELECT id FROM sends WHERE status = 'queued' AND stream = ? AND next_attempt_at <= ?`+unpaused(stream)+`
 				ORDER BY next_attempt_at LIMIT ?`+t.s.skipLocked+`)
 			RETURNING `+sendColumns, token, micros(now.Add(lease.Base)), lease.MaxGrowth.Microseconds(), lease.PerMiB.Microseconds(),
 			micros(now), string(stream), micros(now), left)
@@ -57,6 +57,18 @@ func (t *Tx) ClaimDue(ctx context.Context, p core.ClaimParams) ([]*core.Send, er
 		out = append(out, got...)
 	}
 	return out, nil
+}
+
+// unpaused is the claim's condition that leaves out the sends of a
+// stream the reputation guard paused (docs/deliverability.md, "The
+// reputation guard"): they stay queued and no worker attempts them. Only
+// bulk is ever paused; its condition is one primary-key probe of
+// tenant_streams per candidate row.
+func unpaused(stream core.Stream) string {
+	if stream != core.StreamBulk {
+		return ""
+	}
+	return ` AND NOT EXISTS (SELECT 1 FROM tenant_streams ts WHERE ts.tenant = sends.tenant AND ts.stream = 'bulk' AND ts.state = 'paused')`
 }
 
 // maxFairTenants bounds the tenants one claim shares itself between; the
@@ -149,8 +161,8 @@ func (t *Tx) dueOfTenant(ctx context.Context, tenant string, now int64, n int, t
 			break
 		}
 		unit := tenant + "\x00" + string(stream)
-		rows, err := t.q.query(ctx, `SELECT id FROM sends WHERE status = 'queued' AND tenant = ? AND stream = ? AND next_attempt_at <= ?
-			ORDER BY next_attempt_at LIMIT ? OFFSET ?`+t.s.skipLocked, tenant, string(stream), now, n-got, taken[unit])
+		rows, err := t.q.query(ctx, `SELECT id FROM sends WHERE status = 'queued' AND tenant = ? AND stream = ? AND next_attempt_at <= ?`+
+			unpaused(stream)+` ORDER BY next_attempt_at LIMIT ? OFFSET ?`+t.s.skipLocked, tenant, string(stream), now, n-got, taken[unit])
 		if err != nil {
 			return 0, fmt.Errorf("claim due sends of %s: %w", tenant, err)
 		}
