@@ -183,7 +183,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), NoInboundListener: cfg.InboundAddr == "", IMAPProbe: imapProbe(policy),
 		MaxReceivedBytes: cfg.MaxReceivedBytes, Egress: egressChecks(mx), RequireVerifiedDomain: cfg.RequireVerifiedDomain,
 		TracerProvider: cfg.TracerProvider, Reputation: cfg.Reputation,
-		PublicURL:      cmp.Or(cfg.PublicURL, "http://"+cfg.Addr), UnsubscribeDomain: unsubscribeDomain(cfg)}, logger)
+		PublicURL: cmp.Or(cfg.PublicURL, "http://"+cfg.Addr), UnsubscribeDomain: unsubscribeDomain(cfg)}, logger)
 	d, err := delivery.NewDeliverer(svc, store, deliveryConfig(cfg, mx, signer), m, logger)
 	if err != nil {
 		return nil, err
