@@ -214,3 +214,36 @@ func queueStreamEvent(ctx context.Context, tx core.Tx, tenant, event string, rep
 	}
 	return tx.QueueTenantWebhook(ctx, tenant, event, NewID("evt_"), tenant, body, at)
 }
+
+// MaxGuardedTenants bounds the tenants GuardedReputations reads (the
+// metrics read it at every scrape).
+const MaxGuardedTenants = 1000
+
+// TenantReputation is one judged tenant's bulk stream.
+type TenantReputation struct {
+	Tenant string
+	Reputation
+}
+
+// GuardedReputations returns the reputation of each tenant the guard has
+// judged (one with a complaint or permanent bounce of bulk mail), up to
+// MaxGuardedTenants.
+func (s *Service) GuardedReputations(ctx context.Context) ([]TenantReputation, error) {
+	sts, err := s.store.GuardedStreams(ctx, MaxGuardedTenants)
+	if err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	out := make([]TenantReputation, 0, len(sts))
+	for _, st := range sts {
+		if st.Stream != core.StreamBulk {
+			continue
+		}
+		c, err := s.store.StreamCounts(ctx, core.StreamWindowParams{Tenant: st.Tenant, Stream: st.Stream, Since: windowStart(st, now)})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, TenantReputation{Tenant: st.Tenant, Reputation: *s.reputationOf(st, c)})
+	}
+	return out, nil
+}

@@ -101,6 +101,17 @@ func TestReputation_PausesBulkKeepsItQueuedAndResumes(t *testing.T) {
 					t.Fatalf("after the %s: %v, want paused with 10 sends in the window", kind, rep)
 				}
 
+				m := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/metrics"})
+				for series, want := range map[string]string{
+					`sendonce_reputation_paused{tenant="default"}`:         "1",
+					`sendonce_reputation_complaint_rate{tenant="default"}`: map[string]string{"complaint": "0.1", "bounce": "0"}[kind],
+					`sendonce_reputation_bounce_rate{tenant="default"}`:    map[string]string{"complaint": "0", "bounce": "0.2"}[kind],
+				} {
+					if !strings.Contains(string(m.Body), "\n"+series+" "+want+"\n") {
+						t.Errorf("/metrics has no %s %s", series, want)
+					}
+				}
+
 				bulk := env.Send(t, "later-bulk", map[string]any{"to": "later@example.com", "subject": "news", "text": "x", "stream": "bulk"}).JSON(t)["id"].(string)
 				tx := env.Send(t, "reset", map[string]any{"to": "later@example.com", "subject": "reset", "text": "x"}).JSON(t)["id"].(string)
 				env.WaitStatus(t, tx, waitLong, core.StatusSent)
