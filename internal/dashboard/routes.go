@@ -77,6 +77,8 @@ var routes = []route{
 	{"POST /ui/suppressions/{id}/remove", core.ScopeAdmin, (*Dashboard).removeSuppression},
 	{"GET /ui/inbound", core.ScopeAdmin, (*Dashboard).unmatched},
 	{"GET /ui/destinations", core.ScopeAdmin, (*Dashboard).destinations},
+	{"GET /ui/reputation", core.ScopeRead, (*Dashboard).reputation},
+	{"POST /ui/reputation/resume", core.ScopeAdmin, (*Dashboard).resumeReputation},
 
 	{"GET /ui/audit", core.ScopeAdmin, (*Dashboard).audit},
 }
@@ -99,6 +101,7 @@ var nav = []navItem{
 	{"Webhooks", "/ui/webhooks", core.ScopeRead},
 	{"Suppressions", "/ui/suppressions", core.ScopeRead},
 	{"Unmatched inbound", "/ui/inbound", core.ScopeAdmin},
+	{"Reputation", "/ui/reputation", core.ScopeRead},
 	{"Destinations", "/ui/destinations", core.ScopeAdmin},
 	{"Audit log", "/ui/audit", core.ScopeAdmin},
 }
