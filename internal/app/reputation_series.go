@@ -52,8 +52,3 @@ func (s *Service) ReputationSeries(ctx context.Context, tenant string, hours int
 	}
 	return out, nil
 }
-
-// ReputationThresholdsOf returns the guard's thresholds (with defaults).
-func (s *Service) ReputationThresholdsOf() ReputationThresholds {
-	return s.cfg.Reputation.withDefaults()
-}
