@@ -212,7 +212,8 @@ func queueStreamEvent(ctx context.Context, tx core.Tx, tenant, event string, rep
 	if err != nil {
 		return fmt.Errorf("%s payload: %w", typ, err)
 	}
-	return tx.QueueTenantWebhook(ctx, tenant, event, NewID("evt_"), tenant, body, at)
+	// The subject is the stream, as a mailbox event's is its mailbox.
+	return tx.QueueTenantWebhook(ctx, tenant, event, NewID("evt_"), string(core.StreamBulk), body, at)
 }
 
 // MaxGuardedTenants bounds the tenants GuardedReputations reads (the
