@@ -42,7 +42,7 @@ type StreamState struct {
 	Stream    Stream
 	State     string // StreamActive or StreamPaused
 	ChangedAt time.Time
-	// JudgeFrom is the last resume ("" state: zero).
+	// JudgeFrom is the last resume (zero when it never was).
 	JudgeFrom time.Time
 }
 
