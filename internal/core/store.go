@@ -32,6 +32,7 @@ type Store interface {
 	WebhookStore
 	Providers
 	IMAPSyncs
+	DMARCReports
 	Reputation
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
@@ -62,6 +63,7 @@ type Tx interface {
 	WebhookTx
 	ProvidersTx
 	IMAPSyncTx
+	DMARCReportsTx
 	ReputationTx
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // The reputation guard's routes (docs/api.md, "Reputation"): the key's
@@ -14,19 +15,19 @@ import (
 // shape as it is: {"state", "complaint_rate", "bounce_rate",
 // "window_sends", "thresholds": {…}}.
 func (s *Server) handleGetReputation(w http.ResponseWriter, r *http.Request) {
-	rep, err := s.svc.Reputation(r.Context(), apiKeyFrom(r.Context()).Tenant)
+	rep, err := s.Svc.Reputation(r.Context(), kit.APIKeyFrom(r.Context()).Tenant)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	kit.WriteJSON(w, http.StatusOK, rep)
 }
 
 // handleResumeReputation is POST /v1/reputation/resume: the tenant's
 // bulk stream resumes (a stream that is not paused stays as it is), in
 // the transaction that stores the Idempotency-Key's answer.
 func (s *Server) handleResumeReputation(ctx context.Context, tx core.Tx, key *core.APIKey, _ *http.Request, _ []byte) (int, any, error) {
-	rep, err := s.svc.ResumeStreamTx(ctx, tx, key.Tenant)
+	rep, err := s.Svc.ResumeStreamTx(ctx, tx, key.Tenant)
 	if err != nil {
 		return 0, nil, err
 	}

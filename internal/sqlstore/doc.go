@@ -27,7 +27,8 @@
 //     inbox.go (the capture inbox), audit.go, caps.go (CountCapped),
 //     secrets.go (ServerSecret).
 //   - suppressions.go; bounces.go: recipient states, inbound reports and
-//     unmatched mail.
+//     unmatched mail; dmarc.go: DMARC aggregate reports and the inboxes
+//     that take them.
 //   - reputation.go (Reputation, ReputationTx): the reputation guard's
 //     stream states and outcomes; queue.go's claim leaves a paused
 //     stream's sends out.
