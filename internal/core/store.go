@@ -23,6 +23,7 @@ type Store interface {
 	Domains
 	Inbox
 	Receiving
+	QuarantineReads
 	Suppressions
 	Reports
 	Audit
@@ -52,6 +53,7 @@ type Tx interface {
 	DomainsTx
 	InboxTx
 	ReceivingTx
+	QuarantineTx
 	ReceivingClaimsTx
 	AuditTx
 	CapsTx
