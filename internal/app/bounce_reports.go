@@ -57,8 +57,13 @@ func (s *Service) RecordBounceReport(ctx context.Context, m BounceReport) (Repor
 	var res ReportResult
 	err := s.store.InTx(ctx, func(tx core.Tx) error {
 		var err error
-		res, err = recordReport(ctx, tx, m, rep, perr, now)
-		return err
+		var changes []RecipientChange
+		var send *core.Send
+		res, send, changes, err = recordReport(ctx, tx, m, rep, perr, now)
+		if err != nil || res != ReportRecorded {
+			return err
+		}
+		return s.guardOutcomes(ctx, tx, send, changes, now)
 	})
 	if err != nil {
 		return "", fmt.Errorf("record bounce report: %w", err)
@@ -66,41 +71,53 @@ func (s *Service) RecordBounceReport(ctx context.Context, m BounceReport) (Repor
 	return res, nil
 }
 
-func recordReport(ctx context.Context, tx core.Tx, m BounceReport, rep *dsn.Report, perr error, now time.Time) (ReportResult, error) {
+// recordReport applies the report; for a recorded one it returns the
+// send and the changes applied (the reputation guard judges them).
+func recordReport(ctx context.Context, tx core.Tx, m BounceReport, rep *dsn.Report, perr error, now time.Time) (ReportResult, *core.Send, []RecipientChange, error) {
 	send, err := tx.SendForUpdate(ctx, m.SendID)
 	if errors.Is(err, core.ErrNotFound) {
-		return unmatchedReport(ctx, tx, m, "", "the send no longer exists (purged after its retention)", now)
+		res, err := unmatchedReport(ctx, tx, m, "", "the send no longer exists (purged after its retention)", now)
+		return res, nil, nil, err
 	}
 	if err != nil {
-		return "", err
+		return "", nil, nil, err
+	}
+	res, changes, err := applyReport(ctx, tx, m, send, rep, perr, now)
+	return res, send, changes, err
+}
+
+func applyReport(ctx context.Context, tx core.Tx, m BounceReport, send *core.Send, rep *dsn.Report, perr error, now time.Time) (ReportResult, []RecipientChange, error) {
+	unmatched := func(reason string) (ReportResult, []RecipientChange, error) {
+		res, err := unmatchedReport(ctx, tx, m, send.Tenant, reason, now)
+		return res, nil, err
 	}
 	if perr != nil {
-		return unmatchedReport(ctx, tx, m, send.Tenant, "not a report: "+perr.Error(), now)
+		return unmatched("not a report: " + perr.Error())
 	}
 	if rep.OriginalMessageID != "" && !sameMessageID(rep.OriginalMessageID, send.MessageID) {
-		return unmatchedReport(ctx, tx, m, send.Tenant, "the report is about another message ("+rep.OriginalMessageID+")", now)
+		return unmatched("the report is about another message (" + rep.OriginalMessageID + ")")
 	}
 	changes, why := reportChanges(send, rep)
 	if len(changes) > 0 {
 		changes, why = reportAllowed(send, m.Bound, changes)
 	}
 	if len(changes) == 0 {
-		return unmatchedReport(ctx, tx, m, send.Tenant, why, now)
+		return unmatched(why)
 	}
 	if n, err := tx.ReportCount(ctx, send.ID); err != nil || n >= core.MaxReportsPerSend {
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
-		return unmatchedReport(ctx, tx, m, send.Tenant, fmt.Sprintf("the send has %d reports already, the most recorded", n), now)
+		return unmatched(fmt.Sprintf("the send has %d reports already, the most recorded", n))
 	}
 	first, err := tx.RecordReport(ctx, core.ReportParams{Digest: reportDigest(send.ID, rep.Digest), Tenant: send.Tenant, SendID: send.ID, At: now})
 	if err != nil || !first {
-		return ReportDuplicate, err
+		return ReportDuplicate, nil, err
 	}
 	if err := ApplyRecipientChanges(ctx, tx, send, changes, now); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return ReportRecorded, nil
+	return ReportRecorded, changes, nil
 }
 
 func reportDigest(sendID, d string) string {

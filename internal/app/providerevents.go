@@ -128,7 +128,10 @@ func (s *Service) recordProviderEvent(ctx context.Context, tx core.Tx, ev Provid
 			changes = append(changes, c)
 		}
 	}
-	return IntakeRecorded, ApplyRecipientChanges(ctx, tx, send, changes, now)
+	if err := ApplyRecipientChanges(ctx, tx, send, changes, now); err != nil {
+		return "", err
+	}
+	return IntakeRecorded, s.guardOutcomes(ctx, tx, send, changes, now)
 }
 
 // findProviderSend finds the send an event names, with its provider

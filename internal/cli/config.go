@@ -117,6 +117,18 @@ func (e *envFlags) integer(p *int, name, env string, def int, usage string) {
 	e.fs.IntVar(p, name, def, usage+" (env "+env+")")
 }
 
+func (e *envFlags) float(p *float64, name, env string, def float64, usage string) {
+	if v, ok := e.env(env); ok {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Sprintf("%s=%q: not a number", env, v))
+		} else {
+			def = f
+		}
+	}
+	e.fs.Float64Var(p, name, def, usage+" (env "+env+")")
+}
+
 func (e *envFlags) boolean(p *bool, name, env string, def bool, usage string) {
 	if v, ok := e.env(env); ok {
 		b, err := strconv.ParseBool(v)
@@ -245,6 +257,10 @@ func serverFlags(e *envFlags, c *Config) {
 	e.integer(&c.InboundMaxMemory, "inbound-max-memory", "SENDONCE_INBOUND_MAX_MEMORY", inbound.DefaultMaxMemory, "bytes of messages the inbound listener reads and stores at once, over all its connections; past it DATA is answered 452 4.3.1 (the sender tries again later)")
 	e.dur(&sc.InboundLimits.SessionTimeout, "inbound-session-timeout", "SENDONCE_INBOUND_SESSION_TIMEOUT", inbound.DefaultSessionTimeout, "how long one inbound SMTP session may last, however active; then 421 and closed")
 	e.boolean(&sc.InboundRejectDMARC, "inbound-reject-dmarc", "SENDONCE_INBOUND_REJECT_DMARC", false, "refuse (550 5.7.1) received mail that fails its sender domain's DMARC policy instead of keeping it flagged")
+	rep := &sc.Reputation
+	e.float(&rep.ComplaintRate, "pause-complaint-rate", "SENDONCE_PAUSE_COMPLAINT_RATE", app.DefaultPauseComplaintRate, "complaints per bulk send handed off in the last 24h at which the tenant's bulk stream pauses (docs/deliverability.md, \"The reputation guard\")")
+	e.float(&rep.BounceRate, "pause-bounce-rate", "SENDONCE_PAUSE_BOUNCE_RATE", app.DefaultPauseBounceRate, "permanent bounces per bulk send handed off in the last 24h at which the tenant's bulk stream pauses")
+	e.integer(&rep.MinSends, "pause-min-sends", "SENDONCE_PAUSE_MIN_SENDS", app.DefaultPauseMinSends, "bulk sends handed off in the last 24h a tenant needs before either rate may pause its bulk stream")
 	c.Providers.define(e, sc)
 }
 
@@ -273,6 +289,9 @@ func (c *Config) validate() error {
 	sc := &c.Server
 	if min(c.MaxTemplates, c.MaxMailboxes, c.MaxDomains, c.MaxAPIKeys, c.MaxWebhooks, c.MaxSuppressions, c.MaxDrafts) < 0 {
 		return fmt.Errorf("--max-templates, --max-mailboxes, --max-domains, --max-api-keys, --max-webhooks, --max-suppressions and --max-drafts must be 0 (no cap) or more")
+	}
+	if rep := sc.Reputation; !(rep.ComplaintRate > 0 && rep.ComplaintRate <= 1) || !(rep.BounceRate > 0 && rep.BounceRate <= 1) || rep.MinSends < 1 {
+		return fmt.Errorf("--pause-complaint-rate and --pause-bounce-rate must be above 0 and at most 1, and --pause-min-sends at least 1")
 	}
 	if sc.RateLimit < 0 || sc.RateLimitWindow < time.Millisecond {
 		return fmt.Errorf("--rate-limit must be 0 (off) or more, and --rate-limit-window at least 1ms")

@@ -43,6 +43,10 @@ const (
 	// events of a connected mailbox whose login failed, and came back.
 	EventMailboxDisconnected = "mailbox_disconnected"
 	EventMailboxConnected    = "mailbox_connected"
+	// EventStreamPaused and EventStreamResumed name the webhook events of
+	// a tenant's bulk stream paused by the reputation guard, and resumed.
+	EventStreamPaused  = "stream_paused"
+	EventStreamResumed = "stream_resumed"
 )
 
 // webhookTypes maps history entries to the webhook event types of the API
@@ -63,6 +67,9 @@ var webhookTypes = map[string]string{
 	// Not about a send: queued by app.MailboxEvent.
 	EventMailboxDisconnected: "mailbox.disconnected",
 	EventMailboxConnected:    "mailbox.connected",
+	// Not about a send: queued by the reputation guard (app).
+	EventStreamPaused:  "stream.paused",
+	EventStreamResumed: "stream.resumed",
 }
 
 // WebhookType returns the webhook event type of a history entry, and false

@@ -35,6 +35,7 @@ type Store interface {
 	IMAPSyncs
 	DMARCReports
 	Drafts
+	Reputation
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 }
@@ -67,6 +68,7 @@ type Tx interface {
 	IMAPSyncTx
 	DMARCReportsTx
 	DraftsTx
+	ReputationTx
 }
 
 // Transactor runs writes. InTx commits when fn returns nil and rolls back

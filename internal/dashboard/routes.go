@@ -88,6 +88,8 @@ var routes = []route{
 	{"GET /ui/inbound", core.ScopeAdmin, (*Dashboard).unmatched},
 	{"GET /ui/dmarc", core.ScopeRead, (*Dashboard).dmarc},
 	{"GET /ui/destinations", core.ScopeAdmin, (*Dashboard).destinations},
+	{"GET /ui/reputation", core.ScopeRead, (*Dashboard).reputation},
+	{"POST /ui/reputation/resume", core.ScopeAdmin, (*Dashboard).resumeReputation},
 
 	{"GET /ui/audit", core.ScopeAdmin, (*Dashboard).audit},
 }
@@ -113,6 +115,7 @@ var nav = []navItem{
 	{"Suppressions", "/ui/suppressions", core.ScopeRead},
 	{"Unmatched inbound", "/ui/inbound", core.ScopeAdmin},
 	{"DMARC", "/ui/dmarc", core.ScopeRead},
+	{"Reputation", "/ui/reputation", core.ScopeRead},
 	{"Destinations", "/ui/destinations", core.ScopeAdmin},
 	{"Audit log", "/ui/audit", core.ScopeAdmin},
 }

@@ -94,6 +94,8 @@ func (s *Server) routes() []string {
 	m.Handle("GET /v1/dmarc/reports/{id}", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleGetDMARCReport)))
 	m.Handle("GET /v1/dmarc/summary", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleDMARCSummary)))
 	m.Handle("GET /v1/inbound/unmatched", s.Auth(core.ScopeAdmin, http.HandlerFunc(s.handleListUnmatched)))
+	m.Handle("GET /v1/reputation", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleGetReputation)))
+	m.Handle("POST /v1/reputation/resume", s.Auth(core.ScopeAdmin, s.Idempotent(kit.PostOpts{EmptyBody: true}, kit.WholeTx(s.handleResumeReputation))))
 	m.Handle("GET /v1/admin/destinations", s.Auth(core.ScopeAdmin, http.HandlerFunc(s.handleDestinations)))
 	// Webhooks (section 10); the same handlers serve Resend's /webhooks
 	// below, with its error bodies.

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sendonce/sendonce/internal/accesslog"
+	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/inbound"
 	"github.com/sendonce/sendonce/internal/submission"
@@ -79,6 +80,10 @@ type Config struct {
 	TLSCA string
 	// RequireVerifiedDomain is --require-verified-domain.
 	RequireVerifiedDomain bool
+	// Reputation is the reputation guard's thresholds (--pause-complaint-rate,
+	// --pause-bounce-rate, --pause-min-sends); zero fields take app's
+	// defaults.
+	Reputation app.ReputationThresholds
 	// DANE is --dane: TLSA records the resolver validated bind mx
 	// deliveries to TLS and to the certificates they name.
 	DANE bool

@@ -18,6 +18,7 @@ import (
 	"github.com/sendonce/sendonce/idempotency/redisstore"
 
 	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/dashboard"
 	"github.com/sendonce/sendonce/internal/delivery"
 	"github.com/sendonce/sendonce/internal/httpapi"
@@ -193,10 +194,11 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes, RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow,
 		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), NoInboundListener: cfg.InboundAddr == "", IMAPProbe: imapProbe(policy),
 		MaxReceivedBytes: cfg.MaxReceivedBytes, Egress: egressChecks(mx), RequireVerifiedDomain: cfg.RequireVerifiedDomain,
-		TracerProvider: cfg.TracerProvider,
-		PublicURL:      cmp.Or(cfg.PublicURL, "http://"+cfg.Addr), UnsubscribeDomain: unsubscribeDomain(cfg),
+		TracerProvider: cfg.TracerProvider, Reputation: cfg.Reputation,
+		PublicURL: cmp.Or(cfg.PublicURL, "http://"+cfg.Addr), UnsubscribeDomain: unsubscribeDomain(cfg),
 		Idempotency: app.IdempotencyConfig{Front: rf.front, TTL: cfg.IdempotencyTTL, Lease: cfg.ReservationLease,
 			ReplayCacheEntries: cfg.ReplayCache, Logger: logger}}, logger)
+	m.RegisterReputation(reputationGauges(svc), logger)
 	d, err := delivery.NewDeliverer(svc, store, deliveryConfig(cfg, mx, signer), m, logger)
 	if err != nil {
 		return nil, err
@@ -242,6 +244,22 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		imap: newIMAPWorkers(store, svc, cfg, policy, logger), ready: ready}
 	srv.services()
 	return srv, nil
+}
+
+// reputationGauges reads the reputation guard's tenants for the metrics.
+func reputationGauges(svc *app.Service) func(ctx context.Context) ([]metrics.TenantReputation, error) {
+	return func(ctx context.Context) ([]metrics.TenantReputation, error) {
+		reps, err := svc.GuardedReputations(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]metrics.TenantReputation, 0, len(reps))
+		for _, r := range reps {
+			out = append(out, metrics.TenantReputation{Tenant: r.Tenant, ComplaintRate: r.ComplaintRate, BounceRate: r.BounceRate,
+				Paused: r.State == core.StreamPaused})
+		}
+		return out, nil
+	}
 }
 
 // storeMetrics makes the registry, with the store's pools and group

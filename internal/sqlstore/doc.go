@@ -31,6 +31,9 @@
 //   - suppressions.go; bounces.go: recipient states, inbound reports and
 //     unmatched mail; dmarc.go: DMARC aggregate reports and the inboxes
 //     that take them.
+//   - reputation.go (Reputation, ReputationTx): the reputation guard's
+//     stream states and outcomes; queue.go's claim leaves a paused
+//     stream's sends out.
 //   - idempotency.go: the durable Idempotency-Key tier (TxRecords, the
 //     completed-key read and the purge).
 //   - webhooks.go (webhooks and their deliveries, read and changed) and

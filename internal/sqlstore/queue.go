@@ -29,8 +29,12 @@ func (t *Tx) ClaimDue(ctx context.Context, p core.ClaimParams) ([]*core.Send, er
 	if len(tenants) == 0 {
 		return nil, nil // nothing queued: no claim statement to run
 	}
+	paused, err := t.pausedBulk(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if len(tenants) > 1 {
-		return t.claimFair(ctx, p, tenants)
+		return t.claimFair(ctx, p, tenants, paused)
 	}
 	// One tenant (or none): its transactional sends, then its bulk ones,
 	// each an index seek on sends_due (stream, next_attempt_at) — never a
@@ -41,9 +45,12 @@ func (t *Tx) ClaimDue(ctx context.Context, p core.ClaimParams) ([]*core.Send, er
 		if left <= 0 {
 			break
 		}
+		if stream == core.StreamBulk && paused[tenants[0]] {
+			continue // its backlog is not even scanned
+		}
 		rows, err := t.q.query(ctx, `UPDATE sends SET status = 'sending', attempt_token = ?, lease_until = `+t.claimLease()+`,
 			tries = tries + 1, next_attempt_at = NULL, updated_at = ?
-			WHERE id IN (SELECT id FROM sends WHERE status = 'queued' AND stream = ? AND next_attempt_at <= ?
+			WHERE id IN (SELECT id FROM sends WHERE status = 'queued' AND stream = ? AND next_attempt_at <= ?`+unpaused(stream)+`
 				ORDER BY next_attempt_at LIMIT ?`+t.s.skipLocked+`)
 			RETURNING `+sendColumns, token, micros(now.Add(lease.Base)), lease.MaxGrowth.Microseconds(), lease.PerMiB.Microseconds(),
 			micros(now), string(stream), micros(now), left)
@@ -57,6 +64,42 @@ func (t *Tx) ClaimDue(ctx context.Context, p core.ClaimParams) ([]*core.Send, er
 		out = append(out, got...)
 	}
 	return out, nil
+}
+
+// pausedBulk lists the tenants whose bulk stream the reputation guard
+// paused (a handful of rows): the claim skips their bulk sends without
+// scanning them, however long the backlog a paused stream keeps.
+func (t *Tx) pausedBulk(ctx context.Context) (map[string]bool, error) {
+	rows, err := t.q.query(ctx, `SELECT tenant FROM tenant_streams WHERE stream = 'bulk' AND state = 'paused'`)
+	if err != nil {
+		return nil, fmt.Errorf("read paused streams: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var tenant string
+		if err := rows.Scan(&tenant); err != nil {
+			return nil, fmt.Errorf("read paused streams: %w", err)
+		}
+		out[tenant] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read paused streams: %w", err)
+	}
+	return out, nil
+}
+
+// unpaused is the claim's condition that leaves out the sends of a
+// stream the reputation guard paused (docs/deliverability.md, "The
+// reputation guard"): they stay queued and no worker attempts them. The
+// claim skips a tenant pausedBulk lists before it looks; this condition
+// covers a pause that commits in between (one primary-key probe of
+// tenant_streams per candidate row). Only bulk is ever paused.
+func unpaused(stream core.Stream) string {
+	if stream != core.StreamBulk {
+		return ""
+	}
+	return ` AND NOT EXISTS (SELECT 1 FROM tenant_streams ts WHERE ts.tenant = sends.tenant AND ts.stream = 'bulk' AND ts.state = 'paused')`
 }
 
 // maxFairTenants bounds the tenants one claim shares itself between; the
@@ -96,7 +139,7 @@ func (t *Tx) queuedTenants(ctx context.Context, limit int) ([]string, error) {
 // of the limit (its due sends, transactional ones first: dueOfTenant),
 // and what a tenant leaves unused goes to the others, so one tenant's
 // backlog cannot hold every worker while another's mail waits behind it.
-func (t *Tx) claimFair(ctx context.Context, p core.ClaimParams, tenants []string) ([]*core.Send, error) {
+func (t *Tx) claimFair(ctx context.Context, p core.ClaimParams, tenants []string, paused map[string]bool) ([]*core.Send, error) {
 	now := micros(p.Now)
 	var ids []any
 	taken := map[string]int{} // per tenant and stream: the rows an earlier round took
@@ -109,7 +152,7 @@ func (t *Tx) claimFair(ctx context.Context, p core.ClaimParams, tenants []string
 				break
 			}
 			n := min(share, left)
-			got, err := t.dueOfTenant(ctx, tenant, now, n, taken, &ids)
+			got, err := t.dueOfTenant(ctx, tenant, now, n, taken, paused[tenant], &ids)
 			if err != nil {
 				return nil, err
 			}
@@ -142,15 +185,18 @@ func (t *Tx) claimFair(ctx context.Context, p core.ClaimParams, tenants []string
 // transactional ones first, and returns how many. Each stream is one seek
 // on sends_due_tenant (tenant, stream, next_attempt_at); taken is what
 // earlier rounds of the claim took of each, skipped by OFFSET.
-func (t *Tx) dueOfTenant(ctx context.Context, tenant string, now int64, n int, taken map[string]int, ids *[]any) (int, error) {
+func (t *Tx) dueOfTenant(ctx context.Context, tenant string, now int64, n int, taken map[string]int, bulkPaused bool, ids *[]any) (int, error) {
 	got := 0
 	for _, stream := range core.Streams {
 		if got >= n {
 			break
 		}
+		if stream == core.StreamBulk && bulkPaused {
+			continue
+		}
 		unit := tenant + "\x00" + string(stream)
-		rows, err := t.q.query(ctx, `SELECT id FROM sends WHERE status = 'queued' AND tenant = ? AND stream = ? AND next_attempt_at <= ?
-			ORDER BY next_attempt_at LIMIT ? OFFSET ?`+t.s.skipLocked, tenant, string(stream), now, n-got, taken[unit])
+		rows, err := t.q.query(ctx, `SELECT id FROM sends WHERE status = 'queued' AND tenant = ? AND stream = ? AND next_attempt_at <= ?`+
+			unpaused(stream)+` ORDER BY next_attempt_at LIMIT ? OFFSET ?`+t.s.skipLocked, tenant, string(stream), now, n-got, taken[unit])
 		if err != nil {
 			return 0, fmt.Errorf("claim due sends of %s: %w", tenant, err)
 		}

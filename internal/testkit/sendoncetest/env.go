@@ -198,6 +198,8 @@ type Options struct {
 	RequireVerifiedDomain bool
 	// TracerProvider takes the instance's spans; nil: none are made.
 	TracerProvider trace.TracerProvider
+	// Reputation is the reputation guard's thresholds (zero: the defaults).
+	Reputation app.ReputationThresholds
 }
 
 // Env is a running instance.
@@ -287,6 +289,7 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 		EgressPools: o.EgressPools, StreamPools: o.StreamPools, EgressWarmups: o.EgressWarmups, WarmupSchedule: o.WarmupSchedule,
 		MaxReceivedBytes: o.MaxReceivedBytes, DANE: o.DANE, InboundTLS: o.InboundTLS,
 		RequireVerifiedDomain: o.RequireVerifiedDomain, InboundLimits: o.InboundLimits, TracerProvider: o.TracerProvider,
+		Reputation: o.Reputation,
 	}
 	if o.MXPort != "" {
 		cfg.MXPort = o.MXPort
