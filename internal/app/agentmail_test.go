@@ -20,14 +20,7 @@ func receivedQuestion(t *testing.T) (*sendoncetest.Env, *core.Mailbox, app.Recei
 	t.Helper()
 	env := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true})
 	svc, ctx := env.Server.Service, context.Background()
-	var inbox *core.Mailbox
-	env.OwnDomain(t, "default", "example.com")
-	if err := svc.InTx(ctx, func(tx core.Tx) (err error) {
-		inbox, err = svc.CreateInbox(ctx, tx, "default", "support@example.com", "Support")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	inbox := env.NewInbox(t, "default", "support@example.com", "Support")
 	rcv, err := svc.Receive(ctx, app.Incoming{Tenant: "default", MailboxID: inbox.ID, Source: "smtp", Raw: []byte(question)})
 	if err != nil {
 		t.Fatal(err)

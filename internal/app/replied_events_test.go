@@ -19,14 +19,7 @@ func TestReceive_OneRepliedEntryPerSend(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
 		svc, ctx := env.Server.Service, context.Background()
-		env.OwnDomain(t, "default", "example.com")
-		var inbox *core.Mailbox
-		if err := svc.InTx(ctx, func(tx core.Tx) (err error) {
-			inbox, err = svc.CreateInbox(ctx, tx, "default", "news@example.com", "News")
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		inbox := env.NewInbox(t, "default", "news@example.com", "News")
 		sent := env.Send(t, "news", map[string]any{"from": "news@example.com", "to": "list@partner.test",
 			"subject": "Newsletter", "text": "Hello.", "mailbox_id": inbox.ID}).JSON(t)
 		const replies = 30

@@ -23,14 +23,7 @@ func TestAgentMail_StrangersDoNotSteerTheReplyRule(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
 		svc, ctx := env.Server.Service, context.Background()
-		env.OwnDomain(t, "default", "example.com")
-		var inbox *core.Mailbox
-		if err := svc.InTx(ctx, func(tx core.Tx) (err error) {
-			inbox, err = svc.CreateInbox(ctx, tx, "default", "legal@example.com", "Legal")
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		inbox := env.NewInbox(t, "default", "legal@example.com", "Legal")
 		r := env.Send(t, "draft", map[string]any{"from": "legal@example.com", "to": "alice@partner.test",
 			"subject": "Contract draft", "text": "Attached.", "mailbox_id": inbox.ID})
 		draftID := r.JSON(t)["message_id"].(string)

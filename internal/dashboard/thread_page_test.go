@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/sendonce/sendonce/internal/app"
-	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
@@ -19,14 +18,7 @@ func TestDashboard_ThreadPageIsPagedAndCutsLargeBodies(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
 		svc, ctx := env.Server.Service, context.Background()
-		env.OwnDomain(t, "default", "big.test")
-		var inbox *core.Mailbox
-		if err := svc.InTx(ctx, func(tx core.Tx) (err error) {
-			inbox, err = svc.CreateInbox(ctx, tx, "default", "desk@big.test", "Desk")
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		inbox := env.NewInbox(t, "default", "desk@big.test", "Desk")
 		body := strings.Repeat("abcdefgh ", 300<<10/9)
 		var thread string
 		for i := range 22 {
