@@ -16,7 +16,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/sendonce/sendonce/internal/testkit/daemontest"
 )
 
 // Options says where mail goes.
@@ -69,7 +70,8 @@ func Start(t testing.TB, addr string, o Options) *Postfix {
 	p.writeFile(t, "main.cf", mainCF(p.dir, o.Routes))
 	p.writeFile(t, "master.cf", fmt.Sprintf(masterCF, addr))
 	p.start(t, bin)
-	p.waitListening(t)
+	// "postfix start" may return before its master process listens.
+	daemontest.WaitListening(t, "postfix", p.Addr, nil, p.Log)
 	return p
 }
 
@@ -85,10 +87,7 @@ func lookPostfix(t testing.TB) string {
 		_, err = user.Lookup("postfix")
 	}
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("postfix cannot run: %v (.ci/run installs it: apt-get install -y postfix)", err)
-		}
-		t.Skipf("needs Debian's postfix, run as root: %v", err)
+		daemontest.Missing(t, "postfix", err, "apt-get install -y postfix", "Debian's postfix, run as root")
 	}
 	return bin
 }
@@ -98,18 +97,7 @@ func lookPostfix(t testing.TB) string {
 // t.TempDir: Postfix's own processes (user postfix) must reach it.
 func makeDirs(t testing.TB) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "postfixtest-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{"etc", "spool", "data"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := daemontest.MakeDir(t, "postfixtest-", "etc", "spool", "data")
 	if out, err := exec.Command("chown", "postfix", filepath.Join(dir, "data")).CombinedOutput(); err != nil {
 		t.Fatalf("chown data directory: %v: %s", err, out)
 	}
@@ -186,24 +174,6 @@ func (p *Postfix) start(t testing.TB, bin string) {
 	})
 }
 
-// waitListening waits (up to 10 s) until Postfix takes connections:
-// "postfix start" may return before its master process listens.
-func (p *Postfix) waitListening(t testing.TB) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", p.Addr, time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("postfix does not listen on %s: %v\n%s", p.Addr, err, p.Log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // Log returns Postfix's log so far.
 func (p *Postfix) Log() string {
 	b, _ := os.ReadFile(filepath.Join(p.dir, "maillog"))
@@ -213,12 +183,7 @@ func (p *Postfix) Log() string {
 // FreeAddr returns a loopback address no one listens on just now.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return daemontest.FreeAddr(t, "127.0.0.1")
 }
 
 func hostOf(hp string) string { h, _, _ := net.SplitHostPort(hp); return h }
