@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
@@ -160,6 +161,38 @@ func run(t *testing.T, bin string, args ...string) string {
 		t.Fatalf("sendonce %s: %v\n%s", strings.Join(args, " "), err, stderr)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// eachDB runs fn as a subtest on a fresh SQLite database and on a fresh
+// PostgreSQL one (skipped without PostgreSQL, failed under CI): the crash
+// tests hold on both.
+func eachDB(t *testing.T, fn func(t *testing.T, backend, db string)) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
+			if backend == "postgres" {
+				db = pgtest.NewDatabase(t)
+			}
+			fn(t, backend, db)
+		})
+	}
+}
+
+// listenAddr waits for the log line re matches (a listener's, what) and
+// returns the address it names.
+func (p *proc) listenAddr(t *testing.T, re *regexp.Regexp, what string) string {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := re.FindStringSubmatch(p.logText()); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatalf("serve did not start its %s listener:\n%s", what, p.logText())
+	return ""
 }
 
 type sendView struct {
