@@ -56,24 +56,10 @@ func (t *Tx) InsertDomain(ctx context.Context, d *core.Domain) error {
 
 // DeleteDomain implements core.Tx.
 func (t *Tx) DeleteDomain(ctx context.Context, tenant, domain string) error {
-	n, err := t.q.exec(ctx, `DELETE FROM domains WHERE tenant = ? AND domain = ?`, tenant, domain)
-	if err != nil {
-		return fmt.Errorf("delete domain: %w", err)
-	}
-	if n != 1 {
-		return core.ErrNotFound
-	}
-	return nil
+	return t.execOne(ctx, "delete domain", `DELETE FROM domains WHERE tenant = ? AND domain = ?`, tenant, domain)
 }
 
 // SetDomainStatus implements core.Tx.
 func (t *Tx) SetDomainStatus(ctx context.Context, tenant, domain string, status core.DomainStatus) error {
-	n, err := t.q.exec(ctx, `UPDATE domains SET status = ? WHERE tenant = ? AND domain = ?`, status, tenant, domain)
-	if err != nil {
-		return fmt.Errorf("set domain status: %w", err)
-	}
-	if n != 1 {
-		return core.ErrNotFound
-	}
-	return nil
+	return t.execOne(ctx, "set domain status", `UPDATE domains SET status = ? WHERE tenant = ? AND domain = ?`, status, tenant, domain)
 }

@@ -54,14 +54,7 @@ func (s *Store) IMAPAppendsDue(ctx context.Context, now time.Time) (bool, error)
 
 // SetMailboxIMAP implements core.Tx.
 func (t *Tx) SetMailboxIMAP(ctx context.Context, tenant, id string, imap []byte, shown string) error {
-	n, err := t.q.exec(ctx, `UPDATE mailboxes SET imap = ?, imap_shown = ? WHERE tenant = ? AND id = ?`, imap, shown, tenant, id)
-	if err != nil {
-		return fmt.Errorf("set mailbox imap: %w", err)
-	}
-	if n != 1 {
-		return core.ErrNotFound
-	}
-	return nil
+	return t.execOne(ctx, "set mailbox imap", `UPDATE mailboxes SET imap = ?, imap_shown = ? WHERE tenant = ? AND id = ?`, imap, shown, tenant, id)
 }
 
 // LeaseIMAPSync implements core.Tx: one conditional upsert, so that two

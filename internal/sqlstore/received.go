@@ -193,14 +193,7 @@ func likeEscape(s string) string {
 
 // SetReceivedRead implements core.ReceivingTx.
 func (t *Tx) SetReceivedRead(ctx context.Context, tenant, id string, read bool) error {
-	n, err := t.q.exec(ctx, `UPDATE received_messages SET is_read = ? WHERE tenant = ? AND id = ?`, read, tenant, id)
-	if err != nil {
-		return fmt.Errorf("mark received message: %w", err)
-	}
-	if n == 0 {
-		return core.ErrNotFound
-	}
-	return nil
+	return t.execOne(ctx, "mark received message", `UPDATE received_messages SET is_read = ? WHERE tenant = ? AND id = ?`, read, tenant, id)
 }
 
 // ReceivingRoute implements core.Receiving.
@@ -282,25 +275,14 @@ func (t *Tx) QueueTenantWebhook(ctx context.Context, tenant, event, eventID, sub
 
 // UpdateMailboxName implements core.ReceivingTx.
 func (t *Tx) UpdateMailboxName(ctx context.Context, tenant, id, name string) error {
-	n, err := t.q.exec(ctx, `UPDATE mailboxes SET name = ? WHERE tenant = ? AND id = ?`, name, tenant, id)
-	if err != nil {
-		return fmt.Errorf("update mailbox: %w", err)
-	}
-	if n == 0 {
-		return core.ErrNotFound
-	}
-	return nil
+	return t.execOne(ctx, "update mailbox", `UPDATE mailboxes SET name = ? WHERE tenant = ? AND id = ?`, name, tenant, id)
 }
 
 // DeleteMailbox implements core.ReceivingTx: the mailbox and its receiving
 // addresses; its received mail and threads stay until deleted or expired.
 func (t *Tx) DeleteMailbox(ctx context.Context, tenant, id string) error {
-	n, err := t.q.exec(ctx, `DELETE FROM mailboxes WHERE tenant = ? AND id = ?`, tenant, id)
-	if err != nil {
-		return fmt.Errorf("delete mailbox: %w", err)
-	}
-	if n == 0 {
-		return core.ErrNotFound
+	if err := t.execOne(ctx, "delete mailbox", `DELETE FROM mailboxes WHERE tenant = ? AND id = ?`, tenant, id); err != nil {
+		return err
 	}
 	return t.RemoveReceivingAddresses(ctx, tenant, id)
 }

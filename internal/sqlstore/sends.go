@@ -136,15 +136,8 @@ func (t *Tx) insertAttachments(ctx context.Context, s *core.Send) error {
 
 // Reschedule implements core.Tx.
 func (t *Tx) Reschedule(ctx context.Context, id string, at, now time.Time) error {
-	n, err := t.q.exec(ctx, `UPDATE sends SET scheduled_at = ?, next_attempt_at = ?, updated_at = ?
+	return t.execOne(ctx, "reschedule send", `UPDATE sends SET scheduled_at = ?, next_attempt_at = ?, updated_at = ?
 		WHERE id = ? AND status = 'scheduled'`, micros(at), micros(at), micros(now), id)
-	if err != nil {
-		return fmt.Errorf("reschedule send: %w", err)
-	}
-	if n != 1 {
-		return core.ErrNotFound
-	}
-	return nil
 }
 
 // due is the next_attempt_at to store for s: a queued send without one is

@@ -57,12 +57,5 @@ func (t *Tx) PutTemplate(ctx context.Context, tp *core.Template) (bool, error) {
 
 // DeleteTemplate implements core.Tx.
 func (t *Tx) DeleteTemplate(ctx context.Context, tenant, id string) error {
-	n, err := t.q.exec(ctx, `DELETE FROM templates WHERE tenant = ? AND id = ?`, tenant, id)
-	if err != nil {
-		return fmt.Errorf("delete template: %w", err)
-	}
-	if n != 1 {
-		return core.ErrNotFound
-	}
-	return nil
+	return t.execOne(ctx, "delete template", `DELETE FROM templates WHERE tenant = ? AND id = ?`, tenant, id)
 }

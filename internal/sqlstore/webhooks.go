@@ -72,14 +72,11 @@ func (t *Tx) subscribe(ctx context.Context, w *core.Webhook) error {
 
 // UpdateWebhook implements core.WebhookTx.
 func (t *Tx) UpdateWebhook(ctx context.Context, w *core.Webhook) error {
-	n, err := t.q.exec(ctx, `UPDATE webhooks SET endpoint = ?, events = ?, status = ?, secret = ?, failures = ?,
+	err := t.execOne(ctx, "update webhook", `UPDATE webhooks SET endpoint = ?, events = ?, status = ?, secret = ?, failures = ?,
 		disabled_reason = ?, updated_at = ? WHERE id = ? AND tenant = ?`,
 		w.Endpoint, jsonText(nonNil(w.Events)), w.Status, w.Secret, w.Failures, w.DisabledReason, micros(w.UpdatedAt), w.ID, w.Tenant)
 	if err != nil {
-		return fmt.Errorf("update webhook: %w", err)
-	}
-	if n != 1 {
-		return core.ErrNotFound
+		return err
 	}
 	return t.subscribe(ctx, w)
 }
@@ -92,14 +89,7 @@ func (t *Tx) WebhookForUpdate(ctx context.Context, tenant, id string) (*core.Web
 // DeleteWebhook implements core.WebhookTx: its subscriptions, deliveries
 // and attempts go with it.
 func (t *Tx) DeleteWebhook(ctx context.Context, tenant, id string) error {
-	n, err := t.q.exec(ctx, `DELETE FROM webhooks WHERE id = ? AND tenant = ?`, id, tenant)
-	if err != nil {
-		return fmt.Errorf("delete webhook: %w", err)
-	}
-	if n != 1 {
-		return core.ErrNotFound
-	}
-	return nil
+	return t.execOne(ctx, "delete webhook", `DELETE FROM webhooks WHERE id = ? AND tenant = ?`, id, tenant)
 }
 
 // ReplayWebhookDelivery implements core.WebhookTx.
