@@ -1,8 +1,6 @@
 package main_test
 
 import (
-	"context"
-	"database/sql"
 	"encoding/json"
 	"net/http"
 	"regexp"
@@ -13,9 +11,8 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
-	"github.com/jackc/pgx/v5"
+	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
-	_ "modernc.org/sqlite"
 )
 
 var smtpListenRE = regexp.MustCompile(`msg="smtp listening" addr=(\S+)`)
@@ -24,39 +21,6 @@ var smtpListenRE = regexp.MustCompile(`msg="smtp listening" addr=(\S+)`)
 func (p *proc) smtpAddr(t *testing.T) string {
 	t.Helper()
 	return p.listenAddr(t, smtpListenRE, "SMTP")
-}
-
-// lockSends holds, from outside sendonce, a lock that its next accepted
-// send waits for: SQLite's write lock, or PostgreSQL's table lock.
-func lockSends(t *testing.T, db string) (release func()) {
-	t.Helper()
-	ctx := context.Background()
-	if path, ok := strings.CutPrefix(db, "sqlite:"); ok {
-		sdb, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, err := sdb.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-			t.Fatal(err)
-		}
-		return func() { _, _ = conn.ExecContext(ctx, "ROLLBACK"); conn.Close(); sdb.Close() }
-	}
-	conn, err := pgx.Connect(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "LOCK TABLE sends IN EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
-	return func() { _ = tx.Rollback(ctx); _ = conn.Close(ctx) }
 }
 
 // TestCrash_SMTPKilledBetweenDataAndReply: a real sendonce is killed with
@@ -103,7 +67,7 @@ func TestCrash_SMTPKilledBetweenDataAndReply(t *testing.T) {
 			return r.StatusText, nil
 		}
 
-		release := lockSends(t, db)
+		release := sendoncetest.HoldWrites(t, db)
 		replied := make(chan error, 1)
 		go func() { _, err := send(addr); replied <- err }()
 		time.Sleep(700 * time.Millisecond) // past the dot: the acceptance waits for the lock
