@@ -47,24 +47,7 @@ func TestCrash_SMTPKilledBetweenDataAndReply(t *testing.T) {
 			if err := c.Auth(sasl.NewPlainClient("", "app", secret)); err != nil {
 				return "", err
 			}
-			if err := c.Mail("sender@example.com", nil); err != nil {
-				return "", err
-			}
-			if err := c.Rcpt("ann@example.com", nil); err != nil {
-				return "", err
-			}
-			w, err := c.Data()
-			if err != nil {
-				return "", err
-			}
-			if _, err := w.Write(data); err != nil {
-				return "", err
-			}
-			r, err := w.CloseWithResponse()
-			if err != nil {
-				return "", err
-			}
-			return r.StatusText, nil
+			return smtptest.Transact(c, "sender@example.com", []string{"ann@example.com"}, data)
 		}
 
 		release := sendoncetest.HoldWrites(t, db)

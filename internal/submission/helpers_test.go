@@ -15,6 +15,7 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/submission"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
+	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
 const waitLong = 20 * time.Second
@@ -70,27 +71,7 @@ func dial(t testing.TB, addr, secret string) *smtp.Client {
 // submit runs one mail transaction and returns the DATA reply's text, or
 // the first refusal.
 func submit(c *smtp.Client, from string, to []string, data []byte) (string, error) {
-	if err := c.Mail(from, nil); err != nil {
-		return "", err
-	}
-	for _, r := range to {
-		if err := c.Rcpt(r, nil); err != nil {
-			_ = c.Reset()
-			return "", err
-		}
-	}
-	w, err := c.Data()
-	if err != nil {
-		return "", err
-	}
-	if _, err := w.Write(data); err != nil {
-		return "", err
-	}
-	resp, err := w.CloseWithResponse()
-	if err != nil {
-		return "", err
-	}
-	return resp.StatusText, nil
+	return smtptest.Transact(c, from, to, data)
 }
 
 // code is the SMTP reply code of err (0 when it is not an SMTP reply).
