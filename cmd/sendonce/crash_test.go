@@ -256,52 +256,15 @@ func TestCrash_SIGKILLWhileClientsRetry(t *testing.T) {
 		t.Fatalf("server log:\n%s", current.Load().logText())
 	}
 
-	// Every key: one distinct 200 body (replays are byte for byte), one send.
-	p := current.Load()
-	get := func(path string, v any) { t.Helper(); kc.get(t, p.url+path, v) }
-	ids := map[string]string{}
+	// Every key: one distinct 200 body, one send; then every send decided:
+	// sent, or unknown when the kill hit an attempt.
+	keyNames := make([]string, keys)
 	for k := range keys {
-		key := fmt.Sprintf("crash-key-%03d", k)
-		if n := kc.distinct(key); n != 1 {
-			t.Errorf("key %s: %d different 200 bodies, want 1", key, n)
-		}
-		var list struct{ Data []sendView }
-		get("/v1/sends?idempotency_key="+key, &list)
-		if len(list.Data) != 1 {
-			t.Fatalf("key %s: %d sends, want exactly 1", key, len(list.Data))
-		}
-		ids[key] = list.Data[0].ID
+		keyNames[k] = fmt.Sprintf("crash-key-%03d", k)
 	}
-
-	// Wait until every send is decided: sent, or unknown when the kill hit
-	// an attempt (noticed within the 2s lease). A job that the killed
-	// process had fetched but not begun is rescued by River within its
-	// 30s rescue interval plus the lease.
-	settle := time.Now().Add(120 * time.Second)
-	sent, unknown := 0, 0
-	for {
-		sent, unknown = 0, 0
-		pending := 0
-		for _, id := range ids {
-			var s sendView
-			get("/v1/sends/"+id, &s)
-			switch s.Status {
-			case "sent":
-				sent++
-			case "unknown":
-				unknown++
-			default:
-				pending++
-			}
-		}
-		if pending == 0 || time.Now().After(settle) {
-			if pending != 0 {
-				t.Fatalf("%d sends still undecided after 120s", pending)
-			}
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	url := current.Load().url
+	ids := kc.oneSendEach(t, url, keyNames)
+	sent, unknown := kc.decided(t, url, ids, 120*time.Second)
 	requireRelayedOnce(t, smtpd, sent, unknown)
 	t.Logf("%d keys × %d clients, 2 SIGKILLs: %d sends, %d sent, %d unknown, %d messages at the relay, none twice",
 		keys, dupes, len(ids), sent, unknown, len(smtpd.Messages()))
