@@ -76,3 +76,15 @@ func WaitListening(t testing.TB, daemon, addr string, stopped <-chan struct{}, l
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Cleanup registers the daemon's teardown: stop it, show its log when the
+// test failed, and remove its directory.
+func Cleanup(t testing.TB, daemon, dir string, stop func(), log func() string) {
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("%s log:\n%s", daemon, log())
+		}
+		os.RemoveAll(dir)
+	})
+}

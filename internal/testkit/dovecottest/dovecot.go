@@ -206,7 +206,7 @@ func (d *Dovecot) start(t testing.TB, bin string) {
 	}
 	d.stopped = make(chan struct{})
 	go func() { _ = d.cmd.Wait(); close(d.stopped) }()
-	t.Cleanup(func() {
+	daemontest.Cleanup(t, "dovecot", d.dir, func() {
 		_ = d.cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-d.stopped:
@@ -214,11 +214,7 @@ func (d *Dovecot) start(t testing.TB, bin string) {
 			_ = d.cmd.Process.Kill()
 			<-d.stopped
 		}
-		if t.Failed() {
-			t.Logf("dovecot log:\n%s", d.Log())
-		}
-		os.RemoveAll(d.dir)
-	})
+	}, d.Log)
 }
 
 // Log returns Dovecot's log so far.

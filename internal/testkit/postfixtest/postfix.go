@@ -165,13 +165,7 @@ func (p *Postfix) start(t testing.TB, bin string) {
 		os.RemoveAll(p.dir)
 		t.Fatalf("postfix start: %v: %s (log: %s)", err, out, p.Log())
 	}
-	t.Cleanup(func() {
-		_ = exec.Command(bin, "-c", etc, "stop").Run()
-		if t.Failed() {
-			t.Logf("postfix log:\n%s", p.Log())
-		}
-		os.RemoveAll(p.dir)
-	})
+	daemontest.Cleanup(t, "postfix", p.dir, func() { _ = exec.Command(bin, "-c", etc, "stop").Run() }, p.Log)
 }
 
 // Log returns Postfix's log so far.
