@@ -182,6 +182,25 @@ func eachDB(t *testing.T, fn func(t *testing.T, backend, db string)) {
 	}
 }
 
+var (
+	smtpListenRE    = regexp.MustCompile(`msg="smtp listening" addr=(\S+)`)
+	inboundListenRE = regexp.MustCompile(`msg="inbound listening" addr=(\S+)`)
+)
+
+// smtpAddr waits for the process's SMTP submission listener and returns
+// its address.
+func (p *proc) smtpAddr(t *testing.T) string {
+	t.Helper()
+	return p.listenAddr(t, smtpListenRE, "SMTP")
+}
+
+// inboundAddr waits for the process's inbound listener and returns its
+// address.
+func (p *proc) inboundAddr(t *testing.T) string {
+	t.Helper()
+	return p.listenAddr(t, inboundListenRE, "inbound")
+}
+
 // listenAddr waits for the log line re matches (a listener's, what) and
 // returns the address it names.
 func (p *proc) listenAddr(t *testing.T, re *regexp.Regexp, what string) string {

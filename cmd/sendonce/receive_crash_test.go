@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"regexp"
 	"syscall"
 	"testing"
 
@@ -12,13 +11,6 @@ import (
 
 	"github.com/sendonce/sendonce/internal/testkit/tcpproxy"
 )
-
-var inboundListenRE = regexp.MustCompile(`msg="inbound listening" addr=(\S+)`)
-
-func (p *proc) inboundAddr(t *testing.T) string {
-	t.Helper()
-	return p.listenAddr(t, inboundListenRE, "inbound")
-}
 
 // TestCrash_ReceivedThenKilledBeforeTheReply: a real sendonce stores a
 // received message, its 250 never reaches the sender (a proxy swallows

@@ -3,7 +3,6 @@ package main_test
 import (
 	"encoding/json"
 	"net/http"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,14 +13,6 @@ import (
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
-
-var smtpListenRE = regexp.MustCompile(`msg="smtp listening" addr=(\S+)`)
-
-// smtpAddr waits for the process's SMTP listener and returns its address.
-func (p *proc) smtpAddr(t *testing.T) string {
-	t.Helper()
-	return p.listenAddr(t, smtpListenRE, "SMTP")
-}
 
 // TestCrash_SMTPKilledBetweenDataAndReply: a real sendonce is killed with
 // SIGKILL after the client's final dot and before its reply (the commit is
