@@ -12,31 +12,10 @@ postfix_dirs() {
 }
 
 # postfix_main_cf DIR HOSTNAME: prints the main.cf lines every instance
-# has (loopback only, no TLS on smtpd, no local delivery, its log in DIR);
-# the caller adds where its mail goes.
+# has (the test kit's file: loopback only, no TLS on smtpd, no local
+# delivery, its log in DIR); the caller adds where its mail goes.
 postfix_main_cf() {
-	cat <<-EOF
-		compatibility_level = 3.7
-		queue_directory = $1/spool
-		data_directory = $1/data
-		command_directory = /usr/sbin
-		daemon_directory = /usr/lib/postfix/sbin
-		shlib_directory = /usr/lib/postfix
-		meta_directory = /etc/postfix
-		mail_owner = postfix
-		setgid_group = postdrop
-		myhostname = $2
-		mydestination =
-		inet_interfaces = 127.0.0.1
-		inet_protocols = ipv4
-		mynetworks = 127.0.0.0/8
-		smtpd_relay_restrictions = permit_mynetworks, reject
-		smtpd_tls_security_level = none
-		alias_maps =
-		alias_database =
-		maillog_file_prefixes = $1
-		maillog_file = $1/maillog
-	EOF
+	sed -e "s|\$DIR|$1|g" -e "s|\$HOSTNAME|$2|" internal/testkit/postfixtest/main.cf
 }
 
 # postfix_master_cf PORT: prints master.cf, whose smtpd listens on
