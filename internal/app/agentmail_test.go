@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -19,13 +18,8 @@ const question = "From: Ann <ann@outside.example>\r\nTo: support@example.com\r\n
 func receivedQuestion(t *testing.T) (*sendoncetest.Env, *core.Mailbox, app.Received) {
 	t.Helper()
 	env := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true})
-	svc, ctx := env.Server.Service, context.Background()
 	inbox := env.NewInbox(t, "default", "support@example.com", "Support")
-	rcv, err := svc.Receive(ctx, app.Incoming{Tenant: "default", MailboxID: inbox.ID, Source: "smtp", Raw: []byte(question)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env, inbox, rcv
+	return env, inbox, env.Receive(t, inbox, question)
 }
 
 // statusOf is the status of the send an answer names (native: the send;

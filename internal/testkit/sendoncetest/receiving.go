@@ -48,3 +48,14 @@ func (e *Env) NewInbox(t testing.TB, tenant, address, name string) *core.Mailbox
 	}
 	return inbox
 }
+
+// Receive takes raw for inbox as its SMTP listener would, and returns the
+// received message.
+func (e *Env) Receive(t testing.TB, inbox *core.Mailbox, raw string) app.Received {
+	t.Helper()
+	r, err := e.Server.Service.Receive(context.Background(), app.Incoming{Tenant: inbox.Tenant, MailboxID: inbox.ID, Source: "smtp", Raw: []byte(raw)})
+	if err != nil {
+		t.Fatalf("receive for %s: %v", inbox.Address, err)
+	}
+	return r
+}
