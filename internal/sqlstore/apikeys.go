@@ -23,11 +23,8 @@ func scanKey(r rowScanner) (*core.APIKey, error) {
 	)
 	err := r.Scan(&k.ID, &k.Tenant, &k.Name, &k.SecretHash, &scopes, &mailboxes, &k.RequiresApproval, &createdAt, &revokedAt,
 		&k.Agent, &allow, &k.MaxPerHour, &k.MaxPerDay, &k.RateLimit, &k.DefaultStream)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan api key: %w", err)
+	if err := rowErr("scan api key", err); err != nil {
+		return nil, err
 	}
 	for _, sc := range strings.Split(scopes, ",") {
 		if sc != "" {

@@ -3,8 +3,6 @@ package sqlstore
 import (
 	"cmp"
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/sendonce/sendonce/internal/core"
@@ -18,11 +16,8 @@ func scanDomain(r rowScanner) (*core.Domain, error) {
 		createdAt int64
 	)
 	err := r.Scan(&d.Tenant, &d.Domain, &d.Selector, &d.Algorithm, &d.PrivateKey, &d.PublicRecord, &d.Status, &createdAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan domain: %w", err)
+	if err := rowErr("scan domain", err); err != nil {
+		return nil, err
 	}
 	d.CreatedAt = fromMicros(createdAt)
 	return &d, nil

@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -30,11 +28,8 @@ func (s *Store) IMAPSyncState(ctx context.Context, tenant, mailboxID string) (*c
 	err := s.r.queryRow(ctx, `SELECT tenant, mailbox_id, uid_validity, last_uid, status, error_class, failures, updated_at
 		FROM imap_sync WHERE tenant = ? AND mailbox_id = ?`, tenant, mailboxID).
 		Scan(&st.Tenant, &st.MailboxID, &validity, &uid, &status, &st.ErrorClass, &st.Failures, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read imap sync state: %w", err)
+	if err := rowErr("read imap sync state", err); err != nil {
+		return nil, err
 	}
 	st.UIDValidity, st.LastUID = uint32(validity), uint32(uid)
 	st.Status, st.UpdatedAt = core.IMAPSyncStatus(status), fromMicros(updated)

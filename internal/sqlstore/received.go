@@ -32,11 +32,8 @@ func scanReceived(r rowScanner) (*core.ReceivedMessage, error) {
 	err := r.Scan(&m.ID, &m.Tenant, &m.MailboxID, &m.ThreadID, &m.DedupKey, &m.Digest, &m.Source, &m.MailFrom, &rcpt,
 		&m.RemoteIP, &m.MessageID, &m.InReplyTo, &refs, &m.From, &to, &cc, &replyTo, &m.Subject, &sentDate, &m.Text,
 		&m.HTML, &hdrs, &atts, &auth, &m.Size, &m.Read, &m.SendID, &receivedAt, &m.Preview)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan received message: %w", err)
+	if err := rowErr("scan received message", err); err != nil {
+		return nil, err
 	}
 	for _, f := range []struct {
 		src string
@@ -105,11 +102,8 @@ func (s *Store) ReceivedRaw(ctx context.Context, tenant, id string) ([]byte, err
 	var raw []byte
 	err := s.r.queryRow(ctx, `SELECT r.raw FROM received_messages m JOIN received_raw r ON r.tenant = m.tenant AND r.digest = m.digest
 		WHERE m.tenant = ? AND m.id = ?`, tenant, id).Scan(&raw)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read received raw: %w", err)
+	if err := rowErr("read received raw", err); err != nil {
+		return nil, err
 	}
 	return raw, nil
 }
@@ -210,11 +204,8 @@ func (s *Store) ReceivingRoute(ctx context.Context, address string) (*core.Recei
 	// The address's own row sorts before its domain's '@…' row.
 	err := s.r.queryRow(ctx, `SELECT address, tenant, mailbox_id, created_at FROM receiving_addresses
 		WHERE address IN (?, ?) ORDER BY address DESC LIMIT 1`, addr, domain).Scan(&a.Address, &a.Tenant, &a.MailboxID, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("receiving route: %w", err)
+	if err := rowErr("receiving route", err); err != nil {
+		return nil, err
 	}
 	a.CreatedAt = fromMicros(at)
 	return &a, nil

@@ -33,11 +33,8 @@ func scanSend(r rowScanner) (*core.Send, error) {
 		&replyTo, &s.Subject, &s.Text, &s.HTML, &headers, &tags, &templateID, &s.MessageID, &s.Attempts, &lastError,
 		&attemptToken, &leaseUntil, &createdAt, &updatedAt, &sentAt, &inReplyTo, &refs, &s.Forward, &s.Tries, &nextAttempt,
 		&s.Raw, &scheduledAt, &s.AttachmentCount, &s.Stream, &traceParent, &s.Unsubscribe)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan send: %w", err)
+	if err := rowErr("scan send", err); err != nil {
+		return nil, err
 	}
 	s.IdempotencyKey, s.TemplateID, s.LastError, s.AttemptToken = idemKey.String, templateID.String, lastError.String, attemptToken.String
 	s.InReplyTo, s.TraceParent = inReplyTo.String, traceParent.String

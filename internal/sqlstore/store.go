@@ -226,3 +226,15 @@ func (t *Tx) execOne(ctx context.Context, what, query string, args ...any) error
 	}
 	return nil
 }
+
+// rowErr is the error of reading the one row a key names: core.ErrNotFound
+// when there is none, any other failure wrapped with what; nil for nil.
+func rowErr(what string, err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}

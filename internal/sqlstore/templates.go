@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/sendonce/sendonce/internal/core"
@@ -17,11 +15,8 @@ func scanTemplate(r rowScanner) (*core.Template, error) {
 		createdAt, updatedAt int64
 	)
 	err := r.Scan(&t.Tenant, &t.ID, &t.Subject, &t.Text, &t.HTML, &t.Compat, &createdAt, &updatedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan template: %w", err)
+	if err := rowErr("scan template", err); err != nil {
+		return nil, err
 	}
 	t.CreatedAt, t.UpdatedAt = fromMicros(createdAt), fromMicros(updatedAt)
 	return &t, nil

@@ -2,9 +2,7 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -32,11 +30,8 @@ func scanThread(r rowScanner) (*core.Thread, error) {
 	)
 	err := r.Scan(&t.ID, &t.Tenant, &t.MailboxID, &t.Subject, &t.SubjectKey, &t.Folder, &labels, &last, &created,
 		&t.Messages, &t.Unread, &withAtt, &t.From, &to, &cc)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan thread: %w", err)
+	if err := rowErr("scan thread", err); err != nil {
+		return nil, err
 	}
 	for _, f := range []struct {
 		src string

@@ -24,11 +24,8 @@ func scanWebhook(r rowScanner) (*core.Webhook, error) {
 		createdAt, updatedAt int64
 	)
 	err := r.Scan(&w.ID, &w.Tenant, &w.Endpoint, &events, &w.Status, &w.Secret, &w.Failures, &w.DisabledReason, &createdAt, &updatedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan webhook: %w", err)
+	if err := rowErr("scan webhook", err); err != nil {
+		return nil, err
 	}
 	if err := json.Unmarshal([]byte(events), &w.Events); err != nil {
 		return nil, fmt.Errorf("decode webhook %s events: %w", w.ID, err)
@@ -166,11 +163,8 @@ func scanDelivery(r rowScanner) (*core.WebhookDelivery, error) {
 	)
 	err := r.Scan(&d.WebhookID, &d.EventID, &d.Tenant, &d.SendID, &d.Event, &d.Status, &d.Tries, &next, &d.LeaseToken,
 		&d.Body, &createdAt, &updatedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan webhook delivery: %w", err)
+	if err := rowErr("scan webhook delivery", err); err != nil {
+		return nil, err
 	}
 	d.NextAttemptAt = fromNullMicros(next)
 	d.CreatedAt, d.UpdatedAt = fromMicros(createdAt), fromMicros(updatedAt)
