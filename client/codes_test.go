@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sendonce/sendonce/internal/httpapi"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // The client's error codes are the server's, read from its one table:
@@ -37,7 +37,7 @@ func TestCodes_MatchTheServersTable(t *testing.T) {
 			}
 		}
 	}
-	server := httpapi.ErrorStatuses()
+	server := kit.ErrorStatuses()
 	for code := range server {
 		if _, ok := ours[code]; !ok {
 			t.Errorf("the server answers %q (HTTP %d); the client has no constant for it", code, server[code])

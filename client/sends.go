@@ -181,6 +181,16 @@ func (c *Client) Approve(ctx context.Context, id string, opts *CallOptions) (*Se
 	return c.sendAction(ctx, id, "approve", nil, opts)
 }
 
+// Elicited relays the answer of the person at an agent's side to a send
+// of this agent key that waits for approval (POST
+// /v1/sends/{id}/elicitation): action "accept" queues it, "decline" or
+// "cancel" cancels it. Needs an agent key with the send scope, the one
+// that made the send. Errors: 409 invalid_state once decided, 404.
+func (c *Client) Elicited(ctx context.Context, id, action string, opts *CallOptions) (*Send, error) {
+	body, _ := json.Marshal(map[string]string{"action": action})
+	return c.sendAction(ctx, id, "elicitation", body, opts)
+}
+
 // Reject moves a send from pending_approval to canceled (POST
 // /v1/sends/{id}/reject). Needs the admin scope. Errors as Approve.
 func (c *Client) Reject(ctx context.Context, id string, opts *CallOptions) (*Send, error) {

@@ -24,19 +24,21 @@ type IdempotencyConfig struct {
 	Logger *slog.Logger
 }
 
-// NewIdempotencyEngine returns the engine of this process, which every
-// door (the HTTP API, SMTP submission) shares: one per process and store,
-// so that a key's running request and its replay cache are one. Keys are
-// decided inside each write's own transaction (core.Tx is an
-// idempotency.TxRecords); the read pool answers completed keys before any
-// write.
-func (s *Service) NewIdempotencyEngine(c IdempotencyConfig) *idempotency.Engine {
+// Idempotency returns the engine of this process, which every door (the
+// HTTP API, SMTP submission, the dashboard) shares: one per service, built
+// with it, so that a key's running request and its replay cache are one
+// and no door can run a write protocol of its own. Keys are decided inside
+// each write's own transaction (core.Tx is an idempotency.TxRecords); the
+// read pool answers completed keys before any write.
+func (s *Service) Idempotency() *idempotency.Engine { return s.idem }
+
+func (s *Service) newIdempotencyEngine(c IdempotencyConfig) *idempotency.Engine {
 	cache := c.ReplayCacheEntries
 	if cache == 0 {
 		cache = idempotency.DefaultReplayCacheEntries
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = s.logger
 	}
 	return idempotency.NewEngine(idempotency.Config{
 		Lookup: s.store.CompletedIdempotency, Front: c.Front, ReplayCacheEntries: cache,

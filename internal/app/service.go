@@ -16,6 +16,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/dnscheck"
 	"github.com/sendonce/sendonce/internal/imapurl"
@@ -91,6 +92,9 @@ type Config struct {
 	// TracerProvider takes the spans of acceptance and receiving
 	// (internal/tracing). Defaults to none: no span is made.
 	TracerProvider trace.TracerProvider
+	// Idempotency configures the process's one idempotency engine
+	// (Service.Idempotency). Defaults to the idempotency package's.
+	Idempotency IdempotencyConfig
 }
 
 // Service implements the use cases.
@@ -113,6 +117,8 @@ type Service struct {
 	// next scan.
 	imapWake chan struct{}
 	tracer   tracing.Tracer
+	// idem is the process's one idempotency engine (Idempotency).
+	idem *idempotency.Engine
 }
 
 // New returns a Service.
@@ -129,9 +135,11 @@ func New(store core.Store, cfg Config, logger *slog.Logger) *Service {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: store, cfg: cfg, logger: logger, fetches: make(chan struct{}, MaxConcurrentFetches), imapWake: make(chan struct{}, 1),
+	s := &Service{store: store, cfg: cfg, logger: logger, fetches: make(chan struct{}, MaxConcurrentFetches), imapWake: make(chan struct{}, 1),
 		keys: ttlCache[*core.APIKey]{ttl: KeyCacheTTL}, mailboxes: ttlCache[*core.Mailbox]{ttl: MailboxCacheTTL},
 		tracer: tracing.New(cfg.TracerProvider, "github.com/sendonce/sendonce/internal/app")}
+	s.idem = s.newIdempotencyEngine(cfg.Idempotency)
+	return s
 }
 
 // Now returns the service clock's time in UTC.

@@ -12,7 +12,7 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/delivery"
-	"github.com/sendonce/sendonce/internal/httpapi"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/inbound"
 	"github.com/sendonce/sendonce/internal/ratelimit"
 	"github.com/sendonce/sendonce/internal/server"
@@ -216,9 +216,9 @@ func serverFlags(e *envFlags, c *Config) {
 	e.str(&sc.WebhookRetrySchedule, "webhook-retry-schedule", "SENDONCE_WEBHOOK_RETRY_SCHEDULE", webhook.DefaultSchedule, "waits before each retry of a failed webhook delivery, comma-separated; after the last the delivery is failed")
 	e.integer(&sc.IMAPSyncDays, "imap-sync-days", "SENDONCE_IMAP_SYNC_DAYS", 30, "how many days back a connected mailbox's first sync reaches (docs/mailboxes.md)")
 	e.boolean(&sc.WebhookAllowPrivate, "webhook-allow-private", "SENDONCE_WEBHOOK_ALLOW_PRIVATE", false, "allow webhook endpoints on loopback and private addresses (refused by default)")
-	e.integer(&c.MaxRequestSize, "max-request-size", "SENDONCE_MAX_REQUEST_SIZE", httpapi.DefaultMaxRequestBytes, "largest request body on the send routes, in bytes (other routes: 1 MiB)")
+	e.integer(&c.MaxRequestSize, "max-request-size", "SENDONCE_MAX_REQUEST_SIZE", kit.DefaultMaxRequestBytes, "largest request body on the send routes, in bytes (other routes: 1 MiB)")
 	e.integer(&c.MaxMessageSize, "max-message-size", "SENDONCE_MAX_MESSAGE_SIZE", app.DefaultMaxMessageBytes, "largest message after MIME encoding, attachments included, in bytes")
-	e.integer(&c.MaxInflightBytes, "max-inflight-bytes", "SENDONCE_MAX_INFLIGHT_BYTES", httpapi.DefaultMaxInflightBytes, "bytes of send requests worked on at once, each charged its size plus 128 per JSON value (large ones, 1 MiB or more, at most three quarters together); beyond it a request waits up to 30s, then 503 with Retry-After")
+	e.integer(&c.MaxInflightBytes, "max-inflight-bytes", "SENDONCE_MAX_INFLIGHT_BYTES", kit.DefaultMaxInflightBytes, "bytes of send requests worked on at once, each charged its size plus 128 per JSON value (large ones, 1 MiB or more, at most three quarters together); beyond it a request waits up to 30s, then 503 with Retry-After")
 	e.integer(&c.MaxReceivedStorage, "max-received-storage", "SENDONCE_MAX_RECEIVED_STORAGE", app.DefaultMaxReceivedBytes, "raw bytes of received mail one tenant may keep (0: no cap); past it, mail to the tenant's addresses is answered 452 4.2.2")
 	e.boolean(&sc.RequireVerifiedDomain, "require-verified-domain", "SENDONCE_REQUIRE_VERIFIED_DOMAIN", false, "refuse (403) a send whose From domain is not one of the tenant's verified domains: for servers whose tenants are strangers (docs/security.md)")
 	e.boolean(&c.AttachmentFetch, "attachment-fetch", "SENDONCE_ATTACHMENT_FETCH", false, "let attachments name a URL (path) fetched once at acceptance, public addresses only")

@@ -73,10 +73,6 @@ type Config struct {
 	// LivePoll is how often live lists look for changes. Defaults to
 	// DefaultLivePoll.
 	LivePoll time.Duration
-	// Idempotency is the process's idempotency engine, the API's
-	// (app.Service.NewIdempotencyEngine): the replies sent from the Mail
-	// pages go through it, one per form. Defaults to an engine of its own.
-	Idempotency *idempotency.Engine
 	// Destinations, when set, reports the mx destinations this process
 	// handed a tenant's sends to (the destinations page).
 	Destinations func(tenant string) []Destination
@@ -127,10 +123,7 @@ func New(cfg Config) *Dashboard {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Idempotency == nil {
-		cfg.Idempotency = cfg.Service.NewIdempotencyEngine(app.IdempotencyConfig{Logger: cfg.Logger})
-	}
-	d := &Dashboard{cfg: cfg, svc: cfg.Service, hooks: cfg.Webhooks, idem: cfg.Idempotency, reads: cfg.Reads, log: cfg.Logger,
+	d := &Dashboard{cfg: cfg, svc: cfg.Service, hooks: cfg.Webhooks, idem: cfg.Service.Idempotency(), reads: cfg.Reads, log: cfg.Logger,
 		mux: http.NewServeMux(), done: make(chan struct{})}
 	d.pages = parsePages()
 	for _, rt := range routes {

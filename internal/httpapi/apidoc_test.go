@@ -18,6 +18,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/metrics"
 )
 
@@ -55,7 +56,7 @@ func docRoutes(doc []byte) []string {
 func servedRoutes() []string {
 	m := metrics.New(func(context.Context) (int, error) { return 0, nil })
 	var out []string
-	for _, p := range (&Server{mux: http.NewServeMux(), metrics: m}).routes() {
+	for _, p := range (&Server{mux: http.NewServeMux(), Base: &kit.Base{Metrics: m}}).routes() {
 		if strings.Contains(p, " ") {
 			out = append(out, p)
 		}
@@ -124,11 +125,11 @@ func TestAPIDoc_DocumentsEveryRoute(t *testing.T) {
 // exist, or when its status is not the one the server answers with.
 func TestAPIDoc_ErrorTableHasEveryCode(t *testing.T) {
 	for _, c := range stringConsts(t, "../core/error.go", "Code") {
-		if _, ok := errorStatus[c]; !ok {
+		if _, ok := kit.ErrorStatus[c]; !ok {
 			t.Errorf("core's error code %q has no status in errorStatus", c)
 		}
 	}
-	codes := slices.Collect(maps.Keys(errorStatus))
+	codes := slices.Collect(maps.Keys(kit.ErrorStatus))
 	table := errorTable(t, apiDoc(t))
 	for _, c := range codes {
 		status, ok := table[c]
@@ -136,7 +137,7 @@ func TestAPIDoc_ErrorTableHasEveryCode(t *testing.T) {
 			t.Errorf("error code %q is missing from the error table of %s", c, apiDocPath)
 			continue
 		}
-		if want := statusOf(c); status != want {
+		if want := kit.StatusOf(c); status != want {
 			t.Errorf("%s gives %q status %d; the server answers %d", apiDocPath, c, status, want)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/httpapi"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
@@ -31,7 +31,7 @@ func TestAudit_EverySendRouteAuditsAgentsAndSaysRetryAfter(t *testing.T) {
 			t.Run(rt.path, func(t *testing.T) {
 				key, secret := env.NewKey(t, app.NewKeyParams{Name: "agent " + rt.path, Scopes: []core.Scope{core.ScopeSend},
 					Agent: rt.agent, MaxPerHour: 1})
-				intent := map[string]string{httpapi.IntentHeader: `{"task":"welcome"}`}
+				intent := map[string]string{kit.IntentHeader: `{"task":"welcome"}`}
 				first := env.Do(t, sendoncetest.Request{Method: "POST", Path: rt.path, Key: secret, IdemKey: "first", Body: rt.body, Header: intent})
 				if first.Status != 200 {
 					t.Fatalf("first send: %d %s", first.Status, first.Body)

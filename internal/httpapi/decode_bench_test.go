@@ -3,6 +3,8 @@ package httpapi
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // sendBenchBody is a realistic POST /v1/send body: two recipients in both
@@ -27,8 +29,8 @@ func BenchmarkDecodeSendRequest(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(sendBenchBody)))
 	for b.Loop() {
-		var req sendRequest
-		if err := decodeStrict(sendBenchBody, &req); err != nil {
+		var req kit.SendRequest
+		if err := kit.DecodeStrict(sendBenchBody, &req); err != nil {
 			b.Fatal(err)
 		}
 		if len(req.To) != 2 {

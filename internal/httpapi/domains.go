@@ -7,6 +7,7 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/dnscheck"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // domainView is a sending domain: never its private key, always the
@@ -39,17 +40,17 @@ func viewDomain(d *core.Domain) (domainView, error) {
 	}
 	v := domainView{Domain: d.Domain, Object: "domain", Selector: d.Selector, Algorithm: d.Algorithm,
 		KeyEncrypted: app.KeyEncrypted(d), Records: make([]recordView, 0, len(recs)), Receiving: d.Receiving,
-		CatchAll: optString(d.CatchAll), CreatedAt: rfc3339(d.CreatedAt)}
+		CatchAll: kit.OptString(d.CatchAll), CreatedAt: kit.RFC3339(d.CreatedAt)}
 	for _, r := range recs {
 		v.Records = append(v.Records, recordView{Purpose: r.Purpose, Name: r.Name, Type: r.Type, Value: r.Value,
-			Strings: list(r.Strings), Note: optString(r.Note)})
+			Strings: kit.List(r.Strings), Note: kit.OptString(r.Note)})
 	}
 	return v, nil
 }
 
 // handleAddDomain generates the DKIM key before the transaction (see
 // app.PrepareDomain); the write step only inserts it.
-func (s *Server) handleAddDomain(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (writeStep, error) {
+func (s *Server) handleAddDomain(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (kit.WriteStep, error) {
 	var req struct {
 		Domain    string `json:"domain"`
 		Selector  string `json:"selector"`
@@ -57,16 +58,16 @@ func (s *Server) handleAddDomain(ctx context.Context, key *core.APIKey, r *http.
 		Receiving bool   `json:"receiving"`
 		CatchAll  string `json:"catch_all"`
 	}
-	if err := decodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return nil, err
 	}
-	d, err := s.svc.PrepareDomain(app.AddDomainParams{Tenant: key.Tenant, Domain: req.Domain, Selector: req.Selector, Algorithm: req.Algorithm,
+	d, err := s.Svc.PrepareDomain(app.AddDomainParams{Tenant: key.Tenant, Domain: req.Domain, Selector: req.Selector, Algorithm: req.Algorithm,
 		Receive: req.Receiving, CatchAll: req.CatchAll, Key: key})
 	if err != nil {
 		return nil, err
 	}
 	return func(ctx context.Context, tx core.Tx) (int, any, error) {
-		if err := s.svc.AddDomain(ctx, tx, d); err != nil {
+		if err := s.Svc.AddDomain(ctx, tx, d); err != nil {
 			return 0, nil, err
 		}
 		v, err := viewDomain(d)
@@ -78,59 +79,59 @@ func (s *Server) handleAddDomain(ctx context.Context, key *core.APIKey, r *http.
 }
 
 func (s *Server) handleGetDomain(w http.ResponseWriter, r *http.Request) {
-	d, err := s.svc.Domain(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("domain"))
+	d, err := s.Svc.Domain(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("domain"))
 	if err == nil {
 		var v domainView
 		if v, err = viewDomain(d); err == nil {
-			writeJSON(w, http.StatusOK, v)
+			kit.WriteJSON(w, http.StatusOK, v)
 			return
 		}
 	}
-	writeError(w, r, s.logger, err)
+	kit.WriteError(w, r, s.Logger, err)
 }
 
 func (s *Server) handleListDomains(w http.ResponseWriter, r *http.Request) {
-	ds, err := s.svc.ListDomains(r.Context(), apiKeyFrom(r.Context()).Tenant)
+	ds, err := s.Svc.ListDomains(r.Context(), kit.APIKeyFrom(r.Context()).Tenant)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := listView[domainView]{Object: "list", Data: []domainView{}}
+	out := kit.ListView[domainView]{Object: "list", Data: []domainView{}}
 	for _, d := range ds {
 		v, err := viewDomain(d)
 		if err != nil {
-			writeError(w, r, s.logger, err)
+			kit.WriteError(w, r, s.Logger, err)
 			return
 		}
 		out.Data = append(out.Data, v)
 	}
-	writeJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleDeleteDomain(w http.ResponseWriter, r *http.Request) {
-	d, err := s.svc.Domain(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("domain"))
+	d, err := s.Svc.Domain(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("domain"))
 	if err == nil {
-		err = s.svc.RemoveDomain(r.Context(), d.Tenant, d.Domain)
+		err = s.Svc.RemoveDomain(r.Context(), d.Tenant, d.Domain)
 	}
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"domain": d.Domain, "object": "domain", "deleted": true})
+	kit.WriteJSON(w, http.StatusOK, map[string]any{"domain": d.Domain, "object": "domain", "deleted": true})
 }
 
 // handleCheckDomain runs the DNS check of a domain the tenant added,
 // through the server's configured resolver: a caller cannot choose where
 // the server sends queries.
 func (s *Server) handleCheckDomain(w http.ResponseWriter, r *http.Request) {
-	rep, err := s.svc.CheckDomain(r.Context(), app.DNSCheck{
-		Tenant: apiKeyFrom(r.Context()).Tenant, Domain: r.PathValue("domain"), RequireStored: true,
+	rep, err := s.Svc.CheckDomain(r.Context(), app.DNSCheck{
+		Tenant: kit.APIKeyFrom(r.Context()).Tenant, Domain: r.PathValue("domain"), RequireStored: true,
 	})
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, checkView{Object: "dns_check", Level: rep.Level(), Report: rep})
+	kit.WriteJSON(w, http.StatusOK, checkView{Object: "dns_check", Level: rep.Level(), Report: rep})
 }
 
 // checkView is dnscheck's report (domain, selector, resolver, findings)

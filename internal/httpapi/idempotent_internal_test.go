@@ -10,6 +10,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 )
 
@@ -30,15 +31,15 @@ func TestIdempotent_WriteStepRefusalRollsBackItsWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newServer(svc, nil, Config{Reads: store}, nil)
-	h := s.idempotent(postOpts{}, func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
-		send, err := s.svc.PrepareSend(ctx, key, idemKey, &app.SendRequest{
+	s := newServer(svc, nil, kit.Config{Reads: store}, nil)
+	h := s.Idempotent(kit.PostOpts{}, func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
+		send, err := s.Svc.PrepareSend(ctx, key, idemKey, &app.SendRequest{
 			To: []string{"ada@example.com"}, Subject: "part one", Text: "hi"})
 		if err != nil {
 			return nil, err
 		}
 		return func(ctx context.Context, tx core.Tx) (int, any, error) {
-			if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
+			if err := s.Svc.AcceptSend(ctx, tx, key, send); err != nil {
 				return 0, nil, err
 			}
 			return 0, nil, core.Errorf(core.CodeValidation, "[1].to", "the second part is invalid")
@@ -47,7 +48,7 @@ func TestIdempotent_WriteStepRefusalRollsBackItsWrites(t *testing.T) {
 	do := func() *httptest.ResponseRecorder {
 		r := httptest.NewRequest("POST", "/v1/test", strings.NewReader(`{"n":1}`))
 		r.Header.Set("Idempotency-Key", "k1")
-		r = r.WithContext(context.WithValue(r.Context(), apiKeyCtx, key))
+		r = r.WithContext(context.WithValue(r.Context(), kit.APIKeyCtx, key))
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		return w

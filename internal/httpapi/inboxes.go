@@ -8,6 +8,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // The native inbox routes: an inbox is a mailbox that receives at an
@@ -35,7 +36,7 @@ func viewNativeInbox(in *app.Inbox) nativeInboxView {
 		v.Addresses = []string{}
 	}
 	if !m.CreatedAt.IsZero() {
-		v.CreatedAt = optTime(&m.CreatedAt)
+		v.CreatedAt = kit.OptTime(&m.CreatedAt)
 	}
 	return v
 }
@@ -45,19 +46,19 @@ func (s *Server) handleCreateInbox(ctx context.Context, tx core.Tx, key *core.AP
 		Address string `json:"address"`
 		Name    string `json:"name"`
 	}
-	if err := decodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return 0, nil, err
 	}
 	if req.Address == "" {
 		return 0, nil, core.Errorf(core.CodeValidation, "address", "address is required")
 	}
-	m, err := s.svc.CreateInbox(ctx, tx, key.Tenant, req.Address, req.Name)
+	m, err := s.Svc.CreateInbox(ctx, tx, key.Tenant, req.Address, req.Name)
 	if err != nil {
 		return 0, nil, renameField(err, "email_address", "address")
 	}
 	v := viewNativeInbox(&app.Inbox{Mailbox: m, Addresses: []string{m.Address}})
-	if v.Warning = s.svc.ReceivingWarning(); v.Warning != "" {
-		s.logger.WarnContext(ctx, "receiving address made without an inbound listener", "inbox", m.ID)
+	if v.Warning = s.Svc.ReceivingWarning(); v.Warning != "" {
+		s.Logger.WarnContext(ctx, "receiving address made without an inbound listener", "inbox", m.ID)
 	}
 	return http.StatusCreated, v, nil
 }
@@ -73,36 +74,36 @@ func renameField(err error, from, to string) error {
 }
 
 func (s *Server) handleListInboxes(w http.ResponseWriter, r *http.Request) {
-	ins, err := s.svc.ListInboxes(r.Context(), apiKeyFrom(r.Context()))
+	ins, err := s.Svc.ListInboxes(r.Context(), kit.APIKeyFrom(r.Context()))
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := listView[nativeInboxView]{Object: "list", Data: []nativeInboxView{}}
+	out := kit.ListView[nativeInboxView]{Object: "list", Data: []nativeInboxView{}}
 	for i := range ins {
 		out.Data = append(out.Data, viewNativeInbox(&ins[i]))
 	}
-	writeJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleGetNativeInbox(w http.ResponseWriter, r *http.Request) {
-	in, err := s.svc.InboxByRef(r.Context(), apiKeyFrom(r.Context()), r.PathValue("id"))
+	in, err := s.Svc.InboxByRef(r.Context(), kit.APIKeyFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewNativeInbox(in))
+	kit.WriteJSON(w, http.StatusOK, viewNativeInbox(in))
 }
 
 func (s *Server) handleDeleteInbox(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
-	in, err := s.svc.InboxByRef(r.Context(), key, r.PathValue("id"))
+	key := kit.APIKeyFrom(r.Context())
+	in, err := s.Svc.InboxByRef(r.Context(), key, r.PathValue("id"))
 	if err == nil {
-		err = s.svc.RemoveInbox(r.Context(), key, in.Mailbox.ID)
+		err = s.Svc.RemoveInbox(r.Context(), key, in.Mailbox.ID)
 	}
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": in.Mailbox.ID, "object": "inbox", "deleted": true})
+	kit.WriteJSON(w, http.StatusOK, map[string]any{"id": in.Mailbox.ID, "object": "inbox", "deleted": true})
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // The native mailbox and inbox routes, /v1/mailboxes and /v1/inbox.
@@ -19,120 +20,120 @@ func (s *Server) handleCreateMailbox(ctx context.Context, tx core.Tx, key *core.
 		Receiving   bool   `json:"receiving"`
 		IMAP        string `json:"imap"`
 	}
-	if err := decodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return 0, nil, err
 	}
 	m := &core.Mailbox{Tenant: key.Tenant, ID: req.ID, Address: req.Address, Name: req.Name, Transport: req.Transport, ReceiveOnly: req.ReceiveOnly}
 	if req.IMAP != "" {
-		if err := s.svc.ConnectIMAP(m, req.IMAP); err != nil {
+		if err := s.Svc.ConnectIMAP(m, req.IMAP); err != nil {
 			return 0, nil, err
 		}
 	}
-	if err := s.svc.CreateMailbox(ctx, tx, m); err != nil {
+	if err := s.Svc.CreateMailbox(ctx, tx, m); err != nil {
 		return 0, nil, err
 	}
 	if req.Receiving || req.ReceiveOnly {
-		if err := s.svc.MarkReceiving(ctx, tx, m); err != nil {
+		if err := s.Svc.MarkReceiving(ctx, tx, m); err != nil {
 			return 0, nil, err
 		}
 	}
-	return http.StatusCreated, viewMailbox(m), nil
+	return http.StatusCreated, kit.ViewMailbox(m), nil
 }
 
 // handleSetMailboxIMAP replaces a mailbox's imap URL ("" disconnects
 // it). A PUT is idempotent by itself, as a template's.
 func (s *Server) handleSetMailboxIMAP(w http.ResponseWriter, r *http.Request) {
-	body, err := s.readBody(w, r)
+	body, err := s.ReadBody(w, r)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
 	var req struct {
 		IMAP string `json:"imap"`
 	}
-	if err := decodeStrict(body, &req); err != nil {
-		writeError(w, r, s.logger, err)
+	if err := kit.DecodeStrict(body, &req); err != nil {
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	m, err := s.svc.SetMailboxIMAPAs(r.Context(), apiKeyFrom(r.Context()), r.PathValue("id"), req.IMAP)
+	m, err := s.Svc.SetMailboxIMAPAs(r.Context(), kit.APIKeyFrom(r.Context()), r.PathValue("id"), req.IMAP)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewMailbox(m))
+	kit.WriteJSON(w, http.StatusOK, kit.ViewMailbox(m))
 }
 
 func (s *Server) handleGetMailbox(w http.ResponseWriter, r *http.Request) {
-	m, err := s.svc.MailboxAs(r.Context(), apiKeyFrom(r.Context()), r.PathValue("id"))
+	m, err := s.Svc.MailboxAs(r.Context(), kit.APIKeyFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewMailbox(m))
+	kit.WriteJSON(w, http.StatusOK, kit.ViewMailbox(m))
 }
 
 // handleListMailboxes lists the mailboxes the key may use.
 func (s *Server) handleListMailboxes(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
+	key := kit.APIKeyFrom(r.Context())
 	tenant := key.Tenant
-	ms, err := s.reads.ListMailboxes(r.Context(), tenant)
+	ms, err := s.Reads.ListMailboxes(r.Context(), tenant)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	def, err := s.svc.Mailbox(r.Context(), tenant, core.DefaultMailboxID)
+	def, err := s.Svc.Mailbox(r.Context(), tenant, core.DefaultMailboxID)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := listView[mailboxView]{Object: "list", Data: []mailboxView{}}
+	out := kit.ListView[kit.MailboxView]{Object: "list", Data: []kit.MailboxView{}}
 	if key.MayUseMailbox(def.ID) {
-		out.Data = append(out.Data, viewMailbox(def))
+		out.Data = append(out.Data, kit.ViewMailbox(def))
 	}
 	for _, m := range ms {
-		if err := s.svc.OpenTransport(m); err != nil {
-			writeError(w, r, s.logger, err)
+		if err := s.Svc.OpenTransport(m); err != nil {
+			kit.WriteError(w, r, s.Logger, err)
 			return
 		}
 		if m.ID != core.DefaultMailboxID && key.MayUseMailbox(m.ID) {
-			out.Data = append(out.Data, viewMailbox(m))
+			out.Data = append(out.Data, kit.ViewMailbox(m))
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleListInbox(w http.ResponseWriter, r *http.Request) {
-	limit, err := parseLimit(r.URL.Query().Get("limit"))
+	limit, err := kit.ParseLimit(r.URL.Query().Get("limit"))
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	ms, err := s.reads.ListInbox(r.Context(), apiKeyFrom(r.Context()).Tenant, limit)
+	ms, err := s.Reads.ListInbox(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, limit)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := listView[inboxView]{Object: "list", Data: []inboxView{}}
+	out := kit.ListView[kit.InboxView]{Object: "list", Data: []kit.InboxView{}}
 	for _, m := range ms {
-		out.Data = append(out.Data, viewInbox(m, false))
+		out.Data = append(out.Data, kit.ViewInbox(m, false))
 	}
-	writeJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleGetInbox(w http.ResponseWriter, r *http.Request) {
-	m, err := s.reads.InboxMessage(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	m, err := s.Reads.InboxMessage(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewInbox(m, true))
+	kit.WriteJSON(w, http.StatusOK, kit.ViewInbox(m, true))
 }
 
 func (s *Server) handleGetInboxRaw(w http.ResponseWriter, r *http.Request) {
-	m, err := s.reads.InboxMessage(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	m, err := s.Reads.InboxMessage(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	writeRaw(w, http.StatusOK, "message/rfc822", m.Raw)
+	kit.WriteRaw(w, http.StatusOK, "message/rfc822", m.Raw)
 }

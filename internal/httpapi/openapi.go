@@ -3,6 +3,8 @@ package httpapi
 import (
 	_ "embed"
 	"net/http"
+
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // openAPI is the OpenAPI 3.1 document of every route, served at
@@ -12,7 +14,7 @@ import (
 var openAPI []byte
 
 func handleOpenAPI(w http.ResponseWriter, _ *http.Request) {
-	writeRaw(w, http.StatusOK, "application/json", openAPI)
+	kit.WriteRaw(w, http.StatusOK, "application/json", openAPI)
 }
 
 // patternMux records the patterns routes registers.

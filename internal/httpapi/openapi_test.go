@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/metrics"
 )
 
@@ -15,7 +16,7 @@ import (
 // from openapi.json or the document names a route nobody serves.
 func TestOpenAPI_CoversEveryRoute(t *testing.T) {
 	m := metrics.New(func(context.Context) (int, error) { return 0, nil })
-	patterns := (&Server{mux: http.NewServeMux(), metrics: m}).routes()
+	patterns := (&Server{mux: http.NewServeMux(), Base: &kit.Base{Metrics: m}}).routes()
 
 	var doc struct {
 		OpenAPI string                                `json:"openapi"`

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/sns"
 	"github.com/sendonce/sendonce/webhooksig"
 )
@@ -26,41 +27,27 @@ import (
 // 256 KiB, Resend's webhooks far less.
 const MaxProviderEventBytes = 512 << 10
 
-// ProvidersConfig is what the intake routes need.
-type ProvidersConfig struct {
-	// SNS verifies SNS messages; nil (or no SNSTopics) turns POST
-	// /v1/providers/ses/events off (404).
-	SNS *sns.Verifier
-	// SNSTopics are the ARNs of the only topics whose messages the SES
-	// route takes (--ses-sns-topic). A signature only proves that some AWS
-	// account's topic sent a message, and anyone can create one.
-	SNSTopics []string
-	// ResendSecret is --resend-webhook-secret; "" refuses POST
-	// /v1/providers/resend/events.
-	ResendSecret string
-}
-
 func readIntake(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxProviderEventBytes))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		writeJSON(w, http.StatusRequestEntityTooLarge, newErrorBody(core.CodeValidation, "the event is too large", ""))
+		kit.WriteJSON(w, http.StatusRequestEntityTooLarge, kit.NewErrorBody(core.CodeValidation, "the event is too large", ""))
 		return nil, err
 	}
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, newErrorBody(core.CodeInvalidJSON, "the body could not be read", ""))
+		kit.WriteJSON(w, http.StatusBadRequest, kit.NewErrorBody(core.CodeInvalidJSON, "the body could not be read", ""))
 	}
 	return b, err
 }
 
 func forbiddenIntake(w http.ResponseWriter) {
-	writeJSON(w, http.StatusForbidden, newErrorBody(core.CodeForbidden, "the signature does not verify", ""))
+	kit.WriteJSON(w, http.StatusForbidden, kit.NewErrorBody(core.CodeForbidden, "the signature does not verify", ""))
 }
 
 func (s *Server) handleSESEvents(w http.ResponseWriter, r *http.Request) {
-	v := s.cfg.Providers.SNS
-	if v == nil || len(s.cfg.Providers.SNSTopics) == 0 {
-		writeJSON(w, http.StatusNotFound, newErrorBody(core.CodeNotFound, "SES event intake is not configured", ""))
+	v := s.Cfg.Providers.SNS
+	if v == nil || len(s.Cfg.Providers.SNSTopics) == 0 {
+		kit.WriteJSON(w, http.StatusNotFound, kit.NewErrorBody(core.CodeNotFound, "SES event intake is not configured", ""))
 		return
 	}
 	body, err := readIntake(w, r)
@@ -69,46 +56,46 @@ func (s *Server) handleSESEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	m, err := sns.Parse(body)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, newErrorBody(core.CodeInvalidJSON, "not an SNS message", ""))
+		kit.WriteJSON(w, http.StatusBadRequest, kit.NewErrorBody(core.CodeInvalidJSON, "not an SNS message", ""))
 		return
 	}
 	// Checked before the signature, so another topic's message makes
 	// sendonce fetch nothing (no certificate, no SubscribeURL).
-	if !slices.Contains(s.cfg.Providers.SNSTopics, m.TopicArn) {
-		s.logger.WarnContext(r.Context(), "SNS message from a topic not named by --ses-sns-topic refused",
+	if !slices.Contains(s.Cfg.Providers.SNSTopics, m.TopicArn) {
+		s.Logger.WarnContext(r.Context(), "SNS message from a topic not named by --ses-sns-topic refused",
 			slog.String("message_id", m.MessageId), slog.String("topic", m.TopicArn))
-		writeJSON(w, http.StatusForbidden, newErrorBody(core.CodeForbidden, "the topic is not one this server takes", ""))
+		kit.WriteJSON(w, http.StatusForbidden, kit.NewErrorBody(core.CodeForbidden, "the topic is not one this server takes", ""))
 		return
 	}
 	if err := v.Verify(r.Context(), m); err != nil {
-		s.logger.WarnContext(r.Context(), "SNS message refused", slog.String("message_id", m.MessageId), slog.Any("error", err))
+		s.Logger.WarnContext(r.Context(), "SNS message refused", slog.String("message_id", m.MessageId), slog.Any("error", err))
 		forbiddenIntake(w)
 		return
 	}
 	switch m.Type {
 	case "SubscriptionConfirmation":
 		if err := v.Confirm(r.Context(), m); err != nil {
-			s.logger.WarnContext(r.Context(), "SNS subscription not confirmed", slog.String("topic", m.TopicArn), slog.Any("error", err))
-			writeJSON(w, http.StatusBadGateway, newErrorBody(core.CodeUnavailable, "the subscription could not be confirmed", ""))
+			s.Logger.WarnContext(r.Context(), "SNS subscription not confirmed", slog.String("topic", m.TopicArn), slog.Any("error", err))
+			kit.WriteJSON(w, http.StatusBadGateway, kit.NewErrorBody(core.CodeUnavailable, "the subscription could not be confirmed", ""))
 			return
 		}
-		s.logger.InfoContext(r.Context(), "SNS subscription confirmed", slog.String("topic", m.TopicArn))
+		s.Logger.InfoContext(r.Context(), "SNS subscription confirmed", slog.String("topic", m.TopicArn))
 	case "Notification":
 		ev, ok, err := parseSESEvent(m.MessageId, []byte(m.Message))
 		if err != nil {
-			s.logger.WarnContext(r.Context(), "SNS notification is not an SES event", slog.String("message_id", m.MessageId), slog.Any("error", err))
+			s.Logger.WarnContext(r.Context(), "SNS notification is not an SES event", slog.String("message_id", m.MessageId), slog.Any("error", err))
 		}
 		if ok {
 			s.recordProviderEvent(w, r, ev)
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"result": "ignored"})
+	kit.WriteJSON(w, http.StatusOK, map[string]string{"result": "ignored"})
 }
 
 func (s *Server) handleResendEvents(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Providers.ResendSecret == "" {
-		writeJSON(w, http.StatusNotFound, newErrorBody(core.CodeNotFound, "Resend event intake is not configured", ""))
+	if s.Cfg.Providers.ResendSecret == "" {
+		kit.WriteJSON(w, http.StatusNotFound, kit.NewErrorBody(core.CodeNotFound, "Resend event intake is not configured", ""))
 		return
 	}
 	body, err := readIntake(w, r)
@@ -120,30 +107,30 @@ func (s *Server) handleResendEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("webhook-id", r.Header.Get("svix-id"))
 	h.Set("webhook-timestamp", r.Header.Get("svix-timestamp"))
 	h.Set("webhook-signature", r.Header.Get("svix-signature"))
-	if err := webhooksig.Verify(s.cfg.Providers.ResendSecret, h, body, 5*time.Minute, time.Now()); err != nil {
-		s.logger.WarnContext(r.Context(), "Resend webhook refused", slog.Any("error", err))
+	if err := webhooksig.Verify(s.Cfg.Providers.ResendSecret, h, body, 5*time.Minute, time.Now()); err != nil {
+		s.Logger.WarnContext(r.Context(), "Resend webhook refused", slog.Any("error", err))
 		forbiddenIntake(w)
 		return
 	}
 	ev, ok, err := parseResendEvent(r.Header.Get("svix-id"), body)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, newErrorBody(core.CodeInvalidJSON, "not a Resend email event", ""))
+		kit.WriteJSON(w, http.StatusBadRequest, kit.NewErrorBody(core.CodeInvalidJSON, "not a Resend email event", ""))
 		return
 	}
 	if !ok {
-		writeJSON(w, http.StatusOK, map[string]string{"result": "ignored"})
+		kit.WriteJSON(w, http.StatusOK, map[string]string{"result": "ignored"})
 		return
 	}
 	s.recordProviderEvent(w, r, ev)
 }
 
 func (s *Server) recordProviderEvent(w http.ResponseWriter, r *http.Request, ev app.ProviderEvent) {
-	res, err := s.svc.RecordProviderEvent(r.Context(), ev)
+	res, err := s.Svc.RecordProviderEvent(r.Context(), ev)
 	if err != nil {
-		writeError(w, r, s.logger, err) // 5xx: the provider retries it
+		kit.WriteError(w, r, s.Logger, err) // 5xx: the provider retries it
 		return
 	}
-	s.logger.InfoContext(r.Context(), "provider event", slog.String("provider", ev.Provider), slog.String("type", ev.Type),
+	s.Logger.InfoContext(r.Context(), "provider event", slog.String("provider", ev.Provider), slog.String("type", ev.Type),
 		slog.String("provider_message_id", ev.ProviderMessageID), slog.String("result", string(res)))
-	writeJSON(w, http.StatusOK, map[string]string{"result": string(res)})
+	kit.WriteJSON(w, http.StatusOK, map[string]string{"result": string(res)})
 }

@@ -3,102 +3,37 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/message"
 )
 
 // The native receiving routes (docs/api.md, "Receiving").
 
-type listPage[T any] struct {
-	Data       []T    `json:"data"`
-	NextCursor string `json:"next_cursor,omitempty"`
-}
-
-func receivedFilter(r *http.Request) (core.ReceivedFilter, error) {
-	q := r.URL.Query()
-	limit, err := parseLimit(q.Get("limit"))
-	if err != nil {
-		return core.ReceivedFilter{}, err
-	}
-	f := core.ReceivedFilter{Limit: limit, After: q.Get("cursor"), ThreadID: q.Get("thread_id"), From: q.Get("from")}
-	if v := q.Get("mailbox_id"); v != "" {
-		f.MailboxIDs = []string{v}
-	}
-	for _, p := range []struct {
-		name string
-		dst  **time.Time
-	}{{"since", &f.Since}, {"until", &f.Until}} {
-		if v := q.Get(p.name); v != "" {
-			t, err := time.Parse(time.RFC3339, v)
-			if err != nil {
-				return f, core.Errorf(core.CodeValidation, p.name, "%s must be an RFC 3339 time", p.name)
-			}
-			*p.dst = &t
-		}
-	}
-	if v := q.Get("has_attachment"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return f, core.Errorf(core.CodeValidation, "has_attachment", "has_attachment must be true or false")
-		}
-		f.HasAttachment = &b
-	}
-	return f, nil
-}
-
 func (s *Server) handleListReceived(w http.ResponseWriter, r *http.Request) {
-	f, err := receivedFilter(r)
-	s.writeReceivedPage(w, r, f, err)
-}
-
-// writeReceivedPage answers a page of received messages under f (or the
-// error err the request's filter made), as the native list and Mailera's
-// mailbox messages show them, and audits the read.
-func (s *Server) writeReceivedPage(w http.ResponseWriter, r *http.Request, f core.ReceivedFilter, err error) {
-	key := apiKeyFrom(r.Context())
-	var ms []*core.ReceivedMessage
-	var more bool
-	if err == nil {
-		ms, more, err = s.svc.ListReceived(r.Context(), key, f)
-	}
-	if err != nil {
-		writeError(w, r, s.logger, err)
-		return
-	}
-	out := listPage[receivedView]{Data: make([]receivedView, 0, len(ms))}
-	ids := make([]string, 0, len(ms))
-	for _, m := range ms {
-		out.Data = append(out.Data, viewReceived(m, false))
-		ids = append(ids, m.ID)
-	}
-	if more {
-		out.NextCursor = ms[len(ms)-1].ID
-	}
-	s.auditRead(r, key, ids...)
-	writeJSON(w, http.StatusOK, out)
+	f, err := kit.ReceivedFilter(r)
+	s.WriteReceivedPage(w, r, f, err)
 }
 
 func (s *Server) handleGetReceived(w http.ResponseWriter, r *http.Request) {
-	m, err := s.svc.ReceivedMessage(r.Context(), apiKeyFrom(r.Context()), r.PathValue("id"))
+	m, err := s.Svc.ReceivedMessage(r.Context(), kit.APIKeyFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	s.auditRead(r, apiKeyFrom(r.Context()), m.ID)
-	writeJSON(w, http.StatusOK, viewReceived(m, true))
+	s.AuditRead(r, kit.APIKeyFrom(r.Context()), m.ID)
+	kit.WriteJSON(w, http.StatusOK, kit.ViewReceived(m, true))
 }
 
 func (s *Server) handleGetReceivedRaw(w http.ResponseWriter, r *http.Request) {
-	raw, err := s.svc.ReceivedRaw(r.Context(), apiKeyFrom(r.Context()), r.PathValue("id"))
+	raw, err := s.Svc.ReceivedRaw(r.Context(), kit.APIKeyFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	s.auditRead(r, apiKeyFrom(r.Context()), r.PathValue("id"))
+	s.AuditRead(r, kit.APIKeyFrom(r.Context()), r.PathValue("id"))
 	w.Header().Set("Content-Type", "message/rfc822")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+r.PathValue("id")+`.eml"`)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -106,12 +41,12 @@ func (s *Server) handleGetReceivedRaw(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleGetReceivedAttachment(w http.ResponseWriter, r *http.Request) {
-	att, b, err := s.svc.ReceivedAttachment(r.Context(), apiKeyFrom(r.Context()), r.PathValue("id"), r.PathValue("attachment"))
+	att, b, err := s.Svc.ReceivedAttachment(r.Context(), kit.APIKeyFrom(r.Context()), r.PathValue("id"), r.PathValue("attachment"))
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	s.auditRead(r, apiKeyFrom(r.Context()), r.PathValue("id"))
+	s.AuditRead(r, kit.APIKeyFrom(r.Context()), r.PathValue("id"))
 	w.Header().Set("Content-Type", att.ContentType)
 	w.Header().Set("Content-Disposition", message.AttachmentDisposition(att.Filename))
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -119,50 +54,50 @@ func (s *Server) handleGetReceivedAttachment(w http.ResponseWriter, r *http.Requ
 }
 
 func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) {
-	f, err := threadFilter(r, r.URL.Query().Get("mailbox_id"))
+	f, err := kit.ThreadFilter(r, r.URL.Query().Get("mailbox_id"))
 	f.After = r.URL.Query().Get("cursor")
 	var ts []*core.Thread
 	var more bool
 	if err == nil {
-		ts, more, err = s.svc.ListThreads(r.Context(), apiKeyFrom(r.Context()), f)
+		ts, more, err = s.Svc.ListThreads(r.Context(), kit.APIKeyFrom(r.Context()), f)
 	}
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := listPage[threadView]{Data: make([]threadView, 0, len(ts))}
+	out := kit.ListPage[kit.ThreadView]{Data: make([]kit.ThreadView, 0, len(ts))}
 	for _, t := range ts {
-		out.Data = append(out.Data, viewThread(t))
+		out.Data = append(out.Data, kit.ViewThread(t))
 	}
 	if more {
 		out.NextCursor = ts[len(ts)-1].ID
 	}
-	writeJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 // threadDetail is a thread with one page of its messages (previews, no
 // bodies); next_cursor reads the next page (?cursor=).
 type threadDetail struct {
-	threadView
-	Messages   []inboxMessageView `json:"messages"`
-	NextCursor string             `json:"next_cursor,omitempty"`
+	kit.ThreadView
+	Messages   []kit.InboxMessageView `json:"messages"`
+	NextCursor string                 `json:"next_cursor,omitempty"`
 }
 
 func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
-	t, err := s.svc.Thread(r.Context(), key, r.PathValue("id"))
+	key := kit.APIKeyFrom(r.Context())
+	t, err := s.Svc.Thread(r.Context(), key, r.PathValue("id"))
 	var (
-		ms   []inboxMessageView
+		ms   []kit.InboxMessageView
 		next string
 	)
 	if err == nil {
-		ms, next, err = s.threadMessages(r.Context(), key, t, r)
+		ms, next, err = s.ThreadMessages(r.Context(), key, t, r)
 	}
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, threadDetail{threadView: viewThread(t), Messages: ms, NextCursor: next})
+	kit.WriteJSON(w, http.StatusOK, threadDetail{ThreadView: kit.ViewThread(t), Messages: ms, NextCursor: next})
 }
 
 func (s *Server) handlePatchThread(w http.ResponseWriter, r *http.Request) {
@@ -171,38 +106,38 @@ func (s *Server) handlePatchThread(w http.ResponseWriter, r *http.Request) {
 		Folder *string   `json:"folder"`
 		Labels *[]string `json:"labels"`
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.ReadBody(w, r)
 	if err == nil {
-		err = decodeStrict(body, &req)
+		err = kit.DecodeStrict(body, &req)
 	}
 	var t *core.Thread
 	if err == nil {
-		t, err = s.svc.ChangeThread(r.Context(), apiKeyFrom(r.Context()), r.PathValue("id"),
+		t, err = s.Svc.ChangeThread(r.Context(), kit.APIKeyFrom(r.Context()), r.PathValue("id"),
 			app.ThreadChange{Read: req.Read, Folder: req.Folder, Labels: req.Labels})
 	}
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewThread(t))
+	kit.WriteJSON(w, http.StatusOK, kit.ViewThread(t))
 }
 
 // handleReplyReceived answers a received message: POST
 // /v1/received/{id}/reply, idempotent like every send.
-func (s *Server) handleReplyReceived(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
+func (s *Server) handleReplyReceived(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
 	var req struct {
-		sendRequest
+		kit.SendRequest
 		ReplyAll bool `json:"reply_all"`
 	}
-	if err := decodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return nil, err
 	}
-	sr := req.toApp(req.MailboxID) // every field of a send, scheduled_at included
+	sr := req.ToApp(req.MailboxID) // every field of a send, scheduled_at included
 	// An agent's reply outside the thread waits for a person
 	// (received_agent.go).
-	send, err := s.svc.PrepareReply(ctx, key, idemKey, r.PathValue("id"), req.ReplyAll, app.Guarded(key, agentAsked(r)), sr)
+	send, err := s.Svc.PrepareReply(ctx, key, idemKey, r.PathValue("id"), req.ReplyAll, app.Guarded(key, kit.AgentAsked(r)), sr)
 	if err != nil {
 		return nil, err
 	}
-	return s.acceptStep(key, send), nil
+	return s.AcceptStep(key, send), nil
 }

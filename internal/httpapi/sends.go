@@ -5,11 +5,11 @@ import (
 	"net/http"
 	"net/mail"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/metrics"
 )
 
@@ -17,67 +17,40 @@ import (
 // (reschedule, cancel), and the operator's decisions on a send
 // (reconcile, approve, reject).
 
-func (s *Server) handleSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (writeStep, error) {
-	var req sendRequest
-	if err := decodeStrict(body, &req); err != nil {
+func (s *Server) handleSend(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
+	var req kit.SendRequest
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return nil, err
 	}
-	send, err := s.svc.PrepareSend(ctx, key, idemKey, req.toApp(req.MailboxID))
+	send, err := s.Svc.PrepareSend(ctx, key, idemKey, req.ToApp(req.MailboxID))
 	if err != nil {
 		return nil, err
 	}
-	return s.acceptStep(key, send), nil
-}
-
-// acceptStep is the write step of the send routes: record the prepared
-// send (row, event, delivery job) and answer with it.
-func (s *Server) acceptStep(key *core.APIKey, send *core.Send) writeStep {
-	return func(ctx context.Context, tx core.Tx) (int, any, error) {
-		if err := s.svc.AcceptSend(ctx, tx, key, send); err != nil {
-			return 0, nil, err
-		}
-		return http.StatusOK, viewSend(send), nil
-	}
+	return s.AcceptStep(key, send), nil
 }
 
 func (s *Server) handleGetSend(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
-	send, events, err := s.reads.SendWithEvents(r.Context(), key.Tenant, r.PathValue("id"))
+	key := kit.APIKeyFrom(r.Context())
+	send, events, err := s.Reads.SendWithEvents(r.Context(), key.Tenant, r.PathValue("id"))
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	v := viewSend(send)
-	v.Events = make([]eventView, 0, len(events))
+	v := kit.ViewSend(send)
+	v.Events = make([]kit.EventView, 0, len(events))
 	for _, e := range events {
-		v.Events = append(v.Events, eventView{ID: e.ID, Type: e.Type, At: rfc3339(e.At), Detail: e.Detail,
-			Recipient: e.Recipient, Bounce: viewBounce(e.Bounce)})
+		v.Events = append(v.Events, kit.EventView{ID: e.ID, Type: e.Type, At: kit.RFC3339(e.At), Detail: e.Detail,
+			Recipient: e.Recipient, Bounce: kit.ViewBounce(e.Bounce)})
 	}
-	writeJSON(w, http.StatusOK, v)
-}
-
-const (
-	defaultListLimit = 20
-	maxListLimit     = 100
-)
-
-func parseLimit(q string) (int, error) {
-	if q == "" {
-		return defaultListLimit, nil
-	}
-	n, err := strconv.Atoi(q)
-	if err != nil || n < 1 || n > maxListLimit {
-		return 0, core.Errorf(core.CodeValidation, "limit", "limit must be a whole number from 1 to %d", maxListLimit)
-	}
-	return n, nil
+	kit.WriteJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) handleListSends(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
+	key := kit.APIKeyFrom(r.Context())
 	q := r.URL.Query()
-	limit, err := parseLimit(q.Get("limit"))
+	limit, err := kit.ParseLimit(q.Get("limit"))
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
 	f := core.SendFilter{IdempotencyKey: q.Get("idempotency_key"), Status: core.Status(q.Get("status")), Limit: limit, After: q.Get("after")}
@@ -86,9 +59,9 @@ func (s *Server) handleListSends(w http.ResponseWriter, r *http.Request) {
 		// A restricted key finds by key the sends of the keys whose
 		// Idempotency-Keys share its namespace (core.StoredIdempotencyKey):
 		// itself, and the keys with its limits it was rotated from.
-		peers, err := s.svc.IdempotencyKeyPeers(r.Context(), key)
+		peers, err := s.Svc.IdempotencyKeyPeers(r.Context(), key)
 		if err != nil {
-			writeError(w, r, s.logger, err)
+			kit.WriteError(w, r, s.Logger, err)
 			return
 		}
 		f.APIKeyIDs = peers
@@ -96,28 +69,28 @@ func (s *Server) handleListSends(w http.ResponseWriter, r *http.Request) {
 		f.APIKeyID = key.ID // an agent lists only its own sends
 	}
 	if f.Status != "" && !f.Status.Valid() {
-		writeError(w, r, s.logger, core.Errorf(core.CodeValidation, "status", "unknown status %q", f.Status))
+		kit.WriteError(w, r, s.Logger, core.Errorf(core.CodeValidation, "status", "unknown status %q", f.Status))
 		return
 	}
 	if err := listFilters(q, &f); err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	sends, next, err := s.reads.ListSends(r.Context(), key.Tenant, f)
+	sends, next, err := s.Reads.ListSends(r.Context(), key.Tenant, f)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	if f.IdempotencyKey != "" && len(sends) > 0 && r.Header.Get(IntentHeader) != "" && s.metrics != nil {
+	if f.IdempotencyKey != "" && len(sends) > 0 && r.Header.Get(kit.IntentHeader) != "" && s.Metrics != nil {
 		// The MCP server's look before it sends, which found the intent's
 		// send: a duplicate it did not make.
-		s.metrics.DuplicatePrevented(metrics.ViaMCP)
+		s.Metrics.DuplicatePrevented(metrics.ViaMCP)
 	}
-	out := listView[*sendView]{Object: "list", Data: make([]*sendView, 0, len(sends)), Next: optString(next)}
+	out := kit.ListView[*kit.SendView]{Object: "list", Data: make([]*kit.SendView, 0, len(sends)), Next: kit.OptString(next)}
 	for _, sd := range sends {
-		out.Data = append(out.Data, viewSend(sd))
+		out.Data = append(out.Data, kit.ViewSend(sd))
 	}
-	writeJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 // listFilters reads GET /v1/sends' recipient, tag (name:value) and
@@ -170,66 +143,52 @@ func (s *Server) handleReconcile(ctx context.Context, tx core.Tx, key *core.APIK
 	var req struct {
 		Outcome string `json:"outcome"`
 	}
-	if err := decodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return 0, nil, err
 	}
-	send, err := s.svc.Reconcile(ctx, tx, key.Tenant, r.PathValue("id"), req.Outcome)
+	send, err := s.Svc.Reconcile(ctx, tx, key.Tenant, r.PathValue("id"), req.Outcome)
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, viewSend(send), nil
+	return http.StatusOK, kit.ViewSend(send), nil
 }
 
 func (s *Server) handleApprove(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
-	send, err := s.svc.Approve(ctx, tx, key.Tenant, r.PathValue("id"))
+	send, err := s.Svc.Approve(ctx, tx, key.Tenant, r.PathValue("id"))
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, viewSend(send), nil
+	return http.StatusOK, kit.ViewSend(send), nil
+}
+
+// elicitationRequest is the body of POST /v1/sends/{id}/elicitation.
+type elicitationRequest struct {
+	Action string `json:"action"`
+}
+
+func (s *Server) handleElicitation(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
+	var req elicitationRequest
+	if err := kit.DecodeStrict(body, &req); err != nil {
+		return 0, nil, err
+	}
+	send, err := s.Svc.DecideByElicitation(ctx, tx, key, r.PathValue("id"), req.Action)
+	return kit.AnswerSend(send, err, kit.NativeSendView)
 }
 
 func (s *Server) handleReject(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
-	send, err := s.svc.Reject(ctx, tx, key.Tenant, r.PathValue("id"))
+	send, err := s.Svc.Reject(ctx, tx, key.Tenant, r.PathValue("id"))
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, viewSend(send), nil
+	return http.StatusOK, kit.ViewSend(send), nil
 }
 
 func (s *Server) handleCancel(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
-	send, err := s.svc.Cancel(ctx, tx, key, r.PathValue("id"))
-	return answerSend(send, err, nativeSendView)
-}
-
-// scheduleRequest is the body of PATCH /v1/sends/{id} and PATCH
-// /emails/{id}.
-type scheduleRequest struct {
-	ScheduledAt string `json:"scheduled_at"`
+	send, err := s.Svc.Cancel(ctx, tx, key, r.PathValue("id"))
+	return kit.AnswerSend(send, err, kit.NativeSendView)
 }
 
 func (s *Server) handleReschedule(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
-	send, err := s.reschedule(ctx, tx, key, r, body)
-	return answerSend(send, err, nativeSendView)
+	send, err := s.Reschedule(ctx, tx, key, r, body)
+	return kit.AnswerSend(send, err, kit.NativeSendView)
 }
-
-// reschedule is the change behind PATCH /v1/sends/{id} and Resend's PATCH
-// /emails/{id}: they differ only in the answer's shape.
-func (s *Server) reschedule(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (*core.Send, error) {
-	var req scheduleRequest
-	if err := decodeStrict(body, &req); err != nil {
-		return nil, err
-	}
-	return s.svc.Reschedule(ctx, tx, key, r.PathValue("id"), req.ScheduledAt)
-}
-
-// answerSend answers a change of one send (cancel, reschedule) with view
-// of the changed send, in the surface's shape, or with its error.
-func answerSend(send *core.Send, err error, view func(*core.Send) any) (int, any, error) {
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, view(send), nil
-}
-
-// nativeSendView is the native API's answer to a change: the send object.
-func nativeSendView(send *core.Send) any { return viewSend(send) }

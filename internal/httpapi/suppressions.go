@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // suppressionView is the suppression object of /v1/suppressions.
@@ -20,7 +21,7 @@ type suppressionView struct {
 
 func viewSuppression(s *core.Suppression) suppressionView {
 	return suppressionView{ID: s.ID, Object: "suppression", Email: s.Address, Reason: s.Reason, Origin: s.Origin,
-		SendID: optString(s.SendID), CreatedAt: rfc3339(s.CreatedAt)}
+		SendID: kit.OptString(s.SendID), CreatedAt: kit.RFC3339(s.CreatedAt)}
 }
 
 // handleAddSuppression is POST /v1/suppressions (admin): 201 with the new
@@ -30,10 +31,10 @@ func (s *Server) handleAddSuppression(ctx context.Context, tx core.Tx, key *core
 		Email  string `json:"email"`
 		Reason string `json:"reason"`
 	}
-	if err := decodeStrict(body, &req); err != nil {
+	if err := kit.DecodeStrict(body, &req); err != nil {
 		return 0, nil, err
 	}
-	sup, created, err := s.svc.AddManualSuppression(ctx, tx, key.Tenant, req.Email, req.Reason)
+	sup, created, err := s.Svc.AddManualSuppression(ctx, tx, key.Tenant, req.Email, req.Reason)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -43,58 +44,42 @@ func (s *Server) handleAddSuppression(ctx context.Context, tx core.Tx, key *core
 	return http.StatusOK, viewSuppression(sup), nil
 }
 
-// suppressionFilter reads ?limit, ?after, ?email and ?origin.
-func suppressionFilter(r *http.Request) (core.SuppressionFilter, error) {
-	q := r.URL.Query()
-	limit, err := parseLimit(q.Get("limit"))
-	if err != nil {
-		return core.SuppressionFilter{}, err
-	}
-	f := core.SuppressionFilter{Email: q.Get("email"), Origin: q.Get("origin"), Limit: limit, After: q.Get("after")}
-	switch f.Origin {
-	case "", core.SuppressionBounce, core.SuppressionComplaint, core.SuppressionManual, core.SuppressionUnsubscribe:
-	default:
-		return f, core.Errorf(core.CodeValidation, "origin", "origin must be bounce, complaint, manual or unsubscribe")
-	}
-	return f, nil
-}
-
 func (s *Server) handleListSuppressions(w http.ResponseWriter, r *http.Request) {
-	f, err := suppressionFilter(r)
+	f, err := kit.SuppressionFilter(r)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	list, next, err := s.reads.ListSuppressions(r.Context(), apiKeyFrom(r.Context()).Tenant, f)
+	list, next, err := s.Reads.ListSuppressions(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, f)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := listView[suppressionView]{Object: "list", Data: make([]suppressionView, 0, len(list)), Next: optString(next)}
+	out := kit.ListView[suppressionView]{Object: "list", Data: make([]suppressionView, 0, len(list)), Next: kit.OptString(next)}
 	for _, sup := range list {
 		out.Data = append(out.Data, viewSuppression(sup))
 	}
-	writeJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleGetSuppression(w http.ResponseWriter, r *http.Request) {
-	sup, err := s.reads.Suppression(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("email"))
+	sup, err := s.Reads.Suppression(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("email"))
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewSuppression(sup))
+	kit.WriteJSON(w, http.StatusOK, viewSuppression(sup))
 }
 
 // handleDeleteSuppression is DELETE /v1/suppressions/{email} (admin): the
 // removed entry; 404 when there was none.
 func (s *Server) handleDeleteSuppression(w http.ResponseWriter, r *http.Request) {
-	sup, err := s.svc.RemoveSuppression(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("email"))
+	sup, err := s.Svc.RemoveSuppression(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("email"))
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewSuppression(sup))
+	kit.WriteJSON(w, http.StatusOK, viewSuppression(sup))
 }
 
 // unmatchedView is one unmatched inbound item; raw is at /raw.
@@ -112,22 +97,22 @@ type unmatchedView struct {
 // handleListUnmatched is GET /v1/inbound/unmatched (admin): inbound mail
 // the listener kept because it could not use it, newest first.
 func (s *Server) handleListUnmatched(w http.ResponseWriter, r *http.Request) {
-	limit, err := parseLimit(r.URL.Query().Get("limit"))
+	limit, err := kit.ParseLimit(r.URL.Query().Get("limit"))
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	items, err := s.reads.ListUnmatched(r.Context(), apiKeyFrom(r.Context()).Tenant, limit)
+	items, err := s.Reads.ListUnmatched(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, limit)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := listView[unmatchedView]{Object: "list", Data: make([]unmatchedView, 0, len(items))}
+	out := kit.ListView[unmatchedView]{Object: "list", Data: make([]unmatchedView, 0, len(items))}
 	for _, u := range items {
-		out.Data = append(out.Data, unmatchedView{ID: u.ID, Object: "inbound_unmatched", SendID: optString(u.SendID),
-			MailFrom: u.MailFrom, RcptTo: u.RcptTo, Reason: u.Reason, Size: u.Size, ReceivedAt: rfc3339(u.ReceivedAt)})
+		out.Data = append(out.Data, unmatchedView{ID: u.ID, Object: "inbound_unmatched", SendID: kit.OptString(u.SendID),
+			MailFrom: u.MailFrom, RcptTo: u.RcptTo, Reason: u.Reason, Size: u.Size, ReceivedAt: kit.RFC3339(u.ReceivedAt)})
 	}
-	writeJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 // handleDestinations lists the mx destinations this process delivered
@@ -137,8 +122,8 @@ func (s *Server) handleListUnmatched(w http.ResponseWriter, r *http.Request) {
 // process: a worker's own share.
 func (s *Server) handleDestinations(w http.ResponseWriter, r *http.Request) {
 	var data any = []any{}
-	if s.cfg.Destinations != nil {
-		data = s.cfg.Destinations(apiKeyFrom(r.Context()).Tenant)
+	if s.Cfg.Destinations != nil {
+		data = s.Cfg.Destinations(kit.APIKeyFrom(r.Context()).Tenant)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	kit.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }

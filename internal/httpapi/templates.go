@@ -4,15 +4,16 @@ import (
 	"net/http"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
 // The native template routes, /v1/templates.
 
 func (s *Server) handlePutTemplate(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
-	body, err := s.readBody(w, r)
+	key := kit.APIKeyFrom(r.Context())
+	body, err := s.ReadBody(w, r)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
 	var req struct {
@@ -20,56 +21,56 @@ func (s *Server) handlePutTemplate(w http.ResponseWriter, r *http.Request) {
 		Text    string `json:"text"`
 		HTML    string `json:"html"`
 	}
-	if err := decodeStrict(body, &req); err != nil {
-		writeError(w, r, s.logger, err)
+	if err := kit.DecodeStrict(body, &req); err != nil {
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
 	t := &core.Template{Tenant: key.Tenant, ID: r.PathValue("id"), Subject: req.Subject, Text: req.Text, HTML: req.HTML}
-	created, err := s.svc.SaveTemplate(r.Context(), t)
+	created, err := s.Svc.SaveTemplate(r.Context(), t)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	stored, err := s.reads.Template(r.Context(), key.Tenant, t.ID)
+	stored, err := s.Reads.Template(r.Context(), key.Tenant, t.ID)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, viewTemplate(stored))
+	kit.WriteJSON(w, status, kit.ViewTemplate(stored))
 }
 
 func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) {
-	t, err := s.reads.Template(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+	t, err := s.Reads.Template(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewTemplate(t))
+	kit.WriteJSON(w, http.StatusOK, kit.ViewTemplate(t))
 }
 
 func (s *Server) handleListTemplates(w http.ResponseWriter, r *http.Request) {
-	ts, err := s.reads.ListTemplates(r.Context(), apiKeyFrom(r.Context()).Tenant)
+	ts, err := s.Reads.ListTemplates(r.Context(), kit.APIKeyFrom(r.Context()).Tenant)
 	if err != nil {
-		writeError(w, r, s.logger, err)
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := listView[templateView]{Object: "list", Data: []templateView{}}
+	out := kit.ListView[kit.TemplateView]{Object: "list", Data: []kit.TemplateView{}}
 	for _, t := range ts {
-		out.Data = append(out.Data, viewTemplate(t))
+		out.Data = append(out.Data, kit.ViewTemplate(t))
 	}
-	writeJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) {
-	key := apiKeyFrom(r.Context())
+	key := kit.APIKeyFrom(r.Context())
 	id := r.PathValue("id")
-	if err := s.svc.DeleteTemplate(r.Context(), key.Tenant, id); err != nil {
-		writeError(w, r, s.logger, err)
+	if err := s.Svc.DeleteTemplate(r.Context(), key.Tenant, id); err != nil {
+		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "template", "deleted": true})
+	kit.WriteJSON(w, http.StatusOK, map[string]any{"id": id, "object": "template", "deleted": true})
 }

@@ -67,7 +67,7 @@ func (s *Server) unsubscribeError(w http.ResponseWriter, r *http.Request, err er
 		writeUnsubscribePage(w, http.StatusNotFound, unsubscribeNotFound)
 		return
 	}
-	s.logger.ErrorContext(r.Context(), "unsubscribe", slog.Any("error", err))
+	s.Logger.ErrorContext(r.Context(), "unsubscribe", slog.Any("error", err))
 	w.Header().Set("Retry-After", "60")
 	writeUnsubscribePage(w, http.StatusServiceUnavailable, unsubscribeFailed)
 }
@@ -76,7 +76,7 @@ func (s *Server) unsubscribeError(w http.ResponseWriter, r *http.Request, err er
 // nothing.
 func (s *Server) handleUnsubscribePage(w http.ResponseWriter, r *http.Request) {
 	token := r.PathValue("token")
-	if err := s.svc.CheckUnsubscribe(r.Context(), token); err != nil {
+	if err := s.Svc.CheckUnsubscribe(r.Context(), token); err != nil {
 		s.unsubscribeError(w, r, err)
 		return
 	}
@@ -100,7 +100,7 @@ func (s *Server) handleUnsubscribe(w http.ResponseWriter, r *http.Request) {
 			Text: "A one-click unsubscribe sends the body List-Unsubscribe=One-Click."})
 		return
 	}
-	if _, err := s.svc.Unsubscribe(r.Context(), r.PathValue("token"), app.UnsubscribeViaLink); err != nil {
+	if _, err := s.Svc.Unsubscribe(r.Context(), r.PathValue("token"), app.UnsubscribeViaLink); err != nil {
 		s.unsubscribeError(w, r, err)
 		return
 	}

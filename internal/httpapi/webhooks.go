@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/webhook"
 )
 
@@ -29,8 +30,8 @@ type webhookView struct {
 }
 
 func viewWebhook(w *core.Webhook, secret string) webhookView {
-	return webhookView{ID: w.ID, Object: "webhook", Endpoint: w.Endpoint, Events: list(w.Events), Status: string(w.Status),
-		CreatedAt: rfc3339(w.CreatedAt), SigningSecret: secret, DisabledReason: w.DisabledReason}
+	return webhookView{ID: w.ID, Object: "webhook", Endpoint: w.Endpoint, Events: kit.List(w.Events), Status: string(w.Status),
+		CreatedAt: kit.RFC3339(w.CreatedAt), SigningSecret: secret, DisabledReason: w.DisabledReason}
 }
 
 type deliveryView struct {
@@ -47,8 +48,8 @@ type deliveryView struct {
 
 func viewDelivery(d *core.WebhookDelivery, withPayload bool) deliveryView {
 	typ, _ := core.WebhookType(d.Event)
-	v := deliveryView{ID: d.EventID, Object: "webhook_event", Type: typ, EmailID: d.SendID, CreatedAt: rfc3339(d.CreatedAt),
-		Status: string(d.Status), Attempts: d.Tries, NextAttemptAt: optTime(d.NextAttemptAt)}
+	v := deliveryView{ID: d.EventID, Object: "webhook_event", Type: typ, EmailID: d.SendID, CreatedAt: kit.RFC3339(d.CreatedAt),
+		Status: string(d.Status), Attempts: d.Tries, NextAttemptAt: kit.OptTime(d.NextAttemptAt)}
 	if withPayload && d.Body != nil {
 		v.Payload = d.Body
 	}
@@ -75,9 +76,9 @@ type pageView[T any] struct {
 }
 
 func page[T any](data []T, more bool, id func(T) string) pageView[T] {
-	v := pageView[T]{Object: "list", Data: list(data), HasMore: more}
+	v := pageView[T]{Object: "list", Data: kit.List(data), HasMore: more}
 	if more && len(data) > 0 {
-		v.Next = optString(id(data[len(data)-1]))
+		v.Next = kit.OptString(id(data[len(data)-1]))
 	}
 	return v
 }
@@ -85,21 +86,21 @@ func page[T any](data []T, more bool, id func(T) string) pageView[T] {
 // failFunc writes an error in a route style's shape.
 type failFunc func(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error)
 
-func (s *Server) handleCreateWebhook(status int) txHandler {
-	return func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (writeStep, error) {
+func (s *Server) handleCreateWebhook(status int) kit.TxHandler {
+	return func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (kit.WriteStep, error) {
 		var req struct {
 			Endpoint string   `json:"endpoint"`
 			Events   []string `json:"events"`
 		}
-		if err := decodeStrict(body, &req); err != nil {
+		if err := kit.DecodeStrict(body, &req); err != nil {
 			return nil, err
 		}
-		hook, secret, err := s.hooks.Prepare(ctx, key.Tenant, req.Endpoint, req.Events)
+		hook, secret, err := s.Hooks.Prepare(ctx, key.Tenant, req.Endpoint, req.Events)
 		if err != nil {
 			return nil, err
 		}
 		return func(ctx context.Context, tx core.Tx) (int, any, error) {
-			if err := s.svc.AddWebhook(ctx, tx, hook); err != nil {
+			if err := s.Svc.AddWebhook(ctx, tx, hook); err != nil {
 				return 0, nil, err
 			}
 			return status, viewWebhook(hook, secret), nil
@@ -108,7 +109,7 @@ func (s *Server) handleCreateWebhook(status int) txHandler {
 }
 
 func pageOf(r *http.Request) (core.WebhookPage, error) {
-	limit, err := parseLimit(r.URL.Query().Get("limit"))
+	limit, err := kit.ParseLimit(r.URL.Query().Get("limit"))
 	return core.WebhookPage{Limit: limit, After: r.URL.Query().Get("after")}, err
 }
 
@@ -118,28 +119,28 @@ func (s *Server) handleListWebhooks(fail failFunc) http.HandlerFunc {
 		var hooks []*core.Webhook
 		more := false
 		if err == nil {
-			hooks, more, err = s.reads.ListWebhooks(r.Context(), apiKeyFrom(r.Context()).Tenant, p)
+			hooks, more, err = s.Reads.ListWebhooks(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, p)
 		}
 		if err != nil {
-			fail(w, r, s.logger, err)
+			fail(w, r, s.Logger, err)
 			return
 		}
 		views := make([]webhookView, 0, len(hooks))
 		for _, h := range hooks {
 			views = append(views, viewWebhook(h, ""))
 		}
-		writeJSON(w, http.StatusOK, page(views, more, func(v webhookView) string { return v.ID }))
+		kit.WriteJSON(w, http.StatusOK, page(views, more, func(v webhookView) string { return v.ID }))
 	}
 }
 
 func (s *Server) handleGetWebhook(fail failFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		h, err := s.reads.Webhook(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"))
+		h, err := s.Reads.Webhook(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
 		if err != nil {
-			fail(w, r, s.logger, err)
+			fail(w, r, s.Logger, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, viewWebhook(h, ""))
+		kit.WriteJSON(w, http.StatusOK, viewWebhook(h, ""))
 	}
 }
 
@@ -150,39 +151,39 @@ func (s *Server) handleUpdateWebhook(fail failFunc) http.HandlerFunc {
 			Events   *[]string `json:"events"`
 			Status   *string   `json:"status"`
 		}
-		body, err := s.readBody(w, r)
+		body, err := s.ReadBody(w, r)
 		if err == nil {
-			err = decodeStrict(body, &req)
+			err = kit.DecodeStrict(body, &req)
 		}
 		p := webhook.Patch{Endpoint: req.Endpoint, Events: req.Events, Status: req.Status}
 		if err == nil {
-			err = s.hooks.CheckPatch(r.Context(), &p)
+			err = s.Hooks.CheckPatch(r.Context(), &p)
 		}
 		var h *core.Webhook
 		if err == nil {
-			h, err = s.hooks.Update(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"), p)
+			h, err = s.Hooks.Update(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"), p)
 		}
 		if err != nil {
-			fail(w, r, s.logger, err)
+			fail(w, r, s.Logger, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, viewWebhook(h, ""))
+		kit.WriteJSON(w, http.StatusOK, viewWebhook(h, ""))
 	}
 }
 
 func (s *Server) handleDeleteWebhook(fail failFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
-		if err := s.hooks.Delete(r.Context(), apiKeyFrom(r.Context()).Tenant, id); err != nil {
-			fail(w, r, s.logger, err)
+		if err := s.Hooks.Delete(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, id); err != nil {
+			fail(w, r, s.Logger, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, resendDeleted{Object: "webhook", ID: id, Deleted: true})
+		kit.WriteJSON(w, http.StatusOK, kit.ResendDeleted{Object: "webhook", ID: id, Deleted: true})
 	}
 }
 
 func (s *Server) handleRotateWebhook(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
-	h, secret, err := s.hooks.RotateTx(ctx, tx, key.Tenant, r.PathValue("id"))
+	h, secret, err := s.Hooks.RotateTx(ctx, tx, key.Tenant, r.PathValue("id"))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -195,34 +196,34 @@ func (s *Server) handleListDeliveries(fail failFunc) http.HandlerFunc {
 		var ds []*core.WebhookDelivery
 		more := false
 		if err == nil {
-			ds, more, err = s.reads.ListWebhookDeliveries(r.Context(), apiKeyFrom(r.Context()).Tenant, r.PathValue("id"), p)
+			ds, more, err = s.Reads.ListWebhookDeliveries(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"), p)
 		}
 		if err != nil {
-			fail(w, r, s.logger, err)
+			fail(w, r, s.Logger, err)
 			return
 		}
 		views := make([]deliveryView, 0, len(ds))
 		for _, d := range ds {
 			views = append(views, viewDelivery(d, false))
 		}
-		writeJSON(w, http.StatusOK, page(views, more, func(v deliveryView) string { return v.ID }))
+		kit.WriteJSON(w, http.StatusOK, page(views, more, func(v deliveryView) string { return v.ID }))
 	}
 }
 
 // deliveryRef is the delivery a …/webhooks/{id}/events/{event_id}
 // route names, of the caller's tenant.
 func deliveryRef(r *http.Request) core.WebhookDeliveryRef {
-	return core.WebhookDeliveryRef{Tenant: apiKeyFrom(r.Context()).Tenant, WebhookID: r.PathValue("id"), EventID: r.PathValue("event_id")}
+	return core.WebhookDeliveryRef{Tenant: kit.APIKeyFrom(r.Context()).Tenant, WebhookID: r.PathValue("id"), EventID: r.PathValue("event_id")}
 }
 
 func (s *Server) handleGetDelivery(fail failFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		d, err := s.reads.WebhookDelivery(r.Context(), deliveryRef(r))
+		d, err := s.Reads.WebhookDelivery(r.Context(), deliveryRef(r))
 		if err != nil {
-			fail(w, r, s.logger, err)
+			fail(w, r, s.Logger, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, viewDelivery(d, true))
+		kit.WriteJSON(w, http.StatusOK, viewDelivery(d, true))
 	}
 }
 
@@ -232,25 +233,25 @@ func (s *Server) handleListAttempts(fail failFunc) http.HandlerFunc {
 		var as []*core.WebhookAttempt
 		more := false
 		if err == nil {
-			as, more, err = s.reads.ListWebhookAttempts(r.Context(), deliveryRef(r), p)
+			as, more, err = s.Reads.ListWebhookAttempts(r.Context(), deliveryRef(r), p)
 		}
 		if err != nil {
-			fail(w, r, s.logger, err)
+			fail(w, r, s.Logger, err)
 			return
 		}
 		views := make([]attemptView, 0, len(as))
-		admin := apiKeyFrom(r.Context()).Has(core.ScopeAdmin)
+		admin := kit.APIKeyFrom(r.Context()).Has(core.ScopeAdmin)
 		for _, a := range as {
 			views = append(views, attemptView{ID: a.ID, Object: "webhook_attempt", HTTPStatusCode: a.HTTPStatus, Response: attemptResponse(a, admin),
-				Error: a.Error, SentAt: rfc3339(a.At), DurationMS: a.Duration.Milliseconds()})
+				Error: a.Error, SentAt: kit.RFC3339(a.At), DurationMS: a.Duration.Milliseconds()})
 		}
-		writeJSON(w, http.StatusOK, page(views, more, func(v attemptView) string { return v.ID }))
+		kit.WriteJSON(w, http.StatusOK, page(views, more, func(v attemptView) string { return v.ID }))
 	}
 }
 
 func (s *Server) handleReplayDelivery(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, _ []byte) (int, any, error) {
 	id := r.PathValue("event_id")
-	if err := s.hooks.ReplayTx(ctx, tx, key.Tenant, r.PathValue("id"), id); err != nil {
+	if err := s.Hooks.ReplayTx(ctx, tx, key.Tenant, r.PathValue("id"), id); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, map[string]string{"object": "webhook_event", "id": id, "status": string(core.DeliveryPending)}, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/leasequeue"
 	"github.com/sendonce/sendonce/internal/render"
 )
 
@@ -49,6 +50,10 @@ type AppendConfig struct {
 	BackoffBase, BackoffMax time.Duration
 	Holder                  string // defaults to a random id
 	Dial                    DialOptions
+	// Workers bounds the appends made at once, each to its own mailbox's
+	// server: one slow or hostile server holds one worker, not every
+	// tenant's copies. Defaults to 4.
+	Workers int
 	// BeforeAppend, when set, is called just before an APPEND (tests kill
 	// the process there).
 	BeforeAppend func(sendID string)
@@ -61,6 +66,9 @@ type Appender struct {
 	store  AppendStore
 	open   Opener
 	logger *slog.Logger
+	// runner claims due appends as workers free up (the one lease-queue
+	// runner, internal/leasequeue).
+	runner *leasequeue.Runner[core.IMAPAppend]
 }
 
 // NewAppender returns an Appender.
@@ -86,35 +94,39 @@ func NewAppender(store AppendStore, open Opener, cfg AppendConfig, logger *slog.
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Appender{cfg: cfg, store: store, open: open, logger: logger}
+	a := &Appender{cfg: cfg, store: store, open: open, logger: logger}
+	a.runner = leasequeue.New(leasequeue.Config[core.IMAPAppend]{Name: "imap appends", Workers: cfg.Workers, Poll: cfg.Poll,
+		Claim: a.claim, Work: a.work, Logger: logger})
+	return a
 }
 
-// Run works due appends until ctx ends.
-func (a *Appender) Run(ctx context.Context) {
-	for {
-		n, err := a.RunOnce(ctx)
-		if err != nil && ctx.Err() == nil {
-			a.logger.Error("imap append: claim", slog.Any("error", err))
-		}
-		if n > 0 {
-			continue
-		}
-		if !sleep(ctx, a.cfg.Poll) {
-			return
-		}
-	}
-}
+// Start works due appends until Stop.
+func (a *Appender) Start() { a.runner.Start() }
 
-// RunOnce claims due appends and works them; it returns how many.
-func (a *Appender) RunOnce(ctx context.Context) (int, error) {
+// Stop stops claiming and waits (bounded by ctx) for the appends under way
+// to record what came of them.
+func (a *Appender) Stop(ctx context.Context) error { return a.runner.Stop(ctx) }
+
+// claim takes at most n due appends under this process's lease.
+func (a *Appender) claim(ctx context.Context, n int) ([]core.IMAPAppend, bool, error) {
 	now := a.cfg.Now()
 	if due, err := a.store.IMAPAppendsDue(ctx, now); err != nil || !due {
-		return 0, err
+		return nil, false, err
 	}
-	claimed, err := a.store.ClaimIMAPAppends(ctx, a.cfg.Holder, now, now.Add(a.cfg.Lease), 10)
+	claimed, err := a.store.ClaimIMAPAppends(ctx, a.cfg.Holder, now, now.Add(a.cfg.Lease), n)
+	return claimed, false, err
+}
+
+// RunOnce claims due appends and works them one after the other; it
+// returns how many. Tests drive the appender with it.
+func (a *Appender) RunOnce(ctx context.Context) (int, error) {
+	claimed, _, err := a.claim(ctx, 10)
 	if err != nil {
 		return 0, err
 	}

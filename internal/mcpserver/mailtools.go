@@ -135,7 +135,7 @@ func (s *Server) readMessage(ctx context.Context, _ *mcp.CallToolRequest, in Rea
 	return nil, out, nil
 }
 
-func (s *Server) replyToMessage(ctx context.Context, _ *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, SendOutput, error) {
+func (s *Server) replyToMessage(ctx context.Context, mreq *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, SendOutput, error) {
 	key, err := agent.ReplyKey(agent.Reply{Action: "reply", MessageID: in.MessageID, ReplyAll: in.ReplyAll,
 		To: in.To, Cc: in.Cc, Text: in.Text, HTML: in.HTML})
 	if err != nil {
@@ -143,20 +143,20 @@ func (s *Server) replyToMessage(ctx context.Context, _ *mcp.CallToolRequest, in 
 	}
 	canonical, _ := agent.ReplyIntentJSON("reply", in.MessageID)
 	req := &client.ReplyRequest{ReplyAll: in.ReplyAll, To: in.To, Cc: in.Cc, Text: in.Text, HTML: in.HTML}
-	return s.submit(ctx, canonical, key, "Calling reply_to_message again with the same input is safe: it never sends twice.",
+	return s.submit(ctx, mreq, canonical, key, in.Text, "Calling reply_to_message again with the same input is safe: it never sends twice.",
 		func(ctx context.Context) (*client.Send, error) {
 			return s.c.Reply(ctx, in.MessageID, req, &client.SendOptions{IdempotencyKey: key})
 		})
 }
 
-func (s *Server) forwardMessage(ctx context.Context, _ *mcp.CallToolRequest, in ForwardInput) (*mcp.CallToolResult, SendOutput, error) {
+func (s *Server) forwardMessage(ctx context.Context, mreq *mcp.CallToolRequest, in ForwardInput) (*mcp.CallToolResult, SendOutput, error) {
 	key, err := agent.ReplyKey(agent.Reply{Action: "forward", MessageID: in.MessageID, To: in.To, Text: in.Note})
 	if err != nil {
 		return refused(SendOutput{}, &ToolError{Code: "validation_error", Message: err.Error(), Param: "message_id"})
 	}
 	canonical, _ := agent.ReplyIntentJSON("forward", in.MessageID)
 	req := &client.ForwardRequest{To: in.To, Text: in.Note}
-	return s.submit(ctx, canonical, key, "Calling forward_message again with the same input is safe: it never sends twice.",
+	return s.submit(ctx, mreq, canonical, key, in.Note, "Calling forward_message again with the same input is safe: it never sends twice.",
 		func(ctx context.Context) (*client.Send, error) {
 			return s.c.Forward(ctx, in.MessageID, req, &client.SendOptions{IdempotencyKey: key})
 		})

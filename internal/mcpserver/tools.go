@@ -67,7 +67,7 @@ type Event struct {
 
 // SendOutput is the answer of send_email.
 type SendOutput struct {
-	Outcome          string     `json:"outcome" jsonschema:"created: this call created the send. found: a send for this intent already existed, nothing new was sent. refused: nothing was sent, see error. declined: the person declined, nothing was sent"`
+	Outcome          string     `json:"outcome" jsonschema:"created: this call created the send. found: a send for this intent already existed, nothing new was sent. refused: nothing was sent, see error. declined: the person declined, nothing was sent. approved: the person approved the send that waited, it is queued"`
 	Created          bool       `json:"created" jsonschema:"whether this call created the send"`
 	AwaitingApproval bool       `json:"awaiting_approval" jsonschema:"the send waits for a person to approve it; nothing is delivered before"`
 	IdempotencyKey   string     `json:"idempotency_key" jsonschema:"the key the server derived from the intent, recipients and mailbox"`
@@ -204,7 +204,7 @@ func (s *Server) sendEmail(ctx context.Context, req *mcp.CallToolRequest, in Ema
 	}
 	out := SendOutput{IdempotencyKey: key}
 	if prior := s.prior(ctx, canonical, key); prior != nil {
-		return nil, s.found(out, prior), nil
+		return s.askApproval(ctx, req, s.found(out, prior), in.Text)
 	}
 	// Validation errors are found by a preview, which stores nothing, so
 	// that a corrected call with the same intent is not answered with a
@@ -228,21 +228,33 @@ func (s *Server) sendEmail(ctx context.Context, req *mcp.CallToolRequest, in Ema
 			return nil, out, nil
 		}
 	}
-	return s.finish(ctx, canonical, out, "Calling send_email again with the same intent is safe: it never sends twice.",
+	res, out, err := s.finish(ctx, canonical, out, "Calling send_email again with the same intent is safe: it never sends twice.",
 		func(ctx context.Context) (*client.Send, error) {
 			return s.c.Send(ctx, sreq, &client.SendOptions{IdempotencyKey: key})
 		})
+	if res != nil || err != nil {
+		return res, out, err
+	}
+	text := in.Text
+	if preview != nil {
+		text = preview.Text
+	}
+	return s.askApproval(ctx, req, out, text)
 }
 
 // submit is the path of every tool that sends with a derived key: look the
 // key up first (a send found is reported, nothing is sent), then send with
 // it (finish).
-func (s *Server) submit(ctx context.Context, canonical, key, retryNote string, send func(context.Context) (*client.Send, error)) (*mcp.CallToolResult, SendOutput, error) {
+func (s *Server) submit(ctx context.Context, req *mcp.CallToolRequest, canonical, key, text, retryNote string, send func(context.Context) (*client.Send, error)) (*mcp.CallToolResult, SendOutput, error) {
 	out := SendOutput{IdempotencyKey: key}
 	if prior := s.prior(ctx, canonical, key); prior != nil {
-		return nil, s.found(out, prior), nil
+		return s.askApproval(ctx, req, s.found(out, prior), text)
 	}
-	return s.finish(ctx, canonical, out, retryNote, send)
+	res, out, err := s.finish(ctx, canonical, out, retryNote, send)
+	if res != nil || err != nil {
+		return res, out, err
+	}
+	return s.askApproval(ctx, req, out, text)
 }
 
 // prior is the send made with key before, or nil. Found before sending:

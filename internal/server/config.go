@@ -148,7 +148,7 @@ type Config struct {
 	// received mail: 0 means app's default, negative no bound.
 	MaxReceivedBytes int64
 	// InflightWait is for tests: how long a large request waits for room
-	// under MaxInflightBytes (default httpapi.DefaultInflightWait).
+	// under MaxInflightBytes (default kit.DefaultInflightWait).
 	InflightWait time.Duration
 	// IMAPSyncDays (--imap-sync-days) is how far back a connected
 	// mailbox's first sync reaches. Defaults to 30.

@@ -62,7 +62,7 @@ func (w *imapWorkers) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	w.wg.Go(func() { w.syncer.Run(ctx) })
-	w.wg.Go(func() { w.appender.Run(ctx) })
+	w.appender.Start()
 }
 
 // stop ends them and waits (bounded by ctx) until they let their leases go.
@@ -71,11 +71,12 @@ func (w *imapWorkers) stop(ctx context.Context) error {
 		return nil
 	}
 	w.cancel()
+	err := w.appender.Stop(ctx)
 	done := make(chan struct{})
 	go func() { w.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		return nil
+		return err
 	case <-ctx.Done():
 		return ctx.Err()
 	}

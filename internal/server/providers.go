@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/sendonce/sendonce/internal/httpapi"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/outbound"
 	"github.com/sendonce/sendonce/internal/sns"
 )
@@ -58,14 +58,14 @@ func LoadCA(path string) (*tls.Config, error) {
 // and subscription confirmations are fetched through the outbound policy
 // (a certificate host is public unless --sns-cert-host names another and
 // --outbound-allow lets it be reached), with --tls-ca's roots.
-func intakeConfig(cfg Config, policy *outbound.Policy) httpapi.ProvidersConfig {
+func intakeConfig(cfg Config, policy *outbound.Policy) kit.ProvidersConfig {
 	tr := policy.HTTPTransport()
 	if cfg.Providers.TLS != nil {
 		tr.TLSClientConfig = cfg.Providers.TLS.Clone()
 	}
 	client := &http.Client{Transport: tr, Timeout: 15 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	pc := httpapi.ProvidersConfig{ResendSecret: cfg.Providers.ResendWebhookSecret}
+	pc := kit.ProvidersConfig{ResendSecret: cfg.Providers.ResendWebhookSecret}
 	if len(cfg.Providers.SESSNSTopics) > 0 {
 		// Without named topics any AWS account could subscribe the
 		// route and publish events: it stays off.

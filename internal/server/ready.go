@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sendonce/sendonce/internal/httpapi"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 )
 
@@ -32,25 +32,25 @@ type readiness struct {
 	last   atomic.Value // string: the previous answer
 }
 
-// check is httpapi.Config.Ready.
+// check is kit.Config.Ready.
 func (r *readiness) check(ctx context.Context) string {
 	switch r.phase.Load() {
 	case phaseStarting:
-		return httpapi.NotReadyStarting
+		return kit.NotReadyStarting
 	case phaseDraining:
-		return httpapi.NotReadyDraining
+		return kit.NotReadyDraining
 	}
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	if err := r.store.Ping(ctx); err != nil {
-		return r.changed(ctx, httpapi.NotReadyDatabase, slog.Any("error", err))
+		return r.changed(ctx, kit.NotReadyDatabase, slog.Any("error", err))
 	}
 	pending, err := r.store.PendingMigrations(ctx)
 	if err != nil {
-		return r.changed(ctx, httpapi.NotReadyDatabase, slog.Any("error", err))
+		return r.changed(ctx, kit.NotReadyDatabase, slog.Any("error", err))
 	}
 	if len(pending) > 0 {
-		return r.changed(ctx, httpapi.NotReadyMigrations, slog.Any("pending", pending))
+		return r.changed(ctx, kit.NotReadyMigrations, slog.Any("pending", pending))
 	}
 	return r.changed(ctx, "")
 }

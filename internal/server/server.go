@@ -21,6 +21,7 @@ import (
 	"github.com/sendonce/sendonce/internal/dashboard"
 	"github.com/sendonce/sendonce/internal/delivery"
 	"github.com/sendonce/sendonce/internal/httpapi"
+	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/inbound"
 	"github.com/sendonce/sendonce/internal/lifecycle"
 	"github.com/sendonce/sendonce/internal/metrics"
@@ -178,12 +179,24 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
+	// Redis, when set, fronts the idempotency engine, which the service
+	// builds: one engine for every door of the process.
+	clock := cfg.Now
+	if clock == nil {
+		clock = time.Now
+	}
+	rf, err := connectRedis(ctx, cfg, func() time.Time { return clock().UTC() }, logger)
+	if err != nil {
+		return nil, err
+	}
 	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Caps: cfg.Caps, Now: cfg.Now,
 		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes, RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow,
 		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), NoInboundListener: cfg.InboundAddr == "", IMAPProbe: imapProbe(policy),
 		MaxReceivedBytes: cfg.MaxReceivedBytes, Egress: egressChecks(mx), RequireVerifiedDomain: cfg.RequireVerifiedDomain,
 		TracerProvider: cfg.TracerProvider,
-		PublicURL:      cmp.Or(cfg.PublicURL, "http://"+cfg.Addr), UnsubscribeDomain: unsubscribeDomain(cfg)}, logger)
+		PublicURL:      cmp.Or(cfg.PublicURL, "http://"+cfg.Addr), UnsubscribeDomain: unsubscribeDomain(cfg),
+		Idempotency: app.IdempotencyConfig{Front: rf.front, TTL: cfg.IdempotencyTTL, Lease: cfg.ReservationLease,
+			ReplayCacheEntries: cfg.ReplayCache, Logger: logger}}, logger)
 	d, err := delivery.NewDeliverer(svc, store, deliveryConfig(cfg, mx, signer), m, logger)
 	if err != nil {
 		return nil, err
@@ -193,28 +206,20 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		return nil, err
 	}
 	store.OnDue(q.Notify)
-	rf, err := connectRedis(ctx, cfg, svc.Now, logger)
-	if err != nil {
-		return nil, err
-	}
 	hooks, worker, err := wireWebhooks(store, cfg, policy, logger)
 	if err != nil {
 		return nil, err
 	}
 	ready := &readiness{store: store, logger: logger}
-	// One idempotency engine for every door of the process.
-	idem := svc.NewIdempotencyEngine(app.IdempotencyConfig{Front: rf.front, TTL: cfg.IdempotencyTTL,
-		Lease: cfg.ReservationLease, ReplayCacheEntries: cfg.ReplayCache, Logger: logger})
 	dash := dashboard.New(dashboard.Config{Service: svc, Webhooks: hooks, Reads: store, Sessions: store, Stats: store, Metrics: m, Logger: logger,
-		Idempotency: idem, HTTPS: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https://"),
+		HTTPS: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https://"),
 		Destinations: func(tenant string) []dashboard.Destination {
 			return dashboardDestinations(d.TenantDestinations(tenant))
 		}})
-	h := httpapi.NewServer(svc, m, httpapi.Config{
+	h := httpapi.NewServer(svc, m, kit.Config{
 		Version:               cmp.Or(cfg.Version, "dev"),
 		Reads:                 store,
 		Webhooks:              hooks,
-		Idempotency:           idem,
 		RequireIdempotencyKey: cfg.RequireIdempotencyKey,
 		SecretKey:             cfg.SecretKey,
 		DefaultTransport:      cfg.Transport,
@@ -225,9 +230,8 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		MaxRequestBytes: cfg.MaxRequestBytes, MaxInflightBytes: cfg.MaxInflightBytes, InflightWait: cfg.InflightWait,
 		TracerProvider: cfg.TracerProvider,
 	}, logger)
-	ops := httpapi.NewOps(svc, m, httpapi.Config{Version: cmp.Or(cfg.Version, "dev"), Reads: store, Idempotency: idem, Ready: ready.check}, logger)
+	ops := httpapi.NewOps(svc, m, kit.Config{Version: cmp.Or(cfg.Version, "dev"), Reads: store, Ready: ready.check}, logger)
 	sc := cfg.SMTP
-	sc.Idempotency = idem
 	sub := submission.New(svc, m, sc, logger)
 	now := cfg.Now
 	if now == nil {

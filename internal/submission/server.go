@@ -59,11 +59,6 @@ type Config struct {
 	// AcceptTimeout bounds the acceptance of one message (after the
 	// final dot, before its reply).
 	AcceptTimeout time.Duration
-	// Idempotency is the process's idempotency engine, the HTTP API's
-	// (app.Service.NewIdempotencyEngine): SMTP keys have their own scope
-	// (method SMTP), so they never meet HTTP keys. Defaults to one of its
-	// own on the service's store.
-	Idempotency *idempotency.Engine
 }
 
 // Server accepts submitted messages as sends.
@@ -116,9 +111,7 @@ func New(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) 
 	}
 	s := &Server{svc: svc, metrics: m, cfg: cfg, logger: logger, perKey: map[string]int{}}
 	s.limits = s.newLimiter()
-	if s.idem = cfg.Idempotency; s.idem == nil {
-		s.idem = svc.NewIdempotencyEngine(app.IdempotencyConfig{Logger: logger})
-	}
+	s.idem = svc.Idempotency()
 	return s
 }
 

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/leasequeue"
 	"github.com/sendonce/sendonce/internal/outbound"
 	"github.com/sendonce/sendonce/internal/tracing"
 	"github.com/sendonce/sendonce/webhooksig"
@@ -132,15 +132,10 @@ type Worker struct {
 	client *http.Client
 	logger *slog.Logger
 
-	wake    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
-	running sync.WaitGroup
-	slots   chan struct{}
-	ctx     context.Context
-	cancel  context.CancelFunc
-	tracer  tracing.Tracer
+	// runner claims due deliveries as workers free up (the one
+	// lease-queue runner, internal/leasequeue).
+	runner *leasequeue.Runner[*core.WebhookJob]
+	tracer tracing.Tracer
 }
 
 // NewWorker returns a worker on q.
@@ -151,8 +146,7 @@ func NewWorker(q core.WebhookQueue, cfg WorkerConfig, logger *slog.Logger) *Work
 	}
 	tr := cfg.Policy.HTTPTransport()
 	tr.MaxIdleConnsPerHost = cfg.PerEndpoint
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Worker{q: q, cfg: cfg, logger: logger,
+	w := &Worker{q: q, cfg: cfg, logger: logger,
 		client: &http.Client{
 			Transport: tr,
 			Timeout:   cfg.Timeout,
@@ -160,87 +154,26 @@ func NewWorker(q core.WebhookQueue, cfg WorkerConfig, logger *slog.Logger) *Work
 			// one that gets the event, and a 3xx is a failed attempt.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		slots: make(chan struct{}, cfg.Concurrency), ctx: ctx, cancel: cancel,
 		tracer: tracing.New(cfg.TracerProvider, "github.com/sendonce/sendonce/internal/webhook")}
+	w.runner = leasequeue.New(leasequeue.Config[*core.WebhookJob]{Name: "webhook deliveries", Workers: cfg.Concurrency, Poll: cfg.Poll,
+		Claim: func(ctx context.Context, n int) ([]*core.WebhookJob, bool, error) {
+			jobs, err := w.claim(ctx, n)
+			return jobs, false, err
+		},
+		Work: w.Attempt, Logger: logger})
+	return w
 }
 
 // Notify makes the worker look for due deliveries now. It never blocks.
-func (w *Worker) Notify() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
+func (w *Worker) Notify() { w.runner.Notify() }
 
 // Start runs the claim loop until Stop.
-func (w *Worker) Start() { go w.loop() }
+func (w *Worker) Start() { w.runner.Start() }
 
 // Stop stops claiming and waits for running attempts (bounded by ctx,
 // after which they are canceled; their deliveries are tried again once
 // their lease ends).
-func (w *Worker) Stop(ctx context.Context) error {
-	w.once.Do(func() { close(w.stop) })
-	<-w.done
-	finished := make(chan struct{})
-	go func() { w.running.Wait(); close(finished) }()
-	select {
-	case <-finished:
-		w.cancel()
-		return nil
-	case <-ctx.Done():
-		w.cancel()
-		<-finished
-		return ctx.Err()
-	}
-}
-
-func (w *Worker) loop() {
-	defer close(w.done)
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	failures := 0
-	for {
-		full := false
-		if free := w.cfg.Concurrency - len(w.slots); free > 0 {
-			jobs, err := w.claim(w.ctx, free)
-			if err != nil {
-				failures++
-				if failures == 1 || failures%100 == 0 {
-					w.logger.Warn("claiming webhook deliveries failed; retrying", slog.Int("failures", failures), slog.Any("error", err))
-				}
-			} else {
-				failures = 0
-			}
-			for _, j := range jobs {
-				w.slots <- struct{}{}
-				w.running.Add(1)
-				go func() {
-					defer w.running.Done()
-					w.Attempt(w.ctx, j)
-					<-w.slots
-					w.Notify()
-				}()
-			}
-			full = len(jobs) == free
-		}
-		if full {
-			select {
-			case <-w.stop:
-				return
-			default:
-				continue
-			}
-		}
-		timer.Reset(w.cfg.Poll)
-		select {
-		case <-w.stop:
-			return
-		case <-w.wake:
-		case <-timer.C:
-		}
-	}
-}
+func (w *Worker) Stop(ctx context.Context) error { return w.runner.Stop(ctx) }
 
 func (w *Worker) claim(ctx context.Context, n int) ([]*core.WebhookJob, error) {
 	now := w.cfg.Now().UTC()
