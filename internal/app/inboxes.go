@@ -13,6 +13,8 @@ import (
 type Inbox struct {
 	Mailbox   *core.Mailbox
 	Addresses []string
+	// DMARCReports: its mail is read as DMARC aggregate reports (dmarc.go).
+	DMARCReports bool
 }
 
 // CreateInbox makes a mailbox that receives (and may send) at address,
@@ -67,7 +69,11 @@ func (s *Service) ListInboxes(ctx context.Context, key *core.APIKey) ([]Inbox, e
 			return nil, err
 		}
 		if len(addrs) > 0 {
-			out = append(out, Inbox{Mailbox: m, Addresses: addrs})
+			dmarc, err := s.store.IsDMARCInbox(ctx, key.Tenant, m.ID)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Inbox{Mailbox: m, Addresses: addrs, DMARCReports: dmarc})
 		}
 	}
 	return out, nil
@@ -98,7 +104,11 @@ func (s *Service) InboxByRef(ctx context.Context, key *core.APIKey, ref string) 
 	if len(addrs) == 0 {
 		return nil, core.ErrNotFound
 	}
-	return &Inbox{Mailbox: m, Addresses: addrs}, nil
+	dmarc, err := s.store.IsDMARCInbox(ctx, key.Tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	return &Inbox{Mailbox: m, Addresses: addrs, DMARCReports: dmarc}, nil
 }
 
 // RenameInbox changes an inbox's name.

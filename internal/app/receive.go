@@ -77,6 +77,12 @@ func (s *Service) receive(ctx context.Context, in Incoming) (Received, error) {
 	if in.ReceivedAt.IsZero() {
 		in.ReceivedAt = s.Now()
 	}
+	// A report address's mail is read as DMARC reports, not kept as mail.
+	if dmarc, err := s.store.IsDMARCInbox(ctx, in.Tenant, in.MailboxID); err != nil {
+		return Received{}, fmt.Errorf("receive for %s: %w", in.MailboxID, err)
+	} else if dmarc {
+		return s.receiveDMARC(ctx, in)
+	}
 	sum := sha256.Sum256(in.Raw)
 	digest := hex.EncodeToString(sum[:])
 	m := receivedView(in, digest)

@@ -32,6 +32,7 @@ type Store interface {
 	WebhookStore
 	Providers
 	IMAPSyncs
+	DMARCReports
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 }
@@ -61,6 +62,7 @@ type Tx interface {
 	WebhookTx
 	ProvidersTx
 	IMAPSyncTx
+	DMARCReportsTx
 }
 
 // Transactor runs writes. InTx commits when fn returns nil and rolls back

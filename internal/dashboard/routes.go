@@ -76,6 +76,7 @@ var routes = []route{
 	{"GET /ui/suppressions/{id}/remove", core.ScopeAdmin, (*Dashboard).confirmRemoveSuppression},
 	{"POST /ui/suppressions/{id}/remove", core.ScopeAdmin, (*Dashboard).removeSuppression},
 	{"GET /ui/inbound", core.ScopeAdmin, (*Dashboard).unmatched},
+	{"GET /ui/dmarc", core.ScopeRead, (*Dashboard).dmarc},
 	{"GET /ui/destinations", core.ScopeAdmin, (*Dashboard).destinations},
 
 	{"GET /ui/audit", core.ScopeAdmin, (*Dashboard).audit},
@@ -99,6 +100,7 @@ var nav = []navItem{
 	{"Webhooks", "/ui/webhooks", core.ScopeRead},
 	{"Suppressions", "/ui/suppressions", core.ScopeRead},
 	{"Unmatched inbound", "/ui/inbound", core.ScopeAdmin},
+	{"DMARC", "/ui/dmarc", core.ScopeRead},
 	{"Destinations", "/ui/destinations", core.ScopeAdmin},
 	{"Audit log", "/ui/audit", core.ScopeAdmin},
 }

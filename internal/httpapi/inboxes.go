@@ -24,6 +24,8 @@ type nativeInboxView struct {
 	Name      string   `json:"name"`
 	Addresses []string `json:"addresses"`
 	CreatedAt *string  `json:"created_at"`
+	// DMARCReports: the inbox is a DMARC report address (dmarc.go).
+	DMARCReports bool `json:"dmarc_reports"`
 	// Warning says when mail for the inbox cannot arrive (no inbound
 	// listener runs); only on the answer that made it.
 	Warning string `json:"warning,omitempty"`
@@ -31,7 +33,8 @@ type nativeInboxView struct {
 
 func viewNativeInbox(in *app.Inbox) nativeInboxView {
 	m := in.Mailbox
-	v := nativeInboxView{ID: m.ID, Object: "inbox", Address: m.Address, Name: m.Name, Addresses: in.Addresses}
+	v := nativeInboxView{ID: m.ID, Object: "inbox", Address: m.Address, Name: m.Name, Addresses: in.Addresses,
+		DMARCReports: in.DMARCReports}
 	if v.Addresses == nil {
 		v.Addresses = []string{}
 	}
@@ -43,8 +46,9 @@ func viewNativeInbox(in *app.Inbox) nativeInboxView {
 
 func (s *Server) handleCreateInbox(ctx context.Context, tx core.Tx, key *core.APIKey, r *http.Request, body []byte) (int, any, error) {
 	var req struct {
-		Address string `json:"address"`
-		Name    string `json:"name"`
+		Address      string `json:"address"`
+		Name         string `json:"name"`
+		DMARCReports bool   `json:"dmarc_reports"`
 	}
 	if err := kit.DecodeStrict(body, &req); err != nil {
 		return 0, nil, err
@@ -56,7 +60,12 @@ func (s *Server) handleCreateInbox(ctx context.Context, tx core.Tx, key *core.AP
 	if err != nil {
 		return 0, nil, renameField(err, "email_address", "address")
 	}
-	v := viewNativeInbox(&app.Inbox{Mailbox: m, Addresses: []string{m.Address}})
+	if req.DMARCReports {
+		if err := s.Svc.SetDMARCReports(ctx, tx, key.Tenant, m.ID, true); err != nil {
+			return 0, nil, err
+		}
+	}
+	v := viewNativeInbox(&app.Inbox{Mailbox: m, Addresses: []string{m.Address}, DMARCReports: req.DMARCReports})
 	if v.Warning = s.Svc.ReceivingWarning(); v.Warning != "" {
 		s.Logger.WarnContext(ctx, "receiving address made without an inbound listener", "inbox", m.ID)
 	}

@@ -79,6 +79,10 @@ func (s *Server) routes() []string {
 	m.Handle("GET /v1/suppressions", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleListSuppressions)))
 	m.Handle("GET /v1/suppressions/{email}", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleGetSuppression)))
 	m.Handle("DELETE /v1/suppressions/{email}", s.Auth(core.ScopeAdmin, http.HandlerFunc(s.handleDeleteSuppression)))
+	// DMARC aggregate reports (dmarc.go).
+	m.Handle("GET /v1/dmarc/reports", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleListDMARCReports)))
+	m.Handle("GET /v1/dmarc/reports/{id}", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleGetDMARCReport)))
+	m.Handle("GET /v1/dmarc/summary", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleDMARCSummary)))
 	m.Handle("GET /v1/inbound/unmatched", s.Auth(core.ScopeAdmin, http.HandlerFunc(s.handleListUnmatched)))
 	m.Handle("GET /v1/admin/destinations", s.Auth(core.ScopeAdmin, http.HandlerFunc(s.handleDestinations)))
 	// Webhooks (section 10); the same handlers serve Resend's /webhooks

@@ -27,7 +27,8 @@
 //     inbox.go (the capture inbox), audit.go, caps.go (CountCapped),
 //     secrets.go (ServerSecret).
 //   - suppressions.go; bounces.go: recipient states, inbound reports and
-//     unmatched mail.
+//     unmatched mail; dmarc.go: DMARC aggregate reports and the inboxes
+//     that take them.
 //   - idempotency.go: the durable Idempotency-Key tier (TxRecords, the
 //     completed-key read and the purge).
 //   - webhooks.go (webhooks and their deliveries, read and changed) and

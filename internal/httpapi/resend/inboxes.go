@@ -27,13 +27,14 @@ type resendInboxView struct {
 	LastReceived     *string `json:"last_received"`
 	CreatedAt        string  `json:"created_at"`
 	UpdatedAt        string  `json:"updated_at"`
+	DMARCReports     bool    `json:"dmarc_reports"`
 }
 
 func (s *API) viewInbox(ctx context.Context, key *core.APIKey, in *app.Inbox) (resendInboxView, error) {
 	m := in.Mailbox
 	domain := m.Address[strings.LastIndexByte(m.Address, '@')+1:]
 	v := resendInboxView{Object: "inbox", ID: m.ID, Name: m.Name, EmailAddress: m.Address, DomainID: domain,
-		CreatedAt: kit.RFC3339(m.CreatedAt), UpdatedAt: kit.RFC3339(m.CreatedAt)}
+		CreatedAt: kit.RFC3339(m.CreatedAt), UpdatedAt: kit.RFC3339(m.CreatedAt), DMARCReports: in.DMARCReports}
 	if m.Name != "" {
 		v.FromName = &m.Name
 	}
@@ -56,6 +57,8 @@ type resendCreateInbox struct {
 	Name         string `json:"name"`
 	Forwarding   *bool  `json:"forwarding"`
 	FromName     string `json:"from_name"`
+	// DMARCReports makes the inbox a DMARC report address (dmarc.go).
+	DMARCReports bool `json:"dmarc_reports"`
 }
 
 func (s *API) CreateInbox(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
@@ -72,6 +75,9 @@ func (s *API) CreateInbox(ctx context.Context, key *core.APIKey, r *http.Request
 	}
 	return func(ctx context.Context, tx core.Tx) (int, any, error) {
 		m, err := s.Svc.CreateInbox(ctx, tx, key.Tenant, req.EmailAddress, name)
+		if err == nil && req.DMARCReports {
+			err = s.Svc.SetDMARCReports(ctx, tx, key.Tenant, m.ID, true)
+		}
 		if err != nil {
 			return 0, nil, err
 		}
@@ -135,8 +141,9 @@ func (s *API) UpdateInbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req struct {
-		Name     *string `json:"name"`
-		FromName *string `json:"from_name"`
+		Name         *string `json:"name"`
+		FromName     *string `json:"from_name"`
+		DMARCReports *bool   `json:"dmarc_reports"`
 	}
 	body, err := s.ReadBody(w, r)
 	if err == nil {
@@ -152,6 +159,12 @@ func (s *API) UpdateInbox(w http.ResponseWriter, r *http.Request) {
 	}
 	if name != nil {
 		if err := s.Svc.RenameInbox(r.Context(), key, in.Mailbox.ID, *name); err != nil {
+			kit.WriteResendError(w, r, s.Logger, err)
+			return
+		}
+	}
+	if req.DMARCReports != nil {
+		if err := s.Svc.UpdateInboxDMARC(r.Context(), key, in.Mailbox.ID, *req.DMARCReports); err != nil {
 			kit.WriteResendError(w, r, s.Logger, err)
 			return
 		}
