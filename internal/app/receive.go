@@ -43,6 +43,9 @@ type Received struct {
 	// was received before; ID names that first copy and nothing was
 	// written.
 	Duplicate bool
+	// Quarantined: the message was stored now, in the quarantine folder
+	// (quarantineFolder) and in no thread (false for a duplicate).
+	Quarantined bool
 }
 
 // DefaultMaxReceivedBytes is a tenant's raw received mail past which new
@@ -86,34 +89,35 @@ func (s *Service) receive(ctx context.Context, in Incoming) (Received, error) {
 	sum := sha256.Sum256(in.Raw)
 	digest := hex.EncodeToString(sum[:])
 	m := receivedView(in, digest)
+	folder, err := s.quarantineFolder(ctx, m)
+	if err != nil {
+		return Received{}, fmt.Errorf("receive for %s: %w", in.MailboxID, err)
+	}
 	var out Received
-	err := s.store.InTx(ctx, func(tx core.Tx) error {
+	err = s.store.InTx(ctx, func(tx core.Tx) error {
 		if err := s.checkReceivedCap(ctx, tx, in.Tenant, len(in.Raw)); err != nil {
 			return err
 		}
-		m.ID, m.ThreadID = NewID("rcv_"), ""
-		if err := s.threadFor(ctx, tx, m); err != nil {
-			return err
+		m.ID, m.ThreadID, m.SendID, m.Folder = NewID("rcv_"), "", "", folder
+		// A quarantined message joins no thread until it is released:
+		// a forged reply would otherwise show in a thread agents read.
+		if folder != core.FolderQuarantine {
+			if err := s.threadFor(ctx, tx, m); err != nil {
+				return err
+			}
 		}
 		id, thread, inserted, err := tx.InsertReceived(ctx, m, in.Raw)
 		if err != nil {
 			return err
 		}
-		out = Received{ID: id, ThreadID: thread, Duplicate: !inserted}
+		out = Received{ID: id, ThreadID: thread, Duplicate: !inserted, Quarantined: inserted && folder == core.FolderQuarantine}
 		if !inserted {
 			return errDuplicate // roll back the thread this copy opened
 		}
-		if err := tx.AddThreadItem(ctx, m.Tenant, m.ThreadID, core.ThreadItem{Kind: core.ThreadReceived, ID: m.ID,
-			MessageID: m.MessageID, At: m.ReceivedAt}); err != nil {
-			return err
+		if folder == core.FolderQuarantine {
+			return nil // threaded, announced and counted as a reply when released
 		}
-		if m.SendID != "" && !s.hasReplied(ctx, m.Tenant, m.SendID) {
-			if err := tx.AddEvent(ctx, m.SendID, core.Event{ID: NewID("evt_"), Type: core.EventReplied, At: m.ReceivedAt,
-				Detail: "a reply was received: " + m.ID + "; the replies are in thread " + m.ThreadID}); err != nil {
-				return err
-			}
-		}
-		return queueReceivedWebhook(ctx, tx, m)
+		return s.fileReceived(ctx, tx, m)
 	})
 	if errors.Is(err, errDuplicate) {
 		err = nil
@@ -122,8 +126,25 @@ func (s *Service) receive(ctx context.Context, in Incoming) (Received, error) {
 		return Received{}, fmt.Errorf("receive for %s: %w", in.MailboxID, err)
 	}
 	s.logger.InfoContext(ctx, "received", slog.String("id", out.ID), slog.String("mailbox", in.MailboxID),
-		slog.Bool("duplicate", out.Duplicate), slog.String("source", in.Source))
+		slog.Bool("duplicate", out.Duplicate), slog.Bool("quarantined", out.Quarantined), slog.String("source", in.Source))
 	return out, nil
+}
+
+// fileReceived puts m, stored in the inbox folder, in its thread, records
+// the reply on the send it answers and queues email.received: what
+// receiving does at once, and releasing from the quarantine later.
+func (s *Service) fileReceived(ctx context.Context, tx core.Tx, m *core.ReceivedMessage) error {
+	if err := tx.AddThreadItem(ctx, m.Tenant, m.ThreadID, core.ThreadItem{Kind: core.ThreadReceived, ID: m.ID,
+		MessageID: m.MessageID, At: m.ReceivedAt}); err != nil {
+		return err
+	}
+	if m.SendID != "" && !s.hasReplied(ctx, m.Tenant, m.SendID) {
+		if err := tx.AddEvent(ctx, m.SendID, core.Event{ID: NewID("evt_"), Type: core.EventReplied, At: m.ReceivedAt,
+			Detail: "a reply was received: " + m.ID + "; the replies are in thread " + m.ThreadID}); err != nil {
+			return err
+		}
+	}
+	return queueReceivedWebhook(ctx, tx, m)
 }
 
 // checkReceivedCap reads the usage in the transaction that will add to
@@ -160,6 +181,7 @@ func receivedView(in Incoming, digest string) *core.ReceivedMessage {
 	} else {
 		m.From = in.MailFrom
 	}
+	m.Sender = bareAddress(m.From)
 	if in.Auth.Results != "" {
 		m.Headers = append([]core.Header{{Name: "Authentication-Results", Value: in.Auth.Results}}, m.Headers...)
 	}

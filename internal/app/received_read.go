@@ -45,6 +45,9 @@ func visibleMailboxes(key *core.APIKey, want []string) ([]string, bool) {
 
 // ListReceived lists the received messages key may see.
 func (s *Service) ListReceived(ctx context.Context, key *core.APIKey, f core.ReceivedFilter) ([]*core.ReceivedMessage, bool, error) {
+	if f.Folder == core.FolderQuarantine && !key.MaySeeQuarantine() {
+		return nil, false, core.Errorf(core.CodeForbidden, "folder", "only an admin key that is not an agent's lists the quarantine")
+	}
 	ids, ok := visibleMailboxes(key, f.MailboxIDs)
 	if !ok {
 		return []*core.ReceivedMessage{}, false, nil
@@ -55,15 +58,11 @@ func (s *Service) ListReceived(ctx context.Context, key *core.APIKey, f core.Rec
 
 // ReceivedMessage returns one received message key may see; another
 // tenant's or another mailbox's is core.ErrNotFound.
+// A quarantined one is core.ErrNotFound too, unless key may see the
+// quarantine: this is the read behind every door's get, raw, attachment,
+// reply and forward.
 func (s *Service) ReceivedMessage(ctx context.Context, key *core.APIKey, id string) (*core.ReceivedMessage, error) {
-	m, err := s.store.ReceivedMessage(ctx, key.Tenant, id)
-	if err != nil {
-		return nil, err
-	}
-	if !key.MayUseMailbox(m.MailboxID) {
-		return nil, core.ErrNotFound
-	}
-	return m, nil
+	return s.visibleReceived(ctx, key, id)
 }
 
 // ReceivedRaw returns the message's bytes as received.

@@ -39,6 +39,12 @@ type ReceivedMessage struct {
 	Auth        ReceivedAuth
 	Size        int
 	Read        bool
+	// Folder is FolderInbox, or FolderQuarantine for a message kept from
+	// agents (its ThreadID is "" until it is released). Reads show a
+	// message that is not quarantined in its thread's folder.
+	Folder string
+	// Sender is From's bare address, lower case ("" when it has none).
+	Sender string
 	// SendID is the send this message answers ("" for none).
 	SendID     string
 	ReceivedAt time.Time
@@ -121,8 +127,11 @@ type ReceivedFilter struct {
 	Since, Until  *time.Time
 	HasAttachment *bool
 	IDs           []string // empty: any
-	Limit         int
-	After         string // cursor: a received message id
+	// Folder is "" for the messages outside the quarantine, or
+	// FolderQuarantine for those in it.
+	Folder string
+	Limit  int
+	After  string // cursor: a received message id
 }
 
 // ThreadFilter selects threads, most recent first.

@@ -23,6 +23,7 @@ type Store interface {
 	Domains
 	Inbox
 	Receiving
+	QuarantineReads
 	Suppressions
 	Reports
 	Audit
@@ -51,6 +52,7 @@ type Tx interface {
 	DomainsTx
 	InboxTx
 	ReceivingTx
+	QuarantineTx
 	ReceivingClaimsTx
 	AuditTx
 	CapsTx

@@ -261,7 +261,11 @@ type Mailbox struct {
 	Name        string
 	Transport   string // "" means the server's default transport
 	ReceiveOnly bool
-	CreatedAt   time.Time
+	// Quarantine is the rule for mail it receives (QuarantineDMARCFail,
+	// QuarantineUnknownSenders, QuarantineNone); "" reads as the default
+	// (QuarantineRule).
+	Quarantine string
+	CreatedAt  time.Time
 	// IMAP is the connected mailbox's imap URL as stored (sealed under
 	// SENDONCE_SECRET_KEY when one is set: it holds a password), nil when
 	// the mailbox is not connected; IMAPShown is it without its password,

@@ -44,6 +44,9 @@ var routes = []route{
 	{"GET /ui/received/{id}/raw", core.ScopeRead, (*Dashboard).receivedRaw},
 	{"GET /ui/received/{id}/attachments/{att}", core.ScopeRead, (*Dashboard).receivedAttachment},
 	{"POST /ui/received/{id}/reply", core.ScopeSend, (*Dashboard).mailReply},
+	{"GET /ui/quarantine", core.ScopeAdmin, (*Dashboard).quarantine},
+	{"POST /ui/quarantine/{id}/release", core.ScopeAdmin, (*Dashboard).releaseQuarantined},
+	{"POST /ui/quarantine/{id}/delete", core.ScopeAdmin, (*Dashboard).deleteQuarantined},
 
 	{"GET /ui/keys", core.ScopeAdmin, (*Dashboard).keys},
 	{"POST /ui/keys", core.ScopeAdmin, (*Dashboard).createKey},
@@ -92,6 +95,7 @@ var nav = []navItem{
 	{"Overview", "/", core.ScopeRead},
 	{"Sends", "/ui/sends", core.ScopeRead},
 	{"Mail", "/ui/mail", core.ScopeRead},
+	{"Quarantine", "/ui/quarantine", core.ScopeAdmin},
 	{"Dev inbox", "/ui/inbox", core.ScopeRead},
 	{"Approvals", "/ui/approvals", core.ScopeRead},
 	{"API keys", "/ui/keys", core.ScopeAdmin},

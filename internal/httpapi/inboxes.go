@@ -23,7 +23,9 @@ type nativeInboxView struct {
 	Address   string   `json:"address"`
 	Name      string   `json:"name"`
 	Addresses []string `json:"addresses"`
-	CreatedAt *string  `json:"created_at"`
+	// Quarantine is the inbox's rule (docs/agents.md, "Quarantine").
+	Quarantine string  `json:"quarantine"`
+	CreatedAt  *string `json:"created_at"`
 	// DMARCReports: the inbox is a DMARC report address (dmarc.go).
 	DMARCReports bool `json:"dmarc_reports"`
 	// Warning says when mail for the inbox cannot arrive (no inbound
@@ -34,7 +36,7 @@ type nativeInboxView struct {
 func viewNativeInbox(in *app.Inbox) nativeInboxView {
 	m := in.Mailbox
 	v := nativeInboxView{ID: m.ID, Object: "inbox", Address: m.Address, Name: m.Name, Addresses: in.Addresses,
-		DMARCReports: in.DMARCReports}
+		DMARCReports: in.DMARCReports, Quarantine: m.QuarantineRule()}
 	if v.Addresses == nil {
 		v.Addresses = []string{}
 	}
@@ -49,12 +51,16 @@ func (s *Server) handleCreateInbox(ctx context.Context, tx core.Tx, key *core.AP
 		Address      string `json:"address"`
 		Name         string `json:"name"`
 		DMARCReports bool   `json:"dmarc_reports"`
+		Quarantine   string `json:"quarantine"`
 	}
 	if err := kit.DecodeStrict(body, &req); err != nil {
 		return 0, nil, err
 	}
 	if req.Address == "" {
 		return 0, nil, core.Errorf(core.CodeValidation, "address", "address is required")
+	}
+	if _, err := app.ParseQuarantineRule(req.Quarantine); err != nil {
+		return 0, nil, err
 	}
 	m, err := s.Svc.CreateInbox(ctx, tx, key.Tenant, req.Address, req.Name)
 	if err != nil {
@@ -65,6 +71,10 @@ func (s *Server) handleCreateInbox(ctx context.Context, tx core.Tx, key *core.AP
 			return 0, nil, err
 		}
 	}
+	if err := s.Svc.SetInboxQuarantine(ctx, tx, key.Tenant, m.ID, req.Quarantine); err != nil {
+		return 0, nil, err
+	}
+	m.Quarantine, _ = app.ParseQuarantineRule(req.Quarantine)
 	v := viewNativeInbox(&app.Inbox{Mailbox: m, Addresses: []string{m.Address}, DMARCReports: req.DMARCReports})
 	if v.Warning = s.Svc.ReceivingWarning(); v.Warning != "" {
 		s.Logger.WarnContext(ctx, "receiving address made without an inbound listener", "inbox", m.ID)

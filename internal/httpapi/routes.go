@@ -48,6 +48,9 @@ func (s *Server) routes() []string {
 	// Replies and forwards are sends: the key rule of POST /v1/send.
 	m.Handle("POST /v1/received/{id}/reply", s.Bounded(s.Auth(core.ScopeSend, s.Idempotent(kit.PostOpts{RequireKey: s.Cfg.RequireIdempotencyKey, Committed: accepted, Audit: true}, s.handleReplyReceived))))
 	m.Handle("POST /v1/received/{id}/forward", s.Bounded(s.Auth(core.ScopeSend, s.Idempotent(kit.PostOpts{RequireKey: s.Cfg.RequireIdempotencyKey, Committed: accepted, Audit: true}, s.handleForwardReceived))))
+	// Quarantine (quarantine.go): admins release or delete what an inbox's rule kept from agents.
+	m.Handle("POST /v1/received/{id}/release", s.Auth(core.ScopeAdmin, s.Idempotent(kit.PostOpts{EmptyBody: true}, kit.WholeTx(s.handleReleaseReceived))))
+	m.Handle("DELETE /v1/received/{id}", s.Auth(core.ScopeAdmin, http.HandlerFunc(s.handleDeleteReceived)))
 	m.Handle("GET /v1/threads", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleListThreads)))
 	m.Handle("GET /v1/threads/{id}", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleGetThread)))
 	m.Handle("PATCH /v1/threads/{id}", s.Auth(core.ScopeSend, http.HandlerFunc(s.handlePatchThread)))

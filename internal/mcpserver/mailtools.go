@@ -97,6 +97,15 @@ func (s *Server) addMailTools() {
 
 // readIntent marks the MCP server's reads, so that the server audits them
 // whatever the key.
+// quarantineFolder is the folder of a received message kept from agents
+// until an admin releases it (docs/agents.md, "Quarantine"). The server
+// shows it only to an admin key that is not an agent's; should the MCP
+// server be given such a key, its tools still answer a quarantined
+// message as missing.
+const quarantineFolder = "quarantine"
+
+var errQuarantined = &client.Error{Status: 404, Code: "not_found", Message: "received message not found"}
+
 func readIntent(ctx context.Context, action, id string) context.Context {
 	c, err := agent.ReplyIntentJSON(action, id)
 	if err != nil {
@@ -118,6 +127,9 @@ func (s *Server) listMessages(ctx context.Context, _ *mcp.CallToolRequest, in Li
 		return &mcp.CallToolResult{IsError: true}, out, nil
 	}
 	for i := range l.Data {
+		if l.Data[i].Folder == quarantineFolder {
+			continue // the server lists none; a key's scopes must not change that here
+		}
 		out.Messages = append(out.Messages, *messageData(&l.Data[i], false))
 	}
 	out.NextCursor = l.Next
@@ -127,6 +139,9 @@ func (s *Server) listMessages(ctx context.Context, _ *mcp.CallToolRequest, in Li
 func (s *Server) readMessage(ctx context.Context, _ *mcp.CallToolRequest, in ReadMessageInput) (*mcp.CallToolResult, ReadMessageOutput, error) {
 	out := ReadMessageOutput{UntrustedContent: true, Note: UntrustedNote}
 	m, err := s.c.GetReceived(readIntent(ctx, "read", in.ID), in.ID)
+	if err == nil && m.Folder == quarantineFolder {
+		err = errQuarantined
+	}
 	if err != nil {
 		out.Error = apiErr(err)
 		return &mcp.CallToolResult{IsError: true}, out, nil

@@ -7,14 +7,14 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-const mailboxColumns = `tenant, id, address, name, transport, receive_only, created_at, imap, imap_shown`
+const mailboxColumns = `tenant, id, address, name, transport, receive_only, created_at, imap, imap_shown, quarantine`
 
 func scanMailbox(r rowScanner) (*core.Mailbox, error) {
 	var (
 		m         core.Mailbox
 		createdAt int64
 	)
-	err := r.Scan(&m.Tenant, &m.ID, &m.Address, &m.Name, &m.Transport, &m.ReceiveOnly, &createdAt, &m.IMAP, &m.IMAPShown)
+	err := r.Scan(&m.Tenant, &m.ID, &m.Address, &m.Name, &m.Transport, &m.ReceiveOnly, &createdAt, &m.IMAP, &m.IMAPShown, &m.Quarantine)
 	if err := rowErr("scan mailbox", err); err != nil {
 		return nil, err
 	}
@@ -35,9 +35,9 @@ func (s *Store) ListMailboxes(ctx context.Context, tenant string) ([]*core.Mailb
 
 // InsertMailbox implements core.Tx; core.CodeConflict when the id is taken.
 func (t *Tx) InsertMailbox(ctx context.Context, m *core.Mailbox) error {
-	n, err := t.q.exec(ctx, `INSERT INTO mailboxes (`+mailboxColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	n, err := t.q.exec(ctx, `INSERT INTO mailboxes (`+mailboxColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, id) DO NOTHING`,
-		m.Tenant, m.ID, m.Address, m.Name, m.Transport, m.ReceiveOnly, micros(m.CreatedAt), m.IMAP, m.IMAPShown)
+		m.Tenant, m.ID, m.Address, m.Name, m.Transport, m.ReceiveOnly, micros(m.CreatedAt), m.IMAP, m.IMAPShown, m.Quarantine)
 	if err != nil {
 		return fmt.Errorf("insert mailbox: %w", err)
 	}

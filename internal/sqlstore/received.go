@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -12,9 +13,18 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 )
 
-const receivedColumns = `id, tenant, mailbox_id, thread_id, dedup_key, digest, source, mail_from, rcpt_to, remote_ip,
+const receivedBaseColumns = `id, tenant, mailbox_id, thread_id, dedup_key, digest, source, mail_from, rcpt_to, remote_ip,
 	message_id, in_reply_to, refs, from_addr, to_addrs, cc_addrs, reply_to, subject, sent_date, text_body, html_body,
 	headers, attachments, auth, size, is_read, send_id, received_at, preview`
+
+// receivedInsertColumns are what InsertReceived writes; receivedColumns
+// what reads return, where a message outside the quarantine shows its
+// thread's folder (archive, spam, trash: a thread is moved as a whole).
+const (
+	receivedInsertColumns = receivedBaseColumns + `, folder, sender`
+	receivedColumns       = receivedBaseColumns + `, CASE WHEN received_messages.folder = 'quarantine' THEN 'quarantine'
+	ELSE coalesce((SELECT t.folder FROM threads t WHERE t.id = received_messages.thread_id), received_messages.folder) END, sender`
+)
 
 // receivedListColumns are receivedColumns without the bodies and headers
 // (read back empty): a list shows the preview, and a stranger's 8 MB
@@ -31,7 +41,7 @@ func scanReceived(r rowScanner) (*core.ReceivedMessage, error) {
 	)
 	err := r.Scan(&m.ID, &m.Tenant, &m.MailboxID, &m.ThreadID, &m.DedupKey, &m.Digest, &m.Source, &m.MailFrom, &rcpt,
 		&m.RemoteIP, &m.MessageID, &m.InReplyTo, &refs, &m.From, &to, &cc, &replyTo, &m.Subject, &sentDate, &m.Text,
-		&m.HTML, &hdrs, &atts, &auth, &m.Size, &m.Read, &m.SendID, &receivedAt, &m.Preview)
+		&m.HTML, &hdrs, &atts, &auth, &m.Size, &m.Read, &m.SendID, &receivedAt, &m.Preview, &m.Folder, &m.Sender)
 	if err := rowErr("scan received message", err); err != nil {
 		return nil, err
 	}
@@ -60,14 +70,14 @@ func (t *Tx) InsertReceived(ctx context.Context, m *core.ReceivedMessage, raw []
 	if m.Date != nil {
 		date = micros(*m.Date)
 	}
-	n, err := t.q.exec(ctx, `INSERT INTO received_messages (`+receivedColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	n, err := t.q.exec(ctx, `INSERT INTO received_messages (`+receivedInsertColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, dedup_key) DO NOTHING`,
 		m.ID, m.Tenant, m.MailboxID, m.ThreadID, m.DedupKey, m.Digest, m.Source, m.MailFrom, jsonText(nonNil(m.RcptTo)),
 		m.RemoteIP, m.MessageID, m.InReplyTo, jsonText(nonNil(m.References)), m.From, jsonText(nonNil(m.To)),
 		jsonText(nonNil(m.Cc)), jsonText(nonNil(m.ReplyTo)), m.Subject, date, m.Text, m.HTML,
 		jsonText(nonNil(m.Headers)), jsonText(nonNil(m.Attachments)), jsonText(m.Auth), m.Size, m.Read, m.SendID,
-		micros(m.ReceivedAt), m.Preview)
+		micros(m.ReceivedAt), m.Preview, cmp.Or(m.Folder, core.FolderInbox), m.Sender)
 	if err != nil {
 		return "", "", false, fmt.Errorf("insert received message: %w", err)
 	}
@@ -165,6 +175,11 @@ func (s *Store) ListReceived(ctx context.Context, tenant string, f core.Received
 	}
 	if f.After != "" {
 		add("id < ?", f.After)
+	}
+	if f.Folder == core.FolderQuarantine {
+		add("received_messages.folder = ?", core.FolderQuarantine)
+	} else {
+		add("received_messages.folder <> ?", core.FolderQuarantine)
 	}
 	args = append(args, f.Limit+1)
 	ms, err := list(ctx, s.r, "list received", scanReceived, []*core.ReceivedMessage{},

@@ -39,6 +39,9 @@ func ReceivedFilter(r *http.Request) (core.ReceivedFilter, error) {
 			*p.dst = &t
 		}
 	}
+	if f.Folder, err = receivedFolder(q.Get("folder")); err != nil {
+		return f, err
+	}
 	if v := q.Get("has_attachment"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -112,4 +115,16 @@ func (s *Base) HoldAgentMail(ctx context.Context, key *core.APIKey, r *http.Requ
 		return nil
 	}
 	return s.Svc.HoldOutsideThread(ctx, key, m, sr)
+}
+
+// receivedFolder reads GET /v1/received's folder: "" or "inbox" (the
+// messages outside the quarantine) or "quarantine".
+func receivedFolder(v string) (string, error) {
+	switch v {
+	case "", core.FolderInbox:
+		return "", nil
+	case core.FolderQuarantine:
+		return core.FolderQuarantine, nil
+	}
+	return "", core.Errorf(core.CodeValidation, "folder", "folder must be inbox or quarantine")
 }

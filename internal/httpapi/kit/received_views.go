@@ -1,6 +1,7 @@
 package kit
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"net/url"
@@ -36,6 +37,7 @@ type receivedView struct {
 	Authentication core.ReceivedAuth `json:"authentication"`
 	Size           int               `json:"size"`
 	Read           bool              `json:"read"`
+	Folder         string            `json:"folder"`
 	SendID         string            `json:"send_id,omitempty"`
 	ReceivedAt     time.Time         `json:"received_at"`
 }
@@ -59,7 +61,7 @@ func ViewReceived(m *core.ReceivedMessage, full bool) receivedView {
 		MailFrom: m.MailFrom, RcptTo: NonNil(m.RcptTo), MessageID: m.MessageID, InReplyTo: m.InReplyTo,
 		References: NonNil(m.References), From: m.From, To: NonNil(m.To), Cc: NonNil(m.Cc), ReplyTo: NonNil(m.ReplyTo),
 		Subject: m.Subject, Preview: m.Preview, Date: m.Date, Attachments: viewAttachments(m.Attachments), Authentication: m.Auth,
-		Size: m.Size, Read: m.Read, SendID: m.SendID, ReceivedAt: m.ReceivedAt}
+		Size: m.Size, Read: m.Read, Folder: cmp.Or(m.Folder, core.FolderInbox), SendID: m.SendID, ReceivedAt: m.ReceivedAt}
 	if full {
 		v.Text, v.HTML = &m.Text, &m.HTML
 		v.Headers = make([]headerView, 0, len(m.Headers))

@@ -25,6 +25,7 @@ type resendInboxView struct {
 	Unread           int     `json:"unread"`
 	Drafts           int     `json:"drafts"`
 	LastReceived     *string `json:"last_received"`
+	Quarantine       string  `json:"quarantine"`
 	CreatedAt        string  `json:"created_at"`
 	UpdatedAt        string  `json:"updated_at"`
 	DMARCReports     bool    `json:"dmarc_reports"`
@@ -34,7 +35,7 @@ func (s *API) viewInbox(ctx context.Context, key *core.APIKey, in *app.Inbox) (r
 	m := in.Mailbox
 	domain := m.Address[strings.LastIndexByte(m.Address, '@')+1:]
 	v := resendInboxView{Object: "inbox", ID: m.ID, Name: m.Name, EmailAddress: m.Address, DomainID: domain,
-		CreatedAt: kit.RFC3339(m.CreatedAt), UpdatedAt: kit.RFC3339(m.CreatedAt), DMARCReports: in.DMARCReports}
+		CreatedAt: kit.RFC3339(m.CreatedAt), UpdatedAt: kit.RFC3339(m.CreatedAt), DMARCReports: in.DMARCReports, Quarantine: m.QuarantineRule()}
 	if m.Name != "" {
 		v.FromName = &m.Name
 	}
@@ -59,6 +60,8 @@ type resendCreateInbox struct {
 	FromName     string `json:"from_name"`
 	// DMARCReports makes the inbox a DMARC report address (dmarc.go).
 	DMARCReports bool `json:"dmarc_reports"`
+	// Quarantine is sendonce's rule (docs/agents.md, "Quarantine").
+	Quarantine string `json:"quarantine"`
 }
 
 func (s *API) CreateInbox(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, idemKey string) (kit.WriteStep, error) {
@@ -73,12 +76,18 @@ func (s *API) CreateInbox(ctx context.Context, key *core.APIKey, r *http.Request
 	if name == "" {
 		name = req.FromName
 	}
+	if _, err := app.ParseQuarantineRule(req.Quarantine); err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context, tx core.Tx) (int, any, error) {
 		m, err := s.Svc.CreateInbox(ctx, tx, key.Tenant, req.EmailAddress, name)
 		if err == nil && req.DMARCReports {
 			err = s.Svc.SetDMARCReports(ctx, tx, key.Tenant, m.ID, true)
 		}
 		if err != nil {
+			return 0, nil, err
+		}
+		if err := s.Svc.SetInboxQuarantine(ctx, tx, key.Tenant, m.ID, req.Quarantine); err != nil {
 			return 0, nil, err
 		}
 		warning := s.Svc.ReceivingWarning()
@@ -144,10 +153,14 @@ func (s *API) UpdateInbox(w http.ResponseWriter, r *http.Request) {
 		Name         *string `json:"name"`
 		FromName     *string `json:"from_name"`
 		DMARCReports *bool   `json:"dmarc_reports"`
+		Quarantine   *string `json:"quarantine"`
 	}
 	body, err := s.ReadBody(w, r)
 	if err == nil {
 		err = kit.DecodeStrict(body, &req)
+	}
+	if err == nil && req.Quarantine != nil {
+		_, err = app.ParseQuarantineRule(*req.Quarantine) // before any change is made
 	}
 	if err != nil {
 		kit.WriteResendError(w, r, s.Logger, err)
@@ -165,6 +178,12 @@ func (s *API) UpdateInbox(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.DMARCReports != nil {
 		if err := s.Svc.UpdateInboxDMARC(r.Context(), key, in.Mailbox.ID, *req.DMARCReports); err != nil {
+			kit.WriteResendError(w, r, s.Logger, err)
+			return
+		}
+	}
+	if req.Quarantine != nil {
+		if err := s.Svc.ChangeInboxQuarantine(r.Context(), key, in.Mailbox.ID, *req.Quarantine); err != nil {
 			kit.WriteResendError(w, r, s.Logger, err)
 			return
 		}
