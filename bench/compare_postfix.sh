@@ -55,41 +55,22 @@ so_tr="--transport smtp://127.0.0.1:$P_PFSINK?tls=none"
 
 # pf_start: a Postfix of its own under $pf, smtpd on 127.0.0.1:$P_PFX,
 # relaying everything to the sink; mail is held (defer_transports) until
-# pf_hold 0. As bench/receive.sh and internal/testkit/postfixtest do:
-# run as root, it drops to user postfix, which must reach $pf/data.
+# pf_hold 0 (bench/postfix_master.sh has the instance's common parts).
 pf_start() {
-	mkdir -p "$pf/etc" "$pf/spool" "$pf/data"
-	chmod 755 "$work" "$pf"
-	chown postfix "$pf/data"
-	cat >"$pf/etc/main.cf" <<-EOF
-		compatibility_level = 3.7
-		queue_directory = $pf/spool
-		data_directory = $pf/data
-		command_directory = /usr/sbin
-		daemon_directory = /usr/lib/postfix/sbin
-		shlib_directory = /usr/lib/postfix
-		meta_directory = /etc/postfix
-		mail_owner = postfix
-		setgid_group = postdrop
-		myhostname = relay.bench.localhost
-		mydestination =
-		inet_interfaces = 127.0.0.1
-		inet_protocols = ipv4
-		mynetworks = 127.0.0.0/8
-		smtpd_relay_restrictions = permit_mynetworks, reject
-		smtpd_recipient_restrictions =
-		relayhost = [127.0.0.1]:$P_PFSINK
-		smtp_dns_support_level = disabled
-		smtp_tls_security_level = none
-		smtpd_tls_security_level = none
-		alias_maps =
-		alias_database =
-		local_recipient_maps =
-		maillog_file_prefixes = $pf
-		maillog_file = $pf/maillog
-		delay_warning_time = 0
-		defer_transports = smtp
-	EOF
+	postfix_dirs "$pf"
+	chmod 755 "$work"
+	{
+		postfix_main_cf "$pf" relay.bench.localhost
+		cat <<-EOF
+			smtpd_recipient_restrictions =
+			relayhost = [127.0.0.1]:$P_PFSINK
+			smtp_dns_support_level = disabled
+			smtp_tls_security_level = none
+			local_recipient_maps =
+			delay_warning_time = 0
+			defer_transports = smtp
+		EOF
+	} >"$pf/etc/main.cf"
 	postfix_master_cf "$P_PFX" >"$pf/etc/master.cf"
 	postfix -c "$pf/etc" start >"$work/postfix-start.log" 2>&1 || die "postfix did not start: $(cat "$work/postfix-start.log")"
 	pf_up=1

@@ -1,29 +1,26 @@
-# Sourced by bench/receive.sh and bench/compare_postfix.sh: the master.cf of
-# a private Postfix instance (its own configuration and queue directories)
-# whose smtpd listens on 127.0.0.1:PORT, with the daemons a queue, a relay
-# and a discard transport need.
-# postfix_master_cf PORT: prints master.cf.
+# Sourced by bench/receive.sh and bench/compare_postfix.sh (run from the
+# repository's root): the configuration of a private Postfix instance (its
+# own configuration, queue and log directories under DIR), as the test kit
+# (internal/testkit/postfixtest) runs one. Run as root, Postfix drops to
+# user postfix, which must reach DIR/data.
+
+# postfix_dirs DIR: makes DIR's etc, spool and data, reachable by Postfix.
+postfix_dirs() {
+	mkdir -p "$1/etc" "$1/spool" "$1/data"
+	chmod 755 "$1"
+	chown postfix "$1/data"
+}
+
+# postfix_main_cf DIR HOSTNAME: prints the main.cf lines every instance
+# has (the test kit's file: loopback only, no TLS on smtpd, no local
+# delivery, its log in DIR); the caller adds where its mail goes.
+postfix_main_cf() {
+	sed -e "s|\$DIR|$1|g" -e "s|\$HOSTNAME|$2|" internal/testkit/postfixtest/main.cf
+}
+
+# postfix_master_cf PORT: prints master.cf, whose smtpd listens on
+# 127.0.0.1:PORT: the test kit's file, so the benchmarks' Postfix and the
+# tests' run the same services (a queue, a relay, a discard transport).
 postfix_master_cf() {
-	cat <<-EOF
-		127.0.0.1:$1 inet n - n - - smtpd
-		pickup unix n - n 60 1 pickup
-		cleanup unix n - n - 0 cleanup
-		qmgr unix n - n 300 1 qmgr
-		rewrite unix - - n - - trivial-rewrite
-		bounce unix - - n - 0 bounce
-		defer unix - - n - 0 bounce
-		trace unix - - n - 0 bounce
-		verify unix - - n - 1 verify
-		flush unix n - n 1000? 0 flush
-		proxymap unix - - n - - proxymap
-		smtp unix - - n - - smtp
-		relay unix - - n - - smtp
-		showq unix n - n - - showq
-		error unix - - n - - error
-		retry unix - - n - - error
-		discard unix - - n - - discard
-		anvil unix - - n - 1 anvil
-		scache unix - - n - 1 scache
-		postlog unix-dgram n - n - 1 postlogd
-	EOF
+	sed "s/^LISTEN /127.0.0.1:$1 /" internal/testkit/postfixtest/master.cf
 }

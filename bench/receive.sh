@@ -65,33 +65,15 @@ sleep 0.3
 # system's instance is not touched.
 start_postfix() {
 	local d="$work/postfix"
-	mkdir -p "$d/etc" "$d/spool" "$d/data"
-	chmod 755 "$work" "$d"
-	chown postfix "$d/data"
-	cat >"$d/etc/main.cf" <<-EOF
-		compatibility_level = 3.7
-		queue_directory = $d/spool
-		data_directory = $d/data
-		command_directory = /usr/sbin
-		daemon_directory = /usr/lib/postfix/sbin
-		shlib_directory = /usr/lib/postfix
-		meta_directory = /etc/postfix
-		mail_owner = postfix
-		setgid_group = postdrop
-		myhostname = mx.recv.test
-		mydestination =
-		inet_interfaces = 127.0.0.1
-		inet_protocols = ipv4
-		mynetworks = 127.0.0.0/8
-		relay_domains = recv.test
-		transport_maps = inline:{ recv.test=discard: }
-		smtpd_relay_restrictions = permit_mynetworks, reject
-		smtpd_tls_security_level = none
-		alias_maps =
-		alias_database =
-		maillog_file_prefixes = $d
-		maillog_file = $d/maillog
-	EOF
+	postfix_dirs "$d"
+	chmod 755 "$work"
+	{
+		postfix_main_cf "$d" mx.recv.test
+		cat <<-EOF
+			relay_domains = recv.test
+			transport_maps = inline:{ recv.test=discard: }
+		EOF
+	} >"$d/etc/main.cf"
 	postfix_master_cf "$1" >"$d/etc/master.cf"
 	postfix -c "$d/etc" start >/dev/null 2>&1 || { echo "postfix did not start" >&2; exit 1; }
 	stop_postfix=1

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -174,6 +175,30 @@ func get[T any](ctx context.Context, c *Client, path string, query url.Values) (
 		return nil, err
 	}
 	return &v, nil
+}
+
+// jsonBody is the JSON body of a call's parameters p, or
+// ErrInvalidRequest when there are none (nil) or they do not marshal: the
+// one check every call taking a parameter struct makes before sending.
+func jsonBody[T any](p *T) ([]byte, error) {
+	if p == nil {
+		return nil, fmt.Errorf("%w: nil %s", ErrInvalidRequest, reflect.TypeFor[T]().Name())
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	return body, nil
+}
+
+// idPath is the path of one thing of a collection (prefix ends in "/"),
+// its id escaped, then suffix; an empty id is ErrInvalidRequest naming
+// what it is, never a request for the collection itself.
+func idPath(prefix, what, id, suffix string) (string, error) {
+	if id == "" {
+		return "", fmt.Errorf("%w: empty %s", ErrInvalidRequest, what)
+	}
+	return prefix + url.PathEscape(id) + suffix, nil
 }
 
 // response is a 2xx answer.

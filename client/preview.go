@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 )
 
@@ -29,12 +27,9 @@ type Preview struct {
 // aside), and writes nothing. Errors: as Send's (422 validation_error, 403
 // forbidden), never stored under any key.
 func (c *Client) PreviewSend(ctx context.Context, req *SendRequest) (*Preview, error) {
-	if req == nil {
-		return nil, fmt.Errorf("%w: nil SendRequest", ErrInvalidRequest)
-	}
-	body, err := json.Marshal(req)
+	body, err := jsonBody(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+		return nil, err
 	}
 	var p Preview
 	if _, err := c.call(ctx, request{method: http.MethodPost, path: "/v1/send/preview", body: body}, &p); err != nil {

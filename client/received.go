@@ -102,10 +102,7 @@ func (c *Client) ListReceived(ctx context.Context, p *ListReceivedParams) (*Rece
 }
 
 func receivedPath(id, suffix string) (string, error) {
-	if id == "" {
-		return "", fmt.Errorf("%w: empty received message id", ErrInvalidRequest)
-	}
-	return "/v1/received/" + url.PathEscape(id) + suffix, nil
+	return idPath("/v1/received/", "received message id", id, suffix)
 }
 
 // GetReceived returns one received message with its text and HTML (GET

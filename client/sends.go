@@ -52,12 +52,9 @@ func (c *Client) sendLike(ctx context.Context, method, path string, body []byte,
 // final. On an error with [IsOutcomeUnknown] the send may exist: look it up
 // with SendByKey(ctx, IdempotencyKeyOf(err)) or retry with that key.
 func (c *Client) Send(ctx context.Context, req *SendRequest, opts *SendOptions) (*Send, error) {
-	if req == nil {
-		return nil, fmt.Errorf("%w: nil SendRequest", ErrInvalidRequest)
-	}
-	body, err := json.Marshal(req)
+	body, err := jsonBody(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+		return nil, err
 	}
 	return c.SendRaw(ctx, body, opts)
 }
@@ -76,10 +73,7 @@ func (c *Client) SendRaw(ctx context.Context, body []byte, opts *SendOptions) (*
 }
 
 func sendPath(id string, suffix string) (string, error) {
-	if id == "" {
-		return "", fmt.Errorf("%w: empty send id", ErrInvalidRequest)
-	}
-	return "/v1/sends/" + url.PathEscape(id) + suffix, nil
+	return idPath("/v1/sends/", "send id", id, suffix)
 }
 
 // GetSend returns the send with its events (GET /v1/sends/{id}). Errors:

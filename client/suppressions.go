@@ -39,10 +39,7 @@ type ListSuppressionsParams struct {
 }
 
 func suppressionPath(email string) (string, error) {
-	if email == "" {
-		return "", fmt.Errorf("%w: empty address", ErrInvalidRequest)
-	}
-	return "/v1/suppressions/" + url.PathEscape(email), nil
+	return idPath("/v1/suppressions/", "address", email, "")
 }
 
 // AddSuppression puts an address on the list by hand (POST
@@ -52,15 +49,8 @@ func (c *Client) AddSuppression(ctx context.Context, email, reason string, opts 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
-	key := NewIdempotencyKey()
-	if opts != nil && opts.IdempotencyKey != "" {
-		if err := ValidateIdempotencyKey(opts.IdempotencyKey); err != nil {
-			return nil, err
-		}
-		key = opts.IdempotencyKey
-	}
 	var s Suppression
-	resp, err := c.call(ctx, request{method: http.MethodPost, path: "/v1/suppressions", body: body, key: key}, &s)
+	resp, err := c.postKeyed(ctx, "/v1/suppressions", body, opts, &s)
 	if err != nil {
 		return nil, err
 	}

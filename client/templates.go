@@ -2,17 +2,11 @@ package client
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"net/url"
 )
 
 func templatePath(id string) (string, error) {
-	if id == "" {
-		return "", fmt.Errorf("%w: empty template id", ErrInvalidRequest)
-	}
-	return "/v1/templates/" + url.PathEscape(id), nil
+	return idPath("/v1/templates/", "template id", id, "")
 }
 
 // PutTemplate creates or replaces a template (PUT /v1/templates/{id}); a PUT
@@ -23,12 +17,9 @@ func (c *Client) PutTemplate(ctx context.Context, id string, p *TemplateParams) 
 	if err != nil {
 		return nil, err
 	}
-	if p == nil {
-		return nil, fmt.Errorf("%w: nil TemplateParams", ErrInvalidRequest)
-	}
-	body, err := json.Marshal(p)
+	body, err := jsonBody(p)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+		return nil, err
 	}
 	var t Template
 	resp, err := c.call(ctx, request{method: http.MethodPut, path: path, body: body}, &t)

@@ -91,10 +91,10 @@ type List[T any] struct {
 }
 
 func webhookPath(id string, rest ...string) (string, error) {
-	if id == "" {
-		return "", fmt.Errorf("%w: empty webhook id", ErrInvalidRequest)
+	p, err := idPath("/v1/webhooks/", "webhook id", id, "")
+	if err != nil {
+		return "", err
 	}
-	p := "/v1/webhooks/" + url.PathEscape(id)
 	for _, r := range rest {
 		if r == "" {
 			return "", fmt.Errorf("%w: empty event id", ErrInvalidRequest)
@@ -104,7 +104,7 @@ func webhookPath(id string, rest ...string) (string, error) {
 	return p, nil
 }
 
-func (c *Client) postKeyed(ctx context.Context, path string, body []byte, opts *CallOptions, v any) error {
+func (c *Client) postKeyed(ctx context.Context, path string, body []byte, opts *CallOptions, v any) (*response, error) {
 	key := ""
 	if opts != nil {
 		key = opts.IdempotencyKey
@@ -112,10 +112,9 @@ func (c *Client) postKeyed(ctx context.Context, path string, body []byte, opts *
 	if key == "" {
 		key = NewIdempotencyKey()
 	} else if err := ValidateIdempotencyKey(key); err != nil {
-		return err
+		return nil, err
 	}
-	_, err := c.call(ctx, request{method: http.MethodPost, path: path, body: body, key: key}, v)
-	return err
+	return c.call(ctx, request{method: http.MethodPost, path: path, body: body, key: key}, v)
 }
 
 // CreateWebhook creates a webhook (POST /v1/webhooks); the answer's
@@ -124,15 +123,12 @@ func (c *Client) postKeyed(ctx context.Context, path string, body []byte, opts *
 // Errors: 422 validation_error (param endpoint: not http(s), too long, or
 // private without --webhook-allow-private; param events).
 func (c *Client) CreateWebhook(ctx context.Context, p *WebhookParams, opts *CallOptions) (*Webhook, error) {
-	if p == nil {
-		return nil, fmt.Errorf("%w: nil WebhookParams", ErrInvalidRequest)
-	}
-	body, err := json.Marshal(p)
+	body, err := jsonBody(p)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+		return nil, err
 	}
 	var w Webhook
-	if err := c.postKeyed(ctx, "/v1/webhooks", body, opts, &w); err != nil {
+	if _, err := c.postKeyed(ctx, "/v1/webhooks", body, opts, &w); err != nil {
 		return nil, err
 	}
 	return &w, nil
@@ -159,12 +155,9 @@ func (c *Client) UpdateWebhook(ctx context.Context, id string, u *WebhookUpdate)
 	if err != nil {
 		return nil, err
 	}
-	if u == nil {
-		return nil, fmt.Errorf("%w: nil WebhookUpdate", ErrInvalidRequest)
-	}
-	body, err := json.Marshal(u)
+	body, err := jsonBody(u)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+		return nil, err
 	}
 	var w Webhook
 	if _, err := c.call(ctx, request{method: http.MethodPatch, path: path, body: body}, &w); err != nil {
@@ -192,7 +185,7 @@ func (c *Client) RotateWebhookSecret(ctx context.Context, id string, opts *CallO
 		return nil, err
 	}
 	var w Webhook
-	if err := c.postKeyed(ctx, path, nil, opts, &w); err != nil {
+	if _, err := c.postKeyed(ctx, path, nil, opts, &w); err != nil {
 		return nil, err
 	}
 	return &w, nil
@@ -235,7 +228,8 @@ func (c *Client) ReplayWebhookDelivery(ctx context.Context, id, eventID string, 
 	if err != nil {
 		return err
 	}
-	return c.postKeyed(ctx, path, nil, opts, nil)
+	_, err = c.postKeyed(ctx, path, nil, opts, nil)
+	return err
 }
 
 // VerifyWebhook checks a delivery sendonce made to your endpoint: headers

@@ -1,7 +1,6 @@
 package deploy_test
 
 import (
-	"bytes"
 	"crypto/x509"
 	"debug/elf"
 	"io"
@@ -13,10 +12,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sendonce/sendonce/internal/testkit/syncbuf"
 )
 
 // TestDockerfile_StaticNonRootImage: the image's last stage is an empty
@@ -99,7 +99,7 @@ func TestDockerfile_StaticNonRootImage(t *testing.T) {
 	}
 
 	serve := run(entry, imgEnv)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	serve.Stdout, serve.Stderr = &logs, &logs
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
@@ -320,22 +320,4 @@ func freeLoopbackAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// syncBuffer collects a process's output written from exec's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,41 +1,23 @@
 package outbox_test
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sendonce/sendonce/internal/testkit/faultproxy"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
+	"github.com/sendonce/sendonce/internal/testkit/syncbuf"
 	"github.com/sendonce/sendonce/outbox"
 )
 
 // child is an outbox process: this test binary run with childEnv.
 type child struct {
 	cmd *exec.Cmd
-	out *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	out *syncbuf.Buffer
 }
 
 func startChild(t *testing.T, st *store, apiURL, apiKey string, n int) *child {
@@ -44,7 +26,7 @@ func startChild(t *testing.T, st *store, apiURL, apiKey string, n int) *child {
 	cmd.Env = append(os.Environ(), childEnv+"=1",
 		"OUTBOX_DIALECT="+string(st.dialect), "OUTBOX_DSN="+st.dsn, "OUTBOX_TABLE="+st.table,
 		"OUTBOX_API_URL="+apiURL, "OUTBOX_API_KEY="+apiKey, fmt.Sprintf("OUTBOX_CHILD_N=%d", n))
-	c := &child{cmd: cmd, out: &syncBuffer{}}
+	c := &child{cmd: cmd, out: &syncbuf.Buffer{}}
 	cmd.Stdout, cmd.Stderr = c.out, c.out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start outbox child: %v", err)

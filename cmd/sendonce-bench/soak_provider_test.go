@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,38 +33,13 @@ func TestSoakProvider(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a sendonce process and the SES emulator under faults")
 	}
-	if err := seslocalInstalled(t); err != nil {
-		return
-	}
+	seslocal.Require(t)
 	bin := buildSendonce(t)
 	dir := keptOnFailure(t, "sendonce-soak-ses-")
 	sc := soakConfig{bin: bin, db: "sqlite:" + filepath.Join(dir, "soak.db"), duration: soakProviderCIDuration, seed: 34,
 		clients: 4, apis: 1, workers: 1, dir: dir, lease: 3 * time.Second, settle: time.Minute, giveUp: 15 * time.Second,
 		floors: soakProviderCIFloors, provider: "ses"}
-	var stdout, stderr bytes.Buffer
-	start := time.Now()
-	err := runSoak(context.Background(), sc, "", &stdout, &stderr)
-	t.Logf("soak took %s\n%s", time.Since(start).Round(time.Second), stdout.String())
-	if err != nil {
-		t.Fatalf("%v\n%s", err, tail(stderr.String(), 40))
-	}
-	if !strings.Contains(stdout.String(), "violations: duplicates=0 lost=0 stuck=0") {
-		t.Fatalf("no clean violations line:\n%s", stdout.String())
-	}
-}
-
-// seslocalInstalled skips (fails under CI) when the emulator cannot run.
-func seslocalInstalled(t *testing.T) error {
-	t.Helper()
-	err := seslocal.Installed()
-	if err == nil {
-		return nil
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("the SES emulator cannot run: %v (npm ci --prefix internal/testkit/seslocal/testdata/ses-local)", err)
-	}
-	t.Skipf("needs node and `npm ci --prefix internal/testkit/seslocal/testdata/ses-local`: %v", err)
-	return err
+	runCleanSoak(t, sc)
 }
 
 // The provider checks have teeth: SES's copies are counted by subject, an

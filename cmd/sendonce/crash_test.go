@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
@@ -162,6 +163,57 @@ func run(t *testing.T, bin string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// eachDB runs fn as a subtest on a fresh SQLite database and on a fresh
+// PostgreSQL one (skipped without PostgreSQL, failed under CI): the crash
+// tests hold on both.
+func eachDB(t *testing.T, fn func(t *testing.T, backend, db string)) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
+			if backend == "postgres" {
+				db = pgtest.NewDatabase(t)
+			}
+			fn(t, backend, db)
+		})
+	}
+}
+
+var (
+	smtpListenRE    = regexp.MustCompile(`msg="smtp listening" addr=(\S+)`)
+	inboundListenRE = regexp.MustCompile(`msg="inbound listening" addr=(\S+)`)
+)
+
+// smtpAddr waits for the process's SMTP submission listener and returns
+// its address.
+func (p *proc) smtpAddr(t *testing.T) string {
+	t.Helper()
+	return p.listenAddr(t, smtpListenRE, "SMTP")
+}
+
+// inboundAddr waits for the process's inbound listener and returns its
+// address.
+func (p *proc) inboundAddr(t *testing.T) string {
+	t.Helper()
+	return p.listenAddr(t, inboundListenRE, "inbound")
+}
+
+// listenAddr waits for the log line re matches (a listener's, what) and
+// returns the address it names.
+func (p *proc) listenAddr(t *testing.T, re *regexp.Regexp, what string) string {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := re.FindStringSubmatch(p.logText()); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatalf("serve did not start its %s listener:\n%s", what, p.logText())
+	return ""
+}
+
 type sendView struct {
 	ID        string `json:"id"`
 	Status    string `json:"status"`
@@ -223,52 +275,15 @@ func TestCrash_SIGKILLWhileClientsRetry(t *testing.T) {
 		t.Fatalf("server log:\n%s", current.Load().logText())
 	}
 
-	// Every key: one distinct 200 body (replays are byte for byte), one send.
-	p := current.Load()
-	get := func(path string, v any) { t.Helper(); kc.get(t, p.url+path, v) }
-	ids := map[string]string{}
+	// Every key: one distinct 200 body, one send; then every send decided:
+	// sent, or unknown when the kill hit an attempt.
+	keyNames := make([]string, keys)
 	for k := range keys {
-		key := fmt.Sprintf("crash-key-%03d", k)
-		if n := kc.distinct(key); n != 1 {
-			t.Errorf("key %s: %d different 200 bodies, want 1", key, n)
-		}
-		var list struct{ Data []sendView }
-		get("/v1/sends?idempotency_key="+key, &list)
-		if len(list.Data) != 1 {
-			t.Fatalf("key %s: %d sends, want exactly 1", key, len(list.Data))
-		}
-		ids[key] = list.Data[0].ID
+		keyNames[k] = fmt.Sprintf("crash-key-%03d", k)
 	}
-
-	// Wait until every send is decided: sent, or unknown when the kill hit
-	// an attempt (noticed within the 2s lease). A job that the killed
-	// process had fetched but not begun is rescued by River within its
-	// 30s rescue interval plus the lease.
-	settle := time.Now().Add(120 * time.Second)
-	sent, unknown := 0, 0
-	for {
-		sent, unknown = 0, 0
-		pending := 0
-		for _, id := range ids {
-			var s sendView
-			get("/v1/sends/"+id, &s)
-			switch s.Status {
-			case "sent":
-				sent++
-			case "unknown":
-				unknown++
-			default:
-				pending++
-			}
-		}
-		if pending == 0 || time.Now().After(settle) {
-			if pending != 0 {
-				t.Fatalf("%d sends still undecided after 120s", pending)
-			}
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	url := current.Load().url
+	ids := kc.oneSendEach(t, url, keyNames)
+	sent, unknown := kc.decided(t, url, ids, 120*time.Second)
 	requireRelayedOnce(t, smtpd, sent, unknown)
 	t.Logf("%d keys × %d clients, 2 SIGKILLs: %d sends, %d sent, %d unknown, %d messages at the relay, none twice",
 		keys, dupes, len(ids), sent, unknown, len(smtpd.Messages()))

@@ -90,6 +90,56 @@ func (c *keyClients) get(t *testing.T, url string, v any) {
 	}
 }
 
+// oneSendEach checks that each key got one 200 body however often it
+// was answered (replays are byte for byte) and that the server at url
+// holds exactly one send under it; it returns the sends' ids, in the
+// keys' order.
+func (c *keyClients) oneSendEach(t *testing.T, url string, keys []string) []string {
+	t.Helper()
+	var ids []string
+	for _, key := range keys {
+		if n := c.distinct(key); n != 1 {
+			t.Errorf("key %s: %d different 200 bodies, want 1 (replays are byte for byte)", key, n)
+		}
+		var list struct{ Data []sendView }
+		c.get(t, url+"/v1/sends?idempotency_key="+key, &list)
+		if len(list.Data) != 1 {
+			t.Fatalf("key %s: %d sends, want exactly 1", key, len(list.Data))
+		}
+		ids = append(ids, list.Data[0].ID)
+	}
+	return ids
+}
+
+// decided waits (up to within) until every send of ids is sent or
+// unknown (an attempt a kill hit is unknown once its lease runs out; a
+// job a dead process had fetched is rescued by River within its 30s
+// rescue interval), and counts them.
+func (c *keyClients) decided(t *testing.T, url string, ids []string, within time.Duration) (sent, unknown int) {
+	t.Helper()
+	settle := time.Now().Add(within)
+	for {
+		sent, unknown = 0, 0
+		for _, id := range ids {
+			var s sendView
+			c.get(t, url+"/v1/sends/"+id, &s)
+			switch s.Status {
+			case "sent":
+				sent++
+			case "unknown":
+				unknown++
+			}
+		}
+		if sent+unknown == len(ids) {
+			return sent, unknown
+		}
+		if time.Now().After(settle) {
+			t.Fatalf("%d of %d sends undecided after %v", len(ids)-sent-unknown, len(ids), within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // distinct is how many different 200 bodies key got (replays are byte for
 // byte: 1).
 func (c *keyClients) distinct(key string) int {

@@ -104,46 +104,14 @@ func TestPostgres_ThreeProcessesOneKeyOneSend(t *testing.T) {
 		t.FailNow()
 	}
 
-	live := procs[0]
-	get := func(path string, v any) { t.Helper(); kc.get(t, live.url+path, v) }
-	var sendIDs []string
+	keyNames := make([]string, keys)
 	for k := range keys {
-		key := fmt.Sprintf("multi-%03d", k)
-		if n := kc.distinct(key); n != 1 {
-			t.Errorf("key %s: %d different 200 bodies, want 1 (replays are byte for byte)", key, n)
-		}
-		var list struct{ Data []sendView }
-		get("/v1/sends?idempotency_key="+key, &list)
-		if len(list.Data) != 1 {
-			t.Fatalf("key %s: %d sends, want exactly 1", key, len(list.Data))
-		}
-		sendIDs = append(sendIDs, list.Data[0].ID)
+		keyNames[k] = fmt.Sprintf("multi-%03d", k)
 	}
+	sendIDs := kc.oneSendEach(t, procs[0].url, keyNames)
 	// Every send gets decided: sent, or unknown where the kill hit an
-	// attempt (noticed after the 2s lease; a job the dead process had
-	// fetched is rescued by River within its 30s rescue interval).
-	settle := time.Now().Add(2 * time.Minute)
-	var sent, unknown int
-	for {
-		sent, unknown = 0, 0
-		for _, id := range sendIDs {
-			var s sendView
-			get("/v1/sends/"+id, &s)
-			switch s.Status {
-			case "sent":
-				sent++
-			case "unknown":
-				unknown++
-			}
-		}
-		if sent+unknown == len(sendIDs) {
-			break
-		}
-		if time.Now().After(settle) {
-			t.Fatalf("%d of %d sends undecided after 2 minutes", len(sendIDs)-sent-unknown, len(sendIDs))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	// attempt.
+	sent, unknown := kc.decided(t, procs[0].url, sendIDs, 2*time.Minute)
 	requireRelayedOnce(t, smtpd, sent, unknown)
 	t.Logf("%d keys × %d requests over 3 processes, one SIGKILLed: %d sends (%d sent, %d unknown), %d messages at the relay, none twice",
 		keys, dupes, len(sendIDs), sent, unknown, len(smtpd.Messages()))

@@ -2,13 +2,11 @@ package main_test
 
 import (
 	"net/http"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sendonce/sendonce/internal/testkit/faultproxy"
-	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 	"github.com/sendonce/sendonce/internal/testkit/seslocal"
 )
 
@@ -26,15 +24,9 @@ func TestProvider_SESKilledDuringHandoffIsUnknownNotResent(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	emu := seslocal.Start(t)
-	for _, backend := range []string{"sqlite", "postgres"} {
-		t.Run(backend, func(t *testing.T) {
-			db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
-			if backend == "postgres" {
-				db = pgtest.NewDatabase(t)
-			}
-			sesKillDuringHandoff(t, emu, db, backend)
-		})
-	}
+	eachDB(t, func(t *testing.T, backend, db string) {
+		sesKillDuringHandoff(t, emu, db, backend)
+	})
 }
 
 func sesKillDuringHandoff(t *testing.T, emu *seslocal.Emulator, db, backend string) {

@@ -4,30 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"path/filepath"
-	"regexp"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/emersion/go-smtp"
 
-	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 	"github.com/sendonce/sendonce/internal/testkit/tcpproxy"
 )
-
-var inboundListenRE = regexp.MustCompile(`msg="inbound listening" addr=(\S+)`)
-
-func (p *proc) inboundAddr(t *testing.T) string {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if m := inboundListenRE.FindStringSubmatch(p.logText()); m != nil {
-			return m[1]
-		}
-	}
-	t.Fatalf("serve did not start its inbound listener:\n%s", p.logText())
-	return ""
-}
 
 // TestCrash_ReceivedThenKilledBeforeTheReply: a real sendonce stores a
 // received message, its 250 never reaches the sender (a proxy swallows
@@ -35,89 +18,80 @@ func (p *proc) inboundAddr(t *testing.T) string {
 // again after the restart and the message is recognised: one received
 // message.
 func TestCrash_ReceivedThenKilledBeforeTheReply(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	for _, backend := range []string{"sqlite", "postgres"} {
-		t.Run(backend, func(t *testing.T) {
-			db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
-			if backend == "postgres" {
-				db = pgtest.NewDatabase(t)
-			}
-			secret := run(t, binPath, "keys", "create", "--db", db, "--name", "in", "--scopes", "send,read,admin")
-			run(t, binPath, "domains", "add", "--db", db, "--algorithm", "ed25519", "crash.test") // inboxes are on the tenant's domains
-			args := []string{"--db", db, "--inbound-addr", "127.0.0.1:0"}
-			p := startServe(t, binPath, args...)
-			api := func(p *proc, method, path string, body any) (int, map[string]any) {
-				b, _ := json.Marshal(body)
-				req, _ := http.NewRequest(method, p.url+path, bytes.NewReader(b))
-				req.Header.Set("Authorization", "Bearer "+secret)
-				req.Header.Set("Content-Type", "application/json")
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer resp.Body.Close()
-				var m map[string]any
-				_ = json.NewDecoder(resp.Body).Decode(&m)
-				return resp.StatusCode, m
-			}
-			if st, m := api(p, "POST", "/inboxes", map[string]any{"email_address": "desk@crash.test"}); st != http.StatusCreated {
-				t.Fatalf("inbox: %d %v", st, m)
-			}
-			count := func(p *proc) int {
-				_, m := api(p, "GET", "/v1/received", nil)
-				d, _ := m["data"].([]any)
-				return len(d)
-			}
-			data := []byte("From: a@sender.test\r\nTo: desk@crash.test\r\nSubject: once\r\nMessage-ID: <in-1@sender.test>\r\n\r\nStored once.\r\n")
-			deliver := func(addr string) error {
-				c, err := smtp.Dial(addr)
-				if err != nil {
-					return err
-				}
-				defer c.Close()
-				if err := c.Mail("a@sender.test", nil); err != nil {
-					return err
-				}
-				if err := c.Rcpt("desk@crash.test", nil); err != nil {
-					return err
-				}
-				w, err := c.Data()
-				if err != nil {
-					return err
-				}
-				if _, err := w.Write(data); err != nil {
-					return err
-				}
-				return w.Close()
-			}
-
-			proxy, err := tcpproxy.Start(p.inboundAddr(t), nil)
+	eachDB(t, func(t *testing.T, _, db string) {
+		secret := run(t, binPath, "keys", "create", "--db", db, "--name", "in", "--scopes", "send,read,admin")
+		run(t, binPath, "domains", "add", "--db", db, "--algorithm", "ed25519", "crash.test") // inboxes are on the tenant's domains
+		args := []string{"--db", db, "--inbound-addr", "127.0.0.1:0"}
+		p := startServe(t, binPath, args...)
+		api := func(p *proc, method, path string, body any) (int, map[string]any) {
+			b, _ := json.Marshal(body)
+			req, _ := http.NewRequest(method, p.url+path, bytes.NewReader(b))
+			req.Header.Set("Authorization", "Bearer "+secret)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer proxy.Close()
-			proxy.DropReplies(1000)
-			if err := deliver(proxy.Addr); err == nil {
-				t.Fatal("the sender heard a reply the proxy should have swallowed")
+			defer resp.Body.Close()
+			var m map[string]any
+			_ = json.NewDecoder(resp.Body).Decode(&m)
+			return resp.StatusCode, m
+		}
+		if st, m := api(p, "POST", "/inboxes", map[string]any{"email_address": "desk@crash.test"}); st != http.StatusCreated {
+			t.Fatalf("inbox: %d %v", st, m)
+		}
+		count := func(p *proc) int {
+			_, m := api(p, "GET", "/v1/received", nil)
+			d, _ := m["data"].([]any)
+			return len(d)
+		}
+		data := []byte("From: a@sender.test\r\nTo: desk@crash.test\r\nSubject: once\r\nMessage-ID: <in-1@sender.test>\r\n\r\nStored once.\r\n")
+		deliver := func(addr string) error {
+			c, err := smtp.Dial(addr)
+			if err != nil {
+				return err
 			}
-			if n := count(p); n != 1 {
-				t.Fatalf("%d received messages before the kill, want the one stored", n)
+			defer c.Close()
+			if err := c.Mail("a@sender.test", nil); err != nil {
+				return err
 			}
-			if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
+			if err := c.Rcpt("desk@crash.test", nil); err != nil {
+				return err
 			}
-			_ = p.cmd.Wait()
-			<-p.done
+			w, err := c.Data()
+			if err != nil {
+				return err
+			}
+			if _, err := w.Write(data); err != nil {
+				return err
+			}
+			return w.Close()
+		}
 
-			p = startServe(t, binPath, args...)
-			if err := deliver(p.inboundAddr(t)); err != nil {
-				t.Fatalf("the retry after the restart: %v", err)
-			}
-			if n := count(p); n != 1 {
-				t.Fatalf("%d received messages after the retry, want 1", n)
-			}
-		})
-	}
+		proxy, err := tcpproxy.Start(p.inboundAddr(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer proxy.Close()
+		proxy.DropReplies(1000)
+		if err := deliver(proxy.Addr); err == nil {
+			t.Fatal("the sender heard a reply the proxy should have swallowed")
+		}
+		if n := count(p); n != 1 {
+			t.Fatalf("%d received messages before the kill, want the one stored", n)
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = p.cmd.Wait()
+		<-p.done
+
+		p = startServe(t, binPath, args...)
+		if err := deliver(p.inboundAddr(t)); err != nil {
+			t.Fatalf("the retry after the restart: %v", err)
+		}
+		if n := count(p); n != 1 {
+			t.Fatalf("%d received messages after the retry, want 1", n)
+		}
+	})
 }

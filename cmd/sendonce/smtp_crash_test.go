@@ -1,12 +1,8 @@
 package main_test
 
 import (
-	"context"
-	"database/sql"
 	"encoding/json"
 	"net/http"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,161 +10,86 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
-	"github.com/jackc/pgx/v5"
-	"github.com/sendonce/sendonce/internal/testkit/pgtest"
+	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
-	_ "modernc.org/sqlite"
 )
-
-var smtpListenRE = regexp.MustCompile(`msg="smtp listening" addr=(\S+)`)
-
-// smtpAddr waits for the process's SMTP listener and returns its address.
-func (p *proc) smtpAddr(t *testing.T) string {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if m := smtpListenRE.FindStringSubmatch(p.logText()); m != nil {
-			return m[1]
-		}
-	}
-	t.Fatalf("serve did not start its SMTP listener:\n%s", p.logText())
-	return ""
-}
-
-// lockSends holds, from outside sendonce, a lock that its next accepted
-// send waits for: SQLite's write lock, or PostgreSQL's table lock.
-func lockSends(t *testing.T, db string) (release func()) {
-	t.Helper()
-	ctx := context.Background()
-	if path, ok := strings.CutPrefix(db, "sqlite:"); ok {
-		sdb, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, err := sdb.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-			t.Fatal(err)
-		}
-		return func() { _, _ = conn.ExecContext(ctx, "ROLLBACK"); conn.Close(); sdb.Close() }
-	}
-	conn, err := pgx.Connect(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "LOCK TABLE sends IN EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
-	return func() { _ = tx.Rollback(ctx); _ = conn.Close(ctx) }
-}
 
 // TestCrash_SMTPKilledBetweenDataAndReply: a real sendonce is killed with
 // SIGKILL after the client's final dot and before its reply (the commit is
 // held up); the client never hears; after the restart it sends the same
 // message again and gets one send, delivered once.
 func TestCrash_SMTPKilledBetweenDataAndReply(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	for _, backend := range []string{"sqlite", "postgres"} {
-		t.Run(backend, func(t *testing.T) {
-			db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
-			if backend == "postgres" {
-				db = pgtest.NewDatabase(t)
-			}
-			relay := smtptest.Start(t, smtptest.Options{})
-			secret := run(t, binPath, "keys", "create", "--db", db, "--name", "smtp", "--scopes", "send,read")
-			args := []string{"--db", db, "--transport", "smtp://" + relay.Addr + "?tls=none", "--smtp-addr", "127.0.0.1:0",
-				"--retry-base", "50ms", "--poll-interval", "20ms"}
-			p := startServe(t, binPath, args...)
-			addr := p.smtpAddr(t)
+	eachDB(t, func(t *testing.T, _, db string) {
+		relay := smtptest.Start(t, smtptest.Options{})
+		secret := run(t, binPath, "keys", "create", "--db", db, "--name", "smtp", "--scopes", "send,read")
+		args := []string{"--db", db, "--transport", "smtp://" + relay.Addr + "?tls=none", "--smtp-addr", "127.0.0.1:0",
+			"--retry-base", "50ms", "--poll-interval", "20ms"}
+		p := startServe(t, binPath, args...)
+		addr := p.smtpAddr(t)
 
-			data := []byte("From: sender@example.com\r\nTo: ann@example.com\r\nSubject: crash\r\n" +
-				"Message-ID: <crash-1@example.com>\r\n\r\nAccepted once, whatever happens.\r\n")
-			send := func(addr string) (string, error) {
-				c, err := smtp.Dial(addr)
-				if err != nil {
-					return "", err
-				}
-				defer c.Close()
-				if err := c.Auth(sasl.NewPlainClient("", "app", secret)); err != nil {
-					return "", err
-				}
-				if err := c.Mail("sender@example.com", nil); err != nil {
-					return "", err
-				}
-				if err := c.Rcpt("ann@example.com", nil); err != nil {
-					return "", err
-				}
-				w, err := c.Data()
-				if err != nil {
-					return "", err
-				}
-				if _, err := w.Write(data); err != nil {
-					return "", err
-				}
-				r, err := w.CloseWithResponse()
-				if err != nil {
-					return "", err
-				}
-				return r.StatusText, nil
-			}
-
-			release := lockSends(t, db)
-			replied := make(chan error, 1)
-			go func() { _, err := send(addr); replied <- err }()
-			time.Sleep(700 * time.Millisecond) // past the dot: the acceptance waits for the lock
-			select {
-			case err := <-replied:
-				t.Fatalf("the client got its reply while the commit was held: %v", err)
-			default:
-			}
-			if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			_ = p.cmd.Wait()
-			<-p.done
-			if err := <-replied; err == nil {
-				t.Fatal("the client read a 250 from a process killed before its commit")
-			}
-			release()
-
-			p = startServe(t, binPath, args...)
-			text, err := send(p.smtpAddr(t))
+		data := []byte("From: sender@example.com\r\nTo: ann@example.com\r\nSubject: crash\r\n" +
+			"Message-ID: <crash-1@example.com>\r\n\r\nAccepted once, whatever happens.\r\n")
+		send := func(addr string) (string, error) {
+			c, err := smtp.Dial(addr)
 			if err != nil {
-				t.Fatalf("retry after the restart: %v", err)
+				return "", err
 			}
-			if !strings.Contains(text, "snd_") {
-				t.Fatalf("retry answered %q", text)
+			defer c.Close()
+			if err := c.Auth(sasl.NewPlainClient("", "app", secret)); err != nil {
+				return "", err
 			}
-			req, _ := http.NewRequest("GET", p.url+"/v1/sends?idempotency_key=crash-1@example.com", nil)
-			req.Header.Set("Authorization", "Bearer "+secret)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			var list struct {
-				Data []struct{ ID string } `json:"data"`
-			}
-			if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-				t.Fatal(err)
-			}
-			if len(list.Data) != 1 || !strings.Contains(text, list.Data[0].ID) {
-				t.Fatalf("sends under the Message-ID: %+v; the 250 said %q; want exactly that one", list.Data, text)
-			}
-			for deadline := time.Now().Add(20 * time.Second); len(relay.Messages()) == 0 && time.Now().Before(deadline); {
-				time.Sleep(20 * time.Millisecond)
-			}
-			time.Sleep(200 * time.Millisecond)
-			if n := relay.MessageIDCounts()["crash-1@example.com"]; n != 1 {
-				t.Errorf("relay got the message %d times, want once", n)
-			}
-		})
-	}
+			return smtptest.Transact(c, "sender@example.com", []string{"ann@example.com"}, data)
+		}
+
+		release := sendoncetest.HoldWrites(t, db)
+		replied := make(chan error, 1)
+		go func() { _, err := send(addr); replied <- err }()
+		time.Sleep(700 * time.Millisecond) // past the dot: the acceptance waits for the lock
+		select {
+		case err := <-replied:
+			t.Fatalf("the client got its reply while the commit was held: %v", err)
+		default:
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = p.cmd.Wait()
+		<-p.done
+		if err := <-replied; err == nil {
+			t.Fatal("the client read a 250 from a process killed before its commit")
+		}
+		release()
+
+		p = startServe(t, binPath, args...)
+		text, err := send(p.smtpAddr(t))
+		if err != nil {
+			t.Fatalf("retry after the restart: %v", err)
+		}
+		if !strings.Contains(text, "snd_") {
+			t.Fatalf("retry answered %q", text)
+		}
+		req, _ := http.NewRequest("GET", p.url+"/v1/sends?idempotency_key=crash-1@example.com", nil)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var list struct {
+			Data []struct{ ID string } `json:"data"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Data) != 1 || !strings.Contains(text, list.Data[0].ID) {
+			t.Fatalf("sends under the Message-ID: %+v; the 250 said %q; want exactly that one", list.Data, text)
+		}
+		for deadline := time.Now().Add(20 * time.Second); len(relay.Messages()) == 0 && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if n := relay.MessageIDCounts()["crash-1@example.com"]; n != 1 {
+			t.Errorf("relay got the message %d times, want once", n)
+		}
+	})
 }

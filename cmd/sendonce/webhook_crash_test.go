@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 	"github.com/sendonce/sendonce/webhooksig"
 )
 
@@ -23,18 +21,9 @@ import (
 // with the same webhook-id and body and a valid signature. On SQLite and
 // PostgreSQL.
 func TestCrash_WebhookDeliveredAfterSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	for _, backend := range []string{"sqlite", "postgres"} {
-		t.Run(backend, func(t *testing.T) {
-			db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
-			if backend == "postgres" {
-				db = pgtest.NewDatabase(t) // skips without PostgreSQL, fails under CI
-			}
-			webhookAfterKill(t, db)
-		})
-	}
+	eachDB(t, func(t *testing.T, _, db string) {
+		webhookAfterKill(t, db)
+	})
 }
 
 func webhookAfterKill(t *testing.T, db string) {

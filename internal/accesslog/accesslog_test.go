@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sendonce/sendonce/internal/testkit/syncbuf"
 )
 
 // viaSlog is what slog's own handler writes for the line.
@@ -83,21 +85,8 @@ func FuzzDirect_ReadsAsSlogWritesIt(f *testing.F) {
 	})
 }
 
-// lockedBuffer stands for the server's log buffer, which takes whole
-// lines from many goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
 func TestDirect_ConcurrentLinesStayWhole(t *testing.T) {
-	var out lockedBuffer
+	var out syncbuf.Buffer // stands for the server's log buffer, which takes whole lines from many goroutines
 	d := Direct{W: &out, Fallback: Slog{L: slog.New(slog.NewTextHandler(&out, nil))}}
 	want := direct(sample(), false)
 	var wg sync.WaitGroup
@@ -111,7 +100,7 @@ func TestDirect_ConcurrentLinesStayWhole(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	lines := bytes.SplitAfter(out.b.Bytes(), []byte("\n"))
+	lines := bytes.SplitAfter([]byte(out.String()), []byte("\n"))
 	if len(lines) != 8*200+1 {
 		t.Fatalf("%d lines, want %d", len(lines)-1, 8*200)
 	}

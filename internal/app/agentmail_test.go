@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -19,20 +18,8 @@ const question = "From: Ann <ann@outside.example>\r\nTo: support@example.com\r\n
 func receivedQuestion(t *testing.T) (*sendoncetest.Env, *core.Mailbox, app.Received) {
 	t.Helper()
 	env := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true})
-	svc, ctx := env.Server.Service, context.Background()
-	var inbox *core.Mailbox
-	env.OwnDomain(t, "default", "example.com")
-	if err := svc.InTx(ctx, func(tx core.Tx) (err error) {
-		inbox, err = svc.CreateInbox(ctx, tx, "default", "support@example.com", "Support")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	rcv, err := svc.Receive(ctx, app.Incoming{Tenant: "default", MailboxID: inbox.ID, Source: "smtp", Raw: []byte(question)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env, inbox, rcv
+	inbox := env.NewInbox(t, "default", "support@example.com", "Support")
+	return env, inbox, env.Receive(t, inbox, question)
 }
 
 // statusOf is the status of the send an answer names (native: the send;

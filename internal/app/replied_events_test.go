@@ -1,13 +1,11 @@
 package app_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
@@ -18,15 +16,7 @@ import (
 func TestReceive_OneRepliedEntryPerSend(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
-		svc, ctx := env.Server.Service, context.Background()
-		env.OwnDomain(t, "default", "example.com")
-		var inbox *core.Mailbox
-		if err := svc.InTx(ctx, func(tx core.Tx) (err error) {
-			inbox, err = svc.CreateInbox(ctx, tx, "default", "news@example.com", "News")
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		inbox := env.NewInbox(t, "default", "news@example.com", "News")
 		sent := env.Send(t, "news", map[string]any{"from": "news@example.com", "to": "list@partner.test",
 			"subject": "Newsletter", "text": "Hello.", "mailbox_id": inbox.ID}).JSON(t)
 		const replies = 30
@@ -34,10 +24,7 @@ func TestReceive_OneRepliedEntryPerSend(t *testing.T) {
 		for i := range replies {
 			raw := fmt.Sprintf("From: anon%d@stranger.test\r\nTo: news@example.com\r\nSubject: Re: Newsletter\r\n"+
 				"Message-ID: <r%d@stranger.test>\r\nIn-Reply-To: %s\r\n\r\nunsubscribe\r\n", i, i, sent["message_id"])
-			rcv, err := svc.Receive(ctx, app.Incoming{Tenant: "default", MailboxID: inbox.ID, Source: "smtp", Raw: []byte(raw)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rcv := env.Receive(t, inbox, raw)
 			thread = rcv.ThreadID
 		}
 		r := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/sends/" + sent["id"].(string), Key: env.AdminKey})

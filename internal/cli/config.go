@@ -94,27 +94,11 @@ func (e *envFlags) str(p *string, name, env, def, usage string) {
 }
 
 func (e *envFlags) dur(p *time.Duration, name, env string, def time.Duration, usage string) {
-	if v, ok := e.env(env); ok {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			e.errs = append(e.errs, fmt.Sprintf("%s=%q: not a duration", env, v))
-		} else {
-			def = d
-		}
-	}
-	e.fs.DurationVar(p, name, def, usage+" (env "+env+")")
+	e.fs.DurationVar(p, name, envValue(e, env, def, time.ParseDuration, "a duration"), usage+" (env "+env+")")
 }
 
 func (e *envFlags) integer(p *int, name, env string, def int, usage string) {
-	if v, ok := e.env(env); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			e.errs = append(e.errs, fmt.Sprintf("%s=%q: not a whole number", env, v))
-		} else {
-			def = n
-		}
-	}
-	e.fs.IntVar(p, name, def, usage+" (env "+env+")")
+	e.fs.IntVar(p, name, envValue(e, env, def, strconv.Atoi, "a whole number"), usage+" (env "+env+")")
 }
 
 func (e *envFlags) float(p *float64, name, env string, def float64, usage string) {
@@ -130,15 +114,23 @@ func (e *envFlags) float(p *float64, name, env string, def float64, usage string
 }
 
 func (e *envFlags) boolean(p *bool, name, env string, def bool, usage string) {
-	if v, ok := e.env(env); ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			e.errs = append(e.errs, fmt.Sprintf("%s=%q: not true or false", env, v))
-		} else {
-			def = b
-		}
+	e.fs.BoolVar(p, name, envValue(e, env, def, strconv.ParseBool, "true or false"), usage+" (env "+env+")")
+}
+
+// envValue is a flag's default: the variable env parsed, or def when it
+// is unset. A value that does not parse keeps def and is recorded ("not
+// " + what) for err, so every bad variable is reported at once.
+func envValue[T any](e *envFlags, env string, def T, parse func(string) (T, error), what string) T {
+	v, ok := e.env(env)
+	if !ok {
+		return def
 	}
-	e.fs.BoolVar(p, name, def, usage+" (env "+env+")")
+	x, err := parse(v)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Sprintf("%s=%q: not %s", env, v, what))
+		return def
+	}
+	return x
 }
 
 // list is a repeatable flag; the variable holds values separated by

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"io"
 	"testing"
 	"time"
 )
@@ -37,17 +36,7 @@ func TestShutdownGrace_FlagAndEnv(t *testing.T) {
 		{args: []string{"--shutdown-grace", "45s"}, want: 45 * time.Second},
 		{env: "50s", want: 50 * time.Second},
 	} {
-		e := newFlags("serve", func(k string) string {
-			if k == "SENDONCE_SHUTDOWN_GRACE" {
-				return c.env
-			}
-			return ""
-		}, io.Discard)
-		var cfg Config
-		serverFlags(e, &cfg)
-		if err := e.fs.Parse(c.args); err != nil {
-			t.Fatal(err)
-		}
+		cfg := serveFlagsFrom(t, map[string]string{"SENDONCE_SHUTDOWN_GRACE": c.env}, c.args...)
 		if cfg.ShutdownGrace != c.want {
 			t.Errorf("args %v env %q: %v, want %v", c.args, c.env, cfg.ShutdownGrace, c.want)
 		}

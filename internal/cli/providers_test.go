@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -9,12 +8,7 @@ import (
 
 func parseProviders(t *testing.T, env map[string]string, args ...string) (Config, error) {
 	t.Helper()
-	e := newFlags("serve", func(k string) string { return env[k] }, io.Discard)
-	var cfg Config
-	serverFlags(e, &cfg)
-	if err := e.fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
+	cfg := serveFlagsFrom(t, env, args...)
 	_, _, err := cfg.serverConfig()
 	return cfg, err
 }
@@ -24,22 +18,12 @@ func parseProviders(t *testing.T, env map[string]string, args ...string) (Config
 // otherwise refuse every message with 403).
 func TestServeFlags_SESSNSTopic(t *testing.T) {
 	const a, b = "arn:aws:sns:eu-west-1:123456789012:ses-events", "arn:aws-cn:sns:cn-north-1:123456789012:other"
-	e := newFlags("serve", func(k string) string { return map[string]string{"SENDONCE_SES_SNS_TOPIC": a + " " + b}[k] }, io.Discard)
-	var cfg Config
-	serverFlags(e, &cfg)
-	if err := e.fs.Parse(nil); err != nil {
-		t.Fatal(err)
-	}
+	cfg := serveFlagsFrom(t, map[string]string{"SENDONCE_SES_SNS_TOPIC": a + " " + b})
 	sc, _, err := cfg.serverConfig()
 	if err != nil || !slices.Equal(sc.Providers.SESSNSTopics, []string{a, b}) {
 		t.Errorf("from the environment: %v, %v", sc.Providers.SESSNSTopics, err)
 	}
-	e = newFlags("serve", func(string) string { return "" }, io.Discard)
-	cfg = Config{}
-	serverFlags(e, &cfg)
-	if err := e.fs.Parse([]string{"--ses-sns-topic", a, "--ses-sns-topic", b}); err != nil {
-		t.Fatal(err)
-	}
+	cfg = serveFlagsFrom(t, nil, "--ses-sns-topic", a, "--ses-sns-topic", b)
 	if sc, _, err := cfg.serverConfig(); err != nil || !slices.Equal(sc.Providers.SESSNSTopics, []string{a, b}) {
 		t.Errorf("from flags: %v, %v", sc.Providers.SESSNSTopics, err)
 	}

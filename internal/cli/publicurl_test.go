@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"io"
 	"testing"
 )
 
@@ -19,20 +18,7 @@ func TestServeFlags_PublicURL(t *testing.T) {
 		{[]string{"--public-url", "mail.example.com"}, "", false},
 		{[]string{"--public-url", "ftp://mail.example.com"}, "", false},
 	} {
-		e := newFlags("serve", func(k string) string {
-			if k == "SENDONCE_PUBLIC_URL" {
-				return c.env
-			}
-			return ""
-		}, io.Discard)
-		var cfg Config
-		serverFlags(e, &cfg)
-		if err := e.fs.Parse(c.args); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.err(); err != nil {
-			t.Fatal(err)
-		}
+		cfg := serveFlagsFrom(t, map[string]string{"SENDONCE_PUBLIC_URL": c.env}, c.args...)
 		err := cfg.validate()
 		if (err == nil) != c.ok {
 			t.Errorf("%v %q: validate() = %v, want ok %v", c.args, c.env, err, c.ok)

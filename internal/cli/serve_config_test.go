@@ -34,12 +34,7 @@ func TestServerConfig_MapsTheCLIFlags(t *testing.T) {
 		{name: "caps and fetch", args: []string{"--max-templates", "3", "--attachment-fetch"}, work: true, replay: dflt, maxTemplates: 3, attachmentFetch: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newFlags("serve", func(string) string { return "" }, io.Discard)
-			var cfg Config
-			serverFlags(e, &cfg)
-			if err := e.fs.Parse(c.args); err != nil {
-				t.Fatal(err)
-			}
+			cfg := serveFlagsFrom(t, nil, c.args...)
 			sc, _, err := cfg.serverConfig()
 			if err != nil {
 				t.Fatal(err)
@@ -72,32 +67,35 @@ func TestServerConfig_MapsTheCLIFlags(t *testing.T) {
 // The mx flags: defaults as the contract's section 14 gives them, the
 // environment read, the flag winning, --egress-source repeatable.
 func TestServeFlags_MX(t *testing.T) {
-	parseWith := func(env map[string]string, args ...string) Config {
-		t.Helper()
-		e := newFlags("serve", func(k string) string { return env[k] }, io.Discard)
-		var cfg Config
-		serverFlags(e, &cfg)
-		if err := e.fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.err(); err != nil {
-			t.Fatal(err)
-		}
-		return cfg
-	}
-	sc := parseWith(nil).Server
+	sc := serveFlagsFrom(t, nil).Server
 	if sc.MXPort != "25" || sc.MaxQueueLifetime != 120*time.Hour || sc.MaxRetryDelay != time.Hour || sc.HELOName != "localhost" || len(sc.EgressSources) != 0 || sc.TLSCA != "" {
 		t.Errorf("defaults: port %q lifetime %v max delay %v helo %q sources %v ca %q", sc.MXPort, sc.MaxQueueLifetime, sc.MaxRetryDelay, sc.HELOName, sc.EgressSources, sc.TLSCA)
 	}
 	env := map[string]string{"SENDONCE_MX_PORT": "2525", "SENDONCE_MAX_QUEUE_LIFETIME": "72h", "SENDONCE_MAX_RETRY_DELAY": "30m",
 		"SENDONCE_HELO_NAME": "mta.example.com", "SENDONCE_TLS_CA": "/ca.pem", "SENDONCE_EGRESS_SOURCE": "a=192.0.2.1 b=192.0.2.2,ehlo=b.example.com"}
-	sc = parseWith(env).Server
+	sc = serveFlagsFrom(t, env).Server
 	if sc.MXPort != "2525" || sc.MaxQueueLifetime != 72*time.Hour || sc.MaxRetryDelay != 30*time.Minute || sc.HELOName != "mta.example.com" || sc.TLSCA != "/ca.pem" ||
 		!slices.Equal(sc.EgressSources, []string{"a=192.0.2.1", "b=192.0.2.2,ehlo=b.example.com"}) {
 		t.Errorf("environment: %+v", sc)
 	}
-	sc = parseWith(env, "--mx-port", "2626", "--egress-source", "c=192.0.2.3", "--egress-source", "d=192.0.2.4").Server
+	sc = serveFlagsFrom(t, env, "--mx-port", "2626", "--egress-source", "c=192.0.2.3", "--egress-source", "d=192.0.2.4").Server
 	if sc.MXPort != "2626" || !slices.Equal(sc.EgressSources, []string{"c=192.0.2.3", "d=192.0.2.4"}) {
 		t.Errorf("flags over the environment: port %q sources %v", sc.MXPort, sc.EgressSources)
 	}
+}
+
+// serveFlagsFrom parses serve's flags from args with the environment env,
+// failing the test on a flag or variable that does not parse.
+func serveFlagsFrom(t *testing.T, env map[string]string, args ...string) Config {
+	t.Helper()
+	e := newFlags("serve", func(k string) string { return env[k] }, io.Discard)
+	var cfg Config
+	serverFlags(e, &cfg)
+	if err := e.fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.err(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

@@ -1,14 +1,11 @@
 package dashboard_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/sendonce/sendonce/internal/app"
-	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
@@ -18,15 +15,7 @@ import (
 func TestDashboard_ThreadPageIsPagedAndCutsLargeBodies(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
-		svc, ctx := env.Server.Service, context.Background()
-		env.OwnDomain(t, "default", "big.test")
-		var inbox *core.Mailbox
-		if err := svc.InTx(ctx, func(tx core.Tx) (err error) {
-			inbox, err = svc.CreateInbox(ctx, tx, "default", "desk@big.test", "Desk")
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		inbox := env.NewInbox(t, "default", "desk@big.test", "Desk")
 		body := strings.Repeat("abcdefgh ", 300<<10/9)
 		var thread string
 		for i := range 22 {
@@ -35,10 +24,7 @@ func TestDashboard_ThreadPageIsPagedAndCutsLargeBodies(t *testing.T) {
 				refs = "References: <p0@stranger.test>\r\n"
 			}
 			raw := fmt.Sprintf("From: s@stranger.test\r\nTo: desk@big.test\r\nSubject: Big\r\nMessage-ID: <p%d@stranger.test>\r\n%s\r\n%s\r\n", i, refs, body)
-			r, err := svc.Receive(ctx, app.Incoming{Tenant: "default", MailboxID: inbox.ID, Source: "smtp", Raw: []byte(raw)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := env.Receive(t, inbox, raw)
 			thread = r.ThreadID
 		}
 		br := newBrowser(t, env)

@@ -20,10 +20,7 @@ import (
 // them after it).
 func TestDeliver_TenantsShareWorkersFairly(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		relay := smtptest.Start(t, smtptest.Options{})
-		relay.SetBehaviour(smtptest.Behaviour{DelayData: 20 * time.Millisecond})
-		// Two sessions at 20 ms a message: about 100 messages a second.
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, Transport: "smtp://" + relay.Addr + "?tls=none&max_sessions=2"})
+		env := slowRelayEnv(t, backend)
 		_, keyA := env.NewKey(t, app.NewKeyParams{Name: "a", Tenant: "tenant-a", Scopes: []core.Scope{core.ScopeSend, core.ScopeRead}})
 		_, keyB := env.NewKey(t, app.NewKeyParams{Name: "b", Tenant: "tenant-b", Scopes: []core.Scope{core.ScopeSend, core.ScopeRead}})
 		post := func(key, idem, to string) string {
@@ -35,20 +32,10 @@ func TestDeliver_TenantsShareWorkersFairly(t *testing.T) {
 			return id
 		}
 		const backlog = 1500
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 16)
-		for i := range backlog {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				if _, err := env.TrySendAs(keyA, fmt.Sprintf("a-%d", i), sendoncetest.Mail(fmt.Sprintf("a%d@example.com", i), "fair")); err != nil {
-					t.Error(err)
-				}
-			}()
-		}
-		wg.Wait()
+		queueBacklog(t, backlog, 16, func(i int) error {
+			_, err := env.TrySendAs(keyA, fmt.Sprintf("a-%d", i), sendoncetest.Mail(fmt.Sprintf("a%d@example.com", i), "fair"))
+			return err
+		})
 
 		start := time.Now()
 		var ids []string
@@ -78,4 +65,34 @@ func TestDeliver_TenantsShareWorkersFairly(t *testing.T) {
 			t.Errorf("only %d of tenant A's sends were still waiting: the backlog was too short to tell", waiting)
 		}
 	})
+}
+
+// slowRelayEnv starts sendonce relaying to a recording server that takes
+// 20 ms a message over two sessions: about 100 messages a second, so a
+// backlog of thousands takes many seconds to drain.
+func slowRelayEnv(t *testing.T, backend sendoncetest.Backend) *sendoncetest.Env {
+	t.Helper()
+	relay := smtptest.Start(t, smtptest.Options{})
+	relay.SetBehaviour(smtptest.Behaviour{DelayData: 20 * time.Millisecond})
+	return sendoncetest.Start(t, sendoncetest.Options{Backend: backend, Transport: "smtp://" + relay.Addr + "?tls=none&max_sessions=2"})
+}
+
+// queueBacklog calls send(i) for i in [0, n), par at a time, and returns
+// when all have answered; a failed send fails the test.
+func queueBacklog(t *testing.T, n, par int, send func(i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, par)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := send(i); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
 }

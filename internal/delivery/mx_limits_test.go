@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,21 +46,11 @@ func TestMX_ProviderLimitsAcrossDomains(t *testing.T) {
 	env := sendoncetest.Start(t, sendoncetest.Options{MX: true, MXPort: port, DNSResolver: dns.Addr(), Shaping: shaping,
 		RetryBase: 50 * time.Millisecond})
 
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			to := fmt.Sprintf("u%d@%s", i, domains[i%len(domains)])
-			if _, err := env.TrySend(fmt.Sprintf("lim-%d", i), map[string]any{"to": to, "subject": "s", "text": "x"}); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
+	queueBacklog(t, n, 8, func(i int) error {
+		to := fmt.Sprintf("u%d@%s", i, domains[i%len(domains)])
+		_, err := env.TrySend(fmt.Sprintf("lim-%d", i), map[string]any{"to": to, "subject": "s", "text": "x"})
+		return err
+	})
 	total := func() int {
 		c := 0
 		for _, s := range servers {

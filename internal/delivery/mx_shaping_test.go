@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,23 +29,10 @@ func TestMX_ShapingLearnsAConnectionLimit(t *testing.T) {
 			RetryBase: 50 * time.Millisecond})
 
 		ids := make([]string, n)
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 8)
-		for i := range n {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				id, err := env.TrySend(fmt.Sprintf("shaped-%d", i), map[string]any{"to": fmt.Sprintf("u%d@shaped.test", i), "subject": "s", "text": "x"})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				ids[i] = id
-			}()
-		}
-		wg.Wait()
+		queueBacklog(t, n, 8, func(i int) (err error) {
+			ids[i], err = env.TrySend(fmt.Sprintf("shaped-%d", i), map[string]any{"to": fmt.Sprintf("u%d@shaped.test", i), "subject": "s", "text": "x"})
+			return err
+		})
 		deadline := time.Now().Add(90 * time.Second)
 		for len(mx.Messages()) < n && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)

@@ -3,13 +3,11 @@ package delivery_test
 import (
 	"fmt"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
-	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
 // TestDeliver_TransactionalBeforeBulkBacklog: a tenant queues a bulk
@@ -19,10 +17,7 @@ import (
 // sent it after the backlog).
 func TestDeliver_TransactionalBeforeBulkBacklog(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		relay := smtptest.Start(t, smtptest.Options{})
-		relay.SetBehaviour(smtptest.Behaviour{DelayData: 20 * time.Millisecond})
-		// Two sessions at 20 ms a message: about 100 messages a second.
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, Transport: "smtp://" + relay.Addr + "?tls=none&max_sessions=2"})
+		env := slowRelayEnv(t, backend)
 		post := func(idem string, body map[string]any) string {
 			r := env.Send(t, idem, body)
 			if r.Status != http.StatusOK {
@@ -32,20 +27,10 @@ func TestDeliver_TransactionalBeforeBulkBacklog(t *testing.T) {
 			return id
 		}
 		const backlog = 5000
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 16)
-		for i := range backlog {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				if _, err := env.TrySend(fmt.Sprintf("news-%d", i), map[string]any{"to": fmt.Sprintf("n%d@example.com", i), "subject": "news", "text": "x", "stream": "bulk"}); err != nil {
-					t.Error(err)
-				}
-			}()
-		}
-		wg.Wait()
+		queueBacklog(t, backlog, 16, func(i int) error {
+			_, err := env.TrySend(fmt.Sprintf("news-%d", i), map[string]any{"to": fmt.Sprintf("n%d@example.com", i), "subject": "news", "text": "x", "stream": "bulk"})
+			return err
+		})
 
 		start := time.Now()
 		id := post("reset", map[string]any{"to": "ann@example.com", "subject": "reset", "text": "x"})

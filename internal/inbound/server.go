@@ -252,14 +252,24 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 		return errNoSuchUser
 	}
 	route, err := ss.s.cfg.Receiver.ReceivingRoute(ctx, to)
+	if err := ss.lookupRefusal(ctx, "inbound route lookup", err); err != nil {
+		return err
+	}
+	ss.rcpts = append(ss.rcpts, rcpt{addr: to, route: route})
+	return nil
+}
+
+// lookupRefusal answers a RCPT whose lookup (what) failed: 550 for an
+// address that is not there, 451 for anything else (logged, so the
+// sender tries again); nil when it did not fail.
+func (ss *session) lookupRefusal(ctx context.Context, what string, err error) error {
 	if errors.Is(err, core.ErrNotFound) {
 		return errNoSuchUser
 	}
 	if err != nil {
-		ss.s.cfg.Logger.ErrorContext(ctx, "inbound route lookup", slog.Any("error", err))
+		ss.s.cfg.Logger.ErrorContext(ctx, what, slog.Any("error", err))
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}
 	}
-	ss.rcpts = append(ss.rcpts, rcpt{addr: to, route: route})
 	return nil
 }
 

@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/emersion/go-smtp"
-
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 )
@@ -36,12 +34,8 @@ func (s *Server) unsubscribeToken(addr string) (string, bool) {
 // recipient of a send that exists: 550 for one altered or unknown.
 func (ss *session) unsubscribeRcpt(ctx context.Context, to, token string) error {
 	err := ss.s.cfg.Unsubscriber.CheckUnsubscribe(ctx, token)
-	if errors.Is(err, core.ErrNotFound) {
-		return errNoSuchUser
-	}
-	if err != nil {
-		ss.s.cfg.Logger.ErrorContext(ctx, "inbound unsubscribe check", slog.Any("error", err))
-		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}
+	if err := ss.lookupRefusal(ctx, "inbound unsubscribe check", err); err != nil {
+		return err
 	}
 	ss.rcpts = append(ss.rcpts, rcpt{addr: to, unsubscribe: token})
 	return nil

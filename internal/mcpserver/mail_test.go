@@ -72,14 +72,7 @@ func mailEnv(t *testing.T, b sendoncetest.Backend, p app.NewKeyParams) (env *sen
 	t.Helper()
 	env = sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
 	svc, ctx := env.Server.Service, context.Background()
-	var inbox *core.Mailbox
-	env.OwnDomain(t, "default", "example.com")
-	if err := svc.InTx(ctx, func(tx core.Tx) (err error) {
-		inbox, err = svc.CreateInbox(ctx, tx, "default", "support@example.com", "Support")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	inbox := env.NewInbox(t, "default", "support@example.com", "Support")
 	for i, raw := range []string{injectedMail, htmlOnlyMail} {
 		r, err := svc.Receive(ctx, app.Incoming{Tenant: "default", MailboxID: inbox.ID, Source: "smtp",
 			MailFrom: "mallory@outside.example", RcptTo: []string{"support@example.com"}, Raw: []byte(raw)})

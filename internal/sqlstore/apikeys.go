@@ -23,11 +23,8 @@ func scanKey(r rowScanner) (*core.APIKey, error) {
 	)
 	err := r.Scan(&k.ID, &k.Tenant, &k.Name, &k.SecretHash, &scopes, &mailboxes, &k.RequiresApproval, &createdAt, &revokedAt,
 		&k.Agent, &allow, &k.MaxPerHour, &k.MaxPerDay, &k.RateLimit, &k.DefaultStream)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan api key: %w", err)
+	if err := rowErr("scan api key", err); err != nil {
+		return nil, err
 	}
 	for _, sc := range strings.Split(scopes, ",") {
 		if sc != "" {
@@ -79,14 +76,7 @@ func (t *Tx) InsertAPIKey(ctx context.Context, k *core.APIKey) error {
 
 // RevokeAPIKey implements core.Tx.
 func (t *Tx) RevokeAPIKey(ctx context.Context, id string, at time.Time) error {
-	n, err := t.q.exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`, micros(at), id)
-	if err != nil {
-		return fmt.Errorf("revoke api key: %w", err)
-	}
-	if n != 1 {
-		return core.ErrNotFound
-	}
-	return nil
+	return t.execOne(ctx, "revoke api key", `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`, micros(at), id)
 }
 
 // CountKeySends implements core.Tx. The key's row is locked first
@@ -118,14 +108,7 @@ func (t *Tx) CountKeySends(ctx context.Context, keyID string, since time.Time) (
 
 // SetSendAPIKey implements core.Tx.
 func (t *Tx) SetSendAPIKey(ctx context.Context, sendID, keyID string) error {
-	n, err := t.q.exec(ctx, `UPDATE sends SET api_key_id = ? WHERE id = ?`, keyID, sendID)
-	if err != nil {
-		return fmt.Errorf("set send api key: %w", err)
-	}
-	if n != 1 {
-		return core.ErrNotFound
-	}
-	return nil
+	return t.execOne(ctx, "set send api key", `UPDATE sends SET api_key_id = ? WHERE id = ?`, keyID, sendID)
 }
 
 // SendAPIKey implements core.Tx.

@@ -3,8 +3,6 @@ package sqlstore
 import (
 	"cmp"
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/sendonce/sendonce/internal/core"
@@ -18,11 +16,8 @@ func scanDomain(r rowScanner) (*core.Domain, error) {
 		createdAt int64
 	)
 	err := r.Scan(&d.Tenant, &d.Domain, &d.Selector, &d.Algorithm, &d.PrivateKey, &d.PublicRecord, &d.Status, &createdAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan domain: %w", err)
+	if err := rowErr("scan domain", err); err != nil {
+		return nil, err
 	}
 	d.CreatedAt = fromMicros(createdAt)
 	return &d, nil
@@ -56,24 +51,10 @@ func (t *Tx) InsertDomain(ctx context.Context, d *core.Domain) error {
 
 // DeleteDomain implements core.Tx.
 func (t *Tx) DeleteDomain(ctx context.Context, tenant, domain string) error {
-	n, err := t.q.exec(ctx, `DELETE FROM domains WHERE tenant = ? AND domain = ?`, tenant, domain)
-	if err != nil {
-		return fmt.Errorf("delete domain: %w", err)
-	}
-	if n != 1 {
-		return core.ErrNotFound
-	}
-	return nil
+	return t.execOne(ctx, "delete domain", `DELETE FROM domains WHERE tenant = ? AND domain = ?`, tenant, domain)
 }
 
 // SetDomainStatus implements core.Tx.
 func (t *Tx) SetDomainStatus(ctx context.Context, tenant, domain string, status core.DomainStatus) error {
-	n, err := t.q.exec(ctx, `UPDATE domains SET status = ? WHERE tenant = ? AND domain = ?`, status, tenant, domain)
-	if err != nil {
-		return fmt.Errorf("set domain status: %w", err)
-	}
-	if n != 1 {
-		return core.ErrNotFound
-	}
-	return nil
+	return t.execOne(ctx, "set domain status", `UPDATE domains SET status = ? WHERE tenant = ? AND domain = ?`, status, tenant, domain)
 }

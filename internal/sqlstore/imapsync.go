@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -30,11 +28,8 @@ func (s *Store) IMAPSyncState(ctx context.Context, tenant, mailboxID string) (*c
 	err := s.r.queryRow(ctx, `SELECT tenant, mailbox_id, uid_validity, last_uid, status, error_class, failures, updated_at
 		FROM imap_sync WHERE tenant = ? AND mailbox_id = ?`, tenant, mailboxID).
 		Scan(&st.Tenant, &st.MailboxID, &validity, &uid, &status, &st.ErrorClass, &st.Failures, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read imap sync state: %w", err)
+	if err := rowErr("read imap sync state", err); err != nil {
+		return nil, err
 	}
 	st.UIDValidity, st.LastUID = uint32(validity), uint32(uid)
 	st.Status, st.UpdatedAt = core.IMAPSyncStatus(status), fromMicros(updated)
@@ -54,14 +49,7 @@ func (s *Store) IMAPAppendsDue(ctx context.Context, now time.Time) (bool, error)
 
 // SetMailboxIMAP implements core.Tx.
 func (t *Tx) SetMailboxIMAP(ctx context.Context, tenant, id string, imap []byte, shown string) error {
-	n, err := t.q.exec(ctx, `UPDATE mailboxes SET imap = ?, imap_shown = ? WHERE tenant = ? AND id = ?`, imap, shown, tenant, id)
-	if err != nil {
-		return fmt.Errorf("set mailbox imap: %w", err)
-	}
-	if n != 1 {
-		return core.ErrNotFound
-	}
-	return nil
+	return t.execOne(ctx, "set mailbox imap", `UPDATE mailboxes SET imap = ?, imap_shown = ? WHERE tenant = ? AND id = ?`, imap, shown, tenant, id)
 }
 
 // LeaseIMAPSync implements core.Tx: one conditional upsert, so that two

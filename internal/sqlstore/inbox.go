@@ -2,9 +2,7 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/sendonce/sendonce/internal/core"
@@ -19,11 +17,8 @@ func scanInbox(r rowScanner) (*core.InboxMessage, error) {
 		receivedAt int64
 	)
 	err := r.Scan(&m.ID, &m.Tenant, &m.SendID, &m.MessageID, &m.From, &rcpt, &m.Subject, &m.Raw, &receivedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan inbox message: %w", err)
+	if err := rowErr("scan inbox message", err); err != nil {
+		return nil, err
 	}
 	if err := json.Unmarshal([]byte(rcpt), &m.To); err != nil {
 		return nil, fmt.Errorf("decode inbox message %s: %w", m.ID, err)

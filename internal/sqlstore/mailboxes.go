@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/sendonce/sendonce/internal/core"
@@ -17,11 +15,8 @@ func scanMailbox(r rowScanner) (*core.Mailbox, error) {
 		createdAt int64
 	)
 	err := r.Scan(&m.Tenant, &m.ID, &m.Address, &m.Name, &m.Transport, &m.ReceiveOnly, &createdAt, &m.IMAP, &m.IMAPShown, &m.Quarantine)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan mailbox: %w", err)
+	if err := rowErr("scan mailbox", err); err != nil {
+		return nil, err
 	}
 	m.CreatedAt = fromMicros(createdAt)
 	return &m, nil

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -17,11 +16,8 @@ func scanSendProvider(r rowScanner) (*core.SendProvider, error) {
 		since, upd int64
 	)
 	err := r.Scan(&p.SendID, &p.Tenant, &p.Transport, &p.Provider, &p.MessageID, &since, &upd)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read send provider: %w", err)
+	if err := rowErr("read send provider", err); err != nil {
+		return nil, err
 	}
 	p.Since, p.UpdatedAt = fromMicros(since), fromMicros(upd)
 	return &p, nil

@@ -42,11 +42,8 @@ func scanReceived(r rowScanner) (*core.ReceivedMessage, error) {
 	err := r.Scan(&m.ID, &m.Tenant, &m.MailboxID, &m.ThreadID, &m.DedupKey, &m.Digest, &m.Source, &m.MailFrom, &rcpt,
 		&m.RemoteIP, &m.MessageID, &m.InReplyTo, &refs, &m.From, &to, &cc, &replyTo, &m.Subject, &sentDate, &m.Text,
 		&m.HTML, &hdrs, &atts, &auth, &m.Size, &m.Read, &m.SendID, &receivedAt, &m.Preview, &m.Folder, &m.Sender)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan received message: %w", err)
+	if err := rowErr("scan received message", err); err != nil {
+		return nil, err
 	}
 	for _, f := range []struct {
 		src string
@@ -115,11 +112,8 @@ func (s *Store) ReceivedRaw(ctx context.Context, tenant, id string) ([]byte, err
 	var raw []byte
 	err := s.r.queryRow(ctx, `SELECT r.raw FROM received_messages m JOIN received_raw r ON r.tenant = m.tenant AND r.digest = m.digest
 		WHERE m.tenant = ? AND m.id = ?`, tenant, id).Scan(&raw)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read received raw: %w", err)
+	if err := rowErr("read received raw", err); err != nil {
+		return nil, err
 	}
 	return raw, nil
 }
@@ -208,14 +202,7 @@ func likeEscape(s string) string {
 
 // SetReceivedRead implements core.ReceivingTx.
 func (t *Tx) SetReceivedRead(ctx context.Context, tenant, id string, read bool) error {
-	n, err := t.q.exec(ctx, `UPDATE received_messages SET is_read = ? WHERE tenant = ? AND id = ?`, read, tenant, id)
-	if err != nil {
-		return fmt.Errorf("mark received message: %w", err)
-	}
-	if n == 0 {
-		return core.ErrNotFound
-	}
-	return nil
+	return t.execOne(ctx, "mark received message", `UPDATE received_messages SET is_read = ? WHERE tenant = ? AND id = ?`, read, tenant, id)
 }
 
 // ReceivingRoute implements core.Receiving.
@@ -232,11 +219,8 @@ func (s *Store) ReceivingRoute(ctx context.Context, address string) (*core.Recei
 	// The address's own row sorts before its domain's '@…' row.
 	err := s.r.queryRow(ctx, `SELECT address, tenant, mailbox_id, created_at FROM receiving_addresses
 		WHERE address IN (?, ?) ORDER BY address DESC LIMIT 1`, addr, domain).Scan(&a.Address, &a.Tenant, &a.MailboxID, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("receiving route: %w", err)
+	if err := rowErr("receiving route", err); err != nil {
+		return nil, err
 	}
 	a.CreatedAt = fromMicros(at)
 	return &a, nil
@@ -297,25 +281,14 @@ func (t *Tx) QueueTenantWebhook(ctx context.Context, tenant, event, eventID, sub
 
 // UpdateMailboxName implements core.ReceivingTx.
 func (t *Tx) UpdateMailboxName(ctx context.Context, tenant, id, name string) error {
-	n, err := t.q.exec(ctx, `UPDATE mailboxes SET name = ? WHERE tenant = ? AND id = ?`, name, tenant, id)
-	if err != nil {
-		return fmt.Errorf("update mailbox: %w", err)
-	}
-	if n == 0 {
-		return core.ErrNotFound
-	}
-	return nil
+	return t.execOne(ctx, "update mailbox", `UPDATE mailboxes SET name = ? WHERE tenant = ? AND id = ?`, name, tenant, id)
 }
 
 // DeleteMailbox implements core.ReceivingTx: the mailbox and its receiving
 // addresses; its received mail and threads stay until deleted or expired.
 func (t *Tx) DeleteMailbox(ctx context.Context, tenant, id string) error {
-	n, err := t.q.exec(ctx, `DELETE FROM mailboxes WHERE tenant = ? AND id = ?`, tenant, id)
-	if err != nil {
-		return fmt.Errorf("delete mailbox: %w", err)
-	}
-	if n == 0 {
-		return core.ErrNotFound
+	if err := t.execOne(ctx, "delete mailbox", `DELETE FROM mailboxes WHERE tenant = ? AND id = ?`, tenant, id); err != nil {
+		return err
 	}
 	return t.RemoveReceivingAddresses(ctx, tenant, id)
 }

@@ -33,11 +33,8 @@ func scanSend(r rowScanner) (*core.Send, error) {
 		&replyTo, &s.Subject, &s.Text, &s.HTML, &headers, &tags, &templateID, &s.MessageID, &s.Attempts, &lastError,
 		&attemptToken, &leaseUntil, &createdAt, &updatedAt, &sentAt, &inReplyTo, &refs, &s.Forward, &s.Tries, &nextAttempt,
 		&s.Raw, &scheduledAt, &s.AttachmentCount, &s.Stream, &traceParent, &s.Unsubscribe)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan send: %w", err)
+	if err := rowErr("scan send", err); err != nil {
+		return nil, err
 	}
 	s.IdempotencyKey, s.TemplateID, s.LastError, s.AttemptToken = idemKey.String, templateID.String, lastError.String, attemptToken.String
 	s.InReplyTo, s.TraceParent = inReplyTo.String, traceParent.String
@@ -136,15 +133,8 @@ func (t *Tx) insertAttachments(ctx context.Context, s *core.Send) error {
 
 // Reschedule implements core.Tx.
 func (t *Tx) Reschedule(ctx context.Context, id string, at, now time.Time) error {
-	n, err := t.q.exec(ctx, `UPDATE sends SET scheduled_at = ?, next_attempt_at = ?, updated_at = ?
+	return t.execOne(ctx, "reschedule send", `UPDATE sends SET scheduled_at = ?, next_attempt_at = ?, updated_at = ?
 		WHERE id = ? AND status = 'scheduled'`, micros(at), micros(at), micros(now), id)
-	if err != nil {
-		return fmt.Errorf("reschedule send: %w", err)
-	}
-	if n != 1 {
-		return core.ErrNotFound
-	}
-	return nil
 }
 
 // due is the next_attempt_at to store for s: a queued send without one is

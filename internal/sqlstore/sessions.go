@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -35,11 +33,8 @@ func (s *Store) Session(ctx context.Context, id string) (*core.DashboardSession,
 	var created, seen int64
 	err := s.w.queryRow(ctx, `SELECT id, tenant, api_key_id, csrf, created_at, seen_at FROM dashboard_sessions WHERE id = ?`, id).
 		Scan(&ds.ID, &ds.Tenant, &ds.APIKeyID, &ds.CSRF, &created, &seen)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read dashboard session: %w", err)
+	if err := rowErr("read dashboard session", err); err != nil {
+		return nil, err
 	}
 	ds.CreatedAt, ds.SeenAt = fromMicros(created), fromMicros(seen)
 	return &ds, nil

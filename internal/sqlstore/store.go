@@ -212,3 +212,29 @@ func (s *Store) Exec(ctx context.Context, query string, args ...any) (int64, err
 func (s *Store) QueryRow(ctx context.Context, query string, args ...any) Row {
 	return s.r.queryRow(ctx, query, args...)
 }
+
+// execOne runs a statement whose WHERE names one row by its primary key
+// (and maybe a condition on it), and answers core.ErrNotFound when it
+// changed none; what names the change in an error.
+func (t *Tx) execOne(ctx context.Context, what, query string, args ...any) error {
+	n, err := t.q.exec(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if n == 0 {
+		return core.ErrNotFound
+	}
+	return nil
+}
+
+// rowErr is the error of reading the one row a key names: core.ErrNotFound
+// when there is none, any other failure wrapped with what; nil for nil.
+func rowErr(what string, err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}

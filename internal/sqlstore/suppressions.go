@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -19,11 +17,8 @@ func scanSuppression(r rowScanner) (*core.Suppression, error) {
 		at int64
 	)
 	err := r.Scan(&s.ID, &s.Tenant, &s.Address, &s.Reason, &s.Origin, &s.SendID, &at, &s.Stream)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan suppression: %w", err)
+	if err := rowErr("scan suppression", err); err != nil {
+		return nil, err
 	}
 	s.CreatedAt = fromMicros(at)
 	return &s, nil

@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/sendonce/sendonce/internal/core"
@@ -17,11 +15,8 @@ func scanTemplate(r rowScanner) (*core.Template, error) {
 		createdAt, updatedAt int64
 	)
 	err := r.Scan(&t.Tenant, &t.ID, &t.Subject, &t.Text, &t.HTML, &t.Compat, &createdAt, &updatedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan template: %w", err)
+	if err := rowErr("scan template", err); err != nil {
+		return nil, err
 	}
 	t.CreatedAt, t.UpdatedAt = fromMicros(createdAt), fromMicros(updatedAt)
 	return &t, nil
@@ -57,12 +52,5 @@ func (t *Tx) PutTemplate(ctx context.Context, tp *core.Template) (bool, error) {
 
 // DeleteTemplate implements core.Tx.
 func (t *Tx) DeleteTemplate(ctx context.Context, tenant, id string) error {
-	n, err := t.q.exec(ctx, `DELETE FROM templates WHERE tenant = ? AND id = ?`, tenant, id)
-	if err != nil {
-		return fmt.Errorf("delete template: %w", err)
-	}
-	if n != 1 {
-		return core.ErrNotFound
-	}
-	return nil
+	return t.execOne(ctx, "delete template", `DELETE FROM templates WHERE tenant = ? AND id = ?`, tenant, id)
 }

@@ -2,9 +2,7 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -32,11 +30,8 @@ func scanThread(r rowScanner) (*core.Thread, error) {
 	)
 	err := r.Scan(&t.ID, &t.Tenant, &t.MailboxID, &t.Subject, &t.SubjectKey, &t.Folder, &labels, &last, &created,
 		&t.Messages, &t.Unread, &withAtt, &t.From, &to, &cc)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan thread: %w", err)
+	if err := rowErr("scan thread", err); err != nil {
+		return nil, err
 	}
 	for _, f := range []struct {
 		src string
@@ -181,15 +176,8 @@ func (t *Tx) AddThreadItem(ctx context.Context, tenant, threadID string, it core
 
 // UpdateThread implements core.ReceivingTx.
 func (t *Tx) UpdateThread(ctx context.Context, th *core.Thread) error {
-	n, err := t.q.exec(ctx, `UPDATE threads SET folder = ?, labels = ? WHERE tenant = ? AND id = ?`,
+	return t.execOne(ctx, "update thread", `UPDATE threads SET folder = ?, labels = ? WHERE tenant = ? AND id = ?`,
 		th.Folder, jsonText(nonNil(th.Labels)), th.Tenant, th.ID)
-	if err != nil {
-		return fmt.Errorf("update thread: %w", err)
-	}
-	if n == 0 {
-		return core.ErrNotFound
-	}
-	return nil
 }
 
 // SetThreadRead implements core.ReceivingTx.
@@ -203,12 +191,8 @@ func (t *Tx) SetThreadRead(ctx context.Context, tenant, threadID string, read bo
 // DeleteThread implements core.ReceivingTx: the thread, its messages and
 // the raw bytes no other message of the tenant shares.
 func (t *Tx) DeleteThread(ctx context.Context, tenant, id string) error {
-	n, err := t.q.exec(ctx, `DELETE FROM threads WHERE tenant = ? AND id = ?`, tenant, id)
-	if err != nil {
-		return fmt.Errorf("delete thread: %w", err)
-	}
-	if n == 0 {
-		return core.ErrNotFound
+	if err := t.execOne(ctx, "delete thread", `DELETE FROM threads WHERE tenant = ? AND id = ?`, tenant, id); err != nil {
+		return err
 	}
 	// What the tenant keeps shrinks by the thread's messages (their count
 	// and sizes: migration 0021), and the raw bytes they named go unless

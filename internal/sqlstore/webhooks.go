@@ -24,11 +24,8 @@ func scanWebhook(r rowScanner) (*core.Webhook, error) {
 		createdAt, updatedAt int64
 	)
 	err := r.Scan(&w.ID, &w.Tenant, &w.Endpoint, &events, &w.Status, &w.Secret, &w.Failures, &w.DisabledReason, &createdAt, &updatedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan webhook: %w", err)
+	if err := rowErr("scan webhook", err); err != nil {
+		return nil, err
 	}
 	if err := json.Unmarshal([]byte(events), &w.Events); err != nil {
 		return nil, fmt.Errorf("decode webhook %s events: %w", w.ID, err)
@@ -72,14 +69,11 @@ func (t *Tx) subscribe(ctx context.Context, w *core.Webhook) error {
 
 // UpdateWebhook implements core.WebhookTx.
 func (t *Tx) UpdateWebhook(ctx context.Context, w *core.Webhook) error {
-	n, err := t.q.exec(ctx, `UPDATE webhooks SET endpoint = ?, events = ?, status = ?, secret = ?, failures = ?,
+	err := t.execOne(ctx, "update webhook", `UPDATE webhooks SET endpoint = ?, events = ?, status = ?, secret = ?, failures = ?,
 		disabled_reason = ?, updated_at = ? WHERE id = ? AND tenant = ?`,
 		w.Endpoint, jsonText(nonNil(w.Events)), w.Status, w.Secret, w.Failures, w.DisabledReason, micros(w.UpdatedAt), w.ID, w.Tenant)
 	if err != nil {
-		return fmt.Errorf("update webhook: %w", err)
-	}
-	if n != 1 {
-		return core.ErrNotFound
+		return err
 	}
 	return t.subscribe(ctx, w)
 }
@@ -92,14 +86,7 @@ func (t *Tx) WebhookForUpdate(ctx context.Context, tenant, id string) (*core.Web
 // DeleteWebhook implements core.WebhookTx: its subscriptions, deliveries
 // and attempts go with it.
 func (t *Tx) DeleteWebhook(ctx context.Context, tenant, id string) error {
-	n, err := t.q.exec(ctx, `DELETE FROM webhooks WHERE id = ? AND tenant = ?`, id, tenant)
-	if err != nil {
-		return fmt.Errorf("delete webhook: %w", err)
-	}
-	if n != 1 {
-		return core.ErrNotFound
-	}
-	return nil
+	return t.execOne(ctx, "delete webhook", `DELETE FROM webhooks WHERE id = ? AND tenant = ?`, id, tenant)
 }
 
 // ReplayWebhookDelivery implements core.WebhookTx.
@@ -176,11 +163,8 @@ func scanDelivery(r rowScanner) (*core.WebhookDelivery, error) {
 	)
 	err := r.Scan(&d.WebhookID, &d.EventID, &d.Tenant, &d.SendID, &d.Event, &d.Status, &d.Tries, &next, &d.LeaseToken,
 		&d.Body, &createdAt, &updatedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, core.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scan webhook delivery: %w", err)
+	if err := rowErr("scan webhook delivery", err); err != nil {
+		return nil, err
 	}
 	d.NextAttemptAt = fromNullMicros(next)
 	d.CreatedAt, d.UpdatedAt = fromMicros(createdAt), fromMicros(updatedAt)

@@ -3,7 +3,6 @@ package submission_test
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -13,11 +12,10 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
-	"github.com/jackc/pgx/v5"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/submission"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
-	_ "modernc.org/sqlite"
+	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
 const waitLong = 20 * time.Second
@@ -73,27 +71,7 @@ func dial(t testing.TB, addr, secret string) *smtp.Client {
 // submit runs one mail transaction and returns the DATA reply's text, or
 // the first refusal.
 func submit(c *smtp.Client, from string, to []string, data []byte) (string, error) {
-	if err := c.Mail(from, nil); err != nil {
-		return "", err
-	}
-	for _, r := range to {
-		if err := c.Rcpt(r, nil); err != nil {
-			_ = c.Reset()
-			return "", err
-		}
-	}
-	w, err := c.Data()
-	if err != nil {
-		return "", err
-	}
-	if _, err := w.Write(data); err != nil {
-		return "", err
-	}
-	resp, err := w.CloseWithResponse()
-	if err != nil {
-		return "", err
-	}
-	return resp.StatusText, nil
+	return smtptest.Transact(c, from, to, data)
 }
 
 // code is the SMTP reply code of err (0 when it is not an SMTP reply).
@@ -145,50 +123,6 @@ func newMsgID() string { return "<" + rand.Text() + "@example.com>" }
 func sendsOf(t *testing.T, env *sendoncetest.Env, key string) int {
 	t.Helper()
 	return env.QueryInt(t, `SELECT COUNT(*) FROM sends WHERE idempotency_key = ?`, key)
-}
-
-// holdWrites takes the database's write lock from outside sendonce, as a
-// long transaction of another process would: sendonce's next commit waits
-// until release is called.
-func holdWrites(t *testing.T, env *sendoncetest.Env) (release func()) {
-	t.Helper()
-	ctx := context.Background()
-	if env.DBPath != "" {
-		db, err := sql.Open("sqlite", "file:"+env.DBPath+"?_pragma=busy_timeout(10000)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-			t.Fatalf("BEGIN IMMEDIATE: %v", err)
-		}
-		return once(func() { _, _ = conn.ExecContext(ctx, "ROLLBACK"); conn.Close(); db.Close() })
-	}
-	conn, err := pgx.Connect(ctx, env.DB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "LOCK TABLE sends IN EXCLUSIVE MODE"); err != nil {
-		t.Fatalf("lock sends: %v", err)
-	}
-	return once(func() { _ = tx.Rollback(ctx); _ = conn.Close(ctx) })
-}
-
-func once(f func()) func() {
-	done := false
-	return func() {
-		if !done {
-			done = true
-			f()
-		}
-	}
 }
 
 // counter reads a counter of the instance's registry: the one whose only

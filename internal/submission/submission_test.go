@@ -185,7 +185,7 @@ func TestSubmission_ConcurrentDuplicatesGetOne250AndThe451s(t *testing.T) {
 		msgID := newMsgID()
 		data := mail(msgID, "Only once.")
 		to := []string{"ann@example.com"}
-		release := holdWrites(t, env)
+		release := sendoncetest.HoldWrites(t, env.DB)
 		defer release()
 
 		const n = 5

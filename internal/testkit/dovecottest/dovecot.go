@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sendonce/sendonce/internal/testkit/daemontest"
 )
 
 // Options says what the instance serves.
@@ -76,8 +78,8 @@ func Start(t testing.TB, o Options) *Dovecot {
 	for u, p := range o.Users {
 		d.users[u] = p
 	}
-	d.dir = makeDir(t)
-	d.Addr = freeAddr(t, o.Host)
+	d.dir = daemontest.MakeDir(t, "dovecottest-", "run", "state", "mail")
+	d.Addr = daemontest.FreeAddr(t, o.Host)
 	var tlsConf string
 	if o.TLS {
 		tlsConf = d.writeCerts(t, o.Host)
@@ -88,7 +90,7 @@ func Start(t testing.TB, o Options) *Dovecot {
 		t.Fatal(err)
 	}
 	d.start(t, bin)
-	d.waitListening(t)
+	daemontest.WaitListening(t, "dovecot", d.Addr, d.stopped, d.Log)
 	return d
 }
 
@@ -103,32 +105,9 @@ func lookDovecot(t testing.TB) string {
 		}
 	}
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("dovecot cannot run: %v (.ci/run installs it: apt-get install -y dovecot-imapd)", err)
-		}
-		t.Skipf("needs Debian's dovecot-imapd: %v", err)
+		daemontest.Missing(t, "dovecot", err, "apt-get install -y dovecot-imapd", "Debian's dovecot-imapd")
 	}
 	return bin
-}
-
-// makeDir makes the instance's directory. It is not under t.TempDir
-// (0700): Dovecot's login and mail processes, under users of their own,
-// must reach it.
-func makeDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "dovecottest-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sub := range []string{"run", "state", "mail"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 // config is dovecot.conf: plain-text logins allowed (the tests' clients
@@ -227,7 +206,7 @@ func (d *Dovecot) start(t testing.TB, bin string) {
 	}
 	d.stopped = make(chan struct{})
 	go func() { _ = d.cmd.Wait(); close(d.stopped) }()
-	t.Cleanup(func() {
+	daemontest.Cleanup(t, "dovecot", d.dir, func() {
 		_ = d.cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-d.stopped:
@@ -235,33 +214,7 @@ func (d *Dovecot) start(t testing.TB, bin string) {
 			_ = d.cmd.Process.Kill()
 			<-d.stopped
 		}
-		if t.Failed() {
-			t.Logf("dovecot log:\n%s", d.Log())
-		}
-		os.RemoveAll(d.dir)
-	})
-}
-
-// waitListening waits (up to 10 s) until Dovecot takes connections.
-func (d *Dovecot) waitListening(t testing.TB) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", d.Addr, time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
-		select {
-		case <-d.stopped:
-			t.Fatalf("dovecot exited:\n%s", d.Log())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dovecot does not listen on %s: %v\n%s", d.Addr, err, d.Log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	}, d.Log)
 }
 
 // Log returns Dovecot's log so far.
@@ -275,15 +228,4 @@ func (d *Dovecot) Port() int {
 	_, p, _ := net.SplitHostPort(d.Addr)
 	n, _ := strconv.Atoi(p)
 	return n
-}
-
-// freeAddr returns an address on host no one listens on just now.
-func freeAddr(t testing.TB, host string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

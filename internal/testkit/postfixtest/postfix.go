@@ -7,6 +7,7 @@
 package postfixtest
 
 import (
+	_ "embed"
 	"fmt"
 	"net"
 	"os"
@@ -16,7 +17,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/sendonce/sendonce/internal/testkit/daemontest"
 )
 
 // Options says where mail goes.
@@ -33,29 +35,13 @@ type Postfix struct {
 	dir  string
 }
 
-// masterCF is the services this instance runs: no chroot (the queue
-// directory is a temporary one), no local delivery.
-const masterCF = `%s inet n - n - - smtpd
-pickup    unix  n       -       n       60      1       pickup
-cleanup   unix  n       -       n       -       0       cleanup
-qmgr      unix  n       -       n       300     1       qmgr
-rewrite   unix  -       -       n       -       -       trivial-rewrite
-bounce    unix  -       -       n       -       0       bounce
-defer     unix  -       -       n       -       0       bounce
-trace     unix  -       -       n       -       0       bounce
-verify    unix  -       -       n       -       1       verify
-flush     unix  n       -       n       1000?   0       flush
-proxymap  unix  -       -       n       -       -       proxymap
-smtp      unix  -       -       n       -       -       smtp
-relay     unix  -       -       n       -       -       smtp
-showq     unix  n       -       n       -       -       showq
-error     unix  -       -       n       -       -       error
-retry     unix  -       -       n       -       -       error
-discard   unix  -       -       n       -       -       discard
-anvil     unix  -       -       n       -       1       anvil
-scache    unix  -       -       n       -       1       scache
-postlog   unix-dgram n  -       n       -       1       postlogd
-`
+// masterCF is the services an instance runs, its smtpd listening on
+// LISTEN: no chroot (the queue directory is a temporary one), no local
+// delivery. bench/postfix_master.sh prints the same file for the
+// benchmarks' Postfix.
+//
+//go:embed master.cf
+var masterCF string
 
 // Start starts Postfix; t.Cleanup stops it. addr is the loopback address
 // it listens on ("" picks a free port).
@@ -67,9 +53,10 @@ func Start(t testing.TB, addr string, o Options) *Postfix {
 	}
 	p := &Postfix{Addr: addr, dir: makeDirs(t)}
 	p.writeFile(t, "main.cf", mainCF(p.dir, o.Routes))
-	p.writeFile(t, "master.cf", fmt.Sprintf(masterCF, addr))
+	p.writeFile(t, "master.cf", strings.Replace(masterCF, "LISTEN", addr, 1))
 	p.start(t, bin)
-	p.waitListening(t)
+	// "postfix start" may return before its master process listens.
+	daemontest.WaitListening(t, "postfix", p.Addr, nil, p.Log)
 	return p
 }
 
@@ -85,10 +72,7 @@ func lookPostfix(t testing.TB) string {
 		_, err = user.Lookup("postfix")
 	}
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("postfix cannot run: %v (.ci/run installs it: apt-get install -y postfix)", err)
-		}
-		t.Skipf("needs Debian's postfix, run as root: %v", err)
+		daemontest.Missing(t, "postfix", err, "apt-get install -y postfix", "Debian's postfix, run as root")
 	}
 	return bin
 }
@@ -98,23 +82,19 @@ func lookPostfix(t testing.TB) string {
 // t.TempDir: Postfix's own processes (user postfix) must reach it.
 func makeDirs(t testing.TB) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "postfixtest-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{"etc", "spool", "data"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := daemontest.MakeDir(t, "postfixtest-", "etc", "spool", "data")
 	if out, err := exec.Command("chown", "postfix", filepath.Join(dir, "data")).CombinedOutput(); err != nil {
 		t.Fatalf("chown data directory: %v: %s", err, out)
 	}
 	return dir
 }
+
+// mainCFBase is the main.cf every instance has, the benchmarks' too
+// (bench/postfix_master.sh): loopback only, no TLS on smtpd, no local
+// delivery, its queue and log under $DIR.
+//
+//go:embed main.cf
+var mainCFBase string
 
 // mainCF is the main.cf of an instance in dir: it relays the routes'
 // domains (in a stable order) to their hops, without DNS or TLS, and
@@ -127,32 +107,12 @@ func mainCF(dir string, routes map[string]string) string {
 	}
 	sort.Strings(domains)
 	sort.Strings(hops)
-	return strings.Join([]string{
-		"compatibility_level = 3.7",
-		"queue_directory = " + filepath.Join(dir, "spool"),
-		"data_directory = " + filepath.Join(dir, "data"),
-		"command_directory = /usr/sbin",
-		"daemon_directory = /usr/lib/postfix/sbin",
-		"shlib_directory = /usr/lib/postfix",
-		"meta_directory = /etc/postfix",
-		"mail_owner = postfix",
-		"setgid_group = postdrop",
-		"myhostname = relay.postfix.test",
-		"mydestination =",
-		"inet_interfaces = 127.0.0.1",
-		"inet_protocols = ipv4",
-		"mynetworks = 127.0.0.0/8",
+	return strings.NewReplacer("$DIR", dir, "$HOSTNAME", "relay.postfix.test").Replace(mainCFBase) + strings.Join([]string{
 		"relay_domains = " + strings.Join(domains, ", "),
 		"transport_maps = inline:{ " + strings.Join(hops, ", ") + " }",
 		"smtp_dns_support_level = disabled",
 		"smtp_tls_security_level = none",
-		"smtpd_tls_security_level = none",
-		"smtpd_relay_restrictions = permit_mynetworks, reject",
-		"alias_maps =",
-		"alias_database =",
 		"local_recipient_maps =",
-		"maillog_file_prefixes = " + dir,
-		"maillog_file = " + filepath.Join(dir, "maillog"),
 		"queue_run_delay = 1s",
 		"minimal_backoff_time = 1s",
 		"maximal_backoff_time = 2s",
@@ -177,31 +137,7 @@ func (p *Postfix) start(t testing.TB, bin string) {
 		os.RemoveAll(p.dir)
 		t.Fatalf("postfix start: %v: %s (log: %s)", err, out, p.Log())
 	}
-	t.Cleanup(func() {
-		_ = exec.Command(bin, "-c", etc, "stop").Run()
-		if t.Failed() {
-			t.Logf("postfix log:\n%s", p.Log())
-		}
-		os.RemoveAll(p.dir)
-	})
-}
-
-// waitListening waits (up to 10 s) until Postfix takes connections:
-// "postfix start" may return before its master process listens.
-func (p *Postfix) waitListening(t testing.TB) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", p.Addr, time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("postfix does not listen on %s: %v\n%s", p.Addr, err, p.Log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	daemontest.Cleanup(t, "postfix", p.dir, func() { _ = exec.Command(bin, "-c", etc, "stop").Run() }, p.Log)
 }
 
 // Log returns Postfix's log so far.
@@ -213,12 +149,7 @@ func (p *Postfix) Log() string {
 // FreeAddr returns a loopback address no one listens on just now.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return daemontest.FreeAddr(t, "127.0.0.1")
 }
 
 func hostOf(hp string) string { h, _, _ := net.SplitHostPort(hp); return h }

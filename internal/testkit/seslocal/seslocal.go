@@ -40,18 +40,26 @@ type Emulator struct {
 // Without node or the installed package it skips, or fails when CI is set.
 func Start(t testing.TB) *Emulator {
 	t.Helper()
-	if err := Installed(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the SES emulator cannot run: %v (.ci/run installs it: npm ci --prefix internal/testkit/seslocal/testdata/ses-local)", err)
-		}
-		t.Skipf("needs node and `npm ci --prefix internal/testkit/seslocal/testdata/ses-local`: %v", err)
-	}
+	Require(t)
 	e, stop, err := Run()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
 	return e
+}
+
+// Require skips the test, saying how to install the emulator, when it
+// cannot run (Installed); under CI, which installs it, it fails instead.
+// Tests that run it in another process (the soak) call it first.
+func Require(t testing.TB) {
+	t.Helper()
+	if err := Installed(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the SES emulator cannot run: %v (.ci/run installs it: npm ci --prefix internal/testkit/seslocal/testdata/ses-local)", err)
+		}
+		t.Skipf("needs node and `npm ci --prefix internal/testkit/seslocal/testdata/ses-local`: %v", err)
+	}
 }
 
 // Installed says why the emulator cannot run (no node, or the package not

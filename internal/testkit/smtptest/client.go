@@ -1,0 +1,31 @@
+package smtptest
+
+import "github.com/emersion/go-smtp"
+
+// Transact runs one mail transaction on c, as a submitting client does:
+// MAIL, a RCPT per recipient, DATA. It returns the final reply's text, or
+// the first refusal (after a refused RCPT it resets the transaction, so c
+// can run another).
+func Transact(c *smtp.Client, from string, to []string, data []byte) (string, error) {
+	if err := c.Mail(from, nil); err != nil {
+		return "", err
+	}
+	for _, r := range to {
+		if err := c.Rcpt(r, nil); err != nil {
+			_ = c.Reset()
+			return "", err
+		}
+	}
+	w, err := c.Data()
+	if err != nil {
+		return "", err
+	}
+	if _, err := w.Write(data); err != nil {
+		return "", err
+	}
+	resp, err := w.CloseWithResponse()
+	if err != nil {
+		return "", err
+	}
+	return resp.StatusText, nil
+}
