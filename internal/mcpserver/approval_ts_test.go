@@ -66,7 +66,7 @@ func TestMCP_ElicitationWithTheTypeScriptSDK(t *testing.T) {
 			t.Fatalf("%s: %v\n%s", answer, err, stderr.String())
 		}
 		var seen struct {
-			Asked  []string            `json:"asked"`
+			Asked  []string             `json:"asked"`
 			Result mcpserver.SendOutput `json:"result"`
 		}
 		if err := json.Unmarshal(b, &seen); err != nil {
