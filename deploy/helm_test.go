@@ -101,8 +101,8 @@ func TestHelmChart_LintsAndRendersWhatTheAPIServerTakes(t *testing.T) {
 		set  []string
 	}{
 		{"defaults", nil},
-		{"every option", []string{"api.smtp.enabled=true", "api.smtp.tlsSecret=smtp-tls", "api.inbound.enabled=true",
-			"api.inbound.name=mx.example.com", "api.inbound.tlsSecret=mx-tls", "secretKey.existingSecret=sendonce-key",
+		{"every option", []string{"api.smtp.enabled=true", "api.smtp.tlsSecret=smtp-tls", "api.mxserver.enabled=true",
+			"api.mxserver.name=mx.example.com", "api.mxserver.tlsSecret=mx-tls", "secretKey.existingSecret=sendonce-key",
 			"transportSecret.existingSecret=sendonce-relay", "env[0].name=SENDONCE_FROM", "env[0].value=mail@example.com"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/message"
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 )
 
 // Limits on attachments (docs/api.md, "Attachments").
@@ -171,7 +171,7 @@ func (s *Service) fetch(ctx context.Context, raw string) ([]byte, error) {
 	}
 	policy := s.cfg.Outbound
 	if policy == nil {
-		policy = outbound.MustParse("")
+		policy = netpolicy.MustParse("")
 	}
 	client := &http.Client{
 		Transport: policy.HTTPTransport(),
@@ -198,10 +198,10 @@ func (s *Service) fetch(ctx context.Context, raw string) ([]byte, error) {
 	defer release()
 	resp, err := client.Do(req)
 	if err != nil {
-		if errors.Is(err, outbound.ErrBlocked) {
+		if errors.Is(err, netpolicy.ErrBlocked) {
 			return nil, errors.New("path leads to an address this server may not connect to (loopback, private or otherwise not public)")
 		}
-		return nil, fmt.Errorf("could not fetch path: %s", outbound.Describe(err))
+		return nil, fmt.Errorf("could not fetch path: %s", netpolicy.Describe(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -214,7 +214,7 @@ func (s *Service) fetch(ctx context.Context, raw string) ([]byte, error) {
 		return nil, busy
 	}
 	if err != nil {
-		return nil, fmt.Errorf("could not fetch path: %s", outbound.Describe(err))
+		return nil, fmt.Errorf("could not fetch path: %s", netpolicy.Describe(err))
 	}
 	if int64(len(data)) > s.cfg.MaxMessageBytes {
 		return nil, fmt.Errorf("the file at path is larger than %d bytes (--max-message-size)", s.cfg.MaxMessageBytes)

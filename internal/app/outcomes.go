@@ -10,7 +10,7 @@ import (
 )
 
 // What a report about a handed-off send does to it — a bounce report
-// (internal/inbound) or a provider's event (providerevents.go): each
+// (internal/mxserver) or a provider's event (providerevents.go): each
 // recipient's outcome, its event and suppression, and the send's status,
 // in the caller's transaction.
 

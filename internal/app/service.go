@@ -21,7 +21,7 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/dnscheck"
 	"github.com/sendonce/sendonce/internal/imapurl"
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 	"github.com/sendonce/sendonce/internal/tracing"
 )
 
@@ -50,7 +50,7 @@ type Config struct {
 	// Outbound (--outbound-allow) judges the destinations a tenant chooses
 	// through the API (mailbox relays) and the mx transport's exchangers.
 	// nil allows global unicast addresses only.
-	Outbound *outbound.Policy
+	Outbound *netpolicy.Policy
 	// Caps bounds what one tenant may store (CheckCap). nil: no caps, as
 	// for the CLI, which is the operator's; the server passes
 	// its --max-* flags (defaults core.DefaultMax*).
@@ -349,4 +349,4 @@ func KeyFingerprint(k *core.APIKey) string {
 }
 
 // Outbound is the policy for connections made on a tenant's behalf.
-func (s *Service) Outbound() *outbound.Policy { return s.cfg.Outbound }
+func (s *Service) Outbound() *netpolicy.Policy { return s.cfg.Outbound }

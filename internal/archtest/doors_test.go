@@ -16,7 +16,7 @@ import (
 // database: every change they make goes through a service (internal/app,
 // internal/webhook), which owns the transaction or is handed the one of
 // the write protocol (idempotency.Run).
-var doors = []string{"../httpapi", "../httpapi/kit", "../httpapi/resend", "../httpapi/mailera", "../submission", "../dashboard", "../inbound", "../imapsync"}
+var doors = []string{"../httpapi", "../httpapi/kit", "../httpapi/resend", "../httpapi/mailera", "../submission", "../dashboard", "../mxserver", "../imapsync"}
 
 // TestDoors_ChangeOnlyThroughServices keeps the adapters honest. A store
 // handed to an adapter let one door create keys without the rules the

@@ -13,7 +13,7 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/delivery"
 	"github.com/sendonce/sendonce/internal/httpapi/kit"
-	"github.com/sendonce/sendonce/internal/inbound"
+	"github.com/sendonce/sendonce/internal/mxserver"
 	"github.com/sendonce/sendonce/internal/ratelimit"
 	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/sqlstore"
@@ -246,8 +246,8 @@ func serverFlags(e *envFlags, c *Config) {
 	e.str(&sc.InboundName, "inbound-name", "SENDONCE_INBOUND_NAME", "", "host name of the inbound listener: its greeting, its Authentication-Results, and the MX a receiving domain publishes (default: --bounce-domain, else localhost)")
 	e.str(&c.InboundTLSCert, "inbound-tls-cert", "SENDONCE_INBOUND_TLS_CERT", "", "PEM certificate (chain) the inbound listener offers STARTTLS with: the name of --inbound-name, which MTA-STS for a receiving domain requires (off by default: no STARTTLS)")
 	e.str(&c.InboundTLSKey, "inbound-tls-key", "SENDONCE_INBOUND_TLS_KEY", "", "PEM private key of --inbound-tls-cert")
-	e.integer(&c.InboundMaxMemory, "inbound-max-memory", "SENDONCE_INBOUND_MAX_MEMORY", inbound.DefaultMaxMemory, "bytes of messages the inbound listener reads and stores at once, over all its connections; past it DATA is answered 452 4.3.1 (the sender tries again later)")
-	e.dur(&sc.InboundLimits.SessionTimeout, "inbound-session-timeout", "SENDONCE_INBOUND_SESSION_TIMEOUT", inbound.DefaultSessionTimeout, "how long one inbound SMTP session may last, however active; then 421 and closed")
+	e.integer(&c.InboundMaxMemory, "inbound-max-memory", "SENDONCE_INBOUND_MAX_MEMORY", mxserver.DefaultMaxMemory, "bytes of messages the inbound listener reads and stores at once, over all its connections; past it DATA is answered 452 4.3.1 (the sender tries again later)")
+	e.dur(&sc.InboundLimits.SessionTimeout, "inbound-session-timeout", "SENDONCE_INBOUND_SESSION_TIMEOUT", mxserver.DefaultSessionTimeout, "how long one inbound SMTP session may last, however active; then 421 and closed")
 	e.boolean(&sc.InboundRejectDMARC, "inbound-reject-dmarc", "SENDONCE_INBOUND_REJECT_DMARC", false, "refuse (550 5.7.1) received mail that fails its sender domain's DMARC policy instead of keeping it flagged")
 	rep := &sc.Reputation
 	e.float(&rep.ComplaintRate, "pause-complaint-rate", "SENDONCE_PAUSE_COMPLAINT_RATE", app.DefaultPauseComplaintRate, "complaints per bulk send handed off in the last 24h at which the tenant's bulk stream pauses (docs/deliverability.md, \"The reputation guard\")")

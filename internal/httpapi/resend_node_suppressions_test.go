@@ -22,7 +22,7 @@ func TestResendNodeSDK_Suppressions(t *testing.T) {
 			t.Fatalf("send: %d %s", r.Status, r.Body)
 		}
 		sendID := r.JSON(t)["id"].(string)
-		// The entry a permanent bounce leaves (internal/inbound's tests make
+		// The entry a permanent bounce leaves (internal/mxserver's tests make
 		// it from a real report).
 		err := env.Server.Store.InTx(context.Background(), func(tx core.Tx) error {
 			_, err := tx.AddSuppression(context.Background(), &core.Suppression{ID: "sup_0bounce", Tenant: "default",

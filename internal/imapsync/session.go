@@ -17,7 +17,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/imapurl"
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 )
 
 // The classes a failure is told in: the mailbox's paused status and the
@@ -100,7 +100,7 @@ func dial(ctx context.Context, cfg imapurl.Config, o DialOptions, handler *imapc
 	defer cancel()
 	conn, err := o.DialContext(dctx, "tcp", cfg.Addr())
 	if err != nil {
-		if errors.Is(err, outbound.ErrBlocked) {
+		if errors.Is(err, netpolicy.ErrBlocked) {
 			return nil, nil, classed(ClassBlocked, err)
 		}
 		return nil, nil, classed(ClassConnect, err)
@@ -262,7 +262,7 @@ func sentFolder(c *imapclient.Client, configured string) (string, error) {
 
 // Describe says why a session failed in words fit for a tenant: the class
 // and, for a connection that did not reach a server, refused, timed out
-// and the like (outbound.Describe) — never the server's text, which could
+// and the like (netpolicy.Describe) — never the server's text, which could
 // map the network around sendonce or leak its banner.
 func Describe(err error) string {
 	var e *Error
@@ -273,11 +273,11 @@ func Describe(err error) string {
 	case ClassLogin:
 		return "IMAP login failed"
 	case ClassBlocked:
-		return "IMAP: " + outbound.FailBlocked
+		return "IMAP: " + netpolicy.FailBlocked
 	case ClassConnect:
-		return "IMAP: " + outbound.Describe(e.Err)
+		return "IMAP: " + netpolicy.Describe(e.Err)
 	case ClassTLS:
-		return "IMAP: " + outbound.FailTLS
+		return "IMAP: " + netpolicy.FailTLS
 	case ClassFolder:
 		return "IMAP: the inbox folder cannot be selected"
 	case ClassLimit:

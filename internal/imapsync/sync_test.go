@@ -10,7 +10,7 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/imapsync"
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 	"github.com/sendonce/sendonce/internal/testkit/dovecottest"
 )
 
@@ -194,7 +194,7 @@ func TestSync_NewPasswordThroughTheAPI(t *testing.T) {
 		d := dovecottest.Start(t, dovecottest.Options{})
 		d.Deliver(t, "alice", "INBOX", plain("waiting"), time.Now())
 		s := open()
-		svc := app.New(s, app.Config{SecretKey: strings.Repeat("s", 32), Outbound: outbound.MustParse("127.0.0.0/8")}, nil)
+		svc := app.New(s, app.Config{SecretKey: strings.Repeat("s", 32), Outbound: netpolicy.MustParse("127.0.0.0/8")}, nil)
 		m := &core.Mailbox{Tenant: "t1", ID: "support", Address: "support@example.com", CreatedAt: time.Now()}
 		if err := svc.ConnectIMAP(m, "imap://alice:wrong@"+d.Addr+"?tls=none"); err != nil {
 			t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"github.com/sendonce/sendonce/internal/accesslog"
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/inbound"
+	"github.com/sendonce/sendonce/internal/mxserver"
 	"github.com/sendonce/sendonce/internal/submission"
 )
 
@@ -51,7 +51,7 @@ type Config struct {
 	DNSResolver string
 	// OutboundAllow is --outbound-allow: the address ranges, besides
 	// global unicast, that connections made on a tenant's behalf (mailbox
-	// relays, mx exchangers) may reach, as outbound.Parse reads them.
+	// relays, mx exchangers) may reach, as netpolicy.Parse reads them.
 	OutboundAllow string
 	// MXPort is --mx-port: the exchangers' SMTP port under mx (default
 	// transport.DefaultMXPort, 25; tests use another).
@@ -186,7 +186,7 @@ type Config struct {
 	// InboundLimits bound the inbound listener's sessions
 	// (--inbound-max-memory, --inbound-session-timeout); zero fields are
 	// the listener's defaults.
-	InboundLimits inbound.Limits
+	InboundLimits mxserver.Limits
 	// Providers is the provider transports' settings: fallbacks, the
 	// intake routes' secrets and certificate hosts (providers.go).
 	Providers ProvidersConfig

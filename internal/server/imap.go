@@ -8,13 +8,13 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/imapsync"
 	"github.com/sendonce/sendonce/internal/imapurl"
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 )
 
 // imapProbe is the mailbox status route's IMAP login check: through the
 // outbound policy, answered as a class.
-func imapProbe(policy *outbound.Policy) func(ctx context.Context, cfg imapurl.Config) string {
+func imapProbe(policy *netpolicy.Policy) func(ctx context.Context, cfg imapurl.Config) string {
 	return func(ctx context.Context, cfg imapurl.Config) string {
 		err := imapsync.Probe(ctx, cfg, imapsync.DialOptions{DialContext: policy.DialContext})
 		if err == nil {
@@ -36,7 +36,7 @@ type imapWorkers struct {
 // newIMAPWorkers wires the syncer to receiving (svc.Receive) and both to
 // the store, dialling through the outbound policy; nil where delivery does
 // not run (role api).
-func newIMAPWorkers(store *sqlstore.Store, svc *app.Service, cfg Config, policy *outbound.Policy, logger *slog.Logger) *imapWorkers {
+func newIMAPWorkers(store *sqlstore.Store, svc *app.Service, cfg Config, policy *netpolicy.Policy, logger *slog.Logger) *imapWorkers {
 	if !cfg.Work {
 		return nil
 	}

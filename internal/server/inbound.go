@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/inbound"
 	"github.com/sendonce/sendonce/internal/inmail"
+	"github.com/sendonce/sendonce/internal/mxserver"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 	"github.com/sendonce/sendonce/internal/verp"
 )
@@ -42,9 +42,9 @@ func bounceSigner(ctx context.Context, store *sqlstore.Store, domain string) (*v
 }
 
 // inboundConfig is the listener's settings from the server's.
-func inboundConfig(cfg Config, resolver string) inbound.Config {
+func inboundConfig(cfg Config, resolver string) mxserver.Config {
 	name := cmp.Or(cfg.InboundName, cfg.BounceDomain, "localhost")
-	return inbound.Config{Domain: name, UnsubscribeDomain: unsubscribeDomain(cfg), Checker: inmail.NewChecker(name, resolver), RejectDMARCFail: cfg.InboundRejectDMARC, TLS: cfg.InboundTLS,
+	return mxserver.Config{Domain: name, UnsubscribeDomain: unsubscribeDomain(cfg), Checker: inmail.NewChecker(name, resolver), RejectDMARCFail: cfg.InboundRejectDMARC, TLS: cfg.InboundTLS,
 		Limits: cfg.InboundLimits}
 }
 
@@ -70,7 +70,7 @@ func (s *Server) startInbound(logger *slog.Logger) error {
 	c := s.inboundCfg
 	c.Signer, c.Receiver, c.Logger, c.Now = s.Bounce, s.Service, logger, s.now
 	c.Unsubscriber = s.Service
-	in := inbound.New(c)
+	in := mxserver.New(c)
 	s.inbound, s.InboundAddr = in, ln.Addr().String()
 	logger.Info("inbound listening", slog.String("addr", s.InboundAddr))
 	go func() {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/internal/httpapi/kit"
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 	"github.com/sendonce/sendonce/internal/sns"
 )
 
@@ -58,7 +58,7 @@ func LoadCA(path string) (*tls.Config, error) {
 // and subscription confirmations are fetched through the outbound policy
 // (a certificate host is public unless --sns-cert-host names another and
 // --outbound-allow lets it be reached), with --tls-ca's roots.
-func intakeConfig(cfg Config, policy *outbound.Policy) kit.ProvidersConfig {
+func intakeConfig(cfg Config, policy *netpolicy.Policy) kit.ProvidersConfig {
 	tr := policy.HTTPTransport()
 	if cfg.Providers.TLS != nil {
 		tr.TLSClientConfig = cfg.Providers.TLS.Clone()

@@ -23,10 +23,10 @@ import (
 	"github.com/sendonce/sendonce/internal/delivery"
 	"github.com/sendonce/sendonce/internal/httpapi"
 	"github.com/sendonce/sendonce/internal/httpapi/kit"
-	"github.com/sendonce/sendonce/internal/inbound"
 	"github.com/sendonce/sendonce/internal/lifecycle"
 	"github.com/sendonce/sendonce/internal/metrics"
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/mxserver"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 	"github.com/sendonce/sendonce/internal/ratelimit"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 	"github.com/sendonce/sendonce/internal/submission"
@@ -50,7 +50,7 @@ func (c Config) validate() error {
 	if _, err := app.ResolverAddr(c.DNSResolver); err != nil {
 		return err
 	}
-	if _, err := outbound.Parse(c.OutboundAllow); err != nil {
+	if _, err := netpolicy.Parse(c.OutboundAllow); err != nil {
 		return fmt.Errorf("--outbound-allow: %w", err)
 	}
 	if c.Transport != "" {
@@ -88,8 +88,8 @@ type Server struct {
 	// InboundAddr is the inbound listener's address once started.
 	InboundAddr string
 	inboundAddr string
-	inboundCfg  inbound.Config
-	inbound     *inbound.Server
+	inboundCfg  mxserver.Config
+	inbound     *mxserver.Server
 	now         func() time.Time
 	logger      *slog.Logger
 	// imap runs connected mailboxes' sync and Sent appends (workers only).
@@ -168,7 +168,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 		return nil, err
 	}
 	m := storeMetrics(store)
-	policy, err := outbound.Parse(cfg.OutboundAllow)
+	policy, err := netpolicy.Parse(cfg.OutboundAllow)
 	if err != nil {
 		return nil, fmt.Errorf("--outbound-allow: %w", err)
 	}
@@ -330,13 +330,13 @@ func deliveryConfig(cfg Config, mx transport.MXConfig, signer *verp.Signer) deli
 // wireWebhooks makes the webhook use cases and, where delivery runs, the
 // worker. Endpoints follow --outbound-allow, plus private and loopback
 // addresses under --webhook-allow-private.
-func wireWebhooks(store *sqlstore.Store, cfg Config, policy *outbound.Policy, logger *slog.Logger) (*webhook.Service, *webhook.Worker, error) {
+func wireWebhooks(store *sqlstore.Store, cfg Config, policy *netpolicy.Policy, logger *slog.Logger) (*webhook.Service, *webhook.Worker, error) {
 	schedule, err := webhook.ParseSchedule(cmp.Or(cfg.WebhookRetrySchedule, webhook.DefaultSchedule))
 	if err != nil {
 		return nil, nil, fmt.Errorf("--webhook-retry-schedule: %w", err)
 	}
 	if cfg.WebhookAllowPrivate {
-		policy = policy.With(outbound.MustParse("private"))
+		policy = policy.With(netpolicy.MustParse("private"))
 	}
 	svc := webhook.NewService(store, webhook.ServiceConfig{Policy: policy, SecretKey: cfg.SecretKey, Now: cfg.Now}, logger)
 	if !cfg.Work {

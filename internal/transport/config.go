@@ -63,7 +63,7 @@ type SMTPConfig struct {
 
 	// DialContext opens the TCP connection to Host:Port. Defaults to a
 	// net.Dialer with DialTimeout. Relays a tenant configured through the
-	// API dial through an outbound.Policy here; the operator's --transport
+	// API dial through an netpolicy.Policy here; the operator's --transport
 	// is trusted and dials directly.
 	DialContext func(ctx context.Context, network, address string) (net.Conn, error)
 

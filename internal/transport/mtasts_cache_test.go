@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 	"github.com/sendonce/sendonce/internal/testkit/dnstest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
@@ -47,7 +47,7 @@ func TestSTSCache_BoundedDropsOldest(t *testing.T) {
 	dns := dnstest.Start(t, zone...)
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca.PEM)
-	c := newSTSCache(MXConfig{MTASTS: true, STSPort: port, RootCAs: pool, DialTimeout: 2 * time.Second, Policy: outbound.MustParse("127.0.0.0/8")})
+	c := newSTSCache(MXConfig{MTASTS: true, STSPort: port, RootCAs: pool, DialTimeout: 2 * time.Second, Policy: netpolicy.MustParse("127.0.0.0/8")})
 	c.max = 3
 	clock := time.Now()
 	c.now = func() time.Time { return clock }

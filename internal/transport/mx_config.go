@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/internal/dnsresolve"
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 )
 
 // Defaults applied by NewMX to zero fields of MXConfig.
@@ -56,12 +56,12 @@ type MXConfig struct {
 	// servers.
 	DialContext func(ctx context.Context, network, address string) (net.Conn, error)
 	// Policy says which exchanger addresses may be dialled. nil allows
-	// global unicast only (see package outbound): a domain whose MX points
+	// global unicast only (see package netpolicy): a domain whose MX points
 	// at 127.0.0.1, at a private network or at ::ffff:0.0.0.0 cannot make
 	// sendonce deliver to itself or to internal mail hosts. Each address is
 	// judged before it is tried and, with the default dialer, again at
 	// connect time.
-	Policy *outbound.Policy
+	Policy *netpolicy.Policy
 
 	DNSTimeout     time.Duration // each DNS query; defaults to 10 seconds
 	DialTimeout    time.Duration // defaults to 30 seconds

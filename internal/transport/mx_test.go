@@ -15,7 +15,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 	"github.com/sendonce/sendonce/internal/testkit/dnstest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 	"github.com/sendonce/sendonce/internal/transport"
@@ -37,13 +37,13 @@ func mxConfig(dnsSrv *dnstest.Server) transport.MXConfig {
 		DataTimeout:    5 * time.Second,
 		// Fixture addresses come from the documentation ranges, which the
 		// default policy refuses like any address that is not global.
-		Policy: outbound.MustParse("192.0.2.0/24,198.51.100.0/24,2001:db8::/32"),
+		Policy: netpolicy.MustParse("192.0.2.0/24,198.51.100.0/24,2001:db8::/32"),
 	}
 }
 
 // loopbackOK is mxConfig's policy plus loopback, where the test servers
 // listen.
-var loopbackOK = outbound.MustParse("192.0.2.0/24,198.51.100.0/24,2001:db8::/32,127.0.0.0/8,::1/128")
+var loopbackOK = netpolicy.MustParse("192.0.2.0/24,198.51.100.0/24,2001:db8::/32,127.0.0.0/8,::1/128")
 
 // mxMessage is a message with a Message-ID, CRLF line endings and a line
 // that needs dot-stuffing.

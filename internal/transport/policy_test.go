@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 	"github.com/sendonce/sendonce/internal/testkit/dnstest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 	"github.com/sendonce/sendonce/internal/transport"
@@ -40,19 +40,19 @@ func TestMXDeliverRefusesMappedLoopback(t *testing.T) {
 // failure is Permanent at the dial stage and the server sees nothing.
 func TestSMTPDialThroughPolicy(t *testing.T) {
 	srv := smtptest.Start(t, smtptest.Options{})
-	cfg := transport.SMTPConfig{Host: "127.0.0.1", Port: srv.Port, TLS: transport.TLSNone, DialContext: outbound.MustParse("").DialContext}
+	cfg := transport.SMTPConfig{Host: "127.0.0.1", Port: srv.Port, TLS: transport.TLSNone, DialContext: netpolicy.MustParse("").DialContext}
 	err := transport.NewSMTP(cfg).Deliver(context.Background(), transport.Envelope{From: "a@sendonce.test", To: []string{"b@example.test"}}, mxMessage("relay-policy@sendonce.test"))
 	var te *transport.Error
-	if !errors.As(err, &te) || te.Class != transport.Permanent || te.Stage != transport.StageDial || !errors.Is(err, outbound.ErrBlocked) {
+	if !errors.As(err, &te) || te.Class != transport.Permanent || te.Stage != transport.StageDial || !errors.Is(err, netpolicy.ErrBlocked) {
 		t.Fatalf("Deliver = %v, want a Permanent dial failure blocked by the policy", err)
 	}
-	if err := transport.Probe(context.Background(), cfg); !errors.Is(err, outbound.ErrBlocked) {
+	if err := transport.Probe(context.Background(), cfg); !errors.Is(err, netpolicy.ErrBlocked) {
 		t.Fatalf("Probe = %v, want blocked", err)
 	}
 	if n := srv.Connections(); n != 0 {
 		t.Errorf("the relay got %d connections", n)
 	}
-	cfg.DialContext = outbound.MustParse("private").DialContext
+	cfg.DialContext = netpolicy.MustParse("private").DialContext
 	if err := transport.NewSMTP(cfg).Deliver(context.Background(), transport.Envelope{From: "a@sendonce.test", To: []string{"b@example.test"}}, mxMessage("relay-policy2@sendonce.test")); err != nil {
 		t.Fatalf("with private allowed: %v", err)
 	}

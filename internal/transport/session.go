@@ -15,7 +15,7 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 )
 
 // The steps of one SMTP session, shared by the relay (SMTP) and the mx
@@ -203,7 +203,7 @@ func (a *attempt) fail(ctx context.Context, err error) error {
 	case errors.As(err, &perm):
 		e.Class = Permanent
 		e.Err = perm.err
-	case errors.Is(err, outbound.ErrBlocked):
+	case errors.Is(err, netpolicy.ErrBlocked):
 		// The destination is not one sendonce may reach: no retry will
 		// change that until the operator changes --outbound-allow.
 		e.Class = Permanent

@@ -13,7 +13,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 	"github.com/sendonce/sendonce/internal/webhook"
 	"github.com/sendonce/sendonce/webhooksig"
@@ -140,7 +140,7 @@ func BenchmarkDeliveries(b *testing.B) {
 	body := []byte(`{"type":"email.sent","created_at":"2026-12-01T09:30:01Z","data":{"email_id":"snd_1","to":["ada@example.com"],"subject":"Hi","tags":{}}}`)
 	const concurrency = 32
 	b.Run("raw", func(b *testing.B) {
-		client := &http.Client{Transport: outbound.MustParse("private").HTTPTransport()}
+		client := &http.Client{Transport: netpolicy.MustParse("private").HTTPTransport()}
 		var wg sync.WaitGroup
 		jobs := make(chan int)
 		for range concurrency {
@@ -182,7 +182,7 @@ func BenchmarkDeliveries(b *testing.B) {
 				hook.ID, fmt.Sprintf("evt_%09d", i), now.UnixMicro(), body, now.UnixMicro(), now.UnixMicro())
 		}
 		w := webhook.NewWorker(env.Server.Store, webhook.WorkerConfig{Concurrency: concurrency, PerEndpoint: concurrency,
-			Policy: outbound.MustParse("private"), Poll: 5 * time.Millisecond}, nil)
+			Policy: netpolicy.MustParse("private"), Poll: 5 * time.Millisecond}, nil)
 		b.ResetTimer()
 		start := time.Now()
 		w.Start()

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 )
 
 // MaxEndpointLength bounds an endpoint URL, in bytes.
@@ -18,7 +18,7 @@ const MaxEndpointLength = 2048
 // ones only with --webhook-allow-private). A name is judged at every
 // connection, not here (checkHost says why). The error is a
 // CodeValidation *core.Error on param "endpoint".
-func CheckEndpoint(raw string, policy *outbound.Policy) error {
+func CheckEndpoint(raw string, policy *netpolicy.Policy) error {
 	bad := func(format string, args ...any) error {
 		return core.Errorf(core.CodeValidation, "endpoint", format, args...)
 	}
@@ -56,7 +56,7 @@ func CheckEndpoint(raw string, policy *outbound.Policy) error {
 // would be an oracle of the operator's internal DNS for whoever creates
 // webhooks; every connection is judged when it is made, and an attempt
 // refused so says only that (attemptError).
-func checkHost(host string, policy *outbound.Policy) error {
+func checkHost(host string, policy *netpolicy.Policy) error {
 	if ip, err := netip.ParseAddr(host); err == nil {
 		return policy.Check(ip)
 	}

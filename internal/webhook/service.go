@@ -11,16 +11,16 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 	"github.com/sendonce/sendonce/webhooksig"
 )
 
 // ServiceConfig is what the webhook use cases need.
 type ServiceConfig struct {
 	// Policy judges endpoints at create and update (and Worker's at
-	// connect time): outbound.Policy with "private" added under
+	// connect time): netpolicy.Policy with "private" added under
 	// --webhook-allow-private. nil allows public addresses only.
-	Policy *outbound.Policy
+	Policy *netpolicy.Policy
 	// SecretKey (SENDONCE_SECRET_KEY) seals signing secrets; empty keeps
 	// them as they are.
 	SecretKey string

@@ -21,7 +21,7 @@ import (
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/leasequeue"
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 	"github.com/sendonce/sendonce/internal/tracing"
 	"github.com/sendonce/sendonce/webhooksig"
 )
@@ -82,9 +82,9 @@ type WorkerConfig struct {
 	// Poll is how often an idle worker looks for due deliveries. Defaults
 	// to 500ms.
 	Poll time.Duration
-	// Policy judges every address connected to (outbound.Policy, with
+	// Policy judges every address connected to (netpolicy.Policy, with
 	// "private" added under --webhook-allow-private).
-	Policy *outbound.Policy
+	Policy *netpolicy.Policy
 	// SecretKey opens sealed signing secrets.
 	SecretKey string
 	// Now is the clock. Defaults to time.Now.
@@ -297,11 +297,11 @@ func (w *Worker) post(ctx context.Context, j *core.WebhookJob, now time.Time) (i
 // whoever reads the endpoint's attempts (the log has the whole error).
 func attemptError(err error) string {
 	var dnsErr *net.DNSError
-	var blocked *outbound.BlockedError
+	var blocked *netpolicy.BlockedError
 	var certErr *tls.CertificateVerificationError
 	var opErr *net.OpError
 	switch {
-	case errors.As(err, &blocked) || errors.Is(err, outbound.ErrBlocked):
+	case errors.As(err, &blocked) || errors.Is(err, netpolicy.ErrBlocked):
 		return "the endpoint's address is not one sendonce may connect to"
 	case errors.As(err, &dnsErr):
 		return "the endpoint's host name did not resolve"

@@ -12,7 +12,7 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/httpapi/kit"
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 	"github.com/sendonce/sendonce/internal/render"
 	"github.com/sendonce/sendonce/internal/transport"
 )
@@ -358,7 +358,7 @@ func (s *API) checkIMAP(ctx context.Context, cache *StatusCache, mb *core.Mailbo
 
 // probe logs in to the relay at url. With a policy (a relay a tenant set),
 // it connects only where the policy allows.
-func probe(ctx context.Context, url string, policy *outbound.Policy) error {
+func probe(ctx context.Context, url string, policy *netpolicy.Policy) error {
 	cfg, err := transport.ParseSMTPURL(url)
 	if err != nil {
 		return err
@@ -382,16 +382,16 @@ func probe(ctx context.Context, url string, policy *outbound.Policy) error {
 func describeProbe(err error) string {
 	var te *transport.Error
 	switch {
-	case errors.Is(err, outbound.ErrBlocked):
-		return outbound.FailBlocked
+	case errors.Is(err, netpolicy.ErrBlocked):
+		return netpolicy.FailBlocked
 	case !errors.As(err, &te):
 		return "the relay could not be checked"
 	case te.Code != 0:
 		return fmt.Sprintf("the relay answered %d at %s", te.Code, te.Stage)
 	case !te.Reached:
-		return outbound.Describe(te.Err)
+		return netpolicy.Describe(te.Err)
 	case te.Stage == transport.StageTLS:
-		return outbound.FailTLS
+		return netpolicy.FailTLS
 	}
 	return "the session failed at " + te.Stage
 }

@@ -24,7 +24,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/inbound"
+	"github.com/sendonce/sendonce/internal/mxserver"
 	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
@@ -193,7 +193,7 @@ type Options struct {
 	InboundTLS *tls.Config
 	// InboundLimits, with Inbound, are the listener's bounds; zero
 	// fields are its defaults.
-	InboundLimits inbound.Limits
+	InboundLimits mxserver.Limits
 	// RequireVerifiedDomain is --require-verified-domain.
 	RequireVerifiedDomain bool
 	// TracerProvider takes the instance's spans; nil: none are made.

@@ -1,4 +1,4 @@
-package inbound_test
+package mxserver_test
 
 import (
 	"bufio"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
-	"github.com/sendonce/sendonce/internal/inbound"
+	"github.com/sendonce/sendonce/internal/mxserver"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
@@ -55,7 +55,7 @@ func TestInbound_HeaderBombIsRefusedInBoundedMemory(t *testing.T) {
 // is stored.
 func TestInbound_MemoryBudgetRefusesPastIt(t *testing.T) {
 	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, Inbound: true,
-		InboundLimits: inbound.Limits{MaxMemory: 512 << 10}})
+		InboundLimits: mxserver.Limits{MaxMemory: 512 << 10}})
 	createInbox(t, env, "support@recv.test")
 	mail := func(id string, size int) []byte {
 		return []byte("From: Alice <alice@sender.test>\r\nTo: support@recv.test\r\nMessage-ID: <" + id + "@sender.test>\r\n" +
@@ -101,7 +101,7 @@ func dialRaw(t *testing.T, addr string) (net.Conn, *bufio.Reader, string) {
 // (--inbound-session-timeout) with 421.
 func TestInbound_SessionDeadline(t *testing.T) {
 	env := sendoncetest.Start(t, sendoncetest.Options{Inbound: true,
-		InboundLimits: inbound.Limits{SessionTimeout: 300 * time.Millisecond}})
+		InboundLimits: mxserver.Limits{SessionTimeout: 300 * time.Millisecond}})
 	c, r, greeting := dialRaw(t, env.InboundAddr)
 	if !strings.HasPrefix(greeting, "220") {
 		t.Fatalf("greeting %q", greeting)
@@ -125,7 +125,7 @@ func TestInbound_SessionDeadline(t *testing.T) {
 // again, so a sender delivering mail is never cut off.
 func TestInbound_CommandsOutsideATransactionAreBounded(t *testing.T) {
 	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, Inbound: true,
-		InboundLimits: inbound.Limits{MaxIdleCommands: 5}})
+		InboundLimits: mxserver.Limits{MaxIdleCommands: 5}})
 	createInbox(t, env, "support@recv.test")
 	c, err := smtp.Dial(env.InboundAddr)
 	if err != nil {
@@ -158,7 +158,7 @@ func TestInbound_CommandsOutsideATransactionAreBounded(t *testing.T) {
 // newcomer is served and the session idle the longest is ended with 421,
 // so held-open connections cannot keep senders out.
 func TestInbound_FullListenerEndsTheIdlestSession(t *testing.T) {
-	env := sendoncetest.Start(t, sendoncetest.Options{Inbound: true, InboundLimits: inbound.Limits{MaxConns: 3}})
+	env := sendoncetest.Start(t, sendoncetest.Options{Inbound: true, InboundLimits: mxserver.Limits{MaxConns: 3}})
 	idle, idleR, g := dialRaw(t, env.InboundAddr)
 	if !strings.HasPrefix(g, "220") {
 		t.Fatalf("greeting %q", g)

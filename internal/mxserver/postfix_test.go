@@ -1,4 +1,4 @@
-package inbound_test
+package mxserver_test
 
 import (
 	"net/http"

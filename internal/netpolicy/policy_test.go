@@ -1,4 +1,4 @@
-package outbound_test
+package netpolicy_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sendonce/sendonce/internal/outbound"
+	"github.com/sendonce/sendonce/internal/netpolicy"
 	"github.com/sendonce/sendonce/internal/testkit/dnstest"
 )
 
@@ -62,16 +62,16 @@ func TestPolicyCheck(t *testing.T) {
 		{"192.0.2.7", "192.0.2.8", false},
 	}
 	for _, tt := range tests {
-		p := outbound.MustParse(tt.policy)
+		p := netpolicy.MustParse(tt.policy)
 		err := p.Check(netip.MustParseAddr(tt.addr))
 		if (err == nil) != tt.ok {
 			t.Errorf("policy %q, %s: Check = %v, want ok=%v", tt.policy, tt.addr, err, tt.ok)
 		}
-		if err != nil && !errors.Is(err, outbound.ErrBlocked) {
+		if err != nil && !errors.Is(err, netpolicy.ErrBlocked) {
 			t.Errorf("policy %q, %s: %v is not ErrBlocked", tt.policy, tt.addr, err)
 		}
 	}
-	var nilPolicy *outbound.Policy
+	var nilPolicy *netpolicy.Policy
 	if nilPolicy.Check(netip.MustParseAddr("127.0.0.1")) == nil {
 		t.Error("a nil policy allows loopback")
 	}
@@ -79,7 +79,7 @@ func TestPolicyCheck(t *testing.T) {
 
 func TestParseRefusesGarbage(t *testing.T) {
 	for _, s := range []string{"nope", "10.0.0.0/33", "::ffff:0:0/80"} {
-		if _, err := outbound.Parse(s); err == nil {
+		if _, err := netpolicy.Parse(s); err == nil {
 			t.Errorf("Parse(%q) accepted", s)
 		}
 	}
@@ -127,7 +127,7 @@ func TestDialerChecksResolvedAddresses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, host := range []string{"mapped.test", "plain.test", "unspec.test", "127.0.0.1", "[::ffff:127.0.0.1]"} {
-		d := outbound.MustParse("").Dialer(2 * time.Second)
+		d := netpolicy.MustParse("").Dialer(2 * time.Second)
 		d.Resolver = resolver
 		c, err := d.DialContext(ctx, "tcp", host+":"+port)
 		if err == nil {
@@ -135,15 +135,15 @@ func TestDialerChecksResolvedAddresses(t *testing.T) {
 			t.Errorf("%s: dialled, want blocked", host)
 			continue
 		}
-		if !errors.Is(err, outbound.ErrBlocked) || outbound.Describe(err) != outbound.FailBlocked {
-			t.Errorf("%s: err = %v (%s), want blocked", host, err, outbound.Describe(err))
+		if !errors.Is(err, netpolicy.ErrBlocked) || netpolicy.Describe(err) != netpolicy.FailBlocked {
+			t.Errorf("%s: err = %v (%s), want blocked", host, err, netpolicy.Describe(err))
 		}
 	}
 	if n := accepted(); n != 0 {
 		t.Errorf("the loopback listener accepted %d connections", n)
 	}
 
-	d := outbound.MustParse("private").Dialer(2 * time.Second)
+	d := netpolicy.MustParse("private").Dialer(2 * time.Second)
 	d.Resolver = resolver
 	c, err := d.DialContext(ctx, "tcp", "mapped.test:"+port)
 	if err != nil {
@@ -157,12 +157,12 @@ func TestHTTPTransportBlocksLoopback(t *testing.T) {
 		t.Error("the request reached the loopback server")
 	}))
 	defer srv.Close()
-	client := &http.Client{Transport: outbound.MustParse("").HTTPTransport(), Timeout: 5 * time.Second}
+	client := &http.Client{Transport: netpolicy.MustParse("").HTTPTransport(), Timeout: 5 * time.Second}
 	_, err := client.Get(srv.URL)
-	if !errors.Is(err, outbound.ErrBlocked) {
+	if !errors.Is(err, netpolicy.ErrBlocked) {
 		t.Fatalf("GET %s: %v, want blocked", srv.URL, err)
 	}
-	client = &http.Client{Transport: outbound.MustParse("127.0.0.0/8").HTTPTransport(), Timeout: 5 * time.Second}
+	client = &http.Client{Transport: netpolicy.MustParse("127.0.0.0/8").HTTPTransport(), Timeout: 5 * time.Second}
 	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
 	resp, err := client.Get(srv.URL)
 	if err != nil {
@@ -176,15 +176,15 @@ func TestDescribe(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	closed := ln.Addr().String()
 	ln.Close()
-	d := outbound.MustParse("private").Dialer(time.Second)
+	d := netpolicy.MustParse("private").Dialer(time.Second)
 	_, err := d.DialContext(context.Background(), "tcp", closed)
-	if got := outbound.Describe(err); got != outbound.FailRefused {
+	if got := netpolicy.Describe(err); got != netpolicy.FailRefused {
 		t.Errorf("closed port: %q (%v)", got, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
 	_, err = d.DialContext(ctx, "tcp", "127.0.0.1:"+port)
-	if got := outbound.Describe(err); got != outbound.FailTimeout {
+	if got := netpolicy.Describe(err); got != netpolicy.FailTimeout {
 		t.Errorf("expired context: %q (%v)", got, err)
 	}
 }

@@ -1,4 +1,4 @@
-// Package outbound is the one policy for connections sendonce makes on a
+// Package netpolicy is the one policy for connections sendonce makes on a
 // caller's behalf: mail exchangers of the mx transport, the SMTP relays a
 // tenant admin sets on a mailbox through the API, and (as they arrive)
 // webhook endpoints, attachment URLs and DNS-check targets.
@@ -19,4 +19,4 @@
 // blocked, …) for callers who must not learn more about the remote side
 // than that: a route that echoed remote banners or error texts would be a
 // port scanner.
-package outbound
+package netpolicy

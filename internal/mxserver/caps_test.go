@@ -1,4 +1,4 @@
-package inbound_test
+package mxserver_test
 
 import (
 	"bufio"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/inbound"
+	"github.com/sendonce/sendonce/internal/mxserver"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
@@ -84,13 +84,13 @@ func TestInbound_ConnectionsPerAddressAreBounded(t *testing.T) {
 		line, _ := bufio.NewReader(c).ReadString('\n')
 		return line
 	}
-	for i := 0; i < inbound.DefaultMaxConnsPerIP; i++ {
+	for i := 0; i < mxserver.DefaultMaxConnsPerIP; i++ {
 		if g := greet(); !strings.HasPrefix(g, "220") {
 			t.Fatalf("connection %d greeted %q", i+1, g)
 		}
 	}
 	if g := greet(); !strings.HasPrefix(g, "421") {
-		t.Fatalf("connection %d from one address greeted %q, want 421", inbound.DefaultMaxConnsPerIP+1, g)
+		t.Fatalf("connection %d from one address greeted %q, want 421", mxserver.DefaultMaxConnsPerIP+1, g)
 	}
 	// QUIT and read to the end: the listener stops counting a connection
 	// before it closes it, so once the end is read the slot is free.
