@@ -182,22 +182,11 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	}
 	// Redis, when set, fronts the idempotency engine, which the service
 	// builds: one engine for every door of the process.
-	clock := cfg.Now
-	if clock == nil {
-		clock = time.Now
-	}
-	rf, err := connectRedis(ctx, cfg, func() time.Time { return clock().UTC() }, logger)
+	rf, err := connectRedis(ctx, cfg, clockOf(cfg), logger)
 	if err != nil {
 		return nil, err
 	}
-	svc := app.New(store, app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Caps: cfg.Caps, Now: cfg.Now,
-		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes, RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow,
-		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), NoInboundListener: cfg.InboundAddr == "", IMAPProbe: imapProbe(policy),
-		MaxReceivedBytes: cfg.MaxReceivedBytes, Egress: egressChecks(mx), RequireVerifiedDomain: cfg.RequireVerifiedDomain,
-		TracerProvider: cfg.TracerProvider, Reputation: cfg.Reputation,
-		PublicURL: cmp.Or(cfg.PublicURL, "http://"+cfg.Addr), UnsubscribeDomain: unsubscribeDomain(cfg),
-		Idempotency: app.IdempotencyConfig{Front: rf.front, TTL: cfg.IdempotencyTTL, Lease: cfg.ReservationLease,
-			ReplayCacheEntries: cfg.ReplayCache, Logger: logger}}, logger)
+	svc := app.New(store, appConfig(cfg, resolver, policy, mx, rf, logger), logger)
 	m.RegisterReputation(reputationGauges(svc), logger)
 	d, err := delivery.NewDeliverer(svc, store, deliveryConfig(cfg, mx, signer), m, logger)
 	if err != nil {
@@ -330,6 +319,27 @@ func deliveryConfig(cfg Config, mx transport.MXConfig, signer *verp.Signer) deli
 // wireWebhooks makes the webhook use cases and, where delivery runs, the
 // worker. Endpoints follow --outbound-allow, plus private and loopback
 // addresses under --webhook-allow-private.
+// clockOf is the process's clock in UTC: cfg.Now, else time.Now.
+func clockOf(cfg Config) func() time.Time {
+	clock := cfg.Now
+	if clock == nil {
+		clock = time.Now
+	}
+	return func() time.Time { return clock().UTC() }
+}
+
+// appConfig is the service's configuration from the server's.
+func appConfig(cfg Config, resolver string, policy *netpolicy.Policy, mx transport.MXConfig, rf redisFront, logger *slog.Logger) app.Config {
+	return app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Caps: cfg.Caps, Now: cfg.Now,
+		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes, RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow,
+		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), NoInboundListener: cfg.InboundAddr == "", IMAPProbe: imapProbe(policy),
+		MaxReceivedBytes: cfg.MaxReceivedBytes, Egress: egressChecks(mx), RequireVerifiedDomain: cfg.RequireVerifiedDomain,
+		TracerProvider: cfg.TracerProvider, Reputation: cfg.Reputation,
+		PublicURL: cmp.Or(cfg.PublicURL, "http://"+cfg.Addr), UnsubscribeDomain: unsubscribeDomain(cfg),
+		Idempotency: app.IdempotencyConfig{Front: rf.front, TTL: cfg.IdempotencyTTL, Lease: cfg.ReservationLease,
+			ReplayCacheEntries: cfg.ReplayCache, Logger: logger}}
+}
+
 func wireWebhooks(store *sqlstore.Store, cfg Config, policy *netpolicy.Policy, logger *slog.Logger) (*webhook.Service, *webhook.Worker, error) {
 	schedule, err := webhook.ParseSchedule(cmp.Or(cfg.WebhookRetrySchedule, webhook.DefaultSchedule))
 	if err != nil {
