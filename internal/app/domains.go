@@ -152,7 +152,8 @@ func (s *Service) AddDomain(ctx context.Context, tx core.Tx, d *core.Domain) err
 }
 
 // Domain returns the tenant's sending domain, whatever form of the name is
-// given; ErrNotFound (also for a name that is not a domain).
+// given, with its DKIM keys besides the signing one (DKIMKeys);
+// ErrNotFound (also for a name that is not a domain).
 func (s *Service) Domain(ctx context.Context, tenant, domain string) (*core.Domain, error) {
 	name, err := NormalizeDomain(domain)
 	if err != nil {
@@ -162,6 +163,11 @@ func (s *Service) Domain(ctx context.Context, tenant, domain string) (*core.Doma
 	if err != nil {
 		return nil, err
 	}
+	keys, err := s.store.DKIMKeys(ctx, tenant, name)
+	if err != nil {
+		return nil, err
+	}
+	s.fillKeys([]*core.Domain{d}, keys)
 	return d, s.receivingState(ctx, d)
 }
 
@@ -178,6 +184,11 @@ func (s *Service) ListDomains(ctx context.Context, tenant string) ([]*core.Domai
 			return nil, err
 		}
 	}
+	keys, err := s.store.DKIMKeys(ctx, tenant, "")
+	if err != nil {
+		return nil, err
+	}
+	s.fillKeys(ds, keys)
 	return ds, nil
 }
 
@@ -351,11 +362,11 @@ func (s *Service) VerifyDomain(ctx context.Context, d *core.Domain) (core.Domain
 	}); err != nil {
 		return "", err
 	}
-	rep, err := s.CheckDomain(ctx, DNSCheck{Tenant: d.Tenant, Domain: d.Domain, RequireStored: true})
+	res, err := s.CheckStoredDomain(ctx, d.Tenant, d.Domain) // a pending DKIM key is promoted when published
 	if err != nil {
 		return core.DomainFailed, nil
 	}
-	return VerifyStatus(rep), nil
+	return VerifyStatus(res.Report), nil
 }
 
 // RecordDomainStatus stores the status VerifyDomain gave, in the

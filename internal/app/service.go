@@ -47,6 +47,10 @@ type Config struct {
 	// DNSResolver is the "host:port" DNS server of domain checks. Defaults
 	// to the first nameserver of /etc/resolv.conf.
 	DNSResolver string
+	// DKIMRetireAfter (--dkim-retire-after) is how long after a DKIM key
+	// rotation the former key's record is listed for removal. Defaults to
+	// DefaultDKIMRetireAfter.
+	DKIMRetireAfter time.Duration
 	// Outbound (--outbound-allow) judges the destinations a tenant chooses
 	// through the API (mailbox relays) and the mx transport's exchangers.
 	// nil allows global unicast addresses only.

@@ -21,6 +21,7 @@ type Store interface {
 	Templates
 	Mailboxes
 	Domains
+	DKIMKeys
 	Inbox
 	Receiving
 	QuarantineReads
@@ -52,6 +53,7 @@ type Tx interface {
 	TemplatesTx
 	MailboxesTx
 	DomainsTx
+	DKIMKeysTx
 	InboxTx
 	ReceivingTx
 	QuarantineTx

@@ -336,6 +336,11 @@ type Domain struct {
 	Receiving bool
 	CatchAll  string
 	MXHost    string
+	// DKIMKeys are the domain's keys besides the signing one (a
+	// rotation's pending key, rotated-out ones), from the
+	// domain_dkim_keys table; the service fills them when it reads a
+	// domain.
+	DKIMKeys []*DKIMKey
 }
 
 // DomainStatus is what the last DNS check of a domain concluded, in the
