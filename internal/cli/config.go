@@ -216,6 +216,8 @@ func serverFlags(e *envFlags, c *Config) {
 	e.str(&c.LogFormat, "log-format", "SENDONCE_LOG_FORMAT", "text", "text or json")
 	e.str(&c.LogLevel, "log-level", "SENDONCE_LOG_LEVEL", "info", "debug, info, warn or error")
 	e.str(&sc.DNSResolver, "dns-resolver", "SENDONCE_DNS_RESOLVER", "", "DNS server HOST:PORT for the mx transport and DNS checks (default: the first nameserver of /etc/resolv.conf)")
+	e.dur(&sc.DKIMRetireAfter, "dkim-retire-after", "SENDONCE_DKIM_RETIRE_AFTER", app.DefaultDKIMRetireAfter, "after a DKIM key rotation, how long the former key's record stays listed to keep (mail signed with it still verifies) before it is listed for removal")
+	e.dur(&sc.DomainCheckInterval, "domain-check-interval", "SENDONCE_DOMAIN_CHECK_INTERVAL", server.DefaultDomainCheckInterval, "how often a worker re-checks the DNS of domains not verified and of those with a DKIM rotation pending (±20% jitter; 1m to 24h)")
 	e.str(&sc.OutboundAllow, "outbound-allow", "SENDONCE_OUTBOUND_ALLOW", "", "comma-separated CIDR prefixes, or \"private\", that relays set through the API and mx exchangers may reach besides public addresses (default: public addresses only; --transport is always trusted)")
 	e.integer(&sc.RateLimit, "rate-limit", "SENDONCE_RATE_LIMIT", ratelimit.DefaultRequests, "requests an API key may make per --rate-limit-window before 429 rate_limited (0 turns the limit off; keys create --rate-limit overrides it per key); shared between processes through --redis, else counted per process")
 	e.dur(&sc.RateLimitWindow, "rate-limit-window", "SENDONCE_RATE_LIMIT_WINDOW", ratelimit.DefaultWindow, "the window --rate-limit counts in")
@@ -287,6 +289,9 @@ func (c *Config) validate() error {
 	}
 	if sc.RateLimit < 0 || sc.RateLimitWindow < time.Millisecond {
 		return fmt.Errorf("--rate-limit must be 0 (off) or more, and --rate-limit-window at least 1ms")
+	}
+	if sc.DKIMRetireAfter <= 0 || sc.DomainCheckInterval < time.Minute || sc.DomainCheckInterval > 24*time.Hour {
+		return fmt.Errorf("--dkim-retire-after must be positive, and --domain-check-interval from 1m to 24h")
 	}
 	if sc.IdempotencyTTL <= 0 || sc.RetryBase <= 0 || sc.AttemptLease <= 0 || sc.MaxRetryDelay <= 0 || sc.MaxQueueLifetime <= 0 {
 		return fmt.Errorf("--idempotency-ttl, --retry-base, --max-retry-delay, --max-queue-lifetime and --attempt-lease must be positive")

@@ -39,7 +39,7 @@ func TestConfigurationDoc_ServeDefaults(t *testing.T) {
 			return // off: the row says so in words
 		}
 		want := f.DefValue
-		if alt, ok := map[string]string{"720h0m0s": "720h", "2160h0m0s": "2160h", "24h0m0s": "24h", "120h0m0s": "120h", "1h0m0s": "1h"}[want]; ok {
+		if alt, ok := map[string]string{"720h0m0s": "720h", "2160h0m0s": "2160h", "24h0m0s": "24h", "120h0m0s": "120h", "168h0m0s": "168h", "1h0m0s": "1h"}[want]; ok {
 			want = alt
 		}
 		if !strings.Contains(row, want) {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/dnscheck"
 	"github.com/sendonce/sendonce/internal/httpapi/kit"
 )
 
@@ -22,6 +21,10 @@ type domainView struct {
 	Receiving    bool         `json:"receiving"`
 	CatchAll     *string      `json:"catch_all"`
 	CreatedAt    string       `json:"created_at"`
+	// DKIMKeys lists the selectors and their states (dkimrotate.go);
+	// RecordsToRemove the records of retired keys.
+	DKIMKeys        []dkimKeyView `json:"dkim_keys"`
+	RecordsToRemove []recordView  `json:"records_to_remove"`
 }
 
 type recordView struct {
@@ -42,9 +45,11 @@ func viewDomain(d *core.Domain) (domainView, error) {
 		KeyEncrypted: app.KeyEncrypted(d), Records: make([]recordView, 0, len(recs)), Receiving: d.Receiving,
 		CatchAll: kit.OptString(d.CatchAll), CreatedAt: kit.RFC3339(d.CreatedAt)}
 	for _, r := range recs {
-		v.Records = append(v.Records, recordView{Purpose: r.Purpose, Name: r.Name, Type: r.Type, Value: r.Value,
-			Strings: kit.List(r.Strings), Note: kit.OptString(r.Note)})
+		v.Records = append(v.Records, viewRecord(r))
 	}
+	publish, remove := rotationRecords(d)
+	v.Records = append(v.Records, publish...)
+	v.DKIMKeys, v.RecordsToRemove = viewKeys(d), remove
 	return v, nil
 }
 
@@ -118,26 +123,4 @@ func (s *Server) handleDeleteDomain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	kit.WriteJSON(w, http.StatusOK, map[string]any{"domain": d.Domain, "object": "domain", "deleted": true})
-}
-
-// handleCheckDomain runs the DNS check of a domain the tenant added,
-// through the server's configured resolver: a caller cannot choose where
-// the server sends queries.
-func (s *Server) handleCheckDomain(w http.ResponseWriter, r *http.Request) {
-	rep, err := s.Svc.CheckDomain(r.Context(), app.DNSCheck{
-		Tenant: kit.APIKeyFrom(r.Context()).Tenant, Domain: r.PathValue("domain"), RequireStored: true,
-	})
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, checkView{Object: "dns_check", Level: rep.Level(), Report: rep})
-}
-
-// checkView is dnscheck's report (domain, selector, resolver, findings)
-// with its overall level.
-type checkView struct {
-	Object string         `json:"object"`
-	Level  dnscheck.Level `json:"level"`
-	*dnscheck.Report
 }

@@ -84,6 +84,7 @@ func (s *Server) routes() []string {
 	m.Handle("GET /v1/domains/{domain}", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleGetDomain)))
 	m.Handle("DELETE /v1/domains/{domain}", s.Auth(core.ScopeAdmin, http.HandlerFunc(s.handleDeleteDomain)))
 	m.Handle("GET /v1/domains/{domain}/check", s.Auth(core.ScopeAdmin, http.HandlerFunc(s.handleCheckDomain)))
+	m.Handle("POST /v1/domains/{domain}/dkim/rotate", s.Auth(core.ScopeAdmin, s.Idempotent(kit.PostOpts{EmptyBody: true}, s.handleRotateDKIM)))
 
 	m.Handle("POST /v1/suppressions", s.Auth(core.ScopeAdmin, s.Idempotent(kit.PostOpts{}, kit.WholeTx(s.handleAddSuppression))))
 	m.Handle("GET /v1/suppressions", s.Auth(core.ScopeRead, http.HandlerFunc(s.handleListSuppressions)))

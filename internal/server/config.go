@@ -49,6 +49,15 @@ type Config struct {
 	// DNSResolver ("host:port") is queried by the mx transport and domain
 	// checks. Defaults to the first nameserver of /etc/resolv.conf.
 	DNSResolver string
+	// DKIMRetireAfter is --dkim-retire-after: how long after a DKIM key
+	// rotation the former key's record is listed for removal. Defaults to
+	// app.DefaultDKIMRetireAfter.
+	DKIMRetireAfter time.Duration
+	// DomainCheckInterval is --domain-check-interval: how often a worker
+	// re-checks the domains not verified and those with a DKIM rotation
+	// pending (jittered by DomainCheckJitter). Defaults to
+	// DefaultDomainCheckInterval.
+	DomainCheckInterval time.Duration
 	// OutboundAllow is --outbound-allow: the address ranges, besides
 	// global unicast, that connections made on a tenant's behalf (mailbox
 	// relays, mx exchangers) may reach, as netpolicy.Parse reads them.

@@ -103,6 +103,8 @@ type Server struct {
 	// ready is GET /readyz's state: starting until Start returns, then
 	// up until Drain or Stop.
 	ready *readiness
+	// domainChecks is the periodic domain check (workers only).
+	domainChecks *domainChecker
 }
 
 // New opens the database (creating and migrating it when needed) and wires
@@ -230,7 +232,7 @@ func wire(ctx context.Context, store *sqlstore.Store, cfg Config, logger *slog.L
 	}
 	srv := &Server{Store: store, Service: svc, Deliver: d, Queue: q, Metrics: m, Webhooks: worker, Handler: h, Ops: ops, Dashboard: dash, Submission: sub, redis: rf.client,
 		Bounce: signer, inboundAddr: cfg.InboundAddr, inboundCfg: inboundConfig(cfg, resolver), now: now, logger: logger,
-		imap: newIMAPWorkers(store, svc, cfg, policy, logger), ready: ready}
+		imap: newIMAPWorkers(store, svc, cfg, policy, logger), ready: ready, domainChecks: newDomainChecker(svc, cfg, logger)}
 	srv.services()
 	return srv, nil
 }
@@ -331,6 +333,7 @@ func clockOf(cfg Config) func() time.Time {
 // appConfig is the service's configuration from the server's.
 func appConfig(cfg Config, resolver string, policy *netpolicy.Policy, mx transport.MXConfig, rf redisFront, logger *slog.Logger) app.Config {
 	return app.Config{DefaultFrom: cfg.From, SecretKey: cfg.SecretKey, DNSResolver: resolver, Outbound: policy, Caps: cfg.Caps, Now: cfg.Now,
+		DKIMRetireAfter: cfg.DKIMRetireAfter,
 		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes, RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow,
 		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), NoInboundListener: cfg.InboundAddr == "", IMAPProbe: imapProbe(policy),
 		MaxReceivedBytes: cfg.MaxReceivedBytes, Egress: egressChecks(mx), RequireVerifiedDomain: cfg.RequireVerifiedDomain,
@@ -376,6 +379,9 @@ func (s *Server) services() {
 		OnStart: func(context.Context) error { s.imap.start(); return nil },
 		OnStop:  s.imap.stop,
 	})
+	if s.domainChecks != nil {
+		s.life.Add("domain-checks", s.domainChecks)
+	}
 	s.life.Add("inbound", lifecycle.Funcs{
 		OnStart: func(context.Context) error { return s.startInbound(s.logger) },
 		OnStop:  s.stopInbound,

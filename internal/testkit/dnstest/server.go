@@ -68,6 +68,24 @@ type Server struct {
 
 	mu      sync.Mutex
 	queries []Query
+
+	// zone guards records and names, which Publish changes while the
+	// server answers.
+	zone sync.RWMutex
+}
+
+// Publish adds a record (zone-file syntax, as in Options.Records) to the
+// running server: a test publishes a record the code under test asked
+// for, as an operator would. A record that does not parse fails the test.
+func (s *Server) Publish(t testing.TB, record string) {
+	t.Helper()
+	rr, err := dns.NewRR(record)
+	if err != nil || rr == nil {
+		t.Fatalf("dnstest: record %q: %v", record, err)
+	}
+	s.zone.Lock()
+	defer s.zone.Unlock()
+	s.add(rr)
 }
 
 // Start starts a server that serves records (see Options.Records).
@@ -258,6 +276,8 @@ func (s *Server) answer(req *dns.Msg, network string) *dns.Msg {
 	}
 	resp.AuthenticatedData = s.secure[name]
 
+	s.zone.RLock()
+	defer s.zone.RUnlock()
 	for hop := 0; hop <= maxCNAMEChase; hop++ {
 		matched := false
 		var cname *dns.CNAME
