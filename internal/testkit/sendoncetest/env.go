@@ -200,6 +200,8 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 	// Reputation is the reputation guard's thresholds (zero: the defaults).
 	Reputation app.ReputationThresholds
+	// DomainCheckInterval is --domain-check-interval (0: the default, 1h).
+	DomainCheckInterval time.Duration
 }
 
 // Env is a running instance.
@@ -289,7 +291,7 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 		EgressPools: o.EgressPools, StreamPools: o.StreamPools, EgressWarmups: o.EgressWarmups, WarmupSchedule: o.WarmupSchedule,
 		MaxReceivedBytes: o.MaxReceivedBytes, DANE: o.DANE, InboundTLS: o.InboundTLS,
 		RequireVerifiedDomain: o.RequireVerifiedDomain, InboundLimits: o.InboundLimits, TracerProvider: o.TracerProvider,
-		Reputation: o.Reputation,
+		Reputation: o.Reputation, DomainCheckInterval: o.DomainCheckInterval,
 	}
 	if o.MXPort != "" {
 		cfg.MXPort = o.MXPort
