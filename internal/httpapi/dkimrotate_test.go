@@ -45,7 +45,7 @@ func TestDKIMRotate_RefusalsAndTheCheckOfAPendingKey(t *testing.T) {
 				Selector string
 				Findings []struct{ Check, Level, Message string }
 			} `json:"pending_dkim"`
-			Promoted *string `json:"promoted_selector"`
+			Promoted *string                            `json:"promoted_selector"`
 			DKIMKeys []struct{ Selector, State string } `json:"dkim_keys"`
 		}
 		if err := json.Unmarshal(c.Body, &check); err != nil || c.Status != http.StatusOK {
