@@ -169,17 +169,23 @@ func (d *Dashboard) domain(q *req) error {
 }
 
 // checkDomain runs the DNS check through the server's resolver, as the
-// API's check route does (admin scope: it makes the server query DNS).
+// API's check route does (admin scope: it makes the server query DNS),
+// a pending DKIM key whose record is published becoming the signing key.
 func (d *Dashboard) checkDomain(q *req) error {
 	data, err := d.loadDomain(q)
 	if err != nil {
 		return err
 	}
-	rep, err := d.svc.CheckDomain(q.ctx(), app.DNSCheck{Tenant: q.key.Tenant, Domain: data.Domain.Domain, RequireStored: true})
+	res, err := d.svc.CheckStoredDomain(q.ctx(), q.key.Tenant, data.Domain.Domain)
 	if err != nil {
 		return err
 	}
-	data.Report, data.Level = rep, rep.Level()
+	if res.Promoted != "" {
+		if data, err = d.loadDomain(q); err != nil { // the records to show changed
+			return err
+		}
+	}
+	data.Report, data.Level = res.Report, res.Report.Level()
 	return d.render(q, 0, "domain", data.Domain.Domain, data)
 }
 
