@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/dkim"
 	"github.com/sendonce/sendonce/internal/testkit/dnstest"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
@@ -162,6 +164,13 @@ func TestDKIMRotation_SigningMovesOnceTheNewRecordIsPublished(t *testing.T) {
 			len(rot.Records) != 1 || rot.Records[0].Name != "s2._domainkey.rot.test" || rot.Records[0].Type != "TXT" ||
 			!strings.HasPrefix(rot.Records[0].Value, "v=DKIM1; k=rsa; p=") {
 			t.Fatalf("rotate answered %s (%v)", first.Body, err)
+		}
+		if bytes.Contains(first.Body, []byte("-----BEGIN")) {
+			t.Fatalf("rotate shows a private key: %s", first.Body)
+		}
+		keys, err := env.Server.Store.DKIMKeys(context.Background(), "default", "rot.test")
+		if err != nil || len(keys) != 1 || !dkim.IsSealed(keys[0].PrivateKey) {
+			t.Fatalf("%d stored pending keys (%v): want one, sealed under SENDONCE_SECRET_KEY", len(keys), err)
 		}
 		replay := rotate(t, env, "rot.test", idem, nil)
 		if replay.Status != first.Status || !bytes.Equal(replay.Body, first.Body) || replay.Header.Get("Idempotent-Replayed") != "true" {
