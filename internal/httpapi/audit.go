@@ -88,8 +88,8 @@ func (s *Server) handlePreviewSend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	kit.WriteJSON(w, http.StatusOK, previewView{
-		Object: "send_preview", MailboxID: send.MailboxID, From: send.From, To: kit.List(send.To), Cc: kit.List(send.Cc),
-		Bcc: kit.List(send.Bcc), ReplyTo: kit.List(send.ReplyTo), Subject: send.Subject, Text: send.Text, HTML: send.HTML,
+		Object: "send_preview", MailboxID: send.MailboxID, From: send.From, To: kit.NonNil(send.To), Cc: kit.NonNil(send.Cc),
+		Bcc: kit.NonNil(send.Bcc), ReplyTo: kit.NonNil(send.ReplyTo), Subject: send.Subject, Text: send.Text, HTML: send.HTML,
 		TemplateID: kit.OptString(send.TemplateID), RequireApproval: key.RequiresApproval,
 	})
 }

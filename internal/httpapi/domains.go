@@ -43,7 +43,7 @@ func viewDomain(d *core.Domain) (domainView, error) {
 		CatchAll: kit.OptString(d.CatchAll), CreatedAt: kit.RFC3339(d.CreatedAt)}
 	for _, r := range recs {
 		v.Records = append(v.Records, recordView{Purpose: r.Purpose, Name: r.Name, Type: r.Type, Value: r.Value,
-			Strings: kit.List(r.Strings), Note: kit.OptString(r.Note)})
+			Strings: kit.NonNil(r.Strings), Note: kit.OptString(r.Note)})
 	}
 	return v, nil
 }

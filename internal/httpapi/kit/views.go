@@ -99,7 +99,7 @@ func ViewBounce(b *core.Bounce) *bounceView {
 	if b == nil {
 		return nil
 	}
-	return &bounceView{Type: b.Type, SubType: b.SubType, Status: b.Status, Message: b.Message, DiagnosticCode: List(b.DiagnosticCode)}
+	return &bounceView{Type: b.Type, SubType: b.SubType, Status: b.Status, Message: b.Message, DiagnosticCode: NonNil(b.DiagnosticCode)}
 }
 
 func RFC3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -119,7 +119,9 @@ func OptTime(t *time.Time) *string {
 	return &s
 }
 
-func List[T any](s []T) []T {
+// NonNil is s, or an empty slice for nil: a view's lists are [] in JSON,
+// never null.
+func NonNil[T any](s []T) []T {
 	if s == nil {
 		return []T{}
 	}
@@ -133,7 +135,7 @@ func ViewSend(s *core.Send) *SendView {
 	}
 	return &SendView{
 		ID: s.ID, Object: "send", Status: s.Status, IdempotencyKey: OptString(s.IdempotencyKey), MailboxID: s.MailboxID,
-		From: s.From, To: List(s.To), Cc: List(s.Cc), Bcc: List(s.Bcc), ReplyTo: List(s.ReplyTo), Subject: s.Subject,
+		From: s.From, To: NonNil(s.To), Cc: NonNil(s.Cc), Bcc: NonNil(s.Bcc), ReplyTo: NonNil(s.ReplyTo), Subject: s.Subject,
 		TemplateID: OptString(s.TemplateID), MessageID: s.MessageID, Attempts: s.Attempts, LastError: OptString(s.LastError),
 		Tags: tags, CreatedAt: RFC3339(s.CreatedAt), UpdatedAt: RFC3339(s.UpdatedAt), SentAt: OptTime(s.SentAt),
 		Recipients:  viewRecipients(s),
@@ -211,7 +213,7 @@ type InboxView struct {
 
 func ViewInbox(m *core.InboxMessage, withRaw bool) InboxView {
 	v := InboxView{ID: m.ID, Object: "inbox_message", SendID: m.SendID, MessageID: m.MessageID, From: m.From,
-		To: List(m.To), Subject: m.Subject, Size: len(m.Raw), ReceivedAt: RFC3339(m.ReceivedAt)}
+		To: NonNil(m.To), Subject: m.Subject, Size: len(m.Raw), ReceivedAt: RFC3339(m.ReceivedAt)}
 	if withRaw {
 		raw := string(m.Raw)
 		v.Raw = &raw

@@ -253,9 +253,9 @@ func (s *API) Get(w http.ResponseWriter, r *http.Request) {
 
 func viewResendEmail(send *core.Send) resendEmailView {
 	v := resendEmailView{
-		Object: "email", ID: send.ID, To: kit.List(send.To), From: send.From, CreatedAt: kit.RFC3339(send.CreatedAt),
-		Subject: send.Subject, HTML: kit.OptString(send.HTML), Text: kit.OptString(send.Text), Bcc: kit.List(send.Bcc),
-		Cc: kit.List(send.Cc), ReplyTo: kit.List(send.ReplyTo), LastEvent: resendEvent(send.Status), Tags: []resendTag{},
+		Object: "email", ID: send.ID, To: kit.NonNil(send.To), From: send.From, CreatedAt: kit.RFC3339(send.CreatedAt),
+		Subject: send.Subject, HTML: kit.OptString(send.HTML), Text: kit.OptString(send.Text), Bcc: kit.NonNil(send.Bcc),
+		Cc: kit.NonNil(send.Cc), ReplyTo: kit.NonNil(send.ReplyTo), LastEvent: resendEvent(send.Status), Tags: []resendTag{},
 		ScheduledAt: kit.OptTime(send.ScheduledAt),
 	}
 	for n, val := range send.Tags {
