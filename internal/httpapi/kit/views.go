@@ -9,30 +9,43 @@ import (
 	"github.com/sendonce/sendonce/internal/transport"
 )
 
+// MessageHeads is whose mailbox a message is sent from, who it is from
+// and to, and its subject, named as POST /v1/send names them: the send
+// object, a draft and a send's preview carry these fields in this order.
+type MessageHeads struct {
+	MailboxID string   `json:"mailbox_id"`
+	From      string   `json:"from"`
+	To        []string `json:"to"`
+	Cc        []string `json:"cc"`
+	Bcc       []string `json:"bcc"`
+	ReplyTo   []string `json:"reply_to"`
+	Subject   string   `json:"subject"`
+}
+
+// HeadsOf is s's heads, every list [] rather than null.
+func HeadsOf(s *core.Send) MessageHeads {
+	return MessageHeads{MailboxID: s.MailboxID, From: s.From, To: NonNil(s.To), Cc: NonNil(s.Cc), Bcc: NonNil(s.Bcc),
+		ReplyTo: NonNil(s.ReplyTo), Subject: s.Subject}
+}
+
 // SendView is the send object of docs/api.md.
 type SendView struct {
-	ID             string            `json:"id"`
-	Object         string            `json:"object"`
-	Status         core.Status       `json:"status"`
-	IdempotencyKey *string           `json:"idempotency_key"`
-	MailboxID      string            `json:"mailbox_id"`
-	From           string            `json:"from"`
-	To             []string          `json:"to"`
-	Cc             []string          `json:"cc"`
-	Bcc            []string          `json:"bcc"`
-	ReplyTo        []string          `json:"reply_to"`
-	Subject        string            `json:"subject"`
-	TemplateID     *string           `json:"template_id"`
-	MessageID      string            `json:"message_id"`
-	Attempts       int               `json:"attempts"`
-	LastError      *string           `json:"last_error"`
-	Tags           map[string]string `json:"tags"`
-	CreatedAt      string            `json:"created_at"`
-	UpdatedAt      string            `json:"updated_at"`
-	SentAt         *string           `json:"sent_at"`
-	Recipients     []recipientView   `json:"recipients"`
-	ScheduledAt    *string           `json:"scheduled_at"`
-	Attachments    int               `json:"attachments"`
+	ID             string      `json:"id"`
+	Object         string      `json:"object"`
+	Status         core.Status `json:"status"`
+	IdempotencyKey *string     `json:"idempotency_key"`
+	MessageHeads
+	TemplateID  *string           `json:"template_id"`
+	MessageID   string            `json:"message_id"`
+	Attempts    int               `json:"attempts"`
+	LastError   *string           `json:"last_error"`
+	Tags        map[string]string `json:"tags"`
+	CreatedAt   string            `json:"created_at"`
+	UpdatedAt   string            `json:"updated_at"`
+	SentAt      *string           `json:"sent_at"`
+	Recipients  []recipientView   `json:"recipients"`
+	ScheduledAt *string           `json:"scheduled_at"`
+	Attachments int               `json:"attachments"`
 	// Stream: docs/api.md, "Streams".
 	Stream core.Stream `json:"stream"`
 	// Provider and ProviderMessageID: the provider that took the send
@@ -134,8 +147,7 @@ func ViewSend(s *core.Send) *SendView {
 		tags = map[string]string{}
 	}
 	return &SendView{
-		ID: s.ID, Object: "send", Status: s.Status, IdempotencyKey: OptString(s.IdempotencyKey), MailboxID: s.MailboxID,
-		From: s.From, To: NonNil(s.To), Cc: NonNil(s.Cc), Bcc: NonNil(s.Bcc), ReplyTo: NonNil(s.ReplyTo), Subject: s.Subject,
+		ID: s.ID, Object: "send", Status: s.Status, IdempotencyKey: OptString(s.IdempotencyKey), MessageHeads: HeadsOf(s),
 		TemplateID: OptString(s.TemplateID), MessageID: s.MessageID, Attempts: s.Attempts, LastError: OptString(s.LastError),
 		Tags: tags, CreatedAt: RFC3339(s.CreatedAt), UpdatedAt: RFC3339(s.UpdatedAt), SentAt: OptTime(s.SentAt),
 		Recipients:  viewRecipients(s),
