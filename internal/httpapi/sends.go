@@ -26,7 +26,7 @@ func (s *Server) handleSend(ctx context.Context, key *core.APIKey, r *http.Reque
 	if err != nil {
 		return nil, err
 	}
-	return s.AcceptStep(key, send), nil
+	return s.AcceptStep(key, send, kit.NativeSendView), nil
 }
 
 func (s *Server) handleGetSend(w http.ResponseWriter, r *http.Request) {

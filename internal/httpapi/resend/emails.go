@@ -110,6 +110,9 @@ type resendID struct {
 	ID string `json:"id"`
 }
 
+// resendIDView is Resend's answer to a send: {"id"}.
+func resendIDView(send *core.Send) any { return resendID{ID: send.ID} }
+
 // CreatedSendIDs names the send an answer created (kit.Sender).
 func (v resendID) CreatedSendIDs() []string { return []string{v.ID} }
 
@@ -122,12 +125,7 @@ func (s *API) Send(ctx context.Context, key *core.APIKey, r *http.Request, body 
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, tx core.Tx) (int, any, error) {
-		if err := s.Svc.AcceptSend(ctx, tx, key, send); err != nil {
-			return 0, nil, err
-		}
-		return http.StatusOK, resendID{ID: send.ID}, nil
-	}, nil
+	return s.AcceptStep(key, send, resendIDView), nil
 }
 
 // handleResendBatch accepts up to 100 emails in one transaction under

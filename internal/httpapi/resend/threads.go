@@ -149,10 +149,5 @@ func (s *API) replyOrForward(ctx context.Context, key *core.APIKey, r *http.Requ
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, tx core.Tx) (int, any, error) {
-		if err := s.Svc.AcceptSend(ctx, tx, key, send); err != nil {
-			return 0, nil, err
-		}
-		return http.StatusOK, resendID{ID: send.ID}, nil
-	}, nil
+	return s.AcceptStep(key, send, resendIDView), nil
 }
