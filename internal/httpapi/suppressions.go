@@ -55,10 +55,7 @@ func (s *Server) handleListSuppressions(w http.ResponseWriter, r *http.Request) 
 		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := kit.ListView[suppressionView]{Object: "list", Data: make([]suppressionView, 0, len(list)), Next: kit.OptString(next)}
-	for _, sup := range list {
-		out.Data = append(out.Data, viewSuppression(sup))
-	}
+	out := kit.ListView[suppressionView]{Object: "list", Data: kit.Views(list, viewSuppression), Next: kit.OptString(next)}
 	kit.WriteJSON(w, http.StatusOK, out)
 }
 

@@ -58,10 +58,7 @@ func (s *Server) handleListTemplates(w http.ResponseWriter, r *http.Request) {
 		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := kit.ListView[kit.TemplateView]{Object: "list", Data: []kit.TemplateView{}}
-	for _, t := range ts {
-		out.Data = append(out.Data, kit.ViewTemplate(t))
-	}
+	out := kit.ListView[kit.TemplateView]{Object: "list", Data: kit.Views(ts, kit.ViewTemplate)}
 	kit.WriteJSON(w, http.StatusOK, out)
 }
 

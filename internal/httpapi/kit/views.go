@@ -132,6 +132,15 @@ func OptTime(t *time.Time) *string {
 	return &s
 }
 
+// Views is view of each item, in order: a list's data, [] for none.
+func Views[T, V any](items []T, view func(T) V) []V {
+	out := make([]V, 0, len(items))
+	for _, it := range items {
+		out = append(out, view(it))
+	}
+	return out
+}
+
 // NonNil is s, or an empty slice for nil: a view's lists are [] in JSON,
 // never null.
 func NonNil[T any](s []T) []T {

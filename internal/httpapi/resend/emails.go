@@ -308,10 +308,7 @@ func (s *API) List(w http.ResponseWriter, r *http.Request) {
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	out := kit.ResendList[resendEmailView]{Object: "list", HasMore: next != "", Data: make([]resendEmailView, 0, len(sends))}
-	for _, sd := range sends {
-		out.Data = append(out.Data, viewResendEmail(sd))
-	}
+	out := kit.ResendList[resendEmailView]{Object: "list", HasMore: next != "", Data: kit.Views(sends, viewResendEmail)}
 	kit.WriteJSON(w, http.StatusOK, out)
 }
 

@@ -25,10 +25,7 @@ func (s *API) ListReceiving(w http.ResponseWriter, r *http.Request) {
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	out := kit.ResendList[kit.ResendReceivedView]{Object: "list", HasMore: more, Data: make([]kit.ResendReceivedView, 0, len(ms))}
-	for _, m := range ms {
-		out.Data = append(out.Data, kit.ViewResendReceived(m))
-	}
+	out := kit.ResendList[kit.ResendReceivedView]{Object: "list", HasMore: more, Data: kit.Views(ms, kit.ViewResendReceived)}
 	kit.WriteJSON(w, http.StatusOK, out)
 }
 

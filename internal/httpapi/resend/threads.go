@@ -25,10 +25,7 @@ func (s *API) ListThreads(w http.ResponseWriter, r *http.Request) {
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
 	}
-	out := kit.ResendList[kit.ThreadView]{Object: "list", HasMore: more, Data: make([]kit.ThreadView, 0, len(ts))}
-	for _, t := range ts {
-		out.Data = append(out.Data, kit.ViewThread(t))
-	}
+	out := kit.ResendList[kit.ThreadView]{Object: "list", HasMore: more, Data: kit.Views(ts, kit.ViewThread)}
 	kit.WriteJSON(w, http.StatusOK, out)
 }
 
