@@ -110,18 +110,7 @@ func (s *API) CreateDraft(ctx context.Context, key *core.APIKey, r *http.Request
 
 // inboxDraft reads the draft of the path in the inbox of the path.
 func (s *API) inboxDraft(r *http.Request) (*core.APIKey, *core.Draft, error) {
-	key, in, err := s.inbox(r)
-	if err != nil {
-		return nil, nil, err
-	}
-	d, err := s.Svc.Draft(r.Context(), key, r.PathValue("draft"))
-	if err != nil {
-		return nil, nil, err
-	}
-	if d.MailboxID != in.Mailbox.ID {
-		return nil, nil, core.ErrNotFound
-	}
-	return key, d, nil
+	return inInbox(s, r, "draft", s.Svc.Draft, func(d *core.Draft) string { return d.MailboxID })
 }
 
 func (s *API) ListDrafts(w http.ResponseWriter, r *http.Request) {

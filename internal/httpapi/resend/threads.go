@@ -32,18 +32,7 @@ func (s *API) ListThreads(w http.ResponseWriter, r *http.Request) {
 // thread resolves {inbox} and {thread}: a thread of another inbox is
 // not found.
 func (s *API) thread(r *http.Request) (*core.APIKey, *core.Thread, error) {
-	key, in, err := s.inbox(r)
-	if err != nil {
-		return nil, nil, err
-	}
-	t, err := s.Svc.Thread(r.Context(), key, r.PathValue("thread"))
-	if err != nil {
-		return nil, nil, err
-	}
-	if t.MailboxID != in.Mailbox.ID {
-		return nil, nil, core.ErrNotFound
-	}
-	return key, t, nil
+	return inInbox(s, r, "thread", s.Svc.Thread, func(t *core.Thread) string { return t.MailboxID })
 }
 
 func (s *API) GetThread(w http.ResponseWriter, r *http.Request) {
