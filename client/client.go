@@ -157,6 +157,35 @@ func ValidateIdempotencyKey(k string) error {
 	return nil
 }
 
+// keyOrNew is the Idempotency-Key every attempt of a call carries: key,
+// checked before anything is sent, or one UUID v4 made for the call when
+// key is empty.
+func keyOrNew(key string) (string, error) {
+	if key == "" {
+		return NewIdempotencyKey(), nil
+	}
+	if err := ValidateIdempotencyKey(key); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+// idemKey is the caller's key, "" when opts is nil (one made per call).
+func (o *SendOptions) idemKey() string {
+	if o == nil {
+		return ""
+	}
+	return o.IdempotencyKey
+}
+
+// idemKey is the caller's key, "" when opts is nil (one made per call).
+func (o *CallOptions) idemKey() string {
+	if o == nil {
+		return ""
+	}
+	return o.IdempotencyKey
+}
+
 // request is one logical call.
 type request struct {
 	method string
