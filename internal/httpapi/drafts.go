@@ -81,11 +81,7 @@ func (s *Server) handleGetDraft(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		v, err = viewDraft(d)
 	}
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, v)
+	s.Answer(w, r, v, err)
 }
 
 // handlePatchDraft changes the fields the body names (null clears one)
@@ -104,11 +100,7 @@ func (s *Server) handlePatchDraft(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		v, err = viewDraft(d)
 	}
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, v)
+	s.Answer(w, r, v, err)
 }
 
 // nativeDraftEdit reads a PATCH body: the fields of POST /v1/send, each

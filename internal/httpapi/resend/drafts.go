@@ -140,11 +140,7 @@ func (s *API) ListDrafts(w http.ResponseWriter, r *http.Request) {
 			out.Data = append(out.Data, v.item())
 		}
 	}
-	if err != nil {
-		kit.WriteResendError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, out)
+	s.AnswerResend(w, r, out, err)
 }
 
 func (s *API) GetDraft(w http.ResponseWriter, r *http.Request) {
@@ -153,11 +149,7 @@ func (s *API) GetDraft(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		v, err = viewResendDraft(d)
 	}
-	if err != nil {
-		kit.WriteResendError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, v)
+	s.AnswerResend(w, r, v, err)
 }
 
 func (s *API) UpdateDraft(w http.ResponseWriter, r *http.Request) {

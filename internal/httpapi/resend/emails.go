@@ -304,12 +304,7 @@ func (s *API) List(w http.ResponseWriter, r *http.Request) {
 		f.APIKeyID = key.ID
 	}
 	sends, next, err := s.Reads.ListSends(r.Context(), key.Tenant, f)
-	if err != nil {
-		kit.WriteResendError(w, r, s.Logger, err)
-		return
-	}
-	out := kit.ResendList[resendEmailView]{Object: "list", HasMore: next != "", Data: kit.Views(sends, viewResendEmail)}
-	kit.WriteJSON(w, http.StatusOK, out)
+	s.AnswerResend(w, r, kit.ResendList[resendEmailView]{Object: "list", HasMore: next != "", Data: kit.Views(sends, viewResendEmail)}, err)
 }
 
 // replyHeaders are the threading headers of a Resend request.

@@ -21,12 +21,7 @@ func (s *API) ListThreads(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		ts, more, err = s.Svc.ListThreads(r.Context(), key, f)
 	}
-	if err != nil {
-		kit.WriteResendError(w, r, s.Logger, err)
-		return
-	}
-	out := kit.ResendList[kit.ThreadView]{Object: "list", HasMore: more, Data: kit.Views(ts, kit.ViewThread)}
-	kit.WriteJSON(w, http.StatusOK, out)
+	s.AnswerResend(w, r, kit.ResendList[kit.ThreadView]{Object: "list", HasMore: more, Data: kit.Views(ts, kit.ViewThread)}, err)
 }
 
 // thread resolves {inbox} and {thread}: a thread of another inbox is
