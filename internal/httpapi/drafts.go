@@ -55,24 +55,14 @@ func (s *Server) handleListDrafts(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		ds, more, err = s.Svc.ListDrafts(r.Context(), kit.APIKeyFrom(r.Context()), "", limit, q.Get("after"))
 	}
-	out := kit.ListView[*draftView]{Object: "list", Data: make([]*draftView, 0, len(ds))}
-	for _, d := range ds {
-		if err != nil {
-			break
-		}
-		var v *draftView
-		if v, err = viewDraft(d); err == nil {
-			out.Data = append(out.Data, v)
-		}
+	out := kit.ListView[*draftView]{Object: "list"}
+	if err == nil {
+		out.Data, err = kit.TryViews(ds, viewDraft)
 	}
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	if more {
+	if err == nil && more {
 		out.Next = kit.OptString(ds[len(ds)-1].ID)
 	}
-	kit.WriteJSON(w, http.StatusOK, out)
+	s.Answer(w, r, out, err)
 }
 
 func (s *Server) handleGetDraft(w http.ResponseWriter, r *http.Request) {

@@ -141,6 +141,19 @@ func Views[T, V any](items []T, view func(T) V) []V {
 	return out
 }
 
+// TryViews is Views for a view that can fail: the first error stops it.
+func TryViews[T, V any](items []T, view func(T) (V, error)) ([]V, error) {
+	out := make([]V, 0, len(items))
+	for _, it := range items {
+		v, err := view(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 // NonNil is s, or an empty slice for nil: a view's lists are [] in JSON,
 // never null.
 func NonNil[T any](s []T) []T {

@@ -130,15 +130,9 @@ func (s *API) ListDrafts(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		ds, more, err = s.Svc.ListDrafts(r.Context(), key, in.Mailbox.ID, limit, q.Get("after"))
 	}
-	out := kit.ResendList[resendDraftItem]{Object: "list", HasMore: more, Data: make([]resendDraftItem, 0, len(ds))}
-	for _, d := range ds {
-		if err != nil {
-			break
-		}
-		var v *resendDraftView
-		if v, err = viewResendDraft(d); err == nil {
-			out.Data = append(out.Data, v.item())
-		}
+	out := kit.ResendList[resendDraftItem]{Object: "list", HasMore: more}
+	if err == nil {
+		out.Data, err = kit.TryViews(ds, resendDraftItemOf)
 	}
 	s.AnswerResend(w, r, out, err)
 }
@@ -279,6 +273,15 @@ func viewResendDraft(d *core.Draft) (*resendDraftView, error) {
 			ContentType: a.ContentType, Size: len(a.Data)})
 	}
 	return v, nil
+}
+
+// resendDraftItemOf is d as Resend lists it.
+func resendDraftItemOf(d *core.Draft) (resendDraftItem, error) {
+	v, err := viewResendDraft(d)
+	if err != nil {
+		return resendDraftItem{}, err
+	}
+	return v.item(), nil
 }
 
 func (v *resendDraftView) item() resendDraftItem {
