@@ -199,11 +199,19 @@ type request struct {
 // shape of every read and list call but GetSend and ListSends, which keep
 // the raw answer too.
 func get[T any](ctx context.Context, c *Client, path string, query url.Values) (*T, error) {
+	v, _, err := callFor[T](ctx, c, request{method: http.MethodGet, path: path, query: query})
+	return v, err
+}
+
+// callFor runs r (call) and decodes its answer into a new T; resp is the
+// answer, for the calls that read its status.
+func callFor[T any](ctx context.Context, c *Client, r request) (*T, *response, error) {
 	var v T
-	if _, err := c.call(ctx, request{method: http.MethodGet, path: path, query: query}, &v); err != nil {
-		return nil, err
+	resp, err := c.call(ctx, r, &v)
+	if err != nil {
+		return nil, nil, err
 	}
-	return &v, nil
+	return &v, resp, nil
 }
 
 // jsonBody is the JSON body of a call's parameters p, or

@@ -100,11 +100,8 @@ func (c *Client) UpdateDraft(ctx context.Context, id string, u *DraftUpdate) (*D
 	if err != nil {
 		return nil, err
 	}
-	var d Draft
-	if _, err := c.call(ctx, request{method: http.MethodPatch, path: p, body: body}, &d); err != nil {
-		return nil, err
-	}
-	return &d, nil
+	d, _, err := callFor[Draft](ctx, c, request{method: http.MethodPatch, path: p, body: body})
+	return d, err
 }
 
 // SendDraft sends a draft (POST /v1/drafts/{id}/send). The server sends it

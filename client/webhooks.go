@@ -156,11 +156,8 @@ func (c *Client) UpdateWebhook(ctx context.Context, id string, u *WebhookUpdate)
 	if err != nil {
 		return nil, err
 	}
-	var w Webhook
-	if _, err := c.call(ctx, request{method: http.MethodPatch, path: path, body: body}, &w); err != nil {
-		return nil, err
-	}
-	return &w, nil
+	w, _, err := callFor[Webhook](ctx, c, request{method: http.MethodPatch, path: path, body: body})
+	return w, err
 }
 
 // DeleteWebhook deletes a webhook with its deliveries. Errors: 404
