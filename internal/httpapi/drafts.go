@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/sendonce/sendonce/internal/app"
@@ -96,15 +95,10 @@ func (s *Server) handlePatchDraft(w http.ResponseWriter, r *http.Request) {
 // nativeDraftEdit reads a PATCH body: the fields of POST /v1/send, each
 // changed only when the body has it.
 func nativeDraftEdit(body []byte) (func(*app.SendRequest) error, error) {
-	var (
-		req     kit.SendRequest
-		present map[string]json.RawMessage
-	)
-	if err := kit.DecodeStrict(body, &req); err != nil {
+	var req kit.SendRequest
+	present, err := kit.DecodePatch(body, &req)
+	if err != nil {
 		return nil, err
-	}
-	if err := json.Unmarshal(body, &present); err != nil || present == nil {
-		return nil, kit.ApiError(core.CodeInvalidJSON, "", "the request body must be a JSON object")
 	}
 	if err := kit.CheckRecipientCounts(req.To, req.Cc, req.Bcc, req.ReplyTo); err != nil {
 		return nil, err

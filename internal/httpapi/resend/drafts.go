@@ -36,11 +36,9 @@ type resendDraftBody struct {
 
 func decodeResendDraft(body []byte, create bool) (*resendDraftBody, error) {
 	var req resendDraftBody
-	if err := kit.DecodeStrict(body, &req); err != nil {
+	var err error
+	if req.present, err = kit.DecodePatch(body, &req); err != nil {
 		return nil, err
-	}
-	if err := json.Unmarshal(body, &req.present); err != nil || req.present == nil {
-		return nil, kit.ApiError(core.CodeInvalidJSON, "", "the request body must be a JSON object")
 	}
 	if !create && (req.ThreadID != "" || req.ReplyToEmailID != "") {
 		return nil, core.Errorf(core.CodeValidation, "reply_to_email_id", "a draft's thread is set when it is created")
