@@ -211,13 +211,8 @@ func (s *API) DraftSend(r *http.Request, body []byte) (string, func(*app.SendReq
 
 // resendDraftView is Resend's InboxDraft.
 type resendDraftView struct {
-	Object         string                 `json:"object"`
-	ID             string                 `json:"id"`
-	Type           string                 `json:"type"`
-	To             []string               `json:"to"`
-	Cc             []string               `json:"cc"`
-	Bcc            []string               `json:"bcc"`
-	Subject        *string                `json:"subject"`
+	Object string `json:"object"`
+	resendDraftHead
 	HTML           *string                `json:"html"`
 	Text           *string                `json:"text"`
 	ThreadID       *string                `json:"thread_id"`
@@ -230,17 +225,22 @@ type resendDraftView struct {
 
 // resendDraftItem is Resend's InboxDraftListItem.
 type resendDraftItem struct {
-	ID             string                 `json:"id"`
-	Type           string                 `json:"type"`
-	To             []string               `json:"to"`
-	Cc             []string               `json:"cc"`
-	Bcc            []string               `json:"bcc"`
-	Subject        *string                `json:"subject"`
+	resendDraftHead
 	Snippet        *string                `json:"snippet"`
 	ThreadID       *string                `json:"thread_id"`
 	ReplyToEmailID *string                `json:"reply_to_email_id"`
 	UpdatedAt      string                 `json:"updated_at"`
 	Attachments    []resendDraftAttachmnt `json:"attachments"`
+}
+
+// resendDraftHead is what a draft and its list item both begin with.
+type resendDraftHead struct {
+	ID      string   `json:"id"`
+	Type    string   `json:"type"`
+	To      []string `json:"to"`
+	Cc      []string `json:"cc"`
+	Bcc     []string `json:"bcc"`
+	Subject *string  `json:"subject"`
 }
 
 type resendDraftAttachmnt struct {
@@ -262,9 +262,9 @@ func viewResendDraft(d *core.Draft) (*resendDraftView, error) {
 	if d.ReplyToID != "" {
 		typ = "reply"
 	}
-	v := &resendDraftView{Object: "inbox_draft", ID: d.ID, Type: typ, To: r.To, Cc: kit.NonNil(r.Cc), Bcc: kit.NonNil(r.Bcc),
-		Subject: kit.OptString(r.Subject), HTML: kit.OptString(r.HTML), Text: kit.OptString(r.Text), ThreadID: kit.OptString(d.ThreadID),
-		ReplyToEmailID: kit.OptString(d.ReplyToID), EmailID: kit.OptString(d.SendID), CreatedAt: kit.RFC3339(d.CreatedAt),
+	head := resendDraftHead{ID: d.ID, Type: typ, To: r.To, Cc: kit.NonNil(r.Cc), Bcc: kit.NonNil(r.Bcc), Subject: kit.OptString(r.Subject)}
+	v := &resendDraftView{Object: "inbox_draft", resendDraftHead: head, HTML: kit.OptString(r.HTML), Text: kit.OptString(r.Text),
+		ThreadID: kit.OptString(d.ThreadID), ReplyToEmailID: kit.OptString(d.ReplyToID), EmailID: kit.OptString(d.SendID), CreatedAt: kit.RFC3339(d.CreatedAt),
 		UpdatedAt: kit.RFC3339(d.UpdatedAt), Attachments: make([]resendDraftAttachmnt, 0, len(r.Attachments))}
 	for i, a := range r.Attachments {
 		v.Attachments = append(v.Attachments, resendDraftAttachmnt{ID: d.ID + "-" + strconv.Itoa(i), Filename: a.Filename,
@@ -295,6 +295,6 @@ func (v *resendDraftView) item() resendDraftItem {
 		}
 		snippet = &s
 	}
-	return resendDraftItem{ID: v.ID, Type: v.Type, To: v.To, Cc: v.Cc, Bcc: v.Bcc, Subject: v.Subject, Snippet: snippet,
+	return resendDraftItem{resendDraftHead: v.resendDraftHead, Snippet: snippet,
 		ThreadID: v.ThreadID, ReplyToEmailID: v.ReplyToEmailID, UpdatedAt: v.UpdatedAt, Attachments: v.Attachments}
 }
