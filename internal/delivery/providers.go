@@ -244,7 +244,8 @@ func idNote(id string) string {
 func (d *Deliverer) deliverLink(ctx context.Context, l link, s *core.Send, slot *transport.Slot, env transport.Envelope, raw []byte) (transport.Receipt, error) {
 	switch l.spec.Kind {
 	case transport.SESKind, transport.ResendKind:
-		return d.provider(l).Submit(ctx, transport.Submission{SendID: s.ID, Tenant: s.Tenant, Env: env, Raw: raw})
+		return d.provider(l).Submit(ctx, transport.Submission{SendID: s.ID, Tenant: s.Tenant, Env: env, Raw: raw,
+			Copy: copyIndex(s, env.To)})
 	case transport.Relay:
 		t, err := d.smtpTransport(l.url, l.tenant)
 		if err != nil {

@@ -172,6 +172,11 @@ func (r *Resend) Submit(ctx context.Context, sub Submission) (Receipt, error) {
 		return Receipt{}, &Error{Class: Permanent, Stage: StageRequest, Err: err}
 	}
 	key := ResendIdempotencyKey(sub.SendID)
+	if sub.Copy != "" {
+		// One copy per recipient: each is its own email, so each has its
+		// own key (the same at every attempt of that copy).
+		key += "." + sub.Copy
+	}
 	var last *Error
 	for try := 1; try <= r.cfg.Tries; try++ {
 		if try > 1 {
