@@ -171,3 +171,37 @@ func TestCopies_RetryHandsOverOnlyWhatIsLeftAndALostReplyIsUnknown(t *testing.T)
 		}
 	})
 }
+
+// TestCopies_MXHandsEachRecipientItsOwnCopy: under --transport mx a bulk
+// send to recipients at two destinations (two of them sharing one) goes
+// out as one transaction per recipient, each copy with its own token,
+// and every recipient is delivered.
+func TestCopies_MXHandsEachRecipientItsOwnCopy(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		dns := dnstest.Start(t, twoDestinations...)
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, MX: true, RetryBase: retryBase, DNSResolver: dns.Addr(),
+			PublicURL: unsubPublicURL})
+		rcpts := []string{"ann@one.test", "bob@two.test", "cy@also-one.test"}
+		id := send(t, env, map[string]any{"to": rcpts[:2], "cc": rcpts[2], "subject": "News", "text": "x", "stream": "bulk"})
+		s := env.WaitStatus(t, id, waitLong, core.StatusDelivered)
+		want := map[string]string{rcpts[0]: "delivered", rcpts[1]: "delivered", rcpts[2]: "delivered"}
+		if got := recipientStatuses(s); !maps.Equal(got, want) {
+			t.Errorf("recipients %v, want %v", got, want)
+		}
+		copies := onlyTo(t, env.SMTP.Messages())
+		paths := map[string]bool{}
+		for _, rcpt := range rcpts {
+			m, ok := copies[rcpt]
+			if !ok {
+				t.Fatalf("no copy for %s; the exchangers got %d messages", rcpt, len(copies))
+			}
+			if m.MessageID != bareID(str(s, "message_id")) {
+				t.Errorf("%s: Message-ID %q, want the send's", rcpt, m.MessageID)
+			}
+			paths[unsubscribePath(t, m.Data)] = true
+		}
+		if len(paths) != len(rcpts) {
+			t.Errorf("%d distinct unsubscribe links among %d copies, want one each", len(paths), len(rcpts))
+		}
+	})
+}
