@@ -49,8 +49,8 @@ func (d *Deliverer) handOffCopies(ctx context.Context, s *core.Send, slot *trans
 	h := &mxHandoff{prior: prior, copies: true}
 	out := handoff{dests: h}
 	var (
-		inTx []func(core.Tx) error
-		rest *copyEnd // set once a failure that is not the copy's own ends the walk
+		inTx, late []func(core.Tx) error
+		rest       *copyEnd // set once a failure that is not the copy's own ends the walk
 	)
 	for _, rcpt := range pending {
 		if rest == nil && ctx.Err() != nil {
@@ -73,7 +73,12 @@ func (d *Deliverer) handOffCopies(ctx context.Context, s *core.Send, slot *trans
 		sub := d.handOverCopy(ctx, s, slot, one, raw, signer)
 		out.mx = out.mx || sub.mx
 		out.kind = cmpOr(out.kind, sub.kind)
-		if sub.inTx != nil {
+		switch {
+		case sub.inTx != nil && sub.err != nil:
+			// Last: a provider that may hold this copy pins the send
+			// (providers.go) over what the copies it took recorded.
+			late = append(late, sub.inTx)
+		case sub.inTx != nil:
 			inTx = append(inTx, sub.inTx)
 		}
 		rest = h.add(rcpt, sub)
@@ -81,7 +86,7 @@ func (d *Deliverer) handOffCopies(ctx context.Context, s *core.Send, slot *trans
 	if !out.mx && s.Tries >= d.cfg.MaxAttempts {
 		h.exhausted = true
 	}
-	if len(inTx) > 0 {
+	if inTx = append(inTx, late...); len(inTx) > 0 {
 		out.inTx = func(tx core.Tx) error {
 			for _, f := range inTx {
 				if err := f(tx); err != nil {

@@ -15,8 +15,10 @@ import (
 
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/testkit/dnstest"
+	"github.com/sendonce/sendonce/internal/testkit/resendtest"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
+	"github.com/sendonce/sendonce/internal/transport"
 )
 
 // rcptCounter counts the RCPTs a recording server was asked, per address:
@@ -204,4 +206,52 @@ func TestCopies_MXHandsEachRecipientItsOwnCopy(t *testing.T) {
 			t.Errorf("%d distinct unsubscribe links among %d copies, want one each", len(paths), len(rcpts))
 		}
 	})
+}
+
+// TestCopies_ResendTakesEachCopyUnderItsOwnKey: through Resend each copy
+// is its own email under its own Idempotency-Key, naming its one
+// recipient. Every answer for the second copy is lost at the first
+// attempt: the retry asks again for that copy only, with its key, and
+// Resend still holds one email per recipient.
+func TestCopies_ResendTakesEachCopyUnderItsOwnKey(t *testing.T) {
+	rs := resendtest.Start(t, resendKey)
+	rs.SetPlan(func(n int) resendtest.Fault {
+		if n >= 2 && n <= 4 { // the second copy's three requests of the first attempt
+			return resendtest.Drop
+		}
+		return resendtest.Pass
+	})
+	env := sendoncetest.Start(t, sendoncetest.Options{Transport: resendURL(rs.Host), RetryBase: retryBase, PublicURL: unsubPublicURL})
+	rcpts := []string{"ann@example.com", "bob@example.com", "cat@example.com"}
+	id := send(t, env, map[string]any{"to": rcpts[0], "cc": rcpts[1], "bcc": rcpts[2], "subject": "News", "text": "x", "stream": "bulk"})
+	s := env.WaitStatus(t, id, waitLong, core.StatusSent)
+	want := map[string]string{rcpts[0]: "sent", rcpts[1]: "sent", rcpts[2]: "sent"}
+	if got := recipientStatuses(s); !maps.Equal(got, want) {
+		t.Errorf("recipients %v, want %v", got, want)
+	}
+	perKey := map[string]int{}
+	for _, r := range rs.Requests() {
+		perKey[r.IdempotencyKey]++
+	}
+	key := transport.ResendIdempotencyKey(id)
+	if wantKeys := map[string]int{key + ".0": 1, key + ".1": 4, key + ".2": 1}; !maps.Equal(perKey, wantKeys) {
+		t.Errorf("requests per key %v, want %v", perKey, wantKeys)
+	}
+	emails := rs.Emails()
+	if len(emails) != 3 {
+		t.Fatalf("Resend holds %d emails, want one per recipient", len(emails))
+	}
+	links := map[string]bool{}
+	for i, e := range emails {
+		to, _ := e.Payload["to"].([]any)
+		headers, _ := e.Payload["headers"].(map[string]any)
+		list, _ := headers["List-Unsubscribe"].(string)
+		links[list] = true
+		if len(to) != 1 || !strings.Contains(to[0].(string), rcpts[i]) || e.Payload["cc"] != nil || e.Payload["bcc"] != nil {
+			t.Errorf("email %d goes to %v cc %v bcc %v, want %s alone", i, e.Payload["to"], e.Payload["cc"], e.Payload["bcc"], rcpts[i])
+		}
+	}
+	if len(links) != 3 {
+		t.Errorf("%d distinct List-Unsubscribe values among 3 emails, want one each", len(links))
+	}
 }

@@ -373,6 +373,13 @@ func resendPayload(sub Submission) ([]byte, error) {
 			e.Bcc = append(e.Bcc, a)
 		}
 	}
+	if len(e.To) == 0 && sub.Copy != "" {
+		// One recipient's copy (Submission.Copy) for a Cc or Bcc
+		// recipient: Resend needs a To, and writes To and Cc from the
+		// addresses it sends to anyway, so the copy names its one
+		// recipient in To.
+		e.To, e.Cc, e.Bcc = slices.Concat(e.Cc, e.Bcc), nil, nil
+	}
 	if len(e.To) == 0 {
 		return nil, errors.New("Resend needs a To recipient, and none of the message's To addresses is to be sent to")
 	}
