@@ -14,6 +14,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/testkit/dnstest"
 	"github.com/sendonce/sendonce/internal/testkit/resendtest"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
@@ -253,5 +254,53 @@ func TestCopies_ResendTakesEachCopyUnderItsOwnKey(t *testing.T) {
 	}
 	if len(links) != 3 {
 		t.Errorf("%d distinct List-Unsubscribe values among 3 emails, want one each", len(links))
+	}
+}
+
+// TestCopies_RefusedCopyBouncesItsRecipientOnly: the relay refuses the
+// second copy's recipient for good (550 5.1.1): that recipient bounces
+// (and is suppressed), the others' copies are sent, and so is the send.
+func TestCopies_RefusedCopyBouncesItsRecipientOnly(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, RetryBase: retryBase, PublicURL: unsubPublicURL})
+		rcpts := []string{"ann@example.com", "bob@example.com", "cat@example.com"}
+		env.SMTP.SetBehaviour(smtptest.Behaviour{RcptErrFor: map[string]*smtp.SMTPError{rcpts[1]: reply550}})
+		id := send(t, env, map[string]any{"to": rcpts, "subject": "News", "text": "x", "stream": "bulk"})
+		s := env.WaitStatus(t, id, waitLong, core.StatusSent)
+		want := map[string]string{rcpts[0]: "sent", rcpts[1]: "bounced", rcpts[2]: "sent"}
+		if got := recipientStatuses(s); !maps.Equal(got, want) {
+			t.Errorf("recipients %v, want %v", got, want)
+		}
+		if copies := onlyTo(t, env.SMTP.Messages()); len(copies) != 2 {
+			t.Errorf("the relay took %d copies, want ann's and cat's", len(copies))
+		}
+		if n := len(suppressionsOf(t, env, rcpts[1])); n != 1 {
+			t.Errorf("%d suppressions of the refused address, want 1", n)
+		}
+	})
+}
+
+// TestCopies_FailoverChainTakesEachCopy: a primary provider that
+// definitely takes nothing (429) falls over to the relay copy by copy:
+// the relay gets one copy per recipient, each with its own link.
+func TestCopies_FailoverChainTakesEachCopy(t *testing.T) {
+	rs := resendtest.Start(t, resendKey)
+	rs.SetPlan(func(int) resendtest.Fault { return resendtest.TooMany })
+	relay := smtptest.Start(t, smtptest.Options{})
+	env := sendoncetest.Start(t, sendoncetest.Options{Transport: resendURL(rs.Host), RetryBase: retryBase, PublicURL: unsubPublicURL,
+		Providers: server.ProvidersConfig{Fallbacks: []string{"smtp://" + relay.Addr + "?tls=none"}}})
+	rcpts := []string{"ann@example.com", "bob@example.com"}
+	id := send(t, env, map[string]any{"to": rcpts, "subject": "News", "text": "x", "unsubscribe": true})
+	s := env.WaitStatus(t, id, waitLong, core.StatusSent)
+	want := map[string]string{rcpts[0]: "sent", rcpts[1]: "sent"}
+	if got := recipientStatuses(s); !maps.Equal(got, want) {
+		t.Errorf("recipients %v, want %v", got, want)
+	}
+	copies := onlyTo(t, relay.Messages())
+	if len(copies) != 2 || unsubscribePath(t, copies[rcpts[0]].Data) == unsubscribePath(t, copies[rcpts[1]].Data) {
+		t.Errorf("the fallback relay got %d copies; want two, each with its own link", len(copies))
+	}
+	if n := len(rs.Emails()); n != 0 {
+		t.Errorf("the refusing primary holds %d emails", n)
 	}
 }
