@@ -213,7 +213,8 @@ func TestCopies_MXHandsEachRecipientItsOwnCopy(t *testing.T) {
 // is its own email under its own Idempotency-Key, naming its one
 // recipient. Every answer for the second copy is lost at the first
 // attempt: the retry asks again for that copy only, with its key, and
-// Resend still holds one email per recipient.
+// Resend still holds one email per recipient, each id kept for the
+// provider's events.
 func TestCopies_ResendTakesEachCopyUnderItsOwnKey(t *testing.T) {
 	rs := resendtest.Start(t, resendKey)
 	rs.SetPlan(func(n int) resendtest.Fault {
@@ -254,6 +255,11 @@ func TestCopies_ResendTakesEachCopyUnderItsOwnKey(t *testing.T) {
 	}
 	if len(links) != 3 {
 		t.Errorf("%d distinct List-Unsubscribe values among 3 emails, want one each", len(links))
+	}
+	for _, e := range emails { // Resend's events about any copy find the send
+		if n := env.QueryInt(t, "SELECT count(*) FROM send_provider_copies WHERE provider = 'resend' AND message_id = ? AND send_id = ?", e.ID, id); n != 1 {
+			t.Errorf("email %s: %d records of its id for the send, want 1", e.ID, n)
+		}
 	}
 }
 

@@ -281,6 +281,13 @@ func (d *Deliverer) recordLink(s *core.Send, l link, messageID string, pin *core
 			Provider: string(l.spec.Kind), MessageID: messageID, Since: since, UpdatedAt: now}); err != nil {
 			return err
 		}
+		if messageID != "" && perCopy(s) {
+			// Each copy has an id of its own: the provider's events about
+			// any of them find the send (the record keeps the latest).
+			if err := tx.AddProviderCopy(context.Background(), s.ID, string(l.spec.Kind), messageID); err != nil {
+				return err
+			}
+		}
 		return history(tx)
 	}
 }
