@@ -252,11 +252,13 @@ func (d *Deliverer) deliverLink(ctx context.Context, l link, s *core.Send, slot 
 			return transport.Receipt{}, &transport.Error{Class: transport.Temporary, Stage: "dial", Err: err}
 		}
 		relay := t.(*transport.SMTP)
-		if slot == nil || !slot.Of(relay) {
-			var ok bool
-			if slot, ok = relay.TryAcquire(); !ok {
-				return transport.Receipt{}, errNoSession
-			}
+		if slot != nil && slot.Of(relay) {
+			// Kept for the send's next copy; the attempt releases it.
+			return transport.Receipt{}, slot.Send(ctx, env, raw)
+		}
+		slot, ok := relay.TryAcquire()
+		if !ok {
+			return transport.Receipt{}, errNoSession
 		}
 		return transport.Receipt{}, slot.Deliver(ctx, env, raw)
 	}
