@@ -10,7 +10,6 @@ import (
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/render"
 	"github.com/sendonce/sendonce/internal/transport"
 )
 
@@ -195,21 +194,6 @@ func (d *Deliverer) run(ctx context.Context, c Claimed) (outcome, handoff, error
 		slog.String("send_id", s.ID), slog.Int("attempt", s.Tries), slog.Bool("ok", derr == nil && len(skipped) < len(all)),
 		slog.String("outcome", o.metric))
 	return o, h, nil
-}
-
-// unsubscribeCopy is raw with the one-click unsubscribe headers of its
-// one recipient when the send carries them (docs/deliverability.md,
-// "One-click unsubscribe"), before it is signed. A send with several
-// recipients goes out as one copy per recipient instead (copies.go).
-func (d *Deliverer) unsubscribeCopy(ctx context.Context, s *core.Send, to []string, raw []byte) ([]byte, error) {
-	if !s.NeedsUnsubscribe() || len(to) != 1 {
-		return raw, nil
-	}
-	h, err := d.svc.UnsubscribeHeaders(ctx, s, to[0])
-	if err != nil {
-		return nil, err
-	}
-	return render.PrependHeaders(raw, h), nil
 }
 
 // handoff is what handing a message over did.

@@ -37,6 +37,21 @@ func perCopy(s *core.Send) bool {
 	return s.NeedsUnsubscribe() && len(app.RecipientsOf(s)) > 1
 }
 
+// unsubscribeCopy is raw with the one-click unsubscribe headers of its
+// one recipient when the send carries them (docs/deliverability.md,
+// "One-click unsubscribe"), before it is signed. A send with several
+// recipients goes out as one copy per recipient instead (copies.go).
+func (d *Deliverer) unsubscribeCopy(ctx context.Context, s *core.Send, to []string, raw []byte) ([]byte, error) {
+	if !s.NeedsUnsubscribe() || len(to) != 1 {
+		return raw, nil
+	}
+	h, err := d.svc.UnsubscribeHeaders(ctx, s, to[0])
+	if err != nil {
+		return nil, err
+	}
+	return render.PrependHeaders(raw, h), nil
+}
+
 // handOffCopies is handOff for a send that goes out as one copy per
 // recipient (perCopy): raw is the rendered message, not yet signed; signer
 // the address whose domain's key signs; env.To the recipients not

@@ -467,15 +467,6 @@ func deriveStatus(final map[string]core.Status, all, skipped []string) core.Stat
 	return core.StatusFailed
 }
 
-// dueAt is when a send became due: its scheduled time, else its
-// acceptance.
-func dueAt(s *core.Send) time.Time {
-	if s.ScheduledAt != nil {
-		return *s.ScheduledAt
-	}
-	return s.CreatedAt
-}
-
 // mxFailure is the outcome of an mx attempt that failed before any
 // destination was tried (the lookups' configuration, a recipient without
 // a domain, the recipients' states unreadable): the send's own, retried
