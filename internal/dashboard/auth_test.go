@@ -176,8 +176,7 @@ func (f fixture) form(path string) url.Values {
 }
 
 func TestDashboard_NoSessionRedirectsToSignIn(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		f := makeFixture(t, env)
 		anon := newBrowser(t, env)
 		for _, rt := range dashboard.Routes() {
@@ -203,8 +202,7 @@ func TestDashboard_NoSessionRedirectsToSignIn(t *testing.T) {
 }
 
 func TestDashboard_OtherTenantIsNotFound(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		f := makeFixture(t, env)
 		// Send too: the Mail pages' changes need it, and it is their 404
 		// under test, not their 403.
@@ -273,8 +271,7 @@ func TestDashboard_OtherTenantIsNotFound(t *testing.T) {
 }
 
 func TestDashboard_ReadKeyLooksButDoesNotAct(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		f := makeFixture(t, env)
 		_, reader := env.NewKey(t, app.NewKeyParams{Name: "reader", Scopes: []core.Scope{core.ScopeRead}})
 		br := newBrowser(t, env)
@@ -338,8 +335,7 @@ func TestDashboard_ReadKeyLooksButDoesNotAct(t *testing.T) {
 }
 
 func TestDashboard_PostWithoutCSRFChangesNothing(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		f := makeFixture(t, env)
 		br := newBrowser(t, env)
 		br.signIn(env.AdminKey)
@@ -379,8 +375,7 @@ func TestDashboard_PostWithoutCSRFChangesNothing(t *testing.T) {
 }
 
 func TestDashboard_SessionEnds(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		signedOut := func(br *browser, why string) {
 			t.Helper()
 			if p := br.get("/ui/sends"); p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, "/ui/signin") {
@@ -472,8 +467,7 @@ func TestDashboard_CookieAndHeaders(t *testing.T) {
 // TestDashboard_AgentKeySeesOnlyItsOwnSends: as in the API, an agent key
 // lists and opens only the sends it created.
 func TestDashboard_AgentKeySeesOnlyItsOwnSends(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		others := apiSend(t, env, env.AdminKey, "Not the agent's", "<p>x</p>")
 		_, agent := env.NewKey(t, app.NewKeyParams{Name: "agent", Agent: true, Scopes: []core.Scope{core.ScopeSend, core.ScopeRead}})
 		own := apiSend(t, env, agent, "The agent's own", "<p>y</p>")

@@ -35,8 +35,7 @@ func waitWebhookStatus(t *testing.T, env *sendoncetest.Env, id string, want core
 // TestWebhook_GoneDisables: a 410 fails the delivery at once (no retry)
 // and disables the endpoint; later events queue nothing for it.
 func TestWebhook_GoneDisables(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		rc := newReceiver(t, func(int) int { return http.StatusGone })
 		hookID, _ := createWebhook(t, env, rc.URL, "email.sent")
 		sendOne(t, env, "gone-1")
@@ -73,8 +72,7 @@ func TestWebhook_GoneDisables(t *testing.T) {
 // TestWebhook_ConsecutiveFailuresDisable: the delivery that makes
 // MaxConsecutiveFailures failed deliveries in a row disables the endpoint.
 func TestWebhook_ConsecutiveFailuresDisable(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, WebhookSchedule: "10ms"})
+	sendoncetest.EachEnv(t, sendoncetest.Options{WebhookSchedule: "10ms"}, func(t *testing.T, env *sendoncetest.Env) {
 		rc := newReceiver(t, func(int) int { return http.StatusServiceUnavailable })
 		hookID, _ := createWebhook(t, env, rc.URL, "email.sent")
 		env.Exec(t, `UPDATE webhooks SET failures = 9 WHERE id = ?`, hookID)

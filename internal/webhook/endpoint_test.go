@@ -88,8 +88,7 @@ func TestWebhook_AllowPrivate(t *testing.T) {
 // differently now) is refused by the dialer: no request arrives, and the
 // attempt says why.
 func TestWebhook_PrivateRefusedAtConnect(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, StrictOutbound: true, WebhookSchedule: "10ms"})
+	sendoncetest.EachEnv(t, sendoncetest.Options{StrictOutbound: true, WebhookSchedule: "10ms"}, func(t *testing.T, env *sendoncetest.Env) {
 		rc := newReceiver(t, func(int) int { return http.StatusOK })
 		r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/webhooks", Key: env.AdminKey, IdemKey: "c-1",
 			Body: map[string]any{"endpoint": "https://93.184.215.14/hook", "events": []string{"email.sent"}}})

@@ -16,8 +16,7 @@ import (
 // webhook-id and body, a signature that verifies, and the retries come no
 // sooner than the schedule (50ms, then 100ms) says.
 func TestWebhook_RetriesWithSameIDAndValidSignatures(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, WebhookSchedule: "50ms,100ms"})
+	sendoncetest.EachEnv(t, sendoncetest.Options{WebhookSchedule: "50ms,100ms"}, func(t *testing.T, env *sendoncetest.Env) {
 		rc := newReceiver(t, func(n int) int {
 			if n <= 2 {
 				return http.StatusInternalServerError
