@@ -316,11 +316,11 @@ func (ss *session) reports(ctx context.Context, raw []byte) error {
 	return nil
 }
 
-// positiveOr is v, or def when v is not positive: a Config field left
-// unset takes its default.
+// positiveOr is v, or def when v is not positive: a setting left unset
+// takes its default.
 func positiveOr[T int | int64 | time.Duration](v, def T) T {
-	if v <= 0 {
-		return def
+	if v > 0 {
+		return v
 	}
-	return v
+	return def
 }

@@ -209,11 +209,11 @@ func (l slogLogger) Printf(format string, v ...any) {
 }
 func (l slogLogger) Println(v ...any) { l.l.Warn("smtp", slog.String("error", fmt.Sprint(v...))) }
 
-// positiveOr is v, or def when v is not positive: a Config field left
-// unset takes its default.
+// positiveOr is v, or def when v is not positive: a setting left unset
+// takes its default.
 func positiveOr[T int | int64 | time.Duration](v, def T) T {
-	if v <= 0 {
-		return def
+	if v > 0 {
+		return v
 	}
-	return v
+	return def
 }
