@@ -119,29 +119,33 @@ func makeFixture(t *testing.T, env *sendoncetest.Env) fixture {
 	return f
 }
 
+// visit opens a route's page (its pattern filled by path) in br's
+// session; a POST sends the form the path takes.
+func (f fixture) visit(br *browser, pattern string) (method, path string, p page) {
+	method, path = f.path(pattern)
+	if method == "POST" {
+		return method, path, br.post(path, f.form(path))
+	}
+	return method, path, br.get(path)
+}
+
 // path fills a route's pattern with the fixture's ids.
 func (f fixture) path(pattern string) (method, path string) {
 	method, path, _ = strings.Cut(pattern, " ")
 	path = strings.TrimSuffix(path, "{$}")
-	id := f.send
-	switch {
-	case strings.HasPrefix(path, "/ui/inbox/"):
-		id = f.inbox
-	case strings.HasPrefix(path, "/ui/mail/"):
-		id = f.thread
-	case strings.HasPrefix(path, "/ui/received/"):
-		id = f.received
-	case strings.HasPrefix(path, "/ui/keys/"):
-		id = f.key
-	case strings.HasPrefix(path, "/ui/templates/"):
-		id = f.template
-	case strings.HasPrefix(path, "/ui/webhooks/"):
-		id = f.webhook
-	case strings.HasPrefix(path, "/ui/suppressions/"):
-		id = f.suppression
-	case strings.HasPrefix(path, "/ui/drafts/"):
-		id = f.draft
-	case strings.HasSuffix(path, "/confirm"):
+	// The {id} of a page under one of these prefixes; else a send's (or,
+	// for a confirmation, the pending send's).
+	ids := []struct{ prefix, id string }{
+		{"/ui/inbox/", f.inbox}, {"/ui/mail/", f.thread}, {"/ui/received/", f.received}, {"/ui/keys/", f.key},
+		{"/ui/templates/", f.template}, {"/ui/webhooks/", f.webhook}, {"/ui/suppressions/", f.suppression}, {"/ui/drafts/", f.draft},
+	}
+	id, found := f.send, false
+	for _, p := range ids {
+		if !found && strings.HasPrefix(path, p.prefix) {
+			id, found = p.id, true
+		}
+	}
+	if !found && strings.HasSuffix(path, "/confirm") {
 		id = f.pending
 		path += "?action=approve"
 	}
@@ -219,13 +223,7 @@ func TestDashboard_OtherTenantIsNotFound(t *testing.T) {
 				continue // a template id is the tenant's own name: tested below
 			}
 			n++
-			method, path := f.path(rt.Pattern)
-			var p page
-			if method == "POST" {
-				p = br.post(path, f.form(path))
-			} else {
-				p = br.get(path)
-			}
+			method, path, p := f.visit(br, rt.Pattern)
 			if p.Status != http.StatusNotFound {
 				t.Errorf("%s %s of another tenant: %d, want 404", method, path, p.Status)
 			}
@@ -309,13 +307,7 @@ func TestDashboard_ReadKeyLooksButDoesNotAct(t *testing.T) {
 			if rt.Scope != string(core.ScopeAdmin) && rt.Scope != string(core.ScopeSend) {
 				continue
 			}
-			method, path := f.path(rt.Pattern)
-			var p page
-			if method == "POST" {
-				p = br.post(path, f.form(path))
-			} else {
-				p = br.get(path)
-			}
+			method, path, p := f.visit(br, rt.Pattern)
 			if p.Status != http.StatusForbidden {
 				t.Errorf("%s %s with a read key: %d, want 403", method, path, p.Status)
 			}
