@@ -13,7 +13,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,6 +26,7 @@ import (
 	"github.com/sendonce/sendonce/internal/mxserver"
 	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/testkit/pgtest"
+	"github.com/sendonce/sendonce/internal/testkit/redistest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
@@ -287,13 +287,7 @@ func (e *Env) redis(t testing.TB, o Options) string {
 	if !o.Redis {
 		return ""
 	}
-	url := os.Getenv("SENDONCE_TEST_REDIS_URL")
-	if url == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("SENDONCE_TEST_REDIS_URL is not set; .ci/run sets it")
-		}
-		t.Skip("Redis tests skipped: set SENDONCE_TEST_REDIS_URL=redis://127.0.0.1:6379/0 to run them")
-	}
+	url := redistest.URL(t)
 	e.RedisPrefix = o.RedisPrefix
 	if e.RedisPrefix == "" {
 		e.RedisPrefix = "sendonce-test:" + app.NewID("") + ":"
