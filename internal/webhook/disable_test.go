@@ -109,14 +109,7 @@ func TestWebhook_RedirectNotFollowed(t *testing.T) {
 	hookID, _ := createWebhook(t, env, rc.URL, "email.sent")
 	sendID := sendOne(t, env, "redirect-1")
 	env.WaitStatus(t, sendID, 10*time.Second, core.StatusSent)
-	var eventID string
-	for deadline := time.Now().Add(10 * time.Second); eventID == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		l := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/webhooks/" + hookID + "/events", Key: env.AdminKey}).JSON(t)
-		if data := l["data"].([]any); len(data) == 1 {
-			eventID = data[0].(map[string]any)["id"].(string)
-		}
-	}
-	d := waitDelivery(t, env, hookID, eventID, core.DeliveryFailed)
+	d := waitDelivery(t, env, hookID, waitOneEvent(t, env, hookID), core.DeliveryFailed)
 	if d["attempts"] != float64(2) {
 		t.Errorf("delivery %v: want 2 attempts", d)
 	}

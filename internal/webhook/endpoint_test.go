@@ -96,12 +96,7 @@ func TestWebhook_PrivateRefusedAtConnect(t *testing.T) {
 		// As if DNS now pointed the endpoint's name at the loopback.
 		env.Exec(t, `UPDATE webhooks SET endpoint = ? WHERE id = ?`, rc.URL, id)
 		sendOne(t, env, "connect-1")
-		var eventID string
-		for deadline := time.Now().Add(10 * time.Second); eventID == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if data := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/webhooks/" + id + "/events", Key: env.AdminKey}).JSON(t)["data"].([]any); len(data) == 1 {
-				eventID = data[0].(map[string]any)["id"].(string)
-			}
-		}
+		eventID := waitOneEvent(t, env, id)
 		waitDelivery(t, env, id, eventID, core.DeliveryFailed)
 		as := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/webhooks/" + id + "/events/" + eventID + "/attempts", Key: env.AdminKey}).JSON(t)
 		a := as["data"].([]any)[0].(map[string]any)
