@@ -153,6 +153,12 @@ func list[T any](ctx context.Context, q querier, what string, scan func(rowScann
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
+	return collect(rows, what, scan, out)
+}
+
+// collect appends every row, read with scan, to out and closes rows;
+// what names the read in the error of a read that broke off.
+func collect[T any](rows rows, what string, scan func(rowScanner) (T, error), out []T) ([]T, error) {
 	defer rows.Close()
 	for rows.Next() {
 		v, err := scan(rows)
@@ -161,7 +167,10 @@ func list[T any](ctx context.Context, q querier, what string, scan func(rowScann
 		}
 		out = append(out, v)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
 }
 
 // scanString reads a row of one text column.

@@ -52,21 +52,10 @@ func (s *Store) ListSuppressions(ctx context.Context, tenant string, f core.Supp
 	if f.After != "" {
 		q, args = q+` AND id < ?`, append(args, f.After)
 	}
-	rows, err := s.r.query(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, f.Limit+1)...)
+	out, err := list(ctx, s.r, "list suppressions", scanSuppression, []*core.Suppression{},
+		q+` ORDER BY id DESC LIMIT ?`, append(args, f.Limit+1)...)
 	if err != nil {
-		return nil, "", fmt.Errorf("list suppressions: %w", err)
-	}
-	defer rows.Close()
-	out := []*core.Suppression{}
-	for rows.Next() {
-		sup, err := scanSuppression(rows)
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, sup)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("list suppressions: %w", err)
+		return nil, "", err
 	}
 	next := ""
 	if len(out) > f.Limit {
