@@ -156,6 +156,16 @@ func list[T any](ctx context.Context, q querier, what string, scan func(rowScann
 	return collect(rows, what, scan, out)
 }
 
+// queryCount runs a query of one integer (a count, an EXISTS) on q;
+// what names it in the error.
+func queryCount(ctx context.Context, q querier, what, query string, args ...any) (int, error) {
+	var n int
+	if err := q.queryRow(ctx, query, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	return n, nil
+}
+
 // collect appends every row, read with scan, to out and closes rows;
 // what names the read in the error of a read that broke off.
 func collect[T any](rows rows, what string, scan func(rowScanner) (T, error), out []T) ([]T, error) {

@@ -259,9 +259,5 @@ func (t *Tx) UpdateAttempt(ctx context.Context, s *core.Send, token string) (boo
 
 // QueueDepth implements core.Store.
 func (s *Store) QueueDepth(ctx context.Context) (int, error) {
-	var n int
-	if err := s.r.queryRow(ctx, `SELECT count(*) FROM sends WHERE status IN ('queued', 'sending')`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("queue depth: %w", err)
-	}
-	return n, nil
+	return queryCount(ctx, s.r, "queue depth", `SELECT count(*) FROM sends WHERE status IN ('queued', 'sending')`)
 }

@@ -100,24 +100,16 @@ func (t *Tx) DeleteSuppression(ctx context.Context, tenant, emailOrID string) (*
 
 // IsSuppressed implements core.Store.
 func (s *Store) IsSuppressed(ctx context.Context, tenant, address string) (bool, error) {
-	var n int
-	err := s.r.queryRow(ctx, `SELECT count(*) FROM suppressions WHERE tenant = ? AND address = ?`,
-		tenant, core.NormalizeAddress(address)).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("check suppression: %w", err)
-	}
-	return n > 0, nil
+	n, err := queryCount(ctx, s.r, "check suppression", `SELECT count(*) FROM suppressions WHERE tenant = ? AND address = ?`,
+		tenant, core.NormalizeAddress(address))
+	return n > 0, err
 }
 
 // SuppressedFor implements core.Store.
 func (s *Store) SuppressedFor(ctx context.Context, tenant, address string, stream core.Stream) (bool, error) {
-	var n int
-	err := s.r.queryRow(ctx, `SELECT count(*) FROM suppressions WHERE tenant = ? AND address = ? AND stream IN ('', ?)`,
-		tenant, core.NormalizeAddress(address), string(stream.Or(core.StreamTransactional))).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("check suppression: %w", err)
-	}
-	return n > 0, nil
+	n, err := queryCount(ctx, s.r, "check suppression", `SELECT count(*) FROM suppressions WHERE tenant = ? AND address = ? AND stream IN ('', ?)`,
+		tenant, core.NormalizeAddress(address), string(stream.Or(core.StreamTransactional)))
+	return n > 0, err
 }
 
 // AddUnsubscribe implements core.Tx.
