@@ -183,6 +183,20 @@ func collect[T any](rows rows, what string, scan func(rowScanner) (T, error), ou
 	return out, nil
 }
 
+// stringSet runs a query of one text column and returns its values as a
+// set; what names the read in its errors.
+func stringSet(ctx context.Context, q querier, what, query string, args ...any) (map[string]bool, error) {
+	vs, err := list(ctx, q, what, scanString, nil, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	set := make(map[string]bool, len(vs))
+	for _, v := range vs {
+		set[v] = true
+	}
+	return set, nil
+}
+
 // scanString reads a row of one text column.
 func scanString(r rowScanner) (string, error) {
 	var v string
