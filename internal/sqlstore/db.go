@@ -156,6 +156,20 @@ func list[T any](ctx context.Context, q querier, what string, scan func(rowScann
 	return collect(rows, what, scan, out)
 }
 
+// listPage is list for one page of at most limit rows: query ends in
+// LIMIT ?, which listPage fills with one more row than the page holds, so
+// that more says whether another page follows.
+func listPage[T any](ctx context.Context, q querier, what string, scan func(rowScanner) (T, error), out []T, limit int, query string, args ...any) (page []T, more bool, err error) {
+	page, err = list(ctx, q, what, scan, out, query, append(args, limit+1)...)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(page) > limit {
+		return page[:limit], true, nil
+	}
+	return page, false, nil
+}
+
 // queryCount runs a query of one integer (a count, an EXISTS) on q;
 // what names it in the error.
 func queryCount(ctx context.Context, q querier, what, query string, args ...any) (int, error) {

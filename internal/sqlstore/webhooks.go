@@ -133,12 +133,7 @@ func (s *Store) ListWebhooks(ctx context.Context, tenant string, p core.WebhookP
 	if p.After != "" {
 		q, args = q+` AND id < ?`, append(args, p.After)
 	}
-	out, err := list(ctx, s.r, "list webhooks", scanWebhook, nil, q+` ORDER BY id DESC LIMIT ?`, append(args, limit+1)...)
-	if err != nil {
-		return nil, false, err
-	}
-	more := len(out) > limit
-	return out[:min(len(out), limit)], more, nil
+	return listPage(ctx, s.r, "list webhooks", scanWebhook, nil, limit, q+` ORDER BY id DESC LIMIT ?`, args...)
 }
 
 const deliveryColumns = `webhook_id, event_id, tenant, send_id, event, status, tries, next_attempt_at, lease_token, body, created_at, updated_at`
