@@ -61,7 +61,7 @@ func binaryTest(t *testing.T) {
 // temporary folder.
 func sqliteDB(t *testing.T) string {
 	t.Helper()
-	return sqliteDB(t)
+	return "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
 }
 
 // createKey makes an API key in db with the CLI, as an operator would,
