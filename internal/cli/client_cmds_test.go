@@ -38,7 +38,7 @@ func runCLI(t *testing.T, env map[string]string, args ...string) result {
 // temporary folder.
 func sqliteDSN(t *testing.T) string {
 	t.Helper()
-	return sqliteDSN(t)
+	return "sqlite:" + filepath.Join(t.TempDir(), "s.db")
 }
 
 // openDB opens the database the commands wrote, to read what they
