@@ -37,6 +37,9 @@ type Config struct {
 	Role      string
 	LogFormat string
 	LogLevel  string
+	// AccessLogSample is --access-log-sample: one in N access lines of
+	// answers below 400 is written (accesslog.Sampled).
+	AccessLogSample int
 	// ReplayCache is --replay-cache: 0 turns the cache off (server.Config's
 	// ReplayCache reads 0 as the default; see replayCacheSize).
 	ReplayCache int
@@ -215,6 +218,7 @@ func serverFlags(e *envFlags, c *Config) {
 	e.dur(&sc.PollInterval, "poll-interval", "SENDONCE_POLL_INTERVAL", delivery.DefaultPollInterval, "how often idle workers look for new jobs")
 	e.str(&c.LogFormat, "log-format", "SENDONCE_LOG_FORMAT", "text", "text or json")
 	e.str(&c.LogLevel, "log-level", "SENDONCE_LOG_LEVEL", "info", "debug, info, warn or error")
+	e.integer(&c.AccessLogSample, "access-log-sample", "SENDONCE_ACCESS_LOG_SAMPLE", 1, "write one in N of the API's access lines for answers below 400 (every 4xx and 5xx line is written; the metrics count every request)")
 	e.str(&sc.DNSResolver, "dns-resolver", "SENDONCE_DNS_RESOLVER", "", "DNS server HOST:PORT for the mx transport and DNS checks (default: the first nameserver of /etc/resolv.conf)")
 	e.dur(&sc.DKIMRetireAfter, "dkim-retire-after", "SENDONCE_DKIM_RETIRE_AFTER", app.DefaultDKIMRetireAfter, "after a DKIM key rotation, how long the former key's record stays listed to keep (mail signed with it still verifies) before it is listed for removal")
 	e.dur(&sc.DomainCheckInterval, "domain-check-interval", "SENDONCE_DOMAIN_CHECK_INTERVAL", server.DefaultDomainCheckInterval, "how often a worker re-checks the DNS of domains not verified and of those with a DKIM rotation pending (±20% jitter; 1m to 24h)")
@@ -319,6 +323,9 @@ func (c *Config) validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
+	}
+	if c.AccessLogSample < 1 {
+		return fmt.Errorf("--access-log-sample %d: want 1 (every line) or more", c.AccessLogSample)
 	}
 	if err := app.CheckSecretKey(sc.SecretKey); err != nil {
 		return err

@@ -36,7 +36,7 @@ type rotationView struct {
 
 func viewRecord(r app.PublishRecord) recordView {
 	return recordView{Purpose: r.Purpose, Name: r.Name, Type: r.Type, Value: r.Value,
-		Strings: kit.List(r.Strings), Note: kit.OptString(r.Note)}
+		Strings: kit.NonNil(r.Strings), Note: kit.OptString(r.Note)}
 }
 
 // viewKeys lists d's keys, the signing one first.

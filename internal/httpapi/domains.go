@@ -97,20 +97,11 @@ func (s *Server) handleGetDomain(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleListDomains(w http.ResponseWriter, r *http.Request) {
 	ds, err := s.Svc.ListDomains(r.Context(), kit.APIKeyFrom(r.Context()).Tenant)
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
+	out := kit.ListView[domainView]{Object: "list"}
+	if err == nil {
+		out.Data, err = kit.TryViews(ds, viewDomain)
 	}
-	out := kit.ListView[domainView]{Object: "list", Data: []domainView{}}
-	for _, d := range ds {
-		v, err := viewDomain(d)
-		if err != nil {
-			kit.WriteError(w, r, s.Logger, err)
-			return
-		}
-		out.Data = append(out.Data, v)
-	}
-	kit.WriteJSON(w, http.StatusOK, out)
+	s.Answer(w, r, out, err)
 }
 
 func (s *Server) handleDeleteDomain(w http.ResponseWriter, r *http.Request) {

@@ -172,6 +172,11 @@ func (r *Resend) Submit(ctx context.Context, sub Submission) (Receipt, error) {
 		return Receipt{}, &Error{Class: Permanent, Stage: StageRequest, Err: err}
 	}
 	key := ResendIdempotencyKey(sub.SendID)
+	if sub.Copy != "" {
+		// One copy per recipient: each is its own email, so each has its
+		// own key (the same at every attempt of that copy).
+		key += "." + sub.Copy
+	}
 	var last *Error
 	for try := 1; try <= r.cfg.Tries; try++ {
 		if try > 1 {
@@ -367,6 +372,13 @@ func resendPayload(sub Submission) ([]byte, error) {
 			placed[strings.ToLower(a)] = true
 			e.Bcc = append(e.Bcc, a)
 		}
+	}
+	if len(e.To) == 0 && sub.Copy != "" {
+		// One recipient's copy (Submission.Copy) for a Cc or Bcc
+		// recipient: Resend needs a To, and writes To and Cc from the
+		// addresses it sends to anyway, so the copy names its one
+		// recipient in To.
+		e.To, e.Cc, e.Bcc = slices.Concat(e.Cc, e.Bcc), nil, nil
 	}
 	if len(e.To) == 0 {
 		return nil, errors.New("Resend needs a To recipient, and none of the message's To addresses is to be sent to")

@@ -13,7 +13,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,6 +26,7 @@ import (
 	"github.com/sendonce/sendonce/internal/mxserver"
 	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/testkit/pgtest"
+	"github.com/sendonce/sendonce/internal/testkit/redistest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
@@ -48,45 +48,6 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.offset += d
-}
-
-// Backend is a database sendonce runs on.
-type Backend string
-
-const (
-	SQLite   Backend = "sqlite"
-	Postgres Backend = "postgres"
-)
-
-// Backends lists the databases a benchmark runs on: SQLite always, and
-// PostgreSQL when SENDONCE_TEST_POSTGRES_URL names a server. Without one it
-// says so, and under CI (which always sets it) it fails instead.
-func Backends(tb testing.TB) []Backend {
-	tb.Helper()
-	if os.Getenv(pgtest.EnvVar) == "" {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("%s is not set; .ci/run sets it", pgtest.EnvVar)
-		}
-		tb.Logf("PostgreSQL half skipped: set %s to run it", pgtest.EnvVar)
-		return []Backend{SQLite}
-	}
-	return []Backend{SQLite, Postgres}
-}
-
-// EachBackend runs fn as a parallel subtest per backend: one table of
-// backends, one copy of each test. Without PostgreSQL configured the
-// postgres subtest is skipped with a note on how to enable it.
-func EachBackend(t *testing.T, fn func(t *testing.T, b Backend)) {
-	t.Helper()
-	for _, b := range []Backend{SQLite, Postgres} {
-		t.Run(string(b), func(t *testing.T) {
-			if b == Postgres {
-				pgtest.URL(t) // skips, saying how, when none is configured
-			}
-			t.Parallel()
-			fn(t, b)
-		})
-	}
 }
 
 // Options adjusts the instance. Zero values take test-friendly defaults.
@@ -328,13 +289,7 @@ func (e *Env) redis(t testing.TB, o Options) string {
 	if !o.Redis {
 		return ""
 	}
-	url := os.Getenv("SENDONCE_TEST_REDIS_URL")
-	if url == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("SENDONCE_TEST_REDIS_URL is not set; .ci/run sets it")
-		}
-		t.Skip("Redis tests skipped: set SENDONCE_TEST_REDIS_URL=redis://127.0.0.1:6379/0 to run them")
-	}
+	url := redistest.URL(t)
 	e.RedisPrefix = o.RedisPrefix
 	if e.RedisPrefix == "" {
 		e.RedisPrefix = "sendonce-test:" + app.NewID("") + ":"
