@@ -49,6 +49,10 @@ type Config struct {
 	// DNSResolver ("host:port") is queried by the mx transport and domain
 	// checks. Defaults to the first nameserver of /etc/resolv.conf.
 	DNSResolver string
+	// TLSReceivers is --tls-receivers: the receiver domains whose
+	// exchangers the domain check's bulk sender rules connect to, to see
+	// STARTTLS offered (dnscheck.ParseReceivers). Defaults to none.
+	TLSReceivers []string
 	// OutboundAllow is --outbound-allow: the address ranges, besides
 	// global unicast, that connections made on a tenant's behalf (mailbox
 	// relays, mx exchangers) may reach, as netpolicy.Parse reads them.

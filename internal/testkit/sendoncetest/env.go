@@ -196,6 +196,9 @@ type Options struct {
 	InboundLimits mxserver.Limits
 	// RequireVerifiedDomain is --require-verified-domain.
 	RequireVerifiedDomain bool
+	// TLSReceivers is --tls-receivers (their exchangers reached at
+	// MXPort); default none.
+	TLSReceivers []string
 	// TracerProvider takes the instance's spans; nil: none are made.
 	TracerProvider trace.TracerProvider
 	// Reputation is the reputation guard's thresholds (zero: the defaults).
@@ -289,7 +292,7 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 		EgressPools: o.EgressPools, StreamPools: o.StreamPools, EgressWarmups: o.EgressWarmups, WarmupSchedule: o.WarmupSchedule,
 		MaxReceivedBytes: o.MaxReceivedBytes, DANE: o.DANE, InboundTLS: o.InboundTLS,
 		RequireVerifiedDomain: o.RequireVerifiedDomain, InboundLimits: o.InboundLimits, TracerProvider: o.TracerProvider,
-		Reputation: o.Reputation,
+		Reputation: o.Reputation, TLSReceivers: o.TLSReceivers,
 	}
 	if o.MXPort != "" {
 		cfg.MXPort = o.MXPort
