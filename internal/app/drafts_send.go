@@ -29,7 +29,11 @@ import (
 //     the same key;
 //   - the send marks the draft in its own transaction, against the version
 //     of the content it read (AcceptDraftSend); a draft sent already
-//     answers its send even after the key's record was purged.
+//     answers its send even after the key's record was purged;
+//   - a door that answers with a view of the send (DraftView) stores its
+//     first answer under a key of its own beside the draft's, so a retry
+//     gets those bytes again (docs/api.md, "Idempotency"), not the send as
+//     it is by then.
 
 // draftWait bounds how long a press waits for a concurrent one's answer
 // before it answers 409 idempotency_key_in_use like any key in use.
@@ -61,10 +65,16 @@ type DraftSent struct {
 	Result idempotency.Result
 }
 
+// DraftView is a door's answer to a press: its view of the send the draft
+// became, as it is when first answered.
+type DraftView func(*core.Send) (idempotency.Response, error)
+
 // SendDraft sends the draft id of key's tenant once, on e (the process's
 // engine), with guarded saying whether the agent rules apply (Guarded) and
-// edit adding what the door's request carries (nil for nothing).
-func (s *Service) SendDraft(ctx context.Context, e *idempotency.Engine, key *core.APIKey, id string, guarded bool, edit func(*SendRequest) error) DraftSent {
+// edit adding what the door's request carries (nil for nothing). With a
+// view, the Result is the door's answer (its first, replayed byte for byte
+// after): see draftViewKey.
+func (s *Service) SendDraft(ctx context.Context, e *idempotency.Engine, key *core.APIKey, id string, guarded bool, edit func(*SendRequest) error, view DraftView) DraftSent {
 	// Before the key: a key that may not see the draft must not get its
 	// send replayed either.
 	if _, err := s.Draft(ctx, key, id); err != nil {
@@ -99,7 +109,44 @@ func (s *Service) SendDraft(ctx context.Context, e *idempotency.Engine, key *cor
 		}
 		out.SendID = a.ID
 	}
+	if out.Result.Err != nil || out.SendID == "" || view == nil {
+		return out
+	}
+	answered := s.answerDraft(ctx, e, key.Tenant, id, out.SendID, view)
+	if ran.Outcome == idempotency.Replay && answered.Outcome == idempotency.Proceed {
+		// The send was made before (a press whose answer was never
+		// stored: the process stopped between the two): still a replay.
+		answered.Outcome = idempotency.Replay
+	}
+	out.Result = answered
 	return out
+}
+
+// draftViewKey is the key a door's first answer to a press of draft id is
+// stored under, in the draft's scope: every door that answers with a view
+// answers with the same one (the send's), so one record serves them.
+func draftViewKey(id string) string { return DraftIdempotencyKey(id) + " view" }
+
+// answerDraft is the door's answer to a press of draft id, which became
+// send sendID: the first one stored, else view's of the send as it is now,
+// stored. It runs after the send's own transaction, so a retry of a press
+// whose answer was lost gets the bytes the first press answered.
+func (s *Service) answerDraft(ctx context.Context, e *idempotency.Engine, tenant, id, sendID string, view DraftView) idempotency.Result {
+	sc := DraftScope(tenant, id)
+	sc.Key = draftViewKey(id)
+	return runWaiting(ctx, e, idempotency.Write[core.Tx]{
+		Scope: &sc, Fingerprint: draftFingerprint, InTx: s.InTx,
+		Prepare: func(context.Context) (idempotency.Step[core.Tx], error) {
+			return func(ctx context.Context, tx core.Tx) (idempotency.Response, error) {
+				send, err := tx.SendForUpdateIn(ctx, sendID) // a plain read: holds nothing
+				if err != nil {
+					return idempotency.Response{}, err
+				}
+				return view(send)
+			}, nil
+		},
+		Refuse: func(error) (idempotency.Response, bool) { return idempotency.Response{}, false },
+	})
 }
 
 // draftAnswer is what a draft's key stores: the send it became.

@@ -59,6 +59,9 @@ type Reputation struct {
 	BounceRate    float64              `json:"bounce_rate"`
 	WindowSends   int                  `json:"window_sends"`
 	Thresholds    ReputationThresholds `json:"thresholds"`
+	// Domains are the rates of each sending domain, when the tenant sent
+	// bulk mail from several in the window (reputation_domains.go).
+	Domains []DomainReputation `json:"domains,omitempty"`
 }
 
 // crosses reports whether counts reach a threshold with enough sends.
@@ -87,9 +90,10 @@ func windowStart(st *core.StreamState, now time.Time) time.Time {
 	return since
 }
 
-func (s *Service) reputationOf(st *core.StreamState, c core.StreamCounts) *Reputation {
+func (s *Service) reputationOf(st *core.StreamState, w windowCounts) *Reputation {
+	c := w.total
 	return &Reputation{State: st.State, ComplaintRate: rate(c.Complaints, c.Sends), BounceRate: rate(c.Bounces, c.Sends),
-		WindowSends: c.Sends, Thresholds: s.cfg.Reputation.withDefaults()}
+		WindowSends: c.Sends, Thresholds: s.cfg.Reputation.withDefaults(), Domains: w.domains()}
 }
 
 // Reputation returns the tenant's bulk stream: its state and its rates
@@ -99,11 +103,11 @@ func (s *Service) Reputation(ctx context.Context, tenant string) (*Reputation, e
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.store.StreamCounts(ctx, core.StreamWindowParams{Tenant: tenant, Stream: core.StreamBulk, Since: windowStart(st, s.Now())})
+	w, err := countWindow(ctx, s.store, core.StreamWindowParams{Tenant: tenant, Stream: core.StreamBulk, Since: windowStart(st, s.Now())})
 	if err != nil {
 		return nil, err
 	}
-	return s.reputationOf(st, c), nil
+	return s.reputationOf(st, w), nil
 }
 
 // guardOutcomes records the complaints and permanent bounces among a
@@ -137,8 +141,8 @@ func (s *Service) guardOutcomes(ctx context.Context, tx core.Tx, send *core.Send
 	return s.judgeStream(ctx, tx, send.Tenant, now)
 }
 
-// judgeStream pauses the tenant's bulk stream when its rates reach a
-// threshold. The row lock comes first, so that the counts include every
+// judgeStream pauses the tenant's bulk stream when its rates, or one of
+// its sending domains', reach a threshold. The row lock comes first, so that the counts include every
 // judgement committed before; SetStreamState's condition makes the pause,
 // and its one stream.paused, a single decision across processes.
 func (s *Service) judgeStream(ctx context.Context, tx core.Tx, tenant string, now time.Time) error {
@@ -146,12 +150,11 @@ func (s *Service) judgeStream(ctx context.Context, tx core.Tx, tenant string, no
 	if err != nil || st.State == core.StreamPaused {
 		return err
 	}
-	c, err := tx.StreamCounts(ctx, core.StreamWindowParams{Tenant: tenant, Stream: core.StreamBulk, Since: windowStart(st, now)})
+	w, err := countWindow(ctx, tx, core.StreamWindowParams{Tenant: tenant, Stream: core.StreamBulk, Since: windowStart(st, now)})
 	if err != nil {
 		return err
 	}
-	th := s.cfg.Reputation.withDefaults()
-	if !th.crosses(c) {
+	if !w.crosses(s.cfg.Reputation.withDefaults()) {
 		return nil
 	}
 	changed, err := tx.SetStreamState(ctx, tenant, core.StreamBulk, core.StreamPaused, now)
@@ -159,7 +162,7 @@ func (s *Service) judgeStream(ctx context.Context, tx core.Tx, tenant string, no
 		return err
 	}
 	st.State = core.StreamPaused
-	return queueStreamEvent(ctx, tx, tenant, core.EventStreamPaused, s.reputationOf(st, c), now)
+	return queueStreamEvent(ctx, tx, tenant, core.EventStreamPaused, s.reputationOf(st, w), now)
 }
 
 // ResumeStreamTx resumes the tenant's paused bulk stream in the caller's
@@ -179,11 +182,11 @@ func (s *Service) ResumeStreamTx(ctx context.Context, tx core.Tx, tenant string)
 	if changed {
 		st.State, st.JudgeFrom = core.StreamActive, now
 	}
-	c, err := tx.StreamCounts(ctx, core.StreamWindowParams{Tenant: tenant, Stream: core.StreamBulk, Since: windowStart(st, now)})
+	w, err := countWindow(ctx, tx, core.StreamWindowParams{Tenant: tenant, Stream: core.StreamBulk, Since: windowStart(st, now)})
 	if err != nil {
 		return nil, err
 	}
-	rep := s.reputationOf(st, c)
+	rep := s.reputationOf(st, w)
 	if changed {
 		if err := queueStreamEvent(ctx, tx, tenant, core.EventStreamResumed, rep, now); err != nil {
 			return nil, err
@@ -244,7 +247,7 @@ func (s *Service) GuardedReputations(ctx context.Context) ([]TenantReputation, e
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, TenantReputation{Tenant: st.Tenant, Reputation: *s.reputationOf(st, c)})
+		out = append(out, TenantReputation{Tenant: st.Tenant, Reputation: *s.reputationOf(st, windowCounts{total: c})})
 	}
 	return out, nil
 }

@@ -59,6 +59,13 @@ type StreamBucket struct {
 	StreamCounts
 }
 
+// SenderCounts is StreamCounts of the mail one From address (as rendered
+// on the send) handed off: the guard sums them by sending domain.
+type SenderCounts struct {
+	From string
+	StreamCounts
+}
+
 // StreamWindowParams names a tenant's stream and the window counted.
 type StreamWindowParams struct {
 	Tenant string
@@ -73,6 +80,10 @@ type Reputation interface {
 	StreamState(ctx context.Context, tenant string, stream Stream) (*StreamState, error)
 	// StreamCounts counts the stream's mail since p.Since.
 	StreamCounts(ctx context.Context, p StreamWindowParams) (StreamCounts, error)
+	// StreamSenderCounts counts the stream's mail since p.Since per From
+	// address, in no order; nil when the window holds more addresses than
+	// a store tells apart (sqlstore: 1,000).
+	StreamSenderCounts(ctx context.Context, p StreamWindowParams) ([]SenderCounts, error)
 	// StreamSeries counts the stream's mail since p.Since in buckets of
 	// step, oldest first; empty buckets are left out.
 	StreamSeries(ctx context.Context, p StreamWindowParams, step time.Duration) ([]StreamBucket, error)
@@ -95,6 +106,9 @@ type ReputationTx interface {
 	LockStream(ctx context.Context, tenant string, stream Stream, now time.Time) (*StreamState, error)
 	// StreamCounts is Reputation.StreamCounts inside the transaction.
 	StreamCounts(ctx context.Context, p StreamWindowParams) (StreamCounts, error)
+	// StreamSenderCounts is Reputation.StreamSenderCounts inside the
+	// transaction.
+	StreamSenderCounts(ctx context.Context, p StreamWindowParams) ([]SenderCounts, error)
 	// SetStreamState moves the stream to state (StreamActive sets
 	// JudgeFrom to now) and reports whether it changed: false when it was
 	// in that state already, or has no row.

@@ -112,7 +112,7 @@ func (d *Dashboard) saveDraft(q *req) error {
 // and every one of them is shown that send.
 func (d *Dashboard) sendDraft(q *req) error {
 	ctx, id := q.ctx(), q.r.PathValue("id")
-	sent := d.svc.SendDraft(ctx, d.idem, q.key, id, app.Guarded(q.key, false), nil)
+	sent := d.svc.SendDraft(ctx, d.idem, q.key, id, app.Guarded(q.key, false), nil, nil)
 	err := sent.Result.Err
 	if err == nil && sent.SendID == "" {
 		err = core.Errorf(core.CodeConflict, "", "this draft is still being sent: wait a moment and reload it")

@@ -55,9 +55,19 @@ func report(t *testing.T, env *sendoncetest.Env, id string, raw []byte) {
 // relay took them all; it returns their ids and recipients.
 func sendBulk(t *testing.T, env *sendoncetest.Env, prefix string, n int) (ids, rcpts []string) {
 	t.Helper()
+	return sendBulkFrom(t, env, prefix, "", n)
+}
+
+// sendBulkFrom is sendBulk from the address from ("": the mailbox's).
+func sendBulkFrom(t *testing.T, env *sendoncetest.Env, prefix, from string, n int) (ids, rcpts []string) {
+	t.Helper()
 	for i := range n {
 		rcpt := fmt.Sprintf("%s-%d@example.com", prefix, i)
-		r := env.Send(t, prefix+fmt.Sprint(i), map[string]any{"to": rcpt, "subject": "news", "text": "x", "stream": "bulk"})
+		body := map[string]any{"to": rcpt, "subject": "news", "text": "x", "stream": "bulk"}
+		if from != "" {
+			body["from"] = from
+		}
+		r := env.Send(t, prefix+fmt.Sprint(i), body)
 		if r.Status != http.StatusOK {
 			t.Fatalf("bulk send: %d %s", r.Status, r.Body)
 		}
@@ -133,6 +143,42 @@ func TestReputation_PausesBulkKeepsItQueuedAndResumes(t *testing.T) {
 					t.Fatalf("resume: %d %s, want 200 and active", r.Status, r.Body)
 				}
 				env.WaitStatus(t, bulk, waitLong, core.StatusSent)
+			})
+		})
+	}
+}
+
+// TestReputation_OneDomainsRatesPause: a tenant sends bulk mail from two
+// domains, 30 from example.com and 10 from shop.example. One complaint
+// about shop.example's mail is 0.025 of the tenant's mail, under the
+// threshold of 0.1, but 0.1 of shop.example's: the stream pauses, and
+// GET /v1/reputation shows each domain's rates. The same complaint about
+// example.com's mail (1 in 30) pauses nothing.
+func TestReputation_OneDomainsRatesPause(t *testing.T) {
+	for _, about := range []string{"shop.example", "example.com"} {
+		t.Run(about, func(t *testing.T) {
+			sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
+				env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, Reputation: repThresholds})
+				ids, rcpts := sendBulk(t, env, "main", 30)
+				shopIDs, shopRcpts := sendBulkFrom(t, env, "shop", `"Shop" <News@Shop.Example>`, 10)
+				if about == "shop.example" {
+					ids, rcpts = shopIDs, shopRcpts
+				}
+				report(t, env, ids[0], arfFor(rcpts[0]))
+				rep := reputationOf(t, env)
+				want := map[string]string{"shop.example": "paused", "example.com": "active"}[about]
+				if rep["state"] != want || rep["complaint_rate"] != 0.025 || rep["window_sends"] != float64(40) {
+					t.Fatalf("one complaint about %s's mail: %v, want %s at 0.025 of 40 sends", about, rep, want)
+				}
+				doms, _ := rep["domains"].([]any)
+				if len(doms) != 2 {
+					t.Fatalf("domains: %v, want example.com and shop.example", rep["domains"])
+				}
+				shop := doms[1].(map[string]any)
+				wantShop := map[string]float64{"shop.example": 0.1, "example.com": 0}[about]
+				if shop["domain"] != "shop.example" || shop["window_sends"] != float64(10) || shop["complaint_rate"] != wantShop {
+					t.Errorf("shop.example's rates: %v, want %v of 10 sends", shop, wantShop)
+				}
 			})
 		})
 	}

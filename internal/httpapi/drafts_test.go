@@ -115,6 +115,35 @@ func TestDrafts_ConcurrentSendsAreOneSend(t *testing.T) {
 	})
 }
 
+// A retry after the send was delivered still gets the first answer byte
+// for byte (status queued, as POST /v1/send's replays do), not the send as
+// it is by then.
+func TestDrafts_RetryAfterDeliveryReplaysTheFirstAnswer(t *testing.T) {
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, NoReplayCache: true})
+		id := createDraft(t, env, env.AdminKey, "d-after", map[string]any{"to": "ann@example.com", "subject": "Hi", "text": "Hello"})["id"].(string)
+		first, err := sendDraft(env, env.AdminKey, id)
+		if err != nil || first.Status != http.StatusOK {
+			t.Fatalf("send: %v %v", err, first)
+		}
+		sendID := first.JSON(t)["id"].(string)
+		if sent := env.WaitStatus(t, sendID, deliveryTimeout, core.StatusSent); sent["status"] == first.JSON(t)["status"] {
+			t.Fatalf("the send did not change after the first answer (%v): the test proves nothing", sent["status"])
+		}
+		again, err := sendDraft(env, env.AdminKey, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Status != http.StatusOK || !bytes.Equal(again.Body, first.Body) || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("the retry after delivery: %d %s (replayed %q), want the first answer: %s",
+				again.Status, again.Body, again.Header.Get("Idempotent-Replayed"), first.Body)
+		}
+		if n := len(env.SMTP.Messages()); n != 1 {
+			t.Errorf("the relay got %d messages, want 1", n)
+		}
+	})
+}
+
 // A client whose answer was lost retries: it gets the same send, replayed,
 // and still does after the key's record is gone (purged after its TTL):
 // the draft remembers the send it became.

@@ -68,7 +68,7 @@ func (s *Store) GuardedStreams(ctx context.Context, limit int) ([]*core.StreamSt
 
 // streamSendsSQL counts the stream's sends handed off since a time. The
 // stream is a literal (one of core.Streams, checked by the caller): for
-// bulk the query is one range of the partial index sends_bulk_sent, whose
+// bulk the query is one range of the partial index sends_bulk_sent_from, whose
 // predicate a bound parameter would not match.
 func streamSendsSQL(stream core.Stream) string {
 	return `SELECT count(*) FROM sends WHERE tenant = ? AND stream = '` + string(stream) + `' AND sent_at IS NOT NULL AND sent_at >= ?`
@@ -137,16 +137,16 @@ func (s *Store) StreamSeries(ctx context.Context, p core.StreamWindowParams, ste
 		return buckets[b]
 	}
 	// The stream is a literal (it is one of core.Streams): bulk's matches
-	// the partial index sends_bulk_sent.
+	// the partial index sends_bulk_sent_from.
 	sends := `SELECT (sent_at - ?) / ?, count(*) FROM sends WHERE tenant = ? AND stream = '` + string(p.Stream) + `'
 		AND sent_at IS NOT NULL AND sent_at >= ? GROUP BY 1`
-	if err := scanBuckets(ctx, s.r, sends, false, []any{since, width, p.Tenant, since}, func(b int64, _ string, n int) {
+	if err := scanGrouped[int64](ctx, s.r, sends, false, []any{since, width, p.Tenant, since}, func(b int64, _ string, n int) {
 		at(b).Sends = n
 	}); err != nil {
 		return nil, err
 	}
 	outcomes := `SELECT (at - ?) / ?, kind, count(*) FROM stream_outcomes WHERE tenant = ? AND stream = ? AND at >= ? GROUP BY 1, 2`
-	if err := scanBuckets(ctx, s.r, outcomes, true, []any{since, width, p.Tenant, string(p.Stream), since}, func(b int64, kind string, n int) {
+	if err := scanGrouped[int64](ctx, s.r, outcomes, true, []any{since, width, p.Tenant, string(p.Stream), since}, func(b int64, kind string, n int) {
 		if kind == core.OutcomeComplaint {
 			at(b).Complaints = n
 		} else {
@@ -163,31 +163,31 @@ func (s *Store) StreamSeries(ctx context.Context, p core.StreamWindowParams, ste
 	return out, nil
 }
 
-// scanBuckets runs a grouped count whose rows are (bucket, count) or
-// (bucket, kind, count).
-func scanBuckets(ctx context.Context, q querier, query string, withKind bool, args []any, fn func(bucket int64, kind string, n int)) error {
+// scanGrouped runs a grouped count whose rows are (key, count) or (key,
+// kind, count): a series' buckets (int64) or senders' addresses (string).
+func scanGrouped[K int64 | string](ctx context.Context, q querier, query string, withKind bool, args []any, fn func(key K, kind string, n int)) error {
 	rows, err := q.query(ctx, query, args...)
 	if err != nil {
-		return fmt.Errorf("stream series: %w", err)
+		return fmt.Errorf("grouped count: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			b    int64
+			key  K
 			kind string
 			n    int
 		)
-		dst := []any{&b, &n}
+		dst := []any{&key, &n}
 		if withKind {
-			dst = []any{&b, &kind, &n}
+			dst = []any{&key, &kind, &n}
 		}
 		if err := rows.Scan(dst...); err != nil {
-			return fmt.Errorf("stream series: %w", err)
+			return fmt.Errorf("grouped count: %w", err)
 		}
-		fn(b, kind, n)
+		fn(key, kind, n)
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("stream series: %w", err)
+		return fmt.Errorf("grouped count: %w", err)
 	}
 	return nil
 }

@@ -85,14 +85,20 @@ func TestListSends_RecipientUsesItsIndexOnPostgres(t *testing.T) {
 // page of 100 of the default tenant's sends).
 func queryPlan(t *testing.T, f core.SendFilter) string {
 	t.Helper()
+	f.Limit = 100
+	q, args := listSendsStatement("default", f)
+	return sqlitePlan(t, q, args...)
+}
+
+// sqlitePlan is SQLite's plan of q on an empty database.
+func sqlitePlan(t *testing.T, q string, args ...any) string {
+	t.Helper()
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "plan.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	f.Limit = 100
-	q, args := listSendsStatement("default", f)
 	rows, err := s.r.query(ctx, "EXPLAIN QUERY PLAN "+q, args...)
 	if err != nil {
 		t.Fatal(err)

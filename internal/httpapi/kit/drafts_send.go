@@ -3,6 +3,7 @@ package kit
 import (
 	"net/http"
 
+	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 )
@@ -51,20 +52,17 @@ func (s *Base) runDraftSend(w http.ResponseWriter, r *http.Request, o PostOpts, 
 	if err != nil {
 		return s.refusal(r, o, err)
 	}
-	sent := s.Svc.SendDraft(ctx, s.Idem, key, id, app.Guarded(key, AgentAsked(r)), edit)
-	ran := sent.Result
-	var send *core.Send
-	if ran.Err == nil && sent.SendID != "" {
-		if send, err = s.Reads.Send(ctx, key.Tenant, sent.SendID); err != nil {
-			ran.Err = err
-		}
+	sent := s.Svc.SendDraft(ctx, s.Idem, key, id, app.Guarded(key, AgentAsked(r)), edit, viewDraftSend)
+	res := s.resultOf(r, o, sent.Result, Result{})
+	res.idemKey = app.DraftIdempotencyKey(id)
+	if sent.SendID != "" && res.status == http.StatusOK {
+		res.sendIDs = []string{sent.SendID}
 	}
-	if ran.Err != nil || send == nil {
-		res := s.resultOf(r, o, ran, Result{})
-		res.idemKey = app.DraftIdempotencyKey(id)
-		return res
-	}
-	res := Result{status: http.StatusOK, body: Marshal(ViewSend(send)), outcome: ran.Outcome, stored: ran.Stored,
-		sendIDs: []string{send.ID}, idemKey: app.DraftIdempotencyKey(id)}
 	return res
+}
+
+// viewDraftSend is both surfaces' answer to a press: the send, as the
+// native routes show it.
+func viewDraftSend(send *core.Send) (idempotency.Response, error) {
+	return idempotency.Response{Status: http.StatusOK, ContentType: "application/json", Body: Marshal(ViewSend(send))}, nil
 }
