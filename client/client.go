@@ -157,6 +157,35 @@ func ValidateIdempotencyKey(k string) error {
 	return nil
 }
 
+// keyOrNew is the Idempotency-Key every attempt of a call carries: key,
+// checked before anything is sent, or one UUID v4 made for the call when
+// key is empty.
+func keyOrNew(key string) (string, error) {
+	if key == "" {
+		return NewIdempotencyKey(), nil
+	}
+	if err := ValidateIdempotencyKey(key); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+// idemKey is the caller's key, "" when opts is nil (one made per call).
+func (o *SendOptions) idemKey() string {
+	if o == nil {
+		return ""
+	}
+	return o.IdempotencyKey
+}
+
+// idemKey is the caller's key, "" when opts is nil (one made per call).
+func (o *CallOptions) idemKey() string {
+	if o == nil {
+		return ""
+	}
+	return o.IdempotencyKey
+}
+
 // request is one logical call.
 type request struct {
 	method string
@@ -170,11 +199,19 @@ type request struct {
 // shape of every read and list call but GetSend and ListSends, which keep
 // the raw answer too.
 func get[T any](ctx context.Context, c *Client, path string, query url.Values) (*T, error) {
+	v, _, err := callFor[T](ctx, c, request{method: http.MethodGet, path: path, query: query})
+	return v, err
+}
+
+// callFor runs r (call) and decodes its answer into a new T; resp is the
+// answer, for the calls that read its status.
+func callFor[T any](ctx context.Context, c *Client, r request) (*T, *response, error) {
 	var v T
-	if _, err := c.call(ctx, request{method: http.MethodGet, path: path, query: query}, &v); err != nil {
-		return nil, err
+	resp, err := c.call(ctx, r, &v)
+	if err != nil {
+		return nil, nil, err
 	}
-	return &v, nil
+	return &v, resp, nil
 }
 
 // jsonBody is the JSON body of a call's parameters p, or

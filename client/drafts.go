@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -70,24 +69,12 @@ func draftPath(id, suffix string) (string, error) {
 // CreateDraft creates a draft (POST /v1/drafts) with opts.IdempotencyKey
 // (a UUID when empty) on every attempt.
 func (c *Client) CreateDraft(ctx context.Context, req *DraftRequest, opts *SendOptions) (*Draft, error) {
-	if req == nil {
-		return nil, fmt.Errorf("%w: nil DraftRequest", ErrInvalidRequest)
-	}
-	body, err := json.Marshal(req)
+	body, err := jsonBody(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
-	}
-	key := ""
-	if opts != nil {
-		key = opts.IdempotencyKey
-	}
-	if key == "" {
-		key = NewIdempotencyKey()
-	} else if err := ValidateIdempotencyKey(key); err != nil {
 		return nil, err
 	}
 	var d Draft
-	if _, err := c.call(ctx, request{method: http.MethodPost, path: "/v1/drafts", body: body, key: key}, &d); err != nil {
+	if _, err := c.postKeyed(ctx, "/v1/drafts", body, opts.idemKey(), &d); err != nil {
 		return nil, err
 	}
 	return &d, nil
@@ -109,18 +96,12 @@ func (c *Client) UpdateDraft(ctx context.Context, id string, u *DraftUpdate) (*D
 	if err != nil {
 		return nil, err
 	}
-	if u == nil {
-		return nil, fmt.Errorf("%w: nil DraftUpdate", ErrInvalidRequest)
-	}
-	body, err := json.Marshal(u)
+	body, err := jsonBody(u)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
-	}
-	var d Draft
-	if _, err := c.call(ctx, request{method: http.MethodPatch, path: p, body: body}, &d); err != nil {
 		return nil, err
 	}
-	return &d, nil
+	d, _, err := callFor[Draft](ctx, c, request{method: http.MethodPatch, path: p, body: body})
+	return d, err
 }
 
 // SendDraft sends a draft (POST /v1/drafts/{id}/send). The server sends it

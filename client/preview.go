@@ -31,9 +31,6 @@ func (c *Client) PreviewSend(ctx context.Context, req *SendRequest) (*Preview, e
 	if err != nil {
 		return nil, err
 	}
-	var p Preview
-	if _, err := c.call(ctx, request{method: http.MethodPost, path: "/v1/send/preview", body: body}, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	p, _, err := callFor[Preview](ctx, c, request{method: http.MethodPost, path: "/v1/send/preview", body: body})
+	return p, err
 }

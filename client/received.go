@@ -161,9 +161,5 @@ func (c *Client) receivedAction(ctx context.Context, id, suffix string, req any,
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
-	var key string
-	if opts != nil {
-		key = opts.IdempotencyKey
-	}
-	return c.sendLike(ctx, http.MethodPost, p, body, key)
+	return c.sendLike(ctx, http.MethodPost, p, body, opts.idemKey())
 }

@@ -26,9 +26,8 @@ func (c *Client) call(ctx context.Context, r request, v any) (*response, error) 
 }
 
 func (c *Client) sendLike(ctx context.Context, method, path string, body []byte, key string) (*Send, error) {
-	if key == "" {
-		key = NewIdempotencyKey()
-	} else if err := ValidateIdempotencyKey(key); err != nil {
+	key, err := keyOrNew(key)
+	if err != nil {
 		return nil, err
 	}
 	var s Send
@@ -65,11 +64,7 @@ func (c *Client) SendRaw(ctx context.Context, body []byte, opts *SendOptions) (*
 	if !json.Valid(body) {
 		return nil, fmt.Errorf("%w: the body is not valid JSON", ErrInvalidRequest)
 	}
-	var key string
-	if opts != nil {
-		key = opts.IdempotencyKey
-	}
-	return c.sendLike(ctx, http.MethodPost, "/v1/send", body, key)
+	return c.sendLike(ctx, http.MethodPost, "/v1/send", body, opts.idemKey())
 }
 
 func sendPath(id string, suffix string) (string, error) {
@@ -159,11 +154,7 @@ func (c *Client) sendAction(ctx context.Context, id, action string, body []byte,
 	if err != nil {
 		return nil, err
 	}
-	var key string
-	if opts != nil {
-		key = opts.IdempotencyKey
-	}
-	return c.sendLike(ctx, http.MethodPost, p, body, key)
+	return c.sendLike(ctx, http.MethodPost, p, body, opts.idemKey())
 }
 
 // Reconcile settles a send in status unknown (POST /v1/sends/{id}/reconcile)
@@ -216,9 +207,5 @@ func (c *Client) Reschedule(ctx context.Context, id string, at time.Time, opts *
 		return nil, err
 	}
 	body, _ := json.Marshal(map[string]string{"scheduled_at": at.Format(time.RFC3339Nano)})
-	var key string
-	if opts != nil {
-		key = opts.IdempotencyKey
-	}
-	return c.sendLike(ctx, http.MethodPatch, p, body, key)
+	return c.sendLike(ctx, http.MethodPatch, p, body, opts.idemKey())
 }

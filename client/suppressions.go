@@ -50,7 +50,7 @@ func (c *Client) AddSuppression(ctx context.Context, email, reason string, opts 
 		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
 	var s Suppression
-	resp, err := c.postKeyed(ctx, "/v1/suppressions", body, opts, &s)
+	resp, err := c.postKeyed(ctx, "/v1/suppressions", body, opts.idemKey(), &s)
 	if err != nil {
 		return nil, err
 	}

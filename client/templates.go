@@ -21,13 +21,12 @@ func (c *Client) PutTemplate(ctx context.Context, id string, p *TemplateParams) 
 	if err != nil {
 		return nil, err
 	}
-	var t Template
-	resp, err := c.call(ctx, request{method: http.MethodPut, path: path, body: body}, &t)
+	t, resp, err := callFor[Template](ctx, c, request{method: http.MethodPut, path: path, body: body})
 	if err != nil {
 		return nil, err
 	}
 	t.Created = resp.status == http.StatusCreated
-	return &t, nil
+	return t, nil
 }
 
 // GetTemplate returns a template. Errors: 404 not_found.

@@ -104,14 +104,11 @@ func webhookPath(id string, rest ...string) (string, error) {
 	return p, nil
 }
 
-func (c *Client) postKeyed(ctx context.Context, path string, body []byte, opts *CallOptions, v any) (*response, error) {
-	key := ""
-	if opts != nil {
-		key = opts.IdempotencyKey
-	}
-	if key == "" {
-		key = NewIdempotencyKey()
-	} else if err := ValidateIdempotencyKey(key); err != nil {
+// postKeyed POSTs body to path under key (keyOrNew) and decodes the
+// answer into v.
+func (c *Client) postKeyed(ctx context.Context, path string, body []byte, key string, v any) (*response, error) {
+	key, err := keyOrNew(key)
+	if err != nil {
 		return nil, err
 	}
 	return c.call(ctx, request{method: http.MethodPost, path: path, body: body, key: key}, v)
@@ -128,7 +125,7 @@ func (c *Client) CreateWebhook(ctx context.Context, p *WebhookParams, opts *Call
 		return nil, err
 	}
 	var w Webhook
-	if _, err := c.postKeyed(ctx, "/v1/webhooks", body, opts, &w); err != nil {
+	if _, err := c.postKeyed(ctx, "/v1/webhooks", body, opts.idemKey(), &w); err != nil {
 		return nil, err
 	}
 	return &w, nil
@@ -159,11 +156,8 @@ func (c *Client) UpdateWebhook(ctx context.Context, id string, u *WebhookUpdate)
 	if err != nil {
 		return nil, err
 	}
-	var w Webhook
-	if _, err := c.call(ctx, request{method: http.MethodPatch, path: path, body: body}, &w); err != nil {
-		return nil, err
-	}
-	return &w, nil
+	w, _, err := callFor[Webhook](ctx, c, request{method: http.MethodPatch, path: path, body: body})
+	return w, err
 }
 
 // DeleteWebhook deletes a webhook with its deliveries. Errors: 404
@@ -185,7 +179,7 @@ func (c *Client) RotateWebhookSecret(ctx context.Context, id string, opts *CallO
 		return nil, err
 	}
 	var w Webhook
-	if _, err := c.postKeyed(ctx, path, nil, opts, &w); err != nil {
+	if _, err := c.postKeyed(ctx, path, nil, opts.idemKey(), &w); err != nil {
 		return nil, err
 	}
 	return &w, nil
@@ -228,7 +222,7 @@ func (c *Client) ReplayWebhookDelivery(ctx context.Context, id, eventID string, 
 	if err != nil {
 		return err
 	}
-	_, err = c.postKeyed(ctx, path, nil, opts, nil)
+	_, err = c.postKeyed(ctx, path, nil, opts.idemKey(), nil)
 	return err
 }
 

@@ -141,6 +141,25 @@ func (s *Service) guardOutcomes(ctx context.Context, tx core.Tx, send *core.Send
 	return s.judgeStream(ctx, tx, send.Tenant, now)
 }
 
+// GuardHandoffBounces records, for the reputation guard, the recipients
+// of a bulk send whose own servers refused it for good during the
+// handoff (a 5xx to RCPT: the mx transport's commonest bounce), and
+// judges the stream in the delivery's transaction, as a bounce report
+// would be. Such a send, never accepted by a next hop, has no sent_at:
+// the counts add it to the window's sends through its outcome
+// (sqlstore's refusedSends), so the rate is over every send answered.
+func (s *Service) GuardHandoffBounces(ctx context.Context, tx core.Tx, send *core.Send, refused []string, now time.Time) error {
+	if len(refused) == 0 {
+		return nil
+	}
+	changes := make([]RecipientChange, 0, len(refused))
+	for _, a := range refused {
+		changes = append(changes, RecipientChange{Address: core.NormalizeAddress(a), Status: core.StatusBounced,
+			Event: core.EventBounced, Bounce: &core.Bounce{Type: core.BouncePermanent}})
+	}
+	return s.guardOutcomes(ctx, tx, send, changes, now)
+}
+
 // judgeStream pauses the tenant's bulk stream when its rates, or one of
 // its sending domains', reach a threshold. The row lock comes first, so that the counts include every
 // judgement committed before; SetStreamState's condition makes the pause,

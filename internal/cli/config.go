@@ -38,6 +38,9 @@ type Config struct {
 	Role      string
 	LogFormat string
 	LogLevel  string
+	// AccessLogSample is --access-log-sample: one in N access lines of
+	// answers below 400 is written (accesslog.Sampled).
+	AccessLogSample int
 	// ReplayCache is --replay-cache: 0 turns the cache off (server.Config's
 	// ReplayCache reads 0 as the default; see replayCacheSize).
 	ReplayCache int
@@ -218,6 +221,7 @@ func serverFlags(e *envFlags, c *Config) {
 	e.dur(&sc.PollInterval, "poll-interval", "SENDONCE_POLL_INTERVAL", delivery.DefaultPollInterval, "how often idle workers look for new jobs")
 	e.str(&c.LogFormat, "log-format", "SENDONCE_LOG_FORMAT", "text", "text or json")
 	e.str(&c.LogLevel, "log-level", "SENDONCE_LOG_LEVEL", "info", "debug, info, warn or error")
+	e.integer(&c.AccessLogSample, "access-log-sample", "SENDONCE_ACCESS_LOG_SAMPLE", 1, "write one in N of the API's access lines for answers below 400 (every 4xx and 5xx line is written; the metrics count every request)")
 	e.str(&sc.DNSResolver, "dns-resolver", "SENDONCE_DNS_RESOLVER", "", "DNS server HOST:PORT for the mx transport and DNS checks (default: the first nameserver of /etc/resolv.conf)")
 	e.str(&c.TLSReceivers, "tls-receivers", "SENDONCE_TLS_RECEIVERS", dnscheck.DefaultReceivers, "comma-separated receiver domains whose mail exchangers the domain check connects to, to see that they offer STARTTLS with a valid certificate (a bulk sender rule; \"none\": not checked)")
 	e.str(&sc.OutboundAllow, "outbound-allow", "SENDONCE_OUTBOUND_ALLOW", "", "comma-separated CIDR prefixes, or \"private\", that relays set through the API and mx exchangers may reach besides public addresses (default: public addresses only; --transport is always trusted)")
@@ -318,6 +322,9 @@ func (c *Config) validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
+	}
+	if c.AccessLogSample < 1 {
+		return fmt.Errorf("--access-log-sample %d: want 1 (every line) or more", c.AccessLogSample)
 	}
 	if err := app.CheckSecretKey(sc.SecretKey); err != nil {
 		return err

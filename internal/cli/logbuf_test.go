@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -104,11 +105,33 @@ func TestAccessLog_ServerErrorsAtOnce(t *testing.T) {
 	b := newBufferedLog(out)
 	defer b.Close()
 	logger := slog.New(flushOnWarn{Handler: slog.NewTextHandler(b, nil), b: b})
-	al := accessLog(logger, b, "text")
+	al := accessLog(logger, b, "text", 1)
 	ctx := t.Context()
 	al.Log(ctx, accesslog.Line{Time: time.Now(), Method: "GET", Route: "GET /v1/sends", Path: "/v1/sends", Status: 200})
 	al.Log(ctx, accesslog.Line{Time: time.Now(), Method: "POST", Route: "POST /v1/send", Path: "/v1/send", Status: 503})
 	if s := out.String(); !strings.Contains(s, "status=503") || !strings.Contains(s, "status=200") {
 		t.Fatalf("after a 503 the log holds %q, want both lines", s)
+	}
+}
+
+// --access-log-sample 10 writes one in ten access lines of answers below
+// 400 and every error line, in the server's own format; a sample below 1
+// is refused at start.
+func TestAccessLog_Sampled(t *testing.T) {
+	out := &lockedBuf{}
+	b := newBufferedLog(out)
+	logger := slog.New(flushOnWarn{Handler: slog.NewTextHandler(b, nil), b: b})
+	al := accessLog(logger, b, "text", 10)
+	for range 30 {
+		al.Log(t.Context(), accesslog.Line{Time: time.Now(), Method: "POST", Route: "POST /v1/send", Path: "/v1/send", Status: 200, Replayed: true})
+		al.Log(t.Context(), accesslog.Line{Time: time.Now(), Method: "POST", Route: "POST /v1/send", Path: "/v1/send", Status: 409})
+	}
+	b.Close()
+	if ok, conflicts := strings.Count(out.String(), "status=200"), strings.Count(out.String(), "status=409"); ok != 3 || conflicts != 30 {
+		t.Fatalf("wrote %d lines of 200 and %d of 409, want 3 and 30", ok, conflicts)
+	}
+	cfg, _, err := parseServe([]string{"--access-log-sample", "0"}, func(string) string { return "" }, io.Discard)
+	if err == nil {
+		t.Fatalf("--access-log-sample 0 was taken: %+v", cfg.AccessLogSample)
 	}
 }

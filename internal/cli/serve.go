@@ -64,7 +64,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if len(certSet) > 0 {
 		defer reloadOnHangup(certSet, logger)()
 	}
-	sc.AccessLog = accessLog(logger, blog, cfg.LogFormat)
+	sc.AccessLog = accessLog(logger, blog, cfg.LogFormat, cfg.AccessLogSample)
 	tp, stopTracing, err := tracing.Setup(ctx, getenv, version())
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
@@ -141,13 +141,17 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (Co
 // what the CLI's own flags say in server terms.
 // accessLog writes the API's request lines straight into the log buffer,
 // in the logger's format, when INFO lines are logged at all
-// (internal/accesslog says why).
-func accessLog(logger *slog.Logger, blog *bufferedLog, format string) accesslog.Logger {
+// (internal/accesslog says why), one in sample of those below 400.
+func accessLog(logger *slog.Logger, blog *bufferedLog, format string, sample int) accesslog.Logger {
 	fallback := accesslog.Slog{L: logger}
 	if !logger.Enabled(context.Background(), slog.LevelInfo) {
 		return fallback
 	}
-	return flushOnServerError{Logger: accesslog.Direct{W: blog, JSON: format == "json", Fallback: fallback}, b: blog}
+	var l accesslog.Logger = flushOnServerError{Logger: accesslog.Direct{W: blog, JSON: format == "json", Fallback: fallback}, b: blog}
+	if sample > 1 {
+		l = &accesslog.Sampled{Logger: l, Every: uint64(sample)}
+	}
+	return l
 }
 
 // The certificates of the TLS listeners come back as a set that SIGHUP

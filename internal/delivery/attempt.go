@@ -400,6 +400,9 @@ func (d *Deliverer) record(ctx context.Context, s *core.Send, token string, o ou
 		if err := recordRefused(wctx, tx, s, o.refused, now); err != nil {
 			return err
 		}
+		if err := d.svc.GuardHandoffBounces(wctx, tx, s, refusedAddresses(o.refused), now); err != nil {
+			return err
+		}
 		for _, st := range o.states {
 			if err := tx.SetRecipient(wctx, s.ID, st); err != nil {
 				return err

@@ -372,6 +372,15 @@ func recordRefused(ctx context.Context, tx core.Tx, s *core.Send, refused []tran
 	return nil
 }
 
+// refusedAddresses are the recipients refusals name.
+func refusedAddresses(refused []transport.Refusal) []string {
+	out := make([]string, 0, len(refused))
+	for _, r := range refused {
+		out = append(out, r.Recipient)
+	}
+	return out
+}
+
 // replyOf is a refusal's enhanced status code (the reply's own, else its
 // class: "5.0.0") and its diagnostic in DSN form ("smtp; 550 5.1.1 …").
 func replyOf(e *transport.Error) (status, diag string) {

@@ -372,32 +372,9 @@ func TestAttachments_LargeRequestsBeyondTheBoundWaitThen503(t *testing.T) {
 	body["attachments"] = []map[string]any{{"filename": "a.bin", "content": base64.StdEncoding.EncodeToString(randomBytes(t, 1600<<10))}}
 	raw := mustJSON(t, body)
 
-	// A request that declares its size and holds back its body holds the
-	// room. It asks Expect: 100-continue, which the server answers only
-	// once the handler reads the body, past the bound: its client reading
-	// the body is the sign that it holds the room.
-	slow := &gatedBody{r: bytes.NewReader(raw), reading: make(chan struct{}), gate: make(chan struct{})}
-	defer slow.open() // also when the test fails first
-	req, _ := http.NewRequest("POST", env.URL+"/v1/send", slow)
-	req.ContentLength = int64(len(raw))
-	req.Header.Set("Authorization", "Bearer "+env.AdminKey)
-	req.Header.Set("Idempotency-Key", "holder")
-	req.Header.Set("Expect", "100-continue")
-	client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
-	defer client.CloseIdleConnections()
-	held := make(chan *http.Response, 1)
-	go func() {
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Errorf("holder: %v", err)
-		}
-		held <- resp
-	}()
-	select {
-	case <-slow.reading:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the holder's body was never asked for")
-	}
+	// A large request that holds back its body holds the room.
+	release := holdLargeRequest(t, env)
+	defer release() // also when the test fails first
 
 	r := env.Send(t, "second", raw)
 	if r.Status != http.StatusServiceUnavailable || r.ErrorCode() != core.CodeUnavailable || r.Header.Get("Retry-After") == "" {
@@ -406,12 +383,7 @@ func TestAttachments_LargeRequestsBeyondTheBoundWaitThen503(t *testing.T) {
 	if small := env.Send(t, "small", sendoncetest.Mail("ann@example.com", "small")); small.Status != http.StatusOK {
 		t.Fatalf("a small send waited: %d %s", small.Status, small.Body)
 	}
-	slow.open()
-	resp := <-held
-	if resp == nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("holder: %v", resp)
-	}
-	resp.Body.Close()
+	release() // the holder is answered 200
 	if r := env.Send(t, "second", raw); r.Status != http.StatusOK {
 		t.Fatalf("second large request once room was free: %d %s", r.Status, r.Body)
 	}

@@ -52,18 +52,12 @@ func (s *Server) handleListAudit(w http.ResponseWriter, r *http.Request) {
 }
 
 type previewView struct {
-	Object          string   `json:"object"`
-	MailboxID       string   `json:"mailbox_id"`
-	From            string   `json:"from"`
-	To              []string `json:"to"`
-	Cc              []string `json:"cc"`
-	Bcc             []string `json:"bcc"`
-	ReplyTo         []string `json:"reply_to"`
-	Subject         string   `json:"subject"`
-	Text            string   `json:"text"`
-	HTML            string   `json:"html"`
-	TemplateID      *string  `json:"template_id"`
-	RequireApproval bool     `json:"requires_approval"`
+	Object string `json:"object"`
+	kit.MessageHeads
+	Text            string  `json:"text"`
+	HTML            string  `json:"html"`
+	TemplateID      *string `json:"template_id"`
+	RequireApproval bool    `json:"requires_approval"`
 }
 
 // handlePreviewSend is POST /v1/send/preview (scope send): the message
@@ -88,8 +82,7 @@ func (s *Server) handlePreviewSend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	kit.WriteJSON(w, http.StatusOK, previewView{
-		Object: "send_preview", MailboxID: send.MailboxID, From: send.From, To: kit.List(send.To), Cc: kit.List(send.Cc),
-		Bcc: kit.List(send.Bcc), ReplyTo: kit.List(send.ReplyTo), Subject: send.Subject, Text: send.Text, HTML: send.HTML,
+		Object: "send_preview", MessageHeads: kit.HeadsOf(send), Text: send.Text, HTML: send.HTML,
 		TemplateID: kit.OptString(send.TemplateID), RequireApproval: key.RequiresApproval,
 	})
 }

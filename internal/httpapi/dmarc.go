@@ -84,10 +84,7 @@ func (s *Server) handleListDMARCReports(w http.ResponseWriter, r *http.Request) 
 		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := kit.ListView[dmarcReportView]{Object: "list", Data: make([]dmarcReportView, 0, len(reps))}
-	for _, d := range reps {
-		out.Data = append(out.Data, viewDMARCReport(d))
-	}
+	out := kit.ListView[dmarcReportView]{Object: "list", Data: kit.Views(reps, viewDMARCReport)}
 	if len(reps) == limit {
 		out.Next = &reps[len(reps)-1].ID
 	}

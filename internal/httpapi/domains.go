@@ -43,7 +43,7 @@ func viewDomain(d *core.Domain) (domainView, error) {
 		CatchAll: kit.OptString(d.CatchAll), CreatedAt: kit.RFC3339(d.CreatedAt)}
 	for _, r := range recs {
 		v.Records = append(v.Records, recordView{Purpose: r.Purpose, Name: r.Name, Type: r.Type, Value: r.Value,
-			Strings: kit.List(r.Strings), Note: kit.OptString(r.Note)})
+			Strings: kit.NonNil(r.Strings), Note: kit.OptString(r.Note)})
 	}
 	return v, nil
 }
@@ -92,20 +92,11 @@ func (s *Server) handleGetDomain(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleListDomains(w http.ResponseWriter, r *http.Request) {
 	ds, err := s.Svc.ListDomains(r.Context(), kit.APIKeyFrom(r.Context()).Tenant)
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
+	out := kit.ListView[domainView]{Object: "list"}
+	if err == nil {
+		out.Data, err = kit.TryViews(ds, viewDomain)
 	}
-	out := kit.ListView[domainView]{Object: "list", Data: []domainView{}}
-	for _, d := range ds {
-		v, err := viewDomain(d)
-		if err != nil {
-			kit.WriteError(w, r, s.Logger, err)
-			return
-		}
-		out.Data = append(out.Data, v)
-	}
-	kit.WriteJSON(w, http.StatusOK, out)
+	s.Answer(w, r, out, err)
 }
 
 func (s *Server) handleDeleteDomain(w http.ResponseWriter, r *http.Request) {

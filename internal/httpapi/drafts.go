@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/sendonce/sendonce/internal/app"
@@ -55,24 +54,14 @@ func (s *Server) handleListDrafts(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		ds, more, err = s.Svc.ListDrafts(r.Context(), kit.APIKeyFrom(r.Context()), "", limit, q.Get("after"))
 	}
-	out := kit.ListView[*draftView]{Object: "list", Data: make([]*draftView, 0, len(ds))}
-	for _, d := range ds {
-		if err != nil {
-			break
-		}
-		var v *draftView
-		if v, err = viewDraft(d); err == nil {
-			out.Data = append(out.Data, v)
-		}
+	out := kit.ListView[*draftView]{Object: "list"}
+	if err == nil {
+		out.Data, err = kit.TryViews(ds, viewDraft)
 	}
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	if more {
+	if err == nil && more {
 		out.Next = kit.OptString(ds[len(ds)-1].ID)
 	}
-	kit.WriteJSON(w, http.StatusOK, out)
+	s.Answer(w, r, out, err)
 }
 
 func (s *Server) handleGetDraft(w http.ResponseWriter, r *http.Request) {
@@ -81,11 +70,7 @@ func (s *Server) handleGetDraft(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		v, err = viewDraft(d)
 	}
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, v)
+	s.Answer(w, r, v, err)
 }
 
 // handlePatchDraft changes the fields the body names (null clears one)
@@ -104,25 +89,16 @@ func (s *Server) handlePatchDraft(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		v, err = viewDraft(d)
 	}
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, v)
+	s.Answer(w, r, v, err)
 }
 
 // nativeDraftEdit reads a PATCH body: the fields of POST /v1/send, each
 // changed only when the body has it.
 func nativeDraftEdit(body []byte) (func(*app.SendRequest) error, error) {
-	var (
-		req     kit.SendRequest
-		present map[string]json.RawMessage
-	)
-	if err := kit.DecodeStrict(body, &req); err != nil {
+	var req kit.SendRequest
+	present, err := kit.DecodePatch(body, &req)
+	if err != nil {
 		return nil, err
-	}
-	if err := json.Unmarshal(body, &present); err != nil || present == nil {
-		return nil, kit.ApiError(core.CodeInvalidJSON, "", "the request body must be a JSON object")
 	}
 	if err := kit.CheckRecipientCounts(req.To, req.Cc, req.Bcc, req.ReplyTo); err != nil {
 		return nil, err

@@ -21,16 +21,8 @@ const draftQuestion = "From: Ann <ann@outside.example>\r\nTo: support@example.co
 func draftEnv(t *testing.T, b sendoncetest.Backend) (*sendoncetest.Env, *core.Mailbox, app.Received) {
 	t.Helper()
 	env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
-	svc, ctx := env.Server.Service, context.Background()
-	env.OwnDomain(t, "default", "example.com")
-	var inbox *core.Mailbox
-	if err := svc.InTx(ctx, func(tx core.Tx) (err error) {
-		inbox, err = svc.CreateInbox(ctx, tx, "default", "support@example.com", "Support")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	rcv, err := svc.Receive(ctx, app.Incoming{Tenant: "default", MailboxID: inbox.ID, Source: "smtp", Raw: []byte(draftQuestion)})
+	inbox := newInbox(t, env, "example.com", "support@example.com", "Support")
+	rcv, err := env.Server.Service.Receive(context.Background(), app.Incoming{Tenant: "default", MailboxID: inbox.ID, Source: "smtp", Raw: []byte(draftQuestion)})
 	if err != nil {
 		t.Fatal(err)
 	}

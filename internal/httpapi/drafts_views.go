@@ -9,34 +9,28 @@ import (
 // draftView is a draft on /v1: the fields of its send as POST /v1/send
 // names them, and where it stands (status "draft" or "sent", send_id).
 type draftView struct {
-	ID             string                `json:"id"`
-	Object         string                `json:"object"`
-	Status         string                `json:"status"`
-	Type           string                `json:"type"`
-	InReplyTo      *string               `json:"in_reply_to"`
-	ThreadID       *string               `json:"thread_id"`
-	IdempotencyKey string                `json:"idempotency_key"`
-	SendID         *string               `json:"send_id"`
-	MailboxID      string                `json:"mailbox_id"`
-	From           string                `json:"from"`
-	To             []string              `json:"to"`
-	Cc             []string              `json:"cc"`
-	Bcc            []string              `json:"bcc"`
-	ReplyTo        []string              `json:"reply_to"`
-	Subject        string                `json:"subject"`
-	Text           string                `json:"text"`
-	HTML           string                `json:"html"`
-	TemplateID     *string               `json:"template_id"`
-	Variables      map[string]any        `json:"variables"`
-	Headers        map[string]string     `json:"headers"`
-	Tags           map[string]string     `json:"tags"`
-	Attachments    []draftAttachmentView `json:"attachments"`
-	ScheduledAt    *string               `json:"scheduled_at"`
-	Stream         string                `json:"stream"`
-	Unsubscribe    bool                  `json:"unsubscribe"`
-	CreatedAt      string                `json:"created_at"`
-	UpdatedAt      string                `json:"updated_at"`
-	SentAt         *string               `json:"sent_at"`
+	ID             string  `json:"id"`
+	Object         string  `json:"object"`
+	Status         string  `json:"status"`
+	Type           string  `json:"type"`
+	InReplyTo      *string `json:"in_reply_to"`
+	ThreadID       *string `json:"thread_id"`
+	IdempotencyKey string  `json:"idempotency_key"`
+	SendID         *string `json:"send_id"`
+	kit.MessageHeads
+	Text        string                `json:"text"`
+	HTML        string                `json:"html"`
+	TemplateID  *string               `json:"template_id"`
+	Variables   map[string]any        `json:"variables"`
+	Headers     map[string]string     `json:"headers"`
+	Tags        map[string]string     `json:"tags"`
+	Attachments []draftAttachmentView `json:"attachments"`
+	ScheduledAt *string               `json:"scheduled_at"`
+	Stream      string                `json:"stream"`
+	Unsubscribe bool                  `json:"unsubscribe"`
+	CreatedAt   string                `json:"created_at"`
+	UpdatedAt   string                `json:"updated_at"`
+	SentAt      *string               `json:"sent_at"`
 }
 
 // draftAttachmentView names a draft's file without its content.
@@ -62,8 +56,9 @@ func viewDraft(d *core.Draft) (*draftView, error) {
 	v := &draftView{
 		ID: d.ID, Object: "draft", Status: "draft", Type: draftType(d), InReplyTo: kit.OptString(d.ReplyToID),
 		ThreadID: kit.OptString(d.ThreadID), IdempotencyKey: d.IdempotencyKey, SendID: kit.OptString(d.SendID),
-		MailboxID: d.MailboxID, From: r.From, To: kit.NonNil(r.To), Cc: kit.NonNil(r.Cc),
-		Bcc: kit.NonNil(r.Bcc), ReplyTo: kit.NonNil(r.ReplyTo), Subject: r.Subject, Text: r.Text, HTML: r.HTML,
+		MessageHeads: kit.MessageHeads{MailboxID: d.MailboxID, From: r.From, To: kit.NonNil(r.To), Cc: kit.NonNil(r.Cc),
+			Bcc: kit.NonNil(r.Bcc), ReplyTo: kit.NonNil(r.ReplyTo), Subject: r.Subject},
+		Text: r.Text, HTML: r.HTML,
 		TemplateID: kit.OptString(r.TemplateID), Variables: r.Variables, Headers: r.Headers, Tags: r.Tags,
 		Attachments: viewDraftAttachments(r.Attachments), ScheduledAt: kit.OptString(r.ScheduledAt), Stream: r.Stream,
 		Unsubscribe: r.Unsubscribe, CreatedAt: kit.RFC3339(d.CreatedAt), UpdatedAt: kit.RFC3339(d.UpdatedAt), SentAt: kit.OptTime(d.SentAt),

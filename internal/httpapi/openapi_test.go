@@ -19,8 +19,7 @@ func TestOpenAPI_CoversEveryRoute(t *testing.T) {
 	patterns := (&Server{mux: http.NewServeMux(), Base: &kit.Base{Metrics: m}}).routes()
 
 	var doc struct {
-		OpenAPI string                                `json:"openapi"`
-		Paths   map[string]map[string]json.RawMessage `json:"paths"`
+		OpenAPI string `json:"openapi"`
 	}
 	if err := json.Unmarshal(openAPI, &doc); err != nil {
 		t.Fatalf("openapi.json: %v", err)
@@ -28,15 +27,7 @@ func TestOpenAPI_CoversEveryRoute(t *testing.T) {
 	if !strings.HasPrefix(doc.OpenAPI, "3.1") {
 		t.Fatalf("openapi %q, want 3.1.x", doc.OpenAPI)
 	}
-	var documented []string
-	for path, ops := range doc.Paths {
-		for method := range ops {
-			switch method {
-			case "get", "put", "post", "delete", "patch", "head", "options":
-				documented = append(documented, strings.ToUpper(method)+" "+path)
-			}
-		}
-	}
+	documented := openAPIRoutes(t)
 	var served []string
 	for _, p := range patterns {
 		if !strings.Contains(p, " ") {

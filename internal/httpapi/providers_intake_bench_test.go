@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 	"github.com/sendonce/sendonce/internal/testkit/seslocal"
 )
@@ -34,8 +33,7 @@ func BenchmarkSESIntake_Events(b *testing.B) {
 	f := startSNSFixture(b)
 	for _, backend := range sendoncetest.Backends(b) {
 		b.Run(string(backend), func(b *testing.B) {
-			env := sendoncetest.Start(b, sendoncetest.Options{Backend: backend, Transport: "ses://AKID:secret@eu-west-1?endpoint=" + emu.URL,
-				Providers: server.ProvidersConfig{SNSCertHosts: []string{f.host}, SESSNSTopics: []string{snsTopic}, TLS: f.tls}})
+			env := sendoncetest.Start(b, f.withSES(sendoncetest.Options{Backend: backend}, emu.URL))
 			id := sendOne(b, env)
 			sesID := env.WaitStatus(b, id, 20*time.Second, core.StatusSent)["provider_message_id"].(string)
 			bodies := deliveryNotifications(b, f, sesID, id, b.N)

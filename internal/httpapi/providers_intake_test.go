@@ -62,6 +62,22 @@ func newCert(t testing.TB, tmpl, parent *x509.Certificate, pub *rsa.PublicKey, s
 	return c
 }
 
+// withSES is o with the ses transport at endpoint and the SNS intake
+// that trusts this fixture's certificates and topic.
+func (f *snsFixture) withSES(o sendoncetest.Options, endpoint string) sendoncetest.Options {
+	o.Transport = "ses://AKID:secret@eu-west-1?endpoint=" + endpoint
+	o.Providers = server.ProvidersConfig{SNSCertHosts: []string{f.host}, SESSNSTopics: []string{snsTopic}, TLS: f.tls}
+	return o
+}
+
+// withResendIntake is o with the resend transport at host (key
+// re_intake) and its event intake under secret.
+func withResendIntake(o sendoncetest.Options, host, secret string) sendoncetest.Options {
+	o.Transport = "resend://re_intake@" + host + "?tls=none"
+	o.Providers = server.ProvidersConfig{ResendWebhookSecret: secret}
+	return o
+}
+
 func startSNSFixture(t testing.TB) *snsFixture {
 	t.Helper()
 	caKey, _ := rsa.GenerateKey(rand.Reader, 2048)
@@ -199,8 +215,7 @@ func TestSESIntake_SettlesUnknownAndRefusesForgeries(t *testing.T) {
 	f := startSNSFixture(t)
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		px := faultproxy.Start(t, faultproxy.Options{Upstream: emu.URL, Plan: faultproxy.Always("POST", "/v2/email/outbound-emails", faultproxy.Drop)})
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, Transport: "ses://AKID:secret@eu-west-1?endpoint=" + px.URL,
-			Providers: server.ProvidersConfig{SNSCertHosts: []string{f.host}, SESSNSTopics: []string{snsTopic}, TLS: f.tls}})
+		env := sendoncetest.Start(t, f.withSES(sendoncetest.Options{Backend: b}, px.URL))
 		id := sendOne(t, env)
 		s := env.WaitStatus(t, id, 20*time.Second, core.StatusUnknown)
 		msgID := s["message_id"].(string)
@@ -264,8 +279,7 @@ func getSendMap(t testing.TB, env *sendoncetest.Env, id string) map[string]any {
 func TestSESIntake_BounceAndForeignMessageID(t *testing.T) {
 	emu := seslocal.Start(t)
 	f := startSNSFixture(t)
-	env := sendoncetest.Start(t, sendoncetest.Options{Transport: "ses://AKID:secret@eu-west-1?endpoint=" + emu.URL,
-		Providers: server.ProvidersConfig{SNSCertHosts: []string{f.host}, SESSNSTopics: []string{snsTopic}, TLS: f.tls}})
+	env := sendoncetest.Start(t, f.withSES(sendoncetest.Options{}, emu.URL))
 	id := sendOne(t, env)
 	s := env.WaitStatus(t, id, 20*time.Second, core.StatusSent)
 	sesID := s["provider_message_id"].(string)
@@ -310,8 +324,7 @@ func TestResendIntake(t *testing.T) {
 	secret, _ := webhooksig.NewSecret()
 	rs := resendtest.Start(t, "re_intake")
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, Transport: "resend://re_intake@" + rs.Host + "?tls=none",
-			Providers: server.ProvidersConfig{ResendWebhookSecret: secret}})
+		env := sendoncetest.Start(t, withResendIntake(sendoncetest.Options{Backend: b}, rs.Host, secret))
 		id := sendOne(t, env)
 		s := env.WaitStatus(t, id, 20*time.Second, core.StatusSent)
 		emailID := s["provider_message_id"].(string)
@@ -381,8 +394,7 @@ func TestMailboxProviderTransport(t *testing.T) {
 // tag, it is unmatched.
 func TestSESIntake_SettlesAnUnknownLeftByADeadWorker(t *testing.T) {
 	f := startSNSFixture(t)
-	env := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true, Transport: "ses://AKID:secret@eu-west-1?endpoint=http://127.0.0.1:1",
-		Providers: server.ProvidersConfig{SNSCertHosts: []string{f.host}, SESSNSTopics: []string{snsTopic}, TLS: f.tls}})
+	env := sendoncetest.Start(t, f.withSES(sendoncetest.Options{NoWorkers: true}, "http://127.0.0.1:1"))
 	id := sendOne(t, env)
 	ctx := t.Context()
 	if err := env.Server.Store.InTx(ctx, func(tx core.Tx) error {
@@ -423,8 +435,7 @@ func TestResendIntake_PermanentBounceSuppresses(t *testing.T) {
 	secret, _ := webhooksig.NewSecret()
 	rs := resendtest.Start(t, "re_intake")
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, Transport: "resend://re_intake@" + rs.Host + "?tls=none",
-			Providers: server.ProvidersConfig{ResendWebhookSecret: secret}})
+		env := sendoncetest.Start(t, withResendIntake(sendoncetest.Options{Backend: b}, rs.Host, secret))
 		bounce := func(to, typ string) {
 			r := env.Send(t, rand.Text(), map[string]any{"to": to, "subject": "Hello", "text": "hi"})
 			if r.Status != 200 {

@@ -21,8 +21,7 @@ import (
 func TestSESIntake_OnlyNamedTopics(t *testing.T) {
 	emu := seslocal.Start(t)
 	f := startSNSFixture(t)
-	env := sendoncetest.Start(t, sendoncetest.Options{Transport: "ses://AKID:secret@eu-west-1?endpoint=" + emu.URL,
-		Providers: server.ProvidersConfig{SNSCertHosts: []string{f.host}, SESSNSTopics: []string{snsTopic}, TLS: f.tls}})
+	env := sendoncetest.Start(t, f.withSES(sendoncetest.Options{}, emu.URL))
 	id := sendOne(t, env)
 	sesID := env.WaitStatus(t, id, 20*time.Second, core.StatusSent)["provider_message_id"].(string)
 	const path = "/v1/providers/ses/events"
@@ -91,8 +90,7 @@ func TestSESIntake_ChangesOnlyNamedRecipients(t *testing.T) {
 	emu := seslocal.Start(t)
 	f := startSNSFixture(t)
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, Transport: "ses://AKID:secret@eu-west-1?endpoint=" + emu.URL,
-			Providers: server.ProvidersConfig{SNSCertHosts: []string{f.host}, SESSNSTopics: []string{snsTopic}, TLS: f.tls}})
+		env := sendoncetest.Start(t, f.withSES(sendoncetest.Options{Backend: b}, emu.URL))
 		r := env.Send(t, rand.Text(), map[string]any{"to": []string{"ann@example.com", "bob@example.com"}, "subject": "Hello", "text": "Hi."})
 		if r.Status != 200 {
 			t.Fatalf("send: %d %s", r.Status, r.Body)

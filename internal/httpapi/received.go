@@ -139,5 +139,5 @@ func (s *Server) handleReplyReceived(ctx context.Context, key *core.APIKey, r *h
 	if err != nil {
 		return nil, err
 	}
-	return s.AcceptStep(key, send), nil
+	return s.AcceptStep(key, send, kit.NativeSendView), nil
 }

@@ -38,5 +38,5 @@ func (s *Server) handleForwardReceived(ctx context.Context, key *core.APIKey, r 
 	if err != nil {
 		return nil, err
 	}
-	return s.AcceptStep(key, send), nil
+	return s.AcceptStep(key, send, kit.NativeSendView), nil
 }

@@ -22,14 +22,7 @@ var bigBody = strings.Repeat("BODYBYTES ", 512<<10/10)
 func bigThread(t *testing.T, env *sendoncetest.Env, n int) (inbox, thread string) {
 	t.Helper()
 	svc, ctx := env.Server.Service, context.Background()
-	env.OwnDomain(t, "default", "big.test")
-	var m *core.Mailbox
-	if err := svc.InTx(ctx, func(tx core.Tx) (err error) {
-		m, err = svc.CreateInbox(ctx, tx, "default", "desk@big.test", "Desk")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	m := newInbox(t, env, "big.test", "desk@big.test", "Desk")
 	for i := range n {
 		refs := ""
 		if i > 0 {

@@ -16,11 +16,7 @@ import (
 // "window_sends", "thresholds": {…}}.
 func (s *Server) handleGetReputation(w http.ResponseWriter, r *http.Request) {
 	rep, err := s.Svc.Reputation(r.Context(), kit.APIKeyFrom(r.Context()).Tenant)
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, rep)
+	s.Answer(w, r, rep, err)
 }
 
 // handleResumeReputation is POST /v1/reputation/resume: the tenant's

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"testing"
 	"time"
 
@@ -19,13 +18,7 @@ func TestResendNodeSDKDrafts(t *testing.T) {
 	node := nodeBinary(t)
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
-		env.OwnDomain(t, "default", "node.test")
-		r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/inboxes", Key: env.AdminKey, IdemKey: "inbox-node",
-			Body: map[string]any{"email_address": "help@node.test", "name": "Help"}})
-		if r.Status != http.StatusCreated {
-			t.Fatalf("inbox: %d %s", r.Status, r.Body)
-		}
-		inbox := r.JSON(t)["id"].(string)
+		inbox := nodeInbox(t, env)
 		svc := env.Server.Service
 		if _, err := svc.Receive(context.Background(), app.Incoming{Tenant: "default", MailboxID: inbox, Source: "smtp",
 			Raw: []byte(nodeReceivedMail)}); err != nil {

@@ -15,6 +15,19 @@ const nodeReceivedMail = "From: Grace <grace@customer.test>\r\nTo: help@node.tes
 	"--B\r\nContent-Type: text/plain\r\n\r\nWhere is order 1234?\r\n" +
 	"--B\r\nContent-Type: text/plain; name=receipt.txt\r\nContent-Disposition: attachment; filename=receipt.txt\r\n\r\npaid in full\n\r\n--B--\r\n"
 
+// nodeInbox gives the tenant the domain node.test and, through Resend's
+// POST /inboxes, the inbox help@node.test the node scripts read; its id.
+func nodeInbox(t *testing.T, env *sendoncetest.Env) string {
+	t.Helper()
+	env.OwnDomain(t, "default", "node.test")
+	r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/inboxes", Key: env.AdminKey, IdemKey: "inbox-node",
+		Body: map[string]any{"email_address": "help@node.test", "name": "Help"}})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("inbox: %d %s", r.Status, r.Body)
+	}
+	return r.JSON(t)["id"].(string)
+}
+
 // TestResendNodeSDKReceiving runs receiving.test.mjs: a message received
 // over SMTP, read through the SDK's emails.receiving and inboxes calls; the
 // SDK's reply with one Idempotency-Key twice reaches the relay once.
@@ -22,13 +35,7 @@ func TestResendNodeSDKReceiving(t *testing.T) {
 	node := nodeBinary(t)
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
-		env.OwnDomain(t, "default", "node.test")
-		r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/inboxes", Key: env.AdminKey, IdemKey: "inbox-node",
-			Body: map[string]any{"email_address": "help@node.test", "name": "Help"}})
-		if r.Status != http.StatusCreated {
-			t.Fatalf("inbox: %d %s", r.Status, r.Body)
-		}
-		inbox := r.JSON(t)["id"].(string)
+		inbox := nodeInbox(t, env)
 		if err := smtp.SendMail(env.InboundAddr, nil, "grace@customer.test", []string{"help@node.test"}, []byte(nodeReceivedMail)); err != nil {
 			t.Fatalf("deliver to the listener: %v", err)
 		}

@@ -26,7 +26,7 @@ func (s *Server) handleSend(ctx context.Context, key *core.APIKey, r *http.Reque
 	if err != nil {
 		return nil, err
 	}
-	return s.AcceptStep(key, send), nil
+	return s.AcceptStep(key, send, kit.NativeSendView), nil
 }
 
 func (s *Server) handleGetSend(w http.ResponseWriter, r *http.Request) {
@@ -86,10 +86,7 @@ func (s *Server) handleListSends(w http.ResponseWriter, r *http.Request) {
 		// send: a duplicate it did not make.
 		s.Metrics.DuplicatePrevented(metrics.ViaMCP)
 	}
-	out := kit.ListView[*kit.SendView]{Object: "list", Data: make([]*kit.SendView, 0, len(sends)), Next: kit.OptString(next)}
-	for _, sd := range sends {
-		out.Data = append(out.Data, kit.ViewSend(sd))
-	}
+	out := kit.ListView[*kit.SendView]{Object: "list", Data: kit.Views(sends, kit.ViewSend), Next: kit.OptString(next)}
 	kit.WriteJSON(w, http.StatusOK, out)
 }
 

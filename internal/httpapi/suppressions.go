@@ -51,15 +51,7 @@ func (s *Server) handleListSuppressions(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	list, next, err := s.Reads.ListSuppressions(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, f)
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	out := kit.ListView[suppressionView]{Object: "list", Data: make([]suppressionView, 0, len(list)), Next: kit.OptString(next)}
-	for _, sup := range list {
-		out.Data = append(out.Data, viewSuppression(sup))
-	}
-	kit.WriteJSON(w, http.StatusOK, out)
+	s.Answer(w, r, kit.ListView[suppressionView]{Object: "list", Data: kit.Views(list, viewSuppression), Next: kit.OptString(next)}, err)
 }
 
 func (s *Server) handleGetSuppression(w http.ResponseWriter, r *http.Request) {

@@ -54,15 +54,7 @@ func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleListTemplates(w http.ResponseWriter, r *http.Request) {
 	ts, err := s.Reads.ListTemplates(r.Context(), kit.APIKeyFrom(r.Context()).Tenant)
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	out := kit.ListView[kit.TemplateView]{Object: "list", Data: []kit.TemplateView{}}
-	for _, t := range ts {
-		out.Data = append(out.Data, kit.ViewTemplate(t))
-	}
-	kit.WriteJSON(w, http.StatusOK, out)
+	s.Answer(w, r, kit.ListView[kit.TemplateView]{Object: "list", Data: kit.Views(ts, kit.ViewTemplate)}, err)
 }
 
 func (s *Server) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) {

@@ -30,7 +30,7 @@ type webhookView struct {
 }
 
 func viewWebhook(w *core.Webhook, secret string) webhookView {
-	return webhookView{ID: w.ID, Object: "webhook", Endpoint: w.Endpoint, Events: kit.List(w.Events), Status: string(w.Status),
+	return webhookView{ID: w.ID, Object: "webhook", Endpoint: w.Endpoint, Events: kit.NonNil(w.Events), Status: string(w.Status),
 		CreatedAt: kit.RFC3339(w.CreatedAt), SigningSecret: secret, DisabledReason: w.DisabledReason}
 }
 
@@ -76,7 +76,7 @@ type pageView[T any] struct {
 }
 
 func page[T any](data []T, more bool, id func(T) string) pageView[T] {
-	v := pageView[T]{Object: "list", Data: kit.List(data), HasMore: more}
+	v := pageView[T]{Object: "list", Data: kit.NonNil(data), HasMore: more}
 	if more && len(data) > 0 {
 		v.Next = kit.OptString(id(data[len(data)-1]))
 	}

@@ -74,7 +74,35 @@ func streamSendsSQL(stream core.Stream) string {
 	return `SELECT count(*) FROM sends WHERE tenant = ? AND stream = '` + string(stream) + `' AND sent_at IS NOT NULL AND sent_at >= ?`
 }
 
-const streamOutcomesSQL = `SELECT kind, count(*) FROM stream_outcomes WHERE tenant = ? AND stream = ? AND at >= ? GROUP BY kind`
+// refusedKind is the kind the outcome counts give the bulk sends refused
+// for good at the handoff (their recipients' servers answered 5xx, so no
+// next hop accepted them and they have no sent_at): they count among the
+// window's sends, beside those handed off (app.GuardHandoffBounces).
+const refusedKind = "refused_sends"
+
+// outcomesSQL counts a window's outcomes grouped by key (o.tenant, a
+// bucket of o.at, a From address s.from_addr) and kind, and the sends
+// refused at the handoff as refusedKind. The window's outcomes are few:
+// joined to their sends. Its arguments are (key's, tenant, stream, since)
+// twice.
+func outcomesSQL(key string) string {
+	const from = ` FROM stream_outcomes o JOIN sends s ON s.id = o.send_id WHERE o.tenant = ? AND o.stream = ? AND o.at >= ?`
+	return `SELECT ` + key + `, o.kind, count(*)` + from + ` GROUP BY 1, 2
+		UNION ALL SELECT ` + key + `, '` + refusedKind + `', count(DISTINCT o.send_id)` + from +
+		` AND o.kind = '` + core.OutcomeBounce + `' AND s.sent_at IS NULL GROUP BY 1`
+}
+
+// addOutcome adds n outcomes of kind to c.
+func addOutcome(c *core.StreamCounts, kind string, n int) {
+	switch kind {
+	case core.OutcomeComplaint:
+		c.Complaints += n
+	case core.OutcomeBounce:
+		c.Bounces += n
+	case refusedKind:
+		c.Sends += n
+	}
+}
 
 func countStream(ctx context.Context, q querier, p core.StreamWindowParams) (core.StreamCounts, error) {
 	var c core.StreamCounts
@@ -84,27 +112,10 @@ func countStream(ctx context.Context, q querier, p core.StreamWindowParams) (cor
 	if err := q.queryRow(ctx, streamSendsSQL(p.Stream), p.Tenant, micros(p.Since)).Scan(&c.Sends); err != nil {
 		return c, fmt.Errorf("count stream sends: %w", err)
 	}
-	rows, err := q.query(ctx, streamOutcomesSQL, p.Tenant, string(p.Stream), micros(p.Since))
-	if err != nil {
-		return c, fmt.Errorf("count stream outcomes: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			kind string
-			n    int
-		)
-		if err := rows.Scan(&kind, &n); err != nil {
-			return c, fmt.Errorf("count stream outcomes: %w", err)
-		}
-		switch kind {
-		case core.OutcomeComplaint:
-			c.Complaints = n
-		case core.OutcomeBounce:
-			c.Bounces = n
-		}
-	}
-	if err := rows.Err(); err != nil {
+	w := []any{p.Tenant, string(p.Stream), micros(p.Since)}
+	if err := scanGrouped[string](ctx, q, outcomesSQL("o.tenant"), true, append(w, w...), func(_, kind string, n int) {
+		addOutcome(&c, kind, n)
+	}); err != nil {
 		return c, fmt.Errorf("count stream outcomes: %w", err)
 	}
 	return c, nil
@@ -145,13 +156,9 @@ func (s *Store) StreamSeries(ctx context.Context, p core.StreamWindowParams, ste
 	}); err != nil {
 		return nil, err
 	}
-	outcomes := `SELECT (at - ?) / ?, kind, count(*) FROM stream_outcomes WHERE tenant = ? AND stream = ? AND at >= ? GROUP BY 1, 2`
-	if err := scanGrouped[int64](ctx, s.r, outcomes, true, []any{since, width, p.Tenant, string(p.Stream), since}, func(b int64, kind string, n int) {
-		if kind == core.OutcomeComplaint {
-			at(b).Complaints = n
-		} else {
-			at(b).Bounces = n
-		}
+	w := []any{since, width, p.Tenant, string(p.Stream), since}
+	if err := scanGrouped[int64](ctx, s.r, outcomesSQL("(o.at - ?) / ?"), true, append(w, w...), func(b int64, kind string, n int) {
+		addOutcome(&at(b).StreamCounts, kind, n)
 	}); err != nil {
 		return nil, err
 	}

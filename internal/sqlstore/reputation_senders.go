@@ -24,8 +24,7 @@ func (t *Tx) StreamSenderCounts(ctx context.Context, p core.StreamWindowParams) 
 
 // countSenders is countStream per From address: the sends by one grouped
 // range of the partial index sends_bulk_sent_from (migration 0039, which
-// holds the address: no table row is read), the outcomes joined to their
-// sends (a window holds few).
+// holds the address: no table row is read), the outcomes by outcomesSQL.
 func countSenders(ctx context.Context, q querier, p core.StreamWindowParams) ([]core.SenderCounts, error) {
 	if !p.Stream.Valid() {
 		return nil, fmt.Errorf("count senders: unknown stream %q", p.Stream)
@@ -49,15 +48,9 @@ func countSenders(ctx context.Context, q querier, p core.StreamWindowParams) ([]
 	if len(out) > maxStreamSenders {
 		return nil, nil // too many to tell apart: core.Reputation says nil
 	}
-	outcomes := `SELECT s.from_addr, o.kind, count(*) FROM stream_outcomes o JOIN sends s ON s.id = o.send_id
-		WHERE o.tenant = ? AND o.stream = ? AND o.at >= ? GROUP BY s.from_addr, o.kind`
-	if err := scanGrouped[string](ctx, q, outcomes, true, []any{p.Tenant, string(p.Stream), micros(p.Since)}, func(from, kind string, n int) {
-		c := get(from)
-		if kind == core.OutcomeComplaint {
-			c.Complaints = n
-		} else {
-			c.Bounces = n
-		}
+	w := []any{p.Tenant, string(p.Stream), micros(p.Since)}
+	if err := scanGrouped[string](ctx, q, outcomesSQL("s.from_addr"), true, append(w, w...), func(from, kind string, n int) {
+		addOutcome(&get(from).StreamCounts, kind, n)
 	}); err != nil {
 		return nil, err
 	}

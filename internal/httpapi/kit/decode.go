@@ -26,6 +26,18 @@ func DecodeStrict(body []byte, v any) error {
 	return decodeError(dec, err)
 }
 
+// DecodePatch is DecodeStrict for a change: it also names the fields the
+// body has (a field set to null is there too), which the change replaces.
+func DecodePatch(body []byte, v any) (present map[string]json.RawMessage, err error) {
+	if err := DecodeStrict(body, v); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(body, &present); err != nil || present == nil {
+		return nil, ApiError(core.CodeInvalidJSON, "", "the request body must be a JSON object")
+	}
+	return present, nil
+}
+
 // decodeError maps a strict decode's outcome to the API's errors.
 func decodeError(dec *json.Decoder, err error) error {
 	if err == nil {

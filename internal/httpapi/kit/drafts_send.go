@@ -21,21 +21,7 @@ type DraftSendInput func(r *http.Request, body []byte) (id string, edit func(*ap
 // SendDraft is the send route of a surface, in its error style (o.Errs).
 func (s *Base) SendDraft(o PostOpts, in DraftSendInput) http.Handler {
 	o.Audit = true
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := APIKeyFrom(r.Context())
-		intent, err := intentFrom(r.Header)
-		var res Result
-		if err != nil {
-			res = s.refusal(r, o, err)
-		} else {
-			res = s.runDraftSend(w, r, o, in)
-		}
-		s.respond(w, res)
-		s.observe(o, res)
-		if key.Agent || intent != "" || err != nil {
-			s.writeAudit(r, key, intent, res)
-		}
-	})
+	return s.answered(o, func(w http.ResponseWriter, r *http.Request) Result { return s.runDraftSend(w, r, o, in) })
 }
 
 func (s *Base) runDraftSend(w http.ResponseWriter, r *http.Request, o PostOpts, in DraftSendInput) Result {

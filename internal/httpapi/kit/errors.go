@@ -148,6 +148,25 @@ func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err
 	WriteJSON(w, status, body)
 }
 
+// Answer ends a read or a synchronous change: err in the native error
+// body, else v with 200.
+func (s *Base) Answer(w http.ResponseWriter, r *http.Request, v any, err error) {
+	if err != nil {
+		WriteError(w, r, s.Logger, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, v)
+}
+
+// AnswerResend is Answer with Resend's error body.
+func (s *Base) AnswerResend(w http.ResponseWriter, r *http.Request, v any, err error) {
+	if err != nil {
+		WriteResendError(w, r, s.Logger, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, v)
+}
+
 func ApiError(code, param, msg string) *core.Error {
 	return &core.Error{Code: code, Param: param, Message: msg}
 }

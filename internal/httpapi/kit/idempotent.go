@@ -92,6 +92,14 @@ var emptyFingerprint = func() string {
 // commits in the handler's own transaction. What was answered is one typed
 // result, which the audit log and the metrics take as it is.
 func (s *Base) Idempotent(o PostOpts, h TxHandler) http.Handler {
+	return s.answered(o, func(w http.ResponseWriter, r *http.Request) Result { return s.decideAndRun(w, r, o, h) })
+}
+
+// answered is a write route around run: the agent's intent read first
+// (o.Audit; a malformed one refuses the request), then the one result
+// answered, counted and, for an agent key, a stated intent or its
+// refusal, audited. The write routes and the draft send share it.
+func (s *Base) answered(o PostOpts, run func(w http.ResponseWriter, r *http.Request) Result) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := APIKeyFrom(r.Context())
 		intent, ierr := "", error(nil)
@@ -102,7 +110,7 @@ func (s *Base) Idempotent(o PostOpts, h TxHandler) http.Handler {
 		if ierr != nil {
 			res = s.refusal(r, o, ierr)
 		} else {
-			res = s.decideAndRun(w, r, o, h)
+			res = run(w, r)
 		}
 		s.respond(w, res)
 		s.observe(o, res)

@@ -81,13 +81,6 @@ func viewAttachments(as []core.ReceivedAttachment) []attachmentView {
 	return out
 }
 
-func NonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
 // ThreadView is a thread on the native routes and, in Resend's shape
 // (InboxThread), on the inbox routes.
 type ThreadView struct {

@@ -9,13 +9,14 @@ import (
 )
 
 // AcceptStep is the write step of the send routes: record the prepared
-// send (row, event, delivery job) and answer with it.
-func (s *Base) AcceptStep(key *core.APIKey, send *core.Send) WriteStep {
+// send (row, event, delivery job) and answer with view of it, in the
+// surface's shape (NativeSendView on /v1).
+func (s *Base) AcceptStep(key *core.APIKey, send *core.Send, view func(*core.Send) any) WriteStep {
 	return func(ctx context.Context, tx core.Tx) (int, any, error) {
 		if err := s.Svc.AcceptSend(ctx, tx, key, send); err != nil {
 			return 0, nil, err
 		}
-		return http.StatusOK, ViewSend(send), nil
+		return http.StatusOK, view(send), nil
 	}
 }
 

@@ -9,30 +9,43 @@ import (
 	"github.com/sendonce/sendonce/internal/transport"
 )
 
+// MessageHeads is whose mailbox a message is sent from, who it is from
+// and to, and its subject, named as POST /v1/send names them: the send
+// object, a draft and a send's preview carry these fields in this order.
+type MessageHeads struct {
+	MailboxID string   `json:"mailbox_id"`
+	From      string   `json:"from"`
+	To        []string `json:"to"`
+	Cc        []string `json:"cc"`
+	Bcc       []string `json:"bcc"`
+	ReplyTo   []string `json:"reply_to"`
+	Subject   string   `json:"subject"`
+}
+
+// HeadsOf is s's heads, every list [] rather than null.
+func HeadsOf(s *core.Send) MessageHeads {
+	return MessageHeads{MailboxID: s.MailboxID, From: s.From, To: NonNil(s.To), Cc: NonNil(s.Cc), Bcc: NonNil(s.Bcc),
+		ReplyTo: NonNil(s.ReplyTo), Subject: s.Subject}
+}
+
 // SendView is the send object of docs/api.md.
 type SendView struct {
-	ID             string            `json:"id"`
-	Object         string            `json:"object"`
-	Status         core.Status       `json:"status"`
-	IdempotencyKey *string           `json:"idempotency_key"`
-	MailboxID      string            `json:"mailbox_id"`
-	From           string            `json:"from"`
-	To             []string          `json:"to"`
-	Cc             []string          `json:"cc"`
-	Bcc            []string          `json:"bcc"`
-	ReplyTo        []string          `json:"reply_to"`
-	Subject        string            `json:"subject"`
-	TemplateID     *string           `json:"template_id"`
-	MessageID      string            `json:"message_id"`
-	Attempts       int               `json:"attempts"`
-	LastError      *string           `json:"last_error"`
-	Tags           map[string]string `json:"tags"`
-	CreatedAt      string            `json:"created_at"`
-	UpdatedAt      string            `json:"updated_at"`
-	SentAt         *string           `json:"sent_at"`
-	Recipients     []recipientView   `json:"recipients"`
-	ScheduledAt    *string           `json:"scheduled_at"`
-	Attachments    int               `json:"attachments"`
+	ID             string      `json:"id"`
+	Object         string      `json:"object"`
+	Status         core.Status `json:"status"`
+	IdempotencyKey *string     `json:"idempotency_key"`
+	MessageHeads
+	TemplateID  *string           `json:"template_id"`
+	MessageID   string            `json:"message_id"`
+	Attempts    int               `json:"attempts"`
+	LastError   *string           `json:"last_error"`
+	Tags        map[string]string `json:"tags"`
+	CreatedAt   string            `json:"created_at"`
+	UpdatedAt   string            `json:"updated_at"`
+	SentAt      *string           `json:"sent_at"`
+	Recipients  []recipientView   `json:"recipients"`
+	ScheduledAt *string           `json:"scheduled_at"`
+	Attachments int               `json:"attachments"`
 	// Stream: docs/api.md, "Streams".
 	Stream core.Stream `json:"stream"`
 	// Provider and ProviderMessageID: the provider that took the send
@@ -99,7 +112,7 @@ func ViewBounce(b *core.Bounce) *bounceView {
 	if b == nil {
 		return nil
 	}
-	return &bounceView{Type: b.Type, SubType: b.SubType, Status: b.Status, Message: b.Message, DiagnosticCode: List(b.DiagnosticCode)}
+	return &bounceView{Type: b.Type, SubType: b.SubType, Status: b.Status, Message: b.Message, DiagnosticCode: NonNil(b.DiagnosticCode)}
 }
 
 func RFC3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -119,7 +132,31 @@ func OptTime(t *time.Time) *string {
 	return &s
 }
 
-func List[T any](s []T) []T {
+// Views is view of each item, in order: a list's data, [] for none.
+func Views[T, V any](items []T, view func(T) V) []V {
+	out := make([]V, 0, len(items))
+	for _, it := range items {
+		out = append(out, view(it))
+	}
+	return out
+}
+
+// TryViews is Views for a view that can fail: the first error stops it.
+func TryViews[T, V any](items []T, view func(T) (V, error)) ([]V, error) {
+	out := make([]V, 0, len(items))
+	for _, it := range items {
+		v, err := view(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// NonNil is s, or an empty slice for nil: a view's lists are [] in JSON,
+// never null.
+func NonNil[T any](s []T) []T {
 	if s == nil {
 		return []T{}
 	}
@@ -132,8 +169,7 @@ func ViewSend(s *core.Send) *SendView {
 		tags = map[string]string{}
 	}
 	return &SendView{
-		ID: s.ID, Object: "send", Status: s.Status, IdempotencyKey: OptString(s.IdempotencyKey), MailboxID: s.MailboxID,
-		From: s.From, To: List(s.To), Cc: List(s.Cc), Bcc: List(s.Bcc), ReplyTo: List(s.ReplyTo), Subject: s.Subject,
+		ID: s.ID, Object: "send", Status: s.Status, IdempotencyKey: OptString(s.IdempotencyKey), MessageHeads: HeadsOf(s),
 		TemplateID: OptString(s.TemplateID), MessageID: s.MessageID, Attempts: s.Attempts, LastError: OptString(s.LastError),
 		Tags: tags, CreatedAt: RFC3339(s.CreatedAt), UpdatedAt: RFC3339(s.UpdatedAt), SentAt: OptTime(s.SentAt),
 		Recipients:  viewRecipients(s),
@@ -211,7 +247,7 @@ type InboxView struct {
 
 func ViewInbox(m *core.InboxMessage, withRaw bool) InboxView {
 	v := InboxView{ID: m.ID, Object: "inbox_message", SendID: m.SendID, MessageID: m.MessageID, From: m.From,
-		To: List(m.To), Subject: m.Subject, Size: len(m.Raw), ReceivedAt: RFC3339(m.ReceivedAt)}
+		To: NonNil(m.To), Subject: m.Subject, Size: len(m.Raw), ReceivedAt: RFC3339(m.ReceivedAt)}
 	if withRaw {
 		raw := string(m.Raw)
 		v.Raw = &raw

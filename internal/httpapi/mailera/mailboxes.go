@@ -110,7 +110,7 @@ func (s *API) Send(ctx context.Context, key *core.APIKey, r *http.Request, body 
 	if len(send.Subject) > app.MaxSubjectLen {
 		return nil, core.Errorf(core.CodeValidation, "subject", "subject is longer than %d bytes", app.MaxSubjectLen)
 	}
-	return s.AcceptStep(key, send), nil
+	return s.AcceptStep(key, send, kit.NativeSendView), nil
 }
 
 // mailboxReply makes sr a reply: to the received message reply_to_id

@@ -36,11 +36,9 @@ type resendDraftBody struct {
 
 func decodeResendDraft(body []byte, create bool) (*resendDraftBody, error) {
 	var req resendDraftBody
-	if err := kit.DecodeStrict(body, &req); err != nil {
+	var err error
+	if req.present, err = kit.DecodePatch(body, &req); err != nil {
 		return nil, err
-	}
-	if err := json.Unmarshal(body, &req.present); err != nil || req.present == nil {
-		return nil, kit.ApiError(core.CodeInvalidJSON, "", "the request body must be a JSON object")
 	}
 	if !create && (req.ThreadID != "" || req.ReplyToEmailID != "") {
 		return nil, core.Errorf(core.CodeValidation, "reply_to_email_id", "a draft's thread is set when it is created")
@@ -110,18 +108,7 @@ func (s *API) CreateDraft(ctx context.Context, key *core.APIKey, r *http.Request
 
 // inboxDraft reads the draft of the path in the inbox of the path.
 func (s *API) inboxDraft(r *http.Request) (*core.APIKey, *core.Draft, error) {
-	key, in, err := s.inbox(r)
-	if err != nil {
-		return nil, nil, err
-	}
-	d, err := s.Svc.Draft(r.Context(), key, r.PathValue("draft"))
-	if err != nil {
-		return nil, nil, err
-	}
-	if d.MailboxID != in.Mailbox.ID {
-		return nil, nil, core.ErrNotFound
-	}
-	return key, d, nil
+	return inInbox(s, r, "draft", s.Svc.Draft, func(d *core.Draft) string { return d.MailboxID })
 }
 
 func (s *API) ListDrafts(w http.ResponseWriter, r *http.Request) {
@@ -141,21 +128,11 @@ func (s *API) ListDrafts(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		ds, more, err = s.Svc.ListDrafts(r.Context(), key, in.Mailbox.ID, limit, q.Get("after"))
 	}
-	out := kit.ResendList[resendDraftItem]{Object: "list", HasMore: more, Data: make([]resendDraftItem, 0, len(ds))}
-	for _, d := range ds {
-		if err != nil {
-			break
-		}
-		var v *resendDraftView
-		if v, err = viewResendDraft(d); err == nil {
-			out.Data = append(out.Data, v.item())
-		}
+	out := kit.ResendList[resendDraftItem]{Object: "list", HasMore: more}
+	if err == nil {
+		out.Data, err = kit.TryViews(ds, resendDraftItemOf)
 	}
-	if err != nil {
-		kit.WriteResendError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, out)
+	s.AnswerResend(w, r, out, err)
 }
 
 func (s *API) GetDraft(w http.ResponseWriter, r *http.Request) {
@@ -164,11 +141,7 @@ func (s *API) GetDraft(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		v, err = viewResendDraft(d)
 	}
-	if err != nil {
-		kit.WriteResendError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, v)
+	s.AnswerResend(w, r, v, err)
 }
 
 func (s *API) UpdateDraft(w http.ResponseWriter, r *http.Request) {
@@ -238,13 +211,8 @@ func (s *API) DraftSend(r *http.Request, body []byte) (string, func(*app.SendReq
 
 // resendDraftView is Resend's InboxDraft.
 type resendDraftView struct {
-	Object         string                 `json:"object"`
-	ID             string                 `json:"id"`
-	Type           string                 `json:"type"`
-	To             []string               `json:"to"`
-	Cc             []string               `json:"cc"`
-	Bcc            []string               `json:"bcc"`
-	Subject        *string                `json:"subject"`
+	Object string `json:"object"`
+	resendDraftHead
 	HTML           *string                `json:"html"`
 	Text           *string                `json:"text"`
 	ThreadID       *string                `json:"thread_id"`
@@ -257,17 +225,22 @@ type resendDraftView struct {
 
 // resendDraftItem is Resend's InboxDraftListItem.
 type resendDraftItem struct {
-	ID             string                 `json:"id"`
-	Type           string                 `json:"type"`
-	To             []string               `json:"to"`
-	Cc             []string               `json:"cc"`
-	Bcc            []string               `json:"bcc"`
-	Subject        *string                `json:"subject"`
+	resendDraftHead
 	Snippet        *string                `json:"snippet"`
 	ThreadID       *string                `json:"thread_id"`
 	ReplyToEmailID *string                `json:"reply_to_email_id"`
 	UpdatedAt      string                 `json:"updated_at"`
 	Attachments    []resendDraftAttachmnt `json:"attachments"`
+}
+
+// resendDraftHead is what a draft and its list item both begin with.
+type resendDraftHead struct {
+	ID      string   `json:"id"`
+	Type    string   `json:"type"`
+	To      []string `json:"to"`
+	Cc      []string `json:"cc"`
+	Bcc     []string `json:"bcc"`
+	Subject *string  `json:"subject"`
 }
 
 type resendDraftAttachmnt struct {
@@ -289,15 +262,24 @@ func viewResendDraft(d *core.Draft) (*resendDraftView, error) {
 	if d.ReplyToID != "" {
 		typ = "reply"
 	}
-	v := &resendDraftView{Object: "inbox_draft", ID: d.ID, Type: typ, To: r.To, Cc: kit.NonNil(r.Cc), Bcc: kit.NonNil(r.Bcc),
-		Subject: kit.OptString(r.Subject), HTML: kit.OptString(r.HTML), Text: kit.OptString(r.Text), ThreadID: kit.OptString(d.ThreadID),
-		ReplyToEmailID: kit.OptString(d.ReplyToID), EmailID: kit.OptString(d.SendID), CreatedAt: kit.RFC3339(d.CreatedAt),
+	head := resendDraftHead{ID: d.ID, Type: typ, To: r.To, Cc: kit.NonNil(r.Cc), Bcc: kit.NonNil(r.Bcc), Subject: kit.OptString(r.Subject)}
+	v := &resendDraftView{Object: "inbox_draft", resendDraftHead: head, HTML: kit.OptString(r.HTML), Text: kit.OptString(r.Text),
+		ThreadID: kit.OptString(d.ThreadID), ReplyToEmailID: kit.OptString(d.ReplyToID), EmailID: kit.OptString(d.SendID), CreatedAt: kit.RFC3339(d.CreatedAt),
 		UpdatedAt: kit.RFC3339(d.UpdatedAt), Attachments: make([]resendDraftAttachmnt, 0, len(r.Attachments))}
 	for i, a := range r.Attachments {
 		v.Attachments = append(v.Attachments, resendDraftAttachmnt{ID: d.ID + "-" + strconv.Itoa(i), Filename: a.Filename,
 			ContentType: a.ContentType, Size: len(a.Data)})
 	}
 	return v, nil
+}
+
+// resendDraftItemOf is d as Resend lists it.
+func resendDraftItemOf(d *core.Draft) (resendDraftItem, error) {
+	v, err := viewResendDraft(d)
+	if err != nil {
+		return resendDraftItem{}, err
+	}
+	return v.item(), nil
 }
 
 func (v *resendDraftView) item() resendDraftItem {
@@ -313,6 +295,6 @@ func (v *resendDraftView) item() resendDraftItem {
 		}
 		snippet = &s
 	}
-	return resendDraftItem{ID: v.ID, Type: v.Type, To: v.To, Cc: v.Cc, Bcc: v.Bcc, Subject: v.Subject, Snippet: snippet,
+	return resendDraftItem{resendDraftHead: v.resendDraftHead, Snippet: snippet,
 		ThreadID: v.ThreadID, ReplyToEmailID: v.ReplyToEmailID, UpdatedAt: v.UpdatedAt, Attachments: v.Attachments}
 }

@@ -110,6 +110,9 @@ type resendID struct {
 	ID string `json:"id"`
 }
 
+// resendIDView is Resend's answer to a send: {"id"}.
+func resendIDView(send *core.Send) any { return resendID{ID: send.ID} }
+
 // CreatedSendIDs names the send an answer created (kit.Sender).
 func (v resendID) CreatedSendIDs() []string { return []string{v.ID} }
 
@@ -122,12 +125,7 @@ func (s *API) Send(ctx context.Context, key *core.APIKey, r *http.Request, body 
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, tx core.Tx) (int, any, error) {
-		if err := s.Svc.AcceptSend(ctx, tx, key, send); err != nil {
-			return 0, nil, err
-		}
-		return http.StatusOK, resendID{ID: send.ID}, nil
-	}, nil
+	return s.AcceptStep(key, send, resendIDView), nil
 }
 
 // handleResendBatch accepts up to 100 emails in one transaction under
@@ -253,9 +251,9 @@ func (s *API) Get(w http.ResponseWriter, r *http.Request) {
 
 func viewResendEmail(send *core.Send) resendEmailView {
 	v := resendEmailView{
-		Object: "email", ID: send.ID, To: kit.List(send.To), From: send.From, CreatedAt: kit.RFC3339(send.CreatedAt),
-		Subject: send.Subject, HTML: kit.OptString(send.HTML), Text: kit.OptString(send.Text), Bcc: kit.List(send.Bcc),
-		Cc: kit.List(send.Cc), ReplyTo: kit.List(send.ReplyTo), LastEvent: resendEvent(send.Status), Tags: []resendTag{},
+		Object: "email", ID: send.ID, To: kit.NonNil(send.To), From: send.From, CreatedAt: kit.RFC3339(send.CreatedAt),
+		Subject: send.Subject, HTML: kit.OptString(send.HTML), Text: kit.OptString(send.Text), Bcc: kit.NonNil(send.Bcc),
+		Cc: kit.NonNil(send.Cc), ReplyTo: kit.NonNil(send.ReplyTo), LastEvent: resendEvent(send.Status), Tags: []resendTag{},
 		ScheduledAt: kit.OptTime(send.ScheduledAt),
 	}
 	for n, val := range send.Tags {
@@ -306,15 +304,7 @@ func (s *API) List(w http.ResponseWriter, r *http.Request) {
 		f.APIKeyID = key.ID
 	}
 	sends, next, err := s.Reads.ListSends(r.Context(), key.Tenant, f)
-	if err != nil {
-		kit.WriteResendError(w, r, s.Logger, err)
-		return
-	}
-	out := kit.ResendList[resendEmailView]{Object: "list", HasMore: next != "", Data: make([]resendEmailView, 0, len(sends))}
-	for _, sd := range sends {
-		out.Data = append(out.Data, viewResendEmail(sd))
-	}
-	kit.WriteJSON(w, http.StatusOK, out)
+	s.AnswerResend(w, r, kit.ResendList[resendEmailView]{Object: "list", HasMore: next != "", Data: kit.Views(sends, viewResendEmail)}, err)
 }
 
 // replyHeaders are the threading headers of a Resend request.

@@ -131,6 +131,26 @@ func (s *API) inbox(r *http.Request) (*core.APIKey, *app.Inbox, error) {
 	return key, in, err
 }
 
+// inInbox reads, with read, what the path names by param inside the
+// path's inbox {inbox}: one of another mailbox (mailboxOf) is, here, one
+// that does not exist.
+func inInbox[T any](s *API, r *http.Request, param string, read func(context.Context, *core.APIKey, string) (T, error),
+	mailboxOf func(T) string) (*core.APIKey, T, error) {
+	var none T
+	key, in, err := s.inbox(r)
+	if err != nil {
+		return nil, none, err
+	}
+	v, err := read(r.Context(), key, r.PathValue(param))
+	if err != nil {
+		return nil, none, err
+	}
+	if mailboxOf(v) != in.Mailbox.ID {
+		return nil, none, core.ErrNotFound
+	}
+	return key, v, nil
+}
+
 func (s *API) GetInbox(w http.ResponseWriter, r *http.Request) {
 	key, in, err := s.inbox(r)
 	if err == nil {

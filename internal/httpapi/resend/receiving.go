@@ -21,15 +21,7 @@ func (s *API) ListReceiving(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ms, more, err := s.Svc.ListReceived(r.Context(), key, core.ReceivedFilter{Limit: limit, After: r.URL.Query().Get("after")})
-	if err != nil {
-		kit.WriteResendError(w, r, s.Logger, err)
-		return
-	}
-	out := kit.ResendList[kit.ResendReceivedView]{Object: "list", HasMore: more, Data: make([]kit.ResendReceivedView, 0, len(ms))}
-	for _, m := range ms {
-		out.Data = append(out.Data, kit.ViewResendReceived(m))
-	}
-	kit.WriteJSON(w, http.StatusOK, out)
+	s.AnswerResend(w, r, kit.ResendList[kit.ResendReceivedView]{Object: "list", HasMore: more, Data: kit.Views(ms, kit.ViewResendReceived)}, err)
 }
 
 func (s *API) GetReceiving(w http.ResponseWriter, r *http.Request) {

@@ -21,32 +21,13 @@ func (s *API) ListThreads(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		ts, more, err = s.Svc.ListThreads(r.Context(), key, f)
 	}
-	if err != nil {
-		kit.WriteResendError(w, r, s.Logger, err)
-		return
-	}
-	out := kit.ResendList[kit.ThreadView]{Object: "list", HasMore: more, Data: make([]kit.ThreadView, 0, len(ts))}
-	for _, t := range ts {
-		out.Data = append(out.Data, kit.ViewThread(t))
-	}
-	kit.WriteJSON(w, http.StatusOK, out)
+	s.AnswerResend(w, r, kit.ResendList[kit.ThreadView]{Object: "list", HasMore: more, Data: kit.Views(ts, kit.ViewThread)}, err)
 }
 
 // thread resolves {inbox} and {thread}: a thread of another inbox is
 // not found.
 func (s *API) thread(r *http.Request) (*core.APIKey, *core.Thread, error) {
-	key, in, err := s.inbox(r)
-	if err != nil {
-		return nil, nil, err
-	}
-	t, err := s.Svc.Thread(r.Context(), key, r.PathValue("thread"))
-	if err != nil {
-		return nil, nil, err
-	}
-	if t.MailboxID != in.Mailbox.ID {
-		return nil, nil, core.ErrNotFound
-	}
-	return key, t, nil
+	return inInbox(s, r, "thread", s.Svc.Thread, func(t *core.Thread) string { return t.MailboxID })
 }
 
 func (s *API) GetThread(w http.ResponseWriter, r *http.Request) {
@@ -149,10 +130,5 @@ func (s *API) replyOrForward(ctx context.Context, key *core.APIKey, r *http.Requ
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, tx core.Tx) (int, any, error) {
-		if err := s.Svc.AcceptSend(ctx, tx, key, send); err != nil {
-			return 0, nil, err
-		}
-		return http.StatusOK, resendID{ID: send.ID}, nil
-	}, nil
+	return s.AcceptStep(key, send, resendIDView), nil
 }
