@@ -82,12 +82,8 @@ func NewEngine(c Config) *Engine {
 	if c.ReplayCacheEntries > 0 {
 		e.cache = newReplayCache(c.ReplayCacheEntries)
 	}
-	if e.ttl <= 0 {
-		e.ttl = DefaultTTL
-	}
-	if e.lease <= 0 {
-		e.lease = DefaultLease
-	}
+	e.ttl = positiveOr(e.ttl, DefaultTTL)
+	e.lease = positiveOr(e.lease, DefaultLease)
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -404,4 +400,13 @@ func (t *Ticket) release(ctx context.Context) {
 	if t != nil {
 		t.Release(ctx)
 	}
+}
+
+// positiveOr is v, or def when v is not positive: a setting left unset
+// takes its default.
+func positiveOr[T int | int64 | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }

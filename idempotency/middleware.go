@@ -159,24 +159,14 @@ func (o Options) withDefaults() Options {
 	if o.Tenant == nil {
 		o.Tenant = func(*http.Request) string { return "" }
 	}
-	if o.MaxKeyLen <= 0 {
-		o.MaxKeyLen = MaxKeyLen
-	}
-	if o.TTL <= 0 {
-		o.TTL = DefaultTTL
-	}
-	if o.Lease <= 0 {
-		o.Lease = DefaultLease
-	}
+	o.MaxKeyLen = positiveOr(o.MaxKeyLen, MaxKeyLen)
+	o.TTL = positiveOr(o.TTL, DefaultTTL)
+	o.Lease = positiveOr(o.Lease, DefaultLease)
 	if o.ShouldStore == nil {
 		o.ShouldStore = ShouldStore
 	}
-	if o.MaxResponseBytes <= 0 {
-		o.MaxResponseBytes = defaultMaxBytes
-	}
-	if o.MaxRequestBytes <= 0 {
-		o.MaxRequestBytes = defaultMaxBytes
-	}
+	o.MaxResponseBytes = positiveOr(o.MaxResponseBytes, defaultMaxBytes)
+	o.MaxRequestBytes = positiveOr(o.MaxRequestBytes, defaultMaxBytes)
 	if o.Fingerprint == nil {
 		o.Fingerprint = jsonFingerprint(NewFingerprintMemo(DefaultFingerprintMemo))
 	}

@@ -41,13 +41,18 @@ func openSQLiteDB(t testing.TB) *sql.DB {
 	return db
 }
 
-func openSQLite(t testing.TB) *SQLStore {
+// migrated migrates db as d speaks and returns the store on it.
+func migrated(t testing.TB, db *sql.DB, d Dialect) *SQLStore {
 	t.Helper()
-	db := openSQLiteDB(t)
-	if err := Migrate(context.Background(), db, SQLite); err != nil {
+	if err := Migrate(context.Background(), db, d); err != nil {
 		t.Fatal(err)
 	}
-	return NewSQLStore(db, SQLite)
+	return NewSQLStore(db, d)
+}
+
+func openSQLite(t testing.TB) *SQLStore {
+	t.Helper()
+	return migrated(t, openSQLiteDB(t), SQLite)
 }
 
 func openPostgresDB(t testing.TB) *sql.DB {
@@ -64,11 +69,7 @@ func openPostgresDB(t testing.TB) *sql.DB {
 
 func openPostgres(t testing.TB) *SQLStore {
 	t.Helper()
-	db := openPostgresDB(t)
-	if err := Migrate(context.Background(), db, PostgreSQL); err != nil {
-		t.Fatal(err)
-	}
-	return NewSQLStore(db, PostgreSQL)
+	return migrated(t, openPostgresDB(t), PostgreSQL)
 }
 
 // redisClient and testPrefix are redistest's, named for the tests here.

@@ -296,24 +296,23 @@ func (o *Outbox) Enqueue(ctx context.Context, tx *sql.Tx, task Task) (*Record, e
 
 // Get returns a task.
 func (o *Outbox) Get(ctx context.Context, id string) (*Record, error) {
-	rec, err := scanRecord(o.db.QueryRowContext(ctx, o.q(qByID), id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("outbox: get %s: %w", id, err)
-	}
-	return rec, nil
+	return o.getBy(ctx, qByID, id, id)
 }
 
 // GetByKey returns the task with the idempotency key.
 func (o *Outbox) GetByKey(ctx context.Context, key string) (*Record, error) {
-	rec, err := scanRecord(o.db.QueryRowContext(ctx, o.q(qByKey), key))
+	return o.getBy(ctx, qByKey, key, "key "+key)
+}
+
+// getBy reads the one task query finds by arg; name says which task in
+// the errors (ErrNotFound when there is none).
+func (o *Outbox) getBy(ctx context.Context, query, arg, name string) (*Record, error) {
+	rec, err := scanRecord(o.db.QueryRowContext(ctx, o.q(query), arg))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: key %s", ErrNotFound, key)
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("outbox: get key %s: %w", key, err)
+		return nil, fmt.Errorf("outbox: get %s: %w", name, err)
 	}
 	return rec, nil
 }

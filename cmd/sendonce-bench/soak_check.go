@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -196,33 +195,16 @@ type soakChecker struct {
 // judgeAll looks every logical send up and judges it, 8 lookups at a
 // time; it fails when a lookup kept failing.
 func (k *soakChecker) judgeAll(ctx context.Context, all []*logical) error {
-	var (
-		next  atomic.Int64
-		wg    sync.WaitGroup
-		fails []error
-	)
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(all) || ctx.Err() != nil {
-					return
-				}
-				sends, err := k.api.sendsFor(ctx, all[i].key)
-				k.mu.Lock()
-				if err != nil {
-					fails = append(fails, fmt.Errorf("key %s: %w", all[i].key, err))
-					k.mu.Unlock()
-					return
-				}
-				judge(all[i], sends, k.sink, k.seen, k.rep, k.finding)
-				k.mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	fails := eachIndex(ctx, 8, len(all), func(_, i int) error {
+		sends, err := k.api.sendsFor(ctx, all[i].key)
+		if err != nil {
+			return fmt.Errorf("key %s: %w", all[i].key, err)
+		}
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		judge(all[i], sends, k.sink, k.seen, k.rep, k.finding)
+		return nil
+	})
 	if len(fails) > 0 {
 		return fmt.Errorf("soak: look sends up: %w", fails[0])
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -277,11 +278,7 @@ func (c *clients) logicals() []*logical {
 func (c *clients) statusFigures() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := map[string]int{}
-	for k, v := range c.statuses {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(c.statuses)
 }
 
 func errorCode(body []byte) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"syscall"
@@ -50,11 +51,7 @@ type injector struct {
 func (in *injector) figures() map[string]int {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	out := map[string]int{}
-	for k, v := range in.counts {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(in.counts)
 }
 
 // pick is the sink's per-transaction draw.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -227,11 +228,7 @@ func (l *mxLeg) behaviour(kind string) smtptest.Behaviour {
 func (l *mxLeg) windowCounts() map[string]int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := map[string]int{}
-	for k, v := range l.counts {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(l.counts)
 }
 
 // startDNS starts the soak's resolver: the shaped destinations' records

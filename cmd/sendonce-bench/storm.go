@@ -89,39 +89,21 @@ func storm(ctx context.Context, c config) (*result, error) {
 // countSends looks every key up (GET /v1/sends?idempotency_key=) and
 // returns the sends beyond one per key, and the keys with none.
 func countSends(ctx context.Context, hc *http.Client, c config, keys []string) (dups, missing int, err error) {
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-		next atomic.Int64
-	)
-	for w := range min(c.concurrency, len(keys)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(keys) || ctx.Err() != nil {
-					return
-				}
-				n, err := sendsFor(ctx, hc, c.urls[(w+i)%len(c.urls)], c.key, keys[i])
-				mu.Lock()
-				switch {
-				case err != nil:
-					errs = append(errs, err)
-				case n == 0:
-					missing++
-				default:
-					dups += n - 1
-				}
-				mu.Unlock()
-				if err != nil {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	var mu sync.Mutex
+	errs := eachIndex(ctx, min(c.concurrency, len(keys)), len(keys), func(w, i int) error {
+		n, err := sendsFor(ctx, hc, c.urls[(w+i)%len(c.urls)], c.key, keys[i])
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if n == 0 {
+			missing++
+		} else {
+			dups += n - 1
+		}
+		return nil
+	})
 	if len(errs) > 0 {
 		return 0, 0, fmt.Errorf("look sends up by key: %w", errors.Join(errs...))
 	}
@@ -150,4 +132,37 @@ func sendsFor(ctx context.Context, hc *http.Client, base, apiKey, idemKey string
 		return 0, fmt.Errorf("GET /v1/sends: %w", err)
 	}
 	return len(list.Data), nil
+}
+
+// eachIndex calls fn(w, i) for every i below n from workers goroutines
+// (w is the worker's number), each taking the next index in turn. A
+// worker stops at the first error fn returns, or when ctx ends; the
+// others go on. It returns the errors fn returned.
+func eachIndex(ctx context.Context, workers, n int, fn func(w, i int) error) []error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		next atomic.Int64
+	)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(w, i); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
 }

@@ -3,7 +3,6 @@ package main_test
 import (
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,15 +14,13 @@ import (
 // status, the key's fingerprint and whether the answer was a replay —
 // never the key's secret.
 func TestServe_AccessLogLines(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
+	binaryTest(t)
 	textLine := regexp.MustCompile(`^time=\S+ level=INFO msg=request method=POST route="POST /v1/send" path=/v1/send status=200 duration=\S+ key=(\S+) replayed=(true|false)$`)
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
-			db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
-			secret := run(t, binPath, "keys", "create", "--db", db, "--name", "log", "--scopes", "send,read")
-			p := startServe(t, binPath, "--db", db, "--transport", "capture", "--log-format", format)
+			db := sqliteDB(t)
+			secret := createKey(t, db, "log", "send,read")
+			p := startServe(t, "--db", db, "--transport", "capture", "--log-format", format)
 			for range 2 {
 				if code := postSend(t, p.url, secret, "log-1", `{"to":"a@example.com","subject":"s","text":"t"}`); code != http.StatusOK {
 					t.Fatalf("send: %d", code)
@@ -80,14 +77,6 @@ func sendLine(t *testing.T, format string, textLine *regexp.Regexp, line string)
 
 func postSend(t *testing.T, url, secret, key, body string) int {
 	t.Helper()
-	req, _ := http.NewRequest("POST", url+"/v1/send", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+secret)
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	status, _ := apiCall(t, "POST", url+"/v1/send", secret, key, body)
+	return status
 }

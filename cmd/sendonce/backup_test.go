@@ -124,9 +124,7 @@ func (l *sendLoad) finish() {
 // server committed is still in its -wal file when the backup runs, so a
 // copy of the database file alone loses keys here.
 func TestBackup_CopyOfARunningServerReplaysEveryCompletedKey(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
+	binaryTest(t)
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "sendonce.db")
 	db := "sqlite:" + dbPath
@@ -134,8 +132,8 @@ func TestBackup_CopyOfARunningServerReplaysEveryCompletedKey(t *testing.T) {
 	if err := os.Mkdir(filepath.Dir(copyPath), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	secret := run(t, binPath, "keys", "create", "--db", db, "--name", "backup", "--scopes", "send,read")
-	p := startServe(t, binPath, "--db", db)
+	secret := createKey(t, db, "backup", "send,read")
+	p := startServe(t, "--db", db)
 
 	load := startSendLoad(t, p.url, secret, 4)
 	defer load.finish()
@@ -160,7 +158,7 @@ func TestBackup_CopyOfARunningServerReplaysEveryCompletedKey(t *testing.T) {
 		t.Fatalf("integrity_check of the copy: %s", got)
 	}
 
-	q := startServe(t, binPath, "--db", "sqlite:"+copyPath)
+	q := startServe(t, "--db", "sqlite:"+copyPath)
 	replay := &sendLoad{url: q.url, secret: secret, client: &http.Client{Timeout: 10 * time.Second}, done: map[string]completedSend{}}
 	lost := 0
 	for key, c := range before {

@@ -3,7 +3,6 @@ package main_test
 import (
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,26 +12,18 @@ import (
 
 func authGet(t *testing.T, url, secret string) int {
 	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
-	req.Header.Set("Authorization", "Bearer "+secret)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	status, _ := apiCall(t, "GET", url, secret, "", "")
+	return status
 }
 
 // TestKeys_CreateListRevokeWhileServing: a key created while the server runs
 // works at once, keys list never shows a secret, and revoke takes effect at
 // once.
 func TestKeys_CreateListRevokeWhileServing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
-	db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
-	p := startServe(t, binPath, "--db", db)
-	secret := run(t, binPath, "keys", "create", "--db", db, "--name", "late", "--scopes", "read")
+	binaryTest(t)
+	db := sqliteDB(t)
+	p := startServe(t, "--db", db)
+	secret := createKey(t, db, "late", "read")
 	if strings.Count(secret, "\n") != 0 || !strings.HasPrefix(secret, "so_") {
 		t.Fatalf("keys create printed %q; want the secret alone", secret)
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,16 +93,14 @@ func waitFor(t *testing.T, wait time.Duration, what string, cond func() bool) {
 // Twelve sends, two sessions, each message held 2s at the relay's end of
 // DATA: at the kill, two messages are inside DATA and ten never left.
 func TestCrash_SendsThatNeverReachedTheRelayAreRetriedNotUnknown(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	binaryTest(t)
 	smtpd := smtptest.Start(t, smtptest.Options{})
 	smtpd.SetBehaviour(smtptest.Behaviour{DelayData: 2 * time.Second})
-	db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
-	secret := run(t, binPath, "keys", "create", "--db", db, "--name", "handoff", "--scopes", "send,read,admin")
+	db := sqliteDB(t)
+	secret := createKey(t, db, "handoff", "send,read,admin")
 	args := []string{"--db", db, "--transport", "smtp://" + smtpd.Addr + "?tls=none&max_sessions=2",
 		"--retry-base", "50ms", "--attempt-lease", "3s", "--poll-interval", "20ms", "--workers", "20"}
-	p := startServe(t, binPath, args...)
+	p := startServe(t, args...)
 	a := api{t: t, url: p.url, secret: secret, hc: &http.Client{Timeout: 10 * time.Second}}
 	var ids []string
 	for i := range 12 {
@@ -111,14 +108,10 @@ func TestCrash_SendsThatNeverReachedTheRelayAreRetriedNotUnknown(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "two sessions open at the relay", func() bool { return smtpd.Connections() >= 2 })
 	time.Sleep(500 * time.Millisecond) // both messages are inside DATA now
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.cmd.Wait()
-	<-p.done
+	p.sigkill(t)
 	smtpd.SetBehaviour(smtptest.Behaviour{})
 
-	p = startServe(t, binPath, args...)
+	p = startServe(t, args...)
 	a.url = p.url
 	final := a.waitDecided(ids, 60*time.Second)
 	time.Sleep(2 * time.Second) // the two held messages are recorded when their delay ends
@@ -151,9 +144,7 @@ func TestCrash_SendsThatNeverReachedTheRelayAreRetriedNotUnknown(t *testing.T) {
 // exits once its outcome is recorded: the send is sent, not unknown. The
 // relay holds the end of DATA until the test lets it go, after SIGTERM.
 func TestServe_GracefulShutdownLetsAttemptsInFlightFinish(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	binaryTest(t)
 	smtpd := smtptest.Start(t, smtptest.Options{})
 	hold := make(chan struct{})
 	held := true
@@ -165,9 +156,9 @@ func TestServe_GracefulShutdownLetsAttemptsInFlightFinish(t *testing.T) {
 	}
 	defer letGo() // also when the test fails first
 	smtpd.SetBehaviour(smtptest.Behaviour{HoldData: hold})
-	db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
-	secret := run(t, binPath, "keys", "create", "--db", db, "--name", "graceful", "--scopes", "send,read,admin")
-	p := startServe(t, binPath, "--db", db, "--transport", "smtp://"+smtpd.Addr+"?tls=none&max_sessions=1",
+	db := sqliteDB(t)
+	secret := createKey(t, db, "graceful", "send,read,admin")
+	p := startServe(t, "--db", db, "--transport", "smtp://"+smtpd.Addr+"?tls=none&max_sessions=1",
 		"--retry-base", "50ms", "--poll-interval", "20ms")
 	a := api{t: t, url: p.url, secret: secret, hc: &http.Client{Timeout: 10 * time.Second}}
 	var ids []string
@@ -199,7 +190,7 @@ func TestServe_GracefulShutdownLetsAttemptsInFlightFinish(t *testing.T) {
 		t.Fatalf("no exit within 40s of SIGTERM\n%s", p.logText())
 	}
 	// Read the outcomes without delivering anything more.
-	p = startServe(t, binPath, "--db", db, "--role", "api")
+	p = startServe(t, "--db", db, "--role", "api")
 	a.url = p.url
 	atRelay := smtpd.MessageIDCounts()
 	sent := 0

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,18 +27,15 @@ import (
 // (once the owed copy's lease has run out, as it would have), the worker
 // finds the copy by its Message-ID and does not append a second one.
 func TestCrash_SIGKILLAfterSentAppend(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	bin := buildBinary(t)
+	binaryTest(t)
 	d := dovecottest.Start(t, dovecottest.Options{})
 	px := startAppendOKSwallower(t, d.Addr)
 	smtpd := smtptest.Start(t, smtptest.Options{})
 	dbPath := filepath.Join(t.TempDir(), "sendonce.db")
 	db := "sqlite:" + dbPath
-	secret := run(t, bin, "keys", "create", "--db", db, "--name", "crash", "--scopes", "send,read,admin")
+	secret := createKey(t, db, "crash", "send,read,admin")
 	args := []string{"--db", db, "--transport", "smtp://" + smtpd.Addr + "?tls=none", "--poll-interval", "50ms", "--outbound-allow", "127.0.0.0/8"}
-	p := startServe(t, bin, args...)
+	p := startServe(t, args...)
 
 	call := func(url, method, path, body string) (int, map[string]any) {
 		t.Helper()
@@ -71,10 +67,7 @@ func TestCrash_SIGKILLAfterSentAppend(t *testing.T) {
 	if !px.swallowed.Load() {
 		t.Fatal("the APPEND's OK went through: the crash window was not opened")
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.cmd.Wait()
+	p.sigkill(t)
 	conn, err := sql.Open("sqlite", dbPath+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +82,7 @@ func TestCrash_SIGKILLAfterSentAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 	px.pass()
-	p = startServe(t, bin, args...)
+	p = startServe(t, args...)
 	waitFor(t, 30*time.Second, "the owed copy settled", func() bool {
 		return conn.QueryRow(`SELECT count(*) FROM imap_appends`).Scan(&owed) == nil && owed == 0
 	})

@@ -3,7 +3,6 @@ package main_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -22,34 +21,22 @@ import (
 // that process is SIGKILLed and its lease has run out, the other takes the
 // mailbox over and new mail arrives, still once each.
 func TestPostgres_OneSyncerPerMailboxAcrossProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	binaryTest(t)
 	db := pgtest.NewDatabase(t)
 	d := dovecottest.Start(t, dovecottest.Options{})
 	now := time.Now()
 	for i := range 20 {
 		d.Deliver(t, "alice", "INBOX", leaseMail(i), now.Add(-time.Duration(20-i)*time.Minute))
 	}
-	secret := run(t, binPath, "keys", "create", "--db", db, "--name", "lease", "--scopes", "send,read,admin")
+	secret := createKey(t, db, "lease", "send,read,admin")
 	args := []string{"--db", db, "--outbound-allow", "127.0.0.0/8", "--poll-interval", "50ms"}
 
 	// The mailbox is connected through a first process, then both start
 	// together and race for it.
-	setup := startServe(t, binPath, args...)
+	setup := startServe(t, args...)
 	body := `{"id":"support","address":"support@example.com","imap":"imap://alice:secret@` + d.Addr + `?tls=none"}`
-	req, _ := http.NewRequest("POST", setup.url+"/v1/mailboxes", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+secret)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", "connect-1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("connect the mailbox: %d %s", resp.StatusCode, b)
+	if status, b := apiCall(t, "POST", setup.url+"/v1/mailboxes", secret, "connect-1", body); status != http.StatusCreated {
+		t.Fatalf("connect the mailbox: %d %s", status, b)
 	}
 	setup.kill()
 	expireIMAPLease(t, db) // the setup process may have taken it

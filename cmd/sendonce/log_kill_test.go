@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"net/http"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,11 +14,9 @@ import (
 // here is the SES intake refusing a message from a topic --ses-sns-topic
 // does not name; the process is killed as soon as its 403 arrives.
 func TestServe_WarningSurvivesSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
-	p := startServe(t, binPath, "--db", db, "--ses-sns-topic", "arn:aws:sns:eu-west-1:123456789012:ses-events")
+	binaryTest(t)
+	db := sqliteDB(t)
+	p := startServe(t, "--db", db, "--ses-sns-topic", "arn:aws:sns:eu-west-1:123456789012:ses-events")
 	body := `{"Type":"Notification","MessageId":"kill-test-1","TopicArn":"arn:aws:sns:eu-west-1:999999999999:elsewhere",` +
 		`"Message":"{}","Timestamp":"` + time.Now().UTC().Format(time.RFC3339) + `","SignatureVersion":"2","Signature":"AA==",` +
 		`"SigningCertURL":"https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-x.pem"}`

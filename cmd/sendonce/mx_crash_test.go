@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,36 +19,24 @@ import (
 // nothing is sent by itself; reconcile's resend goes to the second
 // destination only. Nobody gets the message twice.
 func TestCrash_MXKilledBetweenTwoDestinations(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	binaryTest(t)
 	first := smtptest.Start(t, smtptest.Options{Addr: "127.0.0.13:0"})
 	second := smtptest.Start(t, smtptest.Options{Addr: "127.0.0.14:" + first.Port})
 	hold := make(chan struct{}) // never closed: the held DATA is never answered
 	second.SetBehaviour(smtptest.Behaviour{HoldData: hold})
 	dns := dnstest.Start(t, "one.test. MX 10 mx.one.test.", "mx.one.test. A 127.0.0.13",
 		"two.test. MX 10 mx.two.test.", "mx.two.test. A 127.0.0.14")
-	db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
-	secret := run(t, binPath, "keys", "create", "--db", db, "--name", "mx", "--scopes", "send,read,admin")
+	db := sqliteDB(t)
+	secret := createKey(t, db, "mx", "send,read,admin")
 	args := []string{"--db", db, "--transport", "mx", "--mx-port", first.Port, "--dns-resolver", dns.Addr(),
 		"--outbound-allow", "127.0.0.0/8", "--retry-base", "50ms", "--attempt-lease", "2s", "--poll-interval", "20ms"}
-	p := startServe(t, binPath, args...)
-	hc := &http.Client{Timeout: 10 * time.Second}
+	p := startServe(t, args...)
 	do := func(method, path, idem, body string) map[string]any {
 		t.Helper()
-		req, _ := http.NewRequest(method, p.url+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+secret)
-		if idem != "" {
-			req.Header.Set("Idempotency-Key", idem)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
+		status, b := apiCall(t, method, p.url+path, secret, idem, body)
 		var v map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s %s: %d %v %v", method, path, resp.StatusCode, err, v)
+		if err := json.Unmarshal(b, &v); err != nil || status != http.StatusOK {
+			t.Fatalf("%s %s: %d %v %s", method, path, status, err, b)
 		}
 		return v
 	}
@@ -70,14 +55,10 @@ func TestCrash_MXKilledBetweenTwoDestinations(t *testing.T) {
 	if n := len(first.Messages()); n != 1 {
 		t.Fatalf("the first destination has %d messages, want 1", n)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.cmd.Wait()
-	<-p.done
+	p.sigkill(t)
 	second.SetBehaviour(smtptest.Behaviour{})
 
-	p = startServe(t, binPath, args...)
+	p = startServe(t, args...)
 	var v map[string]any
 	waitFor(t, 30*time.Second, "the send rescued to unknown", func() bool {
 		v = do("GET", "/v1/sends/"+id, "", "")

@@ -63,9 +63,9 @@ func TestPostgres_ThreeProcessesOneKeyOneSend(t *testing.T) {
 	smtpd := smtptest.Start(t, smtptest.Options{})
 	args := []string{"--db", db, "--transport", "smtp://" + smtpd.Addr + "?tls=none",
 		"--retry-base", "50ms", "--attempt-lease", "2s", "--db-max-conns", "8", "--workers", "8"}
-	first := startServe(t, binPath, args...) // migrates the empty database
-	secret := run(t, binPath, "keys", "create", "--db", db, "--name", "multi", "--scopes", "send,read,admin")
-	procs := []*proc{first, startServe(t, binPath, args...), startServe(t, binPath, args...)}
+	first := startServe(t, args...) // migrates the empty database
+	secret := createKey(t, db, "multi", "send,read,admin")
+	procs := []*proc{first, startServe(t, args...), startServe(t, args...)}
 	var dead atomic.Int32
 	dead.Store(-1)
 

@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"net/http"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,9 +19,7 @@ const sesSendPath = "/v2/email/outbound-emails"
 // again could only make a second copy. The emulator's store holds exactly
 // one, and SES saw exactly one request, on SQLite and on PostgreSQL.
 func TestProvider_SESKilledDuringHandoffIsUnknownNotResent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	binaryTest(t)
 	emu := seslocal.Start(t)
 	eachDB(t, func(t *testing.T, backend, db string) {
 		sesKillDuringHandoff(t, emu, db, backend)
@@ -32,10 +29,10 @@ func TestProvider_SESKilledDuringHandoffIsUnknownNotResent(t *testing.T) {
 func sesKillDuringHandoff(t *testing.T, emu *seslocal.Emulator, db, backend string) {
 	px := faultproxy.Start(t, faultproxy.Options{Upstream: emu.URL, Delay: 30 * time.Second,
 		Plan: faultproxy.Always("POST", sesSendPath, faultproxy.Delay)})
-	secret := run(t, binPath, "keys", "create", "--db", db, "--name", "ses-crash", "--scopes", "send,read,admin")
+	secret := createKey(t, db, "ses-crash", "send,read,admin")
 	args := []string{"--db", db, "--transport", "ses://AKID:secret@eu-west-1?endpoint=" + px.URL,
 		"--retry-base", "50ms", "--attempt-lease", "2s", "--poll-interval", "20ms"}
-	p := startServe(t, binPath, args...)
+	p := startServe(t, args...)
 	a := api{t: t, url: p.url, secret: secret, hc: &http.Client{Timeout: 10 * time.Second}}
 	subject := "Handoff ses-kill-" + backend
 	v := a.send("ses-kill-" + backend)
@@ -50,15 +47,11 @@ func sesKillDuringHandoff(t *testing.T, emu *seslocal.Emulator, db, backend stri
 	}
 	// The emulator took the message; its answer is held by the proxy.
 	waitFor(t, 20*time.Second, "the emulator to hold the message", func() bool { return copies() == 1 })
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.cmd.Wait()
-	<-p.done
+	p.sigkill(t)
 
 	// From now on SES answers at once: a resend would show.
 	px.SetPlan(nil)
-	p = startServe(t, binPath, args...)
+	p = startServe(t, args...)
 	a.url = p.url
 	final := a.waitDecided([]string{v.ID}, 60*time.Second)[v.ID]
 	// A wrongly retried attempt would land within a few polls; give it time.

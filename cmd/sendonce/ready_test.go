@@ -61,11 +61,9 @@ func waitExit(t *testing.T, p *proc, wait time.Duration) error {
 // (a load balancer sees the 503 before connections are refused); a second
 // SIGTERM cuts the drain delay short and the process stops cleanly.
 func TestServe_ReadyzDrainsAfterSIGTERM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
-	p := startServe(t, binPath, "--db", db, "--drain-delay", "10m")
+	binaryTest(t)
+	db := sqliteDB(t)
+	p := startServe(t, "--db", db, "--drain-delay", "10m")
 	waitReady(t, p)
 
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -134,9 +132,7 @@ func serialOver(t *testing.T, addr string, roots *x509.CertPool) string {
 // a broken key file and SIGHUP: handshakes still see B, and the log says
 // which file failed and how.
 func TestServe_SIGHUPReloadsListenerCertificates(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	binaryTest(t)
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	a, _ := smtptest.SelfSignedTLS(t)
@@ -148,7 +144,7 @@ func TestServe_SIGHUPReloadsListenerCertificates(t *testing.T) {
 	smtptest.WritePEM(t, certFile, keyFile, a)
 
 	db := "sqlite:" + filepath.Join(dir, "sendonce.db")
-	p := startServe(t, binPath, "--db", db, "--smtp-addr", "127.0.0.1:0", "--smtp-tls-cert", certFile, "--smtp-tls-key", keyFile,
+	p := startServe(t, "--db", db, "--smtp-addr", "127.0.0.1:0", "--smtp-tls-cert", certFile, "--smtp-tls-key", keyFile,
 		"--inbound-addr", "127.0.0.1:0", "--inbound-tls-cert", certFile, "--inbound-tls-key", keyFile)
 	waitReady(t, p)
 	submission, inbound := p.smtpAddr(t), p.inboundAddr(t)

@@ -1,10 +1,8 @@
 package main_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
-	"syscall"
 	"testing"
 
 	"github.com/emersion/go-smtp"
@@ -19,23 +17,19 @@ import (
 // message.
 func TestCrash_ReceivedThenKilledBeforeTheReply(t *testing.T) {
 	eachDB(t, func(t *testing.T, _, db string) {
-		secret := run(t, binPath, "keys", "create", "--db", db, "--name", "in", "--scopes", "send,read,admin")
+		secret := createKey(t, db, "in", "send,read,admin")
 		run(t, binPath, "domains", "add", "--db", db, "--algorithm", "ed25519", "crash.test") // inboxes are on the tenant's domains
 		args := []string{"--db", db, "--inbound-addr", "127.0.0.1:0"}
-		p := startServe(t, binPath, args...)
+		p := startServe(t, args...)
 		api := func(p *proc, method, path string, body any) (int, map[string]any) {
-			b, _ := json.Marshal(body)
-			req, _ := http.NewRequest(method, p.url+path, bytes.NewReader(b))
-			req.Header.Set("Authorization", "Bearer "+secret)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
+			var payload []byte
+			if body != nil {
+				payload, _ = json.Marshal(body)
 			}
-			defer resp.Body.Close()
+			status, b := apiCall(t, method, p.url+path, secret, "", string(payload))
 			var m map[string]any
-			_ = json.NewDecoder(resp.Body).Decode(&m)
-			return resp.StatusCode, m
+			_ = json.Unmarshal(b, &m)
+			return status, m
 		}
 		if st, m := api(p, "POST", "/inboxes", map[string]any{"email_address": "desk@crash.test"}); st != http.StatusCreated {
 			t.Fatalf("inbox: %d %v", st, m)
@@ -80,13 +74,9 @@ func TestCrash_ReceivedThenKilledBeforeTheReply(t *testing.T) {
 		if n := count(p); n != 1 {
 			t.Fatalf("%d received messages before the kill, want the one stored", n)
 		}
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		_ = p.cmd.Wait()
-		<-p.done
+		p.sigkill(t)
 
-		p = startServe(t, binPath, args...)
+		p = startServe(t, args...)
 		if err := deliver(p.inboundAddr(t)); err != nil {
 			t.Fatalf("the retry after the restart: %v", err)
 		}

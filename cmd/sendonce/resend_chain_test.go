@@ -20,13 +20,11 @@ import (
 // took the email. A asks again with the same key: B holds exactly one
 // email, with A's Message-ID, and A's send is sent with B's email id.
 func TestProvider_ResendChainHoldsOneEmail(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	binaryTest(t)
 	dir := t.TempDir()
 	dbB := "sqlite:" + filepath.Join(dir, "b.db")
-	keyB := run(t, binPath, "keys", "create", "--db", dbB, "--name", "a-relays-here", "--scopes", "send,read")
-	b := startServe(t, binPath, "--db", dbB) // capture transport: B keeps what it takes
+	keyB := createKey(t, dbB, "a-relays-here", "send,read")
+	b := startServe(t, "--db", dbB) // capture transport: B keeps what it takes
 	var posts atomic.Int32
 	px := faultproxy.Start(t, faultproxy.Options{Upstream: b.url, Plan: func(r faultproxy.Request) faultproxy.Fault {
 		if r.Method == "POST" && r.Path == "/emails" && posts.Add(1) == 1 {
@@ -36,8 +34,8 @@ func TestProvider_ResendChainHoldsOneEmail(t *testing.T) {
 	}})
 
 	dbA := "sqlite:" + filepath.Join(dir, "a.db")
-	keyA := run(t, binPath, "keys", "create", "--db", dbA, "--name", "app", "--scopes", "send,read")
-	a := startServe(t, binPath, "--db", dbA, "--transport", "resend://"+keyB+"@"+strings.TrimPrefix(px.URL, "http://")+"?tls=none",
+	keyA := createKey(t, dbA, "app", "send,read")
+	a := startServe(t, "--db", dbA, "--transport", "resend://"+keyB+"@"+strings.TrimPrefix(px.URL, "http://")+"?tls=none",
 		"--retry-base", "50ms", "--poll-interval", "20ms", "--outbound-allow", "127.0.0.0/8")
 	apiA := api{t: t, url: a.url, secret: keyA, hc: &http.Client{Timeout: 10 * time.Second}}
 	v := apiA.send("chain-1")

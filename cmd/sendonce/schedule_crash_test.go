@@ -3,11 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,41 +14,27 @@ import (
 // ahead, its server killed with SIGKILL before its time and started again
 // on the same database, reaches the relay once, not before its time.
 func TestCrash_ScheduledSendSurvivesSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	bin := buildBinary(t)
+	binaryTest(t)
 	smtpd := smtptest.Start(t, smtptest.Options{})
-	db := "sqlite:" + filepath.Join(t.TempDir(), "sendonce.db")
-	secret := run(t, bin, "keys", "create", "--db", db, "--name", "sched", "--scopes", "send,read")
+	db := sqliteDB(t)
+	secret := createKey(t, db, "sched", "send,read")
 	args := []string{"--db", db, "--transport", "smtp://" + smtpd.Addr + "?tls=none", "--poll-interval", "50ms"}
-	p := startServe(t, bin, args...)
+	p := startServe(t, args...)
 
 	// Whole milliseconds: the store keeps microseconds, so the due time it
 	// compares is exactly at.
 	at := time.Now().Add(3 * time.Second).UTC().Truncate(time.Millisecond)
 	body := fmt.Sprintf(`{"to":"ann@example.com","subject":"later","text":"x","scheduled_at":%q}`, at.Format(time.RFC3339Nano))
-	req, _ := http.NewRequest("POST", p.url+"/v1/send", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+secret)
-	req.Header.Set("Idempotency-Key", "sched-crash")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	status, b := apiCall(t, "POST", p.url+"/v1/send", secret, "sched-crash", body)
 	var sv sendView
-	if err := json.Unmarshal(b, &sv); resp.StatusCode != http.StatusOK || err != nil || sv.Status != "scheduled" {
-		t.Fatalf("scheduled send: %d %s", resp.StatusCode, b)
+	if err := json.Unmarshal(b, &sv); status != http.StatusOK || err != nil || sv.Status != "scheduled" {
+		t.Fatalf("scheduled send: %d %s", status, b)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.cmd.Wait()
+	p.sigkill(t)
 	if time.Now().After(at) {
 		t.Fatalf("the kill came after the send's time; the machine is too slow for this test")
 	}
-	p = startServe(t, bin, args...)
+	p = startServe(t, args...)
 
 	deadline := at.Add(15 * time.Second)
 	for time.Now().Before(deadline) && len(smtpd.Messages()) == 0 {
@@ -78,21 +60,15 @@ func TestCrash_ScheduledSendSurvivesSIGKILL(t *testing.T) {
 // attemptStarted returns the time of the send's one attempt_started event.
 func attemptStarted(t *testing.T, url, secret, id string) time.Time {
 	t.Helper()
-	req, _ := http.NewRequest("GET", url+"/v1/sends/"+id, nil)
-	req.Header.Set("Authorization", "Bearer "+secret)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	status, b := apiCall(t, "GET", url+"/v1/sends/"+id, secret, "", "")
 	var v struct {
 		Events []struct {
 			Type string    `json:"type"`
 			At   time.Time `json:"at"`
 		} `json:"events"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET the send: %d, %v", resp.StatusCode, err)
+	if err := json.Unmarshal(b, &v); err != nil || status != http.StatusOK {
+		t.Fatalf("GET the send: %d, %v", status, err)
 	}
 	var starts []time.Time
 	for _, e := range v.Events {

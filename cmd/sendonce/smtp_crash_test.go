@@ -2,9 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,10 +19,10 @@ import (
 func TestCrash_SMTPKilledBetweenDataAndReply(t *testing.T) {
 	eachDB(t, func(t *testing.T, _, db string) {
 		relay := smtptest.Start(t, smtptest.Options{})
-		secret := run(t, binPath, "keys", "create", "--db", db, "--name", "smtp", "--scopes", "send,read")
+		secret := createKey(t, db, "smtp", "send,read")
 		args := []string{"--db", db, "--transport", "smtp://" + relay.Addr + "?tls=none", "--smtp-addr", "127.0.0.1:0",
 			"--retry-base", "50ms", "--poll-interval", "20ms"}
-		p := startServe(t, binPath, args...)
+		p := startServe(t, args...)
 		addr := p.smtpAddr(t)
 
 		data := []byte("From: sender@example.com\r\nTo: ann@example.com\r\nSubject: crash\r\n" +
@@ -50,17 +48,13 @@ func TestCrash_SMTPKilledBetweenDataAndReply(t *testing.T) {
 			t.Fatalf("the client got its reply while the commit was held: %v", err)
 		default:
 		}
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		_ = p.cmd.Wait()
-		<-p.done
+		p.sigkill(t)
 		if err := <-replied; err == nil {
 			t.Fatal("the client read a 250 from a process killed before its commit")
 		}
 		release()
 
-		p = startServe(t, binPath, args...)
+		p = startServe(t, args...)
 		text, err := send(p.smtpAddr(t))
 		if err != nil {
 			t.Fatalf("retry after the restart: %v", err)
@@ -68,17 +62,11 @@ func TestCrash_SMTPKilledBetweenDataAndReply(t *testing.T) {
 		if !strings.Contains(text, "snd_") {
 			t.Fatalf("retry answered %q", text)
 		}
-		req, _ := http.NewRequest("GET", p.url+"/v1/sends?idempotency_key=crash-1@example.com", nil)
-		req.Header.Set("Authorization", "Bearer "+secret)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
+		_, b := apiCall(t, "GET", p.url+"/v1/sends?idempotency_key=crash-1@example.com", secret, "", "")
 		var list struct {
 			Data []struct{ ID string } `json:"data"`
 		}
-		if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		if err := json.Unmarshal(b, &list); err != nil {
 			t.Fatal(err)
 		}
 		if len(list.Data) != 1 || !strings.Contains(text, list.Data[0].ID) {

@@ -49,7 +49,7 @@ func TestTraces_WorkerAttemptIsInTheTraceOfTheAcceptingRequest(t *testing.T) {
 	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.URL, "OTEL_BSP_SCHEDULE_DELAY=100"}
 	common := []string{"--db", db, "--transport", "smtp://" + smtpd.Addr + "?tls=none", "--poll-interval", "20ms"}
 	apiProc := startServeEnv(t, env, listenRE, append(common, "--role", "api")...) // migrates the empty database
-	secret := run(t, binPath, "keys", "create", "--db", db, "--name", "traces", "--scopes", "send,read")
+	secret := createKey(t, db, "traces", "send,read")
 	worker := startServeEnv(t, env, workerRE, append(common, "--role", "worker")...)
 
 	a := api{t: t, url: apiProc.url, secret: secret, hc: &http.Client{Timeout: 10 * time.Second}}
@@ -121,9 +121,7 @@ func requireNothingPrivate(t *testing.T, spans []otlptest.Span, sendID string, p
 // would flush), connects to nothing on 127.0.0.1:4318, where the exporter
 // sends by default (over TLS: a connection is what it would leave).
 func TestTraces_NothingExportedWhenUnset(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	binaryTest(t)
 	for _, v := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
 		if _, set := os.LookupEnv(v); set {
 			t.Fatalf("the test's environment sets %s: this test needs it unset", v)
@@ -131,7 +129,7 @@ func TestTraces_NothingExportedWhenUnset(t *testing.T) {
 	}
 	recv := otlptest.StartOn(t, "127.0.0.1:4318")
 	db := "sqlite:" + t.TempDir() + "/sendonce.db"
-	secret := run(t, binPath, "keys", "create", "--db", db, "--name", "untraced", "--scopes", "send,read")
+	secret := createKey(t, db, "untraced", "send,read")
 	p := startServeEnv(t, []string{"OTEL_SERVICE_NAME=sendonce-untraced", "OTEL_BSP_SCHEDULE_DELAY=50"}, listenRE,
 		"--db", db, "--poll-interval", "20ms")
 	a := api{t: t, url: p.url, secret: secret, hc: &http.Client{Timeout: 10 * time.Second}}

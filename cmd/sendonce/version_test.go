@@ -14,23 +14,22 @@ import (
 // one-line form names it too, and a running server's /healthz names the
 // version.
 func TestVersion_NamesTheCommitAndHealthzTheVersion(t *testing.T) {
-	bin := buildBinary(t)
 	var v struct {
 		Version, Revision, Go string
 		Modified              bool
 	}
-	if err := json.Unmarshal([]byte(run(t, bin, "version", "--json")), &v); err != nil || v.Version == "" || !strings.HasPrefix(v.Go, "go") {
+	if err := json.Unmarshal([]byte(run(t, binPath, "version", "--json")), &v); err != nil || v.Version == "" || !strings.HasPrefix(v.Go, "go") {
 		t.Fatalf("version --json: %+v %v", v, err)
 	}
 	if head, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil && len(head) > 12 {
 		if want := strings.TrimSpace(string(head)); v.Revision != want {
 			t.Errorf("version --json names revision %q, want the checkout's %s", v.Revision, want)
 		}
-		if line := run(t, bin, "version"); v.Revision == "" || !strings.Contains(line, v.Revision[:min(12, len(v.Revision))]) {
+		if line := run(t, binPath, "version"); v.Revision == "" || !strings.Contains(line, v.Revision[:min(12, len(v.Revision))]) {
 			t.Errorf("version says %q, without the commit", line)
 		}
 	}
-	p := startServe(t, bin, "--db", "sqlite:"+filepath.Join(t.TempDir(), "s.db"))
+	p := startServe(t, "--db", "sqlite:"+filepath.Join(t.TempDir(), "s.db"))
 	resp, err := http.Get(p.url + "/healthz")
 	if err != nil {
 		t.Fatal(err)

@@ -5,10 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -47,25 +45,15 @@ func webhookAfterKill(t *testing.T, db string) {
 	defer rc.Close()
 	requests := func() int { mu.Lock(); defer mu.Unlock(); return len(got) }
 
-	secret := run(t, binPath, "keys", "create", "--db", db, "--name", "hooks", "--scopes", "send,read,admin")
+	secret := createKey(t, db, "hooks", "send,read,admin")
 	args := []string{"--db", db, "--poll-interval", "20ms", "--webhook-allow-private", "--webhook-retry-schedule", "1s,1s"}
-	p := startServe(t, binPath, args...)
-	hc := &http.Client{Timeout: 10 * time.Second}
+	p := startServe(t, args...)
 	call := func(method, url, key, payload string) map[string]any {
 		t.Helper()
-		req, _ := http.NewRequest(method, url, strings.NewReader(payload))
-		req.Header.Set("Authorization", "Bearer "+secret)
-		if key != "" {
-			req.Header.Set("Idempotency-Key", key)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, url, err)
-		}
-		defer resp.Body.Close()
+		status, b := apiCall(t, method, url, secret, key, payload)
 		var m map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode >= 300 {
-			t.Fatalf("%s %s: %d %v %v", method, url, resp.StatusCode, m, err)
+		if err := json.Unmarshal(b, &m); err != nil || status >= 300 {
+			t.Fatalf("%s %s: %d %s %v", method, url, status, b, err)
 		}
 		return m
 	}
@@ -80,15 +68,11 @@ func webhookAfterKill(t *testing.T, db string) {
 	// attempt itself would hold the delivery for its lease (30 s) first.
 	delivery := p.url + "/v1/webhooks/" + hook["id"].(string) + "/events/" + eventID
 	waitFor(t, 10*time.Second, "the 503 recorded", func() bool { return call("GET", delivery, "", "")["status"] == "pending" })
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.cmd.Wait()
-	<-p.done
+	p.sigkill(t)
 	before := requests()
 	up.Store(true)
 
-	p = startServe(t, binPath, args...)
+	p = startServe(t, args...)
 	waitFor(t, 15*time.Second, "the delivery after the restart", func() bool { return requests() > before })
 	mu.Lock()
 	first, last, lastBody := got[0], got[len(got)-1], body[len(body)-1]

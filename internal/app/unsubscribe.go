@@ -139,19 +139,11 @@ func (s *Service) UnsubscribeHeaders(ctx context.Context, send *core.Send, rcpt 
 }
 
 // checkUnsubscribe refuses a send that would carry the unsubscribe headers
-// but cannot: one with several recipients (each would need a copy of its
-// own, with its own token, and delivery hands a send over as one message)
-// or one whose caller set List-Unsubscribe itself (two would be one too
-// many).
+// but whose caller set List-Unsubscribe itself (two would be one too many).
+// Several recipients are fine: delivery hands such a send over as one copy
+// per recipient, each with its own token.
 func checkUnsubscribe(send *core.Send, ownHeader bool) error {
-	if !send.NeedsUnsubscribe() {
-		return nil
-	}
-	if n := len(RecipientsOf(send)); n > 1 {
-		return core.Errorf(core.CodeValidation, "to",
-			"a bulk send, or one with unsubscribe, goes to one recipient (to, cc and bcc together), not %d: send one per recipient", n)
-	}
-	if ownHeader {
+	if send.NeedsUnsubscribe() && ownHeader {
 		return core.Errorf(core.CodeValidation, "headers",
 			"a bulk send, or one with unsubscribe, carries sendonce's own List-Unsubscribe and List-Unsubscribe-Post: leave them out")
 	}

@@ -1,26 +1,21 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sendonce/sendonce/internal/cli"
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/server"
 )
 
 func TestKeysCreate_AgentShorthand(t *testing.T) {
-	db := "sqlite:" + filepath.Join(t.TempDir(), "s.db")
-	getenv := func(string) string { return "" }
+	db := sqliteDSN(t)
 	run := func(args ...string) (string, error) {
-		var out, errb bytes.Buffer
-		err := cli.Run(context.Background(), append(append([]string{"keys", "create"}, args...), "--db", db), getenv, &out, &errb)
-		return out.String(), err
+		r := runCLI(t, nil, append(append([]string{"keys", "create"}, args...), "--db", db)...)
+		return r.stdout, r.err
 	}
 	secret, err := run("--name", "bot", "--agent", "--allow-recipient", "Example.com", "--allow-recipient", "boss@partner.test",
 		"--max-per-hour", "5", "--max-per-day", "20")
@@ -35,11 +30,7 @@ func TestKeysCreate_AgentShorthand(t *testing.T) {
 			t.Errorf("%v: err %v, want a usage error", bad, err)
 		}
 	}
-	store, err := server.OpenStore(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openDB(t, db)
 	keys, err := store.ListAPIKeys(context.Background())
 	if err != nil || len(keys) != 1 {
 		t.Fatalf("keys: %v %d", err, len(keys))

@@ -57,10 +57,7 @@ func runApprovals(ctx context.Context, args []string, getenv func(string) string
 			return err
 		}
 		// One key per decision, so that a retried approval is a replay.
-		opts := &client.CallOptions{IdempotencyKey: "approvals-" + args[0] + "-" + pos[0]}
-		if len(opts.IdempotencyKey) > client.MaxKeyLen {
-			opts = nil
-		}
+		opts := keyOptions("approvals-" + args[0] + "-" + pos[0])
 		var s *client.Send
 		if args[0] == "approve" {
 			s, err = c.Approve(ctx, pos[0], opts)
@@ -70,11 +67,7 @@ func runApprovals(ctx context.Context, args []string, getenv func(string) string
 		if err != nil {
 			return err
 		}
-		if api.json {
-			return printRaw(stdout, s.Raw)
-		}
-		fmt.Fprintf(stdout, "%s %s\n", s.ID, s.Status)
-		return nil
+		return printSend(stdout, api.json, s)
 	}
 	return fmt.Errorf("%w: %s", ErrUsage, use)
 }

@@ -73,6 +73,20 @@ func parseInterleaved(e *envFlags, args []string) ([]string, error) {
 	return pos, nil
 }
 
+// positional parses a command's words (its flags may stand anywhere among
+// them) and returns the positional ones: ErrUsage with usage unless there
+// are exactly n.
+func positional(e *envFlags, args []string, n int, usage string) ([]string, error) {
+	pos, err := parseInterleaved(e, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) != n {
+		return nil, fmt.Errorf("%w: %s", ErrUsage, usage)
+	}
+	return pos, nil
+}
+
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {

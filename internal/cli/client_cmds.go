@@ -235,12 +235,9 @@ func sendIDCommand(name string, args []string, getenv func(string) string, stder
 	e := newFlags(name, getenv, stderr)
 	var api apiFlags
 	api.define(e)
-	pos, err := parseInterleaved(e, args)
+	pos, err := positional(e, args, 1, name+" SEND_ID")
 	if err != nil {
 		return nil, api, nil, err
-	}
-	if len(pos) != 1 {
-		return nil, api, nil, fmt.Errorf("%w: %s SEND_ID", ErrUsage, name)
 	}
 	c, err := api.client(getenv)
 	return c, api, pos, err
@@ -253,22 +250,33 @@ func runCancel(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	// One key per send, so that a retried cancel is a replay.
-	opts := &client.CallOptions{IdempotencyKey: "cancel-" + pos[0]}
-	if len(opts.IdempotencyKey) > client.MaxKeyLen {
-		opts = nil
-	}
-	s, err := c.Cancel(ctx, pos[0], opts)
+	s, err := c.Cancel(ctx, pos[0], keyOptions("cancel-"+pos[0]))
 	if client.ErrorCode(err) == "invalid_state" {
 		return fmt.Errorf("%w\nThe send was already attempted (or finished): it can no longer be canceled", err)
 	}
 	if err != nil {
 		return err
 	}
-	if api.json {
-		return printRaw(stdout, s.Raw)
+	return printSend(stdout, api.json, s)
+}
+
+// keyOptions makes a retried command a replay: the call's Idempotency-Key
+// is key, unless key is too long to be one (the call then goes unkeyed).
+func keyOptions(key string) *client.CallOptions {
+	if len(key) > client.MaxKeyLen {
+		return nil
 	}
-	fmt.Fprintf(stdout, "%s %s\n", s.ID, s.Status)
-	return nil
+	return &client.CallOptions{IdempotencyKey: key}
+}
+
+// printSend prints the send as the server answered it (JSON) or as its id
+// and status.
+func printSend(w io.Writer, asJSON bool, s *client.Send) error {
+	if asJSON {
+		return printRaw(w, s.Raw)
+	}
+	_, err := fmt.Fprintf(w, "%s %s\n", s.ID, s.Status)
+	return err
 }
 
 // sendError explains a failed send in terms of what the caller may do next.

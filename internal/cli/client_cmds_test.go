@@ -14,6 +14,8 @@ import (
 
 	"github.com/sendonce/sendonce/client"
 	"github.com/sendonce/sendonce/internal/cli"
+	"github.com/sendonce/sendonce/internal/server"
+	"github.com/sendonce/sendonce/internal/sqlstore"
 	"github.com/sendonce/sendonce/internal/testkit/faultproxy"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
@@ -30,6 +32,25 @@ func runCLI(t *testing.T, env map[string]string, args ...string) result {
 	var out, errOut bytes.Buffer
 	err := cli.Run(ctx, args, func(k string) string { return env[k] }, &out, &errOut)
 	return result{out.String(), errOut.String(), err}
+}
+
+// sqliteDSN is the --db of a fresh SQLite database in the test's own
+// temporary folder.
+func sqliteDSN(t *testing.T) string {
+	t.Helper()
+	return "sqlite:" + filepath.Join(t.TempDir(), "s.db")
+}
+
+// openDB opens the database the commands wrote, to read what they
+// stored; it is closed when the test ends.
+func openDB(t *testing.T, dsn string) *sqlstore.Store {
+	t.Helper()
+	store, err := server.OpenStore(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
 }
 
 var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}`)

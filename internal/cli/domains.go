@@ -50,12 +50,9 @@ func domainsAdd(ctx context.Context, e *envFlags, dsn, tenant *string, args []st
 	e.fs.BoolVar(&receive, "receive", false, "the domain receives mail at the inbound listener: its records include the MX (docs/receiving.md)")
 	e.fs.StringVar(&catchAll, "catch-all", "", "mailbox that takes mail for the domain's addresses no mailbox holds (implies --receive)")
 	e.fs.StringVar(&mxHost, "mx-host", getenv("SENDONCE_INBOUND_NAME"), "host the MX record names: the server's --inbound-name")
-	pos, err := parseInterleaved(e, args[1:])
+	pos, err := positional(e, args[1:], 1, "domains add DOMAIN [--selector S] [--algorithm rsa2048|ed25519]")
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: domains add DOMAIN [--selector S] [--algorithm rsa2048|ed25519]", ErrUsage)
 	}
 	secret := getenv("SENDONCE_SECRET_KEY")
 	if err := app.CheckSecretKey(secret); err != nil {
@@ -89,12 +86,8 @@ func domainsAdd(ctx context.Context, e *envFlags, dsn, tenant *string, args []st
 }
 
 func domainsList(ctx context.Context, e *envFlags, dsn, tenant *string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	pos, err := parseInterleaved(e, args[1:])
-	if err != nil {
+	if _, err := positional(e, args[1:], 0, "domains list [--tenant T]"); err != nil {
 		return err
-	}
-	if len(pos) != 0 {
-		return fmt.Errorf("%w: domains list [--tenant T]", ErrUsage)
 	}
 	store, err := openStore(ctx, *dsn)
 	if err != nil {
@@ -118,12 +111,9 @@ func domainsList(ctx context.Context, e *envFlags, dsn, tenant *string, args []s
 }
 
 func domainsRemove(ctx context.Context, e *envFlags, dsn, tenant *string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	pos, err := parseInterleaved(e, args[1:])
+	pos, err := positional(e, args[1:], 1, "domains remove DOMAIN")
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: domains remove DOMAIN", ErrUsage)
 	}
 	store, err := openStore(ctx, *dsn)
 	if err != nil {
@@ -171,12 +161,9 @@ func runDNS(ctx context.Context, args []string, getenv func(string) string, stdo
 	e.str(&bounce, "bounce-domain", "SENDONCE_BOUNCE_DOMAIN", "", "the server's --bounce-domain: the envelope senders' domain, whose SPF and alignment are checked (default: the domain)")
 	e.str(&receivers, "tls-receivers", "SENDONCE_TLS_RECEIVERS", dnscheck.DefaultReceivers, "receiver domains whose mail exchangers must offer STARTTLS with a valid certificate (\"none\": not checked)")
 	e.fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	pos, err := parseInterleaved(e, args[1:])
+	pos, err := positional(e, args[1:], 1, dnsUsage)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: %s", ErrUsage, dnsUsage)
 	}
 	if _, err := app.ResolverAddr(resolver); err != nil {
 		return fmt.Errorf("%w: --resolver: %v", ErrUsage, err)

@@ -1,15 +1,10 @@
 package cli_test
 
 import (
-	"bytes"
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
-
-	"github.com/sendonce/sendonce/internal/cli"
 )
 
 // `domains add D --receive` prints an MX record a zone file takes as it
@@ -21,31 +16,31 @@ func TestDomainsAdd_ReceivePrintsAValidMXLine(t *testing.T) {
 		{"mx.sendonce.example", "mx.sendonce.example."},
 		{"", "mail.recv.example."},
 	} {
-		db := "sqlite:" + filepath.Join(t.TempDir(), "s.db")
+		db := sqliteDSN(t)
 		args := []string{"domains", "add", "recv.example", "--receive", "--db", db}
 		if tc.mxHost != "" {
 			args = append(args, "--mx-host", tc.mxHost)
 		}
-		var out, errb bytes.Buffer
-		if err := cli.Run(context.Background(), args, func(string) string { return "" }, &out, &errb); err != nil {
-			t.Fatalf("domains add: %v %s", err, errb.String())
+		r := runCLI(t, nil, args...)
+		if r.err != nil {
+			t.Fatalf("domains add: %v %s", r.err, r.stderr)
 		}
 		var line string
-		for _, l := range strings.Split(out.String(), "\n") {
+		for _, l := range strings.Split(r.stdout, "\n") {
 			if strings.Contains(l, " IN MX ") {
 				line = strings.TrimSpace(l)
 			}
 		}
 		rr, err := dns.NewRR(line)
 		if err != nil {
-			t.Fatalf("the MX line %q does not parse as a zone line: %v\n%s", line, err, out.String())
+			t.Fatalf("the MX line %q does not parse as a zone line: %v\n%s", line, err, r.stdout)
 		}
 		mx, ok := rr.(*dns.MX)
 		if !ok || mx.Mx != tc.want || mx.Preference != 10 || mx.Hdr.Name != "recv.example." {
 			t.Fatalf("the MX line %q, want recv.example. MX 10 %s", line, tc.want)
 		}
-		if tc.mxHost == "" && !strings.Contains(out.String(), "replace mail.recv.example") {
-			t.Errorf("without --mx-host the output does not say to replace the placeholder:\n%s", out.String())
+		if tc.mxHost == "" && !strings.Contains(r.stdout, "replace mail.recv.example") {
+			t.Errorf("without --mx-host the output does not say to replace the placeholder:\n%s", r.stdout)
 		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/sendonce/sendonce/internal/cli"
 	"github.com/sendonce/sendonce/internal/dkim"
-	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/testkit/dnstest"
 )
 
@@ -59,11 +58,7 @@ func TestDomainsAdd_PrintsRecordsAndSealsTheKey(t *testing.T) {
 
 	// Stored sealed: it opens with the secret only, and it is the key
 	// whose public half was printed.
-	store, err := server.OpenStore(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openDB(t, db)
 	d, err := store.Domain(context.Background(), "default", "example.com")
 	if err != nil {
 		t.Fatal(err)

@@ -1,15 +1,11 @@
 package cli_test
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/sendonce/sendonce/internal/cli"
 )
 
 // Every `sendonce keys create …` command the dashboard's pages suggest
@@ -31,10 +27,9 @@ func TestDashboardHints_KeyCommandsRun(t *testing.T) {
 			if strings.Contains(m[1], "…") {
 				continue // a fragment, not a command
 			}
-			args := append(strings.Fields(m[1]), "--db", "sqlite:"+filepath.Join(t.TempDir(), "s.db"))
-			var out, errb bytes.Buffer
-			if err := cli.Run(context.Background(), args, func(string) string { return "" }, &out, &errb); err != nil || !strings.HasPrefix(out.String(), "so_") {
-				t.Errorf("%s suggests `sendonce %s`: %v %s", filepath.Base(page), m[1], err, errb.String())
+			args := append(strings.Fields(m[1]), "--db", sqliteDSN(t))
+			if r := runCLI(t, nil, args...); r.err != nil || !strings.HasPrefix(r.stdout, "so_") {
+				t.Errorf("%s suggests `sendonce %s`: %v %s", filepath.Base(page), m[1], r.err, r.stderr)
 			}
 			ran++
 		}

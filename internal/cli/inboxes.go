@@ -28,12 +28,12 @@ func runInboxes(ctx context.Context, args []string, getenv func(string) string, 
 	if args[0] == "create" {
 		e.fs.StringVar(&name, "name", "", "display name of the inbox")
 	}
-	pos, err := parseInterleaved(e, args[1:])
+	n, ok := map[string]int{"create": 1, "list": 0, "remove": 1}[args[0]]
+	pos, err := positional(e, args[1:], n, inboxesUsage)
 	if err != nil {
 		return err
 	}
-	want := map[string]int{"create": 1, "list": 0, "remove": 1}
-	if n, ok := want[args[0]]; !ok || len(pos) != n {
+	if !ok {
 		return fmt.Errorf("%w: %s", ErrUsage, inboxesUsage)
 	}
 	store, err := openStore(ctx, dsn)

@@ -1,32 +1,23 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sendonce/sendonce/internal/cli"
-	"github.com/sendonce/sendonce/internal/server"
 )
 
 // keys create --rate-limit stores the key's own limit (-1: none).
 func TestKeysCreate_RateLimitIsStored(t *testing.T) {
-	db := "sqlite:" + filepath.Join(t.TempDir(), "s.db")
+	db := sqliteDSN(t)
 	for _, n := range []string{"7", "-1"} {
-		var out, errb bytes.Buffer
-		if err := cli.Run(context.Background(), []string{"keys", "create", "--name", "k" + n, "--scopes", "send", "--rate-limit", n, "--db", db},
-			func(string) string { return "" }, &out, &errb); err != nil {
-			t.Fatalf("keys create --rate-limit %s: %v %s", n, err, errb.String())
+		if r := runCLI(t, nil, "keys", "create", "--name", "k"+n, "--scopes", "send", "--rate-limit", n, "--db", db); r.err != nil {
+			t.Fatalf("keys create --rate-limit %s: %v %s", n, r.err, r.stderr)
 		}
 	}
-	store, err := server.OpenStore(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openDB(t, db)
 	keys, err := store.ListAPIKeys(context.Background())
 	if err != nil || len(keys) != 2 || keys[0].RateLimit != 7 || keys[1].RateLimit != -1 {
 		t.Fatalf("keys: %v %+v", err, keys)
@@ -36,7 +27,7 @@ func TestKeysCreate_RateLimitIsStored(t *testing.T) {
 // Bad limit settings, as flags or environment, are refused before
 // anything starts.
 func TestServe_RejectsBadLimits(t *testing.T) {
-	db := "sqlite:" + filepath.Join(t.TempDir(), "s.db")
+	db := sqliteDSN(t)
 	for _, c := range []struct {
 		args []string
 		env  map[string]string
@@ -47,9 +38,7 @@ func TestServe_RejectsBadLimits(t *testing.T) {
 		{env: map[string]string{"SENDONCE_RATE_LIMIT": "lots"}},
 		{env: map[string]string{"SENDONCE_MAX_API_KEYS": "x"}},
 	} {
-		var out, errb bytes.Buffer
-		getenv := func(k string) string { return c.env[k] }
-		err := cli.Run(context.Background(), append([]string{"serve", "--db", db, "--addr", "127.0.0.1:0"}, c.args...), getenv, &out, &errb)
+		err := runCLI(t, c.env, append([]string{"serve", "--db", db, "--addr", "127.0.0.1:0"}, c.args...)...).err
 		switch {
 		case c.env == nil && !errors.Is(err, cli.ErrUsage):
 			t.Errorf("serve %v: err %v, want a usage error", c.args, err)

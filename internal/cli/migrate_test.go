@@ -26,7 +26,7 @@ type migrationStore struct {
 }
 
 var migrationStores = []migrationStore{
-	{"sqlite absent", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "s.db") }, sqliteTables},
+	{"sqlite absent", func(t *testing.T) string { return sqliteDSN(t) }, sqliteTables},
 	{"sqlite empty file", func(t *testing.T) string {
 		path := filepath.Join(t.TempDir(), "s.db")
 		if err := os.WriteFile(path, nil, 0o600); err != nil {

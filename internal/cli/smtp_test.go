@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,7 +12,7 @@ import (
 // usage error before anything starts, whether they come from flags or
 // from the environment.
 func TestServe_SMTPSettingsAreChecked(t *testing.T) {
-	db := "sqlite:" + filepath.Join(t.TempDir(), "s.db")
+	db := sqliteDSN(t)
 	for _, c := range []struct {
 		env  map[string]string
 		args []string

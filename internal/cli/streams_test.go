@@ -4,23 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sendonce/sendonce/internal/cli"
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/server"
 )
 
 // keys create --stream stores the key's default stream; a stream that is
 // neither transactional nor bulk is a usage error.
 func TestKeysCreate_StreamIsStored(t *testing.T) {
-	db := "sqlite:" + filepath.Join(t.TempDir(), "s.db")
+	db := sqliteDSN(t)
 	run := func(args ...string) error {
-		var out, errb bytes.Buffer
-		return cli.Run(context.Background(), append([]string{"keys", "create", "--scopes", "send", "--db", db}, args...),
-			func(string) string { return "" }, &out, &errb)
+		return runCLI(t, nil, append([]string{"keys", "create", "--scopes", "send", "--db", db}, args...)...).err
 	}
 	if err := run("--name", "news", "--stream", "bulk"); err != nil {
 		t.Fatalf("keys create --stream bulk: %v", err)
@@ -28,11 +24,7 @@ func TestKeysCreate_StreamIsStored(t *testing.T) {
 	if err := run("--name", "odd", "--stream", "urgent"); !errors.Is(err, cli.ErrUsage) {
 		t.Errorf("keys create --stream urgent: %v, want a usage error", err)
 	}
-	store, err := server.OpenStore(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openDB(t, db)
 	keys, err := store.ListAPIKeys(context.Background())
 	if err != nil || len(keys) != 1 || keys[0].DefaultStream != core.StreamBulk {
 		t.Fatalf("keys: %v %+v", err, keys)
@@ -42,7 +34,7 @@ func TestKeysCreate_StreamIsStored(t *testing.T) {
 // serve refuses egress pools, stream pools and warm-ups that name what
 // does not exist, before anything starts.
 func TestServe_RejectsBadEgressPools(t *testing.T) {
-	db := "sqlite:" + filepath.Join(t.TempDir(), "s.db")
+	db := sqliteDSN(t)
 	for _, c := range []struct {
 		args []string
 		want string

@@ -37,12 +37,9 @@ func runSuppressions(ctx context.Context, args []string, getenv func(string) str
 	default:
 		return fmt.Errorf("%w: %s", ErrUsage, suppressionsUsage)
 	}
-	pos, err := parseInterleaved(e, args[1:])
+	pos, err := positional(e, args[1:], map[string]int{"list": 0, "add": 1, "remove": 1}[args[0]], suppressionsUsage)
 	if err != nil {
 		return err
-	}
-	if want := map[string]int{"list": 0, "add": 1, "remove": 1}[args[0]]; len(pos) != want {
-		return fmt.Errorf("%w: %s", ErrUsage, suppressionsUsage)
 	}
 	c, err := api.client(getenv)
 	if err != nil {

@@ -36,8 +36,13 @@ type ProvidersTx interface {
 	// its transport, provider and message id replaced (Since kept when the
 	// transport is the same).
 	SetSendProvider(ctx context.Context, p *SendProvider) error
+	// AddProviderCopy records a provider's id for one copy of a send
+	// that goes out as one copy per recipient, so that
+	// SendByProviderMessage finds the send by it too. Once per id.
+	AddProviderCopy(ctx context.Context, sendID, provider, messageID string) error
 	// SendByProviderMessage returns the send a provider's message id
-	// names, read for update; ErrNotFound.
+	// (its record's, or one of its copies') names, read for update, with
+	// the send's provider record; ErrNotFound.
 	SendByProviderMessage(ctx context.Context, provider, messageID string) (*Send, *SendProvider, error)
 	// SendByMessageID returns the send a provider's report names by its
 	// Message-ID (with angle brackets) when the provider's own id for it

@@ -119,29 +119,33 @@ func makeFixture(t *testing.T, env *sendoncetest.Env) fixture {
 	return f
 }
 
+// visit opens a route's page (its pattern filled by path) in br's
+// session; a POST sends the form the path takes.
+func (f fixture) visit(br *browser, pattern string) (method, path string, p page) {
+	method, path = f.path(pattern)
+	if method == "POST" {
+		return method, path, br.post(path, f.form(path))
+	}
+	return method, path, br.get(path)
+}
+
 // path fills a route's pattern with the fixture's ids.
 func (f fixture) path(pattern string) (method, path string) {
 	method, path, _ = strings.Cut(pattern, " ")
 	path = strings.TrimSuffix(path, "{$}")
-	id := f.send
-	switch {
-	case strings.HasPrefix(path, "/ui/inbox/"):
-		id = f.inbox
-	case strings.HasPrefix(path, "/ui/mail/"):
-		id = f.thread
-	case strings.HasPrefix(path, "/ui/received/"):
-		id = f.received
-	case strings.HasPrefix(path, "/ui/keys/"):
-		id = f.key
-	case strings.HasPrefix(path, "/ui/templates/"):
-		id = f.template
-	case strings.HasPrefix(path, "/ui/webhooks/"):
-		id = f.webhook
-	case strings.HasPrefix(path, "/ui/suppressions/"):
-		id = f.suppression
-	case strings.HasPrefix(path, "/ui/drafts/"):
-		id = f.draft
-	case strings.HasSuffix(path, "/confirm"):
+	// The {id} of a page under one of these prefixes; else a send's (or,
+	// for a confirmation, the pending send's).
+	ids := []struct{ prefix, id string }{
+		{"/ui/inbox/", f.inbox}, {"/ui/mail/", f.thread}, {"/ui/received/", f.received}, {"/ui/keys/", f.key},
+		{"/ui/templates/", f.template}, {"/ui/webhooks/", f.webhook}, {"/ui/suppressions/", f.suppression}, {"/ui/drafts/", f.draft},
+	}
+	id, found := f.send, false
+	for _, p := range ids {
+		if !found && strings.HasPrefix(path, p.prefix) {
+			id, found = p.id, true
+		}
+	}
+	if !found && strings.HasSuffix(path, "/confirm") {
 		id = f.pending
 		path += "?action=approve"
 	}
@@ -176,8 +180,7 @@ func (f fixture) form(path string) url.Values {
 }
 
 func TestDashboard_NoSessionRedirectsToSignIn(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		f := makeFixture(t, env)
 		anon := newBrowser(t, env)
 		for _, rt := range dashboard.Routes() {
@@ -203,8 +206,7 @@ func TestDashboard_NoSessionRedirectsToSignIn(t *testing.T) {
 }
 
 func TestDashboard_OtherTenantIsNotFound(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		f := makeFixture(t, env)
 		// Send too: the Mail pages' changes need it, and it is their 404
 		// under test, not their 403.
@@ -221,13 +223,7 @@ func TestDashboard_OtherTenantIsNotFound(t *testing.T) {
 				continue // a template id is the tenant's own name: tested below
 			}
 			n++
-			method, path := f.path(rt.Pattern)
-			var p page
-			if method == "POST" {
-				p = br.post(path, f.form(path))
-			} else {
-				p = br.get(path)
-			}
+			method, path, p := f.visit(br, rt.Pattern)
 			if p.Status != http.StatusNotFound {
 				t.Errorf("%s %s of another tenant: %d, want 404", method, path, p.Status)
 			}
@@ -273,8 +269,7 @@ func TestDashboard_OtherTenantIsNotFound(t *testing.T) {
 }
 
 func TestDashboard_ReadKeyLooksButDoesNotAct(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		f := makeFixture(t, env)
 		_, reader := env.NewKey(t, app.NewKeyParams{Name: "reader", Scopes: []core.Scope{core.ScopeRead}})
 		br := newBrowser(t, env)
@@ -312,13 +307,7 @@ func TestDashboard_ReadKeyLooksButDoesNotAct(t *testing.T) {
 			if rt.Scope != string(core.ScopeAdmin) && rt.Scope != string(core.ScopeSend) {
 				continue
 			}
-			method, path := f.path(rt.Pattern)
-			var p page
-			if method == "POST" {
-				p = br.post(path, f.form(path))
-			} else {
-				p = br.get(path)
-			}
+			method, path, p := f.visit(br, rt.Pattern)
 			if p.Status != http.StatusForbidden {
 				t.Errorf("%s %s with a read key: %d, want 403", method, path, p.Status)
 			}
@@ -338,8 +327,7 @@ func TestDashboard_ReadKeyLooksButDoesNotAct(t *testing.T) {
 }
 
 func TestDashboard_PostWithoutCSRFChangesNothing(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		f := makeFixture(t, env)
 		br := newBrowser(t, env)
 		br.signIn(env.AdminKey)
@@ -379,8 +367,7 @@ func TestDashboard_PostWithoutCSRFChangesNothing(t *testing.T) {
 }
 
 func TestDashboard_SessionEnds(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		signedOut := func(br *browser, why string) {
 			t.Helper()
 			if p := br.get("/ui/sends"); p.Status != http.StatusSeeOther || !strings.HasPrefix(p.Location, "/ui/signin") {
@@ -472,8 +459,7 @@ func TestDashboard_CookieAndHeaders(t *testing.T) {
 // TestDashboard_AgentKeySeesOnlyItsOwnSends: as in the API, an agent key
 // lists and opens only the sends it created.
 func TestDashboard_AgentKeySeesOnlyItsOwnSends(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		others := apiSend(t, env, env.AdminKey, "Not the agent's", "<p>x</p>")
 		_, agent := env.NewKey(t, app.NewKeyParams{Name: "agent", Agent: true, Scopes: []core.Scope{core.ScopeSend, core.ScopeRead}})
 		own := apiSend(t, env, agent, "The agent's own", "<p>y</p>")

@@ -17,8 +17,7 @@ import (
 // script in it) and lists the sources with their counts and whether they are
 // sendonce's own; before any report it says how to get them.
 func TestDashboard_DMARCPage(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, EgressSources: []string{"out1=192.0.2.10"}})
+	sendoncetest.EachEnv(t, sendoncetest.Options{EgressSources: []string{"out1=192.0.2.10"}}, func(t *testing.T, env *sendoncetest.Env) {
 		br := newBrowser(t, env)
 		br.signIn(env.AdminKey)
 		if p := br.get("/ui/dmarc"); p.Status != http.StatusOK || !strings.Contains(p.Body, "No DMARC reports yet") {

@@ -15,8 +15,7 @@ import (
 // person edits it in the form and presses "send" twice; an API press
 // follows. One send, of the person's words, which every press shows.
 func TestDashboard_DraftEditedAndSentOnce(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		_, agent := env.NewKey(t, app.NewKeyParams{Name: "agent", Agent: true, Scopes: []core.Scope{core.ScopeSend, core.ScopeRead}})
 		r := env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: "/v1/drafts", Key: agent, IdemKey: "d-1",
 			Body: map[string]any{"to": "ann@example.com", "subject": "Agent's subject", "text": "Agent's words"}})

@@ -17,8 +17,7 @@ import (
 // mailbox-limited admin key must not mint a key that sends as any of the
 // tenant's mailboxes, nor shed its allowlist, approval, caps or rate limit.
 func TestDashboard_CreatedKeyInheritsTheCreatorsLimits(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: app.NewID("k"),
 			Body: map[string]any{"id": "other", "address": "other@example.org"}})
 		if r.Status != http.StatusOK && r.Status != http.StatusCreated {

@@ -64,8 +64,7 @@ var nonceField = regexp.MustCompile(`name="nonce" value="([^"]+)"`)
 // archive moves the thread to the archive tab, and mark unread counts it
 // again.
 func TestDashboard_MailThread(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		mailbox, rcv := receiveFixture(t, env, "support@recv.test", receivedMail, core.ReceivedAuth{SPF: "pass", DKIM: "fail", DMARC: "fail",
 			DMARCFailed: true, Results: "recv.test; spf=pass smtp.mailfrom=sender.test; dkim=fail; dmarc=fail header.from=sender.test"})
 		br := newBrowser(t, env)

@@ -15,8 +15,7 @@ import (
 // the metric counts two replays, not the first request, and the overview
 // prices them.
 func TestOverview_DuplicatesPrevented(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, Clock: clockInsideOneDay()})
+	sendoncetest.EachEnv(t, sendoncetest.Options{Clock: clockInsideOneDay()}, func(t *testing.T, env *sendoncetest.Env) {
 		today := env.Clock.Now().UTC().Format("2006-01-02")
 		br := newBrowser(t, env)
 		br.signIn(env.AdminKey)

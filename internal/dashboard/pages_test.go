@@ -44,8 +44,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // the webhook's and on the send's page, replays it, disables, rotates and
 // deletes the endpoint — each change made as the API would.
 func TestDashboard_WebhookPages(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, WebhookAllowPrivate: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{WebhookAllowPrivate: true}, func(t *testing.T, env *sendoncetest.Env) {
 		var posts atomic.Int32
 		rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if posts.Add(1) == 1 {
@@ -139,8 +138,7 @@ func TestDashboard_WebhookPages(t *testing.T) {
 // shows each recipient's outcome and the bounce's details; the mail the
 // bounce listener kept is on the unmatched inbound page.
 func TestDashboard_SuppressionsAndRecipients(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		ctx := context.Background()
 		send := apiSend(t, env, env.AdminKey, "Bounces", "<p>x</p>")
 		// The bounce comes after the delivery, which writes the recipient's
@@ -249,8 +247,7 @@ func TestDashboard_SuppressionsAndRecipients(t *testing.T) {
 // whose confirmation says what it will do; confirmed, the send is
 // canceled through the app's service and never delivered.
 func TestDashboard_CancelScheduled(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		at := env.Clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 		r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/send", Key: env.AdminKey, IdemKey: "sched-1",
 			Body: map[string]any{"to": "rcpt@example.net", "subject": "Later", "text": "later", "scheduled_at": at}})

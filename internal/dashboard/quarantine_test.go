@@ -18,8 +18,7 @@ import (
 // message is deleted from the page. An agent key's session, admin though
 // it is, cannot open the page, and a key without admin does not get it.
 func TestDashboard_Quarantine(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		ctx, svc := context.Background(), env.Server.Service
 		env.OwnDomain(t, "default", "support@recv.test")
 		var inbox *core.Mailbox

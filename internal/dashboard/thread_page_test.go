@@ -13,8 +13,7 @@ import (
 // messages of 300 KiB each shows 20 on its page, each body cut (the page
 // is far smaller than the thread), and the rest behind "Later messages".
 func TestDashboard_ThreadPageIsPagedAndCutsLargeBodies(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		inbox := env.NewInbox(t, "default", "desk@big.test", "Desk")
 		body := strings.Repeat("abcdefgh ", 300<<10/9)
 		var thread string

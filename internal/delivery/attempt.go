@@ -10,7 +10,6 @@ import (
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
-	"github.com/sendonce/sendonce/internal/render"
 	"github.com/sendonce/sendonce/internal/transport"
 )
 
@@ -141,6 +140,9 @@ func (d *Deliverer) run(ctx context.Context, c Claimed) (outcome, handoff, error
 	if derr == nil && len(skipped) < len(all) {
 		h = d.handOff(ctx, s, c.slot, skipped)
 		derr = h.err
+		if c.slot != nil {
+			c.slot.Release()
+		}
 		if c.slot != nil && d.onSlotFree != nil {
 			// The session is free for the next claim now, while this
 			// outcome is written (on SQLite, in the same group commit).
@@ -194,27 +196,6 @@ func (d *Deliverer) run(ctx context.Context, c Claimed) (outcome, handoff, error
 	return o, h, nil
 }
 
-// unsubscribeCopy is raw with the one-click unsubscribe headers of its
-// one recipient when the send carries them (docs/deliverability.md,
-// "One-click unsubscribe"), before it is signed. Such a send is accepted
-// with one recipient only (app.checkUnsubscribe); one with more, accepted
-// before the headers existed, goes without them: one message cannot carry
-// a token per recipient.
-func (d *Deliverer) unsubscribeCopy(ctx context.Context, s *core.Send, to []string, raw []byte) ([]byte, error) {
-	if !s.NeedsUnsubscribe() {
-		return raw, nil
-	}
-	if len(to) != 1 {
-		d.logger.WarnContext(ctx, "unsubscribe headers left out: the send has several recipients", slog.String("send_id", s.ID))
-		return raw, nil
-	}
-	h, err := d.svc.UnsubscribeHeaders(ctx, s, to[0])
-	if err != nil {
-		return nil, err
-	}
-	return render.PrependHeaders(raw, h), nil
-}
-
 // handoff is what handing a message over did.
 type handoff struct {
 	err  error
@@ -241,6 +222,13 @@ func (d *Deliverer) handOver(ctx context.Context, s *core.Send, slot *transport.
 		d.logger.WarnContext(ctx, "dkim signing failed", slog.String("send_id", s.ID), slog.Any("error", err))
 		return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "sign", Err: err}}
 	}
+	d.logger.LogAttrs(ctx, slog.LevelDebug, "handing over", slog.String("send_id", s.ID), slog.Bool("dkim_signed", signed))
+	return d.route(ctx, s, slot, env, raw)
+}
+
+// route hands a signed message (or one copy of it) to the send's road:
+// its failover chain, or its one transport.
+func (d *Deliverer) route(ctx context.Context, s *core.Send, slot *transport.Slot, env transport.Envelope, raw []byte) handoff {
 	if h, ok := d.handOverChain(ctx, s, slot, env, raw); ok {
 		h.kind = kindChain
 		return h
@@ -248,9 +236,6 @@ func (d *Deliverer) handOver(ctx context.Context, s *core.Send, slot *transport.
 	t, err := d.transportFor(ctx, s)
 	if err != nil {
 		return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "dial", Err: err}}
-	}
-	if t != nil {
-		d.logger.LogAttrs(ctx, slog.LevelDebug, "handing over", slog.String("send_id", s.ID), slog.Bool("dkim_signed", signed))
 	}
 	h := d.handOverTo(ctx, s, slot, t, env, raw)
 	h.kind = kindOf(t)
@@ -276,13 +261,15 @@ func (d *Deliverer) handOverTo(ctx context.Context, s *core.Send, slot *transpor
 	if !ok {
 		return handoff{err: t.Deliver(ctx, env, raw)}
 	}
-	if slot == nil || !slot.Of(relay) {
-		if slot != nil {
-			slot.Release()
-		}
-		if slot, ok = relay.TryAcquire(); !ok {
-			return handoff{err: errNoSession}
-		}
+	if slot != nil && slot.Of(relay) {
+		// Kept for the send's next copy; the attempt releases it.
+		return handoff{err: slot.Send(ctx, env, raw)}
+	}
+	if slot != nil {
+		slot.Release()
+	}
+	if slot, ok = relay.TryAcquire(); !ok {
+		return handoff{err: errNoSession}
 	}
 	return handoff{err: slot.Deliver(ctx, env, raw)}
 }

@@ -453,3 +453,12 @@ func (d *Deliverer) RescueExpired(ctx context.Context) (int, error) {
 	})
 	return n, err
 }
+
+// dueAt is when a send became due: its scheduled time, else its
+// acceptance.
+func dueAt(s *core.Send) time.Time {
+	if s.ScheduledAt != nil {
+		return *s.ScheduledAt
+	}
+	return s.CreatedAt
+}

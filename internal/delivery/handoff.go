@@ -47,6 +47,13 @@ func (d *Deliverer) handOff(ctx context.Context, s *core.Send, slot *transport.S
 		return handoff{err: &transport.Error{Class: transport.Permanent, Stage: "render", Err: err}}
 	}
 	env.To = slices.DeleteFunc(env.To, func(r string) bool { return slices.Contains(skip, core.NormalizeAddress(r)) })
+	if perCopy(s) {
+		signer := env.From
+		if d.cfg.Bounce != nil {
+			env.From, env.FromFor = bounceAddresses(d.cfg.Bounce, s, env.To)
+		}
+		return d.handOffCopies(ctx, s, slot, env, raw, signer)
+	}
 	if raw, err = d.unsubscribeCopy(ctx, s, env.To, raw); err != nil {
 		return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "render", Err: err}}
 	}

@@ -46,6 +46,12 @@ type mxHandoff struct {
 	// lost: a checkpoint found the claim gone; later destinations were
 	// not attempted.
 	lost bool
+	// copies: the send goes out as one copy per recipient (copies.go),
+	// each a destination of its own; its recipients' states are always
+	// written. exhausted: those copies went through a relay or a provider
+	// and the attempts are used up (--max-attempts, not the queue
+	// lifetime, bounds them).
+	copies, exhausted bool
 }
 
 // destDone is one destination's outcome; recorded when a checkpoint
@@ -54,6 +60,12 @@ type destDone struct {
 	d        *transport.Destination
 	o        transport.DestOutcome
 	recorded bool
+	// accepted is what o.Delivered become: delivered (a recipient's own
+	// exchanger), or sent (a copy a relay or a provider took).
+	accepted core.Status
+	// failed were failed for good by a transport, not refused by their
+	// servers (a copy's relay refused the session).
+	failed []transport.Refusal
 }
 
 // pendingOf returns the envelope recipients still to be attempted and the
@@ -196,6 +208,9 @@ func handedOver(dd *destDone, now time.Time) ([]core.RecipientState, []core.Even
 	if dd.o.TLS != "" {
 		detail += " (TLS: " + dd.o.TLS + ")"
 	}
+	if dd.accepted == core.StatusSent {
+		return sentCopies(dd, detail, now)
+	}
 	for _, r := range dd.o.Delivered {
 		a := core.NormalizeAddress(r)
 		states = append(states, core.RecipientState{Address: a, Status: core.StatusDelivered, Detail: detail, UpdatedAt: now})
@@ -213,7 +228,11 @@ func handedOver(dd *destDone, now time.Time) ([]core.RecipientState, []core.Even
 // destination's outcome and the recipients' earlier states.
 func (d *Deliverer) mxOutcome(s *core.Send, h *mxHandoff, skipped, all []string, now time.Time) outcome {
 	deadline := dueAt(s).Add(d.cfg.MaxQueueLifetime)
-	t := &mxTally{final: map[string]core.Status{}, slowOnly: true, now: now, expired: !now.Before(deadline), lifetime: d.cfg.MaxQueueLifetime}
+	t := &mxTally{final: map[string]core.Status{}, slowOnly: true, now: now, expired: !now.Before(deadline) || h.exhausted,
+		giveUp: fmt.Sprintf("not delivered within the queue lifetime (%v)", d.cfg.MaxQueueLifetime)}
+	if h.exhausted {
+		t.giveUp = fmt.Sprintf("gave up after %d attempts", s.Tries)
+	}
 	for a, st := range h.prior {
 		t.final[a] = st.Status
 	}
@@ -240,7 +259,7 @@ func (d *Deliverer) mxOutcome(s *core.Send, h *mxHandoff, skipped, all []string,
 		at := t.retryAt
 		return outcome{status: core.StatusQueued, deferred: true, retryAt: &at, detail: t.lastErr}
 	}
-	legacy := (len(h.prior) == 0 || onlySuppressed(h.prior)) && !slices.ContainsFunc(h.dests, func(dd *destDone) bool { return dd.recorded })
+	legacy := !h.copies && (len(h.prior) == 0 || onlySuppressed(h.prior)) && !slices.ContainsFunc(h.dests, func(dd *destDone) bool { return dd.recorded })
 	if t.lastErr == "" && len(o.refused) > 0 {
 		t.lastErr = o.refused[len(o.refused)-1].Err.Error()
 	}
@@ -260,7 +279,7 @@ type mxTally struct {
 	delivered, unknown, delayed, waiting, failed []string
 	reached, slowOnly, expired                   bool
 	retryAt, now                                 time.Time
-	lifetime                                     time.Duration
+	giveUp                                       string // why an expired deferral fails
 	lastErr                                      string
 	tlsNote                                      []string
 	states                                       []core.RecipientState
@@ -277,9 +296,13 @@ func (t *mxTally) earliest(at time.Time) {
 func (t *mxTally) add(dd *destDone) {
 	o := dd.o
 	t.reached = t.reached || o.Reached
+	took := core.StatusDelivered
+	if dd.accepted == core.StatusSent {
+		took = core.StatusSent
+	}
 	for _, r := range o.Delivered {
 		t.delivered = append(t.delivered, core.NormalizeAddress(r))
-		t.final[core.NormalizeAddress(r)] = core.StatusDelivered
+		t.final[core.NormalizeAddress(r)] = took
 	}
 	for _, r := range o.Unknown {
 		t.unknown = append(t.unknown, core.NormalizeAddress(r.Recipient))
@@ -292,6 +315,9 @@ func (t *mxTally) add(dd *destDone) {
 	if !dd.recorded {
 		st, ev := handedOver(dd, t.now)
 		t.states, t.events = append(t.states, st...), append(t.events, ev...)
+	}
+	for _, r := range dd.failed {
+		t.fail(r.Recipient, r.Err.Error(), nil)
 	}
 	for _, r := range o.Deferred {
 		t.deferred(r)
@@ -320,13 +346,8 @@ func (t *mxTally) deferred(r transport.Refusal) {
 	a, now := core.NormalizeAddress(r.Recipient), t.now
 	t.lastErr = r.Err.Error()
 	if t.expired {
-		t.failed = append(t.failed, a)
-		t.final[a] = core.StatusFailed
-		why := fmt.Sprintf("not delivered within the queue lifetime (%v): %v", t.lifetime, r.Err)
-		t.states = append(t.states, core.RecipientState{Address: a, Status: core.StatusFailed, Detail: why, UpdatedAt: now})
-		t.events = append(t.events, core.Event{Type: core.EventFailed, At: now, Recipient: a, Detail: why,
-			Bounce: &core.Bounce{Type: core.BounceTransient, SubType: "General", Status: "4.4.7", Message: "delivery time expired",
-				DiagnosticCode: []string{r.Err.Error()}}})
+		t.fail(a, fmt.Sprintf("%s: %v", t.giveUp, r.Err), &core.Bounce{Type: core.BounceTransient, SubType: "General", Status: "4.4.7",
+			Message: "delivery time expired", DiagnosticCode: []string{r.Err.Error()}})
 		return
 	}
 	t.delayed = append(t.delayed, a)
@@ -382,6 +403,10 @@ func mxSettled(o *outcome, t *mxTally, all, skipped []string, legacy bool) {
 		// email.sent once for the send, when it became delivered;
 		// each recipient's email.delivered tells the rest.
 		o.detail, o.event = "accepted by the last destination; each recipient's delivered tells which", core.EventSent
+	case core.StatusSent:
+		// Copies a relay or a provider took: each recipient's state
+		// says whose.
+		o.detail, o.event = "every copy not refused was accepted by the next hop; each recipient's state tells which", core.EventSent
 	}
 	if legacy && len(t.failed) == 0 && (len(t.delivered) > 0) != (len(t.unknown) > 0) {
 		// One fate for every recipient attempted, nothing before: the
@@ -430,21 +455,16 @@ func deriveStatus(final map[string]core.Status, all, skipped []string) core.Stat
 	switch {
 	case any[core.StatusUnknown]:
 		return core.StatusUnknown
-	case any[core.StatusDelivered], any[core.StatusSent], any[core.StatusComplained]:
+	case any[core.StatusDelivered], any[core.StatusComplained]:
 		return core.StatusDelivered
+	case any[core.StatusSent]:
+		// A copy taken by a relay or a provider (copies.go): the next
+		// hop has it, as a send's sent says.
+		return core.StatusSent
 	case n > 0 && len(any) == 1 && any[core.StatusBounced]:
 		return core.StatusBounced
 	}
 	return core.StatusFailed
-}
-
-// dueAt is when a send became due: its scheduled time, else its
-// acceptance.
-func dueAt(s *core.Send) time.Time {
-	if s.ScheduledAt != nil {
-		return *s.ScheduledAt
-	}
-	return s.CreatedAt
 }
 
 // mxFailure is the outcome of an mx attempt that failed before any

@@ -244,18 +244,21 @@ func idNote(id string) string {
 func (d *Deliverer) deliverLink(ctx context.Context, l link, s *core.Send, slot *transport.Slot, env transport.Envelope, raw []byte) (transport.Receipt, error) {
 	switch l.spec.Kind {
 	case transport.SESKind, transport.ResendKind:
-		return d.provider(l).Submit(ctx, transport.Submission{SendID: s.ID, Tenant: s.Tenant, Env: env, Raw: raw})
+		return d.provider(l).Submit(ctx, transport.Submission{SendID: s.ID, Tenant: s.Tenant, Env: env, Raw: raw,
+			Copy: copyIndex(s, env.To)})
 	case transport.Relay:
 		t, err := d.smtpTransport(l.url, l.tenant)
 		if err != nil {
 			return transport.Receipt{}, &transport.Error{Class: transport.Temporary, Stage: "dial", Err: err}
 		}
 		relay := t.(*transport.SMTP)
-		if slot == nil || !slot.Of(relay) {
-			var ok bool
-			if slot, ok = relay.TryAcquire(); !ok {
-				return transport.Receipt{}, errNoSession
-			}
+		if slot != nil && slot.Of(relay) {
+			// Kept for the send's next copy; the attempt releases it.
+			return transport.Receipt{}, slot.Send(ctx, env, raw)
+		}
+		slot, ok := relay.TryAcquire()
+		if !ok {
+			return transport.Receipt{}, errNoSession
 		}
 		return transport.Receipt{}, slot.Deliver(ctx, env, raw)
 	}
@@ -279,6 +282,13 @@ func (d *Deliverer) recordLink(s *core.Send, l link, messageID string, pin *core
 		if err := tx.SetSendProvider(context.Background(), &core.SendProvider{SendID: s.ID, Tenant: s.Tenant, Transport: l.name,
 			Provider: string(l.spec.Kind), MessageID: messageID, Since: since, UpdatedAt: now}); err != nil {
 			return err
+		}
+		if messageID != "" && perCopy(s) {
+			// Each copy has an id of its own: the provider's events about
+			// any of them find the send (the record keeps the latest).
+			if err := tx.AddProviderCopy(context.Background(), s.ID, string(l.spec.Kind), messageID); err != nil {
+				return err
+			}
 		}
 		return history(tx)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
+	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
 const draftQuestion = "From: Ann <ann@outside.example>\r\nTo: support@example.com\r\nCc: bob@outside.example\r\n" +
@@ -108,13 +109,17 @@ func TestDrafts_ConcurrentSendsAreOneSend(t *testing.T) {
 }
 
 // A retry after the send was delivered still gets the first answer byte
-// for byte (status queued, as POST /v1/send's replays do), not the send as
-// it is by then.
+// for byte (status queued or sending, as POST /v1/send's replays do), not
+// the send as it is by then. The relay holds its answer until the first
+// press is answered, so the send cannot be sent before it.
 func TestDrafts_RetryAfterDeliveryReplaysTheFirstAnswer(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, NoReplayCache: true})
+		hold := make(chan struct{})
+		env.SMTP.SetBehaviour(smtptest.Behaviour{HoldData: hold})
 		id := createDraft(t, env, env.AdminKey, "d-after", map[string]any{"to": "ann@example.com", "subject": "Hi", "text": "Hello"})["id"].(string)
 		first, err := sendDraft(env, env.AdminKey, id)
+		close(hold)
 		if err != nil || first.Status != http.StatusOK {
 			t.Fatalf("send: %v %v", err, first)
 		}

@@ -73,30 +73,18 @@ type Appender struct {
 
 // NewAppender returns an Appender.
 func NewAppender(store AppendStore, open Opener, cfg AppendConfig, logger *slog.Logger) *Appender {
-	if cfg.Poll <= 0 {
-		cfg.Poll = 2 * time.Second
-	}
-	if cfg.Lease <= 0 {
-		cfg.Lease = 2 * time.Minute
-	}
-	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = 20
-	}
-	if cfg.BackoffBase <= 0 {
-		cfg.BackoffBase = 5 * time.Second
-	}
-	if cfg.BackoffMax <= 0 {
-		cfg.BackoffMax = 30 * time.Minute
-	}
+	cfg.Poll = positiveOr(cfg.Poll, 2*time.Second)
+	cfg.Lease = positiveOr(cfg.Lease, 2*time.Minute)
+	cfg.MaxAttempts = positiveOr(cfg.MaxAttempts, 20)
+	cfg.BackoffBase = positiveOr(cfg.BackoffBase, 5*time.Second)
+	cfg.BackoffMax = positiveOr(cfg.BackoffMax, 30*time.Minute)
 	if cfg.Holder == "" {
 		cfg.Holder = (&Config{}).holder()
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 4
-	}
+	cfg.Workers = positiveOr(cfg.Workers, 4)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

@@ -70,18 +70,12 @@ type DialOptions struct {
 }
 
 func (o *DialOptions) defaults() {
-	if o.Timeout <= 0 {
-		o.Timeout = 30 * time.Second
-	}
+	o.Timeout = positiveOr(o.Timeout, 30*time.Second)
 	if o.DialContext == nil {
 		o.DialContext = (&net.Dialer{}).DialContext
 	}
-	if o.MaxLineBytes <= 0 {
-		o.MaxLineBytes = DefaultMaxLineBytes
-	}
-	if o.MaxLiteralBytes <= 0 {
-		o.MaxLiteralBytes = app.DefaultMaxMessageBytes + literalSlack
-	}
+	o.MaxLineBytes = positiveOr(o.MaxLineBytes, DefaultMaxLineBytes)
+	o.MaxLiteralBytes = positiveOr(o.MaxLiteralBytes, app.DefaultMaxMessageBytes+literalSlack)
 }
 
 // Dial connects to cfg's server and logs in. The returned client is

@@ -110,45 +110,21 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.Days <= 0 {
-		c.Days = 30
-	}
-	if c.BatchSize <= 0 {
-		c.BatchSize = 100
-	}
-	if c.MaxPerPass <= 0 {
-		c.MaxPerPass = 1000
-	}
-	if c.PassTimeout <= 0 {
-		c.PassTimeout = 10 * time.Minute
-	}
-	if c.MaxMessageBytes <= 0 {
-		c.MaxMessageBytes = app.DefaultMaxMessageBytes
-	}
-	if c.Lease <= 0 {
-		c.Lease = time.Minute
-	}
-	if c.PollInterval <= 0 {
-		c.PollInterval = 30 * time.Second
-	}
-	if c.IdleRefresh <= 0 {
-		c.IdleRefresh = 10 * time.Minute
-	}
-	if c.Rescan <= 0 {
-		c.Rescan = 5 * time.Second
-	}
-	if c.BackoffBase <= 0 {
-		c.BackoffBase = 2 * time.Second
-	}
-	if c.BackoffMax <= 0 {
-		c.BackoffMax = 5 * time.Minute
-	}
+	c.Days = positiveOr(c.Days, 30)
+	c.BatchSize = positiveOr(c.BatchSize, 100)
+	c.MaxPerPass = positiveOr(c.MaxPerPass, 1000)
+	c.PassTimeout = positiveOr(c.PassTimeout, 10*time.Minute)
+	c.MaxMessageBytes = positiveOr(c.MaxMessageBytes, app.DefaultMaxMessageBytes)
+	c.Lease = positiveOr(c.Lease, time.Minute)
+	c.PollInterval = positiveOr(c.PollInterval, 30*time.Second)
+	c.IdleRefresh = positiveOr(c.IdleRefresh, 10*time.Minute)
+	c.Rescan = positiveOr(c.Rescan, 5*time.Second)
+	c.BackoffBase = positiveOr(c.BackoffBase, 2*time.Second)
+	c.BackoffMax = positiveOr(c.BackoffMax, 5*time.Minute)
 	if c.Holder == "" {
 		c.Holder = c.holder()
 	}
-	if c.Dial.MaxLiteralBytes <= 0 {
-		c.Dial.MaxLiteralBytes = c.MaxMessageBytes + literalSlack
-	}
+	c.Dial.MaxLiteralBytes = positiveOr(c.Dial.MaxLiteralBytes, c.MaxMessageBytes+literalSlack)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -488,4 +464,13 @@ func (m *mailboxSync) wait(ctx context.Context, c *imapclient.Client, idle bool,
 		return classed(ClassConnection, err)
 	}
 	return ctx.Err()
+}
+
+// positiveOr is v, or def when v is not positive: a setting left unset
+// takes its default.
+func positiveOr[T int | int64 | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }

@@ -22,8 +22,7 @@ import (
 // capability: pending_approval, as before. Each decision is one audit
 // entry of the elicitation route.
 func TestMCP_ElicitationApprovesHeldSends(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true}, func(t *testing.T, env *sendoncetest.Env) {
 		_, secret := agentKey(t, env, app.NewKeyParams{RequiresApproval: true})
 		var asked atomic.Int32
 		answer, wantTo := "accept", "dana@example.com"

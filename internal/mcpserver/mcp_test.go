@@ -225,8 +225,7 @@ func checkOneSend(t *testing.T, env *sendoncetest.Env, cs *mcp.ClientSession, ar
 }
 
 func TestMCP_SameIntentSendsOnce(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true}, func(t *testing.T, env *sendoncetest.Env) {
 		key, secret := agentKey(t, env, app.NewKeyParams{})
 		cs := connect(t, env, secret, nil, mcpserver.Config{})
 
@@ -279,8 +278,7 @@ func TestMCP_SameIntentSendsOnce(t *testing.T) {
 }
 
 func TestMCP_ApprovalKeyDeliversOnlyAfterApprove(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true}, func(t *testing.T, env *sendoncetest.Env) {
 		_, secret := agentKey(t, env, app.NewKeyParams{RequiresApproval: true})
 		cs := connect(t, env, secret, nil, mcpserver.Config{})
 		args := email("carol@example.com", "welcome", "user-7", "2026-11")
@@ -341,8 +339,7 @@ type auditEntry struct {
 }
 
 func TestMCP_GuardrailsRefuseAndAudit(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true}, func(t *testing.T, env *sendoncetest.Env) {
 		key, secret := agentKey(t, env, app.NewKeyParams{AllowRecipients: []string{"example.com", "boss@partner.test"}, MaxPerHour: 2})
 		cs := connect(t, env, secret, nil, mcpserver.Config{})
 
@@ -529,8 +526,7 @@ func TestMCP_ElicitationConfirms(t *testing.T) {
 }
 
 func TestMCP_StdioSubprocess(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true}, func(t *testing.T, env *sendoncetest.Env) {
 		key, secret := agentKey(t, env, app.NewKeyParams{})
 		cs := connectStdio(t, env, secret)
 		checkOneSend(t, env, cs, email("frank@example.com", "invoice_reminder", "INV-5", "2026-11"), "frank@example.com", 5, false)

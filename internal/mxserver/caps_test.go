@@ -19,8 +19,7 @@ import (
 // Return-Path can write reports to it; past core.MaxReportsPerSend they
 // change nothing, so the send's history stays bounded.
 func TestInbound_ForgedReportsAreBounded(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		id, msgID := sendTo(t, env, env.AdminKey, sendoncetest.Mail("Ann <ann@rcpt.test>", "hello"))
 		env.WaitStatus(t, id, wait, core.StatusSent)
 		bounceAddr := env.SMTP.Messages()[0].From
@@ -44,8 +43,7 @@ func TestInbound_ForgedReportsAreBounded(t *testing.T) {
 // TestInbound_UnmatchedKeepsTheStartAndTheSize: an unmatched message is
 // kept only in part; the list shows its whole size without reading it.
 func TestInbound_UnmatchedKeepsTheStartAndTheSize(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		id, _ := sendTo(t, env, env.AdminKey, sendoncetest.Mail("Ann <ann@rcpt.test>", "hello"))
 		env.WaitStatus(t, id, wait, core.StatusSent)
 		bounceAddr := env.SMTP.Messages()[0].From

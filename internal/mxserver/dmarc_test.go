@@ -108,8 +108,7 @@ func unmatched(t *testing.T, env *sendoncetest.Env) []any {
 // domain, period and totals, its records read back right; the same
 // report delivered again (the reporter lost our 250) is the same report.
 func TestDMARC_GzipReportOverSMTPIsStoredOnce(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		inbox := createDMARCInbox(t, env, "dmarc@recv.test")
 		if _, m := get(t, env, env.AdminKey, "/inboxes/"+inbox); m == nil || m["dmarc_reports"] != true {
 			t.Fatalf("inbox view: %v", m)
@@ -200,8 +199,7 @@ func bombMails(t *testing.T, expands int) map[string][]byte {
 func TestDMARC_BombsAndJunkAreKeptUnmatched(t *testing.T) {
 	const expands = 64 << 20
 	mails := bombMails(t, expands)
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		createDMARCInbox(t, env, "dmarc@recv.test")
 		for name, raw := range mails {
 			var before, after runtime.MemStats
@@ -243,8 +241,7 @@ func TestDMARC_BombsAndJunkAreKeptUnmatched(t *testing.T) {
 // report (kept unmatched); and this tenant's reports are another
 // tenant's 404.
 func TestDMARC_TenantScoped(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		createDMARCInbox(t, env, "dmarc@recv.test")
 		env.OwnDomain(t, "other", "someone@other.test")
 		_, otherKey := env.NewKey(t, app.NewKeyParams{Name: "other", Tenant: "other", Scopes: []core.Scope{core.ScopeRead, core.ScopeAdmin}})
@@ -281,8 +278,7 @@ func TestDMARC_TenantScoped(t *testing.T) {
 // days, pass (DKIM or SPF aligned and passing) and fail, and own: the
 // IP is one of --egress-source's; a report older than the window is out.
 func TestDMARC_SummaryPassFailAndOwnSources(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, Inbound: true, EgressSources: []string{"out1=192.0.2.10"}})
+	sendoncetest.EachEnv(t, sendoncetest.Options{Inbound: true, EgressSources: []string{"out1=192.0.2.10"}}, func(t *testing.T, env *sendoncetest.Env) {
 		createDMARCInbox(t, env, "dmarc@recv.test")
 		now := env.Clock.Now()
 		reports := []string{
@@ -329,8 +325,7 @@ func TestDMARC_SummaryPassFailAndOwnSources(t *testing.T) {
 // read as a report, not kept as a message) and back (mail is kept as
 // messages again).
 func TestDMARC_PatchTurnsReportsOnAndOff(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		inbox := createInbox(t, env, "reports@recv.test")
 		patch := func(on bool) {
 			t.Helper()

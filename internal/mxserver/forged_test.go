@@ -16,8 +16,7 @@ import (
 // An address bound to one recipient speaks for that recipient only: a
 // report to a's naming b changes nothing, naming a bounces a.
 func TestInbound_RecipientCannotReportACoRecipient(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		id, msgID := sendTo(t, env, env.AdminKey, map[string]any{"to": []string{"a@one.test", "b@two.test"}, "subject": "two", "text": "x"})
 		env.WaitStatus(t, id, wait, core.StatusSent)
 		shared := env.Server.Bounce.Address(id)

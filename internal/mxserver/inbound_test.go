@@ -148,8 +148,7 @@ func events(s map[string]any, typ string) []string {
 // report again changes nothing; the next send to it is not attempted;
 // deleting the suppression lets the one after through.
 func TestInbound_PermanentBounceSuppressesUntilDeleted(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		id, msgID := sendTo(t, env, env.AdminKey, sendoncetest.Mail("Nobody <nobody@rcpt.test>", "hello"))
 		env.WaitStatus(t, id, wait, core.StatusSent)
 
@@ -213,8 +212,7 @@ func TestInbound_PermanentBounceSuppressesUntilDeleted(t *testing.T) {
 // what the contract's section 11 says; each to the bounce address of its
 // own single-recipient send.
 func TestInbound_ReportShapes(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		type sent struct{ id, msgID, verp string }
 		send := func(to string) sent {
 			id, msgID := sendTo(t, env, env.AdminKey, sendoncetest.Mail(to, "shape"))
@@ -273,8 +271,7 @@ func TestInbound_ReportShapes(t *testing.T) {
 // unmatched and answered 250, and a report about another tenant's send
 // (through a valid token of one's own) touches nothing of that tenant.
 func TestInbound_BadMail(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		id, _ := sendTo(t, env, env.AdminKey, sendoncetest.Mail("mine@rcpt.test", "mine"))
 		env.WaitStatus(t, id, wait, core.StatusSent)
 		verp := env.Server.Bounce.Address(id)

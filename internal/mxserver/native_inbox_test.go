@@ -14,8 +14,7 @@ import (
 // inbox is listed and found by id or address, and once deleted its
 // address answers 550 again.
 func TestReceiving_NativeInboxRoutes(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		env.OwnDomain(t, "default", "support@recv.test")
 		_, readKey := env.NewKey(t, app.NewKeyParams{Name: "reader", Scopes: []core.Scope{core.ScopeRead}})
 		create := sendoncetest.Request{Method: "POST", Path: "/v1/inboxes", Key: env.AdminKey, IdemKey: "inbox-1",

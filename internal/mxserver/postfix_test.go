@@ -69,8 +69,7 @@ func TestInbound_PostfixBounce(t *testing.T) {
 // attachment and the receiving side's Authentication-Results are there
 // through the API, once.
 func TestReceiving_FromPostfix(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		createInbox(t, env, "support@recv.test")
 		pf := postfixtest.Start(t, "", postfixtest.Options{Routes: map[string]string{"recv.test": env.InboundAddr}})
 		if err := netsmtp.SendMail(pf.Addr, nil, "alice@sender.test", []string{"support@recv.test"}, []byte(plainMail)); err != nil {

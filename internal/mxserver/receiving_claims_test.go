@@ -58,8 +58,7 @@ func refusedAlike(t *testing.T, what string, r *sendoncetest.Response, address, 
 // --require-verified-domain a claim on an unverified domain is refused
 // too, so nobody squats a domain before its owner.
 func TestReceiving_AddressesBelongToTheTenantsDomains(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		admin := []core.Scope{core.ScopeSend, core.ScopeRead, core.ScopeAdmin}
 		_, bKey := env.NewKey(t, app.NewKeyParams{Name: "b", Tenant: "b", Scopes: admin})
 		if r := claim(t, env, env.AdminKey, "/v1/mailboxes", map[string]any{"id": "desk", "address": "desk@a.example"}); r.Status != http.StatusCreated {
@@ -108,8 +107,7 @@ func TestReceiving_AddressesBelongToTheTenantsDomains(t *testing.T) {
 // a receiving domain cannot be added unverified, and an inbox is refused
 // on an added domain until it is verified.
 func TestReceiving_ClaimsNeedVerifiedDomains(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true, RequireVerifiedDomain: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true, RequireVerifiedDomain: true}, func(t *testing.T, env *sendoncetest.Env) {
 		if r := claim(t, env, env.AdminKey, "/v1/domains", map[string]any{"domain": "v.example", "receiving": true}); r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("an unverified receiving domain: %d %s", r.Status, r.Body)
 		}

@@ -54,8 +54,7 @@ const plainMail = "From: Alice <alice@sender.test>\r\nTo: support@recv.test\r\nS
 // the same message delivered again is the same received message; the raw
 // link works without a key and not with a wrong token.
 func TestReceiving_StoredOnceAndReadable(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		inbox := createInbox(t, env, "support@recv.test")
 		if err := receive(t, env.InboundAddr, "nobody@recv.test", []byte(plainMail)); smtpCode(err) != 550 {
 			t.Fatalf("unknown recipient: %v, want 550", err)
@@ -108,8 +107,7 @@ func TestReceiving_StoredOnceAndReadable(t *testing.T) {
 // after the final dot, as a lost reply; the sender tries again through a
 // clean path; one received message.
 func TestReceiving_LostReplyIsOneMessage(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		createInbox(t, env, "support@recv.test")
 		p, err := tcpproxy.Start(env.InboundAddr, nil)
 		if err != nil {
@@ -137,8 +135,7 @@ func TestReceiving_LostReplyIsOneMessage(t *testing.T) {
 // history says replied; a reply from the API to that message joins the
 // thread too, and the same Idempotency-Key twice sends one.
 func TestReceiving_ReplyToASendJoinsItsThread(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		inbox := createInbox(t, env, "support@recv.test")
 		sendID, msgID := sendTo(t, env, env.AdminKey, map[string]any{"mailbox_id": inbox, "to": []string{"alice@sender.test"},
 			"subject": "Your order", "text": "shipped"})
@@ -252,8 +249,7 @@ func TestReceiving_WebhookOncePerMessage(t *testing.T) {
 // reply with reply_to_id answers the sender with the thread's headers; a
 // key limited to another mailbox sees none of it.
 func TestReceiving_MaileraMailbox(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		env.OwnDomain(t, "default", "recv.test")
 		for _, mb := range []map[string]any{{"id": "sales", "address": "sales@recv.test", "receiving": true}, {"id": "other", "address": "other@recv.test"}} {
 			if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: app.NewID("k"), Body: mb}); r.Status != http.StatusCreated {
@@ -306,8 +302,7 @@ func TestReceiving_MaileraMailbox(t *testing.T) {
 // addresses into that mailbox; a receiving domain without one refuses
 // unknown addresses with 550.
 func TestReceiving_DomainCatchAll(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: "mb",
 			Body: map[string]any{"id": "catch", "address": "catch@all.test"}}); r.Status != http.StatusCreated {
 			t.Fatalf("mailbox: %d %s", r.Status, r.Body)
@@ -346,8 +341,7 @@ func TestReceiving_DomainCatchAll(t *testing.T) {
 // TestReceiving_RetentionPurgesWhatOnlyItUsed: the retention purge takes
 // received mail past the cutoff with its raw bytes and emptied thread.
 func TestReceiving_RetentionPurgesWhatOnlyItUsed(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		createInbox(t, env, "support@recv.test")
 		if err := receive(t, env.InboundAddr, "support@recv.test", []byte(plainMail)); err != nil {
 			t.Fatal(err)

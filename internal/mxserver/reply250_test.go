@@ -21,8 +21,7 @@ func deliverForReply(t *testing.T, addr, rcpt string, raw []byte) string {
 // (Postfix's "status=sent (250 …)") can be matched to what was stored; the
 // same message delivered again names the same one.
 func TestReceiving_The250NamesTheReceivedMessage(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		createInbox(t, env, "support@recv.test")
 		first := deliverForReply(t, env.InboundAddr, "support@recv.test", []byte(plainMail))
 		list := receivedList(t, env)

@@ -14,8 +14,7 @@ import (
 // are what a stranger writes; replying still works: the subject is kept
 // on one line and the reply goes to the From.
 func TestReceiving_StrangersHeadersDoNotBreakReplies(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		createInbox(t, env, "support@recv.test")
 		raw := "From: Alice <alice@sender.test>\r\nTo: support@recv.test\r\nReply-To: <<not an address\r\n" +
 			"Subject: =?utf-8?q?Order=0D=0ABcc:_evil@x.test?=\r\nMessage-ID: <l5@sender.test>\r\n\r\nWhere is it?\r\n"

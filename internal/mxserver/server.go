@@ -111,24 +111,12 @@ type Server struct {
 
 // New returns a listener; Serve starts it.
 func New(cfg Config) *Server {
-	if cfg.MaxBytes <= 0 {
-		cfg.MaxBytes = DefaultMaxBytes
-	}
-	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = DefaultMaxConns
-	}
-	if cfg.MaxConnsPerIP <= 0 {
-		cfg.MaxConnsPerIP = DefaultMaxConnsPerIP
-	}
-	if cfg.MaxMemory <= 0 {
-		cfg.MaxMemory = DefaultMaxMemory
-	}
-	if cfg.SessionTimeout <= 0 {
-		cfg.SessionTimeout = DefaultSessionTimeout
-	}
-	if cfg.MaxIdleCommands <= 0 {
-		cfg.MaxIdleCommands = DefaultMaxIdleCommands
-	}
+	cfg.MaxBytes = positiveOr(cfg.MaxBytes, DefaultMaxBytes)
+	cfg.MaxConns = positiveOr(cfg.MaxConns, DefaultMaxConns)
+	cfg.MaxConnsPerIP = positiveOr(cfg.MaxConnsPerIP, DefaultMaxConnsPerIP)
+	cfg.MaxMemory = positiveOr(cfg.MaxMemory, DefaultMaxMemory)
+	cfg.SessionTimeout = positiveOr(cfg.SessionTimeout, DefaultSessionTimeout)
+	cfg.MaxIdleCommands = positiveOr(cfg.MaxIdleCommands, DefaultMaxIdleCommands)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -326,4 +314,13 @@ func (ss *session) reports(ctx context.Context, raw []byte) error {
 		ss.s.cfg.Logger.InfoContext(ctx, "inbound mail", slog.String("send_id", rc.sendID), slog.String("result", string(res)))
 	}
 	return nil
+}
+
+// positiveOr is v, or def when v is not positive: a setting left unset
+// takes its default.
+func positiveOr[T int | int64 | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }

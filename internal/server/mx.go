@@ -4,9 +4,7 @@ package server
 
 import (
 	"cmp"
-	"crypto/x509"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/sendonce/sendonce/internal/dashboard"
@@ -65,16 +63,9 @@ func mxConfig(cfg Config, resolver string) (transport.MXConfig, error) {
 		return c, err
 	}
 	if cfg.TLSCA != "" {
-		pem, err := os.ReadFile(cfg.TLSCA)
+		pool, err := caPool(cfg.TLSCA)
 		if err != nil {
-			return c, fmt.Errorf("--tls-ca: %w", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return c, fmt.Errorf("--tls-ca %s: no PEM certificate in it", cfg.TLSCA)
+			return c, err
 		}
 		c.RootCAs = pool
 	}

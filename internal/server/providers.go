@@ -3,7 +3,6 @@ package server
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -40,6 +39,16 @@ func LoadCA(path string) (*tls.Config, error) {
 	if path == "" {
 		return nil, nil
 	}
+	pool, err := caPool(path)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// caPool is the system's roots and the PEM certificates of the file at
+// path (--tls-ca).
+func caPool(path string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--tls-ca: %w", err)
@@ -49,9 +58,9 @@ func LoadCA(path string) (*tls.Config, error) {
 		pool = x509.NewCertPool()
 	}
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, errors.New("--tls-ca: no PEM certificate in the file")
+		return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", path)
 	}
-	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+	return pool, nil
 }
 
 // intakeConfig is the provider intake routes' settings: SNS certificates

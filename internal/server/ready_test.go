@@ -98,8 +98,7 @@ func TestReadyz_StartingThenReadyThenDraining(t *testing.T) {
 // an older backup under a newer binary) is not ready; once the row is back,
 // it is again.
 func TestReadyz_MissingMigrationIsNotReady(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		wantReady(t, env.URL, "after start")
 
 		var newest string

@@ -16,8 +16,7 @@ import (
 // same key succeeds once the domain is verified — and a verified domain
 // of another tenant does not count.
 func TestRequireVerifiedDomain(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, RequireVerifiedDomain: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{RequireVerifiedDomain: true}, func(t *testing.T, env *sendoncetest.Env) {
 		send := func(key, from string) *sendoncetest.Response {
 			return env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/send", Key: key, IdemKey: "vf-" + strings.NewReplacer(" ", "", "<", "", ">", "").Replace(from),
 				Body: map[string]any{"from": from, "to": "ann@rcpt.test", "subject": "hi", "text": "x"}})

@@ -184,18 +184,10 @@ func (s *Store) purgeReceived(ctx context.Context, cutoff int64) error {
 
 // UnmatchedCount implements core.Tx.
 func (t *Tx) UnmatchedCount(ctx context.Context, tenant string) (int, error) {
-	var n int
-	if err := t.q.queryRow(ctx, `SELECT count(*) FROM inbound_unmatched WHERE tenant = ?`, tenant).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count unmatched inbound: %w", err)
-	}
-	return n, nil
+	return queryCount(ctx, t.q, "count unmatched inbound", `SELECT count(*) FROM inbound_unmatched WHERE tenant = ?`, tenant)
 }
 
 // ReportCount implements core.Tx.
 func (t *Tx) ReportCount(ctx context.Context, sendID string) (int, error) {
-	var n int
-	if err := t.q.queryRow(ctx, `SELECT count(*) FROM inbound_reports WHERE send_id = ?`, sendID).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count reports: %w", err)
-	}
-	return n, nil
+	return queryCount(ctx, t.q, "count reports", `SELECT count(*) FROM inbound_reports WHERE send_id = ?`, sendID)
 }

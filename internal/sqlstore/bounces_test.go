@@ -18,11 +18,7 @@ import (
 func TestBounceStore(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		s, err := b.open(ctx, b.newDB(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := b.openStore(t, b.newDB(t))
 		inTx := func(fn func(tx core.Tx) error) {
 			t.Helper()
 			if err := s.InTx(ctx, fn); err != nil {

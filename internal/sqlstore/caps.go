@@ -35,9 +35,5 @@ func (t *Tx) CountCapped(ctx context.Context, r core.Resource, tenant string) (i
 			return 0, fmt.Errorf("lock %s cap: %w", r, err)
 		}
 	}
-	var n int
-	if err := t.q.queryRow(ctx, q, tenant).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count %s: %w", r, err)
-	}
-	return n, nil
+	return queryCount(ctx, t.q, "count "+string(r), q, tenant)
 }

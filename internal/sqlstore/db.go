@@ -153,6 +153,36 @@ func list[T any](ctx context.Context, q querier, what string, scan func(rowScann
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
+	return collect(rows, what, scan, out)
+}
+
+// listPage is list for one page of at most limit rows: query ends in
+// LIMIT ?, which listPage fills with one more row than the page holds, so
+// that more says whether another page follows.
+func listPage[T any](ctx context.Context, q querier, what string, scan func(rowScanner) (T, error), out []T, limit int, query string, args ...any) (page []T, more bool, err error) {
+	page, err = list(ctx, q, what, scan, out, query, append(args, limit+1)...)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(page) > limit {
+		return page[:limit], true, nil
+	}
+	return page, false, nil
+}
+
+// queryCount runs a query of one integer (a count, an EXISTS) on q;
+// what names it in the error.
+func queryCount(ctx context.Context, q querier, what, query string, args ...any) (int, error) {
+	var n int
+	if err := q.queryRow(ctx, query, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	return n, nil
+}
+
+// collect appends every row, read with scan, to out and closes rows;
+// what names the read in the error of a read that broke off.
+func collect[T any](rows rows, what string, scan func(rowScanner) (T, error), out []T) ([]T, error) {
 	defer rows.Close()
 	for rows.Next() {
 		v, err := scan(rows)
@@ -161,7 +191,24 @@ func list[T any](ctx context.Context, q querier, what string, scan func(rowScann
 		}
 		out = append(out, v)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}
+
+// stringSet runs a query of one text column and returns its values as a
+// set; what names the read in its errors.
+func stringSet(ctx context.Context, q querier, what, query string, args ...any) (map[string]bool, error) {
+	vs, err := list(ctx, q, what, scanString, nil, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	set := make(map[string]bool, len(vs))
+	for _, v := range vs {
+		set[v] = true
+	}
+	return set, nil
 }
 
 // scanString reads a row of one text column.

@@ -18,12 +18,8 @@ import (
 
 // IsDMARCInbox implements core.Store.
 func (s *Store) IsDMARCInbox(ctx context.Context, tenant, mailboxID string) (bool, error) {
-	var n int
-	err := s.r.queryRow(ctx, `SELECT count(*) FROM dmarc_inboxes WHERE tenant = ? AND mailbox_id = ?`, tenant, mailboxID).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("dmarc inbox: %w", err)
-	}
-	return n > 0, nil
+	n, err := queryCount(ctx, s.r, "dmarc inbox", `SELECT count(*) FROM dmarc_inboxes WHERE tenant = ? AND mailbox_id = ?`, tenant, mailboxID)
+	return n > 0, err
 }
 
 // SetDMARCInbox implements core.Tx.
@@ -40,11 +36,7 @@ func (t *Tx) SetDMARCInbox(ctx context.Context, tenant, mailboxID string, on boo
 
 // DMARCReportCount implements core.Tx.
 func (t *Tx) DMARCReportCount(ctx context.Context, tenant string) (int, error) {
-	var n int
-	if err := t.q.queryRow(ctx, `SELECT count(*) FROM dmarc_reports WHERE tenant = ?`, tenant).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count dmarc reports: %w", err)
-	}
-	return n, nil
+	return queryCount(ctx, t.q, "count dmarc reports", `SELECT count(*) FROM dmarc_reports WHERE tenant = ?`, tenant)
 }
 
 // InsertDMARCReport implements core.Tx: the report under the unique

@@ -3,7 +3,6 @@ package sqlstore_test
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,18 +27,10 @@ const idempotencyKeysBefore0016 = `CREATE TABLE idempotency_keys (
 // whose primary key still refuses a second record for one scoped key.
 func TestMigration0016_IdempotencyKeysBecomeARowidTableAndKeepTheirRecords(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "sendonce.db")
-	s, err := sqlstore.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"DROP TABLE idempotency_keys", idempotencyKeysBefore0016,
+	s, path := openSQLiteFile(t)
+	execAll(t, s, "DROP TABLE idempotency_keys", idempotencyKeysBefore0016,
 		"CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at)",
-		"DELETE FROM sendonce_migrations WHERE version = '0016_idempotency_rowid.sql'"} {
-		if _, err := s.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+		"DELETE FROM sendonce_migrations WHERE version = '0016_idempotency_rowid.sql'")
 	now := time.Now()
 	done := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "done"}
 	running := done
@@ -54,7 +45,7 @@ func TestMigration0016_IdempotencyKeysBecomeARowidTableAndKeepTheirRecords(t *te
 	putReservation(t, s, running, "fp", now.Add(time.Hour))
 	s.Close()
 
-	s, err = sqlstore.Open(ctx, path)
+	s, err := sqlstore.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

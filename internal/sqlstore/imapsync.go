@@ -38,13 +38,9 @@ func (s *Store) IMAPSyncState(ctx context.Context, tenant, mailboxID string) (*c
 
 // IMAPAppendsDue implements core.Store.
 func (s *Store) IMAPAppendsDue(ctx context.Context, now time.Time) (bool, error) {
-	var n int
-	err := s.r.queryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM imap_appends WHERE next_at <= ? AND lease_until < ? LIMIT 1) d`,
-		micros(now), micros(now)).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("look for due imap appends: %w", err)
-	}
-	return n > 0, nil
+	n, err := queryCount(ctx, s.r, "look for due imap appends", `SELECT count(*) FROM (SELECT 1 FROM imap_appends WHERE next_at <= ? AND lease_until < ? LIMIT 1) d`,
+		micros(now), micros(now))
+	return n > 0, err
 }
 
 // SetMailboxIMAP implements core.Tx.

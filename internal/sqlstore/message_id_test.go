@@ -2,7 +2,6 @@ package sqlstore_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/sendonce/sendonce/internal/core"
@@ -32,11 +31,7 @@ func TestSends_MessageIDIsNotUnique(t *testing.T) {
 // deleted them — and foreign keys are enforced again.
 func TestMigration0027_RebuildKeepsSendsAndTheirChildren(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "sendonce.db")
-	s, err := sqlstore.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := openSQLiteFile(t)
 	sd := newSend("snd_kept", core.StatusQueued, at(1))
 	inTx(t, s, func(ctx context.Context, tx core.Tx) error {
 		if err := tx.InsertSend(ctx, sd); err != nil {
@@ -49,12 +44,10 @@ func TestMigration0027_RebuildKeepsSendsAndTheirChildren(t *testing.T) {
 	if events == 0 || tags == 0 {
 		t.Fatalf("%d events and %d tags stored before the migration, want some", events, tags)
 	}
-	if _, err := s.Exec(ctx, "DELETE FROM sendonce_migrations WHERE version = '0027_message_id_not_unique.sql'"); err != nil {
-		t.Fatal(err)
-	}
+	execAll(t, s, "DELETE FROM sendonce_migrations WHERE version = '0027_message_id_not_unique.sql'")
 	s.Close()
 
-	s, err = sqlstore.Open(ctx, path)
+	s, err := sqlstore.Open(ctx, path)
 	if err != nil {
 		t.Fatalf("reopen (migration 0027 runs again): %v", err)
 	}
@@ -81,19 +74,11 @@ func TestMigration0027_RebuildKeepsSendsAndTheirChildren(t *testing.T) {
 // commits nothing, instead of starting on a broken database.
 func TestMigrations_RefuseToCommitBrokenForeignKeys(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "sendonce.db")
-	s, err := sqlstore.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"PRAGMA foreign_keys = OFF",
+	s, path := openSQLiteFile(t)
+	execAll(t, s, "PRAGMA foreign_keys = OFF",
 		"INSERT INTO send_events (send_id, type, at, detail) VALUES ('snd_none', 'accepted', 1, '')",
 		"PRAGMA foreign_keys = ON",
-		"DELETE FROM sendonce_migrations WHERE version = '0027_message_id_not_unique.sql'"} {
-		if _, err := s.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+		"DELETE FROM sendonce_migrations WHERE version = '0027_message_id_not_unique.sql'")
 	s.Close()
 	if s, err := sqlstore.Open(ctx, path); err == nil {
 		s.Close()

@@ -21,21 +21,9 @@ func (s *Store) PendingMigrations(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list migrations: %w", err)
 	}
-	rs, err := s.r.query(ctx, "SELECT version FROM sendonce_migrations")
+	applied, err := stringSet(ctx, s.r, "read applied migrations", "SELECT version FROM sendonce_migrations")
 	if err != nil {
-		return nil, fmt.Errorf("read applied migrations: %w", err)
-	}
-	defer rs.Close()
-	applied := make(map[string]bool, len(names))
-	for rs.Next() {
-		var v string
-		if err := rs.Scan(&v); err != nil {
-			return nil, fmt.Errorf("read applied migrations: %w", err)
-		}
-		applied[v] = true
-	}
-	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("read applied migrations: %w", err)
+		return nil, err
 	}
 	var pending []string
 	for _, name := range names {

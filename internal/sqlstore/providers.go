@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/sendonce/sendonce/internal/core"
 )
@@ -49,11 +50,36 @@ func (t *Tx) SendByProviderMessage(ctx context.Context, provider, messageID stri
 	}
 	p, err := scanSendProvider(t.q.queryRow(ctx, `SELECT `+sendProviderColumns+` FROM send_providers
 		WHERE provider = ? AND message_id = ?`, provider, messageID))
+	if errors.Is(err, core.ErrNotFound) {
+		// One copy of a send that goes out as one copy per recipient.
+		p, err = scanSendProvider(t.q.queryRow(ctx, `SELECT `+prefixed("p.", sendProviderColumns)+` FROM send_provider_copies c
+			JOIN send_providers p ON p.send_id = c.send_id
+			WHERE c.provider = ? AND c.message_id = ?`, provider, messageID))
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	s, err := t.SendForUpdate(ctx, p.SendID)
 	return s, p, err
+}
+
+// AddProviderCopy implements core.Tx.
+func (t *Tx) AddProviderCopy(ctx context.Context, sendID, provider, messageID string) error {
+	_, err := t.q.exec(ctx, `INSERT INTO send_provider_copies (provider, message_id, send_id) VALUES (?, ?, ?)
+		ON CONFLICT (provider, message_id) DO NOTHING`, provider, messageID, sendID)
+	if err != nil {
+		return fmt.Errorf("add provider copy: %w", err)
+	}
+	return nil
+}
+
+// prefixed qualifies each of a comma-separated column list with prefix.
+func prefixed(prefix, columns string) string {
+	parts := strings.Split(columns, ", ")
+	for i, c := range parts {
+		parts[i] = prefix + c
+	}
+	return strings.Join(parts, ", ")
 }
 
 // SendByMessageID implements core.Tx. Without a send id it reads through

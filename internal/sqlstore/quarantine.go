@@ -15,14 +15,10 @@ func (s *Store) KnownCorrespondent(ctx context.Context, tenant, address string) 
 	if address == "" {
 		return false, nil
 	}
-	var n int
-	err := s.r.queryRow(ctx, `SELECT CASE WHEN EXISTS (SELECT 1 FROM send_addresses WHERE tenant = ? AND address = ?)
+	n, err := queryCount(ctx, s.r, "known correspondent", `SELECT CASE WHEN EXISTS (SELECT 1 FROM send_addresses WHERE tenant = ? AND address = ?)
 		OR EXISTS (SELECT 1 FROM received_messages WHERE tenant = ? AND sender = ? AND folder <> ?) THEN 1 ELSE 0 END`,
-		tenant, address, tenant, address, core.FolderQuarantine).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("known correspondent: %w", err)
-	}
-	return n == 1, nil
+		tenant, address, tenant, address, core.FolderQuarantine)
+	return n == 1, err
 }
 
 // ReleaseReceived implements core.QuarantineTx. The WHERE decides: of two

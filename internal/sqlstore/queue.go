@@ -70,23 +70,7 @@ func (t *Tx) ClaimDue(ctx context.Context, p core.ClaimParams) ([]*core.Send, er
 // paused (a handful of rows): the claim skips their bulk sends without
 // scanning them, however long the backlog a paused stream keeps.
 func (t *Tx) pausedBulk(ctx context.Context) (map[string]bool, error) {
-	rows, err := t.q.query(ctx, `SELECT tenant FROM tenant_streams WHERE stream = 'bulk' AND state = 'paused'`)
-	if err != nil {
-		return nil, fmt.Errorf("read paused streams: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var tenant string
-		if err := rows.Scan(&tenant); err != nil {
-			return nil, fmt.Errorf("read paused streams: %w", err)
-		}
-		out[tenant] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read paused streams: %w", err)
-	}
-	return out, nil
+	return stringSet(ctx, t.q, "read paused streams", `SELECT tenant FROM tenant_streams WHERE stream = 'bulk' AND state = 'paused'`)
 }
 
 // unpaused is the claim's condition that leaves out the sends of a
@@ -259,9 +243,5 @@ func (t *Tx) UpdateAttempt(ctx context.Context, s *core.Send, token string) (boo
 
 // QueueDepth implements core.Store.
 func (s *Store) QueueDepth(ctx context.Context) (int, error) {
-	var n int
-	if err := s.r.queryRow(ctx, `SELECT count(*) FROM sends WHERE status IN ('queued', 'sending')`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("queue depth: %w", err)
-	}
-	return n, nil
+	return queryCount(ctx, s.r, "queue depth", `SELECT count(*) FROM sends WHERE status IN ('queued', 'sending')`)
 }

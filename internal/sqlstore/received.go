@@ -181,17 +181,8 @@ func (s *Store) ListReceived(ctx context.Context, tenant string, f core.Received
 	} else {
 		add("received_messages.folder <> ?", core.FolderQuarantine)
 	}
-	args = append(args, f.Limit+1)
-	ms, err := list(ctx, s.r, "list received", scanReceived, []*core.ReceivedMessage{},
+	return listPage(ctx, s.r, "list received", scanReceived, []*core.ReceivedMessage{}, f.Limit,
 		`SELECT `+receivedListColumns+` FROM received_messages WHERE `+strings.Join(where, " AND ")+` ORDER BY id DESC LIMIT ?`, args...)
-	if err != nil {
-		return nil, false, err
-	}
-	more := len(ms) > f.Limit
-	if more {
-		ms = ms[:f.Limit]
-	}
-	return ms, more, nil
 }
 
 // likeEscape makes s match itself in a LIKE pattern with no ESCAPE

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"fmt"
 	"strings"
 )
 
@@ -11,12 +10,8 @@ import (
 // an address is added, so the suffix match needs no index of its own.
 func (t *Tx) ReceivingHeldByOther(ctx context.Context, tenant, domain string) (bool, error) {
 	d := strings.ToLower(domain)
-	var n int
-	err := t.q.queryRow(ctx, `SELECT count(*) FROM receiving_addresses
+	n, err := queryCount(ctx, t.q, "receiving domain holders", `SELECT count(*) FROM receiving_addresses
 		WHERE tenant <> ? AND (address = ? OR substr(address, length(address) - ?) = ?)`,
-		tenant, "@"+d, len(d), "@"+d).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("receiving domain holders: %w", err)
-	}
-	return n > 0, nil
+		tenant, "@"+d, len(d), "@"+d)
+	return n > 0, err
 }

@@ -47,23 +47,8 @@ func (s *Store) StreamState(ctx context.Context, tenant string, stream core.Stre
 
 // GuardedStreams implements core.Store.
 func (s *Store) GuardedStreams(ctx context.Context, limit int) ([]*core.StreamState, error) {
-	rows, err := s.r.query(ctx, `SELECT `+streamColumns+` FROM tenant_streams ORDER BY tenant, stream LIMIT ?`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list stream states: %w", err)
-	}
-	defer rows.Close()
-	var out []*core.StreamState
-	for rows.Next() {
-		st, err := scanStream(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list stream states: %w", err)
-		}
-		out = append(out, st)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list stream states: %w", err)
-	}
-	return out, nil
+	return list(ctx, s.r, "list stream states", scanStream, nil,
+		`SELECT `+streamColumns+` FROM tenant_streams ORDER BY tenant, stream LIMIT ?`, limit)
 }
 
 // streamSendsSQL counts the stream's sends handed off since a time. The

@@ -37,19 +37,7 @@ func (s *Store) SendRecipients(ctx context.Context, id string) ([]core.Recipient
 }
 
 func collectSends(rows rows) ([]*core.Send, error) {
-	defer rows.Close()
-	var out []*core.Send
-	for rows.Next() {
-		s, err := scanSend(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read sends: %w", err)
-	}
-	return out, nil
+	return collect(rows, "read sends", scanSend, nil)
 }
 
 // Send implements core.Store.

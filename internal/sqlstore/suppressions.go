@@ -52,21 +52,10 @@ func (s *Store) ListSuppressions(ctx context.Context, tenant string, f core.Supp
 	if f.After != "" {
 		q, args = q+` AND id < ?`, append(args, f.After)
 	}
-	rows, err := s.r.query(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, f.Limit+1)...)
+	out, err := list(ctx, s.r, "list suppressions", scanSuppression, []*core.Suppression{},
+		q+` ORDER BY id DESC LIMIT ?`, append(args, f.Limit+1)...)
 	if err != nil {
-		return nil, "", fmt.Errorf("list suppressions: %w", err)
-	}
-	defer rows.Close()
-	out := []*core.Suppression{}
-	for rows.Next() {
-		sup, err := scanSuppression(rows)
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, sup)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("list suppressions: %w", err)
+		return nil, "", err
 	}
 	next := ""
 	if len(out) > f.Limit {
@@ -111,24 +100,16 @@ func (t *Tx) DeleteSuppression(ctx context.Context, tenant, emailOrID string) (*
 
 // IsSuppressed implements core.Store.
 func (s *Store) IsSuppressed(ctx context.Context, tenant, address string) (bool, error) {
-	var n int
-	err := s.r.queryRow(ctx, `SELECT count(*) FROM suppressions WHERE tenant = ? AND address = ?`,
-		tenant, core.NormalizeAddress(address)).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("check suppression: %w", err)
-	}
-	return n > 0, nil
+	n, err := queryCount(ctx, s.r, "check suppression", `SELECT count(*) FROM suppressions WHERE tenant = ? AND address = ?`,
+		tenant, core.NormalizeAddress(address))
+	return n > 0, err
 }
 
 // SuppressedFor implements core.Store.
 func (s *Store) SuppressedFor(ctx context.Context, tenant, address string, stream core.Stream) (bool, error) {
-	var n int
-	err := s.r.queryRow(ctx, `SELECT count(*) FROM suppressions WHERE tenant = ? AND address = ? AND stream IN ('', ?)`,
-		tenant, core.NormalizeAddress(address), string(stream.Or(core.StreamTransactional))).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("check suppression: %w", err)
-	}
-	return n > 0, nil
+	n, err := queryCount(ctx, s.r, "check suppression", `SELECT count(*) FROM suppressions WHERE tenant = ? AND address = ? AND stream IN ('', ?)`,
+		tenant, core.NormalizeAddress(address), string(stream.Or(core.StreamTransactional)))
+	return n > 0, err
 }
 
 // AddUnsubscribe implements core.Tx.

@@ -83,17 +83,8 @@ func (s *Store) ListThreads(ctx context.Context, tenant string, f core.ThreadFil
 		where = append(where, "(t.last_at, t.id) < (SELECT last_at, id FROM threads WHERE tenant = ? AND id = ?)")
 		args = append(args, tenant, f.After)
 	}
-	args = append(args, f.Limit+1)
-	ts, err := list(ctx, s.r, "list threads", scanThread, []*core.Thread{},
+	return listPage(ctx, s.r, "list threads", scanThread, []*core.Thread{}, f.Limit,
 		threadSelect+` WHERE `+strings.Join(where, " AND ")+` ORDER BY t.last_at DESC, t.id DESC LIMIT ?`, args...)
-	if err != nil {
-		return nil, false, err
-	}
-	more := len(ts) > f.Limit
-	if more {
-		ts = ts[:f.Limit]
-	}
-	return ts, more, nil
 }
 
 // ThreadItems implements core.Receiving.

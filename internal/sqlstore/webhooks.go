@@ -133,24 +133,7 @@ func (s *Store) ListWebhooks(ctx context.Context, tenant string, p core.WebhookP
 	if p.After != "" {
 		q, args = q+` AND id < ?`, append(args, p.After)
 	}
-	rows, err := s.r.query(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, limit+1)...)
-	if err != nil {
-		return nil, false, fmt.Errorf("list webhooks: %w", err)
-	}
-	defer rows.Close()
-	var out []*core.Webhook
-	for rows.Next() {
-		w, err := scanWebhook(rows)
-		if err != nil {
-			return nil, false, err
-		}
-		out = append(out, w)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("list webhooks: %w", err)
-	}
-	more := len(out) > limit
-	return out[:min(len(out), limit)], more, nil
+	return listPage(ctx, s.r, "list webhooks", scanWebhook, nil, limit, q+` ORDER BY id DESC LIMIT ?`, args...)
 }
 
 const deliveryColumns = `webhook_id, event_id, tenant, send_id, event, status, tries, next_attempt_at, lease_token, body, created_at, updated_at`
@@ -172,19 +155,7 @@ func scanDelivery(r rowScanner) (*core.WebhookDelivery, error) {
 }
 
 func collectDeliveries(rs rows) ([]*core.WebhookDelivery, error) {
-	defer rs.Close()
-	var out []*core.WebhookDelivery
-	for rs.Next() {
-		d, err := scanDelivery(rs)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("read webhook deliveries: %w", err)
-	}
-	return out, nil
+	return collect(rs, "read webhook deliveries", scanDelivery, nil)
 }
 
 // ListWebhookDeliveries implements core.WebhookStore: event ids are

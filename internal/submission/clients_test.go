@@ -115,8 +115,7 @@ func TestSubmission_NodemailerRetryReplays(t *testing.T) {
 // and Message-ID; the same Idempotency-Key replays.
 func TestSubmission_SmtplibMultipartRetryReplays(t *testing.T) {
 	py := python3(t)
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env, addr := startEnv(t, b)
+	eachEnv(t, func(t *testing.T, env *sendoncetest.Env, addr string) {
 		host, port, _ := net.SplitHostPort(addr)
 		retryReplays(t, env, "py-order-1042", func() (bool, string) {
 			r := runClient(t, py, "testdata/smtplib_retry.py", host, port, env.AdminKey, "py-order-1042")
@@ -130,8 +129,7 @@ func TestSubmission_SmtplibMultipartRetryReplays(t *testing.T) {
 // replays it (no second send), and one with other content is refused
 // naming that send.
 func TestSubmission_KeyFromBeforeTheNewFingerprintReplaysItsBytes(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env, addr := startEnv(t, b)
+	eachEnv(t, func(t *testing.T, env *sendoncetest.Env, addr string) {
 		c := dial(t, addr, env.AdminKey)
 		to := []string{"ann@example.com"}
 		data := mail(newMsgID(), "Accepted before the upgrade.", "Idempotency-Key: order-upgrade")

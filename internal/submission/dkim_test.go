@@ -16,8 +16,7 @@ import (
 // message is the client's. A message without Message-ID and Date gets
 // them (the Message-ID the send's), and nothing else.
 func TestSubmission_DKIMSignsTheClientsMessage(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env, addr := startEnv(t, b)
+	eachEnv(t, func(t *testing.T, env *sendoncetest.Env, addr string) {
 		dns := dnstest.Start(t, env.AddDomain(t, map[string]string{"domain": "signed.test"}))
 		c := dial(t, addr, env.AdminKey)
 		data := []byte("From: News <news@signed.test>\r\nTo: ann@example.com\r\nSubject: Signed\r\n" +

@@ -28,6 +28,16 @@ func startEnv(t *testing.T, b sendoncetest.Backend) (*sendoncetest.Env, string) 
 	return env, serve(t, env.Server.Submission, "127.0.0.1:0", false)
 }
 
+// eachEnv runs fn as a subtest per backend, on startEnv's instance and
+// submission address.
+func eachEnv(t *testing.T, fn func(t *testing.T, env *sendoncetest.Env, addr string)) {
+	t.Helper()
+	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
+		env, addr := startEnv(t, b)
+		fn(t, env, addr)
+	})
+}
+
 // serve listens on addr and serves sub there until the test ends.
 func serve(t testing.TB, sub *submission.Server, addr string, implicitTLS bool) string {
 	t.Helper()

@@ -18,8 +18,7 @@ import (
 // recipient who else got the mail); the blind recipient still gets the
 // message through the envelope.
 func TestSubmission_BccHeaderIsNotDelivered(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env, addr := startEnv(t, b)
+	eachEnv(t, func(t *testing.T, env *sendoncetest.Env, addr string) {
 		c := dial(t, addr, env.AdminKey)
 		to := []string{"ann@example.com", "secret@example.com"}
 		text, err := submit(c, "sender@example.com", to, mail(newMsgID(), "Hi.", "Bcc: secret@example.com"))
@@ -70,8 +69,7 @@ func TestSubmission_BccIsInTheFingerprint(t *testing.T) {
 // "\r.\r\n" or "\n.\n" as the end of data would take what follows as
 // another message (SMTP smuggling).
 func TestSubmission_BareLineEndsAreRefused(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env, addr := startEnv(t, b)
+	eachEnv(t, func(t *testing.T, env *sendoncetest.Env, addr string) {
 		for name, data := range map[string][]byte{
 			"bare LF":      append(mail(newMsgID(), "one"), []byte("smuggled\n.\nMAIL FROM:<x@evil.example>\r\n")...),
 			"bare CR":      append(mail(newMsgID(), "one"), []byte("smuggled\r.\rMAIL FROM:<x@evil.example>\r\n")...),

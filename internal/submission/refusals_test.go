@@ -21,8 +21,7 @@ import (
 // TestSubmission_RefusalsHaveTheirCodes: every refusal docs/smtp.md lists,
 // with its SMTP code, and none of them creates a send.
 func TestSubmission_RefusalsHaveTheirCodes(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env, addr := startEnv(t, b)
+	eachEnv(t, func(t *testing.T, env *sendoncetest.Env, addr string) {
 		to := []string{"ann@example.com"}
 
 		c, err := smtp.Dial(addr)
@@ -99,8 +98,7 @@ func TestSubmission_RefusalsHaveTheirCodes(t *testing.T) {
 // Cc), no extra headers, the recipient allowlist — and its messages are
 // audited.
 func TestSubmission_AgentKeyGuardrails(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env, addr := startEnv(t, b)
+	eachEnv(t, func(t *testing.T, env *sendoncetest.Env, addr string) {
 		_, agent := env.NewKey(t, app.NewKeyParams{Name: "agent", Scopes: []core.Scope{core.ScopeSend}, Agent: true, AllowRecipients: []string{"example.com"}})
 		c := dial(t, addr, agent)
 		from := "sender@example.com" // the default mailbox's address (sendoncetest)
@@ -291,8 +289,7 @@ func TestSubmission_SizeLimit(t *testing.T) {
 // session is open is refused at the next MAIL (535), as its next HTTP
 // request would be.
 func TestSubmission_RevokedKeyStopsMidSession(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env, addr := startEnv(t, b)
+	eachEnv(t, func(t *testing.T, env *sendoncetest.Env, addr string) {
 		k, secret := env.NewKey(t, app.NewKeyParams{Name: "soon revoked", Scopes: []core.Scope{core.ScopeSend}})
 		c := dial(t, addr, secret)
 		to := []string{"ann@example.com"}

@@ -17,8 +17,7 @@ import (
 // message whose Idempotency-Key is another message's Message-ID (a key
 // that message's sender cannot choose) does not make that message 554.
 func TestSubmission_MessageIDKeyNeverMeetsAnExplicitKey(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env, addr := startEnv(t, b)
+	eachEnv(t, func(t *testing.T, env *sendoncetest.Env, addr string) {
 		c := dial(t, addr, env.AdminKey)
 		to := []string{"ann@example.com"}
 		const id = "invoice-7@example.com"
@@ -42,8 +41,7 @@ func TestSubmission_MessageIDKeyNeverMeetsAnExplicitKey(t *testing.T) {
 // A message accepted before the upgrade, its Message-ID key stored in the
 // plain form, replays when retried after it: nothing is sent twice.
 func TestSubmission_MessageIDKeyReplaysAcrossUpgrade(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env, addr := startEnv(t, b)
+	eachEnv(t, func(t *testing.T, env *sendoncetest.Env, addr string) {
 		c := dial(t, addr, env.AdminKey)
 		to := []string{"ann@example.com"}
 		const id = "before-upgrade@example.com"
@@ -66,8 +64,7 @@ func TestSubmission_MessageIDKeyReplaysAcrossUpgrade(t *testing.T) {
 // content, does not make its message 554, and its retry replays its own —
 // also through the key it is rotated into, with the same limits.
 func TestSubmission_RestrictedKeyHasItsOwnKeys(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env, addr := startEnv(t, b)
+	eachEnv(t, func(t *testing.T, env *sendoncetest.Env, addr string) {
 		if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, Body: map[string]any{"id": "a", "address": "a@example.com"}}); r.Status != 201 {
 			t.Fatalf("create mailbox: %d %s", r.Status, r.Body)
 		}
@@ -121,8 +118,7 @@ func putPlain(t *testing.T, env *sendoncetest.Env, sc idempotency.Scope, fp, ans
 // send (a global UNIQUE once made them 451 on every retry, and let one
 // tenant block another's mail).
 func TestSubmission_OneMessageIDOnSeveralMessages(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env, addr := startEnv(t, b)
+	eachEnv(t, func(t *testing.T, env *sendoncetest.Env, addr string) {
 		_, other := env.NewKey(t, app.NewKeyParams{Name: "other", Tenant: "other", Scopes: []core.Scope{core.ScopeSend, core.ScopeRead, core.ScopeAdmin}})
 		to := []string{"ann@example.com"}
 		id := newMsgID()

@@ -82,30 +82,14 @@ func New(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) 
 	if cfg.Domain == "" {
 		cfg.Domain = "localhost"
 	}
-	if cfg.MaxMessageBytes <= 0 {
-		cfg.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = DefaultMaxSessions
-	}
-	if cfg.MaxSessionsPerKey <= 0 {
-		cfg.MaxSessionsPerKey = DefaultMaxSessionsPerKey
-	}
-	if cfg.CommandTimeout <= 0 {
-		cfg.CommandTimeout = DefaultCommandTimeout
-	}
-	if cfg.SessionTimeout <= 0 {
-		cfg.SessionTimeout = DefaultSessionTimeout
-	}
-	if cfg.AuthTimeout <= 0 {
-		cfg.AuthTimeout = DefaultAuthTimeout
-	}
-	if cfg.MaxUnauthenticatedPerIP <= 0 {
-		cfg.MaxUnauthenticatedPerIP = DefaultMaxUnauthenticatedPerIP
-	}
-	if cfg.AcceptTimeout <= 0 {
-		cfg.AcceptTimeout = DefaultAcceptTimeout
-	}
+	cfg.MaxMessageBytes = positiveOr(cfg.MaxMessageBytes, DefaultMaxMessageBytes)
+	cfg.MaxSessions = positiveOr(cfg.MaxSessions, DefaultMaxSessions)
+	cfg.MaxSessionsPerKey = positiveOr(cfg.MaxSessionsPerKey, DefaultMaxSessionsPerKey)
+	cfg.CommandTimeout = positiveOr(cfg.CommandTimeout, DefaultCommandTimeout)
+	cfg.SessionTimeout = positiveOr(cfg.SessionTimeout, DefaultSessionTimeout)
+	cfg.AuthTimeout = positiveOr(cfg.AuthTimeout, DefaultAuthTimeout)
+	cfg.MaxUnauthenticatedPerIP = positiveOr(cfg.MaxUnauthenticatedPerIP, DefaultMaxUnauthenticatedPerIP)
+	cfg.AcceptTimeout = positiveOr(cfg.AcceptTimeout, DefaultAcceptTimeout)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -224,3 +208,12 @@ func (l slogLogger) Printf(format string, v ...any) {
 	l.l.Warn("smtp", slog.String("error", fmt.Sprintf(format, v...)))
 }
 func (l slogLogger) Println(v ...any) { l.l.Warn("smtp", slog.String("error", fmt.Sprint(v...))) }
+
+// positiveOr is v, or def when v is not positive: a setting left unset
+// takes its default.
+func positiveOr[T int | int64 | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
+}

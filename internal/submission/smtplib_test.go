@@ -35,8 +35,7 @@ func python3(t *testing.T) string {
 // less the Idempotency-Key header, once per message.
 func TestSubmission_PythonSmtplib(t *testing.T) {
 	py := python3(t)
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env, addr := startEnv(t, b)
+	eachEnv(t, func(t *testing.T, env *sendoncetest.Env, addr string) {
 		host, port, _ := net.SplitHostPort(addr)
 		att := filepath.Join(t.TempDir(), "blob.bin")
 		blob := make([]byte, 3000)

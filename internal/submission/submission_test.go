@@ -20,8 +20,7 @@ import (
 // for byte once, and the same message again (same Message-ID) is answered
 // with the same send and not sent again.
 func TestSubmission_SendIsFoundByIDAndDeliveredOnce(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env, addr := startEnv(t, b)
+	eachEnv(t, func(t *testing.T, env *sendoncetest.Env, addr string) {
 		c := dial(t, addr, env.AdminKey)
 		msgID := newMsgID()
 		data := mail(msgID, "Hello over SMTP.")
@@ -80,8 +79,7 @@ func TestSubmission_SendIsFoundByIDAndDeliveredOnce(t *testing.T) {
 // same key with another body is 554 5.7.0, as is the same Message-ID with
 // another body.
 func TestSubmission_KeyHeaderIsTheKeyAndIsRemoved(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env, addr := startEnv(t, b)
+	eachEnv(t, func(t *testing.T, env *sendoncetest.Env, addr string) {
 		c := dial(t, addr, env.AdminKey)
 		to := []string{"ann@example.com"}
 		for _, header := range []string{"Idempotency-Key", "Resend-Idempotency-Key"} {
@@ -133,8 +131,7 @@ func TestSubmission_KeyHeaderIsTheKeyAndIsRemoved(t *testing.T) {
 // the client reconnects and sends the same message; there is one send and
 // one delivery.
 func TestSubmission_ReplyLostAfterTheDotThenResent(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env, addr := startEnv(t, b)
+	eachEnv(t, func(t *testing.T, env *sendoncetest.Env, addr string) {
 		p, err := tcpproxy.Start(addr, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -180,8 +177,7 @@ func TestSubmission_ReplyLostAfterTheDotThenResent(t *testing.T) {
 // the server takes first is the first, so the test does not guess when it
 // is far enough along.
 func TestSubmission_ConcurrentDuplicatesGetOne250AndThe451s(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env, addr := startEnv(t, b)
+	eachEnv(t, func(t *testing.T, env *sendoncetest.Env, addr string) {
 		msgID := newMsgID()
 		data := mail(msgID, "Only once.")
 		to := []string{"ann@example.com"}

@@ -40,6 +40,10 @@ type Submission struct {
 	Env    Envelope
 	// Raw is the message as sendonce rendered (and DKIM-signed) it.
 	Raw []byte
+	// Copy names the copy of a send that goes out as one copy per
+	// recipient (its recipient's index); "" for the send's one message.
+	// Resend's Idempotency-Key carries it: the copies are distinct emails.
+	Copy string
 }
 
 // Receipt is what a provider answered when it took a message.

@@ -309,3 +309,23 @@ func TestResend_ConcurrentRequestWithTheSameKeyIsMaybeAccepted(t *testing.T) {
 		t.Errorf("Resend holds %d emails, want 1", n)
 	}
 }
+
+// TestResend_CopyHasItsOwnKeyAndNamesItsRecipient: one recipient's copy
+// of a send (Submission.Copy) is asked for under a key of its own, and a
+// copy for a Cc recipient names it in To, as Resend needs a To.
+func TestResend_CopyHasItsOwnKeyAndNamesItsRecipient(t *testing.T) {
+	srv := resendtest.Start(t, testResendKey)
+	sub := testSubmission(t, "1")
+	sub.Env.To, sub.Copy = []string{"bob@example.net"}, "2"
+	if _, err := newTestResend(srv).Submit(context.Background(), sub); err != nil {
+		t.Fatalf("a Cc recipient's copy: %v", err)
+	}
+	reqs, emails := srv.Requests(), srv.Emails()
+	if len(reqs) != 1 || reqs[0].IdempotencyKey != ResendIdempotencyKey("snd_01TEST")+".2" {
+		t.Fatalf("requests %+v, want one under the copy's key", reqs)
+	}
+	to, _ := emails[0].Payload["to"].([]any)
+	if len(to) != 1 || !strings.Contains(to[0].(string), "bob@example.net") || emails[0].Payload["cc"] != nil {
+		t.Errorf("the copy goes to %v cc %v, want bob alone in To", emails[0].Payload["to"], emails[0].Payload["cc"])
+	}
+}

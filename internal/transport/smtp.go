@@ -175,6 +175,17 @@ func (sl *Slot) Deliver(ctx context.Context, env Envelope, raw []byte) error {
 	return sl.s.deliver(ctx, env, raw)
 }
 
+// Send sends one message as Deliver does, on the slot, and keeps the slot
+// for the next: a send that goes out as one copy per recipient hands its
+// copies over one after the other on the session it was claimed with. The
+// caller releases it.
+func (sl *Slot) Send(ctx context.Context, env Envelope, raw []byte) error {
+	if err := sl.s.precheck(env); err != nil {
+		return err
+	}
+	return sl.s.deliver(ctx, env, raw)
+}
+
 // precheck refuses, before any session is taken, what no session could
 // send: a broken configuration, an impossible envelope.
 func (s *SMTP) precheck(env Envelope) error {

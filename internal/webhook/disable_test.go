@@ -35,8 +35,7 @@ func waitWebhookStatus(t *testing.T, env *sendoncetest.Env, id string, want core
 // TestWebhook_GoneDisables: a 410 fails the delivery at once (no retry)
 // and disables the endpoint; later events queue nothing for it.
 func TestWebhook_GoneDisables(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		rc := newReceiver(t, func(int) int { return http.StatusGone })
 		hookID, _ := createWebhook(t, env, rc.URL, "email.sent")
 		sendOne(t, env, "gone-1")
@@ -73,8 +72,7 @@ func TestWebhook_GoneDisables(t *testing.T) {
 // TestWebhook_ConsecutiveFailuresDisable: the delivery that makes
 // MaxConsecutiveFailures failed deliveries in a row disables the endpoint.
 func TestWebhook_ConsecutiveFailuresDisable(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, WebhookSchedule: "10ms"})
+	sendoncetest.EachEnv(t, sendoncetest.Options{WebhookSchedule: "10ms"}, func(t *testing.T, env *sendoncetest.Env) {
 		rc := newReceiver(t, func(int) int { return http.StatusServiceUnavailable })
 		hookID, _ := createWebhook(t, env, rc.URL, "email.sent")
 		env.Exec(t, `UPDATE webhooks SET failures = 9 WHERE id = ?`, hookID)
@@ -111,14 +109,7 @@ func TestWebhook_RedirectNotFollowed(t *testing.T) {
 	hookID, _ := createWebhook(t, env, rc.URL, "email.sent")
 	sendID := sendOne(t, env, "redirect-1")
 	env.WaitStatus(t, sendID, 10*time.Second, core.StatusSent)
-	var eventID string
-	for deadline := time.Now().Add(10 * time.Second); eventID == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		l := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/webhooks/" + hookID + "/events", Key: env.AdminKey}).JSON(t)
-		if data := l["data"].([]any); len(data) == 1 {
-			eventID = data[0].(map[string]any)["id"].(string)
-		}
-	}
-	d := waitDelivery(t, env, hookID, eventID, core.DeliveryFailed)
+	d := waitDelivery(t, env, hookID, waitOneEvent(t, env, hookID), core.DeliveryFailed)
 	if d["attempts"] != float64(2) {
 		t.Errorf("delivery %v: want 2 attempts", d)
 	}

@@ -88,8 +88,7 @@ func TestWebhook_AllowPrivate(t *testing.T) {
 // differently now) is refused by the dialer: no request arrives, and the
 // attempt says why.
 func TestWebhook_PrivateRefusedAtConnect(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, StrictOutbound: true, WebhookSchedule: "10ms"})
+	sendoncetest.EachEnv(t, sendoncetest.Options{StrictOutbound: true, WebhookSchedule: "10ms"}, func(t *testing.T, env *sendoncetest.Env) {
 		rc := newReceiver(t, func(int) int { return http.StatusOK })
 		r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/webhooks", Key: env.AdminKey, IdemKey: "c-1",
 			Body: map[string]any{"endpoint": "https://93.184.215.14/hook", "events": []string{"email.sent"}}})
@@ -97,12 +96,7 @@ func TestWebhook_PrivateRefusedAtConnect(t *testing.T) {
 		// As if DNS now pointed the endpoint's name at the loopback.
 		env.Exec(t, `UPDATE webhooks SET endpoint = ? WHERE id = ?`, rc.URL, id)
 		sendOne(t, env, "connect-1")
-		var eventID string
-		for deadline := time.Now().Add(10 * time.Second); eventID == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if data := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/webhooks/" + id + "/events", Key: env.AdminKey}).JSON(t)["data"].([]any); len(data) == 1 {
-				eventID = data[0].(map[string]any)["id"].(string)
-			}
-		}
+		eventID := waitOneEvent(t, env, id)
 		waitDelivery(t, env, id, eventID, core.DeliveryFailed)
 		as := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/webhooks/" + id + "/events/" + eventID + "/attempts", Key: env.AdminKey}).JSON(t)
 		a := as["data"].([]any)[0].(map[string]any)

@@ -14,8 +14,7 @@ import (
 // than the cutoff, and keeps it while it is younger and while it is
 // pending.
 func TestWebhook_RetentionPurgesFinishedDeliveries(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, WebhookSchedule: "1h"})
+	sendoncetest.EachEnv(t, sendoncetest.Options{WebhookSchedule: "1h"}, func(t *testing.T, env *sendoncetest.Env) {
 		rc := newReceiver(t, func(n int) int {
 			if n == 1 {
 				return http.StatusOK

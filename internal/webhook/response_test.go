@@ -5,7 +5,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
@@ -25,12 +24,7 @@ func TestWebhook_FailedResponseKeptShortForAdminsOnly(t *testing.T) {
 	env := sendoncetest.Start(t, sendoncetest.Options{WebhookSchedule: "10ms"})
 	hookID, _ := createWebhook(t, env, hook.URL, "email.sent")
 	sendOne(t, env, "response-1")
-	var eventID string
-	for deadline := time.Now().Add(10 * time.Second); eventID == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if data := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/webhooks/" + hookID + "/events", Key: env.AdminKey}).JSON(t)["data"].([]any); len(data) == 1 {
-			eventID = data[0].(map[string]any)["id"].(string)
-		}
-	}
+	eventID := waitOneEvent(t, env, hookID)
 	waitDelivery(t, env, hookID, eventID, core.DeliveryFailed)
 	if n := env.QueryInt(t, `SELECT max(length(response)) FROM webhook_attempts`); n > 256 {
 		t.Errorf("%d bytes of a response kept, want at most %d", n, 256)

@@ -16,8 +16,7 @@ import (
 // webhook-id and body, a signature that verifies, and the retries come no
 // sooner than the schedule (50ms, then 100ms) says.
 func TestWebhook_RetriesWithSameIDAndValidSignatures(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, WebhookSchedule: "50ms,100ms"})
+	sendoncetest.EachEnv(t, sendoncetest.Options{WebhookSchedule: "50ms,100ms"}, func(t *testing.T, env *sendoncetest.Env) {
 		rc := newReceiver(t, func(n int) int {
 			if n <= 2 {
 				return http.StatusInternalServerError
@@ -89,6 +88,20 @@ func TestWebhook_RetriesWithSameIDAndValidSignatures(t *testing.T) {
 
 // waitDelivery polls GET /v1/webhooks/{id}/events/{event_id} until the
 // delivery has status want.
+// waitOneEvent waits until the webhook has its one event and returns the
+// event's id.
+func waitOneEvent(t *testing.T, env *sendoncetest.Env, hookID string) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		l := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/webhooks/" + hookID + "/events", Key: env.AdminKey}).JSON(t)
+		if data := l["data"].([]any); len(data) == 1 {
+			return data[0].(map[string]any)["id"].(string)
+		}
+	}
+	t.Fatalf("webhook %s: no event within 10s", hookID)
+	return ""
+}
+
 func waitDelivery(t *testing.T, env *sendoncetest.Env, hookID, eventID string, want core.DeliveryStatus) map[string]any {
 	t.Helper()
 	var last map[string]any

@@ -99,27 +99,13 @@ func (c *WorkerConfig) defaults() {
 	if len(c.Schedule) == 0 {
 		c.Schedule, _ = ParseSchedule(DefaultSchedule)
 	}
-	if c.Concurrency <= 0 {
-		c.Concurrency = 32
-	}
-	if c.PerEndpoint <= 0 {
-		c.PerEndpoint = 4
-	}
-	if c.PerTenant <= 0 {
-		c.PerTenant = max(c.Concurrency/2, c.PerEndpoint)
-	}
-	if c.MaxFailures <= 0 {
-		c.MaxFailures = MaxConsecutiveFailures
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = Timeout
-	}
-	if c.Lease <= 0 {
-		c.Lease = 3 * c.Timeout
-	}
-	if c.Poll <= 0 {
-		c.Poll = 500 * time.Millisecond
-	}
+	c.Concurrency = positiveOr(c.Concurrency, 32)
+	c.PerEndpoint = positiveOr(c.PerEndpoint, 4)
+	c.PerTenant = positiveOr(c.PerTenant, max(c.Concurrency/2, c.PerEndpoint))
+	c.MaxFailures = positiveOr(c.MaxFailures, MaxConsecutiveFailures)
+	c.Timeout = positiveOr(c.Timeout, Timeout)
+	c.Lease = positiveOr(c.Lease, 3*c.Timeout)
+	c.Poll = positiveOr(c.Poll, 500*time.Millisecond)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -315,4 +301,13 @@ func attemptError(err error) string {
 		return "the connection failed"
 	}
 	return "the request failed"
+}
+
+// positiveOr is v, or def when v is not positive: a setting left unset
+// takes its default.
+func positiveOr[T int | int64 | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }

@@ -1,7 +1,8 @@
 // Package daemontest is what the test kits that run a real daemon
 // (postfixtest, dovecottest) share: the missing-daemon rule, a directory
 // the daemon's own users can reach, a free loopback address, and the wait
-// for its listener.
+// for its listener; and, for the kits of the servers the machine runs
+// (pgtest, redistest), the rule for their URL variables.
 package daemontest
 
 import (
@@ -20,6 +21,21 @@ func Missing(t testing.TB, daemon string, err error, install, needs string) {
 		t.Fatalf("%s cannot run: %v (.ci/run installs it: %s)", daemon, err, install)
 	}
 	t.Skipf("needs %s: %v", needs, err)
+}
+
+// EnvURL returns the server URL envVar names. Unset, it skips the test,
+// saying how to set it (example is a URL; what names the tests), or
+// fails it under CI, whose .ci/run sets it.
+func EnvURL(t testing.TB, envVar, what, example string) string {
+	t.Helper()
+	u := os.Getenv(envVar)
+	if u == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not set; .ci/run sets it", envVar)
+		}
+		t.Skipf("%s tests skipped: set %s=%s to run them", what, envVar, example)
+	}
+	return u
 }
 
 // MakeDir makes a new directory with the subdirectories subs, all mode

@@ -7,11 +7,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/url"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sendonce/sendonce/internal/testkit/daemontest"
 )
 
 // EnvVar names the admin connection URL the tests use.
@@ -21,14 +22,7 @@ const EnvVar = "SENDONCE_TEST_POSTGRES_URL"
 // when none is set. CI always sets it.
 func URL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv(EnvVar)
-	if u == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set; .ci/run sets it", EnvVar)
-		}
-		t.Skipf("PostgreSQL tests skipped: set %s=postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable to run them", EnvVar)
-	}
-	return u
+	return daemontest.EnvURL(t, EnvVar, "PostgreSQL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
 }
 
 // NewDatabase creates an empty database for this test and returns its URL.

@@ -7,28 +7,28 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sendonce/sendonce/internal/testkit/daemontest"
 )
 
 // EnvVar names the Redis URL the tests use.
 const EnvVar = "SENDONCE_TEST_REDIS_URL"
 
-// Client connects to EnvVar's server, or skips the test (saying how to
-// enable it) when none is set; under CI=1 a missing URL fails instead.
+// URL returns EnvVar's URL, or skips the test (saying how to enable it)
+// when none is set; under CI=1 a missing URL fails instead.
+func URL(t testing.TB) string {
+	t.Helper()
+	return daemontest.EnvURL(t, EnvVar, "Redis", "redis://127.0.0.1:6379/0")
+}
+
+// Client connects to EnvVar's server, or skips the test as URL does.
 func Client(t testing.TB) *redis.Client {
 	t.Helper()
-	u := os.Getenv(EnvVar)
-	if u == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set; .ci/run sets it", EnvVar)
-		}
-		t.Skipf("Redis tests skipped: set %s=redis://127.0.0.1:6379/0 to run them", EnvVar)
-	}
-	opt, err := redis.ParseURL(u)
+	opt, err := redis.ParseURL(URL(t))
 	if err != nil {
 		t.Fatalf("%s: %v", EnvVar, err)
 	}

@@ -4,16 +4,10 @@
 package sendoncetest
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/tls"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,6 +21,7 @@ import (
 	"github.com/sendonce/sendonce/internal/mxserver"
 	"github.com/sendonce/sendonce/internal/server"
 	"github.com/sendonce/sendonce/internal/testkit/pgtest"
+	"github.com/sendonce/sendonce/internal/testkit/redistest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
@@ -48,45 +43,6 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.offset += d
-}
-
-// Backend is a database sendonce runs on.
-type Backend string
-
-const (
-	SQLite   Backend = "sqlite"
-	Postgres Backend = "postgres"
-)
-
-// Backends lists the databases a benchmark runs on: SQLite always, and
-// PostgreSQL when SENDONCE_TEST_POSTGRES_URL names a server. Without one it
-// says so, and under CI (which always sets it) it fails instead.
-func Backends(tb testing.TB) []Backend {
-	tb.Helper()
-	if os.Getenv(pgtest.EnvVar) == "" {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("%s is not set; .ci/run sets it", pgtest.EnvVar)
-		}
-		tb.Logf("PostgreSQL half skipped: set %s to run it", pgtest.EnvVar)
-		return []Backend{SQLite}
-	}
-	return []Backend{SQLite, Postgres}
-}
-
-// EachBackend runs fn as a parallel subtest per backend: one table of
-// backends, one copy of each test. Without PostgreSQL configured the
-// postgres subtest is skipped with a note on how to enable it.
-func EachBackend(t *testing.T, fn func(t *testing.T, b Backend)) {
-	t.Helper()
-	for _, b := range []Backend{SQLite, Postgres} {
-		t.Run(string(b), func(t *testing.T) {
-			if b == Postgres {
-				pgtest.URL(t) // skips, saying how, when none is configured
-			}
-			t.Parallel()
-			fn(t, b)
-		})
-	}
 }
 
 // Options adjusts the instance. Zero values take test-friendly defaults.
@@ -329,13 +285,7 @@ func (e *Env) redis(t testing.TB, o Options) string {
 	if !o.Redis {
 		return ""
 	}
-	url := os.Getenv("SENDONCE_TEST_REDIS_URL")
-	if url == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("SENDONCE_TEST_REDIS_URL is not set; .ci/run sets it")
-		}
-		t.Skip("Redis tests skipped: set SENDONCE_TEST_REDIS_URL=redis://127.0.0.1:6379/0 to run them")
-	}
+	url := redistest.URL(t)
 	e.RedisPrefix = o.RedisPrefix
 	if e.RedisPrefix == "" {
 		e.RedisPrefix = "sendonce-test:" + app.NewID("") + ":"
@@ -402,164 +352,4 @@ func (e *Env) NewKey(t testing.TB, p app.NewKeyParams) (*core.APIKey, string) {
 		t.Fatalf("create key: %v", err)
 	}
 	return k, secret
-}
-
-// Response is a finished HTTP exchange.
-type Response struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
-// JSON decodes the body into a map.
-func (r *Response) JSON(t testing.TB) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
-		t.Fatalf("response is not a JSON object: %v: %s", err, r.Body)
-	}
-	return m
-}
-
-// TryJSON is JSON for goroutines: it returns the error instead of failing.
-func (r *Response) TryJSON() (map[string]any, error) {
-	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
-		return nil, fmt.Errorf("response is not a JSON object: %w: %s", err, r.Body)
-	}
-	return m, nil
-}
-
-// ErrorCode returns error.code of an error body, "" otherwise.
-func (r *Response) ErrorCode() string {
-	var b struct {
-		Error struct{ Code string } `json:"error"`
-	}
-	_ = json.Unmarshal(r.Body, &b)
-	return b.Error.Code
-}
-
-// Request is one API call.
-type Request struct {
-	Method, Path string
-	Key          string            // bearer secret; "" for none
-	IdemKey      string            // Idempotency-Key; "" for none
-	Body         any               // []byte, string, or a value to marshal; nil for none
-	Header       map[string]string // extra headers
-}
-
-// Do performs r against the instance.
-func (e *Env) Do(t testing.TB, r Request) *Response {
-	t.Helper()
-	resp, err := e.TryDo(r)
-	if err != nil {
-		t.Fatalf("%s %s: %v", r.Method, r.Path, err)
-	}
-	return resp
-}
-
-// TryDo is Do for goroutines: it returns the error instead of failing.
-func (e *Env) TryDo(r Request) (*Response, error) {
-	var body io.Reader
-	switch b := r.Body.(type) {
-	case nil:
-	case []byte:
-		body = bytes.NewReader(b)
-	case string:
-		body = bytes.NewReader([]byte(b))
-	default:
-		j, err := json.Marshal(b)
-		if err != nil {
-			return nil, err
-		}
-		body = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(r.Method, e.URL+r.Path, body)
-	if err != nil {
-		return nil, err
-	}
-	if r.Key != "" {
-		req.Header.Set("Authorization", "Bearer "+r.Key)
-	}
-	if r.IdemKey != "" {
-		req.Header.Set("Idempotency-Key", r.IdemKey)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range r.Header {
-		req.Header.Set(k, v)
-	}
-	client := &http.Client{Timeout: 30 * time.Second}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
-}
-
-// Send posts to /v1/send with the admin key.
-func (e *Env) Send(t testing.TB, idemKey string, body any) *Response {
-	t.Helper()
-	return e.Do(t, Request{Method: "POST", Path: "/v1/send", Key: e.AdminKey, IdemKey: idemKey, Body: body})
-}
-
-// TrySend is Send for goroutines: it returns an error instead of failing,
-// also for any answer but 200, and the send's id.
-func (e *Env) TrySend(idemKey string, body any) (string, error) {
-	return e.trySendAs(e.AdminKey, idemKey, body)
-}
-
-// TrySendAs is TrySend with another API key.
-func (e *Env) TrySendAs(key, idemKey string, body any) (string, error) {
-	return e.trySendAs(key, idemKey, body)
-}
-
-func (e *Env) trySendAs(key, idemKey string, body any) (string, error) {
-	r, err := e.TryDo(Request{Method: "POST", Path: "/v1/send", Key: key, IdemKey: idemKey, Body: body})
-	if err != nil {
-		return "", err
-	}
-	if r.Status != http.StatusOK {
-		return "", fmt.Errorf("send %s: %d %s", idemKey, r.Status, r.Body)
-	}
-	m, err := r.TryJSON()
-	if err != nil {
-		return "", err
-	}
-	id, _ := m["id"].(string)
-	return id, nil
-}
-
-// Mail is a minimal valid send body.
-func Mail(to, subject string) map[string]any {
-	return map[string]any{"to": to, "subject": subject, "text": "Hello from a test."}
-}
-
-// WaitStatus polls the send until it has one of the statuses (or fails the
-// test after timeout) and returns its last JSON.
-func (e *Env) WaitStatus(t testing.TB, id string, timeout time.Duration, want ...core.Status) map[string]any {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last map[string]any
-	for time.Now().Before(deadline) {
-		r := e.Do(t, Request{Method: "GET", Path: "/v1/sends/" + id, Key: e.AdminKey})
-		if r.Status != http.StatusOK {
-			t.Fatalf("GET send %s: %d %s", id, r.Status, r.Body)
-		}
-		last = r.JSON(t)
-		for _, w := range want {
-			if last["status"] == string(w) {
-				return last
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("send %s: status %v after %v, want one of %v", id, last["status"], timeout, want)
-	return nil
 }

@@ -1,0 +1,128 @@
+package sqlstore_test
+
+// The kit of the store's conformance suite: every test runs against each
+// database the store supports (SQLite always; PostgreSQL when
+// SENDONCE_TEST_POSTGRES_URL names a server), one copy of each test over a
+// table of backends.
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/sqlstore"
+	"github.com/sendonce/sendonce/internal/testkit/pgtest"
+)
+
+// backend is a database the store runs on.
+type backend struct {
+	name string
+	// newDB creates an empty database and returns its address.
+	newDB func(t *testing.T) string
+	// open opens (and migrates) the database at addr.
+	open func(ctx context.Context, addr string) (*sqlstore.Store, error)
+}
+
+var backends = []backend{
+	{
+		name: "sqlite",
+		// Directories that do not exist yet: Open creates them.
+		newDB: func(t *testing.T) string { return filepath.Join(t.TempDir(), "a", "b", "sendonce.db") },
+		open:  sqlstore.Open,
+	},
+	{
+		name:  "postgres",
+		newDB: func(t *testing.T) string { return pgtest.NewDatabase(t) },
+		open: func(ctx context.Context, url string) (*sqlstore.Store, error) {
+			return sqlstore.OpenPostgres(ctx, url, sqlstore.PostgresOptions{})
+		},
+	},
+}
+
+// forEachBackend runs fn as a parallel subtest per backend; the postgres
+// subtest is skipped, saying how to enable it, when no server is configured.
+func forEachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
+	t.Helper()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			if b.name == "postgres" {
+				pgtest.URL(t)
+			}
+			t.Parallel()
+			fn(t, b)
+		})
+	}
+}
+
+// forEachStore runs fn per backend on a fresh, migrated store.
+func forEachStore(t *testing.T, fn func(t *testing.T, s *sqlstore.Store)) {
+	t.Helper()
+	forEachBackend(t, func(t *testing.T, b backend) {
+		fn(t, b.openStore(t, b.newDB(t)))
+	})
+}
+
+// openStore opens addr; t.Cleanup closes the store.
+func (b backend) openStore(t *testing.T, addr string) *sqlstore.Store {
+	t.Helper()
+	s, err := b.open(context.Background(), addr)
+	if err != nil {
+		t.Fatalf("open %s: %v", b.name, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// inTx runs fn in one write transaction and fails the test on an error.
+func inTx(t *testing.T, s *sqlstore.Store, fn func(ctx context.Context, tx core.Tx) error) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.InTx(ctx, func(tx core.Tx) error { return fn(ctx, tx) }); err != nil {
+		t.Fatalf("transaction: %v", err)
+	}
+}
+
+// migrations counts the schema migrations of the backend's dialect.
+func migrations(t *testing.T, dialect string) int {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("migrations", dialect, "*.sql"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no migrations for %s (%v)", dialect, err)
+	}
+	return len(files)
+}
+
+// queryInt runs a query (? placeholders) that returns one integer.
+func queryInt(t *testing.T, s *sqlstore.Store, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := s.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatalf("query %q: %v", query, err)
+	}
+	return n
+}
+
+// openSQLiteFile opens a fresh SQLite store in a file of the test's own,
+// for a migration test: it rewinds the schema (execAll), closes the store
+// and opens path again, which runs what the rewind unrecorded.
+func openSQLiteFile(t *testing.T) (*sqlstore.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sendonce.db")
+	s, err := sqlstore.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, path
+}
+
+// execAll runs each statement on s, in order, and fails the test at the
+// first error.
+func execAll(t *testing.T, s *sqlstore.Store, statements ...string) {
+	t.Helper()
+	for _, q := range statements {
+		if _, err := s.Exec(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
