@@ -177,12 +177,14 @@ type StoredDomainCheck struct {
 	Domain *core.Domain
 }
 
-// CheckStoredDomain runs the DNS check of the tenant's domain through the
-// configured resolver. First, when a rotation is pending and its record
+// CheckStoredDomain runs the DNS check of the tenant's domain c names
+// (c.Tenant, c.Domain, c.NoSenderRules; the stored selector, through the
+// configured resolver). First, when a rotation is pending and its record
 // is published and is the new key, signing moves to it (PromoteDKIMKey:
 // of two checks at once, one promotes). ErrNotFound.
-func (s *Service) CheckStoredDomain(ctx context.Context, tenant, domain string) (*StoredDomainCheck, error) {
-	d, err := s.Domain(ctx, tenant, domain)
+func (s *Service) CheckStoredDomain(ctx context.Context, c DNSCheck) (*StoredDomainCheck, error) {
+	tenant := c.Tenant
+	d, err := s.Domain(ctx, tenant, c.Domain)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +192,7 @@ func (s *Service) CheckStoredDomain(ctx context.Context, tenant, domain string) 
 	if res.Pending, res.Promoted, err = s.promoteIfPublished(ctx, d); err != nil {
 		return nil, err
 	}
-	if res.Report, err = s.CheckDomain(ctx, DNSCheck{Tenant: tenant, Domain: d.Domain, RequireStored: true}); err != nil {
+	if res.Report, err = s.CheckDomain(ctx, DNSCheck{Tenant: tenant, Domain: d.Domain, RequireStored: true, NoSenderRules: c.NoSenderRules}); err != nil {
 		return nil, err
 	}
 	if res.Domain, err = s.Domain(ctx, tenant, d.Domain); err != nil {

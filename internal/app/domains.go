@@ -282,6 +282,10 @@ type DNSCheck struct {
 	// RequireStored makes a domain the tenant has not added ErrNotFound;
 	// otherwise it is checked without the stored key to compare with.
 	RequireStored bool
+	// NoSenderRules leaves out the bulk sender rules section, which
+	// connects to the major receivers: the periodic verification needs
+	// only DKIM.
+	NoSenderRules bool
 }
 
 // CheckDomain runs the DNS check of a sending domain (dnscheck.Check).
@@ -315,6 +319,7 @@ func (s *Service) CheckDomain(ctx context.Context, c DNSCheck) (*dnscheck.Report
 		return nil, err
 	}
 	opts := dnscheck.Options{Domain: name, Selector: selector, Resolver: resolver, Egress: s.cfg.Egress}
+	s.senderRules(&opts, c.NoSenderRules)
 	for _, e := range s.cfg.Egress {
 		opts.RelayIPs = append(opts.RelayIPs, e.IP) // mail leaves from them: SPF must pass for each
 	}
@@ -362,7 +367,7 @@ func (s *Service) VerifyDomain(ctx context.Context, d *core.Domain) (core.Domain
 	}); err != nil {
 		return "", err
 	}
-	res, err := s.CheckStoredDomain(ctx, d.Tenant, d.Domain) // a pending DKIM key is promoted when published
+	res, err := s.CheckStoredDomain(ctx, DNSCheck{Tenant: d.Tenant, Domain: d.Domain, NoSenderRules: true}) // a pending DKIM key is promoted when published
 	if err != nil {
 		return core.DomainFailed, nil
 	}

@@ -100,6 +100,10 @@ type Config struct {
 	// Idempotency configures the process's one idempotency engine
 	// (Service.Idempotency). Defaults to the idempotency package's.
 	Idempotency IdempotencyConfig
+	// SenderRules configures the domain check's bulk sender rules
+	// section (senderrules.go): --bounce-domain, --tls-receivers,
+	// --helo-name.
+	SenderRules SenderRulesConfig
 	// Reputation are the reputation guard's thresholds
 	// (--pause-complaint-rate, --pause-bounce-rate, --pause-min-sends);
 	// zero fields take the defaults (DefaultPause…).

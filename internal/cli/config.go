@@ -12,6 +12,7 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/delivery"
+	"github.com/sendonce/sendonce/internal/dnscheck"
 	"github.com/sendonce/sendonce/internal/httpapi/kit"
 	"github.com/sendonce/sendonce/internal/mxserver"
 	"github.com/sendonce/sendonce/internal/ratelimit"
@@ -74,6 +75,8 @@ type Config struct {
 	InboundTLSCert, InboundTLSKey string
 	// Providers is the provider transports' flags (providers.go).
 	Providers providerFlags
+	// TLSReceivers is --tls-receivers, read into Server.TLSReceivers.
+	TLSReceivers string
 }
 
 // envFlags defines flags whose defaults come from the environment, and
@@ -222,6 +225,7 @@ func serverFlags(e *envFlags, c *Config) {
 	e.str(&sc.DNSResolver, "dns-resolver", "SENDONCE_DNS_RESOLVER", "", "DNS server HOST:PORT for the mx transport and DNS checks (default: the first nameserver of /etc/resolv.conf)")
 	e.dur(&sc.DKIMRetireAfter, "dkim-retire-after", "SENDONCE_DKIM_RETIRE_AFTER", app.DefaultDKIMRetireAfter, "after a DKIM key rotation, how long the former key's record stays listed to keep (mail signed with it still verifies) before it is listed for removal")
 	e.dur(&sc.DomainCheckInterval, "domain-check-interval", "SENDONCE_DOMAIN_CHECK_INTERVAL", server.DefaultDomainCheckInterval, "how often a worker re-checks the DNS of domains not verified and of those with a DKIM rotation pending (±20% jitter; 1m to 24h)")
+	e.str(&c.TLSReceivers, "tls-receivers", "SENDONCE_TLS_RECEIVERS", dnscheck.DefaultReceivers, "comma-separated receiver domains whose mail exchangers the domain check connects to, to see that they offer STARTTLS with a valid certificate (a bulk sender rule; \"none\": not checked)")
 	e.str(&sc.OutboundAllow, "outbound-allow", "SENDONCE_OUTBOUND_ALLOW", "", "comma-separated CIDR prefixes, or \"private\", that relays set through the API and mx exchangers may reach besides public addresses (default: public addresses only; --transport is always trusted)")
 	e.integer(&sc.RateLimit, "rate-limit", "SENDONCE_RATE_LIMIT", ratelimit.DefaultRequests, "requests an API key may make per --rate-limit-window before 429 rate_limited (0 turns the limit off; keys create --rate-limit overrides it per key); shared between processes through --redis, else counted per process")
 	e.dur(&sc.RateLimitWindow, "rate-limit-window", "SENDONCE_RATE_LIMIT_WINDOW", ratelimit.DefaultWindow, "the window --rate-limit counts in")
@@ -336,6 +340,11 @@ func (c *Config) validate() error {
 	if _, err := app.ResolverAddr(sc.DNSResolver); err != nil {
 		return fmt.Errorf("--dns-resolver: %v", err)
 	}
+	receivers, err := dnscheck.ParseReceivers(c.TLSReceivers)
+	if err != nil {
+		return fmt.Errorf("--tls-receivers: %v", err)
+	}
+	sc.TLSReceivers = receivers
 	if c.MaxMessageSize < 1024 || c.MaxRequestSize < 1024 {
 		return fmt.Errorf("--max-message-size and --max-request-size must be at least 1024 bytes")
 	}

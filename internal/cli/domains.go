@@ -141,19 +141,25 @@ func printRecords(w io.Writer, d *core.Domain, recs []app.PublishRecord) {
 }
 
 func runDNS(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	const dnsUsage = "dns check DOMAIN [--selector S] [--resolver HOST:PORT] [--json]"
+	const dnsUsage = "dns check DOMAIN [--selector S] [--resolver HOST:PORT] [--public-url URL] [--bounce-domain D] [--tls-receivers LIST] [--json]"
 	if len(args) == 0 || args[0] != "check" {
 		return fmt.Errorf("%w: %s", ErrUsage, dnsUsage)
 	}
 	e := newFlags("dns check", getenv, stderr)
 	var (
 		dsn, tenant, selector, resolver string
+		publicURL, bounce, receivers    string
 		asJSON                          bool
 	)
 	dbFlag(e, &dsn)
 	e.fs.StringVar(&tenant, "tenant", "default", "tenant whose stored key the published one must match")
 	e.fs.StringVar(&selector, "selector", "", "DKIM selector (default: the stored domain's)")
 	e.str(&resolver, "resolver", "SENDONCE_DNS_RESOLVER", "", "DNS server HOST:PORT to query (default: the first nameserver of /etc/resolv.conf)")
+	// The bulk sender rules read serve's settings, from the same
+	// variables, so that the check judges the deployment as it runs.
+	e.str(&publicURL, "public-url", "SENDONCE_PUBLIC_URL", "", "the server's --public-url: the base of bulk mail's one-click unsubscribe links")
+	e.str(&bounce, "bounce-domain", "SENDONCE_BOUNCE_DOMAIN", "", "the server's --bounce-domain: the envelope senders' domain, whose SPF and alignment are checked (default: the domain)")
+	e.str(&receivers, "tls-receivers", "SENDONCE_TLS_RECEIVERS", dnscheck.DefaultReceivers, "receiver domains whose mail exchangers must offer STARTTLS with a valid certificate (\"none\": not checked)")
 	e.fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	pos, err := positional(e, args[1:], 1, dnsUsage)
 	if err != nil {
@@ -162,6 +168,10 @@ func runDNS(ctx context.Context, args []string, getenv func(string) string, stdo
 	if _, err := app.ResolverAddr(resolver); err != nil {
 		return fmt.Errorf("%w: --resolver: %v", ErrUsage, err)
 	}
+	rules := app.SenderRulesConfig{BounceDomain: bounce}
+	if rules.TLSReceivers, err = dnscheck.ParseReceivers(receivers); err != nil {
+		return fmt.Errorf("%w: --tls-receivers: %v", ErrUsage, err)
+	}
 	store, err := openExistingStore(ctx, dsn)
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
@@ -169,12 +179,14 @@ func runDNS(ctx context.Context, args []string, getenv func(string) string, stdo
 	var rep *dnscheck.Report
 	if store != nil {
 		defer store.Close()
-		rep, err = app.New(store, app.Config{}, nil).CheckDomain(ctx, app.DNSCheck{Tenant: tenant, Domain: pos[0], Selector: selector, Resolver: resolver})
+		cfg := app.Config{PublicURL: publicURL, SenderRules: rules}
+		rep, err = app.New(store, cfg, nil).CheckDomain(ctx, app.DNSCheck{Tenant: tenant, Domain: pos[0], Selector: selector, Resolver: resolver})
 	} else {
 		// No database: nothing to compare the published key with.
 		var addr string
 		if addr, err = app.ResolverAddr(resolver); err == nil {
-			rep, err = dnscheck.Check(ctx, dnscheck.Options{Domain: pos[0], Selector: selector, Resolver: addr})
+			rep, err = dnscheck.Check(ctx, dnscheck.Options{Domain: pos[0], Selector: selector, Resolver: addr, EnvelopeDomain: bounce,
+				Bulk: &dnscheck.BulkRules{PublicURL: publicURL, Receivers: rules.TLSReceivers}})
 		}
 	}
 	if err != nil {

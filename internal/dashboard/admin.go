@@ -176,7 +176,7 @@ func (d *Dashboard) checkDomain(q *req) error {
 	if err != nil {
 		return err
 	}
-	res, err := d.svc.CheckStoredDomain(q.ctx(), q.key.Tenant, data.Domain.Domain)
+	res, err := d.svc.CheckStoredDomain(q.ctx(), app.DNSCheck{Tenant: q.key.Tenant, Domain: data.Domain.Domain})
 	if err != nil {
 		return err
 	}

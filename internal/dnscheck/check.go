@@ -94,11 +94,15 @@ type Options struct {
 	Timeout time.Duration
 	// QueryTimeout bounds each DNS query. Defaults to 5 seconds.
 	QueryTimeout time.Duration
+	// Bulk, when set, adds the bulk sender rules section (CheckBulk).
+	Bulk *BulkRules
 }
 
 // Finding is one conclusion of a check.
 type Finding struct {
-	Check   string `json:"check"` // CheckMX, CheckSPF, CheckDKIM, CheckDMARC or CheckEgress
+	Check string `json:"check"` // CheckMX, CheckSPF, CheckDKIM, CheckDMARC, CheckEgress or CheckBulk
+	// Rule names the bulk sender rule of a CheckBulk finding (RuleSPF, …).
+	Rule    string `json:"rule,omitempty"`
 	Level   Level  `json:"level"`
 	Message string `json:"message"`
 	// Fix says how to fix a warning or an error; empty when Level is OK.
@@ -186,12 +190,16 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 		rep:       &Report{Domain: domain, Selector: selector, Resolver: addr, Findings: []Finding{}},
 		spf:       make(map[string]*spfFetch),
 	}
-	if c.checkMX() {
+	exists := c.checkMX()
+	if exists {
 		c.checkSPF()
 		c.checkDKIM()
 		c.checkDMARC()
 	}
 	c.checkEgress()
+	if exists && opts.Bulk != nil && c.ctx.Err() == nil {
+		c.checkBulk(opts.Bulk) // judged on the findings above
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -208,6 +216,7 @@ type checker struct {
 	r         *resolver
 	rep       *Report
 	spf       map[string]*spfFetch // SPF records fetched, by domain
+	egress    []egressOutcome      // what checkEgress found, per source
 }
 
 func (c *checker) ok(check, format string, args ...any) {

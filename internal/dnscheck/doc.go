@@ -26,6 +26,16 @@
 //   - dmarc: exactly one record at _dmarc.<domain> (or its organizational
 //     domain), its p=, sp=, pct, rua and ruf, and alignment of DKIM and SPF
 //     with the From domain.
+//   - egress: forward-confirmed reverse DNS of each egress source
+//     (Options.Egress), named in its EHLO.
+//   - bulk (with Options.Bulk; bulkrules.go, bulktls.go): the sender rules
+//     Gmail, Yahoo and Microsoft hold bulk senders to, each finding naming
+//     its Rule — SPF at the envelope domain, DKIM, the From domain's
+//     alignment with either, DMARC published, reverse DNS of each egress
+//     source, STARTTLS offered by the major receivers' exchangers (a probe
+//     through transport.Probe and the outbound policy, each bounded by
+//     BulkRules.ProbeTimeout: the only connections the check makes besides
+//     DNS), and the one-click unsubscribe link's base.
 //
 // A failed query (timeout, SERVFAIL) becomes an error finding of the check
 // that needed it; after a network failure the resolver is considered down

@@ -27,8 +27,16 @@ func (c *checker) checkEgress() {
 		if c.ctx.Err() != nil {
 			return
 		}
+		before := len(c.rep.Findings)
 		c.checkSource(src)
+		c.egress = append(c.egress, egressOutcome{src: src, findings: slices.Clone(c.rep.Findings[before:])})
 	}
+}
+
+// egressOutcome is one source's findings, for the bulk sender rules.
+type egressOutcome struct {
+	src      Egress
+	findings []Finding
 }
 
 func (c *checker) checkSource(src Egress) {

@@ -18,18 +18,22 @@ func (r *Report) Text() string {
 		fmt.Fprintf(&b, " (DKIM selector %s)", r.Selector)
 	}
 	fmt.Fprintf(&b, " via resolver %s\n", r.Resolver)
-	for _, check := range []string{CheckMX, CheckSPF, CheckDKIM, CheckDMARC, CheckEgress} {
+	for _, check := range []string{CheckMX, CheckSPF, CheckDKIM, CheckDMARC, CheckEgress, CheckBulk} {
 		first := true
 		for _, f := range r.Findings {
 			if f.Check != check {
 				continue
 			}
 			if first {
-				fmt.Fprintf(&b, "\n%s\n", strings.ToUpper(check))
+				fmt.Fprintf(&b, "\n%s\n", heading(check))
 				first = false
 			}
 			label := fmt.Sprintf("  %-9s", f.Level)
-			writeWrapped(&b, label, f.Message)
+			msg := f.Message
+			if f.Rule != "" {
+				msg = "[" + f.Rule + "] " + msg
+			}
+			writeWrapped(&b, label, msg)
 			if f.Fix != "" {
 				writeWrapped(&b, strings.Repeat(" ", len(label)), "Fix: "+f.Fix)
 			}
@@ -39,6 +43,14 @@ func (r *Report) Text() string {
 	fmt.Fprintf(&b, "\nResult: %s (%s, %s)\n", strings.ToUpper(string(r.Level())),
 		plural(errs, "error", "errors"), plural(warns, "warning", "warnings"))
 	return b.String()
+}
+
+// heading is a section's title.
+func heading(check string) string {
+	if check == CheckBulk {
+		return "BULK SENDER RULES (Gmail, Yahoo, Microsoft)"
+	}
+	return strings.ToUpper(check)
 }
 
 // writeWrapped writes text after prefix, wrapping at word boundaries with

@@ -112,7 +112,7 @@ type checkView struct {
 // the server sends queries. A pending DKIM key whose record is published
 // becomes the signing key (app.CheckStoredDomain).
 func (s *Server) handleCheckDomain(w http.ResponseWriter, r *http.Request) {
-	res, err := s.Svc.CheckStoredDomain(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("domain"))
+	res, err := s.Svc.CheckStoredDomain(r.Context(), app.DNSCheck{Tenant: kit.APIKeyFrom(r.Context()).Tenant, Domain: r.PathValue("domain")})
 	if err != nil {
 		kit.WriteError(w, r, s.Logger, err)
 		return

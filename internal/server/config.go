@@ -58,6 +58,10 @@ type Config struct {
 	// pending (jittered by DomainCheckJitter). Defaults to
 	// DefaultDomainCheckInterval.
 	DomainCheckInterval time.Duration
+	// TLSReceivers is --tls-receivers: the receiver domains whose
+	// exchangers the domain check's bulk sender rules connect to, to see
+	// STARTTLS offered (dnscheck.ParseReceivers). Defaults to none.
+	TLSReceivers []string
 	// OutboundAllow is --outbound-allow: the address ranges, besides
 	// global unicast, that connections made on a tenant's behalf (mailbox
 	// relays, mx exchangers) may reach, as netpolicy.Parse reads them.

@@ -337,10 +337,18 @@ func appConfig(cfg Config, resolver string, policy *netpolicy.Policy, mx transpo
 		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes, RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow,
 		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), NoInboundListener: cfg.InboundAddr == "", IMAPProbe: imapProbe(policy),
 		MaxReceivedBytes: cfg.MaxReceivedBytes, Egress: egressChecks(mx), RequireVerifiedDomain: cfg.RequireVerifiedDomain,
-		TracerProvider: cfg.TracerProvider, Reputation: cfg.Reputation,
+		TracerProvider: cfg.TracerProvider, Reputation: cfg.Reputation, SenderRules: senderRules(cfg, mx),
 		PublicURL: cmp.Or(cfg.PublicURL, "http://"+cfg.Addr), UnsubscribeDomain: unsubscribeDomain(cfg),
 		Idempotency: app.IdempotencyConfig{Front: rf.front, TTL: cfg.IdempotencyTTL, Lease: cfg.ReservationLease,
 			ReplayCacheEntries: cfg.ReplayCache, Logger: logger}}
+}
+
+// senderRules is what the domain check's bulk sender rules need of cfg:
+// the receivers are probed as the mx transport would reach them (its
+// port, EHLO name and --tls-ca roots).
+func senderRules(cfg Config, mx transport.MXConfig) app.SenderRulesConfig {
+	return app.SenderRulesConfig{BounceDomain: cfg.BounceDomain, TLSReceivers: cfg.TLSReceivers,
+		HELOName: mx.HELOName, Port: mx.Port, RootCAs: mx.RootCAs}
 }
 
 func wireWebhooks(store *sqlstore.Store, cfg Config, policy *netpolicy.Policy, logger *slog.Logger) (*webhook.Service, *webhook.Worker, error) {

@@ -349,39 +349,8 @@ func resendPayload(sub Submission) ([]byte, error) {
 	if e.Subject, err = h.Subject(); err != nil {
 		e.Subject = h.Get("Subject")
 	}
-	envTo := map[string]bool{}
-	for _, a := range sub.Env.To {
-		envTo[strings.ToLower(a)] = true
-	}
-	placed := map[string]bool{}
-	pick := func(field string) []string {
-		list, _ := h.AddressList(field)
-		var out []string
-		for _, a := range list {
-			k := strings.ToLower(a.Address)
-			if envTo[k] && !placed[k] {
-				placed[k] = true
-				out = append(out, a.String())
-			}
-		}
-		return out
-	}
-	e.To, e.Cc = pick("To"), pick("Cc")
-	for _, a := range sub.Env.To {
-		if !placed[strings.ToLower(a)] {
-			placed[strings.ToLower(a)] = true
-			e.Bcc = append(e.Bcc, a)
-		}
-	}
-	if len(e.To) == 0 && sub.Copy != "" {
-		// One recipient's copy (Submission.Copy) for a Cc or Bcc
-		// recipient: Resend needs a To, and writes To and Cc from the
-		// addresses it sends to anyway, so the copy names its one
-		// recipient in To.
-		e.To, e.Cc, e.Bcc = slices.Concat(e.Cc, e.Bcc), nil, nil
-	}
-	if len(e.To) == 0 {
-		return nil, errors.New("Resend needs a To recipient, and none of the message's To addresses is to be sent to")
+	if err := placeRecipients(&e, h, sub); err != nil {
+		return nil, err
 	}
 	if rt, err := h.AddressList("Reply-To"); err == nil && len(rt) > 0 {
 		var list []string
@@ -416,6 +385,47 @@ func resendPayload(sub Submission) ([]byte, error) {
 		e.Tags = append(e.Tags, resendTag{Name: "sendonce_tenant", Value: tagValue(sub.Tenant)})
 	}
 	return json.Marshal(e)
+}
+
+// placeRecipients fills e's To, Cc and Bcc: the message's To and Cc
+// addresses that are to be sent to (the envelope's), and the envelope's
+// others as Bcc.
+func placeRecipients(e *resendEmail, h mail.Header, sub Submission) error {
+	envTo := map[string]bool{}
+	for _, a := range sub.Env.To {
+		envTo[strings.ToLower(a)] = true
+	}
+	placed := map[string]bool{}
+	pick := func(field string) []string {
+		list, _ := h.AddressList(field)
+		var out []string
+		for _, a := range list {
+			k := strings.ToLower(a.Address)
+			if envTo[k] && !placed[k] {
+				placed[k] = true
+				out = append(out, a.String())
+			}
+		}
+		return out
+	}
+	e.To, e.Cc = pick("To"), pick("Cc")
+	for _, a := range sub.Env.To {
+		if !placed[strings.ToLower(a)] {
+			placed[strings.ToLower(a)] = true
+			e.Bcc = append(e.Bcc, a)
+		}
+	}
+	if len(e.To) == 0 && sub.Copy != "" {
+		// One recipient's copy (Submission.Copy) for a Cc or Bcc
+		// recipient: Resend needs a To, and writes To and Cc from the
+		// addresses it sends to anyway, so the copy names its one
+		// recipient in To.
+		e.To, e.Cc, e.Bcc = slices.Concat(e.Cc, e.Bcc), nil, nil
+	}
+	if len(e.To) == 0 {
+		return errors.New("Resend needs a To recipient, and none of the message's To addresses is to be sent to")
+	}
+	return nil
 }
 
 // readParts fills the text and HTML bodies (the first of each that is not
