@@ -34,7 +34,9 @@ type deferredRows struct {
 	sends []deferredRow
 	addrs []deferredRow
 	keys  []deferredRow
-	err   error
+	// wide: the scoped keys whose records wait in sends' rows (fillSend).
+	wide []string
+	err  error
 }
 
 // deferredRow is one row's values in column order, with its sort key.
@@ -65,11 +67,11 @@ func (d *deferredRows) hasKey(sc idempotency.Scope) bool {
 		return false
 	}
 	k := scopeKey(sc)
-	return slices.ContainsFunc(d.keys, func(r deferredRow) bool { return r.key == k })
+	return slices.Contains(d.wide, k) || slices.ContainsFunc(d.keys, func(r deferredRow) bool { return r.key == k })
 }
 
 // maxRowsPerStatement keeps a multi-row statement's parameters within
-// both databases' limits (33 per send row; SQLite allows 32,766, and
+// both databases' limits (44 per send row; SQLite allows 32,766, and
 // PostgreSQL 65,535).
 const maxRowsPerStatement = 256
 
@@ -88,6 +90,7 @@ func (d *deferredRows) take() []statement {
 		return nil
 	}
 	var out []statement
+	d.wide = nil
 	for _, t := range []struct {
 		rows             *[]deferredRow
 		what, head, tail string

@@ -68,7 +68,7 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-const insertSendHead = `INSERT INTO sends (` + sendColumns + `) VALUES `
+const insertSendHead = `INSERT INTO sends (` + sendColumns + `, ` + sendRecordColumns + `) VALUES `
 
 // InsertSend implements core.Tx. In a batch the row waits for the batch's
 // multi-row insert (deferredRows).
@@ -84,7 +84,9 @@ func (t *Tx) InsertSend(ctx context.Context, s *core.Send) error {
 		micros(s.CreatedAt), micros(s.UpdatedAt), nullMicros(s.SentAt),
 		nullString(s.InReplyTo), jsonText(nonNil(s.References)), s.Forward, s.Tries, t.due(s),
 		s.Raw, nullMicros(s.ScheduledAt), len(s.Attachments), string(s.Stream.Or(core.StreamTransactional)), nullString(s.TraceParent), s.Unsubscribe}
+	args = append(args, noSendRecord[:]...) // PutIdempotency may fill them in (sendrecord.go)
 	s.AttachmentCount = len(s.Attachments)
+	t.made = append(t.made, madeSend{id: s.ID, tenant: s.Tenant})
 	if t.deferred != nil {
 		t.deferred.addSend(s.ID, args)
 	} else {
