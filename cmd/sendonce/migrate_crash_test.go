@@ -185,4 +185,3 @@ func migrationApplied(t *testing.T, path string) bool {
 	}
 	return n > 0
 }
-
