@@ -14,7 +14,7 @@ import (
 const deferRowsSQLite = true
 
 // deferredRows holds the rows that the transactions of one batch insert
-// into sends and send_addresses (InsertSend) and idempotency_keys
+// into sends, send_addresses and send_tags (InsertSend) and idempotency_keys
 // (PutIdempotency), so that the
 // batch writes each table's rows with one multi-row statement instead of
 // one statement per row: on PostgreSQL each statement is a round trip and a
@@ -33,6 +33,7 @@ const deferRowsSQLite = true
 type deferredRows struct {
 	sends []deferredRow
 	addrs []deferredRow
+	tags  []deferredRow
 	keys  []deferredRow
 	// wide: the scoped keys whose records wait in sends' rows (fillSend).
 	wide []string
@@ -55,6 +56,10 @@ func (d *deferredRows) addSend(id string, args []any) {
 
 func (d *deferredRows) addAddress(tenant, address, sendID string) {
 	d.addrs = append(d.addrs, deferredRow{key: tenant + "\x00" + address + "\x00" + sendID, args: []any{tenant, address, sendID}})
+}
+
+func (d *deferredRows) addTag(tenant, name, value, sendID string) {
+	d.tags = append(d.tags, deferredRow{key: tenant + "\x00" + name + "\x00" + value + "\x00" + sendID, args: []any{tenant, name, value, sendID}})
 }
 
 func (d *deferredRows) addKey(sc idempotency.Scope, args []any) {
@@ -83,7 +88,7 @@ type statement struct {
 }
 
 // take returns the statements that write the waiting rows — sends first,
-// then their addresses, then the keys; each table's rows sorted — and
+// then their addresses and tags, then the keys; each table's rows sorted — and
 // forgets the rows.
 func (d *deferredRows) take() []statement {
 	if d == nil {
@@ -97,6 +102,7 @@ func (d *deferredRows) take() []statement {
 	}{
 		{&d.sends, "send rows", insertSendHead, ""},
 		{&d.addrs, "recipient index rows", insertAddressHead, ""},
+		{&d.tags, "tag rows", insertTagHead, ""},
 		{&d.keys, "idempotency records", putKeyHead, putKeyTail},
 	} {
 		rows := *t.rows

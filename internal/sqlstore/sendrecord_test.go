@@ -232,3 +232,23 @@ func TestMigration0040_KeysAcceptedBeforeKeepReplaying(t *testing.T) {
 		requireByKey(t, s, fresh.IdempotencyKey, fresh.ID)
 	})
 }
+
+// An accept alone in its group commit writes its send and its record with
+// one insert: the row waits for the record, never updated after it (a
+// database that refuses every update of sends still accepts).
+func TestSendRecord_AnAcceptIsOneInsert(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		s := b.openStore(t, b.newDB(t))
+		if b.name == "postgres" {
+			execAll(t, s, `CREATE FUNCTION no_updates() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RAISE EXCEPTION ''updated''; END'`,
+				`CREATE TRIGGER no_updates BEFORE UPDATE ON sends FOR EACH ROW EXECUTE FUNCTION no_updates()`)
+		} else {
+			execAll(t, s, `CREATE TRIGGER no_updates BEFORE UPDATE ON sends BEGIN SELECT RAISE(ABORT, 'updated'); END`)
+		}
+		sd := newSend("snd_alone", core.StatusQueued, at(1))
+		acceptUnder(t, s, sendScope(sd.IdempotencyKey), sd, at(1), answer(sd.ID))
+		if n := queryInt(t, s, "SELECT count(*) FROM sends WHERE id = ? AND idem_key IS NOT NULL", sd.ID); n != 1 {
+			t.Fatalf("the send does not hold its record")
+		}
+	})
+}
