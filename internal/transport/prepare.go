@@ -15,8 +15,8 @@ import (
 // said only by Send, which delivery calls once the commit succeeded.
 
 // prepared is what Prepare left on a slot for env: a session holding the
-// open transaction (MAIL and every RCPT taken), or the relay's refusal of
-// that envelope (err), which Send returns for it.
+// open transaction (MAIL and every RCPT taken), or what kept it from
+// opening one (err), which Send returns for env.
 type prepared struct {
 	env Envelope
 	ss  *session
@@ -30,11 +30,13 @@ var errReleased = errors.New("the session slot was released")
 // a pooled session (after RSET) or a new one, MAIL and RCPT, and keeps the
 // transaction open. A Send (or Deliver) of the same envelope then goes
 // straight to DATA; one of another envelope discards the transaction
-// (RSET) and runs a whole one, as does one after a Prepare that failed on
-// the way (no session, a broken connection). The relay's refusal of the
-// envelope (MAIL or a RCPT answered 4xx or 5xx) is kept instead: Send of
-// that envelope returns it, the error the whole transaction would have
-// had, without asking again. Release discards what Send did not use.
+// (RSET) and runs a whole one. What kept Prepare from opening the
+// transaction (no session to be had, the relay's refusal of MAIL or of a
+// RCPT, a connection lost) is kept instead: Send of that envelope returns
+// it, the error the whole transaction would have had, without trying
+// again, so an attempt still makes one try. Only a Prepare cut short by
+// its ctx leaves Send to start over. Release discards what Send did not
+// use.
 //
 // The prepared MAIL carries no SIZE, since the signed message it would
 // announce is not made yet: a relay that limits sizes refuses an
@@ -58,23 +60,22 @@ func (sl *Slot) Prepare(ctx context.Context, env Envelope) error {
 		sl.prep, held = nil, p.ss
 	}
 	ss, a, stop, err := sl.s.open(ctx, held)
-	if err != nil {
-		return err
-	}
-	err = a.envelope(ctx, ss, env, 0)
-	if !stop() && err == nil {
-		err = fmt.Errorf("preparing the envelope: %w", context.Cause(ctx))
-	}
-	if err != nil {
-		ss.raw.Close()
-		var te *Error
-		if ctx.Err() == nil && errors.As(err, &te) && te.Code != 0 {
-			sl.prep = &prepared{env: env, err: err}
+	if err == nil {
+		err = a.envelope(ctx, ss, env, 0)
+		if !stop() && err == nil {
+			err = fmt.Errorf("preparing the envelope: %w", context.Cause(ctx))
 		}
-		return err
+		if err != nil {
+			ss.raw.Close()
+		}
 	}
-	sl.prep = &prepared{env: env, ss: ss}
-	return nil
+	switch {
+	case err == nil:
+		sl.prep = &prepared{env: env, ss: ss}
+	case ctx.Err() == nil:
+		sl.prep = &prepared{env: env, err: err}
+	}
+	return err
 }
 
 // Send sends one message as Deliver does, on the slot, and keeps the slot
