@@ -24,16 +24,21 @@ const maxCached = 10000
 // of a replay's CPU). Values are shared: never modified after they are
 // read. Misses are not cached.
 //
+// A hit takes no lock (sync.Map: the same few keys are read by every
+// request and written once a TTL); put and forget take mu.
+//
 // A forget must win over a fill that read the database before it: a
 // reader that fetched a key, then lost the CPU while the key was revoked
 // and forgotten, would otherwise put the old record back for a whole TTL.
 // So every forget bumps a generation, a reader takes the generation
 // before its read, and put keeps the value only if no forget came since.
 type ttlCache[V any] struct {
-	mu  sync.Mutex
 	ttl time.Duration
-	m   map[string]cached[V]
-	gen uint64 // forgets so far
+	m   sync.Map // string → cached[V]
+
+	mu  sync.Mutex // serialises put and forget
+	n   int        // entries stored since the map last started over
+	gen uint64     // forgets so far
 }
 
 type cached[V any] struct {
@@ -42,14 +47,12 @@ type cached[V any] struct {
 }
 
 func (c *ttlCache[V]) get(id string, now time.Time) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[id]
-	if !ok || !now.Before(e.until) {
+	e, ok := c.m.Load(id)
+	if !ok || !now.Before(e.(cached[V]).until) {
 		var zero V
 		return zero, false
 	}
-	return e.v, true
+	return e.(cached[V]).v, true
 }
 
 // generation is what a reader takes before it reads the database, to give
@@ -68,15 +71,18 @@ func (c *ttlCache[V]) put(id string, v V, now time.Time, gen uint64) {
 	if gen != c.gen {
 		return
 	}
-	if c.m == nil || len(c.m) >= maxCached {
-		c.m = make(map[string]cached[V])
+	if c.n >= maxCached {
+		c.m.Clear()
+		c.n = 0
 	}
-	c.m[id] = cached[V]{v: v, until: now.Add(c.ttl)}
+	if _, loaded := c.m.Swap(id, cached[V]{v: v, until: now.Add(c.ttl)}); !loaded {
+		c.n++
+	}
 }
 
 func (c *ttlCache[V]) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
-	delete(c.m, id)
+	c.m.Delete(id)
 }

@@ -74,7 +74,7 @@ func claim(t *testing.T, env *sendoncetest.Env) []delivery.Claimed {
 // the claim committed, and then goes straight to DATA on that session.
 func TestPipeline_EnvelopeIsSaidWithTheClaimAndDataAtTheHandoff(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, NoWorkers: true})
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, SMTPTranscript: true, NoWorkers: true})
 		b, said := saidTo("ann@example.com")
 		env.SMTP.SetBehaviour(b)
 		id := send(t, env, sendoncetest.Mail("ann@example.com", "pipelined"))
@@ -105,7 +105,7 @@ func TestPipeline_EnvelopeIsSaidWithTheClaimAndDataAtTheHandoff(t *testing.T) {
 // the message goes out in a new transaction to the others only.
 func TestPipeline_EnvelopeChangedSinceTheClaimIsSaidAgain(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, NoWorkers: true})
+		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, SMTPTranscript: true, NoWorkers: true})
 		b, said := saidTo("bob@example.com")
 		env.SMTP.SetBehaviour(b)
 		id := send(t, env, map[string]any{"to": "ann@example.com", "cc": "bob@example.com", "subject": "changed", "text": "x"})
@@ -140,7 +140,7 @@ func TestPipeline_EnvelopeChangedSinceTheClaimIsSaidAgain(t *testing.T) {
 // the test holds first; SQLite has no trigger that runs at commit.
 func TestPipeline_FailedClaimCommitSendsNoData(t *testing.T) {
 	pgtest.URL(t)
-	env := sendoncetest.Start(t, sendoncetest.Options{Backend: sendoncetest.Postgres, SMTP: true, NoWorkers: true})
+	env := sendoncetest.Start(t, sendoncetest.Options{Backend: sendoncetest.Postgres, SMTP: true, SMTPTranscript: true, NoWorkers: true})
 	ctx := context.Background()
 	key := rand.Int32()
 	hold, err := pgx.Connect(ctx, env.DB)

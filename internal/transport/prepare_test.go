@@ -43,7 +43,7 @@ var preparedSays = []string{"MAIL sender@example.com", "RCPT alice@example.org",
 // A prepared envelope is said before the message exists, and the message
 // then goes straight to DATA: one MAIL, and the data only when Send came.
 func TestSlotPrepare_SendSaysOnlyTheData(t *testing.T) {
-	srv := smtptest.Start(t, smtptest.Options{})
+	srv := smtptest.Start(t, smtptest.Options{Transcript: true})
 	s := pooled(t, srv, 1)
 	sl := acquire(t, s)
 	ctx := context.Background()
@@ -68,7 +68,7 @@ func TestSlotPrepare_SendSaysOnlyTheData(t *testing.T) {
 // message in the prepared transaction: it is discarded (RSET) and the
 // message goes to its own envelope's recipients only, on the same session.
 func TestSlotPrepare_OtherEnvelopeStartsOver(t *testing.T) {
-	srv := smtptest.Start(t, smtptest.Options{})
+	srv := smtptest.Start(t, smtptest.Options{Transcript: true})
 	s := pooled(t, srv, 1)
 	sl := acquire(t, s)
 	ctx := context.Background()
@@ -95,7 +95,7 @@ func TestSlotPrepare_OtherEnvelopeStartsOver(t *testing.T) {
 // nothing open on the relay: the transaction is discarded (RSET) before
 // the session goes back to the pool, which the next message then uses.
 func TestSlotPrepare_ReleaseDiscardsTheEnvelope(t *testing.T) {
-	srv := smtptest.Start(t, smtptest.Options{})
+	srv := smtptest.Start(t, smtptest.Options{Transcript: true})
 	s := pooled(t, srv, 1)
 	sl := acquire(t, s)
 	ctx := context.Background()
@@ -124,7 +124,7 @@ func TestSlotPrepare_ReleaseDiscardsTheEnvelope(t *testing.T) {
 // the answer the whole transaction would have given (Deliver's), without
 // asking the relay again and without DATA.
 func TestSlotPrepare_RefusedRecipientIsSendsAnswer(t *testing.T) {
-	srv := smtptest.Start(t, smtptest.Options{})
+	srv := smtptest.Start(t, smtptest.Options{Transcript: true})
 	s := pooled(t, srv, 1)
 	ctx := context.Background()
 	refuse := smtptest.Behaviour{RcptErrFor: map[string]*smtp.SMTPError{"bob@example.net": {Code: 550, Message: "no such user"}}}
@@ -161,7 +161,7 @@ func TestSlotPrepare_RefusedRecipientIsSendsAnswer(t *testing.T) {
 // A prepared session the relay dropped before the data costs nothing but
 // a new one: the message goes out once, without an error.
 func TestSlotPrepare_SessionDeadBeforeDataIsReplaced(t *testing.T) {
-	srv := smtptest.Start(t, smtptest.Options{})
+	srv := smtptest.Start(t, smtptest.Options{Transcript: true})
 	s := pooled(t, srv, 1)
 	sl := acquire(t, s)
 	ctx := context.Background()

@@ -61,6 +61,8 @@ type Options struct {
 	// SMTP starts a recording SMTP server and makes it the transport;
 	// otherwise the capture transport is used.
 	SMTP bool
+	// SMTPTranscript makes that server keep its Transcript.
+	SMTPTranscript bool
 	// DBPath reuses a database file (restart tests); default a fresh one.
 	DBPath string
 	// IMAPRescan is how often connected mailboxes are listed; default
@@ -301,7 +303,7 @@ func (e *Env) transport(t testing.TB, o Options) (transport, mxPort string) {
 	t.Helper()
 	transport = "capture"
 	if o.SMTP || o.MX {
-		e.SMTP = smtptest.Start(t, smtptest.Options{})
+		e.SMTP = smtptest.Start(t, smtptest.Options{Transcript: o.SMTPTranscript})
 		transport = "smtp://" + e.SMTP.Addr + "?tls=none"
 	}
 	if o.Transport != "" {

@@ -42,6 +42,10 @@ type Message struct {
 
 // Options configures Start.
 type Options struct {
+	// Transcript makes the server keep the Transcript of its sessions'
+	// commands. Off, a session's commands take no lock of the server's
+	// beyond what they took before (a load test's timing stays its own).
+	Transcript bool
 	// Username and Password, when Username is set, make AUTH PLAIN
 	// required (MAIL before AUTH gets 530) and checked (wrong gets 535).
 	Username, Password string

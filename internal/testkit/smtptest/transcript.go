@@ -14,7 +14,8 @@ type Command struct {
 	Arg string
 }
 
-// Transcript returns the commands of every mail transaction so far, in
+// Transcript returns the commands of every mail transaction so far
+// (Options.Transcript: empty unless the server keeps them), in
 // arrival order: what a test of a client's order of commands (an envelope
 // said ahead of its data, a transaction abandoned with RSET) reads.
 func (s *Server) Transcript() []Command {
@@ -23,8 +24,12 @@ func (s *Server) Transcript() []Command {
 	return append([]Command(nil), s.transcript...)
 }
 
-// note adds a command of ss's connection to the transcript.
+// note adds a command of ss's connection to the transcript, when the
+// server keeps one.
 func (s *Server) note(ss *session, verb, arg string) {
+	if !s.opts.Transcript {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.transcript = append(s.transcript, Command{Conn: ss.connNo, Verb: verb, Arg: arg})
