@@ -270,9 +270,16 @@ func (g *groupCommit) runTxs(batch []*txReq, savepoints bool) (batchEnd, error) 
 			r.err = err // its caller left before its turn: nothing ran
 			continue
 		}
-		t := newTx(g.store, btx.q, deferred)
+		// In savepoints each transaction defers its own rows and writes
+		// them before its savepoint is released: a failure stays its own,
+		// and a send's row still waits for its record (one insert).
+		d, own := deferred, false
+		if d == nil && g.deferRows {
+			d, own = &deferredRows{}, true
+		}
+		t := newTx(g.store, btx.q, d)
 		t.locks = locks
-		ok, err := g.runOne(ctx, btx.q, t, r, savepoints)
+		ok, err := g.runOne(ctx, btx.q, t, r, savepoints, own)
 		if err != nil {
 			btx.rollback()
 			failAll(batch, err)
@@ -341,14 +348,18 @@ func (g *groupCommit) locksFor(ctx context.Context, q querier, batch []*txReq) (
 
 // runOne runs one request's fn on t. ok: the batch goes on (fn succeeded,
 // or failed and was undone alone in its savepoint); otherwise the batch's
-// transaction must be rolled back. An error fails the whole batch.
-func (g *groupCommit) runOne(ctx context.Context, q querier, t *Tx, r *txReq, savepoints bool) (ok bool, err error) {
+// transaction must be rolled back. An error fails the whole batch. With
+// ownRows, t's deferred rows are its own: written when fn succeeded.
+func (g *groupCommit) runOne(ctx context.Context, q querier, t *Tx, r *txReq, savepoints, ownRows bool) (ok bool, err error) {
 	if savepoints {
 		if _, err := q.exec(ctx, "SAVEPOINT gc"); err != nil {
 			return false, fmt.Errorf("savepoint: %w", err)
 		}
 	}
 	r.err, r.panicked = call(r.fn, t)
+	if ownRows && r.err == nil && r.panicked == nil {
+		r.err = t.deferred.flush(ctx, q)
+	}
 	if r.err == nil && r.panicked == nil {
 		r.pending = true
 		if savepoints {

@@ -482,3 +482,50 @@ func TestPostgres_BatchLocksItsKeysInOneCall(t *testing.T) {
 		}
 	}
 }
+
+// In the savepoints a failed batch runs again in, an accept still writes
+// its send holding its record with one insert (its rows deferred to the
+// end of its own transaction): a database refusing every update of sends
+// (an outage of the claims, say) still takes the accepts of a batch
+// another transaction failed.
+func TestGroupCommit_SavepointRerunStillInsertsTheRecordWithTheSend(t *testing.T) {
+	forEachGC(t, func(t *testing.T, s *Store, _ func() []int) {
+		ctx := context.Background()
+		if s.PG != nil {
+			execSQL(t, s, `CREATE FUNCTION no_updates() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RAISE EXCEPTION ''updated''; END'`,
+				`CREATE TRIGGER no_updates BEFORE UPDATE ON sends FOR EACH ROW EXECUTE FUNCTION no_updates()`)
+		} else {
+			execSQL(t, s, `CREATE TRIGGER no_updates BEFORE UPDATE ON sends BEGIN SELECT RAISE(ABORT, 'updated'); END`)
+		}
+		accept := func(id string) func(core.Tx) error {
+			sc := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "k-" + id}
+			return func(tx core.Tx) error {
+				d, err := tx.DecideIdempotency(ctx, sc, "fp", time.Now())
+				if err != nil {
+					return err
+				}
+				if err := tx.InsertSend(ctx, testSend(id)); err != nil {
+					return err
+				}
+				return tx.PutIdempotency(ctx, sc, "fp", d.Token, idempotency.Response{Status: 200, Body: []byte(`{}`)}, time.Now(), time.Now().Add(time.Hour))
+			}
+		}
+		failing := func(tx core.Tx) error { return errors.New("refused") }
+		errs := runAsBatch(s, accept("snd_a"), failing, accept("snd_b"))
+		if errs[0] != nil || errs[2] != nil {
+			t.Fatalf("the accepts of a batch run again in savepoints failed: %v, %v", errs[0], errs[2])
+		}
+		if n := countRows(t, s, `SELECT count(*) FROM sends WHERE idem_key IS NOT NULL`); n != 2 {
+			t.Fatalf("%d sends hold their records, want 2", n)
+		}
+	})
+}
+
+func execSQL(t *testing.T, s *Store, stmts ...string) {
+	t.Helper()
+	for _, q := range stmts {
+		if _, err := s.Exec(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
