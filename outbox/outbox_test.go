@@ -113,20 +113,7 @@ func enqueue(t *testing.T, ob *outbox.Outbox, db *sql.DB, n int, tag string) []*
 // then re-reads recs. Each test has a table of its own.
 func settle(t *testing.T, ob *outbox.Outbox, recs []*outbox.Record, timeout time.Duration) []*outbox.Record {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		counts, err := ob.Counts(bg(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if counts[outbox.Pending]+counts[outbox.Sending] == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tasks not settled after %v: %v", timeout, counts)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitCounts(t, ob, "tasks to settle", timeout, func(c map[outbox.State]int) bool { return c[outbox.Pending]+c[outbox.Sending] == 0 })
 	out := make([]*outbox.Record, len(recs))
 	for i, r := range recs {
 		got, err := ob.Get(bg(t), r.ID)
