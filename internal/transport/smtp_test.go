@@ -73,6 +73,35 @@ func deliverErr(t *testing.T, ctx context.Context, cfg transport.SMTPConfig, raw
 	return te
 }
 
+// tlsRelay starts a recording server with opts and points a client at it
+// in mode, trusting what clientTLS trusts.
+func tlsRelay(t *testing.T, opts smtptest.Options, mode transport.TLSMode, clientTLS *tls.Config) (*smtptest.Server, transport.SMTPConfig) {
+	t.Helper()
+	srv := smtptest.Start(t, opts)
+	cfg := config(srv, mode)
+	cfg.TLSConfig = clientTLS
+	return srv, cfg
+}
+
+// oneMessage returns the one message srv recorded.
+func oneMessage(t *testing.T, srv *smtptest.Server) smtptest.Message {
+	t.Helper()
+	msgs := srv.Messages()
+	if len(msgs) != 1 {
+		t.Fatalf("server got %d messages, want 1", len(msgs))
+	}
+	return msgs[0]
+}
+
+// noMessages checks that srv recorded nothing: a refused delivery leaves
+// no message behind.
+func noMessages(t *testing.T, srv *smtptest.Server) {
+	t.Helper()
+	if n := len(srv.Messages()); n != 0 {
+		t.Errorf("server recorded %d messages, want 0", n)
+	}
+}
+
 func checkErr(t *testing.T, te *transport.Error, class transport.Class, stage string, code int, reached bool) {
 	t.Helper()
 	if te.Class != class || te.Stage != stage || te.Code != code || te.Reached != reached {
@@ -87,11 +116,7 @@ func TestDeliverSuccess(t *testing.T) {
 	if err := transport.NewSMTP(config(srv, transport.TLSNone)).Deliver(context.Background(), testEnvelope, raw); err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}
-	msgs := srv.Messages()
-	if len(msgs) != 1 {
-		t.Fatalf("server got %d messages, want 1", len(msgs))
-	}
-	m := msgs[0]
+	m := oneMessage(t, srv)
 	if m.From != testEnvelope.From || strings.Join(m.To, ",") != strings.Join(testEnvelope.To, ",") {
 		t.Errorf("envelope = %q -> %q, want %q -> %q", m.From, m.To, testEnvelope.From, testEnvelope.To)
 	}
@@ -138,9 +163,7 @@ func TestDeliverServerBehaviours(t *testing.T) {
 					t.Errorf("error %v does not carry the server's *smtp.SMTPError", te)
 				}
 			}
-			if n := len(srv.Messages()); n != 0 {
-				t.Errorf("server recorded %d messages, want 0", n)
-			}
+			noMessages(t, srv)
 			if n := srv.Connections(); n != 1 {
 				t.Errorf("connections = %d, want 1", n)
 			}
@@ -222,9 +245,7 @@ func TestDeliverTLS(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			srv := smtptest.Start(t, tt.opts)
-			cfg := config(srv, tt.mode)
-			cfg.TLSConfig = clientTLS
+			srv, cfg := tlsRelay(t, tt.opts, tt.mode, clientTLS)
 			err := transport.NewSMTP(cfg).Deliver(context.Background(), testEnvelope, testMessage("tls@sendonce.test"))
 			if tt.wantErr {
 				var te *transport.Error
@@ -232,20 +253,14 @@ func TestDeliverTLS(t *testing.T) {
 					t.Fatalf("Deliver = %v, want a *transport.Error", err)
 				}
 				checkErr(t, te, transport.Temporary, transport.StageTLS, 0, true)
-				if n := len(srv.Messages()); n != 0 {
-					t.Errorf("server recorded %d messages without TLS", n)
-				}
+				noMessages(t, srv)
 				return
 			}
 			if err != nil {
 				t.Fatalf("Deliver: %v", err)
 			}
-			msgs := srv.Messages()
-			if len(msgs) != 1 {
-				t.Fatalf("server got %d messages, want 1", len(msgs))
-			}
-			if msgs[0].TLS != tt.wantTLS {
-				t.Errorf("message TLS = %v, want %v", msgs[0].TLS, tt.wantTLS)
+			if m := oneMessage(t, srv); m.TLS != tt.wantTLS {
+				t.Errorf("message TLS = %v, want %v", m.TLS, tt.wantTLS)
 			}
 		})
 	}
@@ -268,9 +283,7 @@ func TestDeliverTLSUntrustedCertificate(t *testing.T) {
 		{"implicit", transport.TLSImplicit, smtptest.Options{TLSConfig: serverTLS, ImplicitTLS: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := smtptest.Start(t, tt.opts)
-			cfg := config(srv, tt.mode)
-			cfg.TLSConfig = otherClientTLS
+			srv, cfg := tlsRelay(t, tt.opts, tt.mode, otherClientTLS)
 			te := deliverErr(t, context.Background(), cfg, testMessage("x@sendonce.test"))
 			// With implicit TLS no greeting can be read before the handshake.
 			checkErr(t, te, transport.Temporary, transport.StageTLS, 0, tt.mode != transport.TLSImplicit)
@@ -278,9 +291,7 @@ func TestDeliverTLSUntrustedCertificate(t *testing.T) {
 			if !errors.As(te, &ve) {
 				t.Errorf("error %v is not a certificate verification error", te)
 			}
-			if n := len(srv.Messages()); n != 0 {
-				t.Errorf("server recorded %d messages", n)
-			}
+			noMessages(t, srv)
 		})
 	}
 }
@@ -308,24 +319,19 @@ func TestDeliverAuth(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			srv := smtptest.Start(t, tt.opts)
-			cfg := config(srv, tt.mode)
-			cfg.TLSConfig = clientTLS
+			srv, cfg := tlsRelay(t, tt.opts, tt.mode, clientTLS)
 			cfg.Username, cfg.Password = tt.user, tt.pw
 			if tt.class != 0 {
 				te := deliverErr(t, context.Background(), cfg, testMessage("auth@sendonce.test"))
 				checkErr(t, te, tt.class, tt.stage, tt.code, true)
-				if n := len(srv.Messages()); n != 0 {
-					t.Errorf("server recorded %d messages", n)
-				}
+				noMessages(t, srv)
 				return
 			}
 			if err := transport.NewSMTP(cfg).Deliver(context.Background(), testEnvelope, testMessage("auth@sendonce.test")); err != nil {
 				t.Fatalf("Deliver: %v", err)
 			}
-			msgs := srv.Messages()
-			if len(msgs) != 1 || msgs[0].Auth != testUser {
-				t.Fatalf("messages = %+v, want one authenticated as %q", msgs, testUser)
+			if m := oneMessage(t, srv); m.Auth != testUser {
+				t.Fatalf("message authenticated as %q, want %q", m.Auth, testUser)
 			}
 		})
 	}
@@ -363,9 +369,8 @@ func TestDeliverNullSenderAndUTF8(t *testing.T) {
 	if err := transport.NewSMTP(config(srv, transport.TLSNone)).Deliver(context.Background(), env, testMessage("utf8@sendonce.test")); err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}
-	msgs := srv.Messages()
-	if len(msgs) != 1 || msgs[0].From != "" || msgs[0].To[0] != env.To[0] {
-		t.Fatalf("messages = %+v", msgs)
+	if m := oneMessage(t, srv); m.From != "" || m.To[0] != env.To[0] {
+		t.Fatalf("message = %+v", m)
 	}
 }
 
