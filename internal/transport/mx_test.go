@@ -264,13 +264,7 @@ func TestMXDeliver5xxGreetingTriesNext(t *testing.T) {
 }
 
 func TestMXDeliverStopsAtFirstHost(t *testing.T) {
-	tests := []struct {
-		name  string
-		b     smtptest.Behaviour
-		class transport.Class
-		stage string
-		code  int
-	}{
+	tests := []refusal{
 		{"5xx at RCPT", smtptest.Behaviour{RcptErr: mxErr550}, transport.Permanent, transport.StageRcpt, 550},
 		{"5xx at MAIL", smtptest.Behaviour{MailErr: mxErr550}, transport.Permanent, transport.StageMail, 550},
 		{"4xx after DATA", smtptest.Behaviour{DataErr: mxErr451}, transport.Temporary, transport.StageDataEnd, 451},

@@ -131,16 +131,20 @@ func TestDeliverSuccess(t *testing.T) {
 	}
 }
 
+// refusal is a behaviour of the receiving server and the error a
+// delivery to it must end with.
+type refusal struct {
+	name  string
+	b     smtptest.Behaviour
+	class transport.Class
+	stage string
+	code  int
+}
+
 func TestDeliverServerBehaviours(t *testing.T) {
 	e451 := &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try later"}
 	e550 := &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such user"}
-	tests := []struct {
-		name  string
-		b     smtptest.Behaviour
-		class transport.Class
-		stage string
-		code  int
-	}{
+	tests := []refusal{
 		{"MAIL 451", smtptest.Behaviour{MailErr: e451}, transport.Temporary, transport.StageMail, 451},
 		{"MAIL 550", smtptest.Behaviour{MailErr: e550}, transport.Permanent, transport.StageMail, 550},
 		{"RCPT 451", smtptest.Behaviour{RcptErr: e451}, transport.Temporary, transport.StageRcpt, 451},
@@ -471,6 +475,11 @@ func upToData(t *testing.T, c *textproto.Conn) {
 	c.PrintfLine("220 fake ESMTP")
 	expect(t, c, "EHLO ")
 	c.PrintfLine("250 fake")
+	mailToData(t, c)
+}
+
+// mailToData plays the server from MAIL FROM to the end of the body.
+func mailToData(t *testing.T, c *textproto.Conn) {
 	expect(t, c, "MAIL FROM:")
 	c.PrintfLine("250 ok")
 	expect(t, c, "RCPT TO:")
@@ -518,37 +527,42 @@ func TestDeliverCommandTimeoutBeforeData(t *testing.T) {
 	checkErr(t, te, transport.Temporary, transport.StageEHLO, 0, true)
 }
 
-func TestDeliverQuitFailureIsSuccess(t *testing.T) {
-	cfg := fakeServer(t, func(c *textproto.Conn) {
-		upToData(t, c)
-		c.PrintfLine("250 2.0.0 queued")
-		expect(t, c, "QUIT")
-		// Hang up without the 221.
-	})
-	if err := transport.NewSMTP(cfg).Deliver(context.Background(), testEnvelope, testMessage("q@sendonce.test")); err != nil {
-		t.Fatalf("Deliver = %v, want success despite the failed QUIT", err)
+// TestDeliverFinalReply: what the server does after the body decides the
+// outcome: any 2xx is success, even when QUIT then fails; a reply that is
+// not SMTP leaves it ambiguous.
+func TestDeliverFinalReply(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		afterData func(t *testing.T, c *textproto.Conn)
+		ambiguous bool
+	}{
+		{"QUIT failure is success", func(t *testing.T, c *textproto.Conn) {
+			c.PrintfLine("250 2.0.0 queued")
+			expect(t, c, "QUIT")
+			// Hang up without the 221.
+		}, false},
+		{"any 2xx is success", func(t *testing.T, c *textproto.Conn) {
+			c.PrintfLine("251 2.0.0 queued elsewhere")
+			expect(t, c, "QUIT")
+			c.PrintfLine("221 bye")
+		}, false},
+		{"malformed is ambiguous", func(t *testing.T, c *textproto.Conn) { c.PrintfLine("what?") }, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := fakeServer(t, func(c *textproto.Conn) {
+				upToData(t, c)
+				tt.afterData(t, c)
+			})
+			if tt.ambiguous {
+				te := deliverErr(t, context.Background(), cfg, testMessage("m@sendonce.test"))
+				checkErr(t, te, transport.Ambiguous, transport.StageDataEnd, 0, true)
+				return
+			}
+			if err := transport.NewSMTP(cfg).Deliver(context.Background(), testEnvelope, testMessage("q@sendonce.test")); err != nil {
+				t.Fatalf("Deliver = %v, want success", err)
+			}
+		})
 	}
-}
-
-func TestDeliverAny2xxFinalReplyIsSuccess(t *testing.T) {
-	cfg := fakeServer(t, func(c *textproto.Conn) {
-		upToData(t, c)
-		c.PrintfLine("251 2.0.0 queued elsewhere")
-		expect(t, c, "QUIT")
-		c.PrintfLine("221 bye")
-	})
-	if err := transport.NewSMTP(cfg).Deliver(context.Background(), testEnvelope, testMessage("2xx@sendonce.test")); err != nil {
-		t.Fatalf("Deliver = %v, want success on a 2xx final reply", err)
-	}
-}
-
-func TestDeliverMalformedFinalReplyIsAmbiguous(t *testing.T) {
-	cfg := fakeServer(t, func(c *textproto.Conn) {
-		upToData(t, c)
-		c.PrintfLine("what?")
-	})
-	te := deliverErr(t, context.Background(), cfg, testMessage("m@sendonce.test"))
-	checkErr(t, te, transport.Ambiguous, transport.StageDataEnd, 0, true)
 }
 
 func TestDeliverAuthLoginFallback(t *testing.T) {
@@ -563,15 +577,7 @@ func TestDeliverAuthLoginFallback(t *testing.T) {
 			t.Errorf("fake server: LOGIN password line = %q", got)
 		}
 		c.PrintfLine("235 2.7.0 ok")
-		expect(t, c, "MAIL FROM:")
-		c.PrintfLine("250 ok")
-		expect(t, c, "RCPT TO:")
-		c.PrintfLine("250 ok")
-		expect(t, c, "RCPT TO:")
-		c.PrintfLine("250 ok")
-		expect(t, c, "DATA")
-		c.PrintfLine("354 go ahead")
-		c.ReadDotBytes()
+		mailToData(t, c)
 		c.PrintfLine("250 queued")
 		expect(t, c, "QUIT")
 		c.PrintfLine("221 bye")
