@@ -478,6 +478,15 @@ func upToData(t *testing.T, c *textproto.Conn) {
 	mailToData(t, c)
 }
 
+// offerAuth plays the server from the greeting to its EHLO answer, which
+// offers the one AUTH mechanism mech.
+func offerAuth(t *testing.T, c *textproto.Conn, mech string) {
+	c.PrintfLine("220 fake ESMTP")
+	expect(t, c, "EHLO ")
+	c.PrintfLine("250-fake")
+	c.PrintfLine("250 AUTH %s", mech)
+}
+
 // mailToData plays the server from MAIL FROM to the end of the body.
 func mailToData(t *testing.T, c *textproto.Conn) {
 	expect(t, c, "MAIL FROM:")
@@ -567,10 +576,7 @@ func TestDeliverFinalReply(t *testing.T) {
 
 func TestDeliverAuthLoginFallback(t *testing.T) {
 	cfg := fakeServer(t, func(c *textproto.Conn) {
-		c.PrintfLine("220 fake ESMTP")
-		expect(t, c, "EHLO ")
-		c.PrintfLine("250-fake")
-		c.PrintfLine("250 AUTH LOGIN")
+		offerAuth(t, c, "LOGIN")
 		expect(t, c, "AUTH LOGIN cmVsYXktdXNlcg==") // relay-user
 		c.PrintfLine("334 UGFzc3dvcmQ6")            // Password:
 		if got := expect(t, c, ""); got != "Y29ycmVjdC1ob3JzZS1iYXR0ZXJ5LXN0YXBsZQ==" {
@@ -590,10 +596,7 @@ func TestDeliverAuthLoginFallback(t *testing.T) {
 
 func TestDeliverErrorRedactsEchoedPassword(t *testing.T) {
 	cfg := fakeServer(t, func(c *textproto.Conn) {
-		c.PrintfLine("220 fake ESMTP")
-		expect(t, c, "EHLO ")
-		c.PrintfLine("250-fake")
-		c.PrintfLine("250 AUTH PLAIN")
+		offerAuth(t, c, "PLAIN")
 		expect(t, c, "AUTH PLAIN ")
 		c.PrintfLine("535 5.7.8 password %s is wrong", testPassword)
 		// go-smtp cancels the exchange, then the transport says QUIT.
