@@ -195,7 +195,7 @@ func BenchmarkStoreAccept_Parallel_Yardstick(b *testing.B) {
 }
 
 // BenchmarkReplayLookup_Yardstick reads the stored answer of the same 64
-// keys by their primary key, one statement on the read pool: the least a
+// keys by their unique index (an accepted send's row), one statement on the read pool: the least a
 // lookup of a stored answer costs. The ratio is what CompletedIdempotency
 // adds to reading the row (decoding it, deciding the outcome).
 func BenchmarkReplayLookup_Yardstick(b *testing.B) {
@@ -212,8 +212,8 @@ func BenchmarkReplayLookup_Yardstick(b *testing.B) {
 			ctype  string
 			body   []byte
 		)
-		if err := s.Store.QueryRow(ctx, `SELECT status, content_type, body FROM idempotency_keys
-			WHERE tenant = ? AND method = ? AND route = ? AND key = ?`, sc.Tenant, sc.Method, sc.Route, sc.Key).Scan(&status, &ctype, &body); err != nil {
+		if err := s.Store.QueryRow(ctx, `SELECT idem_status, idem_content_type, idem_body FROM sends
+			WHERE tenant = ? AND idem_key = ? AND idem_method = ? AND idem_route = ?`, sc.Tenant, sc.Key, sc.Method, sc.Route).Scan(&status, &ctype, &body); err != nil {
 			b.Fatal(err)
 		}
 		if status != http.StatusOK {

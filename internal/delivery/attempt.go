@@ -24,6 +24,9 @@ import (
 type Claimed struct {
 	Send *core.Send
 	slot *transport.Slot
+	// prep says the send's envelope on slot while the claim commits
+	// (pipeline.go); nil when nothing is prepared.
+	prep *slotPrep
 }
 
 // Claim takes up to n due sends for an attempt each. When the default
@@ -32,6 +35,7 @@ type Claimed struct {
 // committed sending only with a session to hand it over on, so a crash
 // cannot leave unknown a send that was only waiting in the pool. short
 // reports that the slots, not n or the due sends, limited the claim.
+// While it commits, the sessions say the envelopes (pipeline.go).
 func (d *Deliverer) Claim(ctx context.Context, n int) (claimed []Claimed, short bool, err error) {
 	slots, bounded := d.defaultSlots(n)
 	if bounded {
@@ -42,21 +46,27 @@ func (d *Deliverer) Claim(ctx context.Context, n int) (claimed []Claimed, short 
 	}
 	var sends []*core.Send
 	token := idempotency.NewToken()
+	pl := d.newPipeline(ctx, slots)
 	// Background: accepts waiting on the one writer come first (core.Background).
 	err = d.store.InTx(core.Background(ctx), func(tx core.Tx) error {
 		now := d.cfg.Now().UTC()
 		var err error
 		sends, err = tx.ClaimDue(ctx, core.ClaimParams{Now: now, Lease: d.lease(), Token: token, Limit: n})
+		if err == nil {
+			pl.start(sends) // before the commit, not waiting for it
+		}
 		return err
 	})
+	pl.seal()
 	if err != nil {
 		sends = nil
 		err = fmt.Errorf("claim due sends: %w", err)
+		pl.wait() // then releasing the slots discards the envelopes said
 	}
 	for i, s := range sends {
 		c := Claimed{Send: s}
 		if bounded {
-			c.slot = slots[i]
+			c.slot, c.prep = slots[i], pl.at(i)
 		}
 		claimed = append(claimed, c)
 	}
@@ -128,6 +138,7 @@ func (d *Deliverer) Run(ctx context.Context, c Claimed) {
 // run is Run's attempt. It returns the outcome, what the handoff did, and
 // the error that kept the outcome from being recorded.
 func (d *Deliverer) run(ctx context.Context, c Claimed) (outcome, handoff, error) {
+	c.prep.wait() // the envelope said ahead, or nothing under way on the slot
 	s := c.Send
 	if c.slot != nil {
 		defer c.slot.Release() // unused (suppressed, another transport): back to the pool

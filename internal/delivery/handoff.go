@@ -42,24 +42,31 @@ func (d *Deliverer) handOff(ctx context.Context, s *core.Send, slot *transport.S
 		}
 		s.Attachments = atts
 	}
-	raw, env, err := render.Message(s)
+	raw, rendered, err := render.Message(s)
 	if err != nil {
 		return handoff{err: &transport.Error{Class: transport.Permanent, Stage: "render", Err: err}}
 	}
-	env.To = slices.DeleteFunc(env.To, func(r string) bool { return slices.Contains(skip, core.NormalizeAddress(r)) })
+	signer := rendered.From // the From header's address: its domain's key signs
+	env := d.envelopeOf(s, rendered, skip)
 	if perCopy(s) {
-		signer := env.From
-		if d.cfg.Bounce != nil {
-			env.From, env.FromFor = bounceAddresses(d.cfg.Bounce, s, env.To)
-		}
 		return d.handOffCopies(ctx, s, slot, env, raw, signer)
 	}
 	if raw, err = d.unsubscribeCopy(ctx, s, env.To, raw); err != nil {
 		return handoff{err: &transport.Error{Class: transport.Temporary, Stage: "render", Err: err}}
 	}
-	signer := env.From // the From header's address: its domain's key signs
+	return d.handOver(ctx, s, slot, env, raw, signer)
+}
+
+// envelopeOf is the envelope an attempt of s hands over, from the send's
+// rendered one (render.Envelope): without the suppressed recipients
+// (skip), and with --bounce-domain from the send's VERP address. The
+// claim's pipelining (pipeline.go) says it to the relay ahead of the
+// message; whatever differs at the handoff starts the transaction over.
+func (d *Deliverer) envelopeOf(s *core.Send, rendered transport.Envelope, skip []string) transport.Envelope {
+	env := transport.Envelope{From: rendered.From}
+	env.To = slices.DeleteFunc(slices.Clone(rendered.To), func(r string) bool { return slices.Contains(skip, core.NormalizeAddress(r)) })
 	if d.cfg.Bounce != nil {
 		env.From, env.FromFor = bounceAddresses(d.cfg.Bounce, s, env.To)
 	}
-	return d.handOver(ctx, s, slot, env, raw, signer)
+	return env
 }

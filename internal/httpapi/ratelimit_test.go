@@ -67,7 +67,7 @@ func TestRateLimit_429WithHeadersAfterNRequestsUntilTheWindowEnds(t *testing.T) 
 	if r.Header.Get("Retry-After") != r.Header.Get("RateLimit-Reset") {
 		t.Fatalf("Retry-After %q, want RateLimit-Reset %q", r.Header.Get("Retry-After"), r.Header.Get("RateLimit-Reset"))
 	}
-	if n := env.QueryInt(t, `SELECT count(*) FROM idempotency_keys WHERE key = ?`, "rl-1"); n != 0 {
+	if n := env.QueryInt(t, `SELECT count(*) FROM `+sendoncetest.IdempotencyRecords+` r WHERE key = ?`, "rl-1"); n != 0 {
 		t.Fatalf("the 429 was stored under its Idempotency-Key (%d rows)", n)
 	}
 

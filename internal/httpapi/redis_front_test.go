@@ -45,7 +45,7 @@ func TestRedisFront_ReplaysFromRedisDatabaseStaysTruth(t *testing.T) {
 		if d, err := redisstore.New(rdb, env.RedisPrefix).Reserve(ctx, sc, fp, time.Now(), time.Minute); err != nil || d.Outcome != idempotency.Replay {
 			t.Fatalf("Redis holds no completed record for the key: %v %v", d.Outcome, err)
 		}
-		env.Exec(t, `DELETE FROM idempotency_keys WHERE key = ?`, "front-1")
+		env.ForgetIdempotencyKey(t, "front-1")
 		requireReplayOf(t, first, post(t, env, env.AdminKey, "front-1", body1))
 
 		// The database is the truth: with Redis flushed, the replay is the same.

@@ -19,39 +19,41 @@ import (
 // deterministic: every attempt of one send renders the same bytes (the
 // DKIM signature, when there is one, is added afterwards).
 func Message(s *core.Send) ([]byte, transport.Envelope, error) {
+	env, err := Envelope(s)
+	if err != nil {
+		return nil, transport.Envelope{}, err
+	}
 	if s.Raw != nil {
-		return renderRaw(s)
+		raw, err := message.CompleteRaw(s.Raw, s.MessageID, s.CreatedAt)
+		if err != nil {
+			return nil, transport.Envelope{}, err
+		}
+		return raw, env, nil
 	}
 	from, err := mail.ParseAddress(s.From)
 	if err != nil {
 		return nil, transport.Envelope{}, fmt.Errorf("from: %w", err)
 	}
-	parse := func(list []string) ([]mail.Address, []string, error) {
+	parse := func(list []string) ([]mail.Address, error) {
 		var as []mail.Address
-		var bare []string
 		for _, r := range list {
 			a, err := mail.ParseAddress(r)
 			if err != nil {
-				return nil, nil, fmt.Errorf("address %q: %w", r, err)
+				return nil, fmt.Errorf("address %q: %w", r, err)
 			}
 			as = append(as, *a)
-			bare = append(bare, a.Address)
 		}
-		return as, bare, nil
+		return as, nil
 	}
-	to, toBare, err := parse(s.To)
+	to, err := parse(s.To)
 	if err != nil {
 		return nil, transport.Envelope{}, err
 	}
-	cc, ccBare, err := parse(s.Cc)
+	cc, err := parse(s.Cc)
 	if err != nil {
 		return nil, transport.Envelope{}, err
 	}
-	_, bccBare, err := parse(s.Bcc)
-	if err != nil {
-		return nil, transport.Envelope{}, err
-	}
-	replyTo, _, err := parse(s.ReplyTo)
+	replyTo, err := parse(s.ReplyTo)
 	if err != nil {
 		return nil, transport.Envelope{}, err
 	}
@@ -73,35 +75,30 @@ func Message(s *core.Send) ([]byte, transport.Envelope, error) {
 	if err != nil {
 		return nil, transport.Envelope{}, err
 	}
-	rcpt := append(append(toBare, ccBare...), bccBare...)
-	return raw, transport.Envelope{From: from.Address, To: rcpt}, nil
+	return raw, env, nil
 }
 
-// renderRaw is Message for a send that carries the client's own message
-// (SMTP submission): the message goes out as the client wrote it, with
-// Message-ID and Date added when it had none; the envelope is the send's
-// From address and its recipients, which for a submitted message are the
-// client's RCPT TO addresses.
-func renderRaw(s *core.Send) ([]byte, transport.Envelope, error) {
+// Envelope is the envelope Message gives s, without rendering the
+// message: the send's From address, and its recipients (to, cc and bcc,
+// in that order). For a submitted message (SMTP submission) these are the
+// client's MAIL FROM and RCPT TO addresses. Delivery says it to a relay
+// ahead of the message while the attempt's claim commits.
+func Envelope(s *core.Send) (transport.Envelope, error) {
 	from, err := mail.ParseAddress(s.From)
 	if err != nil {
-		return nil, transport.Envelope{}, fmt.Errorf("from: %w", err)
+		return transport.Envelope{}, fmt.Errorf("from: %w", err)
 	}
 	var rcpt []string
 	for _, list := range [][]string{s.To, s.Cc, s.Bcc} {
 		for _, r := range list {
 			a, err := mail.ParseAddress(r)
 			if err != nil {
-				return nil, transport.Envelope{}, fmt.Errorf("address %q: %w", r, err)
+				return transport.Envelope{}, fmt.Errorf("address %q: %w", r, err)
 			}
 			rcpt = append(rcpt, a.Address)
 		}
 	}
-	raw, err := message.CompleteRaw(s.Raw, s.MessageID, s.CreatedAt)
-	if err != nil {
-		return nil, transport.Envelope{}, err
-	}
-	return raw, transport.Envelope{From: from.Address, To: rcpt}, nil
+	return transport.Envelope{From: from.Address, To: rcpt}, nil
 }
 
 // PrependHeaders returns raw with header fields added at the top (what a

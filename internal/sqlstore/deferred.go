@@ -14,7 +14,7 @@ import (
 const deferRowsSQLite = true
 
 // deferredRows holds the rows that the transactions of one batch insert
-// into sends and send_addresses (InsertSend) and idempotency_keys
+// into sends, send_addresses and send_tags (InsertSend) and idempotency_keys
 // (PutIdempotency), so that the
 // batch writes each table's rows with one multi-row statement instead of
 // one statement per row: on PostgreSQL each statement is a round trip and a
@@ -33,8 +33,11 @@ const deferRowsSQLite = true
 type deferredRows struct {
 	sends []deferredRow
 	addrs []deferredRow
+	tags  []deferredRow
 	keys  []deferredRow
-	err   error
+	// wide: the scoped keys whose records wait in sends' rows (fillSend).
+	wide []string
+	err  error
 }
 
 // deferredRow is one row's values in column order, with its sort key.
@@ -55,6 +58,10 @@ func (d *deferredRows) addAddress(tenant, address, sendID string) {
 	d.addrs = append(d.addrs, deferredRow{key: tenant + "\x00" + address + "\x00" + sendID, args: []any{tenant, address, sendID}})
 }
 
+func (d *deferredRows) addTag(tenant, name, value, sendID string) {
+	d.tags = append(d.tags, deferredRow{key: tenant + "\x00" + name + "\x00" + value + "\x00" + sendID, args: []any{tenant, name, value, sendID}})
+}
+
 func (d *deferredRows) addKey(sc idempotency.Scope, args []any) {
 	d.keys = append(d.keys, deferredRow{key: scopeKey(sc), args: args})
 }
@@ -65,11 +72,11 @@ func (d *deferredRows) hasKey(sc idempotency.Scope) bool {
 		return false
 	}
 	k := scopeKey(sc)
-	return slices.ContainsFunc(d.keys, func(r deferredRow) bool { return r.key == k })
+	return slices.Contains(d.wide, k) || slices.ContainsFunc(d.keys, func(r deferredRow) bool { return r.key == k })
 }
 
 // maxRowsPerStatement keeps a multi-row statement's parameters within
-// both databases' limits (33 per send row; SQLite allows 32,766, and
+// both databases' limits (44 per send row; SQLite allows 32,766, and
 // PostgreSQL 65,535).
 const maxRowsPerStatement = 256
 
@@ -81,19 +88,21 @@ type statement struct {
 }
 
 // take returns the statements that write the waiting rows — sends first,
-// then their addresses, then the keys; each table's rows sorted — and
+// then their addresses and tags, then the keys; each table's rows sorted — and
 // forgets the rows.
 func (d *deferredRows) take() []statement {
 	if d == nil {
 		return nil
 	}
 	var out []statement
+	d.wide = nil
 	for _, t := range []struct {
 		rows             *[]deferredRow
 		what, head, tail string
 	}{
 		{&d.sends, "send rows", insertSendHead, ""},
 		{&d.addrs, "recipient index rows", insertAddressHead, ""},
+		{&d.tags, "tag rows", insertTagHead, ""},
 		{&d.keys, "idempotency records", putKeyHead, putKeyTail},
 	} {
 		rows := *t.rows

@@ -254,8 +254,10 @@ func (g *groupCommit) runTxs(batch []*txReq, savepoints bool) (batchEnd, error) 
 		failAll(batch, err)
 		return batchDone, nil
 	}
+	// A batch of one defers too: its send row waits for the request's
+	// record to be filled in (sendrecord.go), so an accept is one insert.
 	var deferred *deferredRows
-	if g.deferRows && !savepoints && len(batch) > 1 {
+	if g.deferRows && !savepoints {
 		deferred = &deferredRows{}
 	}
 	savepoints = savepoints && len(batch) > 1
@@ -279,9 +281,11 @@ func (g *groupCommit) runTxs(batch []*txReq, savepoints bool) (batchEnd, error) 
 		if !ok {
 			btx.rollback()
 			if deferred.errOrNil() != nil && r.panicked == nil {
-				// It failed on a flush of others' rows: its answer is not
-				// its own. It runs again with the rest.
+				// It failed on a flush of the batch's rows: its answer is
+				// not its own (others' rows, or its own in a multi-row
+				// statement). It runs again, rows written as they come.
 				r.err = nil
+				return batchRerun, nil
 			}
 			switch {
 			case r.err != nil && retryable(r.err):

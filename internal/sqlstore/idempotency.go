@@ -15,7 +15,7 @@ import (
 // a mismatch) decided on it is final. A retry storm is then served by the
 // read pool.
 func (s *Store) CompletedIdempotency(ctx context.Context, sc idempotency.Scope) (*idempotency.Record, error) {
-	rec, err := readIdempotency(ctx, s.r, sc, "")
+	rec, err := readIdempotency(ctx, s.r, sc)
 	if err != nil || rec == nil || rec.State != idempotency.StateCompleted {
 		return nil, err
 	}
@@ -49,8 +49,11 @@ func (t *Tx) DecideIdempotency(ctx context.Context, sc idempotency.Scope, finger
 		if !got {
 			return idempotency.Decision{Outcome: idempotency.InUse}, nil
 		}
-	} else if rec, err = readIdempotency(ctx, q, sc, ""); err != nil {
+	} else if rec, err = readIdempotency(ctx, q, sc); err != nil {
 		return idempotency.Decision{}, err
+	}
+	if rec != nil {
+		t.notePrior(sc)
 	}
 	d := idempotency.Decision{Outcome: idempotency.Decide(rec, fingerprint, now)}
 	switch d.Outcome {
@@ -58,7 +61,7 @@ func (t *Tx) DecideIdempotency(ctx context.Context, sc idempotency.Scope, finger
 		d.Response = rec.Response
 	case idempotency.Proceed:
 		// Also for a record past its expiry or an abandoned reservation:
-		// PutIdempotency overwrites it, and a late completion of the old
+		// PutIdempotency clears it (clearPrior), and a late completion of the old
 		// reservation fails on its token.
 		d.Token = idempotency.NewToken()
 	}
@@ -103,9 +106,19 @@ const (
 )
 
 // PutIdempotency implements core.Tx: the decided key's completed record,
-// written once, in the transaction that did the request's work. In a batch
-// it waits for the batch's multi-row insert (deferredRows).
+// written once, in the transaction that did the request's work — into the
+// row of the send the request made (sendrecord.go), or, when it made
+// none, into idempotency_keys. In a batch it waits for the batch's
+// multi-row insert (deferredRows).
 func (t *Tx) PutIdempotency(ctx context.Context, sc idempotency.Scope, fingerprint, token string, resp idempotency.Response, now, expires time.Time) error {
+	if err := t.clearPrior(ctx, sc); err != nil {
+		return err
+	}
+	if m := t.recordHolder(sc.Tenant); m != nil {
+		m.holds = true
+		return t.putSendRecord(ctx, m.id, sc, []any{sc.Method, sc.Route, sc.Key, fingerprint, token,
+			resp.Status, resp.ContentType, resp.Body, micros(expires)})
+	}
 	args := []any{sc.Tenant, sc.Method, sc.Route, sc.Key, fingerprint, "completed", token, micros(now),
 		resp.Status, resp.ContentType, resp.Body, micros(now), micros(now), micros(expires)}
 	if t.deferred != nil {
@@ -146,15 +159,25 @@ func (f *recordFields) fill(rec *idempotency.Record) {
 	}
 }
 
-func readIdempotency(ctx context.Context, q querier, sc idempotency.Scope, suffix string) (*idempotency.Record, error) {
+// readRecordSQL reads a scoped key's record: from the row of the send it
+// made when there is one, else from idempotency_keys (sendrecord.go).
+// Both are lookups on a unique index; a key has a live record in at most
+// one of them (PutIdempotency clears the other), the send's row first.
+const readRecordSQL = `SELECT 0 AS src, idem_fingerprint, 'completed', idem_token, 0, idem_expires_at, idem_status, idem_content_type, idem_body
+		FROM sends WHERE tenant = ? AND idem_key = ? AND idem_method = ? AND idem_route = ?
+	UNION ALL
+	SELECT 1, ` + idempotencyColumns + `
+		FROM idempotency_keys WHERE tenant = ? AND method = ? AND route = ? AND key = ?
+	ORDER BY 1 LIMIT 1`
+
+func readIdempotency(ctx context.Context, q querier, sc idempotency.Scope) (*idempotency.Record, error) {
 	var (
+		src int
 		rec idempotency.Record
 		f   recordFields
 	)
-	err := q.queryRow(ctx, `SELECT `+idempotencyColumns+`
-		FROM idempotency_keys WHERE tenant = ? AND method = ? AND route = ? AND key = ?`+suffix,
-		sc.Tenant, sc.Method, sc.Route, sc.Key).
-		Scan(&rec.Fingerprint, &rec.State, &rec.Token, &f.lockedUntil, &f.expiresAt, &f.status, &f.contentType, &f.body)
+	err := q.queryRow(ctx, readRecordSQL, sc.Tenant, sc.Key, sc.Method, sc.Route, sc.Tenant, sc.Method, sc.Route, sc.Key).
+		Scan(&src, &rec.Fingerprint, &rec.State, &rec.Token, &f.lockedUntil, &f.expiresAt, &f.status, &f.contentType, &f.body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -177,5 +200,10 @@ func (s *Store) PurgeIdempotency(ctx context.Context, now time.Time) (int, error
 	if err != nil {
 		return 0, fmt.Errorf("purge idempotency keys: %w", err)
 	}
-	return int(n), nil
+	// A send's record: its columns go, the send stays for its retention.
+	m, err := s.w.exec(ctx, `UPDATE sends SET `+clearSendRecord+` WHERE idem_expires_at <= ?`, micros(now))
+	if err != nil {
+		return int(n), fmt.Errorf("purge the sends' idempotency records: %w", err)
+	}
+	return int(n + m), nil
 }

@@ -68,7 +68,7 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-const insertSendHead = `INSERT INTO sends (` + sendColumns + `) VALUES `
+const insertSendHead = `INSERT INTO sends (` + sendColumns + `, ` + sendRecordColumns + `) VALUES `
 
 // InsertSend implements core.Tx. In a batch the row waits for the batch's
 // multi-row insert (deferredRows).
@@ -84,7 +84,9 @@ func (t *Tx) InsertSend(ctx context.Context, s *core.Send) error {
 		micros(s.CreatedAt), micros(s.UpdatedAt), nullMicros(s.SentAt),
 		nullString(s.InReplyTo), jsonText(nonNil(s.References)), s.Forward, s.Tries, t.due(s),
 		s.Raw, nullMicros(s.ScheduledAt), len(s.Attachments), string(s.Stream.Or(core.StreamTransactional)), nullString(s.TraceParent), s.Unsubscribe}
+	args = append(args, noSendRecord[:]...) // PutIdempotency may fill them in (sendrecord.go)
 	s.AttachmentCount = len(s.Attachments)
+	t.made = append(t.made, madeSend{id: s.ID, tenant: s.Tenant})
 	if t.deferred != nil {
 		t.deferred.addSend(s.ID, args)
 	} else {
@@ -102,16 +104,26 @@ func (t *Tx) InsertSend(ctx context.Context, s *core.Send) error {
 	return t.insertAttachments(ctx, s)
 }
 
+const insertTagHead = `INSERT INTO send_tags (tenant, name, value, send_id) VALUES `
+
 // insertTags indexes the send's tags (send_tags), one statement for all.
 func (t *Tx) insertTags(ctx context.Context, s *core.Send) error {
 	if len(s.Tags) == 0 {
+		return nil
+	}
+	if t.deferred != nil {
+		// Waiting with the send's row, which then still waits for its
+		// idempotency record (sendrecord.go).
+		for n, v := range s.Tags {
+			t.deferred.addTag(s.Tenant, n, v, s.ID)
+		}
 		return nil
 	}
 	args := make([]any, 0, 4*len(s.Tags))
 	for n, v := range s.Tags {
 		args = append(args, s.Tenant, n, v, s.ID)
 	}
-	q := `INSERT INTO send_tags (tenant, name, value, send_id) VALUES (?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?)`, len(s.Tags)-1)
+	q := insertTagHead + `(?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?)`, len(s.Tags)-1)
 	if _, err := t.q.exec(ctx, q, args...); err != nil {
 		return fmt.Errorf("insert tags of %s: %w", s.ID, err)
 	}

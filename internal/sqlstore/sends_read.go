@@ -72,6 +72,13 @@ func (s *Store) ListSends(ctx context.Context, tenant string, f core.SendFilter)
 	return sends, next, nil
 }
 
+// byCallerKey finds a tenant's sends by the key as the caller gave it, in
+// the two indexes that hold it (migration 0040): sends_idem for a send
+// holding its record under that very key, sends_caller_key for every
+// other send with a key. A send is in one of them, never both.
+const byCallerKey = `id IN (SELECT id FROM sends WHERE tenant = ? AND idem_key = ? AND idempotency_key = idem_key
+	UNION ALL SELECT id FROM sends WHERE tenant = ? AND idempotency_key = ? AND idem_key IS DISTINCT FROM idempotency_key)`
+
 // listSendsStatement is the statement ListSends runs for f, with its
 // arguments: the filters' conditions and listSendsQuery's order and
 // limit. The query plan tests explain this very statement.
@@ -81,7 +88,7 @@ func listSendsStatement(tenant string, f core.SendFilter) (string, []any) {
 		args  = []any{tenant}
 	)
 	if f.IdempotencyKey != "" {
-		where, args = append(where, "idempotency_key = ?"), append(args, f.IdempotencyKey)
+		where, args = append(where, byCallerKey), append(args, tenant, f.IdempotencyKey, tenant, f.IdempotencyKey)
 	}
 	if f.Status != "" {
 		where, args = append(where, "status = ?"), append(args, f.Status)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/sqldialect"
 )
@@ -113,6 +114,12 @@ type Tx struct {
 	hooked bool
 	// locks: the keys the batch locked and read before it ran (prelock.go).
 	locks batchLocks
+	// made: the sends this transaction inserted, in order; the first not
+	// yet holding a record takes the next completed key (sendrecord.go).
+	made []madeSend
+	// prior: the keys DecideIdempotency found a record for; PutIdempotency
+	// clears that record wherever it is before it writes the new one.
+	prior map[idempotency.Scope]bool
 }
 
 func newTx(s *Store, q querier, d *deferredRows) *Tx {

@@ -126,17 +126,23 @@ func (s *SMTP) Deliver(ctx context.Context, env Envelope, raw []byte) error {
 			return &Error{Class: Temporary, Stage: StageDial, Err: fmt.Errorf("waiting for a free session: %w", context.Cause(ctx))}
 		}
 	}
-	return s.deliver(ctx, env, raw)
+	return s.deliver(ctx, nil, env, raw)
 }
 
 // Slot is one of a relay's MaxSessions, taken without waiting for it.
 // Delivery takes a slot before it commits an attempt as sending, so that
 // no attempt the database calls sending waits for a session: a crash then
 // leaves unknown only attempts that had a session in hand and were about
-// to hand their message over, never ones queued behind the pool.
+// to hand their message over, never ones queued behind the pool. While
+// that commit runs, the slot's session may already say the envelope
+// (Prepare, prepare.go).
 type Slot struct {
 	s    *SMTP
 	once sync.Once
+
+	mu       sync.Mutex // held by Prepare while it talks to the relay
+	prep     *prepared
+	released bool
 }
 
 // TryAcquire takes one of the relay's MaxSessions if one is free; ok is
@@ -155,35 +161,11 @@ func (s *SMTP) TryAcquire() (sl *Slot, ok bool) {
 // Of reports whether the slot is one of t's sessions.
 func (sl *Slot) Of(t Transport) bool { return t == Transport(sl.s) }
 
-// Release gives the slot back. It is safe to call more than once, and
-// after Deliver.
-func (sl *Slot) Release() {
-	sl.once.Do(func() {
-		if sl.s.sem != nil {
-			<-sl.s.sem
-		}
-	})
-}
-
 // Deliver sends one message as SMTP.Deliver does, on the slot instead of
 // waiting for one, and releases the slot.
 func (sl *Slot) Deliver(ctx context.Context, env Envelope, raw []byte) error {
 	defer sl.Release()
-	if err := sl.s.precheck(env); err != nil {
-		return err
-	}
-	return sl.s.deliver(ctx, env, raw)
-}
-
-// Send sends one message as Deliver does, on the slot, and keeps the slot
-// for the next: a send that goes out as one copy per recipient hands its
-// copies over one after the other on the session it was claimed with. The
-// caller releases it.
-func (sl *Slot) Send(ctx context.Context, env Envelope, raw []byte) error {
-	if err := sl.s.precheck(env); err != nil {
-		return err
-	}
-	return sl.s.deliver(ctx, env, raw)
+	return sl.Send(ctx, env, raw)
 }
 
 // precheck refuses, before any session is taken, what no session could
@@ -198,10 +180,29 @@ func (s *SMTP) precheck(env Envelope) error {
 	return nil
 }
 
-// deliver sends one message on a pooled session or a new one; the caller
-// holds one of the MaxSessions.
-func (s *SMTP) deliver(ctx context.Context, env Envelope, raw []byte) error {
-	for ss := s.take(); ss != nil; ss = s.take() {
+// deliver sends one message on held (a slot's own session, nil: none), a
+// pooled session or a new one; the caller holds one of the MaxSessions.
+func (s *SMTP) deliver(ctx context.Context, held *session, env Envelope, raw []byte) error {
+	ss, a, stop, err := s.open(ctx, held)
+	if err != nil {
+		return err
+	}
+	return s.finish(ss, stop, a.transaction(ctx, ss, env, raw))
+}
+
+// open returns a session ready for a transaction: held (a slot's own
+// session) or a pooled one once it answered RSET, or else a new one.
+// While ctx lives, its end closes the socket; stop ends that watch and
+// reports whether it was still in time. On error nothing is left open.
+func (s *SMTP) open(ctx context.Context, held *session) (ss *session, a *attempt, stop func() bool, err error) {
+	next := func() *session {
+		if ss := held; ss != nil {
+			held = nil
+			return ss
+		}
+		return s.take()
+	}
+	for ss := next(); ss != nil; ss = next() {
 		a := &attempt{cfg: &s.cfg, stage: StageRset, reached: true, client: ss.c}
 		stop := context.AfterFunc(ctx, func() { ss.raw.Close() })
 		ss.c.CommandTimeout = s.cfg.CommandTimeout
@@ -210,24 +211,20 @@ func (s *SMTP) deliver(ctx context.Context, env Envelope, raw []byte) error {
 			stop()
 			ss.raw.Close()
 			if ctx.Err() != nil {
-				return a.fail(ctx, err)
+				return nil, nil, nil, a.fail(ctx, err)
 			}
 			continue
 		}
-		err := a.transaction(ctx, ss, env, raw)
-		if !stop() || err != nil {
-			ss.raw.Close()
-			return err
-		}
-		s.put(ss)
-		return nil
+		return ss, a, stop, nil
 	}
-	a := &attempt{cfg: &s.cfg, stage: StageDial}
-	ss, stop, err := a.session(ctx)
-	if err != nil {
-		return err
-	}
-	err = a.transaction(ctx, ss, env, raw)
+	a = &attempt{cfg: &s.cfg, stage: StageDial}
+	ss, stop, err = a.session(ctx)
+	return ss, a, stop, err
+}
+
+// finish pools ss after a transaction that ended with err, or closes it
+// when the transaction failed or ctx ended meanwhile (stop is open's).
+func (s *SMTP) finish(ss *session, stop func() bool, err error) error {
 	if !stop() || err != nil {
 		ss.raw.Close()
 		return err

@@ -19,28 +19,43 @@ var faultSeq atomic.Int64
 // real failure.
 func (e *Env) FailWrites(t testing.TB, table string) (restore func()) {
 	t.Helper()
-	return e.failOps(t, table, "INSERT", "UPDATE")
+	return e.failOps(t, table, "", "INSERT", "UPDATE")
+}
+
+// FailStoredAnswers makes the database refuse every write of a stored
+// idempotent answer — into a send's row (the record columns set) or into
+// idempotency_keys — while the send rows themselves still go in.
+func (e *Env) FailStoredAnswers(t testing.TB) (restore func()) {
+	t.Helper()
+	inSends := e.failOps(t, "sends", "NEW.idem_key IS NOT NULL", "INSERT", "UPDATE")
+	inKeys := e.failOps(t, "idempotency_keys", "", "INSERT", "UPDATE")
+	return func() { inSends(); inKeys() }
 }
 
 // FailUpdates is FailWrites for UPDATEs alone: new rows still go in.
 func (e *Env) FailUpdates(t testing.TB, table string) (restore func()) {
 	t.Helper()
-	return e.failOps(t, table, "UPDATE")
+	return e.failOps(t, table, "", "UPDATE")
 }
 
-func (e *Env) failOps(t testing.TB, table string, ops ...string) (restore func()) {
+// failOps refuses ops on table, for the rows when holds of (all when "").
+func (e *Env) failOps(t testing.TB, table, when string, ops ...string) (restore func()) {
 	t.Helper()
+	pgWhen, liteWhen := "", ""
+	if when != "" {
+		pgWhen, liteWhen = " WHEN ("+when+")", " WHEN "+when
+	}
 	name := fmt.Sprintf("sendoncetest_fail_%s_%d", table, faultSeq.Add(1))
 	var create, drop []string
 	if e.Server.Store.PG != nil {
 		create = []string{
 			`CREATE OR REPLACE FUNCTION ` + name + `() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RAISE EXCEPTION ''injected fault''; END'`,
-			`CREATE TRIGGER ` + name + ` BEFORE ` + strings.Join(ops, " OR ") + ` ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION ` + name + `()`,
+			`CREATE TRIGGER ` + name + ` BEFORE ` + strings.Join(ops, " OR ") + ` ON ` + table + ` FOR EACH ROW` + pgWhen + ` EXECUTE FUNCTION ` + name + `()`,
 		}
 		drop = []string{`DROP TRIGGER IF EXISTS ` + name + ` ON ` + table, `DROP FUNCTION IF EXISTS ` + name + `()`}
 	} else {
 		for _, op := range ops {
-			create = append(create, `CREATE TRIGGER `+name+`_`+op+` BEFORE `+op+` ON `+table+
+			create = append(create, `CREATE TRIGGER `+name+`_`+op+` BEFORE `+op+` ON `+table+liteWhen+
 				` BEGIN SELECT RAISE(ABORT, 'injected fault'); END`)
 			drop = append(drop, `DROP TRIGGER IF EXISTS `+name+`_`+op)
 		}

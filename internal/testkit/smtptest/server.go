@@ -126,6 +126,9 @@ type Server struct {
 	limits    limitState
 	holding   int // sessions whose end of DATA HoldData holds now
 	open      map[*trackedConn]struct{}
+	// conns counts the sessions; transcript is their commands.
+	conns      int
+	transcript []Command
 }
 
 // Start starts a server listening on 127.0.0.1:0. t.Cleanup closes it and

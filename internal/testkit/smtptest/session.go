@@ -23,8 +23,10 @@ type backend struct{ s *Server }
 func (b *backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
 	b.s.mu.Lock()
 	bh := b.s.behaviour
+	b.s.conns++
+	n := b.s.conns
 	b.s.mu.Unlock()
-	return &session{s: b.s, conn: c, b: bh}, nil
+	return &session{s: b.s, conn: c, b: bh, connNo: n}, nil
 }
 
 type session struct {
@@ -36,6 +38,10 @@ type session struct {
 	from string
 	to   []string
 	msgs int // messages taken on this connection
+	// connNo numbers the session in the Transcript; inData is set once
+	// the transaction's data began.
+	connNo int
+	inData bool
 }
 
 var _ smtp.AuthSession = (*session)(nil)
@@ -64,6 +70,7 @@ func (ss *session) Auth(mech string) (sasl.Server, error) {
 }
 
 func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
+	ss.s.note(ss, "MAIL", from)
 	ss.s.mu.Lock()
 	ss.b = ss.s.behaviour
 	ss.s.mu.Unlock()
@@ -85,6 +92,7 @@ func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 }
 
 func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	ss.s.note(ss, "RCPT", to)
 	if ss.b.RcptFunc != nil {
 		remote, _, _ := net.SplitHostPort(ss.conn.Conn().RemoteAddr().String())
 		if e := ss.b.RcptFunc(remote, ss.from, to); e != nil {
@@ -102,6 +110,8 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 }
 
 func (ss *session) Data(r io.Reader) error {
+	ss.s.note(ss, "DATA", "")
+	ss.inData = true
 	if ss.b.ReadRate > 0 {
 		r = &slowReader{r: r, rate: ss.b.ReadRate, closing: ss.s.closing}
 	}
@@ -186,6 +196,10 @@ func (s *slowReader) Read(p []byte) (int, error) {
 }
 
 func (ss *session) Reset() {
+	if ss.from != "" && !ss.inData {
+		ss.s.note(ss, "RSET", "")
+	}
+	ss.inData = false
 	ss.from = ""
 	ss.to = nil
 }
