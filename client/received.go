@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -80,16 +79,9 @@ type ListReceivedParams struct {
 // ListReceived returns one page of received messages without their bodies
 // (GET /v1/received).
 func (c *Client) ListReceived(ctx context.Context, p *ListReceivedParams) (*ReceivedList, error) {
-	q := url.Values{}
+	var q url.Values
 	if p != nil {
-		for k, v := range map[string]string{"mailbox_id": p.MailboxID, "thread_id": p.ThreadID, "from": p.From, "cursor": p.After} {
-			if v != "" {
-				q.Set(k, v)
-			}
-		}
-		if p.Limit > 0 {
-			q.Set("limit", strconv.Itoa(p.Limit))
-		}
+		q = listQuery(map[string]string{"mailbox_id": p.MailboxID, "thread_id": p.ThreadID, "from": p.From, "cursor": p.After}, p.Limit)
 	}
 	out, err := get[ReceivedList](ctx, c, "/v1/received", q)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -89,23 +88,10 @@ func (c *Client) GetSend(ctx context.Context, id string) (*Send, error) {
 
 // ListSends returns one page of sends, newest first (GET /v1/sends).
 func (c *Client) ListSends(ctx context.Context, p *ListSendsParams) (*SendList, error) {
-	q := url.Values{}
+	var q url.Values
 	if p != nil {
-		if p.IdempotencyKey != "" {
-			q.Set("idempotency_key", p.IdempotencyKey)
-		}
-		if p.Status != "" {
-			q.Set("status", string(p.Status))
-		}
-		if p.Limit > 0 {
-			q.Set("limit", strconv.Itoa(p.Limit))
-		}
-		if p.After != "" {
-			q.Set("after", p.After)
-		}
-		if p.Recipient != "" {
-			q.Set("recipient", p.Recipient)
-		}
+		q = listQuery(map[string]string{"idempotency_key": p.IdempotencyKey, "status": string(p.Status), "after": p.After,
+			"recipient": p.Recipient}, p.Limit)
 	}
 	var l struct {
 		Data []json.RawMessage `json:"data"`

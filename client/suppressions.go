@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -70,16 +69,9 @@ func (c *Client) GetSuppression(ctx context.Context, email string) (*Suppression
 
 // ListSuppressions returns a page of the list.
 func (c *Client) ListSuppressions(ctx context.Context, p *ListSuppressionsParams) (*SuppressionList, error) {
-	q := url.Values{}
+	var q url.Values
 	if p != nil {
-		for k, v := range map[string]string{"email": p.Email, "origin": p.Origin, "after": p.After} {
-			if v != "" {
-				q.Set(k, v)
-			}
-		}
-		if p.Limit != 0 {
-			q.Set("limit", strconv.Itoa(p.Limit))
-		}
+		q = listQuery(map[string]string{"email": p.Email, "origin": p.Origin, "after": p.After}, p.Limit)
 	}
 	// The query stays in the path, as CallError.Path has always shown it.
 	path := "/v1/suppressions"

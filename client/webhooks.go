@@ -72,12 +72,23 @@ type Page struct {
 }
 
 func (p *Page) query() url.Values {
-	q := url.Values{}
-	if p != nil && p.Limit > 0 {
-		q.Set("limit", strconv.Itoa(p.Limit))
+	if p == nil {
+		return url.Values{}
 	}
-	if p != nil && p.After != "" {
-		q.Set("after", p.After)
+	return listQuery(map[string]string{"after": p.After}, p.Limit)
+}
+
+// listQuery is a list call's query string: the filters that are set, and
+// the limit when it is positive (else the server's default applies).
+func listQuery(filters map[string]string, limit int) url.Values {
+	q := url.Values{}
+	for k, v := range filters {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
 	}
 	return q
 }

@@ -59,6 +59,24 @@ func newOutbox(t *testing.T, db *sql.DB, st *store, c *client.Client, mod func(*
 	return ob
 }
 
+// proxied opens b's store with an outbox whose client reaches the server
+// through a fault proxy that passes everything, to count the POSTs.
+func (h *harness) proxied(t *testing.T, b backend) (*store, *faultproxy.Proxy, *outbox.Outbox) {
+	t.Helper()
+	st := b.open(t)
+	px := faultproxy.Start(t, faultproxy.Options{Upstream: h.env.URL})
+	return st, px, newOutbox(t, st.db, st, newClient(t, px.URL, h.env.AdminKey, nil), nil)
+}
+
+// onePost checks that the task was POSTed once: a rejected task is never
+// retried.
+func onePost(t *testing.T, px *faultproxy.Proxy) {
+	t.Helper()
+	if n := px.Count("POST", "/v1/send"); n != 1 {
+		t.Fatalf("%d POSTs, want 1: a rejected task must not be retried", n)
+	}
+}
+
 func bg(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	t.Cleanup(cancel)
@@ -95,20 +113,7 @@ func enqueue(t *testing.T, ob *outbox.Outbox, db *sql.DB, n int, tag string) []*
 // then re-reads recs. Each test has a table of its own.
 func settle(t *testing.T, ob *outbox.Outbox, recs []*outbox.Record, timeout time.Duration) []*outbox.Record {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		counts, err := ob.Counts(bg(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if counts[outbox.Pending]+counts[outbox.Sending] == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tasks not settled after %v: %v", timeout, counts)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitCounts(t, ob, "tasks to settle", timeout, func(c map[outbox.State]int) bool { return c[outbox.Pending]+c[outbox.Sending] == 0 })
 	out := make([]*outbox.Record, len(recs))
 	for i, r := range recs {
 		got, err := ob.Get(bg(t), r.ID)
@@ -397,9 +402,7 @@ func TestOutbox_SameKeyChangedContent(t *testing.T) {
 	t.Parallel()
 	h := startServer(t, sendoncetest.Options{})
 	forEachBackend(t, func(t *testing.T, b backend) {
-		st := b.open(t)
-		px := faultproxy.Start(t, faultproxy.Options{Upstream: h.env.URL})
-		ob := newOutbox(t, st.db, st, newClient(t, px.URL, h.env.AdminKey, nil), nil)
+		st, px, ob := h.proxied(t, b)
 		key := "order-shipped-" + b.name + "-" + st.table
 		orig := mail(1, "original")
 		first, err := h.admin.Send(bg(t), &orig, &client.SendOptions{IdempotencyKey: key})
@@ -436,9 +439,7 @@ func TestOutbox_SameKeyChangedContent(t *testing.T) {
 		if err != nil || len(l.Data) != 1 || l.Data[0].ID != first.ID || l.Data[0].Subject != "original" {
 			t.Fatalf("sends with the key: %v %v; want only the original", l, err)
 		}
-		if n := px.Count("POST", "/v1/send"); n != 1 {
-			t.Fatalf("%d POSTs; a rejected task must not be retried", n)
-		}
+		onePost(t, px)
 		t.Logf("MEASURED %s/same-key-changed-content: tasks=1 posts=%d sends-with-key=%d state=%s code=%s",
 			b.name, px.Count("POST", "/v1/send"), len(l.Data), got.State, got.LastErrorCode)
 	})
@@ -450,9 +451,7 @@ func TestOutbox_RejectedIsFinal(t *testing.T) {
 	t.Parallel()
 	h := startServer(t, sendoncetest.Options{})
 	forEachBackend(t, func(t *testing.T, b backend) {
-		st := b.open(t)
-		px := faultproxy.Start(t, faultproxy.Options{Upstream: h.env.URL})
-		ob := newOutbox(t, st.db, st, newClient(t, px.URL, h.env.AdminKey, nil), nil)
+		st, px, ob := h.proxied(t, b)
 		tx, _ := st.db.BeginTx(bg(t), nil)
 		rec, err := ob.Enqueue(bg(t), tx, outbox.Task{Email: client.SendRequest{To: []string{"not an address"}, Subject: "x", Text: "y"}})
 		if err != nil {
@@ -463,9 +462,7 @@ func TestOutbox_RejectedIsFinal(t *testing.T) {
 		if got.State != outbox.Rejected || got.LastErrorCode != client.CodeValidation || got.Attempts != 1 {
 			t.Fatalf("task %s %q attempts %d; want rejected validation_error after 1", got.State, got.LastErrorCode, got.Attempts)
 		}
-		if n := px.Count("POST", "/v1/send"); n != 1 {
-			t.Fatalf("%d POSTs, want 1", n)
-		}
+		onePost(t, px)
 	})
 }
 

@@ -297,50 +297,46 @@ func (tr *tour) approve() {
 
 // createKey: the new key's secret is shown once, can be copied, and works.
 func (tr *tour) createKey() {
-	t, ctx, env := tr.t, tr.ctx, tr.env
-	tr.do("create a key", chromedp.Navigate(env.URL+"/ui/keys"), chromedp.SendKeys(chromedp.CSS("#name"), "made-in-browser"),
-		chromedp.Click(chromedp.CSS("input[value=read]")), chromedp.Click(chromedp.CSS("form[action='/ui/keys'] button[type=submit]")),
-		chromedp.WaitVisible(chromedp.CSS("#secret")))
-	secret := run(t, ctx, "read the secret", chromedp.Value(chromedp.CSS("#secret")))
-	if !strings.HasPrefix(secret, "so_") {
-		t.Fatalf("the new key's secret is %q", secret)
+	secret := tr.secretShownOnce("key", "/ui/keys", "#name", "so_", "made-in-browser",
+		chromedp.SendKeys(chromedp.CSS("#name"), "made-in-browser"), chromedp.Click(chromedp.CSS("input[value=read]")))
+	if r := tr.env.Do(tr.t, sendoncetest.Request{Method: "GET", Path: "/v1/sends", Key: secret}); r.Status != http.StatusOK {
+		tr.t.Errorf("the key made in the browser: GET /v1/sends %d", r.Status)
 	}
-	tr.do("copy it", chromedp.Click(chromedp.CSS("button[data-copy]")))
-	tr.poll("the copy button never said Copied", `document.querySelector("button[data-copy]").textContent === "Copied"`)
-	shot(t, ctx, tr.shots, "key-created")
-	if r := env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/sends", Key: secret}); r.Status != http.StatusOK {
-		t.Errorf("the key made in the browser: GET /v1/sends %d", r.Status)
-	}
-	tr.do("reopen the keys", chromedp.Navigate(env.URL+"/ui/keys"), chromedp.WaitVisible(chromedp.CSS("#name")))
-	if page := run(t, ctx, "read the keys page", chromedp.OuterHTML(chromedp.CSS("html"))); strings.Contains(page, secret) || !strings.Contains(page, "made-in-browser") {
-		t.Errorf("the keys page, opened again, shows the secret (%v) or lacks the key (%v)", strings.Contains(page, secret), !strings.Contains(page, "made-in-browser"))
-	}
-	shot(t, ctx, tr.shots, "keys")
 }
 
 // createWebhook: the new endpoint's signing secret is shown once, with a
 // copy button, and not when the page is opened again.
 func (tr *tour) createWebhook() {
-	t, ctx, env := tr.t, tr.ctx, tr.env
 	endpoint := tr.remote.URL + "/hook"
-	tr.do("create a webhook", chromedp.Navigate(env.URL+"/ui/webhooks"), chromedp.SendKeys(chromedp.CSS("#endpoint"), endpoint),
-		chromedp.Click(chromedp.CSS("input[value='email.delivered']")), chromedp.Click(chromedp.CSS("form[action='/ui/webhooks'] button[type=submit]")),
-		chromedp.WaitVisible(chromedp.CSS("#secret")))
-	secret := run(t, ctx, "read the signing secret", chromedp.Value(chromedp.CSS("#secret")))
-	if !strings.HasPrefix(secret, "whsec_") {
-		t.Fatalf("the new webhook's secret is %q", secret)
+	tr.secretShownOnce("webhook", "/ui/webhooks", "#endpoint", "whsec_", endpoint,
+		chromedp.SendKeys(chromedp.CSS("#endpoint"), endpoint), chromedp.Click(chromedp.CSS("input[value='email.delivered']")))
+}
+
+// secretShownOnce fills the create form of the page at path (whose first
+// field is field) and submits it: the answer shows a secret starting with
+// prefix, with a button that copies it; the page opened again lists the
+// new item by name and no longer shows the secret. It returns the secret.
+func (tr *tour) secretShownOnce(what, path, field, prefix, name string, fill ...chromedp.Action[chromedp.Void]) string {
+	t, ctx, env := tr.t, tr.ctx, tr.env
+	t.Helper()
+	steps := append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(env.URL + path)}, fill...)
+	steps = append(steps, chromedp.Click(chromedp.CSS("form[action='"+path+"'] button[type=submit]")), chromedp.WaitVisible(chromedp.CSS("#secret")))
+	tr.do("create a "+what, steps...)
+	secret := run(t, ctx, "read the "+what+"'s secret", chromedp.Value(chromedp.CSS("#secret")))
+	if !strings.HasPrefix(secret, prefix) {
+		t.Fatalf("the new %s's secret is %q", what, secret)
 	}
 	tr.do("copy it", chromedp.Click(chromedp.CSS("button[data-copy]")))
 	tr.poll("the copy button never said Copied", `document.querySelector("button[data-copy]").textContent === "Copied"`)
-	shot(t, ctx, tr.shots, "webhook-created")
-	tr.do("reopen the webhooks", chromedp.Navigate(env.URL+"/ui/webhooks"), chromedp.WaitVisible(chromedp.CSS("#endpoint")))
-	page := run(t, ctx, "read the webhooks page", chromedp.OuterHTML(chromedp.CSS("html")))
-	if strings.Contains(page, secret) || !strings.Contains(page, endpoint) {
-		t.Errorf("the webhooks page, opened again, shows the secret (%v) or lacks the endpoint (%v)", strings.Contains(page, secret), !strings.Contains(page, endpoint))
+	shot(t, ctx, tr.shots, what+"-created")
+	tr.do("reopen the "+what+"s", chromedp.Navigate(env.URL+path), chromedp.WaitVisible(chromedp.CSS(field)))
+	if page := run(t, ctx, "read the "+what+"s page", chromedp.OuterHTML(chromedp.CSS("html"))); strings.Contains(page, secret) || !strings.Contains(page, name) {
+		t.Errorf("the %ss page, opened again, shows the secret (%v) or lacks %s (%v)", what, strings.Contains(page, secret), name, !strings.Contains(page, name))
 	}
+	shot(t, ctx, tr.shots, what+"s")
+	return secret
 }
 
-// suppressions: an address added by hand is listed, then removed after
 // the confirmation.
 func (tr *tour) suppressions() {
 	t, ctx, env := tr.t, tr.ctx, tr.env

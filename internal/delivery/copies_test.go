@@ -61,6 +61,29 @@ func onlyTo(t *testing.T, msgs []smtptest.Message) map[string]smtptest.Message {
 	return out
 }
 
+// ownCopies checks that each of rcpts got one copy of send s, alone in
+// its envelope, with the send's Message-ID and an unsubscribe link of its
+// own, and returns the copies by recipient.
+func ownCopies(t *testing.T, s map[string]any, msgs []smtptest.Message, rcpts []string) map[string]smtptest.Message {
+	t.Helper()
+	copies := onlyTo(t, msgs)
+	paths := map[string]bool{}
+	for _, rcpt := range rcpts {
+		m, ok := copies[rcpt]
+		if !ok {
+			t.Fatalf("no copy for %s; %d messages were handed over", rcpt, len(copies))
+		}
+		if m.MessageID != bareID(str(s, "message_id")) {
+			t.Errorf("%s: Message-ID %q, want the send's %q", rcpt, m.MessageID, str(s, "message_id"))
+		}
+		paths[unsubscribePath(t, m.Data)] = true
+	}
+	if len(paths) != len(rcpts) {
+		t.Fatalf("%d distinct unsubscribe links among %d copies, want one each", len(paths), len(rcpts))
+	}
+	return copies
+}
+
 // TestCopies_BulkSendToSeveralGoesOutAsOneSignedCopyEach: a bulk send to
 // three recipients (to, cc, bcc) is accepted and reaches the relay as
 // three messages, each to its one envelope recipient, each with its own
@@ -77,20 +100,10 @@ func TestCopies_BulkSendToSeveralGoesOutAsOneSignedCopyEach(t *testing.T) {
 		id := send(t, env, map[string]any{"from": "news@news.test", "to": "Ann <" + rcpts[0] + ">", "cc": rcpts[1], "bcc": rcpts[2],
 			"subject": "News", "text": "x", "stream": "bulk"})
 		s := env.WaitStatus(t, id, waitLong, core.StatusSent)
-		want := map[string]string{rcpts[0]: "sent", rcpts[1]: "sent", rcpts[2]: "sent"}
-		if got := recipientStatuses(s); !maps.Equal(got, want) {
-			t.Errorf("recipients %v, want %v", got, want)
-		}
-		copies := onlyTo(t, env.SMTP.Messages())
-		paths := map[string]bool{}
+		checkRecipients(t, s, map[string]string{rcpts[0]: "sent", rcpts[1]: "sent", rcpts[2]: "sent"})
+		copies := ownCopies(t, s, env.SMTP.Messages(), rcpts)
 		for _, rcpt := range rcpts {
-			m, ok := copies[rcpt]
-			if !ok {
-				t.Fatalf("no copy for %s; the relay got %d messages", rcpt, len(copies))
-			}
-			if m.MessageID != bareID(str(s, "message_id")) {
-				t.Errorf("%s: Message-ID %q, want the send's %q", rcpt, m.MessageID, str(s, "message_id"))
-			}
+			m := copies[rcpt]
 			h, err := mail.ReadMessage(bytes.NewReader(m.Data))
 			if err != nil {
 				t.Fatalf("%s: %v", rcpt, err)
@@ -101,7 +114,6 @@ func TestCopies_BulkSendToSeveralGoesOutAsOneSignedCopyEach(t *testing.T) {
 			if head, _, _ := bytes.Cut(m.Data, []byte("\r\n\r\n")); bytes.Contains(head, []byte(rcpts[2])) {
 				t.Errorf("%s: the header block shows the Bcc recipient", rcpt)
 			}
-			paths[unsubscribePath(t, m.Data)] = true
 			vs := verifyDKIM(t, dns, m.Data)
 			if len(vs) != 1 || vs[0].Err != nil {
 				t.Fatalf("%s: verifications = %+v, want one passing signature", rcpt, vs)
@@ -111,9 +123,6 @@ func TestCopies_BulkSendToSeveralGoesOutAsOneSignedCopyEach(t *testing.T) {
 					t.Errorf("%s: the signature does not cover %s: h=%v", rcpt, k, vs[0].HeaderKeys)
 				}
 			}
-		}
-		if len(paths) != len(rcpts) {
-			t.Fatalf("%d distinct unsubscribe links among %d copies, want one each", len(paths), len(rcpts))
 		}
 
 		r := env.Do(t, sendoncetest.Request{Method: "POST", Path: unsubscribePath(t, copies[rcpts[1]].Data), Body: "List-Unsubscribe=One-Click",
@@ -156,10 +165,7 @@ func TestCopies_RetryHandsOverOnlyWhatIsLeftAndALostReplyIsUnknown(t *testing.T)
 		})
 		id := send(t, env, map[string]any{"to": rcpts, "subject": "News", "text": "x", "unsubscribe": true})
 		s := env.WaitStatus(t, id, waitLong, core.StatusUnknown)
-		want := map[string]string{rcpts[0]: "sent", rcpts[1]: "unknown", rcpts[2]: "sent"}
-		if got := recipientStatuses(s); !maps.Equal(got, want) {
-			t.Errorf("recipients %v, want %v", got, want)
-		}
+		checkRecipients(t, s, map[string]string{rcpts[0]: "sent", rcpts[1]: "unknown", rcpts[2]: "sent"})
 		if got := countOf(eventTypes(s), core.EventAttemptStarted); got != 2 {
 			t.Errorf("%d attempts started, want 2: %v", got, eventTypes(s))
 		}
@@ -187,25 +193,8 @@ func TestCopies_MXHandsEachRecipientItsOwnCopy(t *testing.T) {
 		rcpts := []string{"ann@one.test", "bob@two.test", "cy@also-one.test"}
 		id := send(t, env, map[string]any{"to": rcpts[:2], "cc": rcpts[2], "subject": "News", "text": "x", "stream": "bulk"})
 		s := env.WaitStatus(t, id, waitLong, core.StatusDelivered)
-		want := map[string]string{rcpts[0]: "delivered", rcpts[1]: "delivered", rcpts[2]: "delivered"}
-		if got := recipientStatuses(s); !maps.Equal(got, want) {
-			t.Errorf("recipients %v, want %v", got, want)
-		}
-		copies := onlyTo(t, env.SMTP.Messages())
-		paths := map[string]bool{}
-		for _, rcpt := range rcpts {
-			m, ok := copies[rcpt]
-			if !ok {
-				t.Fatalf("no copy for %s; the exchangers got %d messages", rcpt, len(copies))
-			}
-			if m.MessageID != bareID(str(s, "message_id")) {
-				t.Errorf("%s: Message-ID %q, want the send's", rcpt, m.MessageID)
-			}
-			paths[unsubscribePath(t, m.Data)] = true
-		}
-		if len(paths) != len(rcpts) {
-			t.Errorf("%d distinct unsubscribe links among %d copies, want one each", len(paths), len(rcpts))
-		}
+		checkRecipients(t, s, map[string]string{rcpts[0]: "delivered", rcpts[1]: "delivered", rcpts[2]: "delivered"})
+		ownCopies(t, s, env.SMTP.Messages(), rcpts)
 	})
 }
 
@@ -227,10 +216,7 @@ func TestCopies_ResendTakesEachCopyUnderItsOwnKey(t *testing.T) {
 	rcpts := []string{"ann@example.com", "bob@example.com", "cat@example.com"}
 	id := send(t, env, map[string]any{"to": rcpts[0], "cc": rcpts[1], "bcc": rcpts[2], "subject": "News", "text": "x", "stream": "bulk"})
 	s := env.WaitStatus(t, id, waitLong, core.StatusSent)
-	want := map[string]string{rcpts[0]: "sent", rcpts[1]: "sent", rcpts[2]: "sent"}
-	if got := recipientStatuses(s); !maps.Equal(got, want) {
-		t.Errorf("recipients %v, want %v", got, want)
-	}
+	checkRecipients(t, s, map[string]string{rcpts[0]: "sent", rcpts[1]: "sent", rcpts[2]: "sent"})
 	perKey := map[string]int{}
 	for _, r := range rs.Requests() {
 		perKey[r.IdempotencyKey]++
@@ -273,10 +259,7 @@ func TestCopies_RefusedCopyBouncesItsRecipientOnly(t *testing.T) {
 		env.SMTP.SetBehaviour(smtptest.Behaviour{RcptErrFor: map[string]*smtp.SMTPError{rcpts[1]: reply550}})
 		id := send(t, env, map[string]any{"to": rcpts, "subject": "News", "text": "x", "stream": "bulk"})
 		s := env.WaitStatus(t, id, waitLong, core.StatusSent)
-		want := map[string]string{rcpts[0]: "sent", rcpts[1]: "bounced", rcpts[2]: "sent"}
-		if got := recipientStatuses(s); !maps.Equal(got, want) {
-			t.Errorf("recipients %v, want %v", got, want)
-		}
+		checkRecipients(t, s, map[string]string{rcpts[0]: "sent", rcpts[1]: "bounced", rcpts[2]: "sent"})
 		if copies := onlyTo(t, env.SMTP.Messages()); len(copies) != 2 {
 			t.Errorf("the relay took %d copies, want ann's and cat's", len(copies))
 		}
@@ -298,10 +281,7 @@ func TestCopies_FailoverChainTakesEachCopy(t *testing.T) {
 	rcpts := []string{"ann@example.com", "bob@example.com"}
 	id := send(t, env, map[string]any{"to": rcpts, "subject": "News", "text": "x", "unsubscribe": true})
 	s := env.WaitStatus(t, id, waitLong, core.StatusSent)
-	want := map[string]string{rcpts[0]: "sent", rcpts[1]: "sent"}
-	if got := recipientStatuses(s); !maps.Equal(got, want) {
-		t.Errorf("recipients %v, want %v", got, want)
-	}
+	checkRecipients(t, s, map[string]string{rcpts[0]: "sent", rcpts[1]: "sent"})
 	copies := onlyTo(t, relay.Messages())
 	if len(copies) != 2 || unsubscribePath(t, copies[rcpts[0]].Data) == unsubscribePath(t, copies[rcpts[1]].Data) {
 		t.Errorf("the fallback relay got %d copies; want two, each with its own link", len(copies))

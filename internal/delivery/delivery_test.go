@@ -630,6 +630,14 @@ func recipientStatuses(s map[string]any) map[string]string {
 	return out
 }
 
+// checkRecipients checks the status of every recipient of send s.
+func checkRecipients(t *testing.T, s map[string]any, want map[string]string) {
+	t.Helper()
+	if got := recipientStatuses(s); !maps.Equal(got, want) {
+		t.Errorf("recipients %v, want %v", got, want)
+	}
+}
+
 // suppressedEvents lists the recipients of a send's email.suppressed events.
 func suppressedEvents(s map[string]any) []string {
 	var out []string

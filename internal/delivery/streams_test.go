@@ -2,7 +2,6 @@ package delivery_test
 
 import (
 	"fmt"
-	"net/http"
 	"testing"
 	"time"
 
@@ -18,14 +17,6 @@ import (
 func TestDeliver_TransactionalBeforeBulkBacklog(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
 		env := slowRelayEnv(t, backend)
-		post := func(idem string, body map[string]any) string {
-			r := env.Send(t, idem, body)
-			if r.Status != http.StatusOK {
-				t.Fatalf("send: %d %s", r.Status, r.Body)
-			}
-			id, _ := r.JSON(t)["id"].(string)
-			return id
-		}
 		const backlog = 5000
 		queueBacklog(t, backlog, 16, func(i int) error {
 			_, err := env.TrySend(fmt.Sprintf("news-%d", i), map[string]any{"to": fmt.Sprintf("n%d@example.com", i), "subject": "news", "text": "x", "stream": "bulk"})
@@ -33,7 +24,7 @@ func TestDeliver_TransactionalBeforeBulkBacklog(t *testing.T) {
 		})
 
 		start := time.Now()
-		id := post("reset", map[string]any{"to": "ann@example.com", "subject": "reset", "text": "x"})
+		id := send(t, env, map[string]any{"to": "ann@example.com", "subject": "reset", "text": "x"})
 		env.WaitStatus(t, id, waitLong, core.StatusSent)
 		took := time.Since(start)
 		waiting := env.QueryInt(t, `SELECT count(*) FROM sends WHERE stream = 'bulk' AND status IN ('queued', 'sending')`)

@@ -5,12 +5,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/testkit/holdtest"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
@@ -25,20 +25,7 @@ func withPath(url string) map[string]any {
 // a URL at once, one process downloads at most app.MaxConcurrentFetches
 // of them at a time; the others wait for a slot and then go through.
 func TestAttachmentFetch_ConcurrentDownloadsCapped(t *testing.T) {
-	var running, most atomic.Int32
-	gate := make(chan struct{})
-	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := running.Add(1)
-		defer running.Add(-1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
-		select {
-		case <-gate:
-		case <-time.After(10 * time.Second):
-		}
-		w.Write([]byte("file"))
-	}))
-	defer files.Close()
+	files := holdtest.Start(t, 10*time.Second, []byte("file"))
 	env := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true, AttachmentFetch: true})
 
 	const sends = app.MaxConcurrentFetches + 3
@@ -55,15 +42,10 @@ func TestAttachmentFetch_ConcurrentDownloadsCapped(t *testing.T) {
 			answers <- r
 		}()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for running.Load() < app.MaxConcurrentFetches && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(500 * time.Millisecond) // room for any download past the cap to start
-	if got := most.Load(); got != app.MaxConcurrentFetches {
+	if got := files.PeakAfter(app.MaxConcurrentFetches, 10*time.Second, 500*time.Millisecond); got != app.MaxConcurrentFetches {
 		t.Errorf("%d downloads at once, want %d", got, app.MaxConcurrentFetches)
 	}
-	close(gate)
+	files.Release()
 	wg.Wait()
 	close(answers)
 	for r := range answers {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func TestPickUIDs(t *testing.T) {
 			if tc.err {
 				return
 			}
-			if !slicesEqual(got, tc.want) || more != tc.more {
+			if !slices.Equal(got, tc.want) || more != tc.more {
 				t.Fatalf("got %v more %v, want %v more %v", got, more, tc.want, tc.more)
 			}
 		})
@@ -73,18 +74,6 @@ func TestPickUIDs_BoundedMemory(t *testing.T) {
 	if d := after.TotalAlloc - before.TotalAlloc; d > 1<<20 {
 		t.Fatalf("allocated %d bytes for one pass of 1000 UIDs", d)
 	}
-}
-
-func slicesEqual(a, b []imap.UID) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestGuard: a line longer than the bound or a literal announced larger

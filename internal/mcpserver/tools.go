@@ -129,37 +129,35 @@ type RecentOutput struct {
 }
 
 func (s *Server) addTools() {
-	mcp.AddTool(s.mcp, &mcp.Tool{
-		Name: "send_email",
-		Description: "Send one email, at most once per intent. The server derives the idempotency key from the intent " +
-			"(kind, reference, period or date), the recipients and the mailbox: calling again with the same intent and " +
-			"recipients, even with other wording, never sends a second email and reports the existing send (outcome found). " +
-			"A send may wait for a person's approval (awaiting_approval). Give a template_id with variables, or subject and text or html.",
-		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
-	}, s.sendEmail)
-	mcp.AddTool(s.mcp, &mcp.Tool{
-		Name: "preview_email",
-		Description: "Render exactly what send_email would send for the same input, without sending: the From, recipients, " +
-			"subject and bodies, whether the server would accept it, and whether a send for this intent already exists.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, s.previewEmail)
-	mcp.AddTool(s.mcp, &mcp.Tool{
-		Name:        "get_send_status",
-		Description: "The status and history of one send: pending_approval, queued, sending, sent, failed, unknown or canceled.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, s.getSendStatus)
-	mcp.AddTool(s.mcp, &mcp.Tool{
-		Name:        "list_templates",
-		Description: "The stored email templates send_email can render, with their subject and body sources.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, s.listTemplates)
-	mcp.AddTool(s.mcp, &mcp.Tool{
-		Name:        "list_recent_sends",
-		Description: "The sends this agent's API key created, newest first.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, s.listRecentSends)
+	mcp.AddTool(s.mcp, writeTool("send_email", true,
+		"Send one email, at most once per intent. The server derives the idempotency key from the intent "+
+			"(kind, reference, period or date), the recipients and the mailbox: calling again with the same intent and "+
+			"recipients, even with other wording, never sends a second email and reports the existing send (outcome found). "+
+			"A send may wait for a person's approval (awaiting_approval). Give a template_id with variables, or subject and text or html."), s.sendEmail)
+	mcp.AddTool(s.mcp, readTool("preview_email",
+		"Render exactly what send_email would send for the same input, without sending: the From, recipients, "+
+			"subject and bodies, whether the server would accept it, and whether a send for this intent already exists."), s.previewEmail)
+	mcp.AddTool(s.mcp, readTool("get_send_status",
+		"The status and history of one send: pending_approval, queued, sending, sent, failed, unknown or canceled."), s.getSendStatus)
+	mcp.AddTool(s.mcp, readTool("list_templates",
+		"The stored email templates send_email can render, with their subject and body sources."), s.listTemplates)
+	mcp.AddTool(s.mcp, readTool("list_recent_sends",
+		"The sends this agent's API key created, newest first."), s.listRecentSends)
 	s.addMailTools()
 	s.addDraftTools()
+}
+
+// readTool declares a tool that only reads.
+func readTool(name, description string) *mcp.Tool {
+	return &mcp.Tool{Name: name, Description: description, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}
+}
+
+// writeTool declares a tool that writes at most once per input (calling
+// again reports the first result) and deletes nothing. mailLeaves says
+// whether it can send mail out, to people beyond this server.
+func writeTool(name string, mailLeaves bool, description string) *mcp.Tool {
+	return &mcp.Tool{Name: name, Description: description, Annotations: &mcp.ToolAnnotations{
+		IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(mailLeaves)}}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -30,13 +30,7 @@ func TestMXPlan(t *testing.T) {
 			t.Fatalf("refused %+v", refused)
 		}
 	}
-	n := 0
-	for _, q := range dnsSrv.Queries() {
-		if q.Type == "MX" {
-			n++
-		}
-	}
-	if n != 4 {
+	if n := queriesOf(dnsSrv, "MX"); n != 4 {
 		t.Errorf("%d MX queries for three plans of four domains, want 4 (answers kept for their TTL)", n)
 	}
 }
@@ -58,13 +52,18 @@ func TestMXPlan_STSLookupFailureIsNotRepeated(t *testing.T) {
 			t.Fatalf("Plan: %v %+v", err, dests)
 		}
 	}
+	if n := queriesOf(dnsSrv, "TXT"); n != 1 {
+		t.Errorf("%d _mta-sts lookups for three plans after a failure, want 1", n)
+	}
+}
+
+// queriesOf counts the queries of type typ the DNS server was asked.
+func queriesOf(srv *dnstest.Server, typ string) int {
 	n := 0
-	for _, q := range dnsSrv.Queries() {
-		if q.Type == "TXT" {
+	for _, q := range srv.Queries() {
+		if q.Type == typ {
 			n++
 		}
 	}
-	if n != 1 {
-		t.Errorf("%d _mta-sts lookups for three plans after a failure, want 1", n)
-	}
+	return n
 }

@@ -117,12 +117,12 @@ func TestMXDeliver(t *testing.T) {
 	if err := transport.NewMX(cfg).Deliver(context.Background(), env, mxMessage("mx-1@sendonce.test")); err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}
-	msgs := srv.Messages()
-	if len(msgs) != 1 || msgs[0].From != env.From || !slices.Equal(msgs[0].To, env.To) || msgs[0].TLS {
-		t.Fatalf("messages = %+v", msgs)
+	m := oneMessage(t, srv)
+	if m.From != env.From || !slices.Equal(m.To, env.To) || m.TLS {
+		t.Fatalf("message = %+v", m)
 	}
-	if !strings.Contains(string(msgs[0].Data), "\r\n.dot\r\n") {
-		t.Errorf("body altered: %q", msgs[0].Data)
+	if !strings.Contains(string(m.Data), "\r\n.dot\r\n") {
+		t.Errorf("body altered: %q", m.Data)
 	}
 	var types []string
 	for _, q := range dnsSrv.Queries() {
@@ -264,13 +264,7 @@ func TestMXDeliver5xxGreetingTriesNext(t *testing.T) {
 }
 
 func TestMXDeliverStopsAtFirstHost(t *testing.T) {
-	tests := []struct {
-		name  string
-		b     smtptest.Behaviour
-		class transport.Class
-		stage string
-		code  int
-	}{
+	tests := []refusal{
 		{"5xx at RCPT", smtptest.Behaviour{RcptErr: mxErr550}, transport.Permanent, transport.StageRcpt, 550},
 		{"5xx at MAIL", smtptest.Behaviour{MailErr: mxErr550}, transport.Permanent, transport.StageMail, 550},
 		{"4xx after DATA", smtptest.Behaviour{DataErr: mxErr451}, transport.Temporary, transport.StageDataEnd, 451},

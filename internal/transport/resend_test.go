@@ -118,6 +118,17 @@ func TestResend_SubmitsTheRenderedMessage(t *testing.T) {
 	}
 }
 
+// firstOnly is a plan that meets the first request with f and lets the
+// others pass.
+func firstOnly(f resendtest.Fault) func(n int) resendtest.Fault {
+	return func(n int) resendtest.Fault {
+		if n == 1 {
+			return f
+		}
+		return resendtest.Pass
+	}
+}
+
 // Every attempt of a send posts the same body under the same key, though
 // the DKIM signature (its t=) differs: Resend answers a repeated key with
 // the first email only when the payload is the same.
@@ -140,12 +151,7 @@ func TestResend_SamePayloadEveryAttempt(t *testing.T) {
 // is one email.
 func TestResend_LostAnswerRetriedWithTheSameKey(t *testing.T) {
 	srv := resendtest.Start(t, testResendKey)
-	srv.SetPlan(func(n int) resendtest.Fault {
-		if n == 1 {
-			return resendtest.Drop
-		}
-		return resendtest.Pass
-	})
+	srv.SetPlan(firstOnly(resendtest.Drop))
 	rec, err := newTestResend(srv).Submit(context.Background(), testSubmission(t, "1"))
 	if err != nil {
 		t.Fatal(err)
@@ -258,12 +264,7 @@ func TestParseResendURL(t *testing.T) {
 // gets its email. One email at Resend.
 func TestResend_ConcurrentRequestWithTheSameKeyIsMaybeAccepted(t *testing.T) {
 	srv := resendtest.Start(t, testResendKey)
-	srv.SetPlan(func(n int) resendtest.Fault {
-		if n == 1 {
-			return resendtest.Hold
-		}
-		return resendtest.Pass
-	})
+	srv.SetPlan(firstOnly(resendtest.Hold))
 	first := NewResend(ResendConfig{APIKey: testResendKey, Host: srv.Host, Insecure: true, Tries: 1, Timeout: time.Minute})
 	type result struct {
 		r   Receipt

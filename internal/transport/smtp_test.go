@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/textproto"
 	"strings"
 	"sync"
 	"testing"
@@ -73,6 +72,35 @@ func deliverErr(t *testing.T, ctx context.Context, cfg transport.SMTPConfig, raw
 	return te
 }
 
+// tlsRelay starts a recording server with opts and points a client at it
+// in mode, trusting what clientTLS trusts.
+func tlsRelay(t *testing.T, opts smtptest.Options, mode transport.TLSMode, clientTLS *tls.Config) (*smtptest.Server, transport.SMTPConfig) {
+	t.Helper()
+	srv := smtptest.Start(t, opts)
+	cfg := config(srv, mode)
+	cfg.TLSConfig = clientTLS
+	return srv, cfg
+}
+
+// oneMessage returns the one message srv recorded.
+func oneMessage(t *testing.T, srv *smtptest.Server) smtptest.Message {
+	t.Helper()
+	msgs := srv.Messages()
+	if len(msgs) != 1 {
+		t.Fatalf("server got %d messages, want 1", len(msgs))
+	}
+	return msgs[0]
+}
+
+// noMessages checks that srv recorded nothing: a refused delivery leaves
+// no message behind.
+func noMessages(t *testing.T, srv *smtptest.Server) {
+	t.Helper()
+	if n := len(srv.Messages()); n != 0 {
+		t.Errorf("server recorded %d messages, want 0", n)
+	}
+}
+
 func checkErr(t *testing.T, te *transport.Error, class transport.Class, stage string, code int, reached bool) {
 	t.Helper()
 	if te.Class != class || te.Stage != stage || te.Code != code || te.Reached != reached {
@@ -87,11 +115,7 @@ func TestDeliverSuccess(t *testing.T) {
 	if err := transport.NewSMTP(config(srv, transport.TLSNone)).Deliver(context.Background(), testEnvelope, raw); err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}
-	msgs := srv.Messages()
-	if len(msgs) != 1 {
-		t.Fatalf("server got %d messages, want 1", len(msgs))
-	}
-	m := msgs[0]
+	m := oneMessage(t, srv)
 	if m.From != testEnvelope.From || strings.Join(m.To, ",") != strings.Join(testEnvelope.To, ",") {
 		t.Errorf("envelope = %q -> %q, want %q -> %q", m.From, m.To, testEnvelope.From, testEnvelope.To)
 	}
@@ -106,16 +130,20 @@ func TestDeliverSuccess(t *testing.T) {
 	}
 }
 
+// refusal is a behaviour of the receiving server and the error a
+// delivery to it must end with.
+type refusal struct {
+	name  string
+	b     smtptest.Behaviour
+	class transport.Class
+	stage string
+	code  int
+}
+
 func TestDeliverServerBehaviours(t *testing.T) {
 	e451 := &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try later"}
 	e550 := &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such user"}
-	tests := []struct {
-		name  string
-		b     smtptest.Behaviour
-		class transport.Class
-		stage string
-		code  int
-	}{
+	tests := []refusal{
 		{"MAIL 451", smtptest.Behaviour{MailErr: e451}, transport.Temporary, transport.StageMail, 451},
 		{"MAIL 550", smtptest.Behaviour{MailErr: e550}, transport.Permanent, transport.StageMail, 550},
 		{"RCPT 451", smtptest.Behaviour{RcptErr: e451}, transport.Temporary, transport.StageRcpt, 451},
@@ -138,9 +166,7 @@ func TestDeliverServerBehaviours(t *testing.T) {
 					t.Errorf("error %v does not carry the server's *smtp.SMTPError", te)
 				}
 			}
-			if n := len(srv.Messages()); n != 0 {
-				t.Errorf("server recorded %d messages, want 0", n)
-			}
+			noMessages(t, srv)
 			if n := srv.Connections(); n != 1 {
 				t.Errorf("connections = %d, want 1", n)
 			}
@@ -222,9 +248,7 @@ func TestDeliverTLS(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			srv := smtptest.Start(t, tt.opts)
-			cfg := config(srv, tt.mode)
-			cfg.TLSConfig = clientTLS
+			srv, cfg := tlsRelay(t, tt.opts, tt.mode, clientTLS)
 			err := transport.NewSMTP(cfg).Deliver(context.Background(), testEnvelope, testMessage("tls@sendonce.test"))
 			if tt.wantErr {
 				var te *transport.Error
@@ -232,20 +256,14 @@ func TestDeliverTLS(t *testing.T) {
 					t.Fatalf("Deliver = %v, want a *transport.Error", err)
 				}
 				checkErr(t, te, transport.Temporary, transport.StageTLS, 0, true)
-				if n := len(srv.Messages()); n != 0 {
-					t.Errorf("server recorded %d messages without TLS", n)
-				}
+				noMessages(t, srv)
 				return
 			}
 			if err != nil {
 				t.Fatalf("Deliver: %v", err)
 			}
-			msgs := srv.Messages()
-			if len(msgs) != 1 {
-				t.Fatalf("server got %d messages, want 1", len(msgs))
-			}
-			if msgs[0].TLS != tt.wantTLS {
-				t.Errorf("message TLS = %v, want %v", msgs[0].TLS, tt.wantTLS)
+			if m := oneMessage(t, srv); m.TLS != tt.wantTLS {
+				t.Errorf("message TLS = %v, want %v", m.TLS, tt.wantTLS)
 			}
 		})
 	}
@@ -268,9 +286,7 @@ func TestDeliverTLSUntrustedCertificate(t *testing.T) {
 		{"implicit", transport.TLSImplicit, smtptest.Options{TLSConfig: serverTLS, ImplicitTLS: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := smtptest.Start(t, tt.opts)
-			cfg := config(srv, tt.mode)
-			cfg.TLSConfig = otherClientTLS
+			srv, cfg := tlsRelay(t, tt.opts, tt.mode, otherClientTLS)
 			te := deliverErr(t, context.Background(), cfg, testMessage("x@sendonce.test"))
 			// With implicit TLS no greeting can be read before the handshake.
 			checkErr(t, te, transport.Temporary, transport.StageTLS, 0, tt.mode != transport.TLSImplicit)
@@ -278,9 +294,7 @@ func TestDeliverTLSUntrustedCertificate(t *testing.T) {
 			if !errors.As(te, &ve) {
 				t.Errorf("error %v is not a certificate verification error", te)
 			}
-			if n := len(srv.Messages()); n != 0 {
-				t.Errorf("server recorded %d messages", n)
-			}
+			noMessages(t, srv)
 		})
 	}
 }
@@ -308,24 +322,19 @@ func TestDeliverAuth(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			srv := smtptest.Start(t, tt.opts)
-			cfg := config(srv, tt.mode)
-			cfg.TLSConfig = clientTLS
+			srv, cfg := tlsRelay(t, tt.opts, tt.mode, clientTLS)
 			cfg.Username, cfg.Password = tt.user, tt.pw
 			if tt.class != 0 {
 				te := deliverErr(t, context.Background(), cfg, testMessage("auth@sendonce.test"))
 				checkErr(t, te, tt.class, tt.stage, tt.code, true)
-				if n := len(srv.Messages()); n != 0 {
-					t.Errorf("server recorded %d messages", n)
-				}
+				noMessages(t, srv)
 				return
 			}
 			if err := transport.NewSMTP(cfg).Deliver(context.Background(), testEnvelope, testMessage("auth@sendonce.test")); err != nil {
 				t.Fatalf("Deliver: %v", err)
 			}
-			msgs := srv.Messages()
-			if len(msgs) != 1 || msgs[0].Auth != testUser {
-				t.Fatalf("messages = %+v, want one authenticated as %q", msgs, testUser)
+			if m := oneMessage(t, srv); m.Auth != testUser {
+				t.Fatalf("message authenticated as %q, want %q", m.Auth, testUser)
 			}
 		})
 	}
@@ -363,9 +372,8 @@ func TestDeliverNullSenderAndUTF8(t *testing.T) {
 	if err := transport.NewSMTP(config(srv, transport.TLSNone)).Deliver(context.Background(), env, testMessage("utf8@sendonce.test")); err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}
-	msgs := srv.Messages()
-	if len(msgs) != 1 || msgs[0].From != "" || msgs[0].To[0] != env.To[0] {
-		t.Fatalf("messages = %+v", msgs)
+	if m := oneMessage(t, srv); m.From != "" || m.To[0] != env.To[0] {
+		t.Fatalf("message = %+v", m)
 	}
 }
 
@@ -410,194 +418,5 @@ func TestDeliverConcurrent(t *testing.T) {
 		if c != 1 {
 			t.Errorf("message %s received %d times", id, c)
 		}
-	}
-}
-
-// fakeServer plays one scripted SMTP conversation on 127.0.0.1, for
-// situations the go-smtp server cannot produce. It returns a config that
-// points at it.
-func fakeServer(t *testing.T, script func(c *textproto.Conn)) transport.SMTPConfig {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		conn, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		conn.SetDeadline(time.Now().Add(5 * time.Second))
-		script(textproto.NewConn(conn))
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("fake server did not finish")
-		}
-	})
-	host, port, _ := net.SplitHostPort(ln.Addr().String())
-	return transport.SMTPConfig{
-		Host: host, Port: port, TLS: transport.TLSNone,
-		DialTimeout: 2 * time.Second, CommandTimeout: 2 * time.Second, DataTimeout: 2 * time.Second,
-	}
-}
-
-// expect reads one command line and checks its prefix.
-func expect(t *testing.T, c *textproto.Conn, prefix string) string {
-	line, err := c.ReadLine()
-	if err != nil {
-		t.Errorf("fake server: reading %q: %v", prefix, err)
-		return ""
-	}
-	if !strings.HasPrefix(strings.ToUpper(line), strings.ToUpper(prefix)) {
-		t.Errorf("fake server: got %q, want %s…", line, prefix)
-	}
-	return line
-}
-
-// upToData plays the server from the greeting to the end of the body.
-func upToData(t *testing.T, c *textproto.Conn) {
-	c.PrintfLine("220 fake ESMTP")
-	expect(t, c, "EHLO ")
-	c.PrintfLine("250 fake")
-	expect(t, c, "MAIL FROM:")
-	c.PrintfLine("250 ok")
-	expect(t, c, "RCPT TO:")
-	c.PrintfLine("250 ok")
-	expect(t, c, "RCPT TO:")
-	c.PrintfLine("250 ok")
-	expect(t, c, "DATA")
-	c.PrintfLine("354 go ahead")
-	if _, err := c.ReadDotBytes(); err != nil {
-		t.Errorf("fake server: reading body: %v", err)
-	}
-}
-
-func TestDeliverGreetingFailures(t *testing.T) {
-	tests := []struct {
-		name    string
-		script  func(c *textproto.Conn)
-		class   transport.Class
-		code    int
-		reached bool
-	}{
-		{"554 greeting", func(c *textproto.Conn) { c.PrintfLine("554 5.7.1 go away") }, transport.Permanent, 554, true},
-		{"421 greeting", func(c *textproto.Conn) { c.PrintfLine("421 4.3.2 busy") }, transport.Temporary, 421, true},
-		{"closed before greeting", func(c *textproto.Conn) {}, transport.Temporary, 0, false},
-		{"garbage greeting", func(c *textproto.Conn) { c.PrintfLine("HTTP/1.1 400 Bad Request") }, transport.Temporary, 0, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			te := deliverErr(t, context.Background(), fakeServer(t, tt.script), testMessage("g@sendonce.test"))
-			checkErr(t, te, tt.class, transport.StageGreeting, tt.code, tt.reached)
-		})
-	}
-}
-
-func TestDeliverCommandTimeoutBeforeData(t *testing.T) {
-	release := make(chan struct{})
-	cfg := fakeServer(t, func(c *textproto.Conn) {
-		c.PrintfLine("220 fake ESMTP")
-		expect(t, c, "EHLO ")
-		<-release // never answer until the client gave up
-	})
-	cfg.CommandTimeout = 200 * time.Millisecond
-	te := deliverErr(t, context.Background(), cfg, testMessage("t@sendonce.test"))
-	close(release)
-	checkErr(t, te, transport.Temporary, transport.StageEHLO, 0, true)
-}
-
-func TestDeliverQuitFailureIsSuccess(t *testing.T) {
-	cfg := fakeServer(t, func(c *textproto.Conn) {
-		upToData(t, c)
-		c.PrintfLine("250 2.0.0 queued")
-		expect(t, c, "QUIT")
-		// Hang up without the 221.
-	})
-	if err := transport.NewSMTP(cfg).Deliver(context.Background(), testEnvelope, testMessage("q@sendonce.test")); err != nil {
-		t.Fatalf("Deliver = %v, want success despite the failed QUIT", err)
-	}
-}
-
-func TestDeliverAny2xxFinalReplyIsSuccess(t *testing.T) {
-	cfg := fakeServer(t, func(c *textproto.Conn) {
-		upToData(t, c)
-		c.PrintfLine("251 2.0.0 queued elsewhere")
-		expect(t, c, "QUIT")
-		c.PrintfLine("221 bye")
-	})
-	if err := transport.NewSMTP(cfg).Deliver(context.Background(), testEnvelope, testMessage("2xx@sendonce.test")); err != nil {
-		t.Fatalf("Deliver = %v, want success on a 2xx final reply", err)
-	}
-}
-
-func TestDeliverMalformedFinalReplyIsAmbiguous(t *testing.T) {
-	cfg := fakeServer(t, func(c *textproto.Conn) {
-		upToData(t, c)
-		c.PrintfLine("what?")
-	})
-	te := deliverErr(t, context.Background(), cfg, testMessage("m@sendonce.test"))
-	checkErr(t, te, transport.Ambiguous, transport.StageDataEnd, 0, true)
-}
-
-func TestDeliverAuthLoginFallback(t *testing.T) {
-	cfg := fakeServer(t, func(c *textproto.Conn) {
-		c.PrintfLine("220 fake ESMTP")
-		expect(t, c, "EHLO ")
-		c.PrintfLine("250-fake")
-		c.PrintfLine("250 AUTH LOGIN")
-		expect(t, c, "AUTH LOGIN cmVsYXktdXNlcg==") // relay-user
-		c.PrintfLine("334 UGFzc3dvcmQ6")            // Password:
-		if got := expect(t, c, ""); got != "Y29ycmVjdC1ob3JzZS1iYXR0ZXJ5LXN0YXBsZQ==" {
-			t.Errorf("fake server: LOGIN password line = %q", got)
-		}
-		c.PrintfLine("235 2.7.0 ok")
-		expect(t, c, "MAIL FROM:")
-		c.PrintfLine("250 ok")
-		expect(t, c, "RCPT TO:")
-		c.PrintfLine("250 ok")
-		expect(t, c, "RCPT TO:")
-		c.PrintfLine("250 ok")
-		expect(t, c, "DATA")
-		c.PrintfLine("354 go ahead")
-		c.ReadDotBytes()
-		c.PrintfLine("250 queued")
-		expect(t, c, "QUIT")
-		c.PrintfLine("221 bye")
-	})
-	cfg.Username, cfg.Password = testUser, testPassword
-	if err := transport.NewSMTP(cfg).Deliver(context.Background(), testEnvelope, testMessage("l@sendonce.test")); err != nil {
-		t.Fatalf("Deliver: %v", err)
-	}
-}
-
-func TestDeliverErrorRedactsEchoedPassword(t *testing.T) {
-	cfg := fakeServer(t, func(c *textproto.Conn) {
-		c.PrintfLine("220 fake ESMTP")
-		expect(t, c, "EHLO ")
-		c.PrintfLine("250-fake")
-		c.PrintfLine("250 AUTH PLAIN")
-		expect(t, c, "AUTH PLAIN ")
-		c.PrintfLine("535 5.7.8 password %s is wrong", testPassword)
-		// go-smtp cancels the exchange, then the transport says QUIT.
-		for range 2 {
-			if _, err := c.ReadLine(); err != nil {
-				return
-			}
-			c.PrintfLine("221 bye")
-		}
-	})
-	cfg.Username, cfg.Password = testUser, testPassword
-	te := deliverErr(t, context.Background(), cfg, testMessage("r@sendonce.test"))
-	checkErr(t, te, transport.Permanent, transport.StageAuth, 535, true)
-	var se *smtp.SMTPError
-	if !errors.As(te, &se) {
-		t.Errorf("redaction lost the *smtp.SMTPError: %v", te)
 	}
 }

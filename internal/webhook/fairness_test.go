@@ -3,13 +3,12 @@ package webhook_test
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/testkit/holdtest"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
@@ -20,20 +19,8 @@ import (
 // waiting behind them.
 func TestWebhook_SlowTenantLeavesWorkersToOthers(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		var running, most atomic.Int32
-		release := make(chan struct{})
-		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			n := running.Add(1)
-			defer running.Add(-1)
-			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-			}
-			select {
-			case <-release:
-			case <-time.After(8 * time.Second):
-			}
-		}))
-		defer slow.Close()
-		defer close(release) // before slow.Close, which waits for its handlers
+		slow := holdtest.Start(t, 8*time.Second, nil)
+		defer slow.Release() // before sendonce stops, which waits for its attempts
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
 		for i := range 8 {
 			createWebhook(t, env, fmt.Sprintf("%s/a%d", slow.URL, i), "email.sent")
@@ -48,10 +35,7 @@ func TestWebhook_SlowTenantLeavesWorkersToOthers(t *testing.T) {
 		for i := range 6 { // 48 deliveries due, 8 endpoints × 4 could run
 			sendOne(t, env, fmt.Sprint("a-", i))
 		}
-		for deadline := time.Now().Add(10 * time.Second); running.Load() < 16 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		}
-		time.Sleep(300 * time.Millisecond) // room for claims past the bound
-		if got := most.Load(); got != 16 {
+		if got := slow.PeakAfter(16, 10*time.Second, 300*time.Millisecond); got != 16 {
 			t.Errorf("tenant a's slow endpoints held %d attempts at once, want 16 (half the workers)", got)
 		}
 
