@@ -36,6 +36,8 @@
 //     stream's sends out.
 //   - idempotency.go: the durable Idempotency-Key tier (TxRecords, the
 //     completed-key read and the purge).
+//   - sendrecord.go: an accepted send's idempotency record in the send's
+//     own row (one row per accepted send, migration 0040).
 //   - webhooks.go (webhooks and their deliveries, read and changed) and
 //     webhook_queue.go (claiming and recording deliveries).
 //   - retention.go: the purges of sends and audit entries.
