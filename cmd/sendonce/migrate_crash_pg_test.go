@@ -94,22 +94,5 @@ func TestCrash_KilledDuringTheOneRowMigrationPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.QueryRow(ctx, "SELECT count(*) FROM sendonce_migrations WHERE version = '0040_send_idempotency_record.sql'").Scan(&n); err != nil || n != 1 {
-		t.Fatalf("migration 0040 recorded %d times (%v), want once", n, err)
-	}
-	if err := s.QueryRow(ctx, "SELECT count(*) FROM sends").Scan(&n); err != nil || n != migrationSends+1 {
-		t.Fatalf("%d sends after the upgrade (%v), want %d", n, err, migrationSends+1)
-	}
-	var d idempotency.Decision
-	err = s.InTx(ctx, func(tx core.Tx) error {
-		d, err = tx.DecideIdempotency(ctx, sc, "fp", time.Now())
-		return err
-	})
-	if err != nil || d.Outcome != idempotency.Replay || string(d.Response.Body) != `{"id":"snd_old"}` {
-		t.Fatalf("the key accepted before the upgrade: %v %+v (%v), want its answer replayed", d.Outcome, d.Response, err)
-	}
-	sends, _, err := s.ListSends(ctx, "t", core.SendFilter{IdempotencyKey: sc.Key, Limit: 5})
-	if err != nil || len(sends) != 1 || sends[0].ID != "snd_old" {
-		t.Fatalf("lookup by key after the upgrade: %d sends (%v), want snd_old", len(sends), err)
-	}
+	requireUpgraded(t, s, sc)
 }
