@@ -161,14 +161,17 @@ func (f *recordFields) fill(rec *idempotency.Record) {
 
 // readRecordSQL reads a scoped key's record: from the row of the send it
 // made when there is one, else from idempotency_keys (sendrecord.go).
-// Both are lookups on a unique index; a key has a live record in at most
-// one of them (PutIdempotency clears the other), the send's row first.
+// Both are lookups on a unique index, and a scope has a record in at most
+// one of them (a key that proceeds over an older record clears it wherever
+// it is), so the union needs no ORDER BY: without one, SQLite runs the two
+// searches in turn and stops at the first row instead of merging two
+// sorted coroutines for every decide.
 const readRecordSQL = `SELECT 0 AS src, idem_fingerprint, 'completed', idem_token, 0, idem_expires_at, idem_status, idem_content_type, idem_body
 		FROM sends WHERE tenant = ? AND idem_key = ? AND idem_method = ? AND idem_route = ?
 	UNION ALL
 	SELECT 1, ` + idempotencyColumns + `
 		FROM idempotency_keys WHERE tenant = ? AND method = ? AND route = ? AND key = ?
-	ORDER BY 1 LIMIT 1`
+	LIMIT 1`
 
 func readIdempotency(ctx context.Context, q querier, sc idempotency.Scope) (*idempotency.Record, error) {
 	var (
