@@ -29,22 +29,34 @@ type chartSeg struct {
 func chartBars(days []dayCount, max int) []chartBar {
 	out := make([]chartBar, 0, len(days))
 	for i, d := range days {
-		b := chartBar{X: i * chartBarWidth, Title: fmt.Sprintf("%s: %d accepted, %d sent, %d failed, %d unknown",
-			d.Day, d.Accepted, d.Sent, d.Failed, d.Unknown)}
 		rest := d.Accepted - d.Sent - d.Failed - d.Unknown
-		y := float64(chartHeight)
-		for _, s := range []struct {
-			class string
-			n     int
-		}{{"sent", d.Sent}, {"failed", d.Failed}, {"unknown", d.Unknown}, {"queued", rest}} {
-			if s.n <= 0 {
-				continue
-			}
-			h := float64(s.n) * chartHeight / float64(max)
-			y -= h
-			b.Segs = append(b.Segs, chartSeg{Class: s.class, Y: y, H: h})
-		}
-		out = append(out, b)
+		out = append(out, stackedBar(i*chartBarWidth, fmt.Sprintf("%s: %d accepted, %d sent, %d failed, %d unknown",
+			d.Day, d.Accepted, d.Sent, d.Failed, d.Unknown), int64(max),
+			chartPart{"sent", int64(d.Sent)}, chartPart{"failed", int64(d.Failed)},
+			chartPart{"unknown", int64(d.Unknown)}, chartPart{"queued", int64(rest)}))
 	}
 	return out
+}
+
+// chartPart is one segment of a bar before scaling: its class and count.
+type chartPart struct {
+	class string
+	n     int64
+}
+
+// stackedBar is the bar at x whose parts stack from the bottom, each
+// scaled to top; a part of no count draws nothing. The overview's and the
+// DMARC page's charts are drawn by it alike.
+func stackedBar(x int, title string, top int64, parts ...chartPart) chartBar {
+	b := chartBar{X: x, Title: title}
+	y := float64(chartHeight)
+	for _, p := range parts {
+		if p.n <= 0 {
+			continue
+		}
+		h := float64(p.n) * chartHeight / float64(top)
+		y -= h
+		b.Segs = append(b.Segs, chartSeg{Class: p.class, Y: y, H: h})
+	}
+	return b
 }

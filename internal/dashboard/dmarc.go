@@ -70,20 +70,8 @@ func dmarcBars(sum *app.DMARCSummary, now time.Time) ([]chartBar, int64) {
 	for i := sum.Days - 1; i >= 0; i-- {
 		day := today.AddDate(0, 0, -i).Format(time.DateOnly)
 		c := byDay[day]
-		b := chartBar{X: (sum.Days - 1 - i) * chartBarWidth, Title: fmt.Sprintf("%s: %d passed, %d failed", day, c.Pass, c.Fail)}
-		y := float64(chartHeight)
-		for _, s := range []struct {
-			class string
-			n     int64
-		}{{"sent", c.Pass}, {"failed", c.Fail}} {
-			if s.n <= 0 {
-				continue
-			}
-			h := float64(s.n) * chartHeight / float64(top)
-			y -= h
-			b.Segs = append(b.Segs, chartSeg{Class: s.class, Y: y, H: h})
-		}
-		out = append(out, b)
+		out = append(out, stackedBar((sum.Days-1-i)*chartBarWidth, fmt.Sprintf("%s: %d passed, %d failed", day, c.Pass, c.Fail),
+			top, chartPart{"sent", c.Pass}, chartPart{"failed", c.Fail}))
 	}
 	return out, top
 }
