@@ -20,14 +20,7 @@ import (
 func TestDashboard_Quarantine(t *testing.T) {
 	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		ctx, svc := context.Background(), env.Server.Service
-		env.OwnDomain(t, "default", "support@recv.test")
-		var inbox *core.Mailbox
-		if err := svc.InTx(ctx, func(tx core.Tx) (err error) {
-			inbox, err = svc.CreateInbox(ctx, tx, "default", "support@recv.test", "Support")
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		inbox := env.NewInbox(t, "default", "support@recv.test", "Support")
 		forged := core.ReceivedAuth{SPF: "fail", DKIM: "none", DMARC: "fail", DMARCFailed: true}
 		var ids []string
 		for _, subject := range []string{"Wire the money", "Reset your password"} {
