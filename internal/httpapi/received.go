@@ -86,13 +86,7 @@ type threadDetail struct {
 func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
 	key := kit.APIKeyFrom(r.Context())
 	t, err := s.Svc.Thread(r.Context(), key, r.PathValue("id"))
-	var (
-		ms   []kit.InboxMessageView
-		next string
-	)
-	if err == nil {
-		ms, next, err = s.ThreadMessages(r.Context(), key, t, r)
-	}
+	ms, next, err := s.LookedUpThreadMessages(r, key, t, err)
 	if err != nil {
 		kit.WriteError(w, r, s.Logger, err)
 		return

@@ -92,6 +92,16 @@ func (s *Base) ThreadMessages(ctx context.Context, key *core.APIKey, t *core.Thr
 	return out, p.Next, nil
 }
 
+// LookedUpThreadMessages is ThreadMessages of the thread a route just
+// looked up, or that lookup's error: the native and the Resend thread
+// routes each find t their own way, then read its page alike.
+func (s *Base) LookedUpThreadMessages(r *http.Request, key *core.APIKey, t *core.Thread, lookupErr error) ([]InboxMessageView, string, error) {
+	if lookupErr != nil {
+		return nil, "", lookupErr
+	}
+	return s.ThreadMessages(r.Context(), key, t, r)
+}
+
 // ThreadMessage reads one message of t with its bodies; ErrNotFound when
 // it is not one of t's.
 func (s *Base) ThreadMessage(ctx context.Context, key *core.APIKey, t *core.Thread, id string) (InboxMessageView, error) {

@@ -13,13 +13,7 @@ import (
 
 func (s *API) ThreadEmails(w http.ResponseWriter, r *http.Request) {
 	key, t, err := s.thread(r)
-	var (
-		ms   []kit.InboxMessageView
-		next string
-	)
-	if err == nil {
-		ms, next, err = s.ThreadMessages(r.Context(), key, t, r)
-	}
+	ms, next, err := s.LookedUpThreadMessages(r, key, t, err)
 	if err != nil {
 		kit.WriteResendError(w, r, s.Logger, err)
 		return
