@@ -50,45 +50,50 @@ func (s *API) GetReceiving(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *API) ReceivingAttachments(w http.ResponseWriter, r *http.Request) {
-	key := kit.APIKeyFrom(r.Context())
-	m, err := s.Svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
-	if err != nil {
-		kit.WriteResendError(w, r, s.Logger, err)
+	atts, ok := s.receivedAttachments(w, r, func(string) bool { return true })
+	if !ok {
 		return
 	}
-	out := kit.ResendList[kit.ResendInboundAttView]{Object: "list", Data: []kit.ResendInboundAttView{}}
-	for _, a := range kit.ViewResendReceived(m).Attachments {
-		if a.DownloadURL, a.ExpiresAt, err = s.attachmentURL(r, m, a.ID); err != nil {
-			kit.WriteResendError(w, r, s.Logger, err)
-			return
-		}
-		out.Data = append(out.Data, a)
-	}
-	kit.WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, kit.ResendList[kit.ResendInboundAttView]{Object: "list", Data: atts})
 }
 
 func (s *API) ReceivingAttachment(w http.ResponseWriter, r *http.Request) {
-	key := kit.APIKeyFrom(r.Context())
-	m, err := s.Svc.ReceivedMessage(r.Context(), key, r.PathValue("id"))
-	if err != nil {
-		kit.WriteResendError(w, r, s.Logger, err)
+	atts, ok := s.receivedAttachments(w, r, func(id string) bool { return id == r.PathValue("attachment") })
+	if !ok {
 		return
 	}
+	if len(atts) == 0 {
+		kit.WriteResendError(w, r, s.Logger, core.ErrNotFound)
+		return
+	}
+	kit.WriteJSON(w, http.StatusOK, struct {
+		Object string `json:"object"`
+		kit.ResendInboundAttView
+	}{"attachment", atts[0]})
+}
+
+// receivedAttachments is the attachments of the received message {id}
+// that want picks, each with its download link (never null: [] when none),
+// as the list and the one-attachment read both answer them; false when it
+// wrote the error instead. An attachment want passes over gets no link.
+func (s *API) receivedAttachments(w http.ResponseWriter, r *http.Request, want func(id string) bool) ([]kit.ResendInboundAttView, bool) {
+	m, err := s.Svc.ReceivedMessage(r.Context(), kit.APIKeyFrom(r.Context()), r.PathValue("id"))
+	if err != nil {
+		kit.WriteResendError(w, r, s.Logger, err)
+		return nil, false
+	}
+	out := []kit.ResendInboundAttView{}
 	for _, a := range kit.ViewResendReceived(m).Attachments {
-		if a.ID != r.PathValue("attachment") {
+		if !want(a.ID) {
 			continue
 		}
 		if a.DownloadURL, a.ExpiresAt, err = s.attachmentURL(r, m, a.ID); err != nil {
 			kit.WriteResendError(w, r, s.Logger, err)
-			return
+			return nil, false
 		}
-		kit.WriteJSON(w, http.StatusOK, struct {
-			Object string `json:"object"`
-			kit.ResendInboundAttView
-		}{"attachment", a})
-		return
+		out = append(out, a)
 	}
-	kit.WriteResendError(w, r, s.Logger, core.ErrNotFound)
+	return out, true
 }
 
 func (s *API) attachmentURL(r *http.Request, m *core.ReceivedMessage, id string) (string, string, error) {
