@@ -103,21 +103,25 @@ func (s *Server) handleListMailboxes(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleListInbox(w http.ResponseWriter, r *http.Request) {
+	writeLimitedList(s, w, r, s.Reads.ListInbox, func(m *core.InboxMessage) kit.InboxView { return kit.ViewInbox(m, false) })
+}
+
+// writeLimitedList answers a native list of the key's tenant's items, at
+// most ?limit= of them: list reads them, view shows each, and an empty
+// list is [] (the inbox and the unmatched mail are listed alike).
+func writeLimitedList[T, V any](s *Server, w http.ResponseWriter, r *http.Request,
+	list func(ctx context.Context, tenant string, limit int) ([]T, error), view func(T) V) {
 	limit, err := kit.ParseLimit(r.URL.Query().Get("limit"))
 	if err != nil {
 		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	ms, err := s.Reads.ListInbox(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, limit)
+	items, err := list(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, limit)
 	if err != nil {
 		kit.WriteError(w, r, s.Logger, err)
 		return
 	}
-	out := kit.ListView[kit.InboxView]{Object: "list", Data: []kit.InboxView{}}
-	for _, m := range ms {
-		out.Data = append(out.Data, kit.ViewInbox(m, false))
-	}
-	kit.WriteJSON(w, http.StatusOK, out)
+	kit.WriteJSON(w, http.StatusOK, kit.ListView[V]{Object: "list", Data: kit.Views(items, view)})
 }
 
 func (s *Server) handleGetInbox(w http.ResponseWriter, r *http.Request) {

@@ -89,22 +89,10 @@ type unmatchedView struct {
 // handleListUnmatched is GET /v1/inbound/unmatched (admin): inbound mail
 // the listener kept because it could not use it, newest first.
 func (s *Server) handleListUnmatched(w http.ResponseWriter, r *http.Request) {
-	limit, err := kit.ParseLimit(r.URL.Query().Get("limit"))
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	items, err := s.Reads.ListUnmatched(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, limit)
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	out := kit.ListView[unmatchedView]{Object: "list", Data: make([]unmatchedView, 0, len(items))}
-	for _, u := range items {
-		out.Data = append(out.Data, unmatchedView{ID: u.ID, Object: "inbound_unmatched", SendID: kit.OptString(u.SendID),
-			MailFrom: u.MailFrom, RcptTo: u.RcptTo, Reason: u.Reason, Size: u.Size, ReceivedAt: kit.RFC3339(u.ReceivedAt)})
-	}
-	kit.WriteJSON(w, http.StatusOK, out)
+	writeLimitedList(s, w, r, s.Reads.ListUnmatched, func(u *core.UnmatchedInbound) unmatchedView {
+		return unmatchedView{ID: u.ID, Object: "inbound_unmatched", SendID: kit.OptString(u.SendID),
+			MailFrom: u.MailFrom, RcptTo: u.RcptTo, Reason: u.Reason, Size: u.Size, ReceivedAt: kit.RFC3339(u.ReceivedAt)}
+	})
 }
 
 // handleDestinations lists the mx destinations this process delivered
