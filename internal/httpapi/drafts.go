@@ -106,50 +106,10 @@ func nativeDraftEdit(body []byte) (func(*app.SendRequest) error, error) {
 	in := req.ToApp(req.MailboxID)
 	return func(r *app.SendRequest) error {
 		for name := range present {
-			patchField(name, in, r)
+			kit.PatchSendField(name, in, r)
 		}
 		return nil
 	}, nil
-}
-
-// patchField copies the field the native body calls name from in to r.
-func patchField(name string, in, r *app.SendRequest) {
-	switch name {
-	case "to":
-		r.To = in.To
-	case "cc":
-		r.Cc = in.Cc
-	case "bcc":
-		r.Bcc = in.Bcc
-	case "reply_to":
-		r.ReplyTo = in.ReplyTo
-	case "from":
-		r.From = in.From
-	case "mailbox_id":
-		r.MailboxID = in.MailboxID
-	case "subject":
-		r.Subject = in.Subject
-	case "text":
-		r.Text = in.Text
-	case "html":
-		r.HTML = in.HTML
-	case "template_id":
-		r.TemplateID = in.TemplateID
-	case "variables":
-		r.Variables = in.Variables
-	case "headers":
-		r.Headers = in.Headers
-	case "tags":
-		r.Tags = in.Tags
-	case "attachments":
-		r.Attachments = in.Attachments
-	case "scheduled_at":
-		r.ScheduledAt = in.ScheduledAt
-	case "stream":
-		r.Stream = in.Stream
-	case "unsubscribe":
-		r.Unsubscribe = in.Unsubscribe
-	}
 }
 
 func (s *Server) handleDeleteDraft(w http.ResponseWriter, r *http.Request) {

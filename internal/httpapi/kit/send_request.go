@@ -146,3 +146,46 @@ func AppAttachments(in []AttachmentJSON) []app.AttachmentRequest {
 	}
 	return out
 }
+
+// PatchSendField copies the field a draft's edit body calls name from in
+// to r: the native PATCH and Resend's draft update name their fields
+// alike (Resend's are a few of the native ones), so both edit a draft
+// through it. A name of no field of the send changes nothing.
+func PatchSendField(name string, in, r *app.SendRequest) {
+	switch name {
+	case "to":
+		r.To = in.To
+	case "cc":
+		r.Cc = in.Cc
+	case "bcc":
+		r.Bcc = in.Bcc
+	case "reply_to":
+		r.ReplyTo = in.ReplyTo
+	case "from":
+		r.From = in.From
+	case "mailbox_id":
+		r.MailboxID = in.MailboxID
+	case "subject":
+		r.Subject = in.Subject
+	case "text":
+		r.Text = in.Text
+	case "html":
+		r.HTML = in.HTML
+	case "template_id":
+		r.TemplateID = in.TemplateID
+	case "variables":
+		r.Variables = in.Variables
+	case "headers":
+		r.Headers = in.Headers
+	case "tags":
+		r.Tags = in.Tags
+	case "attachments":
+		r.Attachments = in.Attachments
+	case "scheduled_at":
+		r.ScheduledAt = in.ScheduledAt
+	case "stream":
+		r.Stream = in.Stream
+	case "unsubscribe":
+		r.Unsubscribe = in.Unsubscribe
+	}
+}

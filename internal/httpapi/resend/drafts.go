@@ -57,23 +57,10 @@ func (b *resendDraftBody) apply(r *app.SendRequest) {
 		}
 		return *p
 	}
+	in := &app.SendRequest{To: b.To, Cc: b.Cc, Bcc: b.Bcc, Subject: str(b.Subject), Text: str(b.Text), HTML: str(b.HTML),
+		Attachments: kit.AppAttachments(b.Attachments)}
 	for name := range b.present {
-		switch name {
-		case "to":
-			r.To = b.To
-		case "cc":
-			r.Cc = b.Cc
-		case "bcc":
-			r.Bcc = b.Bcc
-		case "subject":
-			r.Subject = str(b.Subject)
-		case "text":
-			r.Text = str(b.Text)
-		case "html":
-			r.HTML = str(b.HTML)
-		case "attachments":
-			r.Attachments = kit.AppAttachments(b.Attachments)
-		}
+		kit.PatchSendField(name, in, r)
 	}
 }
 
