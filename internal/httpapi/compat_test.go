@@ -305,14 +305,20 @@ func TestCompat_MaileraRoutes(t *testing.T) {
 			t.Fatalf("get send: %d %s", g.Status, g.Body)
 		}
 
+		// relayed sends body from sales (what names it in a failure) and
+		// is the message the relay got for it.
+		relayed := func(what, idem string, body map[string]any) smtptest.Message {
+			r := do("POST", "/api/public/v1/mailboxes/sales/send", idem, body)
+			if r.Status != 200 {
+				t.Fatalf("%s: %d %s", what, r.Status, r.Body)
+			}
+			return waitMessage(t, good, r.JSON(t)["message_id"].(string))
+		}
+
 		// reply: In-Reply-To, References and one "Re: ".
-		r = do("POST", "/api/public/v1/mailboxes/sales/send", "mb-reply-1", map[string]any{
+		reply := relayed("reply", "mb-reply-1", map[string]any{
 			"mode": "reply", "in_reply_to": "<parent@example.org>", "references": []string{"<root@example.org>"},
 			"to": "ada@example.com", "subject": "Re: Question", "text": "Answer"})
-		if r.Status != 200 {
-			t.Fatalf("reply: %d %s", r.Status, r.Body)
-		}
-		reply := waitMessage(t, good, r.JSON(t)["message_id"].(string))
 		e, _ := mimeParts(t, reply.Data)
 		if got := e.Header.Get("In-Reply-To"); got != "<parent@example.org>" {
 			t.Fatalf("In-Reply-To %q", got)
@@ -328,12 +334,8 @@ func TestCompat_MaileraRoutes(t *testing.T) {
 		}
 
 		// forward: the first send, attached whole.
-		r = do("POST", "/api/public/v1/mailboxes/sales/send", "mb-fwd-1", map[string]any{
+		fwd := relayed("forward", "mb-fwd-1", map[string]any{
 			"mode": "forward", "original_id": orig["id"], "to": "boss@example.com", "text": "FYI"})
-		if r.Status != 200 {
-			t.Fatalf("forward: %d %s", r.Status, r.Body)
-		}
-		fwd := waitMessage(t, good, r.JSON(t)["message_id"].(string))
 		e, parts := mimeParts(t, fwd.Data)
 		if got := e.Header.Get("Subject"); got != "Fwd: Hello" {
 			t.Fatalf("forward Subject %q", got)
