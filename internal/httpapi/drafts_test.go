@@ -22,7 +22,7 @@ const draftQuestion = "From: Ann <ann@outside.example>\r\nTo: support@example.co
 func draftEnv(t *testing.T, b sendoncetest.Backend) (*sendoncetest.Env, *core.Mailbox, app.Received) {
 	t.Helper()
 	env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
-	inbox := newInbox(t, env, "example.com", "support@example.com", "Support")
+	inbox := env.NewInbox(t, "default", "support@example.com", "Support")
 	rcv, err := env.Server.Service.Receive(context.Background(), app.Incoming{Tenant: "default", MailboxID: inbox.ID, Source: "smtp", Raw: []byte(draftQuestion)})
 	if err != nil {
 		t.Fatal(err)

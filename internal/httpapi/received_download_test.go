@@ -1,13 +1,11 @@
 package httpapi_test
 
 import (
-	"context"
 	"mime"
 	"net/http"
 	"testing"
 
 	"github.com/sendonce/sendonce/internal/app"
-	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
@@ -40,32 +38,12 @@ func TestReceivedAttachment_DownloadsUnderItsName(t *testing.T) {
 	check("the signed download link", env.Do(t, sendoncetest.Request{Method: http.MethodGet, Path: u[len(env.URL):]}))
 }
 
-// newInbox gives the default tenant domain and makes the inbox address
-// (named name) on it.
-func newInbox(t *testing.T, env *sendoncetest.Env, domain, address, name string) *core.Mailbox {
-	t.Helper()
-	svc, ctx := env.Server.Service, context.Background()
-	env.OwnDomain(t, "default", domain)
-	var m *core.Mailbox
-	if err := svc.InTx(ctx, func(tx core.Tx) (err error) {
-		m, err = svc.CreateInbox(ctx, tx, "default", address, name)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 // receiveAtDesk makes the inbox desk@files.test of the default tenant and
 // receives raw there; it returns the message and the inbox.
 func receiveAtDesk(t *testing.T, env *sendoncetest.Env, raw string) (app.Received, string) {
 	t.Helper()
-	m := newInbox(t, env, "files.test", "desk@files.test", "Desk")
-	rcv, err := env.Server.Service.Receive(context.Background(), app.Incoming{Tenant: "default", MailboxID: m.ID, Source: "smtp", Raw: []byte(raw)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rcv, m.ID
+	m := env.NewInbox(t, "default", "desk@files.test", "Desk")
+	return env.Receive(t, m, raw), m.ID
 }
 
 // A thread says who its latest received message went to (to and cc), on

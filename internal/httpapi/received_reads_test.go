@@ -22,7 +22,7 @@ var bigBody = strings.Repeat("BODYBYTES ", 512<<10/10)
 func bigThread(t *testing.T, env *sendoncetest.Env, n int) (inbox, thread string) {
 	t.Helper()
 	svc, ctx := env.Server.Service, context.Background()
-	m := newInbox(t, env, "big.test", "desk@big.test", "Desk")
+	m := env.NewInbox(t, "default", "desk@big.test", "Desk")
 	for i := range n {
 		refs := ""
 		if i > 0 {

@@ -15,7 +15,7 @@ import (
 func TestResendInboxes_OthersThreadsAndDraftsAreNotFound(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
 		env, inbox, rcv := draftEnv(t, b)
-		other := newInbox(t, env, "other.example", "desk@other.example", "Desk")
+		other := env.NewInbox(t, "default", "desk@other.example", "Desk")
 		draft := createDraft(t, env, env.AdminKey, "scope-1", map[string]any{"in_reply_to": rcv.ID, "text": "Answer"})["id"].(string)
 		do := func(method, inboxID, rest string) int {
 			t.Helper()
