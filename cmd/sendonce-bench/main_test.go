@@ -50,17 +50,25 @@ func TestLoad_NewAndReplay(t *testing.T) {
 	}
 }
 
-// A storm of N keys × K concurrent duplicates makes exactly N sends, and
-// the tool's own check (one send per key, looked up over the API) agrees.
-func TestStorm_OneSendPerKey(t *testing.T) {
+// stormFreshServer runs the storm c sets (its duration, concurrency and
+// key counts) against a new server without workers, to
+// bench@example.com, and returns its result and the sends the database
+// then holds.
+func stormFreshServer(t *testing.T, c config) (*result, int) {
+	t.Helper()
 	env := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true})
-	c := config{urls: []string{env.URL}, key: env.AdminKey, duration: 10 * time.Second, concurrency: 16,
-		stormKeys: 40, stormDupes: 8, to: "bench@example.com"}
+	c.urls, c.key, c.to = []string{env.URL}, env.AdminKey, "bench@example.com"
 	res, err := storm(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sends := env.QueryInt(t, `SELECT count(*) FROM sends`)
+	return res, env.QueryInt(t, `SELECT count(*) FROM sends`)
+}
+
+// A storm of N keys × K concurrent duplicates makes exactly N sends, and
+// the tool's own check (one send per key, looked up over the API) agrees.
+func TestStorm_OneSendPerKey(t *testing.T) {
+	res, sends := stormFreshServer(t, config{duration: 10 * time.Second, concurrency: 16, stormKeys: 40, stormDupes: 8})
 	if res.Requests != 40*8 || res.Errors != 0 || res.Duplicates == nil || *res.Duplicates != 0 || res.Sends != 40 || sends != 40 {
 		t.Fatalf("storm: %+v, %d sends in the database", res, sends)
 	}
@@ -74,14 +82,7 @@ func TestStorm_OneSendPerKey(t *testing.T) {
 
 // The storm stops at its duration, and checks only the keys it stormed.
 func TestStorm_BoundedByDuration(t *testing.T) {
-	env := sendoncetest.Start(t, sendoncetest.Options{NoWorkers: true})
-	c := config{urls: []string{env.URL}, key: env.AdminKey, duration: 300 * time.Millisecond, concurrency: 8,
-		stormKeys: 1_000_000, stormDupes: 4, to: "bench@example.com"}
-	res, err := storm(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sends := env.QueryInt(t, `SELECT count(*) FROM sends`)
+	res, sends := stormFreshServer(t, config{duration: 300 * time.Millisecond, concurrency: 8, stormKeys: 1_000_000, stormDupes: 4})
 	if res.Sends == 0 || res.Sends != sends || res.Requests != 4*sends || res.Errors != 0 || *res.Duplicates != 0 {
 		t.Fatalf("storm: %+v, %d sends in the database", res, sends)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/mail"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,23 +22,23 @@ var benchBody = []byte(`{"to":"Ada <ada@example.com>","subject":"Welcome","text"
 func benchServer(b *testing.B) (*server.Server, *core.APIKey) {
 	b.Helper()
 	ctx := context.Background()
-	s, err := server.New(ctx, server.Config{
-		DB: "sqlite:" + filepath.Join(b.TempDir(), "bench.db"), Transport: "capture", From: "sender@example.com",
-		RequireIdempotencyKey: true,
-	}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = s.Close(cctx)
-	})
+	s := sqliteServer(b, server.Config{Transport: "capture", From: "sender@example.com", RequireIdempotencyKey: true})
 	key, _, err := s.Service.CreateKey(ctx, app.NewKeyParams{Name: "bench", Scopes: []core.Scope{core.ScopeSend}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	return s, key
+}
+
+// benchFingerprint is benchBody's fingerprint, which every accepted
+// benchmark send stores with its key.
+func benchFingerprint(b *testing.B) string {
+	b.Helper()
+	fp, err := idempotency.Fingerprint(benchBody)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fp
 }
 
 func benchScope(key *core.APIKey, idemKey string) idempotency.Scope {
@@ -83,10 +82,7 @@ func accept(ctx context.Context, s *server.Server, key *core.APIKey, fp, idemKey
 func BenchmarkStoreAccept(b *testing.B) {
 	s, key := benchServer(b)
 	ctx := context.Background()
-	fp, err := idempotency.Fingerprint(benchBody)
-	if err != nil {
-		b.Fatal(err)
-	}
+	fp := benchFingerprint(b)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -103,10 +99,7 @@ func BenchmarkStoreAccept(b *testing.B) {
 func BenchmarkStoreAccept_Parallel(b *testing.B) {
 	s, key := benchServer(b)
 	ctx := context.Background()
-	fp, err := idempotency.Fingerprint(benchBody)
-	if err != nil {
-		b.Fatal(err)
-	}
+	fp := benchFingerprint(b)
 	parallel32(b, func(n int64) error { return accept(ctx, s, key, fp, fmt.Sprintf("bench-parallel-%d", n)) })
 }
 
@@ -242,10 +235,7 @@ func BenchmarkPrepareSend_Yardstick(b *testing.B) {
 // returns their body's fingerprint.
 func acceptReplayKeys(ctx context.Context, b *testing.B, s *server.Server, key *core.APIKey) string {
 	b.Helper()
-	fp, err := idempotency.Fingerprint(benchBody)
-	if err != nil {
-		b.Fatal(err)
-	}
+	fp := benchFingerprint(b)
 	for i := range replayKeys {
 		if err := accept(ctx, s, key, fp, fmt.Sprintf("bench-replay-%d", i)); err != nil {
 			b.Fatal(err)

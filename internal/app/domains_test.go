@@ -2,10 +2,8 @@ package app_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
@@ -80,15 +78,7 @@ func TestAddDomain_KeyGeneratedOutsideTheTransaction(t *testing.T) {
 		t.Fatalf("prepared domain %+v", d)
 	}
 
-	srv, err := server.New(ctx, server.Config{DB: "sqlite:" + filepath.Join(t.TempDir(), "s.db"), Transport: "capture"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Close(cctx)
-	})
+	srv := sqliteServer(t, server.Config{Transport: "capture"})
 	err = srv.Store.InTx(ctx, func(tx core.Tx) error { return srv.Service.AddDomain(ctx, tx, d) })
 	if err != nil {
 		t.Fatal(err)

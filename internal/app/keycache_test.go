@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -42,15 +41,7 @@ func (p *pausingStore) APIKey(ctx context.Context, id string) (*core.APIKey, err
 // record back into the cache, where it would work for another second.
 func TestAuthenticate_RevocationWinsOverAConcurrentFill(t *testing.T) {
 	ctx := context.Background()
-	srv, err := server.New(ctx, server.Config{DB: "sqlite:" + filepath.Join(t.TempDir(), "s.db"), Transport: "capture"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Close(cctx)
-	})
+	srv := sqliteServer(t, server.Config{Transport: "capture"})
 	ps := &pausingStore{Store: srv.Store, armed: make(chan struct{}), read: make(chan struct{}), release: make(chan struct{})}
 	svc := app.New(ps, app.Config{}, nil)
 	key, secret, err := svc.CreateKey(ctx, app.NewKeyParams{Name: "k", Scopes: []core.Scope{core.ScopeSend}})

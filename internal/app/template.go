@@ -275,13 +275,20 @@ func parseText(name, src string, b *budget) (*texttemplate.Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(tt.Templates()) > 1 {
-		return nil, fmt.Errorf("%w: templates may not define templates ({{define}} or {{block}})", errUnbounded)
-	}
-	if err := checkTree(tt.Tree, tickNode()); err != nil {
+	if err := checkParsed(len(tt.Templates()), tt.Tree); err != nil {
 		return nil, err
 	}
 	return tt, nil
+}
+
+// checkParsed is what parseText and parseHTML refuse in a part that
+// parsed into n templates with tree as its own: templates defined
+// beside it, or what checkTree refuses.
+func checkParsed(n int, tree *parse.Tree) error {
+	if n > 1 {
+		return fmt.Errorf("%w: templates may not define templates ({{define}} or {{block}})", errUnbounded)
+	}
+	return checkTree(tree, tickNode())
 }
 
 // parseHTML is parseText for the HTML part. The tick is injected before
@@ -291,10 +298,7 @@ func parseHTML(src string, b *budget) (*htmltemplate.Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(ht.Templates()) > 1 {
-		return nil, fmt.Errorf("%w: templates may not define templates ({{define}} or {{block}})", errUnbounded)
-	}
-	if err := checkTree(ht.Tree, tickNode()); err != nil {
+	if err := checkParsed(len(ht.Templates()), ht.Tree); err != nil {
 		return nil, err
 	}
 	return ht, nil

@@ -53,8 +53,11 @@ type sqlQuerier struct {
 	detached bool
 }
 
-func (q sqlQuerier) ctx(ctx context.Context) context.Context {
-	if q.detached {
+func (q sqlQuerier) ctx(ctx context.Context) context.Context { return detach(ctx, q.detached) }
+
+// detach is ctx without its cancellation when the querier is detached.
+func detach(ctx context.Context, detached bool) context.Context {
+	if detached {
 		return context.WithoutCancel(ctx)
 	}
 	return ctx
@@ -76,7 +79,8 @@ func (q sqlQuerier) query(ctx context.Context, s string, args ...any) (rows, err
 	return q.db.QueryContext(q.ctx(ctx), s, args...)
 }
 
-// pgxQuerier runs on a *pgxpool.Pool or a pgx.Tx.
+// pgxQuerier runs on a *pgxpool.Pool, a pgx.Tx, or a batch's connection
+// once its transaction has begun (pgBatchTx).
 type pgxQuerier struct {
 	db interface {
 		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
@@ -89,12 +93,7 @@ type pgxQuerier struct {
 	detached bool
 }
 
-func (q pgxQuerier) ctx(ctx context.Context) context.Context {
-	if q.detached {
-		return context.WithoutCancel(ctx)
-	}
-	return ctx
-}
+func (q pgxQuerier) ctx(ctx context.Context) context.Context { return detach(ctx, q.detached) }
 
 // Every error of pgxQuerier that says the server is out of reach is
 // marked core.Unavailable (pgUnavailable).

@@ -191,20 +191,35 @@ func TestGroupCommit_AnswersOnlyAfterTheCommit(t *testing.T) {
 func openPGPair(t *testing.T) (a, b *Store) {
 	t.Helper()
 	url := pgtest.NewDatabase(t)
-	ctx := context.Background()
-	var stores [2]*Store
-	for i := range stores {
-		s, err := OpenPostgres(ctx, url, PostgresOptions{WriteLanes: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		stores[i] = s
+	a, b = openPGStore(t, url, PostgresOptions{WriteLanes: 1}), openPGStore(t, url, PostgresOptions{WriteLanes: 1})
+	addScratchTable(t, a)
+	return a, b
+}
+
+// holdInTx runs fn in a transaction of s on another goroutine and returns
+// once fn has called hold, which blocks until the test calls open; done
+// answers the transaction. The test fails at once if the transaction ends
+// before it holds (it never would then). open is also called at cleanup,
+// so a test that fails first lets the holder end and cleanup does not
+// wait for it.
+func holdInTx(t *testing.T, s *Store, name string, fn func(tx core.Tx, hold func()) error) (open func(), done <-chan error) {
+	t.Helper()
+	held, gate := make(chan struct{}), make(chan struct{})
+	var opened sync.Once
+	open = func() { opened.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	result := make(chan error, 1)
+	go func() {
+		result <- s.InTx(context.Background(), func(tx core.Tx) error {
+			return fn(tx, func() { close(held); <-gate })
+		})
+	}()
+	select {
+	case <-held:
+	case err := <-result:
+		t.Fatalf("%s ended before it held the key: %v", name, err)
 	}
-	if _, err := stores[0].Exec(ctx, `CREATE TABLE gc_rows (id TEXT PRIMARY KEY, v INTEGER NOT NULL DEFAULT 0)`); err != nil {
-		t.Fatal(err)
-	}
-	return stores[0], stores[1]
+	return open, result
 }
 
 // Two processes' batches that lock the same rows in opposite orders
@@ -292,30 +307,17 @@ func TestPostgres_DuplicateInAnotherProcessIsInUseAtOnce(t *testing.T) {
 	now := time.Now()
 	sc := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "dup"}
 	resp := idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte(`{}`)}
-	decided, gate := make(chan struct{}), make(chan struct{})
-	var opened sync.Once
-	open := func() { opened.Do(func() { close(gate) }) }
-	defer open() // a test that fails first lets the holder end, so cleanup does not wait for it
-	first := make(chan error, 1)
-	go func() {
-		first <- a.InTx(ctx, func(tx core.Tx) error {
-			d, err := tx.DecideIdempotency(ctx, sc, "fp", now)
-			if err != nil || d.Outcome != idempotency.Proceed {
-				return fmt.Errorf("first: %v %v", d.Outcome, err)
-			}
-			close(decided)
-			<-gate
-			if err := tx.InsertSend(ctx, testSend("snd_first")); err != nil {
-				return err
-			}
-			return tx.PutIdempotency(ctx, sc, "fp", d.Token, resp, now, now.Add(time.Hour))
-		})
-	}()
-	select { // the holder may fail before it decides: then it never would
-	case <-decided:
-	case err := <-first:
-		t.Fatalf("the first transaction ended before it held the key: %v", err)
-	}
+	open, first := holdInTx(t, a, "the first transaction", func(tx core.Tx, hold func()) error {
+		d, err := tx.DecideIdempotency(ctx, sc, "fp", now)
+		if err != nil || d.Outcome != idempotency.Proceed {
+			return fmt.Errorf("first: %v %v", d.Outcome, err)
+		}
+		hold()
+		if err := tx.InsertSend(ctx, testSend("snd_first")); err != nil {
+			return err
+		}
+		return tx.PutIdempotency(ctx, sc, "fp", d.Token, resp, now, now.Add(time.Hour))
+	})
 	decide := func() idempotency.Outcome {
 		var o idempotency.Outcome
 		start := time.Now()
@@ -419,26 +421,13 @@ func TestPostgres_BatchLocksItsKeysInOneCall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	held, gate := make(chan struct{}), make(chan struct{})
-	var opened sync.Once
-	open := func() { opened.Do(func() { close(gate) }) }
-	defer open() // a test that fails first lets the holder end, so cleanup does not wait for it
-	holder := make(chan error, 1)
-	go func() {
-		holder <- b.InTx(ctx, func(tx core.Tx) error {
-			if _, err := tx.DecideIdempotency(ctx, scope("held"), "fp", now); err != nil {
-				return err
-			}
-			close(held)
-			<-gate
-			return nil
-		})
-	}()
-	select { // the holder may fail before it holds the key: then it never would
-	case <-held:
-	case err := <-holder:
-		t.Fatalf("the holder ended before it held the key: %v", err)
-	}
+	open, holder := holdInTx(t, b, "the holder", func(tx core.Tx, hold func()) error {
+		if _, err := tx.DecideIdempotency(ctx, scope("held"), "fp", now); err != nil {
+			return err
+		}
+		hold()
+		return nil
+	})
 	want := map[string]idempotency.Outcome{"new1": idempotency.Proceed, "new2": idempotency.Proceed,
 		"done": idempotency.Replay, "done2": idempotency.Mismatch, "held": idempotency.InUse}
 	got := make(map[string]idempotency.Outcome)

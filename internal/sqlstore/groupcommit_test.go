@@ -37,23 +37,13 @@ func forEachGC(t *testing.T, fn func(t *testing.T, s *Store, sizes func() []int)
 // batch its group commit runs.
 func openGC(t *testing.T, backend string) (*Store, func() []int) {
 	t.Helper()
-	ctx := context.Background()
-	var (
-		s   *Store
-		err error
-	)
+	var s *Store
 	if backend == "postgres" {
-		s, err = OpenPostgres(ctx, pgtest.NewDatabase(t), PostgresOptions{WriteLanes: 1})
+		s = openPGStore(t, pgtest.NewDatabase(t), PostgresOptions{WriteLanes: 1})
 	} else {
-		s, err = Open(ctx, filepath.Join(t.TempDir(), "gc.db"))
+		s = openSQLiteStore(t, "gc.db")
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if _, err := s.Exec(ctx, `CREATE TABLE gc_rows (id TEXT PRIMARY KEY, v INTEGER NOT NULL DEFAULT 0)`); err != nil {
-		t.Fatal(err)
-	}
+	addScratchTable(t, s)
 	var (
 		mu    sync.Mutex
 		sizes []int
@@ -67,6 +57,39 @@ func openGC(t *testing.T, backend string) (*Store, func() []int) {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]int(nil), sizes...)
+	}
+}
+
+// openPGStore opens (and migrates) the PostgreSQL database at url;
+// t.Cleanup closes the store.
+func openPGStore(t *testing.T, url string, opts PostgresOptions) *Store {
+	t.Helper()
+	s, err := OpenPostgres(context.Background(), url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// openSQLiteStore opens a fresh SQLite store in the file name of a
+// directory of the test's own; t.Cleanup closes the store.
+func openSQLiteStore(t *testing.T, name string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// addScratchTable creates gc_rows, the table the group commit's tests
+// write to.
+func addScratchTable(t *testing.T, s *Store) {
+	t.Helper()
+	if _, err := s.Exec(context.Background(), `CREATE TABLE gc_rows (id TEXT PRIMARY KEY, v INTEGER NOT NULL DEFAULT 0)`); err != nil {
+		t.Fatal(err)
 	}
 }
 

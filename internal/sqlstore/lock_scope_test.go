@@ -26,11 +26,7 @@ func TestSendForUpdateIn_DoesNotWaitForARowItWillNotChange(t *testing.T) {
 	pgtest.URL(t)
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
-	s, err := sqlstore.OpenPostgres(ctx, url, sqlstore.PostgresOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openPostgres(t, url)
 	inTx(t, s, func(ctx context.Context, tx core.Tx) error {
 		if err := tx.InsertSend(ctx, newSend("snd_sending", core.StatusSending, at(0))); err != nil {
 			return err

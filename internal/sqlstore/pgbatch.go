@@ -58,10 +58,15 @@ func (t *pgBatchTx) pipeline(ctx context.Context, sts ...statement) (pgx.BatchRe
 	return br, nil
 }
 
+// begunQ runs the statements that come once the transaction has begun,
+// one round trip each, detached.
+func (t *pgBatchTx) begunQ() pgxQuerier {
+	return pgxQuerier{db: t.conn, rebind: t.rebind, detached: true}
+}
+
 func (t *pgBatchTx) exec(ctx context.Context, s string, args ...any) (int64, error) {
 	if t.begun {
-		tag, err := t.conn.Exec(context.WithoutCancel(ctx), t.rebind.Rebind(s), args...)
-		return tag.RowsAffected(), pgUnavailable(err)
+		return t.begunQ().exec(ctx, s, args...)
 	}
 	br, err := t.pipeline(ctx, statement{sql: s, args: args})
 	if err != nil {
@@ -77,7 +82,7 @@ func (t *pgBatchTx) exec(ctx context.Context, s string, args ...any) (int64, err
 
 func (t *pgBatchTx) queryRow(ctx context.Context, s string, args ...any) row {
 	if t.begun {
-		return pgxRow{t.conn.QueryRow(context.WithoutCancel(ctx), t.rebind.Rebind(s), args...)}
+		return t.begunQ().queryRow(ctx, s, args...)
 	}
 	br, err := t.pipeline(ctx, statement{sql: s, args: args})
 	if err != nil {
@@ -93,11 +98,7 @@ func (t *pgBatchTx) query(ctx context.Context, s string, args ...any) (rows, err
 			return nil, err
 		}
 	}
-	r, err := t.conn.Query(context.WithoutCancel(ctx), t.rebind.Rebind(s), args...)
-	if err != nil {
-		return nil, pgUnavailable(err)
-	}
-	return pgxRows{r}, nil
+	return t.begunQ().query(ctx, s, args...)
 }
 
 // commit writes d's rows and commits, in one round trip.

@@ -17,66 +17,59 @@ import (
 // counts once; the counts and the hourly series read back what was
 // stored.
 func TestReputation_ClaimSkipsPausedBulk(t *testing.T) {
-	for _, tenants := range []int{1, 2} {
-		t.Run(fmt.Sprintf("tenants=%d", tenants), func(t *testing.T) {
-			forEachStore(t, func(t *testing.T, s *sqlstore.Store) {
-				inTx(t, s, func(ctx context.Context, tx core.Tx) error {
-					for tn := range tenants {
-						for i, stream := range []core.Stream{core.StreamBulk, core.StreamTransactional} {
-							snd := newSend(fmt.Sprintf("snd_%d_%s", tn, stream), core.StatusQueued, at(i))
-							snd.Tenant, snd.Stream = fmt.Sprintf("t%d", tn), stream
-							if err := tx.InsertSend(ctx, snd); err != nil {
-								return err
-							}
-						}
-					}
-					if _, err := tx.LockStream(ctx, "t0", core.StreamBulk, at(5)); err != nil {
-						return err
-					}
-					changed, err := tx.SetStreamState(ctx, "t0", core.StreamBulk, core.StreamPaused, at(5))
-					if err != nil || !changed {
-						return fmt.Errorf("pause: %v %v, want changed", changed, err)
-					}
-					return nil
-				})
-				claimed := map[string]bool{}
-				inTx(t, s, func(ctx context.Context, tx core.Tx) error {
-					got, err := tx.ClaimDue(ctx, core.ClaimParams{Now: at(10), Lease: core.Lease{Base: time.Minute}, Token: "tok", Limit: 10})
-					for _, c := range got {
-						claimed[c.ID] = true
-					}
-					return err
-				})
-				want := map[string]bool{"snd_0_transactional": true}
-				if tenants == 2 {
-					want["snd_1_transactional"], want["snd_1_bulk"] = true, true
-				}
-				if len(claimed) != len(want) || claimed["snd_0_bulk"] {
-					t.Fatalf("claimed %v, want %v (the paused bulk send left queued)", claimed, want)
-				}
-				inTx(t, s, func(ctx context.Context, tx core.Tx) error {
-					if changed, err := tx.SetStreamState(ctx, "t0", core.StreamBulk, core.StreamPaused, at(11)); err != nil || changed {
-						return fmt.Errorf("pause a paused stream: %v %v, want unchanged", changed, err)
-					}
-					if changed, err := tx.SetStreamState(ctx, "t0", core.StreamBulk, core.StreamActive, at(12)); err != nil || !changed {
-						return fmt.Errorf("resume: %v %v, want changed", changed, err)
-					}
-					return nil
-				})
-				st, err := s.StreamState(context.Background(), "t0", core.StreamBulk)
-				if err != nil || st.State != core.StreamActive || !st.JudgeFrom.Equal(at(12)) {
-					t.Fatalf("after the resume: %+v %v, want active, judged from the resume", st, err)
-				}
-				inTx(t, s, func(ctx context.Context, tx core.Tx) error {
-					got, err := tx.ClaimDue(ctx, core.ClaimParams{Now: at(13), Lease: core.Lease{Base: time.Minute}, Token: "tok2", Limit: 10})
-					if err == nil && (len(got) != 1 || got[0].ID != "snd_0_bulk") {
-						err = fmt.Errorf("after the resume the claim took %d sends, want snd_0_bulk", len(got))
-					}
-					return err
-				})
-			})
+	forOneAndTwoTenants(t, func(t *testing.T, s *sqlstore.Store, tenants int) {
+		inTx(t, s, func(ctx context.Context, tx core.Tx) error {
+			streams := []core.Stream{core.StreamBulk, core.StreamTransactional}
+			if err := queueTenantSends(ctx, tx, tenants, len(streams), func(tn, i int) (string, core.Stream) {
+				return fmt.Sprintf("snd_%d_%s", tn, streams[i]), streams[i]
+			}); err != nil {
+				return err
+			}
+			if _, err := tx.LockStream(ctx, "t0", core.StreamBulk, at(5)); err != nil {
+				return err
+			}
+			changed, err := tx.SetStreamState(ctx, "t0", core.StreamBulk, core.StreamPaused, at(5))
+			if err != nil || !changed {
+				return fmt.Errorf("pause: %v %v, want changed", changed, err)
+			}
+			return nil
 		})
-	}
+		claimed := map[string]bool{}
+		inTx(t, s, func(ctx context.Context, tx core.Tx) error {
+			got, err := tx.ClaimDue(ctx, core.ClaimParams{Now: at(10), Lease: core.Lease{Base: time.Minute}, Token: "tok", Limit: 10})
+			for _, c := range got {
+				claimed[c.ID] = true
+			}
+			return err
+		})
+		want := map[string]bool{"snd_0_transactional": true}
+		if tenants == 2 {
+			want["snd_1_transactional"], want["snd_1_bulk"] = true, true
+		}
+		if len(claimed) != len(want) || claimed["snd_0_bulk"] {
+			t.Fatalf("claimed %v, want %v (the paused bulk send left queued)", claimed, want)
+		}
+		inTx(t, s, func(ctx context.Context, tx core.Tx) error {
+			if changed, err := tx.SetStreamState(ctx, "t0", core.StreamBulk, core.StreamPaused, at(11)); err != nil || changed {
+				return fmt.Errorf("pause a paused stream: %v %v, want unchanged", changed, err)
+			}
+			if changed, err := tx.SetStreamState(ctx, "t0", core.StreamBulk, core.StreamActive, at(12)); err != nil || !changed {
+				return fmt.Errorf("resume: %v %v, want changed", changed, err)
+			}
+			return nil
+		})
+		st, err := s.StreamState(context.Background(), "t0", core.StreamBulk)
+		if err != nil || st.State != core.StreamActive || !st.JudgeFrom.Equal(at(12)) {
+			t.Fatalf("after the resume: %+v %v, want active, judged from the resume", st, err)
+		}
+		inTx(t, s, func(ctx context.Context, tx core.Tx) error {
+			got, err := tx.ClaimDue(ctx, core.ClaimParams{Now: at(13), Lease: core.Lease{Base: time.Minute}, Token: "tok2", Limit: 10})
+			if err == nil && (len(got) != 1 || got[0].ID != "snd_0_bulk") {
+				err = fmt.Errorf("after the resume the claim took %d sends, want snd_0_bulk", len(got))
+			}
+			return err
+		})
+	})
 }
 
 func TestReputation_OutcomesCountOnceInTheWindow(t *testing.T) {

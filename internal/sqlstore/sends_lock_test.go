@@ -28,11 +28,7 @@ func TestSendForUpdateIn_LocksASendThatCameIntoTheStatusesBetweenItsReads(t *tes
 	pgtest.URL(t)
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
-	s, err := OpenPostgres(ctx, url, PostgresOptions{WriteLanes: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openPGStore(t, url, PostgresOptions{WriteLanes: 1})
 	now := time.Now()
 	if err := s.InTx(ctx, func(tx core.Tx) error {
 		return tx.InsertSend(ctx, &core.Send{ID: "snd_moving", Tenant: "t", MailboxID: "default", Status: core.StatusSending,

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -54,11 +53,7 @@ func TestListSends_FiltersUseIndexes(t *testing.T) {
 // rows to weigh would pick.
 func TestListSends_RecipientUsesItsIndexOnPostgres(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenPostgres(ctx, pgtest.NewDatabase(t), PostgresOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openPGStore(t, pgtest.NewDatabase(t), PostgresOptions{})
 	conn, err := s.PG.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -114,11 +109,7 @@ func queryPlan(t *testing.T, f core.SendFilter) string {
 func sqlitePlan(t *testing.T, q string, args ...any) string {
 	t.Helper()
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "plan.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSQLiteStore(t, "plan.db")
 	rows, err := s.r.query(ctx, "EXPLAIN QUERY PLAN "+q, args...)
 	if err != nil {
 		t.Fatal(err)

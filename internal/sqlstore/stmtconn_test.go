@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"testing"
 )
 
@@ -21,11 +20,7 @@ func withRaw(t *testing.T, c *sql.Conn, fn func(sc *stmtConn)) {
 
 func TestStmtConn_ReusesStatementsSafely(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "stmt.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSQLiteStore(t, "stmt.db")
 	c, err := s.W.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)

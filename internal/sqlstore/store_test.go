@@ -416,22 +416,14 @@ func TestTemplatesMailboxesDomains_RoundTrip(t *testing.T) {
 		}
 
 		mb := &core.Mailbox{Tenant: "t", ID: "news", Address: "news@example.com", Name: "News", ReceiveOnly: true, CreatedAt: at(1)}
-		inTx(t, s, func(ctx context.Context, tx core.Tx) error { return tx.InsertMailbox(ctx, mb) })
-		err = s.InTx(ctx, func(tx core.Tx) error { return tx.InsertMailbox(ctx, mb) })
-		if core.ErrorCode(err) != core.CodeConflict {
-			t.Errorf("second InsertMailbox: %v, want conflict", err)
-		}
+		insertTwice(t, s, "InsertMailbox", func(ctx context.Context, tx core.Tx) error { return tx.InsertMailbox(ctx, mb) })
 		if got, err := s.Mailbox(ctx, "t", "news"); err != nil || fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", mb) {
 			t.Errorf("mailbox %+v %v, want %+v", got, err, mb)
 		}
 
 		d := &core.Domain{Tenant: "t", Domain: "example.com", Selector: "s1", Algorithm: "ed25519",
 			PrivateKey: []byte("-----BEGIN PRIVATE KEY-----\n\x00\xff"), PublicRecord: "v=DKIM1; k=ed25519; p=x", Status: core.DomainNotStarted, CreatedAt: at(2)}
-		inTx(t, s, func(ctx context.Context, tx core.Tx) error { return tx.InsertDomain(ctx, d) })
-		err = s.InTx(ctx, func(tx core.Tx) error { return tx.InsertDomain(ctx, d) })
-		if core.ErrorCode(err) != core.CodeConflict {
-			t.Errorf("second InsertDomain: %v, want conflict", err)
-		}
+		insertTwice(t, s, "InsertDomain", func(ctx context.Context, tx core.Tx) error { return tx.InsertDomain(ctx, d) })
 		if got, err := s.Domain(ctx, "t", "example.com"); err != nil || fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", d) {
 			t.Errorf("domain %+v %v, want %+v", got, err, d)
 		}
@@ -493,4 +485,15 @@ func TestPurgeAudit_DropsOnlyOldEntries(t *testing.T) {
 			t.Fatalf("%d entries left, want the recent one", left)
 		}
 	})
+}
+
+// insertTwice runs insert in a transaction, which must succeed, and again
+// in another, which must be refused as a conflict.
+func insertTwice(t *testing.T, s *sqlstore.Store, name string, insert func(ctx context.Context, tx core.Tx) error) {
+	t.Helper()
+	inTx(t, s, insert)
+	ctx := context.Background()
+	if err := s.InTx(ctx, func(tx core.Tx) error { return insert(ctx, tx) }); core.ErrorCode(err) != core.CodeConflict {
+		t.Errorf("second %s: %v, want conflict", name, err)
+	}
 }
