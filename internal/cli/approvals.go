@@ -16,10 +16,10 @@ import (
 // admin key in SENDONCE_API_KEY.
 func runApprovals(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	const use = "approvals list | approve SEND_ID | reject SEND_ID"
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", ErrUsage, use)
+	e, err := subcommandFlags("approvals", args, use, getenv, stderr)
+	if err != nil {
+		return err
 	}
-	e := newFlags("approvals "+args[0], getenv, stderr)
 	var api apiFlags
 	api.define(e)
 	pos, err := parseInterleaved(e, args[1:])

@@ -43,6 +43,17 @@ func newFlags(name string, getenv func(string) string, stderr io.Writer) *envFla
 	return &envFlags{fs: fs, getenv: getenv}
 }
 
+// subcommandFlags opens a command that takes a subcommand word first
+// ("domains add …"): ErrUsage with usage when the word is missing, else a
+// flag set named after the command and the word, so -h and parse errors
+// name both.
+func subcommandFlags(command string, args []string, usage string, getenv func(string) string, stderr io.Writer) (*envFlags, error) {
+	if len(args) == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrUsage, usage)
+	}
+	return newFlags(command+" "+args[0], getenv, stderr), nil
+}
+
 func parse(e *envFlags, args []string) error {
 	if err := e.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

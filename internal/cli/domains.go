@@ -21,10 +21,10 @@ import (
 const domainsUsage = "domains add DOMAIN [--selector S] [--algorithm rsa2048|ed25519] [--receive] [--catch-all MAILBOX] [--mx-host HOST] | domains list | domains remove DOMAIN"
 
 func runDomains(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", ErrUsage, domainsUsage)
+	e, err := subcommandFlags("domains", args, domainsUsage, getenv, stderr)
+	if err != nil {
+		return err
 	}
-	e := newFlags("domains "+args[0], getenv, stderr)
 	var dsn, tenant string
 	dbFlag(e, &dsn)
 	e.fs.StringVar(&tenant, "tenant", "default", "tenant the domain belongs to")

@@ -18,10 +18,10 @@ const inboxesUsage = "inboxes create ADDRESS [--name NAME] [--tenant T] | inboxe
 // as `domains` does: the same app rule as POST /v1/inboxes (the address
 // must be on a domain the tenant added and nobody else receives on).
 func runInboxes(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", ErrUsage, inboxesUsage)
+	e, err := subcommandFlags("inboxes", args, inboxesUsage, getenv, stderr)
+	if err != nil {
+		return err
 	}
-	e := newFlags("inboxes "+args[0], getenv, stderr)
 	var dsn, tenant, name string
 	dbFlag(e, &dsn)
 	e.fs.StringVar(&tenant, "tenant", "default", "tenant the inbox belongs to")

@@ -20,10 +20,10 @@ func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func runKeys(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: keys create|list|revoke", ErrUsage)
+	e, err := subcommandFlags("keys", args, "keys create|list|revoke", getenv, stderr)
+	if err != nil {
+		return err
 	}
-	e := newFlags("keys "+args[0], getenv, stderr)
 	var dsn string
 	dbFlag(e, &dsn)
 	// Each subcommand defines its own flags on e and parses args[1:]; dsn

@@ -17,10 +17,10 @@ const suppressionsUsage = "suppressions list [--email ADDR] [--origin bounce|com
 // a running server (SENDONCE_API_URL; SENDONCE_API_KEY: read to list,
 // admin to change).
 func runSuppressions(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", ErrUsage, suppressionsUsage)
+	e, err := subcommandFlags("suppressions", args, suppressionsUsage, getenv, stderr)
+	if err != nil {
+		return err
 	}
-	e := newFlags("suppressions "+args[0], getenv, stderr)
 	var api apiFlags
 	api.define(e)
 	var p client.ListSuppressionsParams
