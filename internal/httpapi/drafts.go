@@ -114,11 +114,8 @@ func nativeDraftEdit(body []byte) (func(*app.SendRequest) error, error) {
 
 func (s *Server) handleDeleteDraft(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := s.Svc.DeleteDraft(r.Context(), kit.APIKeyFrom(r.Context()), id); err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, map[string]any{"id": id, "object": "draft", "deleted": true})
+	err := s.Svc.DeleteDraft(r.Context(), kit.APIKeyFrom(r.Context()), id)
+	s.Answer(w, r, map[string]any{"id": id, "object": "draft", "deleted": true}, err)
 }
 
 // handleNativeDraftSend reads POST /v1/drafts/{id}/send: no body, or {}.

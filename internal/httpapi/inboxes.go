@@ -107,11 +107,7 @@ func (s *Server) handleListInboxes(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleGetNativeInbox(w http.ResponseWriter, r *http.Request) {
 	in, err := s.Svc.InboxByRef(r.Context(), kit.APIKeyFrom(r.Context()), r.PathValue("id"))
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, viewNativeInbox(in))
+	s.Answer(w, r, kit.Shown(in, err, viewNativeInbox), err)
 }
 
 func (s *Server) handleDeleteInbox(w http.ResponseWriter, r *http.Request) {

@@ -56,20 +56,12 @@ func (s *Server) handleSetMailboxIMAP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, err := s.Svc.SetMailboxIMAPAs(r.Context(), kit.APIKeyFrom(r.Context()), r.PathValue("id"), req.IMAP)
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, kit.ViewMailbox(m))
+	s.Answer(w, r, kit.Shown(m, err, kit.ViewMailbox), err)
 }
 
 func (s *Server) handleGetMailbox(w http.ResponseWriter, r *http.Request) {
 	m, err := s.Svc.MailboxAs(r.Context(), kit.APIKeyFrom(r.Context()), r.PathValue("id"))
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, kit.ViewMailbox(m))
+	s.Answer(w, r, kit.Shown(m, err, kit.ViewMailbox), err)
 }
 
 // handleListMailboxes lists the mailboxes the key may use.

@@ -25,9 +25,6 @@ func (s *Server) handleReleaseReceived(ctx context.Context, tx core.Tx, key *cor
 // handleDeleteReceived is DELETE /v1/received/{id}.
 func (s *Server) handleDeleteReceived(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := s.Svc.DeleteReceived(r.Context(), kit.APIKeyFrom(r.Context()), id); err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, map[string]any{"id": id, "object": "received_message", "deleted": true})
+	err := s.Svc.DeleteReceived(r.Context(), kit.APIKeyFrom(r.Context()), id)
+	s.Answer(w, r, map[string]any{"id": id, "object": "received_message", "deleted": true}, err)
 }

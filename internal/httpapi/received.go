@@ -109,11 +109,7 @@ func (s *Server) handlePatchThread(w http.ResponseWriter, r *http.Request) {
 		t, err = s.Svc.ChangeThread(r.Context(), kit.APIKeyFrom(r.Context()), r.PathValue("id"),
 			app.ThreadChange{Read: req.Read, Folder: req.Folder, Labels: req.Labels})
 	}
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, kit.ViewThread(t))
+	s.Answer(w, r, kit.Shown(t, err, kit.ViewThread), err)
 }
 
 // handleReplyReceived answers a received message: POST

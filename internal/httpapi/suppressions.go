@@ -56,22 +56,14 @@ func (s *Server) handleListSuppressions(w http.ResponseWriter, r *http.Request) 
 
 func (s *Server) handleGetSuppression(w http.ResponseWriter, r *http.Request) {
 	sup, err := s.Reads.Suppression(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("email"))
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, viewSuppression(sup))
+	s.Answer(w, r, kit.Shown(sup, err, viewSuppression), err)
 }
 
 // handleDeleteSuppression is DELETE /v1/suppressions/{email} (admin): the
 // removed entry; 404 when there was none.
 func (s *Server) handleDeleteSuppression(w http.ResponseWriter, r *http.Request) {
 	sup, err := s.Svc.RemoveSuppression(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("email"))
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, viewSuppression(sup))
+	s.Answer(w, r, kit.Shown(sup, err, viewSuppression), err)
 }
 
 // unmatchedView is one unmatched inbound item; raw is at /raw.

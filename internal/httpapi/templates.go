@@ -45,11 +45,7 @@ func (s *Server) handlePutTemplate(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) {
 	t, err := s.Reads.Template(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
-	if err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, kit.ViewTemplate(t))
+	s.Answer(w, r, kit.Shown(t, err, kit.ViewTemplate), err)
 }
 
 func (s *Server) handleListTemplates(w http.ResponseWriter, r *http.Request) {
@@ -60,9 +56,6 @@ func (s *Server) handleListTemplates(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) {
 	key := kit.APIKeyFrom(r.Context())
 	id := r.PathValue("id")
-	if err := s.Svc.DeleteTemplate(r.Context(), key.Tenant, id); err != nil {
-		kit.WriteError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, map[string]any{"id": id, "object": "template", "deleted": true})
+	err := s.Svc.DeleteTemplate(r.Context(), key.Tenant, id)
+	s.Answer(w, r, map[string]any{"id": id, "object": "template", "deleted": true}, err)
 }

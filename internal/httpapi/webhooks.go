@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"strings"
 
@@ -33,6 +32,10 @@ func viewWebhook(w *core.Webhook, secret string) webhookView {
 	return webhookView{ID: w.ID, Object: "webhook", Endpoint: w.Endpoint, Events: kit.NonNil(w.Events), Status: string(w.Status),
 		CreatedAt: kit.RFC3339(w.CreatedAt), SigningSecret: secret, DisabledReason: w.DisabledReason}
 }
+
+// viewStoredWebhook is a webhook as reads and updates show it: its secret
+// is shown only by the create and rotate that make it.
+func viewStoredWebhook(w *core.Webhook) webhookView { return viewWebhook(w, "") }
 
 type deliveryView struct {
 	ID            string          `json:"id"` // the event's id, the webhook-id header
@@ -83,8 +86,9 @@ func page[T any](data []T, more bool, id func(T) string) pageView[T] {
 	return v
 }
 
-// failFunc writes an error in a route style's shape.
-type failFunc func(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error)
+// answerFunc ends a route in a style's shape: kit.Base's Answer (native
+// errors) or AnswerResend.
+type answerFunc func(w http.ResponseWriter, r *http.Request, v any, err error)
 
 func (s *Server) handleCreateWebhook(status int) kit.TxHandler {
 	return func(ctx context.Context, key *core.APIKey, r *http.Request, body []byte, _ string) (kit.WriteStep, error) {
@@ -113,7 +117,7 @@ func pageOf(r *http.Request) (core.WebhookPage, error) {
 	return core.WebhookPage{Limit: limit, After: r.URL.Query().Get("after")}, err
 }
 
-func (s *Server) handleListWebhooks(fail failFunc) http.HandlerFunc {
+func (s *Server) handleListWebhooks(answer answerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, err := pageOf(r)
 		var hooks []*core.Webhook
@@ -121,30 +125,19 @@ func (s *Server) handleListWebhooks(fail failFunc) http.HandlerFunc {
 		if err == nil {
 			hooks, more, err = s.Reads.ListWebhooks(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, p)
 		}
-		if err != nil {
-			fail(w, r, s.Logger, err)
-			return
-		}
-		views := make([]webhookView, 0, len(hooks))
-		for _, h := range hooks {
-			views = append(views, viewWebhook(h, ""))
-		}
-		kit.WriteJSON(w, http.StatusOK, page(views, more, func(v webhookView) string { return v.ID }))
+		views := kit.Views(hooks, viewStoredWebhook)
+		answer(w, r, page(views, more, func(v webhookView) string { return v.ID }), err)
 	}
 }
 
-func (s *Server) handleGetWebhook(fail failFunc) http.HandlerFunc {
+func (s *Server) handleGetWebhook(answer answerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		h, err := s.Reads.Webhook(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
-		if err != nil {
-			fail(w, r, s.Logger, err)
-			return
-		}
-		kit.WriteJSON(w, http.StatusOK, viewWebhook(h, ""))
+		answer(w, r, kit.Shown(h, err, viewStoredWebhook), err)
 	}
 }
 
-func (s *Server) handleUpdateWebhook(fail failFunc) http.HandlerFunc {
+func (s *Server) handleUpdateWebhook(answer answerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Endpoint *string   `json:"endpoint"`
@@ -163,22 +156,15 @@ func (s *Server) handleUpdateWebhook(fail failFunc) http.HandlerFunc {
 		if err == nil {
 			h, err = s.Hooks.Update(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"), p)
 		}
-		if err != nil {
-			fail(w, r, s.Logger, err)
-			return
-		}
-		kit.WriteJSON(w, http.StatusOK, viewWebhook(h, ""))
+		answer(w, r, kit.Shown(h, err, viewStoredWebhook), err)
 	}
 }
 
-func (s *Server) handleDeleteWebhook(fail failFunc) http.HandlerFunc {
+func (s *Server) handleDeleteWebhook(answer answerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
-		if err := s.Hooks.Delete(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, id); err != nil {
-			fail(w, r, s.Logger, err)
-			return
-		}
-		kit.WriteJSON(w, http.StatusOK, kit.ResendDeleted{Object: "webhook", ID: id, Deleted: true})
+		err := s.Hooks.Delete(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, id)
+		answer(w, r, kit.ResendDeleted{Object: "webhook", ID: id, Deleted: true}, err)
 	}
 }
 
@@ -190,7 +176,7 @@ func (s *Server) handleRotateWebhook(ctx context.Context, tx core.Tx, key *core.
 	return http.StatusOK, viewWebhook(h, secret), nil
 }
 
-func (s *Server) handleListDeliveries(fail failFunc) http.HandlerFunc {
+func (s *Server) handleListDeliveries(answer answerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, err := pageOf(r)
 		var ds []*core.WebhookDelivery
@@ -198,15 +184,8 @@ func (s *Server) handleListDeliveries(fail failFunc) http.HandlerFunc {
 		if err == nil {
 			ds, more, err = s.Reads.ListWebhookDeliveries(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"), p)
 		}
-		if err != nil {
-			fail(w, r, s.Logger, err)
-			return
-		}
-		views := make([]deliveryView, 0, len(ds))
-		for _, d := range ds {
-			views = append(views, viewDelivery(d, false))
-		}
-		kit.WriteJSON(w, http.StatusOK, page(views, more, func(v deliveryView) string { return v.ID }))
+		views := kit.Views(ds, func(d *core.WebhookDelivery) deliveryView { return viewDelivery(d, false) })
+		answer(w, r, page(views, more, func(v deliveryView) string { return v.ID }), err)
 	}
 }
 
@@ -216,18 +195,14 @@ func deliveryRef(r *http.Request) core.WebhookDeliveryRef {
 	return core.WebhookDeliveryRef{Tenant: kit.APIKeyFrom(r.Context()).Tenant, WebhookID: r.PathValue("id"), EventID: r.PathValue("event_id")}
 }
 
-func (s *Server) handleGetDelivery(fail failFunc) http.HandlerFunc {
+func (s *Server) handleGetDelivery(answer answerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		d, err := s.Reads.WebhookDelivery(r.Context(), deliveryRef(r))
-		if err != nil {
-			fail(w, r, s.Logger, err)
-			return
-		}
-		kit.WriteJSON(w, http.StatusOK, viewDelivery(d, true))
+		answer(w, r, kit.Shown(d, err, func(d *core.WebhookDelivery) deliveryView { return viewDelivery(d, true) }), err)
 	}
 }
 
-func (s *Server) handleListAttempts(fail failFunc) http.HandlerFunc {
+func (s *Server) handleListAttempts(answer answerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, err := pageOf(r)
 		var as []*core.WebhookAttempt
@@ -235,17 +210,12 @@ func (s *Server) handleListAttempts(fail failFunc) http.HandlerFunc {
 		if err == nil {
 			as, more, err = s.Reads.ListWebhookAttempts(r.Context(), deliveryRef(r), p)
 		}
-		if err != nil {
-			fail(w, r, s.Logger, err)
-			return
-		}
-		views := make([]attemptView, 0, len(as))
 		admin := kit.APIKeyFrom(r.Context()).Has(core.ScopeAdmin)
-		for _, a := range as {
-			views = append(views, attemptView{ID: a.ID, Object: "webhook_attempt", HTTPStatusCode: a.HTTPStatus, Response: attemptResponse(a, admin),
-				Error: a.Error, SentAt: kit.RFC3339(a.At), DurationMS: a.Duration.Milliseconds()})
-		}
-		kit.WriteJSON(w, http.StatusOK, page(views, more, func(v attemptView) string { return v.ID }))
+		views := kit.Views(as, func(a *core.WebhookAttempt) attemptView {
+			return attemptView{ID: a.ID, Object: "webhook_attempt", HTTPStatusCode: a.HTTPStatus, Response: attemptResponse(a, admin),
+				Error: a.Error, SentAt: kit.RFC3339(a.At), DurationMS: a.Duration.Milliseconds()}
+		})
+		answer(w, r, page(views, more, func(v attemptView) string { return v.ID }), err)
 	}
 }
 

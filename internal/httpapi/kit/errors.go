@@ -167,6 +167,16 @@ func (s *Base) AnswerResend(w http.ResponseWriter, r *http.Request, v any, err e
 	WriteJSON(w, http.StatusOK, v)
 }
 
+// Shown is view(v) for Answer, or nil when err is set: a failed read's v
+// is nil, which a view must not be given. With it one Answer ends a read
+// of one thing: s.Answer(w, r, kit.Shown(x, err, viewX), err).
+func Shown[T, V any](v T, err error, view func(T) V) any {
+	if err != nil {
+		return nil
+	}
+	return view(v)
+}
+
 func ApiError(code, param, msg string) *core.Error {
 	return &core.Error{Code: code, Param: param, Message: msg}
 }

@@ -242,11 +242,7 @@ func resendEvent(st core.Status) string {
 
 func (s *API) Get(w http.ResponseWriter, r *http.Request) {
 	send, err := s.Reads.Send(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
-	if err != nil {
-		kit.WriteResendError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, viewResendEmail(send))
+	s.AnswerResend(w, r, kit.Shown(send, err, viewResendEmail), err)
 }
 
 func viewResendEmail(send *core.Send) resendEmailView {

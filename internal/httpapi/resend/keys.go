@@ -121,9 +121,6 @@ func (s *API) ListKeys(w http.ResponseWriter, r *http.Request) {
 
 func (s *API) RemoveKey(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := s.Svc.RevokeTenantKey(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, id); err != nil {
-		kit.WriteResendError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, kit.ResendDeleted{Object: "api_key", ID: id, Deleted: true})
+	err := s.Svc.RevokeTenantKey(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, id)
+	s.AnswerResend(w, r, kit.ResendDeleted{Object: "api_key", ID: id, Deleted: true}, err)
 }

@@ -236,11 +236,7 @@ func viewResendTemplate(t *core.Template) resendTemplateView {
 
 func (s *API) GetTemplate(w http.ResponseWriter, r *http.Request) {
 	t, err := s.resendTemplate(r.Context(), kit.APIKeyFrom(r.Context()).Tenant, r.PathValue("id"))
-	if err != nil {
-		kit.WriteResendError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, viewResendTemplate(t))
+	s.AnswerResend(w, r, kit.Shown(t, err, viewResendTemplate), err)
 }
 
 type resendTemplateItem struct {

@@ -32,11 +32,7 @@ func (s *API) thread(r *http.Request) (*core.APIKey, *core.Thread, error) {
 
 func (s *API) GetThread(w http.ResponseWriter, r *http.Request) {
 	_, t, err := s.thread(r)
-	if err != nil {
-		kit.WriteResendError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, kit.ViewThread(t))
+	s.AnswerResend(w, r, kit.Shown(t, err, kit.ViewThread), err)
 }
 
 func (s *API) UpdateThread(w http.ResponseWriter, r *http.Request) {
@@ -54,11 +50,7 @@ func (s *API) UpdateThread(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		t, err = s.Svc.ChangeThread(r.Context(), key, t.ID, app.ThreadChange{Read: req.Read, Folder: req.Folder})
 	}
-	if err != nil {
-		kit.WriteResendError(w, r, s.Logger, err)
-		return
-	}
-	kit.WriteJSON(w, http.StatusOK, kit.ViewThread(t))
+	s.AnswerResend(w, r, kit.Shown(t, err, kit.ViewThread), err)
 }
 
 func (s *API) RemoveThread(w http.ResponseWriter, r *http.Request) {
