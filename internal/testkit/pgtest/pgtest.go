@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sendonce/sendonce/internal/testkit/daemontest"
+	"github.com/sendonce/sendonce/internal/testkit/tcpproxy"
 )
 
 // EnvVar names the admin connection URL the tests use.
@@ -61,4 +62,23 @@ func NewDatabase(t testing.TB) string {
 	}
 	u.Path = "/" + name
 	return u.String()
+}
+
+// NewDatabaseBehindProxy is NewDatabase reached through a tcpproxy, for
+// outage tests: the proxy's Cut makes the database unreachable, cutting
+// every connection and refusing new ones as a restart does, and Pass
+// brings it back. It returns the database's URL through the proxy.
+func NewDatabaseBehindProxy(t testing.TB) (string, *tcpproxy.Proxy) {
+	t.Helper()
+	u, err := url.Parse(NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	px, err := tcpproxy.Start(u.Host, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(px.Close)
+	u.Host = px.Addr
+	return u.String(), px
 }
