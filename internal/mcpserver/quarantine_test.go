@@ -5,13 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/emersion/go-smtp"
-
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/mcpserver"
 	"github.com/sendonce/sendonce/internal/testkit/dnstest"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
+	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
 // quarantineZone publishes DMARC p=reject for two domains: forged.test,
@@ -34,28 +33,7 @@ func quarantineMail(from, subject, msgID string) []byte {
 // smtpDeliver hands raw to the inbound listener at addr as an MTA would.
 func smtpDeliver(t *testing.T, addr, mailFrom, rcpt string, raw []byte) {
 	t.Helper()
-	c, err := smtp.Dial(addr)
-	if err != nil {
-		t.Fatalf("dial inbound: %v", err)
-	}
-	defer c.Close()
-	if err := c.Hello("relay.test"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Mail(mailFrom, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Rcpt(rcpt, nil); err != nil {
-		t.Fatal(err)
-	}
-	w, err := c.Data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(raw); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
+	if _, err := smtptest.Deliver(t, addr, mailFrom, rcpt, raw); err != nil {
 		t.Fatalf("deliver: %v", err)
 	}
 }
