@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
@@ -105,25 +104,6 @@ func TestIdempotency_RotatedRestrictedKeyReplays(t *testing.T) {
 	})
 }
 
-// putPlain stores a completed record under sc the way every key was stored
-// before restricted keys had their own: a request accepted before the
-// upgrade.
-func putPlain(t *testing.T, env *sendoncetest.Env, sc idempotency.Scope, fp string, resp idempotency.Response) {
-	t.Helper()
-	ctx := context.Background()
-	err := env.Server.Store.InTx(ctx, func(tx core.Tx) error {
-		now := env.Clock.Now()
-		d, err := tx.DecideIdempotency(ctx, sc, fp, now)
-		if err != nil {
-			return err
-		}
-		return tx.PutIdempotency(ctx, sc, fp, d.Token, resp, now, now.Add(24*time.Hour))
-	})
-	if err != nil {
-		t.Fatalf("store the plain record: %v", err)
-	}
-}
-
 // A restricted key's retry of a request accepted before the upgrade, whose
 // record is in the plain form, replays it and sends nothing; a plain
 // record with another body (another key's claim) does not refuse it.
@@ -133,7 +113,7 @@ func TestIdempotency_RestrictedKeyReplaysAcrossUpgrade(t *testing.T) {
 		limited, _ := restrictedKeys(t, env)
 		body := mailFromA(t, "before the upgrade")
 		old := []byte(`{"id":"snd_01accepted0before0upgrade","object":"send","status":"queued"}`)
-		putPlain(t, env, sendScope("old-1"), fingerprint(t, body), idempotency.Response{Status: 200, ContentType: "application/json", Body: old})
+		env.PutIdempotencyRecord(t, sendScope("old-1"), fingerprint(t, body), idempotency.Response{Status: 200, ContentType: "application/json", Body: old})
 
 		r := post(t, env, limited, "old-1", body)
 		if r.Status != 200 || string(r.Body) != string(old) || r.Header.Get(replayedHeader) != "true" {
@@ -143,13 +123,13 @@ func TestIdempotency_RestrictedKeyReplaysAcrossUpgrade(t *testing.T) {
 			t.Fatalf("the retry made %d sends, want none", len(l))
 		}
 
-		putPlain(t, env, sendScope("claimed-1"), fingerprint(t, mailFromA(t, "someone else's")), idempotency.Response{Status: 200, ContentType: "application/json", Body: old})
+		env.PutIdempotencyRecord(t, sendScope("claimed-1"), fingerprint(t, mailFromA(t, "someone else's")), idempotency.Response{Status: 200, ContentType: "application/json", Body: old})
 		requireOriginal(t, post(t, env, limited, "claimed-1", body), http.StatusOK)
 
 		// The form the version before named restricted keys' namespaces by
 		// their limits stored: one per API key.
 		limitedKey := keyBySecret(t, env, limited)
-		putPlain(t, env, sendScope(core.KeyScopedIdempotencyKey(limitedKey, "old-2")), fingerprint(t, body), idempotency.Response{Status: 200, ContentType: "application/json", Body: old})
+		env.PutIdempotencyRecord(t, sendScope(core.KeyScopedIdempotencyKey(limitedKey, "old-2")), fingerprint(t, body), idempotency.Response{Status: 200, ContentType: "application/json", Body: old})
 		r = post(t, env, limited, "old-2", body)
 		if r.Status != 200 || string(r.Body) != string(old) || r.Header.Get(replayedHeader) != "true" {
 			t.Fatalf("retry of a per-key record after the upgrade: %d %s, want the stored answer replayed", r.Status, r.Body)
