@@ -14,8 +14,7 @@ import (
 // send leave one replied entry in its history, naming the thread that
 // holds them all, not one entry each.
 func TestReceive_OneRepliedEntryPerSend(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		inbox := env.NewInbox(t, "default", "news@example.com", "News")
 		sent := env.Send(t, "news", map[string]any{"from": "news@example.com", "to": "list@partner.test",
 			"subject": "Newsletter", "text": "Hello.", "mailbox_id": inbox.ID}).JSON(t)

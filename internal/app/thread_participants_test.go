@@ -19,8 +19,7 @@ import (
 // are held: the participants are who the tenant wrote to and the sender
 // replied to, not whoever a stranger names.
 func TestAgentMail_StrangersDoNotSteerTheReplyRule(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		inbox := env.NewInbox(t, "default", "legal@example.com", "Legal")
 		r := env.Send(t, "draft", map[string]any{"from": "legal@example.com", "to": "alice@partner.test",
 			"subject": "Contract draft", "text": "Attached.", "mailbox_id": inbox.ID})
