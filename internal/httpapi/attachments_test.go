@@ -81,8 +81,7 @@ func randomBytes(t *testing.T, n int) []byte {
 // or from the extension); the inline image sits beside the HTML that
 // refers to it, in multipart/related. On every route that sends.
 func TestAttachments_DeliveredWithTheirBytesNamesAndTypes(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true}, func(t *testing.T, env *sendoncetest.Env) {
 		pdf, png, bin := randomBytes(t, 300<<10), randomBytes(t, 2000), randomBytes(t, 1)
 		atts := []map[string]any{
 			{"filename": "invoice.pdf", "content": base64.StdEncoding.EncodeToString(pdf)},

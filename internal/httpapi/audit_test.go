@@ -13,8 +13,7 @@ import (
 // POST /v1/send, and a send cap's 429 says when to come back
 // (Retry-After) on every one of them.
 func TestAudit_EverySendRouteAuditsAgentsAndSaysRetryAfter(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		// Resend's routes need a from, which agent keys may not set: there
 		// the request is audited for the intent it carries.
 		routes := []struct {

@@ -12,8 +12,7 @@ import (
 // and a sending one does not (the native list once said false where the
 // read said true, and Resend's always said disabled).
 func TestDomains_ReceivingStateIsTheSameInEveryView(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		for _, d := range []map[string]any{{"domain": "recv.example", "receiving": true}, {"domain": "send.example"}} {
 			if r := env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: "/v1/domains", Key: env.AdminKey, IdemKey: "d-" + d["domain"].(string), Body: d}); r.Status != http.StatusCreated {
 				t.Fatalf("add %v: %d %s", d, r.Status, r.Body)

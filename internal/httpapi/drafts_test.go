@@ -54,8 +54,7 @@ func sendsUnder(t *testing.T, env *sendoncetest.Env, idem string) int {
 // with the same send id (the later ones wait for the first instead of
 // answering 409), and one send exists under the draft's key.
 func TestDrafts_ConcurrentSendsAreOneSend(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		d := createDraft(t, env, env.AdminKey, "d-1", map[string]any{"to": "ann@example.com", "subject": "Hi", "text": "Hello"})
 		id := d["id"].(string)
 		const presses = 4
@@ -113,8 +112,7 @@ func TestDrafts_ConcurrentSendsAreOneSend(t *testing.T) {
 // the send as it is by then. The relay holds its answer until the first
 // press is answered, so the send cannot be sent before it.
 func TestDrafts_RetryAfterDeliveryReplaysTheFirstAnswer(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, NoReplayCache: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, NoReplayCache: true}, func(t *testing.T, env *sendoncetest.Env) {
 		hold := make(chan struct{})
 		env.SMTP.SetBehaviour(smtptest.Behaviour{HoldData: hold})
 		id := createDraft(t, env, env.AdminKey, "d-after", map[string]any{"to": "ann@example.com", "subject": "Hi", "text": "Hello"})["id"].(string)
@@ -145,8 +143,7 @@ func TestDrafts_RetryAfterDeliveryReplaysTheFirstAnswer(t *testing.T) {
 // and still does after the key's record is gone (purged after its TTL):
 // the draft remembers the send it became.
 func TestDrafts_LostAnswerRetriedIsTheSameSend(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true, NoReplayCache: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true, NoReplayCache: true}, func(t *testing.T, env *sendoncetest.Env) {
 		id := createDraft(t, env, env.AdminKey, "d-1", map[string]any{"to": "ann@example.com", "subject": "Hi", "text": "Hello"})["id"].(string)
 		first, err := sendDraft(env, env.AdminKey, id)
 		if err != nil || first.Status != http.StatusOK {
@@ -180,8 +177,7 @@ func TestDrafts_LostAnswerRetriedIsTheSameSend(t *testing.T) {
 // draft that cannot be sent yet (no recipient) answers 422
 // without using its key up.
 func TestDrafts_EditThenSendUnderTheOriginalKey(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true}, func(t *testing.T, env *sendoncetest.Env) {
 		d := createDraft(t, env, env.AdminKey, "d-1", map[string]any{"subject": "First", "text": "one"})
 		id, key := d["id"].(string), d["idempotency_key"].(string)
 		if key != app.DraftIdempotencyKey(id) {
@@ -265,8 +261,7 @@ func TestDrafts_ReplyDraftThreadsAndKeepsTheReplyRules(t *testing.T) {
 // Another tenant's drafts do not exist for a key: not listed, not read,
 // not edited, deleted or sent.
 func TestDrafts_TenantIsolation(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		_, other := env.NewKey(t, app.NewKeyParams{Name: "other", Tenant: "other", Scopes: []core.Scope{core.ScopeSend, core.ScopeRead}})
 		id := createDraft(t, env, env.AdminKey, "d-1", map[string]any{"to": "ann@example.com", "subject": "Mine", "text": "x"})["id"].(string)
 		for _, req := range []sendoncetest.Request{
@@ -295,8 +290,7 @@ func TestDrafts_TenantIsolation(t *testing.T) {
 // A tenant stores at most --max-drafts drafts: past it, 403
 // limit_exceeded and nothing stored; deleting one makes room.
 func TestDrafts_Capped(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true, Caps: core.Caps{core.ResourceDrafts: 1}})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true, Caps: core.Caps{core.ResourceDrafts: 1}}, func(t *testing.T, env *sendoncetest.Env) {
 		id := createDraft(t, env, env.AdminKey, "d-1", map[string]any{"subject": "one"})["id"].(string)
 		r := env.Do(t, sendoncetest.Request{Method: http.MethodPost, Path: "/v1/drafts", Key: env.AdminKey, IdemKey: "d-2", Body: map[string]any{"subject": "two"}})
 		if r.Status != http.StatusForbidden || r.ErrorCode() != "limit_exceeded" {

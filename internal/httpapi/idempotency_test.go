@@ -275,8 +275,7 @@ func doHeader(t testing.TB, env *sendoncetest.Env, values []string, body []byte)
 // Same key, same body, first finished: the stored response comes back byte
 // for byte with Idempotent-Replayed, and nothing is sent again.
 func TestIdempotency_ReplaysByteForByte(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true}, func(t *testing.T, env *sendoncetest.Env) {
 		body := mail(t, "alice@example.com", "replay")
 
 		first := post(t, env, env.AdminKey, "replay-1", body)
@@ -308,8 +307,7 @@ func TestIdempotency_ReplaysByteForByte(t *testing.T) {
 // The fingerprint is the SHA-256 of the RFC 8785 form: member order, white
 // space and string escapes do not make a different request.
 func TestIdempotency_FingerprintIsCanonical(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		body := []byte(`{"to":"bob@example.com","subject":"Hi","text":"x","tags":{"a":"1","b":"2"}}`)
 		same := []byte("{\n  \"tags\" : { \"b\":\"2\",\t\"a\":\"1\" },\r\n  \"text\": \"x\", \"subject\": \"\\u0048i\",\n  \"to\" : \"bob@example.com\"\n}\n")
 
@@ -325,8 +323,7 @@ func TestIdempotency_FingerprintIsCanonical(t *testing.T) {
 // Same key, different body: 422 idempotency_key_reused and nothing runs,
 // whether the first request has finished or is still running.
 func TestIdempotency_ReusedKeyWithOtherBodyIs422(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		a, b := mail(t, "carol@example.com", "first body"), mail(t, "carol@example.com", "second body")
 
 		t.Run("finished", func(t *testing.T) {
@@ -360,8 +357,7 @@ func TestIdempotency_ReusedKeyWithOtherBodyIs422(t *testing.T) {
 // Same key and body while the first is running: 409 idempotency_key_in_use
 // with Retry-After: 1, and nothing is stored for it.
 func TestIdempotency_InFlightIs409(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		body := mail(t, "dave@example.com", "in flight")
 		sc := sendScope("inflight-1")
 		token := reserve(t, env, sc, body, env.Clock.Now(), time.Minute)
@@ -394,8 +390,7 @@ func TestIdempotency_InFlightIs409(t *testing.T) {
 // 8 concurrent requests with one key: one send, one delivered message; each
 // answer is the original, a replay of it, or 409.
 func TestIdempotency_ConcurrentDuplicatesSendOnce(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true}, func(t *testing.T, env *sendoncetest.Env) {
 		body := mail(t, "erin@example.com", "concurrent")
 		rs, errs := concurrently(env, "concurrent-1", body, 8)
 		for _, err := range errs {
@@ -607,8 +602,7 @@ func (r *recorder) recoverFatal() {
 // A 4xx the handler returns (here a validation error) is the key's first
 // outcome: it replays, and the key cannot be reused with a corrected body.
 func TestIdempotency_ValidationErrorIsStoredAndReplayed(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		bad := mustJSON(t, map[string]any{"to": "frank@example.com", "text": "no subject"})
 
 		first := post(t, env, env.AdminKey, "validation-1", bad)
@@ -630,8 +624,7 @@ func TestIdempotency_ValidationErrorIsStoredAndReplayed(t *testing.T) {
 // layer, the body reader or the handler itself refused: the same key then
 // runs afresh with a valid request.
 func TestIdempotency_RefusalsAreNotStored(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		_, readOnly := env.NewKey(t, app.NewKeyParams{Name: "read only", Scopes: []core.Scope{core.ScopeRead}})
 		_, otherMailbox := env.NewKey(t, app.NewKeyParams{Name: "other mailbox", Scopes: []core.Scope{core.ScopeSend}, Mailboxes: []string{"other"}})
 		huge := mustJSON(t, map[string]any{"to": "gina@example.com", "subject": "huge", "text": strings.Repeat("x", 41<<20)})
@@ -683,8 +676,7 @@ func TestIdempotency_RefusalsAreNotStored(t *testing.T) {
 // A 5xx is not stored and its transaction rolled back: no send, no job, the
 // key free; a retry with the same key runs afresh and sends once.
 func TestIdempotency_ServerErrorRollsBackAndFreesKey(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true}, func(t *testing.T, env *sendoncetest.Env) {
 		// The database refuses a write of the accept's transaction: the send
 		// row itself, or the stored answer after the send was written.
 		failures := []struct {
@@ -742,8 +734,7 @@ func TestIdempotency_ServerErrorRollsBackAndFreesKey(t *testing.T) {
 // A reservation whose holder died holds its key until its lease ends; the
 // next request then takes the key over and is sent once.
 func TestIdempotency_ExpiredLeaseIsTakenOver(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		body := mail(t, "ivy@example.com", "lease")
 		// deadLease is the dead holder's lease: long enough that a loaded
 		// machine does not run it out before the first retry, and with the
@@ -769,8 +760,7 @@ func TestIdempotency_ExpiredLeaseIsTakenOver(t *testing.T) {
 // Past the TTL a key is new; the purge removes its row; the sends keep their
 // idempotency_key.
 func TestIdempotency_KeyExpiresAfterTTL(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, TTL: time.Hour})
+	sendoncetest.EachEnv(t, sendoncetest.Options{TTL: time.Hour}, func(t *testing.T, env *sendoncetest.Env) {
 		body := mail(t, "jack@example.com", "ttl")
 
 		first := post(t, env, env.AdminKey, "ttl-1", body)
@@ -818,8 +808,7 @@ func TestIdempotency_KeyExpiresAfterTTL(t *testing.T) {
 // The scope is tenant + method + route (with path parameters): not the API
 // key, and not the key alone.
 func TestIdempotency_ScopeIsTenantMethodAndRoute(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		body := mail(t, "kate@example.com", "scope")
 		first := post(t, env, env.AdminKey, "scope-1", body)
 		requireOriginal(t, first, http.StatusOK)
@@ -881,8 +870,7 @@ func TestIdempotency_ScopeIsTenantMethodAndRoute(t *testing.T) {
 // The key's syntax: 1 to 255 visible ASCII characters, or a structured-field
 // string of them; anything else is 400 idempotency_key_invalid.
 func TestIdempotency_KeySyntax(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 
 		t.Run("255 characters", func(t *testing.T) {
 			key := strings.Repeat("k", 254) + "!"
@@ -1014,8 +1002,7 @@ func TestIdempotency_ReplaysAfterRestart(t *testing.T) {
 // The idempotency metrics count first acceptances, replays and both kinds of
 // conflict.
 func TestIdempotency_Metrics(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		a, b := mail(t, "omar@example.com", "a"), mail(t, "omar@example.com", "b")
 
 		first := post(t, env, env.AdminKey, "m-1", a)

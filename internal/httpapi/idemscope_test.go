@@ -35,8 +35,7 @@ func mailFromA(t *testing.T, subject string) []byte {
 // still gets its replay, its 422, and finds its send. An unrestricted key
 // finds every send made with the key (docs/api.md, "Idempotency").
 func TestIdempotency_RestrictedKeyHasItsOwnKeys(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		limited, agent := restrictedKeys(t, env)
 		const k = "invoice-42"
 
@@ -73,8 +72,7 @@ func TestIdempotency_RestrictedKeyHasItsOwnKeys(t *testing.T) {
 // limits (another mailbox set, or not an agent's) still has keys of its
 // own.
 func TestIdempotency_RotatedRestrictedKeyReplays(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		restrictedKeys(t, env)
 		if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, Body: map[string]any{"id": "b", "address": "b@example.com"}}); r.Status != 201 {
 			t.Fatalf("create mailbox b: %d %s", r.Status, r.Body)
@@ -108,8 +106,7 @@ func TestIdempotency_RotatedRestrictedKeyReplays(t *testing.T) {
 // record is in the plain form, replays it and sends nothing; a plain
 // record with another body (another key's claim) does not refuse it.
 func TestIdempotency_RestrictedKeyReplaysAcrossUpgrade(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		limited, _ := restrictedKeys(t, env)
 		body := mailFromA(t, "before the upgrade")
 		old := []byte(`{"id":"snd_01accepted0before0upgrade","object":"send","status":"queued"}`)

@@ -14,8 +14,7 @@ import (
 // bcc, newest first, whatever case or display name the send or the query
 // gave it; combined with a tag; and bad input is a 422 naming the field.
 func TestListSends_ByRecipient(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		bodies := []map[string]any{
 			{"to": `"Ada L" <Ada@Example.com>`, "tags": map[string]string{"plan": "gold"}},
 			{"to": "bob@example.com", "cc": []string{"ada@example.com"}},

@@ -49,8 +49,7 @@ func bigThread(t *testing.T, env *sendoncetest.Env, n int) (inbox, thread string
 // (limit at most 100); one message's read has its bodies. The service's
 // list (behind GET /v1/received and MCP's list_messages) reads no bodies.
 func TestReceived_ListsAndThreadsCarryNoBodies(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		inbox, thread := bigThread(t, env, 5)
 		get := func(path string, want int) map[string]any {
 			t.Helper()

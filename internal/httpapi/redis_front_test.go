@@ -20,8 +20,7 @@ import (
 // (a flushed Redis changes nothing a client can see), and concurrent
 // duplicates still make one send.
 func TestRedisFront_ReplaysFromRedisDatabaseStaysTruth(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, backend sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: backend, SMTP: true, Redis: true, NoReplayCache: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Redis: true, NoReplayCache: true}, func(t *testing.T, env *sendoncetest.Env) {
 		opts, err := redis.ParseURL(os.Getenv("SENDONCE_TEST_REDIS_URL"))
 		if err != nil {
 			t.Fatal(err)

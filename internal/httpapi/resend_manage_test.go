@@ -136,8 +136,7 @@ func TestResendSDK_DomainsVerifiedAgainstLoopbackDNS(t *testing.T) {
 }
 
 func TestResendSDK_APIKeys(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		admin := resendClientWith(t, env, env.AdminKey)
 		ctx := testCtx(t)
 		if _, err := admin.Domains.CreateWithContext(ctx, &resend.CreateDomainRequest{Name: "acme.test"}); err != nil {
@@ -203,8 +202,7 @@ func TestResendSDK_APIKeys(t *testing.T) {
 // 403 restricted_api_key on every management route, and a tenant sees and
 // touches nothing of another's.
 func TestResendManage_Authorization(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		ctx := testCtx(t)
 		admin := resendClientWith(t, env, env.AdminKey)
 		if _, err := admin.Domains.CreateWithContext(ctx, &resend.CreateDomainRequest{Name: "acme.test"}); err != nil {
@@ -264,8 +262,7 @@ func TestResendManage_Authorization(t *testing.T) {
 }
 
 func TestResendSDK_Templates(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		c := resendClientWith(t, env, env.AdminKey)
 		ctx := testCtx(t)
 
@@ -361,8 +358,7 @@ func TestResendSDK_Templates(t *testing.T) {
 // caps inherits all of them (it once inherited only the mailboxes), and
 // asking for more than the creator has is refused.
 func TestResendAPIKeys_NewKeyIsNoFreerThanItsCreator(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		_, creator := env.NewKey(t, app.NewKeyParams{Name: "limited", Tenant: "default",
 			Scopes: []core.Scope{core.ScopeSend, core.ScopeRead, core.ScopeAdmin}, AllowRecipients: []string{"team.example"},
 			RequiresApproval: true, MaxPerHour: 5})

@@ -16,8 +16,7 @@ import (
 // presses at once; the relay gets one message, the edited one, threaded.
 func TestResendNodeSDKDrafts(t *testing.T) {
 	node := nodeBinary(t)
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true}, func(t *testing.T, env *sendoncetest.Env) {
 		inbox := nodeInbox(t, env)
 		svc := env.Server.Service
 		if _, err := svc.Receive(context.Background(), app.Incoming{Tenant: "default", MailboxID: inbox, Source: "smtp",

@@ -33,8 +33,7 @@ func nodeInbox(t *testing.T, env *sendoncetest.Env) string {
 // SDK's reply with one Idempotency-Key twice reaches the relay once.
 func TestResendNodeSDKReceiving(t *testing.T) {
 	node := nodeBinary(t)
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true, Inbound: true}, func(t *testing.T, env *sendoncetest.Env) {
 		inbox := nodeInbox(t, env)
 		if err := smtp.SendMail(env.InboundAddr, nil, "grace@customer.test", []string{"help@node.test"}, []byte(nodeReceivedMail)); err != nil {
 			t.Fatalf("deliver to the listener: %v", err)

@@ -15,8 +15,7 @@ import (
 // each backend, with one entry a bounce made beside the manual ones.
 func TestResendNodeSDK_Suppressions(t *testing.T) {
 	node := nodeBinary(t)
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b})
+	sendoncetest.EachEnv(t, sendoncetest.Options{}, func(t *testing.T, env *sendoncetest.Env) {
 		r := env.Send(t, "node-supp", sendoncetest.Mail("bounced@node.test", "x"))
 		if r.Status != http.StatusOK {
 			t.Fatalf("send: %d %s", r.Status, r.Body)

@@ -50,8 +50,7 @@ func tryScheduledSend(t *testing.T, env *sendoncetest.Env, key string, at time.T
 // load as much as the scheduler's: it is logged; a send that never comes
 // fails the wait.
 func TestSchedule_NotBeforeItsTimeOnceAfter(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true}, func(t *testing.T, env *sendoncetest.Env) {
 		// Whole milliseconds: the store keeps microseconds, so the due time
 		// it compares is exactly at.
 		at := time.Now().Add(1500 * time.Millisecond).Truncate(time.Millisecond)
@@ -114,8 +113,7 @@ func timeField(t *testing.T, send map[string]any, name string) time.Time {
 // cancel makes it canceled and never delivered, and both answer 409
 // invalid_state once the send is no longer scheduled.
 func TestSchedule_RescheduleAndCancel(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SMTP: true}, func(t *testing.T, env *sendoncetest.Env) {
 		id := scheduledSend(t, env, "resched", time.Now().Add(time.Hour))
 		soon := time.Now().Add(1 * time.Second).UTC().Format(time.RFC3339Nano)
 		patch := func(key, at string) *sendoncetest.Response {
@@ -275,8 +273,7 @@ func cancelRetrying(env *sendoncetest.Env, id string) (int, error) {
 // TestListSends_Filters: GET /v1/sends by tag and by creation time finds
 // exactly the matching sends, newest first.
 func TestListSends_Filters(t *testing.T) {
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, NoWorkers: true})
+	sendoncetest.EachEnv(t, sendoncetest.Options{NoWorkers: true}, func(t *testing.T, env *sendoncetest.Env) {
 		var ids []string
 		for i := range 4 {
 			body := sendoncetest.Mail("ann@example.com", fmt.Sprint("s", i))

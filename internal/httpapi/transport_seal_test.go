@@ -18,8 +18,7 @@ import (
 func TestMailboxTransport_SealedAtRest(t *testing.T) {
 	const key = "re_sup3rs3cret"
 	rs := resendtest.Start(t, key)
-	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {
-		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SecretKey: strings.Repeat("s", 32)})
+	sendoncetest.EachEnv(t, sendoncetest.Options{SecretKey: strings.Repeat("s", 32)}, func(t *testing.T, env *sendoncetest.Env) {
 		url := "resend://" + key + "@" + rs.Host + "?tls=none"
 		for _, id := range []string{"prov", "old"} {
 			if r := env.Do(t, sendoncetest.Request{Method: "POST", Path: "/v1/mailboxes", Key: env.AdminKey, IdemKey: rand.Text(),
