@@ -47,9 +47,9 @@ func (s *Store) CountSendsInStatus(ctx context.Context, tenant, apiKeyID string,
 		if apiKeyID != "" {
 			where, args = where+" AND api_key_id = ?", append(args, apiKeyID)
 		}
-		var n int
-		if err := s.r.queryRow(ctx, `SELECT count(*) FROM sends WHERE `+where, args...).Scan(&n); err != nil {
-			return nil, fmt.Errorf("count sends: %w", err)
+		n, err := queryCount(ctx, s.r, "count sends", `SELECT count(*) FROM sends WHERE `+where, args...)
+		if err != nil {
+			return nil, err
 		}
 		out[st] = n
 	}
