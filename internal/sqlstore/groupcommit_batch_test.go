@@ -46,6 +46,23 @@ func countRows(t *testing.T, s *Store, query string, args ...any) int {
 	return n
 }
 
+// acceptIn decides sc in tx, which must proceed (else an error naming
+// what), runs between (the send's insert, a hold; nil for none) and puts
+// resp under sc for an hour: the accept these tests run in their batches.
+func acceptIn(ctx context.Context, tx core.Tx, what string, sc idempotency.Scope, fp string, now time.Time,
+	resp idempotency.Response, between func() error) error {
+	d, err := tx.DecideIdempotency(ctx, sc, fp, now)
+	if err != nil || d.Outcome != idempotency.Proceed {
+		return fmt.Errorf("%s: %v %v", what, d.Outcome, err)
+	}
+	if between != nil {
+		if err := between(); err != nil {
+			return err
+		}
+	}
+	return tx.PutIdempotency(ctx, sc, fp, d.Token, resp, now, now.Add(time.Hour))
+}
+
 // A batch defers its send rows and key records to multi-row inserts; a
 // later transaction of the same batch still reads them: the send by id,
 // the key (decided again) as a replay.
@@ -58,14 +75,7 @@ func TestGroupCommit_DeferredRowsAreSeenByLaterTransactions(t *testing.T) {
 		resp := idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte(`{"id":"a"}`)}
 		accept := func(sc idempotency.Scope, id string) func(core.Tx) error {
 			return func(tx core.Tx) error {
-				d, err := tx.DecideIdempotency(ctx, sc, "fp", now)
-				if err != nil || d.Outcome != idempotency.Proceed {
-					return fmt.Errorf("decide %s: %v %v", sc.Key, d.Outcome, err)
-				}
-				if err := tx.InsertSend(ctx, testSend(id)); err != nil {
-					return err
-				}
-				return tx.PutIdempotency(ctx, sc, "fp", d.Token, resp, now, now.Add(time.Hour))
+				return acceptIn(ctx, tx, "decide "+sc.Key, sc, "fp", now, resp, func() error { return tx.InsertSend(ctx, testSend(id)) })
 			}
 		}
 		var runs atomic.Int64
@@ -308,15 +318,10 @@ func TestPostgres_DuplicateInAnotherProcessIsInUseAtOnce(t *testing.T) {
 	sc := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "dup"}
 	resp := idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte(`{}`)}
 	open, first := holdInTx(t, a, "the first transaction", func(tx core.Tx, hold func()) error {
-		d, err := tx.DecideIdempotency(ctx, sc, "fp", now)
-		if err != nil || d.Outcome != idempotency.Proceed {
-			return fmt.Errorf("first: %v %v", d.Outcome, err)
-		}
-		hold()
-		if err := tx.InsertSend(ctx, testSend("snd_first")); err != nil {
-			return err
-		}
-		return tx.PutIdempotency(ctx, sc, "fp", d.Token, resp, now, now.Add(time.Hour))
+		return acceptIn(ctx, tx, "first", sc, "fp", now, resp, func() error {
+			hold()
+			return tx.InsertSend(ctx, testSend("snd_first"))
+		})
 	})
 	decide := func() idempotency.Outcome {
 		var o idempotency.Outcome
@@ -408,13 +413,7 @@ func TestPostgres_BatchLocksItsKeysInOneCall(t *testing.T) {
 	}
 	resp := idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte(`{"id":"x"}`)}
 	complete := func(s *Store, sc idempotency.Scope, fp string) error {
-		return s.InTx(ctx, func(tx core.Tx) error {
-			d, err := tx.DecideIdempotency(ctx, sc, fp, now)
-			if err != nil || d.Outcome != idempotency.Proceed {
-				return fmt.Errorf("%s: %v %v", sc.Key, d.Outcome, err)
-			}
-			return tx.PutIdempotency(ctx, sc, fp, d.Token, resp, now, now.Add(time.Hour))
-		})
+		return s.InTx(ctx, func(tx core.Tx) error { return acceptIn(ctx, tx, sc.Key, sc, fp, now, resp, nil) })
 	}
 	for _, k := range []string{"done", "done2"} {
 		if err := complete(a, scope(k), "fp"); err != nil {
