@@ -37,6 +37,11 @@ func testSend(id string) *core.Send {
 		From: "me@example.com", MessageID: "<" + id + "@example.com>", CreatedAt: now, UpdatedAt: now}
 }
 
+// sendKey is the scope of an Idempotency-Key k of POST /v1/send.
+func sendKey(k string) idempotency.Scope {
+	return idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: k}
+}
+
 func countRows(t *testing.T, s *Store, query string, args ...any) int {
 	t.Helper()
 	var n int
@@ -70,8 +75,8 @@ func TestGroupCommit_DeferredRowsAreSeenByLaterTransactions(t *testing.T) {
 	forEachGC(t, func(t *testing.T, s *Store, _ func() []int) {
 		ctx := context.Background()
 		now := time.Now()
-		k1 := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "k1"}
-		k2 := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "k2"}
+		k1 := sendKey("k1")
+		k2 := sendKey("k2")
 		resp := idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte(`{"id":"a"}`)}
 		accept := func(sc idempotency.Scope, id string) func(core.Tx) error {
 			return func(tx core.Tx) error {
@@ -315,7 +320,7 @@ func TestPostgres_DuplicateInAnotherProcessIsInUseAtOnce(t *testing.T) {
 	a, b := openPGPair(t)
 	ctx := context.Background()
 	now := time.Now()
-	sc := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "dup"}
+	sc := sendKey("dup")
 	resp := idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte(`{}`)}
 	open, first := holdInTx(t, a, "the first transaction", func(tx core.Tx, hold func()) error {
 		return acceptIn(ctx, tx, "first", sc, "fp", now, resp, func() error {
@@ -408,20 +413,17 @@ func TestPostgres_BatchLocksItsKeysInOneCall(t *testing.T) {
 	a, b := openPGPair(t)
 	ctx := context.Background()
 	now := time.Now()
-	scope := func(k string) idempotency.Scope {
-		return idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: k}
-	}
 	resp := idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte(`{"id":"x"}`)}
 	complete := func(s *Store, sc idempotency.Scope, fp string) error {
 		return s.InTx(ctx, func(tx core.Tx) error { return acceptIn(ctx, tx, sc.Key, sc, fp, now, resp, nil) })
 	}
 	for _, k := range []string{"done", "done2"} {
-		if err := complete(a, scope(k), "fp"); err != nil {
+		if err := complete(a, sendKey(k), "fp"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	open, holder := holdInTx(t, b, "the holder", func(tx core.Tx, hold func()) error {
-		if _, err := tx.DecideIdempotency(ctx, scope("held"), "fp", now); err != nil {
+		if _, err := tx.DecideIdempotency(ctx, sendKey("held"), "fp", now); err != nil {
 			return err
 		}
 		hold()
@@ -437,14 +439,14 @@ func TestPostgres_BatchLocksItsKeysInOneCall(t *testing.T) {
 			fp = "other"
 		}
 		fn := func(tx core.Tx) error {
-			d, err := tx.DecideIdempotency(ctx, scope(k), fp, now)
+			d, err := tx.DecideIdempotency(ctx, sendKey(k), fp, now)
 			got[k] = d.Outcome
 			if err != nil || d.Outcome != idempotency.Proceed {
 				return err
 			}
-			return tx.PutIdempotency(ctx, scope(k), fp, d.Token, resp, now, now.Add(time.Hour))
+			return tx.PutIdempotency(ctx, sendKey(k), fp, d.Token, resp, now, now.Add(time.Hour))
 		}
-		batch = append(batch, &txReq{ctx: idempotency.WithDecisionHint(ctx, scope(k)), fn: fn, done: make(chan struct{})})
+		batch = append(batch, &txReq{ctx: idempotency.WithDecisionHint(ctx, sendKey(k)), fn: fn, done: make(chan struct{})})
 	}
 	a.gc.runBatch(batch)
 	open()
@@ -465,7 +467,7 @@ func TestPostgres_BatchLocksItsKeysInOneCall(t *testing.T) {
 		t.Errorf("%d keys locked for the batch in one call, want 5", n)
 	}
 	for _, k := range []string{"new1", "new2"} {
-		if err := complete(b, scope(k), "fp"); err == nil || !strings.Contains(err.Error(), "replay") {
+		if err := complete(b, sendKey(k), "fp"); err == nil || !strings.Contains(err.Error(), "replay") {
 			t.Errorf("%s after the batch committed: %v, want a replay", k, err)
 		}
 	}
@@ -486,7 +488,7 @@ func TestGroupCommit_SavepointRerunStillInsertsTheRecordWithTheSend(t *testing.T
 			execSQL(t, s, `CREATE TRIGGER no_updates BEFORE UPDATE ON sends BEGIN SELECT RAISE(ABORT, 'updated'); END`)
 		}
 		accept := func(id string) func(core.Tx) error {
-			sc := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "k-" + id}
+			sc := sendKey("k-" + id)
 			return func(tx core.Tx) error {
 				d, err := tx.DecideIdempotency(ctx, sc, "fp", time.Now())
 				if err != nil {
