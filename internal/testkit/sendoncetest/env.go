@@ -226,6 +226,7 @@ func (e *Env) pickDatabase(t testing.TB, b Backend) {
 	default:
 		if e.DBPath == "" {
 			e.DBPath = filepath.Join(t.TempDir(), "sendonce.db")
+			copyFreshSQLite(t, e.DBPath)
 		}
 		e.DB = "sqlite:" + e.DBPath
 	}
