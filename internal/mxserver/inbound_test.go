@@ -61,17 +61,26 @@ func deliverFrom(t *testing.T, addr, from, rcpt string, raw []byte) error {
 	return err
 }
 
-// deliverReply is deliverFrom that also returns the 250's text.
-func deliverReply(t *testing.T, addr, from, rcpt string, raw []byte) (string, error) {
+// helloRelay connects to the inbound listener at addr and says HELO as
+// a relay would; the caller closes the client.
+func helloRelay(t *testing.T, addr string) *smtp.Client {
 	t.Helper()
 	c, err := smtp.Dial(addr)
 	if err != nil {
 		t.Fatalf("dial inbound: %v", err)
 	}
-	defer c.Close()
 	if err := c.Hello("relay.test"); err != nil {
+		c.Close()
 		t.Fatal(err)
 	}
+	return c
+}
+
+// deliverReply is deliverFrom that also returns the 250's text.
+func deliverReply(t *testing.T, addr, from, rcpt string, raw []byte) (string, error) {
+	t.Helper()
+	c := helloRelay(t, addr)
+	defer c.Close()
 	if err := c.Mail(from, nil); err != nil {
 		t.Fatal(err)
 	}
