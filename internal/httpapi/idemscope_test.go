@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
@@ -110,18 +109,7 @@ func TestIdempotency_RotatedRestrictedKeyReplays(t *testing.T) {
 // upgrade.
 func putPlain(t *testing.T, env *sendoncetest.Env, sc idempotency.Scope, fp string, resp idempotency.Response) {
 	t.Helper()
-	ctx := context.Background()
-	err := env.Server.Store.InTx(ctx, func(tx core.Tx) error {
-		now := env.Clock.Now()
-		d, err := tx.DecideIdempotency(ctx, sc, fp, now)
-		if err != nil {
-			return err
-		}
-		return tx.PutIdempotency(ctx, sc, fp, d.Token, resp, now, now.Add(24*time.Hour))
-	})
-	if err != nil {
-		t.Fatalf("store the plain record: %v", err)
-	}
+	env.PutIdempotencyRecord(t, sc, fp, resp)
 }
 
 // A restricted key's retry of a request accepted before the upgrade, whose

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
@@ -97,19 +96,7 @@ func TestSubmission_RestrictedKeyHasItsOwnKeys(t *testing.T) {
 // did, before Message-ID keys and restricted keys had forms of their own.
 func putPlain(t *testing.T, env *sendoncetest.Env, sc idempotency.Scope, fp, answer string) {
 	t.Helper()
-	ctx := context.Background()
-	err := env.Server.Store.InTx(ctx, func(tx core.Tx) error {
-		now := env.Clock.Now()
-		d, err := tx.DecideIdempotency(ctx, sc, fp, now)
-		if err != nil {
-			return err
-		}
-		resp := idempotency.Response{Status: 250, ContentType: "application/json", Body: []byte(answer)}
-		return tx.PutIdempotency(ctx, sc, fp, d.Token, resp, now, now.Add(24*time.Hour))
-	})
-	if err != nil {
-		t.Fatalf("store the plain record: %v", err)
-	}
+	env.PutIdempotencyRecord(t, sc, fp, idempotency.Response{Status: 250, ContentType: "application/json", Body: []byte(answer)})
 }
 
 // A Message-ID is the message's, not a key into the database: another

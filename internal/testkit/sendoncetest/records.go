@@ -1,6 +1,13 @@
 package sendoncetest
 
-import "testing"
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sendonce/sendonce/idempotency"
+	"github.com/sendonce/sendonce/internal/core"
+)
 
 // IdempotencyRecords is a subquery of every stored idempotency record,
 // wherever the store keeps it — an accepted send's in its own row, any
@@ -27,4 +34,24 @@ func (e *Env) ForgetIdempotencyKeys(t testing.TB) {
 	e.Exec(t, `UPDATE sends SET idem_method = NULL, idem_route = NULL, idem_key = NULL, idem_fingerprint = NULL,
 		idem_token = NULL, idem_status = NULL, idem_content_type = NULL, idem_body = NULL, idem_expires_at = NULL
 		WHERE idem_key IS NOT NULL`)
+}
+
+// PutIdempotencyRecord stores resp as a completed record under sc and
+// fingerprint fp, expiring in a day, the way the engine stores one (a
+// decision, then the answer), but in whatever form a test names: a
+// record an older version left, say.
+func (e *Env) PutIdempotencyRecord(t testing.TB, sc idempotency.Scope, fp string, resp idempotency.Response) {
+	t.Helper()
+	ctx := context.Background()
+	err := e.Server.Store.InTx(ctx, func(tx core.Tx) error {
+		now := e.Clock.Now()
+		d, err := tx.DecideIdempotency(ctx, sc, fp, now)
+		if err != nil {
+			return err
+		}
+		return tx.PutIdempotency(ctx, sc, fp, d.Token, resp, now, now.Add(24*time.Hour))
+	})
+	if err != nil {
+		t.Fatalf("store the plain record: %v", err)
+	}
 }
