@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/idempotency"
-	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/sqlstore"
 	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 )
@@ -26,13 +25,7 @@ func TestCrash_KilledDuringTheOneRowMigrationPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now().UTC()
-	old := &core.Send{ID: "snd_old", Tenant: sc.Tenant, IdempotencyKey: sc.Key, MailboxID: "default", Status: core.StatusSent,
-		From: "me@example.com", To: []string{"ann@example.com"}, Subject: "s", Text: "t", MessageID: "<old@example.com>",
-		CreatedAt: now, UpdatedAt: now}
-	if err := s.InTx(ctx, func(tx core.Tx) error { return tx.InsertSend(ctx, old) }); err != nil {
-		t.Fatal(err)
-	}
+	now := insertSendBeforeUpgrade(t, s, sc)
 	stmts := []string{
 		`INSERT INTO idempotency_keys (tenant, method, route, key, fingerprint, state, token, locked_until, status, content_type, body, created_at, completed_at, expires_at)
 		VALUES ('t', 'POST', '/v1/send', 'before-upgrade', 'fp', 'completed', 'tok', 0, 200, 'application/json', convert_to('{"id":"snd_old"}', 'UTF8'), 0, 0, ` +

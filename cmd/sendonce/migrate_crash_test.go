@@ -94,13 +94,7 @@ func seedBeforeOneRow(t *testing.T, path string, sc idempotency.Scope) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now().UTC()
-	old := &core.Send{ID: "snd_old", Tenant: sc.Tenant, IdempotencyKey: sc.Key, MailboxID: "default", Status: core.StatusSent,
-		From: "me@example.com", To: []string{"ann@example.com"}, Subject: "s", Text: "t", MessageID: "<old@example.com>",
-		CreatedAt: now, UpdatedAt: now}
-	if err := s.InTx(ctx, func(tx core.Tx) error { return tx.InsertSend(ctx, old) }); err != nil {
-		t.Fatal(err)
-	}
+	now := insertSendBeforeUpgrade(t, s, sc)
 	cols := sendColumnsOf(t, s)
 	sel := slices.Clone(cols)
 	for i, c := range sel {
@@ -194,4 +188,20 @@ func migrationApplied(t *testing.T, path string) bool {
 		t.Fatal(err)
 	}
 	return n > 0
+}
+
+// insertSendBeforeUpgrade inserts, through s, the send that a key
+// accepted before the upgrade points at ("snd_old", sent), and returns
+// the time it was made at, which the seeds' own rows reuse.
+func insertSendBeforeUpgrade(t *testing.T, s *sqlstore.Store, sc idempotency.Scope) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	old := &core.Send{ID: "snd_old", Tenant: sc.Tenant, IdempotencyKey: sc.Key, MailboxID: "default", Status: core.StatusSent,
+		From: "me@example.com", To: []string{"ann@example.com"}, Subject: "s", Text: "t", MessageID: "<old@example.com>",
+		CreatedAt: now, UpdatedAt: now}
+	if err := s.InTx(ctx, func(tx core.Tx) error { return tx.InsertSend(ctx, old) }); err != nil {
+		t.Fatal(err)
+	}
+	return now
 }

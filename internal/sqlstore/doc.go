@@ -4,7 +4,9 @@
 // transactions core.Tx, with the same SQL written with ? placeholders,
 // which the PostgreSQL side rebinds (db.go); where the SQL differs (row
 // locks, SKIP LOCKED) a field of Store holds the dialect's fragment. The
-// migrations of each live under migrations/sqlite and migrations/postgres.
+// migrations of each live under migrations/sqlite and migrations/postgres,
+// and those whose text both share once under migrations/shared
+// (migrations.go).
 //
 // SQLite allows one writer at a time. Rather than let concurrent writers
 // collide and retry on SQLITE_BUSY, the store funnels every write through a

@@ -87,10 +87,11 @@ func inTx(t *testing.T, s *sqlstore.Store, fn func(ctx context.Context, tx core.
 func migrations(t *testing.T, dialect string) int {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("migrations", dialect, "*.sql"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no migrations for %s (%v)", dialect, err)
+	shared, err2 := filepath.Glob(filepath.Join("migrations", "shared", "*.sql"))
+	if err != nil || err2 != nil || len(files) == 0 || len(shared) == 0 {
+		t.Fatalf("no migrations for %s (%v, %v)", dialect, err, err2)
 	}
-	return len(files)
+	return len(files) + len(shared)
 }
 
 // queryInt runs a query (? placeholders) that returns one integer.

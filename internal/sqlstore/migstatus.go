@@ -5,9 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io/fs"
 	"os"
-	"path"
 	"slices"
 	"time"
 
@@ -43,7 +41,7 @@ func Pending(ms []Migration) int {
 // pending in db, and those db has that this binary does not know. db nil
 // stands for a database not created yet: all pending. It only reads.
 func SQLiteMigrations(ctx context.Context, db *sql.DB) ([]Migration, error) {
-	names, err := migrationNames(sqliteMigrations, "migrations/sqlite/*.sql")
+	names, err := migrationVersions(SQLite)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +78,7 @@ func SQLiteMigrations(ctx context.Context, db *sql.DB) ([]Migration, error) {
 // PostgresMigrations is SQLiteMigrations on the PostgreSQL database of
 // pool, which should be read-only (OpenPostgresReadOnly).
 func PostgresMigrations(ctx context.Context, pool *pgxpool.Pool) ([]Migration, error) {
-	names, err := migrationNames(postgresMigrations, "migrations/postgres/*.sql")
+	names, err := migrationVersions(Postgres)
 	if err != nil {
 		return nil, err
 	}
@@ -136,18 +134,6 @@ func OpenSQLiteReadOnly(path string) (*sql.DB, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	return openSQLiteReadOnly(path), nil
-}
-
-func migrationNames(fsys fs.FS, pattern string) ([]string, error) {
-	files, err := fs.Glob(fsys, pattern)
-	if err != nil {
-		return nil, fmt.Errorf("list migrations: %w", err)
-	}
-	names := make([]string, len(files))
-	for i, f := range files {
-		names[i] = path.Base(f)
-	}
-	return names, nil
 }
 
 // mergeMigrations lists every known name, applied or not, then the

@@ -2,9 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"fmt"
-	"io/fs"
-	"path"
 	"sort"
 )
 
@@ -13,13 +10,9 @@ import (
 // migrated by a newer binary has none pending: migrations only add.
 // Readiness (GET /readyz) asks it on every probe, so it is one read.
 func (s *Store) PendingMigrations(ctx context.Context) ([]string, error) {
-	migrations, pattern := sqliteMigrations, "migrations/sqlite/*.sql"
-	if s.dialect == Postgres {
-		migrations, pattern = postgresMigrations, "migrations/postgres/*.sql"
-	}
-	names, err := fs.Glob(migrations, pattern)
+	names, err := migrationVersions(s.dialect)
 	if err != nil {
-		return nil, fmt.Errorf("list migrations: %w", err)
+		return nil, err
 	}
 	applied, err := stringSet(ctx, s.r, "read applied migrations", "SELECT version FROM sendonce_migrations")
 	if err != nil {
@@ -27,8 +20,8 @@ func (s *Store) PendingMigrations(ctx context.Context) ([]string, error) {
 	}
 	var pending []string
 	for _, name := range names {
-		if v := path.Base(name); !applied[v] {
-			pending = append(pending, v)
+		if !applied[name] {
+			pending = append(pending, name)
 		}
 	}
 	sort.Strings(pending)

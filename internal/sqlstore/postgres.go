@@ -2,20 +2,13 @@ package sqlstore
 
 import (
 	"context"
-	"embed"
 	"fmt"
-	"io/fs"
-	"path"
-	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sendonce/sendonce/internal/sqldialect"
 )
-
-//go:embed migrations/postgres/*.sql
-var postgresMigrations embed.FS
 
 // DefaultMaxConns is a process's PostgreSQL connections when
 // PostgresOptions.MaxConns (--db-max-conns) is zero.
@@ -116,17 +109,16 @@ func (s *Store) migratePostgres(ctx context.Context, also func(context.Context, 
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrationLockID)) //nolint:errcheck // the session ends with the connection anyway
 
-	names, err := fs.Glob(postgresMigrations, "migrations/postgres/*.sql")
+	files, err := migrationsOf(Postgres)
 	if err != nil {
-		return fmt.Errorf("list migrations: %w", err)
+		return err
 	}
-	sort.Strings(names)
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS sendonce_migrations (
 		version TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
 		return fmt.Errorf("create migrations table: %w", err)
 	}
-	for _, name := range names {
-		version := path.Base(name)
+	for _, file := range files {
+		version := file.version
 		var n int
 		if err := conn.QueryRow(ctx, "SELECT count(*) FROM sendonce_migrations WHERE version = $1", version).Scan(&n); err != nil {
 			return fmt.Errorf("check migration %s: %w", version, err)
@@ -134,7 +126,7 @@ func (s *Store) migratePostgres(ctx context.Context, also func(context.Context, 
 		if n > 0 {
 			continue
 		}
-		body, err := postgresMigrations.ReadFile(name)
+		body, err := migrationFiles.ReadFile(file.path)
 		if err != nil {
 			return fmt.Errorf("read migration %s: %w", version, err)
 		}

@@ -4,23 +4,17 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"modernc.org/sqlite"
 )
-
-//go:embed migrations/sqlite/*.sql
-var sqliteMigrations embed.FS
 
 // ParseDSN turns the --db value "sqlite:PATH" into the file path.
 func ParseDSN(dsn string) (string, error) {
@@ -85,11 +79,10 @@ const writerCacheKiB = 16 << 10
 const walCheckpointPages = 1000
 
 func (s *Store) migrateSQLite(ctx context.Context) error {
-	names, err := fs.Glob(sqliteMigrations, "migrations/sqlite/*.sql")
+	files, err := migrationsOf(SQLite)
 	if err != nil {
-		return fmt.Errorf("list migrations: %w", err)
+		return err
 	}
-	sort.Strings(names)
 	// Foreign keys are off while migrations run, as SQLite's procedure for
 	// rebuilding a table asks (DROP TABLE would otherwise delete the
 	// rows that point at it), and checked before the commit. The pragma
@@ -103,7 +96,7 @@ func (s *Store) migrateSQLite(ctx context.Context) error {
 	if _, err := conn.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
 		return fmt.Errorf("migration: foreign keys off: %w", err)
 	}
-	err = applySQLiteMigrations(ctx, conn, names)
+	err = applySQLiteMigrations(ctx, conn, files)
 	if _, onErr := conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON"); onErr != nil {
 		// Never back into the pool without its foreign keys: a bad
 		// connection is closed, and the pool opens a new one (its DSN
@@ -118,7 +111,7 @@ func (s *Store) migrateSQLite(ctx context.Context) error {
 // transaction on conn, and — when it applied any — checks the foreign keys
 // before the commit (a full pass over every table that has one, so only
 // then).
-func applySQLiteMigrations(ctx context.Context, conn *sql.Conn, names []string) error {
+func applySQLiteMigrations(ctx context.Context, conn *sql.Conn, files []migrationFile) error {
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin migration: %w", err)
@@ -129,8 +122,8 @@ func applySQLiteMigrations(ctx context.Context, conn *sql.Conn, names []string) 
 		return fmt.Errorf("create migrations table: %w", err)
 	}
 	applied := 0
-	for _, name := range names {
-		version := filepath.Base(name)
+	for _, file := range files {
+		version := file.version
 		var n int
 		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sendonce_migrations WHERE version = ?", version).Scan(&n); err != nil {
 			return fmt.Errorf("check migration %s: %w", version, err)
@@ -138,7 +131,7 @@ func applySQLiteMigrations(ctx context.Context, conn *sql.Conn, names []string) 
 		if n > 0 {
 			continue
 		}
-		body, err := sqliteMigrations.ReadFile(name)
+		body, err := migrationFiles.ReadFile(file.path)
 		if err != nil {
 			return fmt.Errorf("read migration %s: %w", version, err)
 		}

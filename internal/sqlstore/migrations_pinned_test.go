@@ -1,0 +1,81 @@
+package sqlstore
+
+// pinnedMigrations: see TestMigrations_AppliedTextNeverChanges.
+var pinnedMigrations = map[Dialect]string{
+	SQLite: `
+0001_init.sql 00898b11ecfe7345
+0002_domains.sql 4348cae02eada1e9
+0003_agents.sql e43d942eb28204c7
+0004_compat.sql c7b013c379d9a235
+0005_lean.sql 9d3f5990f80e7615
+0007_resend.sql da0014490ce29e20
+0008_events.sql cfcc49c4367311ed
+0009_webhooks.sql 4404e8062c37cd05
+0010_bounces.sql e326bc45a34283d6
+0011_messages.sql 7be721613b1ab4a0
+0012_smtp.sql d98c34aa6696e309
+0013_limits.sql b2bcdf1d1d82a5e1
+0014_dashboard.sql ab05a629a41bfc05
+0015_send_addresses.sql 96348d0d5b8f6e42
+0016_idempotency_rowid.sql 9d797dc8ad6e44ee
+0017_receiving.sql 48c629abe9524224
+0018_imap_sync.sql da7590a5c7e42ff6
+0019_providers.sql 33f65abd66712b2b
+0020_fair_claim.sql d3826b3d47fb076b
+0021_received_usage.sql e8e94ae608085f7b
+0022_scoped_idempotency_keys.sql bd6eccbe05c08299
+0024_streams.sql d93024964dab7cd2
+0026_idempotency_key_limits.sql eac9bee3c97efcf6
+0027_message_id_not_unique.sql bbc6e7fee111ac06
+0030_received_preview.sql f23807b04672acf7
+0031_send_trace_context.sql 2a1417465f2751ba
+0032_unsubscribe.sql fe3d4d0c1d367587
+0033_reputation.sql 3095c21f45d63f23
+0034_dmarc_reports.sql 8c3ed4ed1acd4e90
+0035_drafts.sql 6625f5cc2bd9eafa
+0036_quarantine.sql 099b98d4ef4033a7
+0037_dkim_rotation.sql 5b1ef77fd4af8b79
+0038_provider_copies.sql bc2df78dbac1af81
+0039_bulk_sent_from.sql 57a138d09034b252
+0040_send_idempotency_record.sql c806c6a5f7f1af00
+`,
+	Postgres: `
+0001_init.sql 723d6e84938d9466
+0002_domains.sql c02c35e229f5a378
+0003_agents.sql 5f98653a90fcf651
+0004_compat.sql 5fae3c884a36302f
+0005_lean.sql 517604f3a5262586
+0006_lock_idempotency_key.sql d623fb7568596ebf
+0007_resend.sql da0014490ce29e20
+0008_events.sql cfcc49c4367311ed
+0009_webhooks.sql 60100771ea5a456d
+0010_bounces.sql e5847d3326be67cf
+0011_messages.sql c2377d4cb9bb7473
+0012_smtp.sql 80c467f2722994a0
+0013_limits.sql b2bcdf1d1d82a5e1
+0014_dashboard.sql ab05a629a41bfc05
+0015_send_addresses.sql ce0131eaa639f460
+0017_receiving.sql 09b06e0001dcbc47
+0018_imap_sync.sql e5bf162e1fb2f1da
+0019_providers.sql d591dd6e0e073309
+0020_fair_claim.sql d3826b3d47fb076b
+0021_received_usage.sql e8e94ae608085f7b
+0022_scoped_idempotency_keys.sql bd6eccbe05c08299
+0024_streams.sql d93024964dab7cd2
+0025_lock_idempotency_keys.sql d3a3f5532fcc5acb
+0026_idempotency_key_limits.sql eac9bee3c97efcf6
+0027_message_id_not_unique.sql 0af602e37b302483
+0030_received_preview.sql 5d5ad4d4d7b3464c
+0031_send_trace_context.sql 2a1417465f2751ba
+0032_unsubscribe.sql 4f02204ab0bb76ea
+0033_reputation.sql 3095c21f45d63f23
+0034_dmarc_reports.sql 0e939b42d943fe31
+0035_drafts.sql d60069d86b191f11
+0036_quarantine.sql c3256fb86d9ea78d
+0037_dkim_rotation.sql ddc4dcc1e9e3f37e
+0038_provider_copies.sql bc2df78dbac1af81
+0039_bulk_sent_from.sql 57a138d09034b252
+0040_send_idempotency_record.sql 760100c5d33a6aac
+0041_lock_functions_custom_plans.sql a741e91ff5a70e15
+`,
+}
