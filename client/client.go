@@ -214,6 +214,16 @@ func callFor[T any](ctx context.Context, c *Client, r request) (*T, *response, e
 	return &v, resp, nil
 }
 
+// callWith runs a call of method (PATCH, PUT) on path with p's JSON body
+// (jsonBody) and decodes its answer into a new T, as callFor.
+func callWith[T, P any](ctx context.Context, c *Client, method, path string, p *P) (*T, *response, error) {
+	body, err := jsonBody(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return callFor[T](ctx, c, request{method: method, path: path, body: body})
+}
+
 // jsonBody is the JSON body of a call's parameters p, or
 // ErrInvalidRequest when there are none (nil) or they do not marshal: the
 // one check every call taking a parameter struct makes before sending.

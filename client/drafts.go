@@ -2,9 +2,7 @@ package client
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 )
 
@@ -60,10 +58,7 @@ type DraftUpdate struct {
 }
 
 func draftPath(id, suffix string) (string, error) {
-	if id == "" {
-		return "", fmt.Errorf("%w: empty draft id", ErrInvalidRequest)
-	}
-	return "/v1/drafts/" + url.PathEscape(id) + suffix, nil
+	return idPath("/v1/drafts/", "draft id", id, suffix)
 }
 
 // CreateDraft creates a draft (POST /v1/drafts) with opts.IdempotencyKey
@@ -73,11 +68,8 @@ func (c *Client) CreateDraft(ctx context.Context, req *DraftRequest, opts *SendO
 	if err != nil {
 		return nil, err
 	}
-	var d Draft
-	if _, err := c.postKeyed(ctx, "/v1/drafts", body, opts.idemKey(), &d); err != nil {
-		return nil, err
-	}
-	return &d, nil
+	d, _, err := postFor[Draft](ctx, c, "/v1/drafts", body, opts.idemKey())
+	return d, err
 }
 
 // GetDraft returns a draft (GET /v1/drafts/{id}).
@@ -96,11 +88,7 @@ func (c *Client) UpdateDraft(ctx context.Context, id string, u *DraftUpdate) (*D
 	if err != nil {
 		return nil, err
 	}
-	body, err := jsonBody(u)
-	if err != nil {
-		return nil, err
-	}
-	d, _, err := callFor[Draft](ctx, c, request{method: http.MethodPatch, path: p, body: body})
+	d, _, err := callWith[Draft](ctx, c, http.MethodPatch, p, u)
 	return d, err
 }
 

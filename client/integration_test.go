@@ -18,16 +18,8 @@ import (
 
 func newClient(t *testing.T, url, key string, mod func(*client.Config)) *client.Client {
 	t.Helper()
-	cfg := client.Config{BaseURL: url, APIKey: key, Timeout: 5 * time.Second, MaxAttempts: 4,
-		BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond, MaxElapsed: 20 * time.Second}
-	if mod != nil {
-		mod(&cfg)
-	}
-	c, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return sendoncetest.NewClient(t, client.Config{BaseURL: url, APIKey: key, Timeout: 5 * time.Second, MaxAttempts: 4,
+		BaseDelay: 10 * time.Millisecond, MaxDelay: 100 * time.Millisecond, MaxElapsed: 20 * time.Second}, mod)
 }
 
 func ctxT(t *testing.T) context.Context {

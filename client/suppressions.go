@@ -48,13 +48,12 @@ func (c *Client) AddSuppression(ctx context.Context, email, reason string, opts 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
-	var s Suppression
-	resp, err := c.postKeyed(ctx, "/v1/suppressions", body, opts.idemKey(), &s)
+	s, resp, err := postFor[Suppression](ctx, c, "/v1/suppressions", body, opts.idemKey())
 	if err != nil {
 		return nil, err
 	}
 	s.Created = resp.status == http.StatusCreated
-	return &s, nil
+	return s, nil
 }
 
 // GetSuppression returns the entry for an address. Errors: 404 not_found

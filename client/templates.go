@@ -17,11 +17,7 @@ func (c *Client) PutTemplate(ctx context.Context, id string, p *TemplateParams) 
 	if err != nil {
 		return nil, err
 	}
-	body, err := jsonBody(p)
-	if err != nil {
-		return nil, err
-	}
-	t, resp, err := callFor[Template](ctx, c, request{method: http.MethodPut, path: path, body: body})
+	t, resp, err := callWith[Template](ctx, c, http.MethodPut, path, p)
 	if err != nil {
 		return nil, err
 	}

@@ -125,6 +125,16 @@ func (c *Client) postKeyed(ctx context.Context, path string, body []byte, key st
 	return c.call(ctx, request{method: http.MethodPost, path: path, body: body, key: key}, v)
 }
 
+// postFor is postKeyed decoding the answer into a new T, as callFor.
+func postFor[T any](ctx context.Context, c *Client, path string, body []byte, key string) (*T, *response, error) {
+	var v T
+	resp, err := c.postKeyed(ctx, path, body, key, &v)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &v, resp, nil
+}
+
 // CreateWebhook creates a webhook (POST /v1/webhooks); the answer's
 // SigningSecret is shown only now. Every attempt carries the same
 // Idempotency-Key (opts', or one made for the call). Needs the admin scope.
@@ -135,11 +145,8 @@ func (c *Client) CreateWebhook(ctx context.Context, p *WebhookParams, opts *Call
 	if err != nil {
 		return nil, err
 	}
-	var w Webhook
-	if _, err := c.postKeyed(ctx, "/v1/webhooks", body, opts.idemKey(), &w); err != nil {
-		return nil, err
-	}
-	return &w, nil
+	w, _, err := postFor[Webhook](ctx, c, "/v1/webhooks", body, opts.idemKey())
+	return w, err
 }
 
 // GetWebhook returns a webhook (without its secret). Errors: 404 not_found.
@@ -163,11 +170,7 @@ func (c *Client) UpdateWebhook(ctx context.Context, id string, u *WebhookUpdate)
 	if err != nil {
 		return nil, err
 	}
-	body, err := jsonBody(u)
-	if err != nil {
-		return nil, err
-	}
-	w, _, err := callFor[Webhook](ctx, c, request{method: http.MethodPatch, path: path, body: body})
+	w, _, err := callWith[Webhook](ctx, c, http.MethodPatch, path, u)
 	return w, err
 }
 
@@ -189,11 +192,8 @@ func (c *Client) RotateWebhookSecret(ctx context.Context, id string, opts *CallO
 	if err != nil {
 		return nil, err
 	}
-	var w Webhook
-	if _, err := c.postKeyed(ctx, path, nil, opts.idemKey(), &w); err != nil {
-		return nil, err
-	}
-	return &w, nil
+	w, _, err := postFor[Webhook](ctx, c, path, nil, opts.idemKey())
+	return w, err
 }
 
 // ListWebhookDeliveries returns a page of the webhook's deliveries,

@@ -33,16 +33,8 @@ func startServer(t *testing.T, o sendoncetest.Options) *harness {
 
 func newClient(t *testing.T, url, key string, mod func(*client.Config)) *client.Client {
 	t.Helper()
-	cfg := client.Config{BaseURL: url, APIKey: key, Timeout: 2 * time.Second, MaxAttempts: 2,
-		BaseDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond, MaxElapsed: 10 * time.Second}
-	if mod != nil {
-		mod(&cfg)
-	}
-	c, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return sendoncetest.NewClient(t, client.Config{BaseURL: url, APIKey: key, Timeout: 2 * time.Second, MaxAttempts: 2,
+		BaseDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond, MaxElapsed: 10 * time.Second}, mod)
 }
 
 func newOutbox(t *testing.T, db *sql.DB, st *store, c *client.Client, mod func(*outbox.Config)) *outbox.Outbox {

@@ -27,9 +27,6 @@ func RunStore(t *testing.T, open func(t testing.TB) idempotency.Store) {
 	ctx := context.Background()
 	const lease = 30 * time.Second
 	t0 := time.Now()
-	scope := func(key string) idempotency.Scope {
-		return idempotency.Scope{Tenant: "acme", Method: "POST", Route: "/v1/orders", Key: key}
-	}
 	resp := idempotency.Response{Status: 201, ContentType: "application/json", Body: []byte(`{"id":"o_1"}`)}
 
 	reserve := func(t *testing.T, s idempotency.Store, sc idempotency.Scope, fp string, now time.Time) idempotency.Decision {
@@ -39,12 +36,6 @@ func RunStore(t *testing.T, open func(t testing.TB) idempotency.Store) {
 			t.Fatalf("Reserve: %v", err)
 		}
 		return d
-	}
-	want := func(t *testing.T, d idempotency.Decision, o idempotency.Outcome) {
-		t.Helper()
-		if d.Outcome != o {
-			t.Fatalf("outcome = %v, want %v", d.Outcome, o)
-		}
 	}
 
 	t.Run("FirstRequestProceedsThenInUseOrMismatch", func(t *testing.T) {
@@ -163,13 +154,8 @@ func RunStore(t *testing.T, open func(t testing.TB) idempotency.Store) {
 		s := open(t)
 		base := scope("k")
 		want(t, reserve(t, s, base, "fp", t0), idempotency.Proceed)
-		for _, sc := range []idempotency.Scope{
-			{Tenant: "other", Method: base.Method, Route: base.Route, Key: base.Key},
-			{Tenant: base.Tenant, Method: "PATCH", Route: base.Route, Key: base.Key},
-			{Tenant: base.Tenant, Method: base.Method, Route: "/v1/orders/2", Key: base.Key},
-			{Tenant: base.Tenant, Method: base.Method, Route: base.Route, Key: "k2"},
-			{Tenant: "acmePOST", Method: "", Route: base.Route, Key: base.Key}, // no ambiguity by concatenation
-		} {
+		// No ambiguity by concatenation either: acme+POST is not acmePOST+"".
+		for _, sc := range append(neighbours(base), idempotency.Scope{Tenant: "acmePOST", Method: "", Route: base.Route, Key: base.Key}) {
 			want(t, reserve(t, s, sc, "fp", t0), idempotency.Proceed)
 		}
 	})
@@ -204,4 +190,28 @@ func RunStore(t *testing.T, open func(t testing.TB) idempotency.Store) {
 			t.Fatalf("%d requests proceeded, want 1", proceeds)
 		}
 	})
+}
+
+// scope is the suite's key k: one tenant, method and route.
+func scope(key string) idempotency.Scope {
+	return idempotency.Scope{Tenant: "acme", Method: "POST", Route: "/v1/orders", Key: key}
+}
+
+// neighbours are the scopes that differ from base in one part each
+// (tenant, method, route, key): each must be a key of its own.
+func neighbours(base idempotency.Scope) []idempotency.Scope {
+	return []idempotency.Scope{
+		{Tenant: "other", Method: base.Method, Route: base.Route, Key: base.Key},
+		{Tenant: base.Tenant, Method: "PATCH", Route: base.Route, Key: base.Key},
+		{Tenant: base.Tenant, Method: base.Method, Route: "/v1/orders/2", Key: base.Key},
+		{Tenant: base.Tenant, Method: base.Method, Route: base.Route, Key: "k2"},
+	}
+}
+
+// want fails t unless d's outcome is o.
+func want(t testing.TB, d idempotency.Decision, o idempotency.Outcome) {
+	t.Helper()
+	if d.Outcome != o {
+		t.Fatalf("outcome = %v, want %v", d.Outcome, o)
+	}
 }

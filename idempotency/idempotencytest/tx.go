@@ -28,9 +28,6 @@ var errRollback = errors.New("idempotencytest: roll back")
 func RunTx(t *testing.T, open func(t testing.TB) TxStore) {
 	ctx := context.Background()
 	t0 := time.Now()
-	scope := func(key string) idempotency.Scope {
-		return idempotency.Scope{Tenant: "acme", Method: "POST", Route: "/v1/orders", Key: key}
-	}
 	bin := idempotency.Response{Status: 201, ContentType: "application/octet-stream", Body: []byte{0, 1, 2, 0xff, '\n'}}
 
 	// decide runs one transaction: decide, and on Proceed put resp unless
@@ -64,12 +61,6 @@ func RunTx(t *testing.T, open func(t testing.TB) TxStore) {
 			t.Fatalf("InTx: %v", err)
 		}
 		return d
-	}
-	want := func(t testing.TB, d idempotency.Decision, o idempotency.Outcome) {
-		t.Helper()
-		if d.Outcome != o {
-			t.Fatalf("outcome = %v, want %v", d.Outcome, o)
-		}
 	}
 
 	t.Run("PutCommitsAndReplaysByteForByte", func(t *testing.T) {
@@ -123,12 +114,7 @@ func RunTx(t *testing.T, open func(t testing.TB) TxStore) {
 		s := open(t)
 		base := scope("k")
 		decide(t, s, base, "fp", t0, &bin, false)
-		for _, sc := range []idempotency.Scope{
-			{Tenant: "other", Method: base.Method, Route: base.Route, Key: base.Key},
-			{Tenant: base.Tenant, Method: "PATCH", Route: base.Route, Key: base.Key},
-			{Tenant: base.Tenant, Method: base.Method, Route: "/v1/orders/2", Key: base.Key},
-			{Tenant: base.Tenant, Method: base.Method, Route: base.Route, Key: "k2"},
-		} {
+		for _, sc := range neighbours(base) {
 			want(t, decide(t, s, sc, "other-fp", t0, nil, false), idempotency.Proceed)
 		}
 	})

@@ -26,31 +26,26 @@ func (s *Store) ListAudit(ctx context.Context, tenant string, limit int, after s
 	if after != "" {
 		q, args = q+` AND id < ?`, append(args, after)
 	}
-	rows, err := s.r.query(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, limit+1)...)
+	out, more, err := listPage(ctx, s.r, "list audit", scanAudit, []*core.AuditEntry{}, limit, q+` ORDER BY id DESC LIMIT ?`, args...)
 	if err != nil {
-		return nil, "", fmt.Errorf("list audit: %w", err)
-	}
-	defer rows.Close()
-	out := []*core.AuditEntry{}
-	for rows.Next() {
-		var (
-			e  core.AuditEntry
-			at int64
-		)
-		if err := rows.Scan(&e.ID, &e.Tenant, &e.APIKeyID, &at, &e.Route, &e.Intent, &e.IdempotencyKey, &e.Status,
-			&e.Outcome, &e.Code, &e.SendID, &e.Detail); err != nil {
-			return nil, "", fmt.Errorf("scan audit entry: %w", err)
-		}
-		e.At = fromMicros(at)
-		out = append(out, &e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("list audit: %w", err)
+		return nil, "", err
 	}
 	next := ""
-	if len(out) > limit {
-		out = out[:limit]
+	if more {
 		next = out[limit-1].ID
 	}
 	return out, next, nil
+}
+
+func scanAudit(r rowScanner) (*core.AuditEntry, error) {
+	var (
+		e  core.AuditEntry
+		at int64
+	)
+	if err := r.Scan(&e.ID, &e.Tenant, &e.APIKeyID, &at, &e.Route, &e.Intent, &e.IdempotencyKey, &e.Status,
+		&e.Outcome, &e.Code, &e.SendID, &e.Detail); err != nil {
+		return nil, fmt.Errorf("scan audit entry: %w", err)
+	}
+	e.At = fromMicros(at)
+	return &e, nil
 }

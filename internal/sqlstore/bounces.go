@@ -9,28 +9,23 @@ import (
 )
 
 func recipients(ctx context.Context, q querier, sendID string) ([]core.RecipientState, error) {
-	rows, err := q.query(ctx, `SELECT address, status, detail, updated_at FROM send_recipients
+	return list(ctx, q, "list recipients", func(r rowScanner) (core.RecipientState, error) { return scanRecipient(r) }, nil,
+		`SELECT address, status, detail, updated_at FROM send_recipients
 		WHERE send_id = ? ORDER BY address`, sendID)
-	if err != nil {
-		return nil, fmt.Errorf("list recipients: %w", err)
+}
+
+// scanRecipient reads a recipient's (address, status, detail, updated_at)
+// after the columns lead scans into (fillRecipients' send id).
+func scanRecipient(row rowScanner, lead ...any) (core.RecipientState, error) {
+	var (
+		r  core.RecipientState
+		at int64
+	)
+	if err := row.Scan(append(lead, &r.Address, &r.Status, &r.Detail, &at)...); err != nil {
+		return r, fmt.Errorf("scan recipient: %w", err)
 	}
-	defer rows.Close()
-	var out []core.RecipientState
-	for rows.Next() {
-		var (
-			r  core.RecipientState
-			at int64
-		)
-		if err := rows.Scan(&r.Address, &r.Status, &r.Detail, &at); err != nil {
-			return nil, fmt.Errorf("scan recipient: %w", err)
-		}
-		r.UpdatedAt = fromMicros(at)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list recipients: %w", err)
-	}
-	return out, nil
+	r.UpdatedAt = fromMicros(at)
+	return r, nil
 }
 
 // Recipients implements core.Tx.
@@ -81,26 +76,21 @@ func (t *Tx) InsertUnmatched(ctx context.Context, u *core.UnmatchedInbound) erro
 func (s *Store) ListUnmatched(ctx context.Context, tenant string, limit int) ([]*core.UnmatchedInbound, error) {
 	// The list shows sizes, never the bytes: reading a hundred stored
 	// messages to print their lengths was a stranger's lever.
-	rows, err := s.r.query(ctx, `SELECT id, tenant, send_id, mail_from, rcpt_to, reason,
+	return list(ctx, s.r, "list unmatched inbound", scanUnmatched, []*core.UnmatchedInbound{}, `SELECT id, tenant, send_id, mail_from, rcpt_to, reason,
 		CASE WHEN size = 0 THEN length(raw) ELSE size END, received_at FROM inbound_unmatched WHERE tenant = ?
 		ORDER BY id DESC LIMIT ?`, tenant, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list unmatched inbound: %w", err)
+}
+
+func scanUnmatched(r rowScanner) (*core.UnmatchedInbound, error) {
+	var (
+		u  core.UnmatchedInbound
+		at int64
+	)
+	if err := r.Scan(&u.ID, &u.Tenant, &u.SendID, &u.MailFrom, &u.RcptTo, &u.Reason, &u.Size, &at); err != nil {
+		return nil, fmt.Errorf("scan unmatched inbound: %w", err)
 	}
-	defer rows.Close()
-	out := []*core.UnmatchedInbound{}
-	for rows.Next() {
-		var (
-			u  core.UnmatchedInbound
-			at int64
-		)
-		if err := rows.Scan(&u.ID, &u.Tenant, &u.SendID, &u.MailFrom, &u.RcptTo, &u.Reason, &u.Size, &at); err != nil {
-			return nil, fmt.Errorf("scan unmatched inbound: %w", err)
-		}
-		u.ReceivedAt = fromMicros(at)
-		out = append(out, &u)
-	}
-	return out, rows.Err()
+	u.ReceivedAt = fromMicros(at)
+	return &u, nil
 }
 
 // statement.
@@ -113,28 +103,25 @@ func (s *Store) fillRecipients(ctx context.Context, sends []*core.Send) error {
 	for i, sd := range sends {
 		args[i], byID[sd.ID] = sd.ID, sd
 	}
-	rows, err := s.r.query(ctx, `SELECT send_id, address, status, detail, updated_at FROM send_recipients
+	// A row names its send: the recipients go to their sends after the read.
+	type sendRecipient struct {
+		sendID string
+		r      core.RecipientState
+	}
+	rs, err := list(ctx, s.r, "list recipients", func(row rowScanner) (sendRecipient, error) {
+		var sr sendRecipient
+		var err error
+		sr.r, err = scanRecipient(row, &sr.sendID)
+		return sr, err
+	}, nil, `SELECT send_id, address, status, detail, updated_at FROM send_recipients
 		WHERE send_id IN (?`+strings.Repeat(`, ?`, len(sends)-1)+`)`, args...)
 	if err != nil {
-		return fmt.Errorf("list recipients: %w", err)
+		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			id string
-			r  core.RecipientState
-			at int64
-		)
-		if err := rows.Scan(&id, &r.Address, &r.Status, &r.Detail, &at); err != nil {
-			return fmt.Errorf("scan recipient: %w", err)
+	for _, sr := range rs {
+		if sd := byID[sr.sendID]; sd != nil {
+			sd.Recipients = append(sd.Recipients, sr.r)
 		}
-		r.UpdatedAt = fromMicros(at)
-		if sd := byID[id]; sd != nil {
-			sd.Recipients = append(sd.Recipients, r)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("list recipients: %w", err)
 	}
 	return nil
 }

@@ -37,6 +37,11 @@ func testSend(id string) *core.Send {
 		From: "me@example.com", MessageID: "<" + id + "@example.com>", CreatedAt: now, UpdatedAt: now}
 }
 
+// sendKey is the scope of an Idempotency-Key k of POST /v1/send.
+func sendKey(k string) idempotency.Scope {
+	return idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: k}
+}
+
 func countRows(t *testing.T, s *Store, query string, args ...any) int {
 	t.Helper()
 	var n int
@@ -46,6 +51,23 @@ func countRows(t *testing.T, s *Store, query string, args ...any) int {
 	return n
 }
 
+// acceptIn decides sc in tx, which must proceed (else an error naming
+// what), runs between (the send's insert, a hold; nil for none) and puts
+// resp under sc for an hour: the accept these tests run in their batches.
+func acceptIn(ctx context.Context, tx core.Tx, what string, sc idempotency.Scope, fp string, now time.Time,
+	resp idempotency.Response, between func() error) error {
+	d, err := tx.DecideIdempotency(ctx, sc, fp, now)
+	if err != nil || d.Outcome != idempotency.Proceed {
+		return fmt.Errorf("%s: %v %v", what, d.Outcome, err)
+	}
+	if between != nil {
+		if err := between(); err != nil {
+			return err
+		}
+	}
+	return tx.PutIdempotency(ctx, sc, fp, d.Token, resp, now, now.Add(time.Hour))
+}
+
 // A batch defers its send rows and key records to multi-row inserts; a
 // later transaction of the same batch still reads them: the send by id,
 // the key (decided again) as a replay.
@@ -53,19 +75,12 @@ func TestGroupCommit_DeferredRowsAreSeenByLaterTransactions(t *testing.T) {
 	forEachGC(t, func(t *testing.T, s *Store, _ func() []int) {
 		ctx := context.Background()
 		now := time.Now()
-		k1 := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "k1"}
-		k2 := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "k2"}
+		k1 := sendKey("k1")
+		k2 := sendKey("k2")
 		resp := idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte(`{"id":"a"}`)}
 		accept := func(sc idempotency.Scope, id string) func(core.Tx) error {
 			return func(tx core.Tx) error {
-				d, err := tx.DecideIdempotency(ctx, sc, "fp", now)
-				if err != nil || d.Outcome != idempotency.Proceed {
-					return fmt.Errorf("decide %s: %v %v", sc.Key, d.Outcome, err)
-				}
-				if err := tx.InsertSend(ctx, testSend(id)); err != nil {
-					return err
-				}
-				return tx.PutIdempotency(ctx, sc, "fp", d.Token, resp, now, now.Add(time.Hour))
+				return acceptIn(ctx, tx, "decide "+sc.Key, sc, "fp", now, resp, func() error { return tx.InsertSend(ctx, testSend(id)) })
 			}
 		}
 		var runs atomic.Int64
@@ -305,18 +320,13 @@ func TestPostgres_DuplicateInAnotherProcessIsInUseAtOnce(t *testing.T) {
 	a, b := openPGPair(t)
 	ctx := context.Background()
 	now := time.Now()
-	sc := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "dup"}
+	sc := sendKey("dup")
 	resp := idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte(`{}`)}
 	open, first := holdInTx(t, a, "the first transaction", func(tx core.Tx, hold func()) error {
-		d, err := tx.DecideIdempotency(ctx, sc, "fp", now)
-		if err != nil || d.Outcome != idempotency.Proceed {
-			return fmt.Errorf("first: %v %v", d.Outcome, err)
-		}
-		hold()
-		if err := tx.InsertSend(ctx, testSend("snd_first")); err != nil {
-			return err
-		}
-		return tx.PutIdempotency(ctx, sc, "fp", d.Token, resp, now, now.Add(time.Hour))
+		return acceptIn(ctx, tx, "first", sc, "fp", now, resp, func() error {
+			hold()
+			return tx.InsertSend(ctx, testSend("snd_first"))
+		})
 	})
 	decide := func() idempotency.Outcome {
 		var o idempotency.Outcome
@@ -403,26 +413,17 @@ func TestPostgres_BatchLocksItsKeysInOneCall(t *testing.T) {
 	a, b := openPGPair(t)
 	ctx := context.Background()
 	now := time.Now()
-	scope := func(k string) idempotency.Scope {
-		return idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: k}
-	}
 	resp := idempotency.Response{Status: 200, ContentType: "application/json", Body: []byte(`{"id":"x"}`)}
 	complete := func(s *Store, sc idempotency.Scope, fp string) error {
-		return s.InTx(ctx, func(tx core.Tx) error {
-			d, err := tx.DecideIdempotency(ctx, sc, fp, now)
-			if err != nil || d.Outcome != idempotency.Proceed {
-				return fmt.Errorf("%s: %v %v", sc.Key, d.Outcome, err)
-			}
-			return tx.PutIdempotency(ctx, sc, fp, d.Token, resp, now, now.Add(time.Hour))
-		})
+		return s.InTx(ctx, func(tx core.Tx) error { return acceptIn(ctx, tx, sc.Key, sc, fp, now, resp, nil) })
 	}
 	for _, k := range []string{"done", "done2"} {
-		if err := complete(a, scope(k), "fp"); err != nil {
+		if err := complete(a, sendKey(k), "fp"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	open, holder := holdInTx(t, b, "the holder", func(tx core.Tx, hold func()) error {
-		if _, err := tx.DecideIdempotency(ctx, scope("held"), "fp", now); err != nil {
+		if _, err := tx.DecideIdempotency(ctx, sendKey("held"), "fp", now); err != nil {
 			return err
 		}
 		hold()
@@ -438,14 +439,14 @@ func TestPostgres_BatchLocksItsKeysInOneCall(t *testing.T) {
 			fp = "other"
 		}
 		fn := func(tx core.Tx) error {
-			d, err := tx.DecideIdempotency(ctx, scope(k), fp, now)
+			d, err := tx.DecideIdempotency(ctx, sendKey(k), fp, now)
 			got[k] = d.Outcome
 			if err != nil || d.Outcome != idempotency.Proceed {
 				return err
 			}
-			return tx.PutIdempotency(ctx, scope(k), fp, d.Token, resp, now, now.Add(time.Hour))
+			return tx.PutIdempotency(ctx, sendKey(k), fp, d.Token, resp, now, now.Add(time.Hour))
 		}
-		batch = append(batch, &txReq{ctx: idempotency.WithDecisionHint(ctx, scope(k)), fn: fn, done: make(chan struct{})})
+		batch = append(batch, &txReq{ctx: idempotency.WithDecisionHint(ctx, sendKey(k)), fn: fn, done: make(chan struct{})})
 	}
 	a.gc.runBatch(batch)
 	open()
@@ -466,7 +467,7 @@ func TestPostgres_BatchLocksItsKeysInOneCall(t *testing.T) {
 		t.Errorf("%d keys locked for the batch in one call, want 5", n)
 	}
 	for _, k := range []string{"new1", "new2"} {
-		if err := complete(b, scope(k), "fp"); err == nil || !strings.Contains(err.Error(), "replay") {
+		if err := complete(b, sendKey(k), "fp"); err == nil || !strings.Contains(err.Error(), "replay") {
 			t.Errorf("%s after the batch committed: %v, want a replay", k, err)
 		}
 	}
@@ -487,7 +488,7 @@ func TestGroupCommit_SavepointRerunStillInsertsTheRecordWithTheSend(t *testing.T
 			execSQL(t, s, `CREATE TRIGGER no_updates BEFORE UPDATE ON sends BEGIN SELECT RAISE(ABORT, 'updated'); END`)
 		}
 		accept := func(id string) func(core.Tx) error {
-			sc := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "k-" + id}
+			sc := sendKey("k-" + id)
 			return func(tx core.Tx) error {
 				d, err := tx.DecideIdempotency(ctx, sc, "fp", time.Now())
 				if err != nil {

@@ -49,7 +49,7 @@ func BenchmarkGroupCommit_SQLiteAccepts(b *testing.B) {
 				fns := fns[:min(batch, b.N-i)]
 				for j := range fns {
 					n++
-					sc := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: fmt.Sprint("key-", n)}
+					sc := sendKey(fmt.Sprint("key-", n))
 					send := testSend(fmt.Sprint("snd_", n))
 					send.To = []string{fmt.Sprintf("user%d@example.com", n), `"Ada" <Ada@Example.com>`}
 					send.Cc = []string{"ops@example.com"}

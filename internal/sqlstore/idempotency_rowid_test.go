@@ -32,7 +32,7 @@ func TestMigration0016_IdempotencyKeysBecomeARowidTableAndKeepTheirRecords(t *te
 		"CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at)",
 		"DELETE FROM sendonce_migrations WHERE version = '0016_idempotency_rowid.sql'")
 	now := time.Now()
-	done := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "done"}
+	done := sendScope("done")
 	running := done
 	running.Key = "running"
 	body := []byte("{\"id\":\"snd_1\"}\n\x00\xff")

@@ -89,7 +89,7 @@ func raceDecide(t *testing.T, stores []*sqlstore.Store, sc idempotency.Scope, n 
 func TestDecideIdempotency_OneTakesOverAnExpiredReservation(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s *sqlstore.Store) {
 		now := time.Now()
-		sc := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "dead"}
+		sc := sendScope("dead")
 		putReservation(t, s, sc, "fp", now.Add(time.Second))
 		if d := decide(t, s, sc, "fp", now, nil); d.Outcome != idempotency.InUse {
 			t.Fatalf("within its lease: %v, want in use", d.Outcome)
@@ -109,7 +109,7 @@ func TestPurgeIdempotency_DropsExactlyTheExpiredRecords(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s *sqlstore.Store) {
 		ctx := context.Background()
 		now := time.Now().Truncate(time.Microsecond) // as the store keeps times
-		held := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "held"}
+		held := sendScope("held")
 		done := held
 		done.Key = "done"
 		putReservation(t, s, held, "fp", now.Add(time.Minute))

@@ -96,23 +96,16 @@ func (t *Tx) QueueIMAPAppend(ctx context.Context, tenant, sendID, mailboxID stri
 
 // ClaimIMAPAppends implements core.Tx.
 func (t *Tx) ClaimIMAPAppends(ctx context.Context, holder string, now, until time.Time, n int) ([]core.IMAPAppend, error) {
-	rows, err := t.q.query(ctx, `UPDATE imap_appends SET holder = ?, lease_until = ?, attempts = attempts + 1
+	return list(ctx, t.q, "claim imap appends", func(r rowScanner) (core.IMAPAppend, error) {
+		var a core.IMAPAppend
+		if err := r.Scan(&a.Tenant, &a.SendID, &a.MailboxID, &a.Attempts); err != nil {
+			return a, fmt.Errorf("scan imap append: %w", err)
+		}
+		return a, nil
+	}, nil, `UPDATE imap_appends SET holder = ?, lease_until = ?, attempts = attempts + 1
 		WHERE send_id IN (SELECT send_id FROM imap_appends WHERE next_at <= ? AND lease_until < ?
 			ORDER BY next_at LIMIT ?`+t.s.skipLocked+`)
 		RETURNING tenant, send_id, mailbox_id, attempts`, holder, micros(until), micros(now), micros(now), n)
-	if err != nil {
-		return nil, fmt.Errorf("claim imap appends: %w", err)
-	}
-	defer rows.Close()
-	var out []core.IMAPAppend
-	for rows.Next() {
-		var a core.IMAPAppend
-		if err := rows.Scan(&a.Tenant, &a.SendID, &a.MailboxID, &a.Attempts); err != nil {
-			return nil, fmt.Errorf("scan imap append: %w", err)
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
 }
 
 // FinishIMAPAppend implements core.Tx.

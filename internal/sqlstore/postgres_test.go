@@ -32,12 +32,12 @@ func TestPostgres_TwoProcessesRaceOneKey(t *testing.T) {
 	stores := []*sqlstore.Store{openPostgres(t, url), openPostgres(t, url)}
 	now := time.Now()
 
-	fresh := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "fresh"}
+	fresh := sendScope("fresh")
 	if c := raceDecide(t, stores, fresh, 32, now); c[idempotency.Proceed] != 1 || c[idempotency.InUse]+c[idempotency.Replay] != 31 {
 		t.Fatalf("fresh key: outcomes %v; want 1 proceed, the rest in use or replay", c)
 	}
 
-	dead := idempotency.Scope{Tenant: "t", Method: "POST", Route: "/v1/send", Key: "dead"}
+	dead := sendScope("dead")
 	putReservation(t, stores[0], dead, "fp", now.Add(time.Second))
 	if c := raceDecide(t, stores, dead, 32, now.Add(time.Minute)); c[idempotency.Proceed] != 1 || c[idempotency.InUse]+c[idempotency.Replay] != 31 {
 		t.Fatalf("expired lease: outcomes %v; want 1 take-over, the rest in use or replay", c)

@@ -256,18 +256,11 @@ func (t *Tx) RemoveReceivingAddresses(ctx context.Context, tenant, mailboxID str
 
 // QueueTenantWebhook implements core.ReceivingTx.
 func (t *Tx) QueueTenantWebhook(ctx context.Context, tenant, event, eventID, subject string, body []byte, at time.Time) error {
-	n, err := t.q.exec(ctx, `INSERT INTO webhook_deliveries
+	return t.queueExec(ctx, "queue webhook deliveries", `INSERT INTO webhook_deliveries
 		(webhook_id, event_id, tenant, send_id, event, status, tries, next_attempt_at, body, created_at, updated_at)
 		SELECT ws.webhook_id, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?
 		FROM webhook_subscriptions ws WHERE ws.tenant = ? AND ws.event = ?`,
 		eventID, tenant, subject, event, micros(at), body, micros(at), micros(at), tenant, event)
-	if err != nil {
-		return fmt.Errorf("queue webhook deliveries: %w", err)
-	}
-	if n > 0 {
-		t.hooked = true
-	}
-	return nil
 }
 
 // UpdateMailboxName implements core.ReceivingTx.

@@ -11,24 +11,14 @@ import (
 
 // SendAttachments implements core.Store.
 func (s *Store) SendAttachments(ctx context.Context, id string) ([]core.Attachment, error) {
-	rows, err := s.r.query(ctx, `SELECT filename, content_type, content_id, data FROM send_attachments
-		WHERE send_id = ? ORDER BY idx`, id)
-	if err != nil {
-		return nil, fmt.Errorf("read attachments of %s: %w", id, err)
-	}
-	defer rows.Close()
-	var out []core.Attachment
-	for rows.Next() {
+	return list(ctx, s.r, "read attachments of "+id, func(r rowScanner) (core.Attachment, error) {
 		var a core.Attachment
-		if err := rows.Scan(&a.Filename, &a.ContentType, &a.ContentID, &a.Data); err != nil {
-			return nil, fmt.Errorf("scan attachment of %s: %w", id, err)
+		if err := r.Scan(&a.Filename, &a.ContentType, &a.ContentID, &a.Data); err != nil {
+			return a, fmt.Errorf("scan attachment of %s: %w", id, err)
 		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read attachments of %s: %w", id, err)
-	}
-	return out, nil
+		return a, nil
+	}, nil, `SELECT filename, content_type, content_id, data FROM send_attachments
+		WHERE send_id = ? ORDER BY idx`, id)
 }
 
 // SendRecipients implements core.Store.
@@ -174,35 +164,28 @@ func (s *Store) SendWithEvents(ctx context.Context, tenant, id string) (*core.Se
 }
 
 func sendEvents(ctx context.Context, q querier, tenant, id string) ([]core.Event, error) {
-	rows, err := q.query(ctx, `SELECT e.type, e.at, e.detail, e.uid, e.recipient, e.bounce, e.id FROM send_events e
+	return list(ctx, q, "list events", scanEvent, []core.Event{}, `SELECT e.type, e.at, e.detail, e.uid, e.recipient, e.bounce, e.id FROM send_events e
 		JOIN sends s ON s.id = e.send_id WHERE e.send_id = ? AND s.tenant = ? ORDER BY e.id`, id, tenant)
+}
+
+func scanEvent(r rowScanner) (core.Event, error) {
+	var (
+		e      core.Event
+		at, n  int64
+		bounce string
+	)
+	err := r.Scan(&e.Type, &at, &e.Detail, &e.ID, &e.Recipient, &bounce, &n)
 	if err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
+		return e, fmt.Errorf("scan event: %w", err)
 	}
-	defer rows.Close()
-	out := []core.Event{}
-	for rows.Next() {
-		var (
-			e      core.Event
-			at, n  int64
-			bounce string
-		)
-		if err := rows.Scan(&e.Type, &at, &e.Detail, &e.ID, &e.Recipient, &bounce, &n); err != nil {
-			return nil, fmt.Errorf("scan event: %w", err)
-		}
-		e.At = fromMicros(at)
-		if e.ID == "" { // written before events had ids (migration 0008)
-			e.ID = fmt.Sprintf("evt_legacy_%d", n)
-		}
-		if e.Bounce, err = decodeBounce(bounce); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
+	e.At = fromMicros(at)
+	if e.ID == "" { // written before events had ids (migration 0008)
+		e.ID = fmt.Sprintf("evt_legacy_%d", n)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
+	if e.Bounce, err = decodeBounce(bounce); err != nil {
+		return e, err
 	}
-	return out, nil
+	return e, nil
 }
 
 // withCreation puts the send's creation first in its history: a queued

@@ -26,23 +26,16 @@ func (s *Store) DailySendCounts(ctx context.Context, tenant, apiKeyID string, si
 	if apiKeyID != "" {
 		where, args = where+" AND api_key_id = ?", append(args, apiKeyID)
 	}
-	rows, err := s.r.query(ctx, `SELECT created_at / `+fmt.Sprint(microsPerDay)+` AS day, status, count(*) FROM sends WHERE `+where+
-		` GROUP BY day, status`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("daily send counts: %w", err)
-	}
-	defer rows.Close()
-	var out []core.DaySendCount
-	for rows.Next() {
+	return list(ctx, s.r, "daily send counts", func(r rowScanner) (core.DaySendCount, error) {
 		var day int64
 		var c core.DaySendCount
-		if err := rows.Scan(&day, &c.Status, &c.N); err != nil {
-			return nil, fmt.Errorf("daily send counts: %w", err)
+		if err := r.Scan(&day, &c.Status, &c.N); err != nil {
+			return c, fmt.Errorf("daily send counts: %w", err)
 		}
 		c.Day = fromMicros(day * microsPerDay)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		return c, nil
+	}, nil, `SELECT created_at / `+fmt.Sprint(microsPerDay)+` AS day, status, count(*) FROM sends WHERE `+where+
+		` GROUP BY day, status`, args...)
 }
 
 // CountSendsInStatus counts the tenant's sends in each of statuses (only
@@ -54,9 +47,9 @@ func (s *Store) CountSendsInStatus(ctx context.Context, tenant, apiKeyID string,
 		if apiKeyID != "" {
 			where, args = where+" AND api_key_id = ?", append(args, apiKeyID)
 		}
-		var n int
-		if err := s.r.queryRow(ctx, `SELECT count(*) FROM sends WHERE `+where, args...).Scan(&n); err != nil {
-			return nil, fmt.Errorf("count sends: %w", err)
+		n, err := queryCount(ctx, s.r, "count sends", `SELECT count(*) FROM sends WHERE `+where, args...)
+		if err != nil {
+			return nil, err
 		}
 		out[st] = n
 	}

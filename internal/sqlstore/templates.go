@@ -35,11 +35,11 @@ func (s *Store) ListTemplates(ctx context.Context, tenant string) ([]*core.Templ
 
 // PutTemplate implements core.Tx.
 func (t *Tx) PutTemplate(ctx context.Context, tp *core.Template) (bool, error) {
-	var n int
-	if err := t.q.queryRow(ctx, `SELECT count(*) FROM templates WHERE tenant = ? AND id = ?`, tp.Tenant, tp.ID).Scan(&n); err != nil {
-		return false, fmt.Errorf("put template: %w", err)
+	n, err := queryCount(ctx, t.q, "put template", `SELECT count(*) FROM templates WHERE tenant = ? AND id = ?`, tp.Tenant, tp.ID)
+	if err != nil {
+		return false, err
 	}
-	_, err := t.q.exec(ctx, `INSERT INTO templates (`+templateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	_, err = t.q.exec(ctx, `INSERT INTO templates (`+templateColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, id) DO UPDATE SET subject = excluded.subject, text_body = excluded.text_body,
 		html_body = excluded.html_body, updated_at = excluded.updated_at,
 		compat = CASE WHEN excluded.compat = '' THEN templates.compat ELSE excluded.compat END`,

@@ -216,18 +216,11 @@ func (t *Tx) DeleteThread(ctx context.Context, tenant, id string) error {
 
 // threadDigests lists the raw bytes a thread's received messages name.
 func (t *Tx) threadDigests(ctx context.Context, tenant, id string) ([]string, error) {
-	rows, err := t.q.query(ctx, `SELECT DISTINCT digest FROM received_messages WHERE tenant = ? AND thread_id = ?`, tenant, id)
-	if err != nil {
-		return nil, fmt.Errorf("delete thread: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var d string
-		if err := rows.Scan(&d); err != nil {
-			return nil, fmt.Errorf("delete thread: %w", err)
+	return list(ctx, t.q, "delete thread", func(r rowScanner) (string, error) {
+		d, err := scanString(r)
+		if err != nil {
+			return "", fmt.Errorf("delete thread: %w", err)
 		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+		return d, nil
+	}, nil, `SELECT DISTINCT digest FROM received_messages WHERE tenant = ? AND thread_id = ?`, tenant, id)
 }

@@ -47,10 +47,17 @@ const queueInsert = `INSERT INTO webhook_deliveries
 // one statement (a data-modifying WITH), so that queueing costs no round
 // trip of its own.
 func (t *Tx) addEventsQueued(ctx context.Context, sendID, insertEvents string, args []any) error {
-	n, err := t.q.exec(ctx, `WITH e AS (`+insertEvents+` RETURNING send_id, type, uid, at) `+queueInsert+queueSelect,
+	return t.queueExec(ctx, "add event", `WITH e AS (`+insertEvents+` RETURNING send_id, type, uid, at) `+queueInsert+queueSelect,
 		append(args, sendID)...)
+}
+
+// queueExec runs a statement that queues webhook deliveries (what names it
+// in its error); one that queued any marks the transaction hooked, so that
+// its commit wakes the webhook worker.
+func (t *Tx) queueExec(ctx context.Context, what, query string, args ...any) error {
+	n, err := t.q.exec(ctx, query, args...)
 	if err != nil {
-		return fmt.Errorf("add event: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	if n > 0 {
 		t.hooked = true
@@ -73,15 +80,8 @@ func (t *Tx) queueWebhooks(ctx context.Context, sendID string, events []core.Eve
 	if len(args) == 1 {
 		return nil
 	}
-	n, err := t.q.exec(ctx, `WITH e AS (SELECT send_id, type, uid, at FROM send_events
+	return t.queueExec(ctx, "queue webhook deliveries", `WITH e AS (SELECT send_id, type, uid, at FROM send_events
 		WHERE send_id = ? AND uid IN (?`+strings.Repeat(", ?", len(args)-2)+`)) `+queueInsert+queueSelect, append(args, sendID)...)
-	if err != nil {
-		return fmt.Errorf("queue webhook deliveries: %w", err)
-	}
-	if n > 0 {
-		t.hooked = true
-	}
-	return nil
 }
 
 // claimDue takes the due deliveries of enabled endpoints, at most

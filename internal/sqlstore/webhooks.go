@@ -197,25 +197,17 @@ func (s *Store) ListWebhookAttempts(ctx context.Context, ref core.WebhookDeliver
 	if p.After != "" {
 		q, args = q+` AND id < ?`, append(args, p.After)
 	}
-	rs, err := s.r.query(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, limit+1)...)
-	if err != nil {
-		return nil, false, fmt.Errorf("list webhook attempts: %w", err)
+	return listPage(ctx, s.r, "list webhook attempts", scanAttempt, nil, limit, q+` ORDER BY id DESC LIMIT ?`, args...)
+}
+
+func scanAttempt(r rowScanner) (*core.WebhookAttempt, error) {
+	var (
+		a      core.WebhookAttempt
+		at, us int64
+	)
+	if err := r.Scan(&a.ID, &a.WebhookID, &a.EventID, &at, &a.HTTPStatus, &a.Response, &a.Error, &us); err != nil {
+		return nil, fmt.Errorf("scan webhook attempt: %w", err)
 	}
-	defer rs.Close()
-	var out []*core.WebhookAttempt
-	for rs.Next() {
-		var (
-			a      core.WebhookAttempt
-			at, us int64
-		)
-		if err := rs.Scan(&a.ID, &a.WebhookID, &a.EventID, &at, &a.HTTPStatus, &a.Response, &a.Error, &us); err != nil {
-			return nil, false, fmt.Errorf("scan webhook attempt: %w", err)
-		}
-		a.At, a.Duration = fromMicros(at), time.Duration(us)*time.Microsecond
-		out = append(out, &a)
-	}
-	if err := rs.Err(); err != nil {
-		return nil, false, fmt.Errorf("list webhook attempts: %w", err)
-	}
-	return out[:min(len(out), limit)], len(out) > limit, nil
+	a.At, a.Duration = fromMicros(at), time.Duration(us)*time.Microsecond
+	return &a, nil
 }
