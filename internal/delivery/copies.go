@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
@@ -232,27 +231,6 @@ func copysOwn(e *transport.Error) bool {
 		return true
 	}
 	return false
-}
-
-// sentCopies is the recipient states and history of copies a relay or a
-// provider took: sent (the next hop has it; delivered is for the
-// recipient's own server to say).
-func sentCopies(dd *destDone, detail string, now time.Time) ([]core.RecipientState, []core.Event) {
-	var (
-		states []core.RecipientState
-		events []core.Event
-	)
-	for _, r := range dd.o.Delivered {
-		a := core.NormalizeAddress(r)
-		states = append(states, core.RecipientState{Address: a, Status: core.StatusSent, Detail: detail, UpdatedAt: now})
-		events = append(events, core.Event{Type: core.EventHandoff, At: now, Recipient: a, Detail: "this recipient's copy " + detail})
-	}
-	for _, r := range dd.o.Unknown {
-		a := core.NormalizeAddress(r.Recipient)
-		states = append(states, core.RecipientState{Address: a, Status: core.StatusUnknown, Detail: r.Err.Error(), UpdatedAt: now})
-		events = append(events, core.Event{Type: core.EventUnknown, At: now, Recipient: a, Detail: r.Err.Error()})
-	}
-	return states, events
 }
 
 // fail records a recipient failed for good: its state and email.failed.

@@ -74,6 +74,21 @@ func eventTypes(s map[string]any) []string {
 	return out
 }
 
+// eventFields lists one field (a string: "detail", "recipient") of each
+// of a send's events of type typ, in order.
+func eventFields(s map[string]any, typ, field string) []string {
+	var out []string
+	evs, _ := s["events"].([]any)
+	for _, e := range evs {
+		m, _ := e.(map[string]any)
+		if m["type"] == typ {
+			v, _ := m[field].(string)
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 func countOf(list []string, v string) int {
 	n := 0
 	for _, s := range list {
@@ -640,16 +655,7 @@ func checkRecipients(t *testing.T, s map[string]any, want map[string]string) {
 
 // suppressedEvents lists the recipients of a send's email.suppressed events.
 func suppressedEvents(s map[string]any) []string {
-	var out []string
-	evs, _ := s["events"].([]any)
-	for _, e := range evs {
-		m, _ := e.(map[string]any)
-		if m["type"] == core.EventSuppressed {
-			r, _ := m["recipient"].(string)
-			out = append(out, r)
-		}
-	}
-	return out
+	return eventFields(s, core.EventSuppressed, "recipient")
 }
 
 func TestDeliver_SuppressedRecipientIsNotAttempted(t *testing.T) {

@@ -198,7 +198,8 @@ func (d *Deliverer) checkpoint(ctx context.Context, s *core.Send, h *mxHandoff) 
 }
 
 // handedOver is the recipient states and events of a destination's
-// delivered and unknown recipients.
+// accepted (delivered, or sent when a relay or provider took the copy)
+// and unknown recipients.
 func handedOver(dd *destDone, now time.Time) ([]core.RecipientState, []core.Event) {
 	var (
 		states []core.RecipientState
@@ -208,13 +209,16 @@ func handedOver(dd *destDone, now time.Time) ([]core.RecipientState, []core.Even
 	if dd.o.TLS != "" {
 		detail += " (TLS: " + dd.o.TLS + ")"
 	}
+	status, event, eventDetail := core.StatusDelivered, core.EventDelivered, detail
 	if dd.accepted == core.StatusSent {
-		return sentCopies(dd, detail, now)
+		// Copies a relay or a provider took are sent: the next hop has
+		// them; delivered is for the recipient's own server to say.
+		status, event, eventDetail = core.StatusSent, core.EventHandoff, "this recipient's copy "+detail
 	}
 	for _, r := range dd.o.Delivered {
 		a := core.NormalizeAddress(r)
-		states = append(states, core.RecipientState{Address: a, Status: core.StatusDelivered, Detail: detail, UpdatedAt: now})
-		events = append(events, core.Event{Type: core.EventDelivered, At: now, Recipient: a, Detail: detail})
+		states = append(states, core.RecipientState{Address: a, Status: status, Detail: detail, UpdatedAt: now})
+		events = append(events, core.Event{Type: event, At: now, Recipient: a, Detail: eventDetail})
 	}
 	for _, r := range dd.o.Unknown {
 		a := core.NormalizeAddress(r.Recipient)

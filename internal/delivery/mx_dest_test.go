@@ -137,15 +137,7 @@ func TestMX_RetriesUntilTheQueueLifetime(t *testing.T) {
 		if rs["ann@one.test"] != "delivered" || rs["bob@two.test"] != "failed" {
 			t.Errorf("recipients %v, want ann@ delivered and bob@ failed", rs)
 		}
-		var failedFor []string
-		evs, _ := s["events"].([]any)
-		for _, e := range evs {
-			m, _ := e.(map[string]any)
-			if m["type"] == core.EventFailed {
-				d, _ := m["detail"].(string)
-				failedFor = append(failedFor, d)
-			}
-		}
+		failedFor := eventFields(s, core.EventFailed, "detail")
 		if len(failedFor) != 1 || !strings.Contains(failedFor[0], "queue lifetime") {
 			t.Errorf("failed events %q, want one naming the queue lifetime", failedFor)
 		}

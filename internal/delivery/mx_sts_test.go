@@ -140,14 +140,5 @@ func startSTSPolicies(t *testing.T, ca *smtptest.CA, policies map[string]string)
 
 // eventDetails joins the details of a send's events of one type.
 func eventDetails(s map[string]any, typ string) string {
-	var out []string
-	evs, _ := s["events"].([]any)
-	for _, e := range evs {
-		m, _ := e.(map[string]any)
-		if m["type"] == typ {
-			d, _ := m["detail"].(string)
-			out = append(out, d)
-		}
-	}
-	return strings.Join(out, " | ")
+	return strings.Join(eventFields(s, typ, "detail"), " | ")
 }

@@ -26,18 +26,7 @@ func sesURL(endpoint string) string {
 var providerMail = map[string]any{"to": "ann@example.com", "subject": "Hello", "text": "Hi."}
 
 // handoffs are the attempt's handoff entries, in order.
-func handoffs(s map[string]any) []string {
-	var out []string
-	evs, _ := s["events"].([]any)
-	for _, e := range evs {
-		m, _ := e.(map[string]any)
-		if m["type"] == core.EventHandoff {
-			d, _ := m["detail"].(string)
-			out = append(out, d)
-		}
-	}
-	return out
-}
+func handoffs(s map[string]any) []string { return eventFields(s, core.EventHandoff, "detail") }
 
 func TestProviders_ResendTakesTheSendOnce(t *testing.T) {
 	sendoncetest.EachBackend(t, func(t *testing.T, b sendoncetest.Backend) {

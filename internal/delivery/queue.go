@@ -100,19 +100,20 @@ const housekeepingPoll = time.Second
 // MigrateSQLite applies River's own schema to the SQLite database.
 func MigrateSQLite(ctx context.Context, db *sql.DB) error {
 	m, err := rivermigrate.New(riversqlite.New(db), nil)
-	if err != nil {
-		return fmt.Errorf("river migrator: %w", err)
-	}
-	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("river migrate: %w", err)
-	}
-	return nil
+	return migrateUp(ctx, m, err)
 }
 
 // MigratePostgres applies River's own schema to the PostgreSQL database.
 // The caller serialises concurrent starts (the store's advisory lock).
 func MigratePostgres(ctx context.Context, pool *pgxpool.Pool) error {
 	m, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	return migrateUp(ctx, m, err)
+}
+
+// migrateUp runs m, the migrator of either database, up to River's
+// current schema; err is rivermigrate.New's, which made m. The two
+// databases differ only in the driver the migrator was made with.
+func migrateUp[TTx any](ctx context.Context, m *rivermigrate.Migrator[TTx], err error) error {
 	if err != nil {
 		return fmt.Errorf("river migrator: %w", err)
 	}

@@ -127,14 +127,8 @@ func TestInbound_CommandsOutsideATransactionAreBounded(t *testing.T) {
 	env := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, Inbound: true,
 		InboundLimits: mxserver.Limits{MaxIdleCommands: 5}})
 	createInbox(t, env, "support@recv.test")
-	c, err := smtp.Dial(env.InboundAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := helloRelay(t, env.InboundAddr) // HELO is command 1
 	defer c.Close()
-	if err := c.Hello("relay.test"); err != nil { // 1
-		t.Fatal(err)
-	}
 	for i := 2; i <= 3; i++ {
 		if err := c.Noop(); err != nil {
 			t.Fatalf("NOOP %d: %v", i, err)

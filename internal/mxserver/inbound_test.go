@@ -15,7 +15,6 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
-	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
 
 const wait = 15 * time.Second
@@ -62,10 +61,44 @@ func deliverFrom(t *testing.T, addr, from, rcpt string, raw []byte) error {
 	return err
 }
 
+// helloRelay connects to the inbound listener at addr and says HELO as
+// a relay would; the caller closes the client.
+func helloRelay(t *testing.T, addr string) *smtp.Client {
+	t.Helper()
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		t.Fatalf("dial inbound: %v", err)
+	}
+	if err := c.Hello("relay.test"); err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	return c
+}
+
 // deliverReply is deliverFrom that also returns the 250's text.
 func deliverReply(t *testing.T, addr, from, rcpt string, raw []byte) (string, error) {
 	t.Helper()
-	return smtptest.Deliver(t, addr, from, rcpt, raw)
+	c := helloRelay(t, addr)
+	defer c.Close()
+	if err := c.Mail(from, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rcpt(rcpt, nil); err != nil {
+		return "", err
+	}
+	w, err := c.Data()
+	if err != nil {
+		return "", err
+	}
+	if _, err := w.Write(raw); err != nil {
+		return "", err
+	}
+	resp, err := w.CloseWithResponse()
+	if err != nil {
+		return "", err
+	}
+	return resp.StatusText, nil
 }
 
 func smtpCode(err error) int {

@@ -17,14 +17,8 @@ func TestInbound_OffersSTARTTLS(t *testing.T) {
 		serverTLS, clientTLS := smtptest.SelfSignedTLS(t)
 		env := sendoncetest.Start(t, sendoncetest.Options{Backend: b, SMTP: true, Inbound: true, InboundTLS: serverTLS})
 		createInbox(t, env, "support@recv.test")
-		c, err := smtp.Dial(env.InboundAddr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := helloRelay(t, env.InboundAddr)
 		defer c.Close()
-		if err := c.Hello("relay.test"); err != nil {
-			t.Fatal(err)
-		}
 		if ok, _ := c.Extension("STARTTLS"); !ok {
 			t.Fatal("the listener does not offer STARTTLS with a certificate configured")
 		}
@@ -42,14 +36,8 @@ func TestInbound_OffersSTARTTLS(t *testing.T) {
 		}
 
 		plain := sendoncetest.Start(t, sendoncetest.Options{SMTP: true, Inbound: true})
-		c2, err := smtp.Dial(plain.InboundAddr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c2 := helloRelay(t, plain.InboundAddr)
 		defer c2.Close()
-		if err := c2.Hello("relay.test"); err != nil {
-			t.Fatal(err)
-		}
 		if ok, _ := c2.Extension("STARTTLS"); ok {
 			t.Fatal("STARTTLS offered without a certificate")
 		}

@@ -78,6 +78,20 @@ func dial(t testing.TB, addr, secret string) *smtp.Client {
 	return c
 }
 
+// dialHello connects to addr and says EHLO as name, without AUTH; the
+// client is closed when the test ends. The error is the dial's or the
+// EHLO's: a refusal past a connection limit is read with the greeting,
+// at EHLO.
+func dialHello(t testing.TB, addr, name string) (*smtp.Client, error) {
+	t.Helper()
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, c.Hello(name)
+}
+
 // submit runs one mail transaction and returns the DATA reply's text, or
 // the first refusal.
 func submit(c *smtp.Client, from string, to []string, data []byte) (string, error) {

@@ -99,12 +99,8 @@ func (ss *session) authenticate(secret string) error {
 
 // Mail implements smtp.Session: the sender must be one the key may use.
 func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
-	if ss.key == nil {
-		return ss.fail(errAuthRequired)
-	}
-	a, err := mail.ParseAddress("<" + from + ">")
-	if err != nil || a.Address != from {
-		return ss.fail(errBadSender)
+	if err := ss.envelopeAddr(from, errBadSender); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ss.s.cfg.CommandTimeout)
 	defer cancel()
@@ -124,15 +120,24 @@ func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 	return nil
 }
 
-// Rcpt implements smtp.Session. The key's recipient allowlist answers
-// here already (it is checked again, with the message, at DATA).
-func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+// envelopeAddr is the check MAIL and RCPT share: the session has
+// authenticated, and addr is a bare address (bad is the refusal when it
+// is not). It returns error, not *smtp.SMTPError, so that nil is nil.
+func (ss *session) envelopeAddr(addr string, bad *smtp.SMTPError) error {
 	if ss.key == nil {
 		return ss.fail(errAuthRequired)
 	}
-	a, err := mail.ParseAddress("<" + to + ">")
-	if err != nil || a.Address != to {
-		return ss.fail(errBadRecipient)
+	if a, err := mail.ParseAddress("<" + addr + ">"); err != nil || a.Address != addr {
+		return ss.fail(bad)
+	}
+	return nil
+}
+
+// Rcpt implements smtp.Session. The key's recipient allowlist answers
+// here already (it is checked again, with the message, at DATA).
+func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	if err := ss.envelopeAddr(to, errBadRecipient); err != nil {
+		return err
 	}
 	if len(ss.key.AllowRecipients) > 0 && !app.RecipientAllowed(ss.key.AllowRecipients, to) {
 		return ss.fail(&smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1},

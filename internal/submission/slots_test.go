@@ -27,12 +27,8 @@ func TestSubmission_NoopsDoNotHoldASlot(t *testing.T) {
 		return serve(t, sub, "127.0.0.1:0", false)
 	}
 	dialNoAuth := func(addr string) *smtp.Client {
-		c, err := smtp.Dial(addr)
+		c, err := dialHello(t, addr, "client.example")
 		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		if err := c.Hello("client.example"); err != nil {
 			t.Fatal(err)
 		}
 		return c
@@ -83,14 +79,7 @@ func TestSubmission_UnauthenticatedPerAddressIsBounded(t *testing.T) {
 	const perIP = 3
 	sub := submission.New(env.Server.Service, nil, submission.Config{MaxUnauthenticatedPerIP: perIP}, nil)
 	addr := serve(t, sub, "127.0.0.1:0", false)
-	dial := func() (*smtp.Client, error) {
-		c, err := smtp.Dial(addr)
-		if err != nil {
-			return nil, err
-		}
-		t.Cleanup(func() { c.Close() })
-		return c, c.Hello("client.example")
-	}
+	dial := func() (*smtp.Client, error) { return dialHello(t, addr, "client.example") }
 	var first *smtp.Client
 	for i := 0; i < perIP; i++ {
 		c, err := dial()
@@ -123,14 +112,10 @@ func TestSubmission_TwentyConnectionPoolFromOneHostIsServed(t *testing.T) {
 	const pool = 20
 	clients := make([]*smtp.Client, pool)
 	for i := range clients { // every session greeted before any authenticates
-		c, err := smtp.Dial(addr)
-		if err == nil {
-			err = c.Hello("pool.example")
-		}
+		c, err := dialHello(t, addr, "pool.example")
 		if err != nil {
 			t.Fatalf("pool connection %d of %d: %v", i+1, pool, err)
 		}
-		t.Cleanup(func() { c.Close() })
 		clients[i] = c
 	}
 	for i, c := range clients {
@@ -144,19 +129,10 @@ func TestSubmission_TwentyConnectionPoolFromOneHostIsServed(t *testing.T) {
 
 	limited := submission.New(env.Server.Service, nil, submission.Config{MaxUnauthenticatedPerIP: 1}, nil)
 	laddr := serve(t, limited, "127.0.0.1:0", false)
-	first, err := smtp.Dial(laddr)
-	if err != nil {
+	if _, err := dialHello(t, laddr, "pool.example"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { first.Close() })
-	if err := first.Hello("pool.example"); err != nil {
-		t.Fatal(err)
-	}
-	second, err := smtp.Dial(laddr)
-	if err == nil {
-		t.Cleanup(func() { second.Close() })
-		err = second.Hello("pool.example") // the greeting is read here
-	}
+	_, err := dialHello(t, laddr, "pool.example") // the greeting is read at EHLO
 	if code(err) != 421 || !strings.Contains(err.Error(), "not authenticated yet (limit 1") {
 		t.Fatalf("past the per-address limit: %v, want 421 naming the limit", err)
 	}

@@ -224,18 +224,7 @@ func (c SMTPConfig) validate() error {
 // withDefaults fills zero fields.
 func (c SMTPConfig) withDefaults() SMTPConfig {
 	c.Port = c.port()
-	if c.HELOName == "" {
-		c.HELOName = DefaultHELOName
-	}
-	if c.DialTimeout <= 0 {
-		c.DialTimeout = DefaultDialTimeout
-	}
-	if c.CommandTimeout <= 0 {
-		c.CommandTimeout = DefaultCommandTimeout
-	}
-	if c.DataTimeout <= 0 {
-		c.DataTimeout = DefaultDataTimeout
-	}
+	sessionDefaults(&c.HELOName, &c.DialTimeout, &c.CommandTimeout, &c.DataTimeout)
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = 30 * time.Second
 	}
@@ -243,6 +232,24 @@ func (c SMTPConfig) withDefaults() SMTPConfig {
 		c.MaxSessionAge = 5 * time.Minute
 	}
 	return c
+}
+
+// sessionDefaults fills the session settings SMTPConfig and MXConfig
+// share, each left empty (or not positive, for a timeout), with the same
+// defaults: a relay and an exchanger are spoken to alike.
+func sessionDefaults(helo *string, dial, command, data *time.Duration) {
+	if *helo == "" {
+		*helo = DefaultHELOName
+	}
+	if *dial <= 0 {
+		*dial = DefaultDialTimeout
+	}
+	if *command <= 0 {
+		*command = DefaultCommandTimeout
+	}
+	if *data <= 0 {
+		*data = DefaultDataTimeout
+	}
 }
 
 // tlsConfig returns a private copy, so one Deliver cannot affect another.

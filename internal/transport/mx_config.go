@@ -107,26 +107,15 @@ type MXConfig struct {
 }
 
 func (c MXConfig) withDefaults() MXConfig {
+	sessionDefaults(&c.HELOName, &c.DialTimeout, &c.CommandTimeout, &c.DataTimeout)
 	if c.Port == "" {
 		c.Port = DefaultMXPort
 	}
 	if c.ResolvConf == "" {
 		c.ResolvConf = DefaultResolvConf
 	}
-	if c.HELOName == "" {
-		c.HELOName = DefaultHELOName
-	}
 	if c.DNSTimeout <= 0 {
 		c.DNSTimeout = DefaultDNSTimeout
-	}
-	if c.DialTimeout <= 0 {
-		c.DialTimeout = DefaultDialTimeout
-	}
-	if c.CommandTimeout <= 0 {
-		c.CommandTimeout = DefaultCommandTimeout
-	}
-	if c.DataTimeout <= 0 {
-		c.DataTimeout = DefaultDataTimeout
 	}
 	if c.MaxAddresses <= 0 {
 		c.MaxAddresses = DefaultMaxMXAddresses

@@ -40,16 +40,24 @@ func acquire(t *testing.T, s *transport.SMTP) *transport.Slot {
 
 var preparedSays = []string{"MAIL sender@example.com", "RCPT alice@example.org", "RCPT bob@example.net"}
 
-// A prepared envelope is said before the message exists, and the message
-// then goes straight to DATA: one MAIL, and the data only when Send came.
-func TestSlotPrepare_SendSaysOnlyTheData(t *testing.T) {
+// prepared starts a transcribing relay, a pool of one session on it and a
+// slot of it with testEnvelope prepared: where most of these tests begin.
+func prepared(t *testing.T) (*smtptest.Server, *transport.SMTP, *transport.Slot) {
+	t.Helper()
 	srv := smtptest.Start(t, smtptest.Options{Transcript: true})
 	s := pooled(t, srv, 1)
 	sl := acquire(t, s)
-	ctx := context.Background()
-	if err := sl.Prepare(ctx, testEnvelope); err != nil {
+	if err := sl.Prepare(context.Background(), testEnvelope); err != nil {
 		t.Fatalf("Prepare: %v", err)
 	}
+	return srv, s, sl
+}
+
+// A prepared envelope is said before the message exists, and the message
+// then goes straight to DATA: one MAIL, and the data only when Send came.
+func TestSlotPrepare_SendSaysOnlyTheData(t *testing.T) {
+	srv, _, sl := prepared(t)
+	ctx := context.Background()
 	if got := verbs(srv); !slices.Equal(got, preparedSays) {
 		t.Fatalf("after Prepare the relay saw %q, want %q", got, preparedSays)
 	}
@@ -68,13 +76,8 @@ func TestSlotPrepare_SendSaysOnlyTheData(t *testing.T) {
 // message in the prepared transaction: it is discarded (RSET) and the
 // message goes to its own envelope's recipients only, on the same session.
 func TestSlotPrepare_OtherEnvelopeStartsOver(t *testing.T) {
-	srv := smtptest.Start(t, smtptest.Options{Transcript: true})
-	s := pooled(t, srv, 1)
-	sl := acquire(t, s)
+	srv, _, sl := prepared(t)
 	ctx := context.Background()
-	if err := sl.Prepare(ctx, testEnvelope); err != nil {
-		t.Fatalf("Prepare: %v", err)
-	}
 	alone := transport.Envelope{From: testEnvelope.From, To: []string{"alice@example.org"}}
 	if err := sl.Send(ctx, alone, testMessage("changed@sendonce.test")); err != nil {
 		t.Fatalf("Send: %v", err)
@@ -95,13 +98,8 @@ func TestSlotPrepare_OtherEnvelopeStartsOver(t *testing.T) {
 // nothing open on the relay: the transaction is discarded (RSET) before
 // the session goes back to the pool, which the next message then uses.
 func TestSlotPrepare_ReleaseDiscardsTheEnvelope(t *testing.T) {
-	srv := smtptest.Start(t, smtptest.Options{Transcript: true})
-	s := pooled(t, srv, 1)
-	sl := acquire(t, s)
+	srv, s, sl := prepared(t)
 	ctx := context.Background()
-	if err := sl.Prepare(ctx, testEnvelope); err != nil {
-		t.Fatalf("Prepare: %v", err)
-	}
 	sl.Release()
 	if got, want := verbs(srv), slices.Concat(preparedSays, []string{"RSET"}); !slices.Equal(got, want) {
 		t.Fatalf("after Release the relay saw %q, want %q", got, want)
@@ -161,13 +159,8 @@ func TestSlotPrepare_RefusedRecipientIsSendsAnswer(t *testing.T) {
 // A prepared session the relay dropped before the data costs nothing but
 // a new one: the message goes out once, without an error.
 func TestSlotPrepare_SessionDeadBeforeDataIsReplaced(t *testing.T) {
-	srv := smtptest.Start(t, smtptest.Options{Transcript: true})
-	s := pooled(t, srv, 1)
-	sl := acquire(t, s)
+	srv, _, sl := prepared(t)
 	ctx := context.Background()
-	if err := sl.Prepare(ctx, testEnvelope); err != nil {
-		t.Fatalf("Prepare: %v", err)
-	}
 	srv.Disconnect()
 	if err := sl.Send(ctx, testEnvelope, testMessage("after@sendonce.test")); err != nil {
 		t.Fatalf("Send after the relay dropped the prepared session: %v", err)

@@ -52,15 +52,9 @@ type ResendConfig struct {
 // key may be URL-encoded. Errors never quote the key.
 func ParseResendURL(s string) (ResendConfig, error) {
 	var c ResendConfig
-	u, err := url.Parse(s)
+	u, err := parseProviderURL(s, ResendKind, "API key", "resend://API_KEY@[HOST[:PORT]]")
 	if err != nil {
-		return c, errors.New("transport: invalid resend URL (check that the API key is URL-encoded)")
-	}
-	if !strings.EqualFold(u.Scheme, string(ResendKind)) {
-		return c, fmt.Errorf("transport: invalid resend URL: scheme %q", u.Scheme)
-	}
-	if u.Opaque != "" || (u.Path != "" && u.Path != "/") || u.Fragment != "" {
-		return c, errors.New("transport: invalid resend URL: want resend://API_KEY@[HOST[:PORT]]")
+		return c, err
 	}
 	if u.User == nil || u.User.Username() == "" {
 		return c, errors.New("transport: invalid resend URL: missing API key (resend://API_KEY@)")
@@ -89,6 +83,24 @@ func ParseResendURL(s string) (ResendConfig, error) {
 		c.Insecure = true
 	}
 	return c, nil
+}
+
+// parseProviderURL is the start ParseResendURL and ParseSESURL share: s
+// parses, its scheme is kind, and it has no opaque part, path or
+// fragment. secret names what must be URL-encoded, form the URL's shape;
+// the errors say them, never s (it holds the secret).
+func parseProviderURL(s string, kind Kind, secret, form string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("transport: invalid %s URL (check that the %s is URL-encoded)", kind, secret)
+	}
+	if !strings.EqualFold(u.Scheme, string(kind)) {
+		return nil, fmt.Errorf("transport: invalid %s URL: scheme %q", kind, u.Scheme)
+	}
+	if u.Opaque != "" || (u.Path != "" && u.Path != "/") || u.Fragment != "" {
+		return nil, fmt.Errorf("transport: invalid %s URL: want %s", kind, form)
+	}
+	return u, nil
 }
 
 // Redacted is the URL with the API key replaced, fit for logs and the API.

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"regexp"
-	"strings"
 	"sync"
 	"time"
 
@@ -53,15 +52,13 @@ var regionPattern = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$|^[a-z0-9-]{1
 // never quote the secret.
 func ParseSESURL(s string) (SESConfig, error) {
 	var c SESConfig
-	u, err := url.Parse(s)
+	const form = "ses://[KEY_ID:SECRET@]REGION"
+	u, err := parseProviderURL(s, SESKind, "secret", form)
 	if err != nil {
-		return c, errors.New("transport: invalid ses URL (check that the secret is URL-encoded)")
+		return c, err
 	}
-	if !strings.EqualFold(u.Scheme, string(SESKind)) {
-		return c, fmt.Errorf("transport: invalid ses URL: scheme %q", u.Scheme)
-	}
-	if u.Opaque != "" || (u.Path != "" && u.Path != "/") || u.Fragment != "" || u.Port() != "" {
-		return c, errors.New("transport: invalid ses URL: want ses://[KEY_ID:SECRET@]REGION")
+	if u.Port() != "" {
+		return c, errors.New("transport: invalid ses URL: want " + form)
 	}
 	c.Region = u.Hostname()
 	if !regionPattern.MatchString(c.Region) {

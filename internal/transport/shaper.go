@@ -312,13 +312,20 @@ type SiteStatus struct {
 	Throttled   int       `json:"throttled"`
 }
 
-func (sh *shaper) status() []SiteStatus {
+// snapshot is the shaper's sites as they are now, read under its lock
+// and walked after it, each site then locked on its own.
+func (sh *shaper) snapshot() []*site {
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	sites := make([]*site, 0, len(sh.sites))
 	for _, s := range sh.sites {
 		sites = append(sites, s)
 	}
-	sh.mu.Unlock()
+	return sites
+}
+
+func (sh *shaper) status() []SiteStatus {
+	sites := sh.snapshot()
 	out := make([]SiteStatus, 0, len(sites))
 	for _, s := range sites {
 		s.mu.Lock()
@@ -346,12 +353,7 @@ func compareStrings(a, b string) int {
 
 // close ends every idle session.
 func (sh *shaper) close() {
-	sh.mu.Lock()
-	sites := make([]*site, 0, len(sh.sites))
-	for _, s := range sh.sites {
-		sites = append(sites, s)
-	}
-	sh.mu.Unlock()
+	sites := sh.snapshot()
 	for _, s := range sites {
 		s.mu.Lock()
 		idle := s.idle

@@ -20,7 +20,6 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/mxserver"
 	"github.com/sendonce/sendonce/internal/server"
-	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 	"github.com/sendonce/sendonce/internal/testkit/redistest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
@@ -222,7 +221,7 @@ func (e *Env) pickDatabase(t testing.TB, b Backend) {
 			e.DBPath = ""
 		}
 	case b == Postgres:
-		e.DB = pgtest.NewDatabase(t)
+		e.DB = pgTemplate.NewDatabase(t)
 	default:
 		if e.DBPath == "" {
 			e.DBPath = filepath.Join(t.TempDir(), "sendonce.db")

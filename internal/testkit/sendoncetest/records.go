@@ -36,10 +36,10 @@ func (e *Env) ForgetIdempotencyKeys(t testing.TB) {
 		WHERE idem_key IS NOT NULL`)
 }
 
-// PutIdempotencyRecord stores resp as the completed record of fp under sc,
-// for a day, the plain way (decide, then put) that every key was stored
-// before restricted keys and Message-ID keys had forms of their own: a
-// request an older version accepted, for upgrade tests.
+// PutIdempotencyRecord stores resp as a completed record under sc and
+// fingerprint fp, expiring in a day, the way the engine stores one (a
+// decision, then the answer), but in whatever form a test names: a
+// record an older version left, say.
 func (e *Env) PutIdempotencyRecord(t testing.TB, sc idempotency.Scope, fp string, resp idempotency.Response) {
 	t.Helper()
 	ctx := context.Background()

@@ -9,7 +9,19 @@ import (
 	"testing"
 
 	"github.com/sendonce/sendonce/internal/server"
+	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 )
+
+// pgTemplate is PostgreSQL's counterpart of sqliteTemplate: a database
+// server.OpenStore migrated once per process, copied for each test (its
+// migrations cost about half a second of the server's CPU each time).
+var pgTemplate = &pgtest.Template{Build: func(url string) error {
+	s, err := server.OpenStore(context.Background(), url)
+	if err != nil {
+		return err
+	}
+	return s.Close()
+}}
 
 // A fresh SQLite database is a copy of one made by server.OpenStore once
 // per test process, not a new run of every migration: under the race
