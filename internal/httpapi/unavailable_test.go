@@ -3,13 +3,10 @@ package httpapi_test
 import (
 	"crypto/rand"
 	"net/http"
-	"net/url"
 	"testing"
 	"time"
 
-	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
-	"github.com/sendonce/sendonce/internal/testkit/tcpproxy"
 )
 
 // While PostgreSQL cannot be reached (here a proxy in front of it cuts
@@ -17,18 +14,7 @@ import (
 // answered 503 service_unavailable with Retry-After, not 500: nothing was
 // stored, and the same key and body go through once the database is back.
 func TestSend_DatabaseOutageIs503WithRetryAfter(t *testing.T) {
-	direct := pgtest.NewDatabase(t)
-	u, err := url.Parse(direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	px, err := tcpproxy.Start(u.Host, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(px.Close)
-	u.Host = px.Addr
-	env := sendoncetest.Start(t, sendoncetest.Options{Backend: sendoncetest.Postgres, DB: u.String(), NoWorkers: true})
+	env, px := sendoncetest.StartBehindProxy(t, sendoncetest.Options{NoWorkers: true})
 	key, body := rand.Text(), sendoncetest.Mail("ann@example.com", "through an outage")
 
 	px.Cut()

@@ -7,16 +7,13 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/sendonce/sendonce/internal/server"
-	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
-	"github.com/sendonce/sendonce/internal/testkit/tcpproxy"
 )
 
 // readyz asks GET /readyz and returns the status and the body, which must
@@ -120,18 +117,7 @@ func TestReadyz_MissingMigrationIsNotReady(t *testing.T) {
 // a restart does) /readyz answers 503 "database" within its own timeout;
 // once the database is back, 200.
 func TestReadyz_DatabaseOutageIsNotReady(t *testing.T) {
-	direct := pgtest.NewDatabase(t)
-	u, err := url.Parse(direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	px, err := tcpproxy.Start(u.Host, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(px.Close)
-	u.Host = px.Addr
-	env := sendoncetest.Start(t, sendoncetest.Options{Backend: sendoncetest.Postgres, DB: u.String(), NoWorkers: true})
+	env, px := sendoncetest.StartBehindProxy(t, sendoncetest.Options{NoWorkers: true})
 	wantReady(t, env.URL, "after start")
 
 	px.Cut()
