@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
@@ -15,8 +14,7 @@ import (
 // answered 503 service_unavailable with Retry-After, not 500: nothing was
 // stored, and the same key and body go through once the database is back.
 func TestSend_DatabaseOutageIs503WithRetryAfter(t *testing.T) {
-	dsn, px := pgtest.NewDatabaseBehindProxy(t)
-	env := sendoncetest.Start(t, sendoncetest.Options{Backend: sendoncetest.Postgres, DB: dsn, NoWorkers: true})
+	env, px := sendoncetest.StartBehindProxy(t, sendoncetest.Options{NoWorkers: true})
 	key, body := rand.Text(), sendoncetest.Mail("ann@example.com", "through an outage")
 
 	px.Cut()

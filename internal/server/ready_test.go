@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/internal/server"
-	"github.com/sendonce/sendonce/internal/testkit/pgtest"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 )
 
@@ -118,8 +117,7 @@ func TestReadyz_MissingMigrationIsNotReady(t *testing.T) {
 // a restart does) /readyz answers 503 "database" within its own timeout;
 // once the database is back, 200.
 func TestReadyz_DatabaseOutageIsNotReady(t *testing.T) {
-	dsn, px := pgtest.NewDatabaseBehindProxy(t)
-	env := sendoncetest.Start(t, sendoncetest.Options{Backend: sendoncetest.Postgres, DB: dsn, NoWorkers: true})
+	env, px := sendoncetest.StartBehindProxy(t, sendoncetest.Options{NoWorkers: true})
 	wantReady(t, env.URL, "after start")
 
 	px.Cut()

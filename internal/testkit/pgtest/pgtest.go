@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sendonce/sendonce/internal/testkit/daemontest"
-	"github.com/sendonce/sendonce/internal/testkit/tcpproxy"
 )
 
 // EnvVar names the admin connection URL the tests use.
@@ -86,23 +85,4 @@ func randomHex() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// NewDatabaseBehindProxy is NewDatabase reached through a tcpproxy, for
-// outage tests: the proxy's Cut makes the database unreachable, cutting
-// every connection and refusing new ones as a restart does, and Pass
-// brings it back. It returns the database's URL through the proxy.
-func NewDatabaseBehindProxy(t testing.TB) (string, *tcpproxy.Proxy) {
-	t.Helper()
-	u, err := url.Parse(NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	px, err := tcpproxy.Start(u.Host, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(px.Close)
-	u.Host = px.Addr
-	return u.String(), px
 }
