@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/defaults"
 	"github.com/sendonce/sendonce/internal/dnscheck"
 )
 
@@ -26,9 +27,7 @@ const (
 // ListDMARCReports lists the tenant's reports, newest first; domain ""
 // for all, before the last id of the previous page.
 func (s *Service) ListDMARCReports(ctx context.Context, key *core.APIKey, domain, before string, limit int) ([]*core.DMARCReport, error) {
-	if limit <= 0 {
-		limit = DefaultDMARCLimit
-	}
+	defaults.Set(&limit, DefaultDMARCLimit)
 	if limit > MaxDMARCLimit {
 		return nil, core.Errorf(core.CodeValidation, "limit", "limit is at most %d", MaxDMARCLimit)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/defaults"
 )
 
 // The reputation guard (docs/deliverability.md, "The reputation guard"):
@@ -40,15 +41,9 @@ type ReputationThresholds struct {
 }
 
 func (r ReputationThresholds) withDefaults() ReputationThresholds {
-	if r.ComplaintRate <= 0 {
-		r.ComplaintRate = DefaultPauseComplaintRate
-	}
-	if r.BounceRate <= 0 {
-		r.BounceRate = DefaultPauseBounceRate
-	}
-	if r.MinSends <= 0 {
-		r.MinSends = DefaultPauseMinSends
-	}
+	defaults.Set(&r.ComplaintRate, DefaultPauseComplaintRate)
+	defaults.Set(&r.BounceRate, DefaultPauseBounceRate)
+	defaults.Set(&r.MinSends, DefaultPauseMinSends)
 	return r
 }
 

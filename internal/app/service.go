@@ -19,6 +19,7 @@ import (
 
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/defaults"
 	"github.com/sendonce/sendonce/internal/dnscheck"
 	"github.com/sendonce/sendonce/internal/imapurl"
 	"github.com/sendonce/sendonce/internal/netpolicy"
@@ -138,15 +139,11 @@ type Service struct {
 
 // New returns a Service.
 func New(store core.Store, cfg Config, logger *slog.Logger) *Service {
-	if cfg.DefaultFrom == "" {
-		cfg.DefaultFrom = DefaultFrom
-	}
+	defaults.Set(&cfg.DefaultFrom, DefaultFrom)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.MaxMessageBytes <= 0 {
-		cfg.MaxMessageBytes = DefaultMaxMessageBytes
-	}
+	defaults.Set(&cfg.MaxMessageBytes, DefaultMaxMessageBytes)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -216,9 +213,7 @@ func (s *Service) CreateKey(ctx context.Context, p NewKeyParams) (k *core.APIKey
 // CreateKeyTx is CreateKey in the caller's transaction (an idempotent
 // route stores its answer, the secret included, in the same one).
 func (s *Service) CreateKeyTx(ctx context.Context, tx core.Tx, p NewKeyParams) (*core.APIKey, string, error) {
-	if p.Tenant == "" {
-		p.Tenant = "default"
-	}
+	defaults.Set(&p.Tenant, "default")
 	if strings.TrimSpace(p.Name) == "" {
 		return nil, "", core.Errorf(core.CodeValidation, "name", "a key needs a name")
 	}

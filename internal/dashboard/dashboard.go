@@ -17,6 +17,7 @@ import (
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/defaults"
 	"github.com/sendonce/sendonce/internal/metrics"
 	"github.com/sendonce/sendonce/internal/webhook"
 )
@@ -111,15 +112,9 @@ func New(cfg Config) *Dashboard {
 	if cfg.Service == nil || cfg.Reads == nil {
 		panic("dashboard: Config needs Service and Reads")
 	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.MaxAge <= 0 {
-		cfg.MaxAge = DefaultMaxAge
-	}
-	if cfg.LivePoll <= 0 {
-		cfg.LivePoll = DefaultLivePoll
-	}
+	defaults.Set(&cfg.IdleTimeout, DefaultIdleTimeout)
+	defaults.Set(&cfg.MaxAge, DefaultMaxAge)
+	defaults.Set(&cfg.LivePoll, DefaultLivePoll)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

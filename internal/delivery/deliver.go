@@ -16,6 +16,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/defaults"
 	"github.com/sendonce/sendonce/internal/metrics"
 	"github.com/sendonce/sendonce/internal/tracing"
 	"github.com/sendonce/sendonce/internal/transport"
@@ -73,33 +74,15 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.DefaultTransport == "" {
-		c.DefaultTransport = transport.DefaultSpec
-	}
-	if c.RetryBase <= 0 {
-		c.RetryBase = DefaultRetryBase
-	}
-	if c.MaxRetryDelay <= 0 {
-		c.MaxRetryDelay = DefaultMaxRetryDelay
-	}
-	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
-	if c.AttemptLease <= 0 {
-		c.AttemptLease = DefaultAttemptLease
-	}
-	if c.MaxQueueLifetime <= 0 {
-		c.MaxQueueLifetime = DefaultMaxQueueLifetime
-	}
-	if c.LeasePerMiB <= 0 {
-		c.LeasePerMiB = DefaultLeasePerMiB
-	}
-	if c.Retention <= 0 {
-		c.Retention = DefaultRetention
-	}
-	if c.AuditRetention <= 0 {
-		c.AuditRetention = DefaultAuditRetention
-	}
+	defaults.Set(&c.DefaultTransport, transport.DefaultSpec)
+	defaults.Set(&c.RetryBase, DefaultRetryBase)
+	defaults.Set(&c.MaxRetryDelay, DefaultMaxRetryDelay)
+	defaults.Set(&c.MaxAttempts, DefaultMaxAttempts)
+	defaults.Set(&c.AttemptLease, DefaultAttemptLease)
+	defaults.Set(&c.MaxQueueLifetime, DefaultMaxQueueLifetime)
+	defaults.Set(&c.LeasePerMiB, DefaultLeasePerMiB)
+	defaults.Set(&c.Retention, DefaultRetention)
+	defaults.Set(&c.AuditRetention, DefaultAuditRetention)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

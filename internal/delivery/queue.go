@@ -13,6 +13,8 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/sendonce/sendonce/internal/defaults"
 )
 
 // RescueArgs is the periodic job that turns expired attempts into unknown.
@@ -131,15 +133,9 @@ const (
 )
 
 func (qc *QueueConfig) setDefaults() {
-	if qc.Workers <= 0 {
-		qc.Workers = DefaultWorkers
-	}
-	if qc.PollInterval <= 0 {
-		qc.PollInterval = DefaultPollInterval
-	}
-	if qc.PurgeInterval <= 0 {
-		qc.PurgeInterval = time.Minute
-	}
+	defaults.Set(&qc.Workers, DefaultWorkers)
+	defaults.Set(&qc.PollInterval, DefaultPollInterval)
+	defaults.Set(&qc.PurgeInterval, time.Minute)
 }
 
 // riverConfig is the River configuration both databases share.

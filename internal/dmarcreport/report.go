@@ -3,6 +3,8 @@ package dmarcreport
 import (
 	"errors"
 	"time"
+
+	"github.com/sendonce/sendonce/internal/defaults"
 )
 
 // Limits bound one report; a zero field is its default.
@@ -31,15 +33,9 @@ const (
 )
 
 func (l Limits) withDefaults() Limits {
-	if l.MaxInput <= 0 {
-		l.MaxInput = DefaultMaxInput
-	}
-	if l.MaxXML <= 0 {
-		l.MaxXML = DefaultMaxXML
-	}
-	if l.MaxRecords <= 0 {
-		l.MaxRecords = DefaultMaxRecords
-	}
+	defaults.Set(&l.MaxInput, DefaultMaxInput)
+	defaults.Set(&l.MaxXML, DefaultMaxXML)
+	defaults.Set(&l.MaxRecords, DefaultMaxRecords)
 	return l
 }
 

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/idna"
 	"golang.org/x/net/publicsuffix"
 
+	"github.com/sendonce/sendonce/internal/defaults"
 	"github.com/sendonce/sendonce/internal/dnsresolve"
 )
 
@@ -160,9 +161,7 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 	addr := opts.Resolver
 	if addr == "" {
 		conf := opts.ResolvConf
-		if conf == "" {
-			conf = DefaultResolvConf
-		}
+		defaults.Set(&conf, DefaultResolvConf)
 		if addr, err = dnsresolve.SystemAddr(conf); err != nil {
 			return nil, fmt.Errorf("dnscheck: no resolver given and %w", err)
 		}
@@ -170,13 +169,9 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("dnscheck: %w", err)
 	}
 	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	defaults.Set(&timeout, DefaultTimeout)
 	qt := opts.QueryTimeout
-	if qt <= 0 {
-		qt = DefaultQueryTimeout
-	}
+	defaults.Set(&qt, DefaultQueryTimeout)
 	cctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("the check took longer than %v", timeout))
 	defer cancel()
 

@@ -11,6 +11,7 @@ import (
 	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/defaults"
 	"github.com/sendonce/sendonce/internal/leasequeue"
 	"github.com/sendonce/sendonce/internal/render"
 )
@@ -73,18 +74,18 @@ type Appender struct {
 
 // NewAppender returns an Appender.
 func NewAppender(store AppendStore, open Opener, cfg AppendConfig, logger *slog.Logger) *Appender {
-	cfg.Poll = positiveOr(cfg.Poll, 2*time.Second)
-	cfg.Lease = positiveOr(cfg.Lease, 2*time.Minute)
-	cfg.MaxAttempts = positiveOr(cfg.MaxAttempts, 20)
-	cfg.BackoffBase = positiveOr(cfg.BackoffBase, 5*time.Second)
-	cfg.BackoffMax = positiveOr(cfg.BackoffMax, 30*time.Minute)
+	defaults.Set(&cfg.Poll, 2*time.Second)
+	defaults.Set(&cfg.Lease, 2*time.Minute)
+	defaults.Set(&cfg.MaxAttempts, 20)
+	defaults.Set(&cfg.BackoffBase, 5*time.Second)
+	defaults.Set(&cfg.BackoffMax, 30*time.Minute)
 	if cfg.Holder == "" {
 		cfg.Holder = (&Config{}).holder()
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	cfg.Workers = positiveOr(cfg.Workers, 4)
+	defaults.Set(&cfg.Workers, 4)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/defaults"
 	"github.com/sendonce/sendonce/internal/imapurl"
 	"github.com/sendonce/sendonce/internal/netpolicy"
 )
@@ -70,12 +71,12 @@ type DialOptions struct {
 }
 
 func (o *DialOptions) defaults() {
-	o.Timeout = positiveOr(o.Timeout, 30*time.Second)
+	defaults.Set(&o.Timeout, 30*time.Second)
 	if o.DialContext == nil {
 		o.DialContext = (&net.Dialer{}).DialContext
 	}
-	o.MaxLineBytes = positiveOr(o.MaxLineBytes, DefaultMaxLineBytes)
-	o.MaxLiteralBytes = positiveOr(o.MaxLiteralBytes, app.DefaultMaxMessageBytes+literalSlack)
+	defaults.Set(&o.MaxLineBytes, DefaultMaxLineBytes)
+	defaults.Set(&o.MaxLiteralBytes, app.DefaultMaxMessageBytes+literalSlack)
 }
 
 // Dial connects to cfg's server and logs in. The returned client is

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/defaults"
 	"github.com/sendonce/sendonce/internal/imapurl"
 )
 
@@ -110,21 +111,21 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	c.Days = positiveOr(c.Days, 30)
-	c.BatchSize = positiveOr(c.BatchSize, 100)
-	c.MaxPerPass = positiveOr(c.MaxPerPass, 1000)
-	c.PassTimeout = positiveOr(c.PassTimeout, 10*time.Minute)
-	c.MaxMessageBytes = positiveOr(c.MaxMessageBytes, app.DefaultMaxMessageBytes)
-	c.Lease = positiveOr(c.Lease, time.Minute)
-	c.PollInterval = positiveOr(c.PollInterval, 30*time.Second)
-	c.IdleRefresh = positiveOr(c.IdleRefresh, 10*time.Minute)
-	c.Rescan = positiveOr(c.Rescan, 5*time.Second)
-	c.BackoffBase = positiveOr(c.BackoffBase, 2*time.Second)
-	c.BackoffMax = positiveOr(c.BackoffMax, 5*time.Minute)
+	defaults.Set(&c.Days, 30)
+	defaults.Set(&c.BatchSize, 100)
+	defaults.Set(&c.MaxPerPass, 1000)
+	defaults.Set(&c.PassTimeout, 10*time.Minute)
+	defaults.Set(&c.MaxMessageBytes, app.DefaultMaxMessageBytes)
+	defaults.Set(&c.Lease, time.Minute)
+	defaults.Set(&c.PollInterval, 30*time.Second)
+	defaults.Set(&c.IdleRefresh, 10*time.Minute)
+	defaults.Set(&c.Rescan, 5*time.Second)
+	defaults.Set(&c.BackoffBase, 2*time.Second)
+	defaults.Set(&c.BackoffMax, 5*time.Minute)
 	if c.Holder == "" {
 		c.Holder = c.holder()
 	}
-	c.Dial.MaxLiteralBytes = positiveOr(c.Dial.MaxLiteralBytes, c.MaxMessageBytes+literalSlack)
+	defaults.Set(&c.Dial.MaxLiteralBytes, c.MaxMessageBytes+literalSlack)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -464,13 +465,4 @@ func (m *mailboxSync) wait(ctx context.Context, c *imapclient.Client, idle bool,
 		return classed(ClassConnection, err)
 	}
 	return ctx.Err()
-}
-
-// positiveOr is v, or def when v is not positive: a setting left unset
-// takes its default.
-func positiveOr[T int | int64 | time.Duration](v, def T) T {
-	if v > 0 {
-		return v
-	}
-	return def
 }

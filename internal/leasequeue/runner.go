@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sendonce/sendonce/internal/defaults"
 )
 
 // Config is one queue's runner.
@@ -59,9 +61,7 @@ type Runner[J any] struct {
 // New returns a runner; Start starts it.
 func New[J any](cfg Config[J]) *Runner[J] {
 	cfg.Workers = max(cfg.Workers, 1)
-	if cfg.Batch <= 0 {
-		cfg.Batch = cfg.Workers
-	}
+	defaults.Set(&cfg.Batch, cfg.Workers)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/connlimit"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/defaults"
 	"github.com/sendonce/sendonce/internal/inmail"
 	"github.com/sendonce/sendonce/internal/verp"
 )
@@ -111,12 +112,12 @@ type Server struct {
 
 // New returns a listener; Serve starts it.
 func New(cfg Config) *Server {
-	cfg.MaxBytes = positiveOr(cfg.MaxBytes, DefaultMaxBytes)
-	cfg.MaxConns = positiveOr(cfg.MaxConns, DefaultMaxConns)
-	cfg.MaxConnsPerIP = positiveOr(cfg.MaxConnsPerIP, DefaultMaxConnsPerIP)
-	cfg.MaxMemory = positiveOr(cfg.MaxMemory, DefaultMaxMemory)
-	cfg.SessionTimeout = positiveOr(cfg.SessionTimeout, DefaultSessionTimeout)
-	cfg.MaxIdleCommands = positiveOr(cfg.MaxIdleCommands, DefaultMaxIdleCommands)
+	defaults.Set(&cfg.MaxBytes, DefaultMaxBytes)
+	defaults.Set(&cfg.MaxConns, DefaultMaxConns)
+	defaults.Set(&cfg.MaxConnsPerIP, DefaultMaxConnsPerIP)
+	defaults.Set(&cfg.MaxMemory, DefaultMaxMemory)
+	defaults.Set(&cfg.SessionTimeout, DefaultSessionTimeout)
+	defaults.Set(&cfg.MaxIdleCommands, DefaultMaxIdleCommands)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -314,13 +315,4 @@ func (ss *session) reports(ctx context.Context, raw []byte) error {
 		ss.s.cfg.Logger.InfoContext(ctx, "inbound mail", slog.String("send_id", rc.sendID), slog.String("result", string(res)))
 	}
 	return nil
-}
-
-// positiveOr is v, or def when v is not positive: a setting left unset
-// takes its default.
-func positiveOr[T int | int64 | time.Duration](v, def T) T {
-	if v > 0 {
-		return v
-	}
-	return def
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sendonce/sendonce/internal/app"
+	"github.com/sendonce/sendonce/internal/defaults"
 )
 
 // DefaultDomainCheckInterval is how often a worker re-checks the domains
@@ -37,9 +38,7 @@ func newDomainChecker(svc *app.Service, cfg Config, logger *slog.Logger) *domain
 		return nil
 	}
 	interval := cfg.DomainCheckInterval
-	if interval <= 0 {
-		interval = DefaultDomainCheckInterval
-	}
+	defaults.Set(&interval, DefaultDomainCheckInterval)
 	return &domainChecker{svc: svc, interval: interval, logger: logger}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/connlimit"
+	"github.com/sendonce/sendonce/internal/defaults"
 	"github.com/sendonce/sendonce/internal/metrics"
 )
 
@@ -82,14 +83,14 @@ func New(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) 
 	if cfg.Domain == "" {
 		cfg.Domain = "localhost"
 	}
-	cfg.MaxMessageBytes = positiveOr(cfg.MaxMessageBytes, DefaultMaxMessageBytes)
-	cfg.MaxSessions = positiveOr(cfg.MaxSessions, DefaultMaxSessions)
-	cfg.MaxSessionsPerKey = positiveOr(cfg.MaxSessionsPerKey, DefaultMaxSessionsPerKey)
-	cfg.CommandTimeout = positiveOr(cfg.CommandTimeout, DefaultCommandTimeout)
-	cfg.SessionTimeout = positiveOr(cfg.SessionTimeout, DefaultSessionTimeout)
-	cfg.AuthTimeout = positiveOr(cfg.AuthTimeout, DefaultAuthTimeout)
-	cfg.MaxUnauthenticatedPerIP = positiveOr(cfg.MaxUnauthenticatedPerIP, DefaultMaxUnauthenticatedPerIP)
-	cfg.AcceptTimeout = positiveOr(cfg.AcceptTimeout, DefaultAcceptTimeout)
+	defaults.Set(&cfg.MaxMessageBytes, DefaultMaxMessageBytes)
+	defaults.Set(&cfg.MaxSessions, DefaultMaxSessions)
+	defaults.Set(&cfg.MaxSessionsPerKey, DefaultMaxSessionsPerKey)
+	defaults.Set(&cfg.CommandTimeout, DefaultCommandTimeout)
+	defaults.Set(&cfg.SessionTimeout, DefaultSessionTimeout)
+	defaults.Set(&cfg.AuthTimeout, DefaultAuthTimeout)
+	defaults.Set(&cfg.MaxUnauthenticatedPerIP, DefaultMaxUnauthenticatedPerIP)
+	defaults.Set(&cfg.AcceptTimeout, DefaultAcceptTimeout)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -208,12 +209,3 @@ func (l slogLogger) Printf(format string, v ...any) {
 	l.l.Warn("smtp", slog.String("error", fmt.Sprintf(format, v...)))
 }
 func (l slogLogger) Println(v ...any) { l.l.Warn("smtp", slog.String("error", fmt.Sprint(v...))) }
-
-// positiveOr is v, or def when v is not positive: a setting left unset
-// takes its default.
-func positiveOr[T int | int64 | time.Duration](v, def T) T {
-	if v > 0 {
-		return v
-	}
-	return def
-}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/sendonce/sendonce/internal/defaults"
 	"github.com/sendonce/sendonce/internal/dnsresolve"
 	"github.com/sendonce/sendonce/internal/netpolicy"
 )
@@ -108,23 +109,11 @@ type MXConfig struct {
 
 func (c MXConfig) withDefaults() MXConfig {
 	sessionDefaults(&c.HELOName, &c.DialTimeout, &c.CommandTimeout, &c.DataTimeout)
-	if c.Port == "" {
-		c.Port = DefaultMXPort
-	}
-	if c.ResolvConf == "" {
-		c.ResolvConf = DefaultResolvConf
-	}
-	if c.DNSTimeout <= 0 {
-		c.DNSTimeout = DefaultDNSTimeout
-	}
-	if c.MaxAddresses <= 0 {
-		c.MaxAddresses = DefaultMaxMXAddresses
-	}
-	if c.MaxDomains <= 0 {
-		c.MaxDomains = DefaultMaxMXDomains
-	}
-	if c.STSPort == "" {
-		c.STSPort = "443"
-	}
+	defaults.Set(&c.Port, DefaultMXPort)
+	defaults.Set(&c.ResolvConf, DefaultResolvConf)
+	defaults.Set(&c.DNSTimeout, DefaultDNSTimeout)
+	defaults.Set(&c.MaxAddresses, DefaultMaxMXAddresses)
+	defaults.Set(&c.MaxDomains, DefaultMaxMXDomains)
+	defaults.Set(&c.STSPort, "443")
 	return c
 }

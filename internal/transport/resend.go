@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-message/mail"
+
+	"github.com/sendonce/sendonce/internal/defaults"
 )
 
 // Resend is the resend kind: Resend's POST /emails.
@@ -114,9 +116,7 @@ func (c ResendConfig) Redacted() string {
 
 func (c ResendConfig) baseURL() string {
 	host := c.Host
-	if host == "" {
-		host = DefaultResendHost
-	}
+	defaults.Set(&host, DefaultResendHost)
 	if c.Insecure {
 		return "http://" + host
 	}
@@ -138,15 +138,9 @@ var _ Provider = (*Resend)(nil)
 
 // NewResend returns a Resend transport.
 func NewResend(cfg ResendConfig) *Resend {
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 30 * time.Second
-	}
-	if cfg.Tries <= 0 {
-		cfg.Tries = 3
-	}
-	if cfg.RetryWait <= 0 {
-		cfg.RetryWait = time.Second
-	}
+	defaults.Set(&cfg.Timeout, 30*time.Second)
+	defaults.Set(&cfg.Tries, 3)
+	defaults.Set(&cfg.RetryWait, time.Second)
 	return &Resend{cfg: cfg, client: tracedClient{newHTTPClient(cfg.DialContext, cfg.TLSConfig)}}
 }
 

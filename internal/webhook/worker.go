@@ -20,6 +20,7 @@ import (
 
 	"github.com/sendonce/sendonce/idempotency"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/defaults"
 	"github.com/sendonce/sendonce/internal/leasequeue"
 	"github.com/sendonce/sendonce/internal/netpolicy"
 	"github.com/sendonce/sendonce/internal/tracing"
@@ -99,13 +100,13 @@ func (c *WorkerConfig) defaults() {
 	if len(c.Schedule) == 0 {
 		c.Schedule, _ = ParseSchedule(DefaultSchedule)
 	}
-	c.Concurrency = positiveOr(c.Concurrency, 32)
-	c.PerEndpoint = positiveOr(c.PerEndpoint, 4)
-	c.PerTenant = positiveOr(c.PerTenant, max(c.Concurrency/2, c.PerEndpoint))
-	c.MaxFailures = positiveOr(c.MaxFailures, MaxConsecutiveFailures)
-	c.Timeout = positiveOr(c.Timeout, Timeout)
-	c.Lease = positiveOr(c.Lease, 3*c.Timeout)
-	c.Poll = positiveOr(c.Poll, 500*time.Millisecond)
+	defaults.Set(&c.Concurrency, 32)
+	defaults.Set(&c.PerEndpoint, 4)
+	defaults.Set(&c.PerTenant, max(c.Concurrency/2, c.PerEndpoint))
+	defaults.Set(&c.MaxFailures, MaxConsecutiveFailures)
+	defaults.Set(&c.Timeout, Timeout)
+	defaults.Set(&c.Lease, 3*c.Timeout)
+	defaults.Set(&c.Poll, 500*time.Millisecond)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -301,13 +302,4 @@ func attemptError(err error) string {
 		return "the connection failed"
 	}
 	return "the request failed"
-}
-
-// positiveOr is v, or def when v is not positive: a setting left unset
-// takes its default.
-func positiveOr[T int | int64 | time.Duration](v, def T) T {
-	if v > 0 {
-		return v
-	}
-	return def
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sendonce/sendonce/internal/accesslog"
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/defaults"
 	"github.com/sendonce/sendonce/internal/metrics"
 	"github.com/sendonce/sendonce/internal/ratelimit"
 	"github.com/sendonce/sendonce/internal/sns"
@@ -286,18 +287,10 @@ type ProvidersConfig struct {
 
 // NewBase fills cfg's defaults and builds what every floor shares.
 func NewBase(svc *app.Service, m *metrics.Metrics, cfg Config, logger *slog.Logger) *Base {
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.MaxRequestBytes <= 0 {
-		cfg.MaxRequestBytes = DefaultMaxRequestBytes
-	}
-	if cfg.MaxInflightBytes <= 0 {
-		cfg.MaxInflightBytes = DefaultMaxInflightBytes
-	}
-	if cfg.InflightWait <= 0 {
-		cfg.InflightWait = DefaultInflightWait
-	}
+	defaults.Set(&cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	defaults.Set(&cfg.MaxRequestBytes, DefaultMaxRequestBytes)
+	defaults.Set(&cfg.MaxInflightBytes, DefaultMaxInflightBytes)
+	defaults.Set(&cfg.InflightWait, DefaultInflightWait)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
