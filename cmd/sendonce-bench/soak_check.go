@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sendonce/sendonce/internal/lifecycle"
 )
 
 // maxFindings bounds how many offending histories a report lists.
@@ -143,7 +145,7 @@ func (a *soakAPI) getRetrying(ctx context.Context, path string, v any) error {
 		if try == lookupTries {
 			return fmt.Errorf("%d tries: %w", try, err)
 		}
-		sleepCtx(ctx, pause)
+		lifecycle.Sleep(ctx, pause)
 		pause = min(2*pause, lookupMaxPause)
 	}
 }
@@ -176,7 +178,7 @@ func awaitQuiescence(ctx context.Context, api *soakAPI, settle time.Duration, lo
 			logger.Warn("no quiescence before the bound; checking anyway", slog.Duration("settle", settle), slog.Any("error", err))
 			return nil
 		}
-		if !sleepCtx(ctx, 500*time.Millisecond) {
+		if !lifecycle.Sleep(ctx, 500*time.Millisecond) {
 			return ctx.Err()
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sendonce/sendonce/internal/lifecycle"
 )
 
 // A logical send of the soak: one key and one body, posted until a 200
@@ -104,7 +106,7 @@ func (c *clients) run(newUntil, giveUp context.Context, n int) {
 			for newUntil.Err() == nil {
 				l := c.newLogical()
 				c.drive(giveUp, g, l)
-				sleepCtx(newUntil, clientPause)
+				lifecycle.Sleep(newUntil, clientPause)
 			}
 		}()
 	}
@@ -162,7 +164,7 @@ func (c *clients) drive(giveUp context.Context, g *rng, l *logical) {
 			url = c.anyURL()
 		}
 		if url == "" {
-			sleepCtx(giveUp, retryPause)
+			lifecycle.Sleep(giveUp, retryPause)
 			continue
 		}
 		st, body, err := c.post(giveUp, url, l)
@@ -203,7 +205,7 @@ func (c *clients) drive(giveUp context.Context, g *rng, l *logical) {
 		case st >= 400 && st < 500 && st != http.StatusConflict && st != http.StatusTooManyRequests && st != 499:
 			return // refused: the check reports it
 		default:
-			sleepCtx(giveUp, retryPause)
+			lifecycle.Sleep(giveUp, retryPause)
 		}
 	}
 }
@@ -264,7 +266,7 @@ func (c *clients) setUp(ctx context.Context, path, key, body string) ([]byte, er
 				last = err.Error()
 			}
 		}
-		sleepCtx(ctx, lookupBackoff)
+		lifecycle.Sleep(ctx, lookupBackoff)
 	}
 	return nil, fmt.Errorf("soak: POST %s: %s", path, last)
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sendonce/sendonce/internal/lifecycle"
 	"github.com/sendonce/sendonce/internal/testkit/faultproxy"
 	"github.com/sendonce/sendonce/internal/testkit/tcpproxy"
 )
@@ -88,7 +89,7 @@ func (in *injector) run(ctx context.Context) {
 
 // sleepUntil sleeps until off after the soak's start; false if ctx ended.
 func (in *injector) sleepUntil(ctx context.Context, off time.Duration) bool {
-	return sleepCtx(ctx, time.Until(in.start.Add(off)))
+	return lifecycle.Sleep(ctx, time.Until(in.start.Add(off)))
 }
 
 func (in *injector) apply(ctx context.Context, i int, e faultEvent) {
@@ -175,7 +176,7 @@ func (in *injector) restart(ctx context.Context, n *node) {
 			return
 		}
 		in.logger.Warn("restart failed", slog.String("node", n.name), slog.Int("try", try), slog.Any("error", err))
-		sleepCtx(ctx, time.Second)
+		lifecycle.Sleep(ctx, time.Second)
 	}
 }
 
@@ -195,17 +196,5 @@ func (in *injector) heal(ctx context.Context) {
 		if !n.running() {
 			in.restart(ctx, n)
 		}
-	}
-}
-
-// sleepCtx sleeps d or until ctx ends; it reports whether it slept it all.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/sendonce/sendonce/internal/lifecycle"
 	"github.com/sendonce/sendonce/internal/testkit/dnstest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
 )
@@ -186,13 +187,13 @@ func (l *mxLeg) args() []string {
 // run applies the windows, each at its time after start, until ctx ends.
 func (l *mxLeg) run(ctx context.Context, start time.Time) {
 	for _, w := range l.windows {
-		if !sleepCtx(ctx, time.Until(start.Add(w.at))) {
+		if !lifecycle.Sleep(ctx, time.Until(start.Add(w.at))) {
 			return
 		}
 		s := l.servers[w.dest]
 		s.SetBehaviour(l.behaviour(w.kind))
 		l.logger.Info("mx window", slog.String("kind", w.kind), slog.String("dest", mxDests[w.dest].domain), slog.Duration("for", w.hold))
-		sleepCtx(ctx, time.Until(start.Add(w.at+w.hold)))
+		lifecycle.Sleep(ctx, time.Until(start.Add(w.at+w.hold)))
 		s.SetBehaviour(smtptest.Behaviour{})
 		l.mu.Lock()
 		l.counts[w.kind]++

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sendonce/sendonce/internal/lifecycle"
 	"github.com/sendonce/sendonce/internal/testkit/faultproxy"
 	"github.com/sendonce/sendonce/internal/testkit/seslocal"
 )
@@ -126,7 +127,7 @@ func (l *sesLeg) view(ctx context.Context) (sinkView, int, error) {
 		if emails, err = l.emu.Store(ctx); err == nil || ctx.Err() != nil {
 			break
 		}
-		sleepCtx(ctx, time.Second)
+		lifecycle.Sleep(ctx, time.Second)
 	}
 	if err != nil {
 		return sinkView{}, 0, err

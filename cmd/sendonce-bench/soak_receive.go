@@ -12,6 +12,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/sendonce/sendonce/internal/lifecycle"
 	"github.com/sendonce/sendonce/internal/testkit/tcpproxy"
 )
 
@@ -106,7 +107,7 @@ func (rl *recvLeg) run(newCtx, giveUp context.Context) {
 			defer wg.Done()
 			for i := 0; newCtx.Err() == nil; i++ {
 				rl.deliver(giveUp, rl.take(), s+i)
-				sleepCtx(newCtx, recvPause)
+				lifecycle.Sleep(newCtx, recvPause)
 			}
 		}()
 	}
@@ -145,7 +146,7 @@ func (rl *recvLeg) deliver(giveUp context.Context, n, turn int) {
 		if err == nil {
 			return
 		}
-		sleepCtx(giveUp, recvRetry)
+		lifecycle.Sleep(giveUp, recvRetry)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/url"
 	"time"
+
+	"github.com/sendonce/sendonce/internal/lifecycle"
 )
 
 // hookDelivery is one event's delivery to the endpoint as the API lists
@@ -97,7 +99,7 @@ func (l *hookLeg) judge(ctx context.Context, api *soakAPI, drain time.Duration, 
 				break
 			}
 		}
-		if !sleepCtx(ctx, time.Second) {
+		if !lifecycle.Sleep(ctx, time.Second) {
 			return ctx.Err()
 		}
 	}

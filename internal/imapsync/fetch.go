@@ -181,15 +181,3 @@ func (m *mailboxSync) save(ctx context.Context, st core.IMAPSync) error {
 	m.state = st
 	return nil
 }
-
-// sleep waits d or until ctx ends; false when ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

@@ -21,6 +21,7 @@ import (
 	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/defaults"
 	"github.com/sendonce/sendonce/internal/imapurl"
+	"github.com/sendonce/sendonce/internal/lifecycle"
 )
 
 // Receiver stores a message arriving for a mailbox exactly once: the same
@@ -251,7 +252,7 @@ func (m *mailboxSync) run(ctx context.Context) {
 			if err != nil && ctx.Err() == nil {
 				s.logger.Error("imap sync: lease", slog.String("mailbox_id", m.mb.ID), slog.Any("error", err))
 			}
-			if !sleep(ctx, s.cfg.Lease/3) {
+			if !lifecycle.Sleep(ctx, s.cfg.Lease/3) {
 				return
 			}
 			continue
@@ -276,7 +277,7 @@ func (m *mailboxSync) holding(ctx context.Context) (done bool) {
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
-		for sleep(hctx, s.cfg.Lease/3) {
+		for lifecycle.Sleep(hctx, s.cfg.Lease/3) {
 			if held, err := m.lease(hctx); err == nil && !held {
 				cancel() // another process has it: stop at once
 				return
@@ -334,12 +335,12 @@ func (m *mailboxSync) failed(ctx context.Context, err error) bool {
 	first := st.Status != core.IMAPPaused
 	st.Status, st.ErrorClass, st.Failures = core.IMAPPaused, class, st.Failures+1
 	if serr := m.save(ctx, st); serr != nil {
-		return ctx.Err() == nil && !errors.Is(serr, errLeaseLost) && sleep(ctx, s.cfg.BackoffBase)
+		return ctx.Err() == nil && !errors.Is(serr, errLeaseLost) && lifecycle.Sleep(ctx, s.cfg.BackoffBase)
 	}
 	if first && s.cfg.OnEvent != nil {
 		s.cfg.OnEvent(ctx, Event{Type: EventDisconnected, Tenant: m.mb.Tenant, MailboxID: m.mb.ID, Class: class, At: s.cfg.Now()})
 	}
-	return sleep(ctx, backoff(s.cfg.BackoffBase, s.cfg.BackoffMax, st.Failures))
+	return lifecycle.Sleep(ctx, backoff(s.cfg.BackoffBase, s.cfg.BackoffMax, st.Failures))
 }
 
 // backoff is base doubled per failure after the first, at most max.
@@ -441,7 +442,7 @@ func (m *mailboxSync) pass(ctx context.Context, c *imapclient.Client, inbox stri
 // IDLE, IdleRefresh passed, or (without IDLE) PollInterval passed.
 func (m *mailboxSync) wait(ctx context.Context, c *imapclient.Client, idle bool, news <-chan struct{}) error {
 	if !idle {
-		if !sleep(ctx, m.s.cfg.PollInterval) {
+		if !lifecycle.Sleep(ctx, m.s.cfg.PollInterval) {
 			return ctx.Err()
 		}
 		return nil

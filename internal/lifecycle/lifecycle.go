@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Service is one part of a process.
@@ -97,4 +98,18 @@ func (g *Group) stopLocked(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Sleep waits d, or until ctx ends (the part is stopping); it reports
+// whether it waited all of d. A part's loop pauses with it so that Stop
+// never waits out a pause.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

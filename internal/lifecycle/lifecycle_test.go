@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestGroup_StartsInOrderStopsInReverse: services start in the order
@@ -52,5 +53,17 @@ func TestGroup_StartsInOrderStopsInReverse(t *testing.T) {
 	}
 	if want := []string{"start queue", "start inbound", "stop queue"}; !slices.Equal(log, want) {
 		t.Fatalf("after a failed start: %v, want %v", log, want)
+	}
+}
+
+// TestSleep: a pause ends early, and says so, when the part is stopping.
+func TestSleep(t *testing.T) {
+	if !Sleep(context.Background(), time.Millisecond) {
+		t.Error("a pause nothing cut short: want true")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if Sleep(ctx, time.Hour) {
+		t.Error("a pause of a stopping part: want false at once")
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sendonce/sendonce/internal/app"
 	"github.com/sendonce/sendonce/internal/defaults"
+	"github.com/sendonce/sendonce/internal/lifecycle"
 )
 
 // DefaultDomainCheckInterval is how often a worker re-checks the domains
@@ -50,12 +51,8 @@ func (c *domainChecker) Start(context.Context) error {
 	go func() {
 		defer c.wg.Done()
 		for {
-			t := time.NewTimer(jittered(c.interval))
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if !lifecycle.Sleep(ctx, jittered(c.interval)) {
 				return
-			case <-t.C:
 			}
 			n, err := c.svc.CheckDueDomains(ctx)
 			if err != nil && ctx.Err() == nil {
