@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/publicsuffix"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/defaults"
 	"github.com/sendonce/sendonce/internal/dmarcreport"
 	"github.com/sendonce/sendonce/internal/inmail"
 )
@@ -41,13 +42,6 @@ func (s *Service) receiveDMARC(ctx context.Context, in Incoming) (Received, erro
 	rep, why := s.readDMARC(ctx, in)
 	var out Received
 	err := s.store.InTx(ctx, func(tx core.Tx) error {
-		if why == "" {
-			if n, err := tx.DMARCReportCount(ctx, in.Tenant); err != nil {
-				return err
-			} else if n >= core.MaxDMARCReportsPerTenant {
-				why = fmt.Sprintf("the tenant keeps %d DMARC reports already, the most kept", n)
-			}
-		}
 		if why != "" {
 			id, err := s.unmatchedDMARC(ctx, tx, in, why, now)
 			out = Received{ID: id}
@@ -59,7 +53,10 @@ func (s *Service) receiveDMARC(ctx context.Context, in Incoming) (Received, erro
 			return err
 		}
 		out = Received{ID: id, Duplicate: !inserted}
-		return nil
+		if !inserted {
+			return nil
+		}
+		return s.keepNewestDMARC(ctx, tx, in.Tenant)
 	})
 	if err != nil {
 		return Received{}, fmt.Errorf("receive dmarc report for %s: %w", in.MailboxID, err)
@@ -67,6 +64,22 @@ func (s *Service) receiveDMARC(ctx context.Context, in Incoming) (Received, erro
 	s.logger.InfoContext(ctx, "dmarc report received", slog.String("id", out.ID), slog.String("mailbox", in.MailboxID),
 		slog.Bool("duplicate", out.Duplicate), slog.Bool("unmatched", why != ""), slog.String("why", why))
 	return out, nil
+}
+
+// keepNewestDMARC drops the tenant's oldest reports past its cap, in the
+// transaction that stored a new one (counted after the insert, so the new
+// report, the latest, is never the one dropped). Dropping rather than
+// refusing keeps a report address useful after a flood: the flood can
+// push old reports out, never stop the next real one.
+func (s *Service) keepNewestDMARC(ctx context.Context, tx core.Tx, tenant string) error {
+	max := s.cfg.MaxDMARCReports
+	defaults.Set(&max, core.MaxDMARCReportsPerTenant)
+	n, err := tx.DMARCReportCount(ctx, tenant)
+	if err != nil || n <= max {
+		return err
+	}
+	s.logger.InfoContext(ctx, "oldest dmarc reports dropped at the cap", slog.String("tenant", tenant), slog.Int("dropped", n-max))
+	return tx.DeleteOldestDMARCReports(ctx, tenant, n-max)
 }
 
 func (s *Service) unmatchedDMARC(ctx context.Context, tx core.Tx, in Incoming, why string, now time.Time) (string, error) {

@@ -76,6 +76,9 @@ type Config struct {
 	// MaxReceivedBytes bounds a tenant's stored received mail (raw bytes):
 	// 0 means DefaultMaxReceivedBytes, negative no bound.
 	MaxReceivedBytes int64
+	// MaxDMARCReports is how many DMARC reports a tenant keeps before the
+	// oldest give way. Defaults to core.MaxDMARCReportsPerTenant.
+	MaxDMARCReports int
 	// InboundName is the host name of the inbound listener, which the MX
 	// record of a receiving domain names (--inbound-name).
 	InboundName string

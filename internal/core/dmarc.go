@@ -10,9 +10,15 @@ import (
 // (docs/deliverability.md, "DMARC aggregate reports").
 
 // MaxDMARCReportsPerTenant bounds the reports a tenant keeps: anyone may
-// mail a report address, each with a new report id. Past it a report is
-// kept as unmatched mail (itself bounded by MaxUnmatchedPerTenant).
+// mail a report address, each with a new report id. Past it the oldest
+// reports give way to the new one, so a flood of reports can push old
+// ones out but never stop the next real one being kept.
 const MaxDMARCReportsPerTenant = 50000
+
+// DMARCReportRetention is how long a report is kept after it came: past
+// the longest summary (a year, the dashboard's widest chart), so that
+// every period a reader can ask for is whole.
+const DMARCReportRetention = 400 * 24 * time.Hour
 
 // DMARCReport is one stored aggregate report.
 type DMARCReport struct {
@@ -134,4 +140,7 @@ type DMARCReportsTx interface {
 	InsertDMARCReport(ctx context.Context, r *DMARCReport) (id string, inserted bool, err error)
 	// DMARCReportCount is how many reports the tenant keeps.
 	DMARCReportCount(ctx context.Context, tenant string) (int, error)
+	// DeleteOldestDMARCReports deletes the tenant's n reports that came
+	// first (with their records).
+	DeleteOldestDMARCReports(ctx context.Context, tenant string, n int) error
 }

@@ -359,6 +359,9 @@ type Retention interface {
 	// (idemtype.Record.Expired): completed keys past their TTL and
 	// reservations past their lease.
 	PurgeIdempotency(ctx context.Context, now time.Time) (int, error)
+	// PurgeDMARCReports deletes the DMARC reports, with their records,
+	// that came before the cutoff.
+	PurgeDMARCReports(ctx context.Context, before time.Time) (int, error)
 }
 
 // CapsTx counts rows against the tenant's caps (Caps).

@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/sendonce/sendonce/internal/core"
 	"github.com/sendonce/sendonce/internal/defaults"
 )
 
@@ -59,8 +60,13 @@ func (w *purgeWorker) Work(ctx context.Context, _ *river.Job[PurgeArgs]) error {
 		return err
 	}
 	audit, err := w.d.store.PurgeAudit(ctx, now.Add(-w.d.cfg.AuditRetention))
-	if keys > 0 || sends > 0 || audit > 0 {
-		w.d.logger.InfoContext(ctx, "purged", slog.Int("idempotency_keys", keys), slog.Int("sends", sends), slog.Int("audit_entries", audit))
+	if err != nil {
+		return err
+	}
+	reports, err := w.d.store.PurgeDMARCReports(ctx, now.Add(-core.DMARCReportRetention))
+	if keys > 0 || sends > 0 || audit > 0 || reports > 0 {
+		w.d.logger.InfoContext(ctx, "purged", slog.Int("idempotency_keys", keys), slog.Int("sends", sends),
+			slog.Int("audit_entries", audit), slog.Int("dmarc_reports", reports))
 	}
 	return err
 }

@@ -358,3 +358,45 @@ func TestDMARC_PatchTurnsReportsOnAndOff(t *testing.T) {
 		}
 	})
 }
+
+// TestDMARC_AtTheCapTheOldestGivesWay: past the tenant's cap a new report
+// is kept and the oldest dropped with its records, so a flood of reports
+// cannot stop the next one; a report mailed again at the cap drops
+// nothing, and nothing goes to unmatched mail.
+func TestDMARC_AtTheCapTheOldestGivesWay(t *testing.T) {
+	sendoncetest.EachEnv(t, sendoncetest.Options{Inbound: true, MaxDMARCReports: 2}, func(t *testing.T, env *sendoncetest.Env) {
+		createDMARCInbox(t, env, "dmarc@recv.test")
+		deliver := func(id string) {
+			t.Helper()
+			x := dmarcXML("Yahoo", "dmarchelp@yahooinc.com", id, "recv.test", env.Clock.Now(), dmarcRow{"192.0.2.1", 1, "pass", "pass"})
+			raw := reportMail("dmarc@recv.test", id, "r.xml.gz", "application/gzip", gzipped(t, []byte(x)))
+			if err := deliverFrom(t, env.InboundAddr, "dmarc@yahoo.test", "dmarc@recv.test", raw); err != nil {
+				t.Fatal(err)
+			}
+			env.Clock.Advance(time.Hour)
+		}
+		reportIDs := func() []string {
+			var ids []string
+			for _, r := range dmarcReports(t, env, env.AdminKey) {
+				ids = append(ids, r.(map[string]any)["report_id"].(string))
+			}
+			return ids
+		}
+		for _, id := range []string{"y-1", "y-2", "y-3"} {
+			deliver(id)
+		}
+		if got := reportIDs(); strings.Join(got, ",") != "y-3,y-2" {
+			t.Fatalf("reports kept at a cap of 2: %v, want the newest two", got)
+		}
+		if n := env.QueryInt(t, "SELECT count(*) FROM dmarc_records"); n != 2 {
+			t.Fatalf("%d records stored, want the two kept reports' only", n)
+		}
+		deliver("y-2") // the reporter lost our 250 and mails it again
+		if got := reportIDs(); strings.Join(got, ",") != "y-3,y-2" {
+			t.Fatalf("after a report came again: %v", got)
+		}
+		if items := unmatched(t, env); len(items) != 0 {
+			t.Fatalf("unmatched: %v, want none (a report at the cap is kept)", items)
+		}
+	})
+}

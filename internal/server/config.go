@@ -165,6 +165,9 @@ type Config struct {
 	// MaxReceivedBytes (--max-received-storage) bounds a tenant's stored
 	// received mail: 0 means app's default, negative no bound.
 	MaxReceivedBytes int64
+	// MaxDMARCReports is for tests: the DMARC reports a tenant keeps
+	// before the oldest give way (default core.MaxDMARCReportsPerTenant).
+	MaxDMARCReports int
 	// InflightWait is for tests: how long a large request waits for room
 	// under MaxInflightBytes (default kit.DefaultInflightWait).
 	InflightWait time.Duration

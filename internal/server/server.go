@@ -336,7 +336,7 @@ func appConfig(cfg Config, resolver string, policy *netpolicy.Policy, mx transpo
 		DKIMRetireAfter: cfg.DKIMRetireAfter,
 		AttachmentFetch: cfg.AttachmentFetch, MaxMessageBytes: cfg.MaxMessageBytes, RateLimit: cfg.RateLimit, RateLimitWindow: cfg.RateLimitWindow,
 		InboundName: cmp.Or(cfg.InboundName, cfg.BounceDomain), NoInboundListener: cfg.InboundAddr == "", IMAPProbe: imapProbe(policy),
-		MaxReceivedBytes: cfg.MaxReceivedBytes, Egress: egressChecks(mx), RequireVerifiedDomain: cfg.RequireVerifiedDomain,
+		MaxReceivedBytes: cfg.MaxReceivedBytes, MaxDMARCReports: cfg.MaxDMARCReports, Egress: egressChecks(mx), RequireVerifiedDomain: cfg.RequireVerifiedDomain,
 		TracerProvider: cfg.TracerProvider, Reputation: cfg.Reputation, SenderRules: senderRules(cfg, mx),
 		PublicURL: cmp.Or(cfg.PublicURL, "http://"+cfg.Addr), UnsubscribeDomain: unsubscribeDomain(cfg),
 		Idempotency: app.IdempotencyConfig{Front: rf.front, TTL: cfg.IdempotencyTTL, Lease: cfg.ReservationLease,

@@ -39,6 +39,27 @@ func (t *Tx) DMARCReportCount(ctx context.Context, tenant string) (int, error) {
 	return queryCount(ctx, t.q, "count dmarc reports", `SELECT count(*) FROM dmarc_reports WHERE tenant = ?`, tenant)
 }
 
+// DeleteOldestDMARCReports implements core.Tx; the records go with their
+// report (ON DELETE CASCADE).
+func (t *Tx) DeleteOldestDMARCReports(ctx context.Context, tenant string, n int) error {
+	_, err := t.q.exec(ctx, `DELETE FROM dmarc_reports WHERE id IN (SELECT id FROM dmarc_reports
+		WHERE tenant = ? ORDER BY received_at, id LIMIT ?)`, tenant, n)
+	if err != nil {
+		return fmt.Errorf("delete the oldest dmarc reports: %w", err)
+	}
+	return nil
+}
+
+// PurgeDMARCReports implements core.Store: a range of the reports'
+// arrival index; the records go with their report (ON DELETE CASCADE).
+func (s *Store) PurgeDMARCReports(ctx context.Context, before time.Time) (int, error) {
+	n, err := s.w.exec(ctx, `DELETE FROM dmarc_reports WHERE received_at < ?`, micros(before))
+	if err != nil {
+		return 0, fmt.Errorf("purge dmarc reports: %w", err)
+	}
+	return int(n), nil
+}
+
 // InsertDMARCReport implements core.Tx: the report under the unique
 // (tenant, dedup_key), then its records, in the caller's transaction.
 func (t *Tx) InsertDMARCReport(ctx context.Context, r *core.DMARCReport) (string, bool, error) {

@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +82,56 @@ func TestDMARCReports_OncePerKeyTenantScopedAndTotalled(t *testing.T) {
 		inTx(t, s, func(ctx context.Context, tx core.Tx) error { return tx.DeleteMailbox(ctx, "t1", "inb_1") })
 		if on, err := s.IsDMARCInbox(ctx, "t1", "inb_1"); err != nil || on {
 			t.Fatalf("after the inbox was deleted: %v %v", on, err)
+		}
+	})
+}
+
+// TestDMARCReports_OldestDroppedAndPurged: a tenant's oldest reports go
+// first (another tenant's are untouched), the retention purge deletes
+// what came before its cutoff, and the records go with their report.
+func TestDMARCReports_OldestDroppedAndPurged(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s *sqlstore.Store) {
+		ctx := context.Background()
+		now := time.Now().UTC().Truncate(time.Second)
+		for _, tenant := range []string{"t1", "t2"} {
+			mb := &core.Mailbox{Tenant: tenant, ID: "inb_" + tenant, Address: "dmarc@" + tenant + ".test", CreatedAt: now}
+			inTx(t, s, func(ctx context.Context, tx core.Tx) error { return tx.InsertMailbox(ctx, mb) })
+		}
+		add := func(tenant, id string, daysAgo int) {
+			at := now.Add(-time.Duration(daysAgo) * 24 * time.Hour)
+			r := &core.DMARCReport{ID: id, Tenant: tenant, MailboxID: "inb_" + tenant, DedupKey: id, OrgName: "Org", ReportID: id,
+				Domain: tenant + ".test", Begin: at.Add(-24 * time.Hour), End: at, Messages: 1, Pass: 1, RecordCount: 1, ReceivedAt: at,
+				Records: []core.DMARCRecord{{SourceIP: "192.0.2.1", Count: 1, DKIM: "pass", SPF: "pass", Pass: true}}}
+			inTx(t, s, func(ctx context.Context, tx core.Tx) error { _, _, err := tx.InsertDMARCReport(ctx, r); return err })
+		}
+		add("t2", "dmr_t2", 10)
+		add("t1", "dmr_a", 5)
+		add("t1", "dmr_b", 3)
+		add("t1", "dmr_c", 1)
+		ids := func(tenant string) string {
+			l, err := s.ListDMARCReports(ctx, core.DMARCReportFilter{Tenant: tenant, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, r := range l {
+				out = append(out, r.ID)
+			}
+			return strings.Join(out, ",")
+		}
+		inTx(t, s, func(ctx context.Context, tx core.Tx) error { return tx.DeleteOldestDMARCReports(ctx, "t1", 1) })
+		if got, other := ids("t1"), ids("t2"); got != "dmr_c,dmr_b" || other != "dmr_t2" {
+			t.Fatalf("after dropping t1's oldest: t1 %s, t2 %s", got, other)
+		}
+		n, err := s.PurgeDMARCReports(ctx, now.Add(-2*24*time.Hour))
+		if err != nil || n != 2 {
+			t.Fatalf("purge: %d %v, want dmr_b and dmr_t2", n, err)
+		}
+		if got, other := ids("t1"), ids("t2"); got != "dmr_c" || other != "" {
+			t.Fatalf("after the purge: t1 %s, t2 %s", got, other)
+		}
+		if n := queryInt(t, s, "SELECT count(*) FROM dmarc_records"); n != 1 {
+			t.Fatalf("%d records left, want the one kept report's", n)
 		}
 	})
 }

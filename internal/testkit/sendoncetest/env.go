@@ -144,6 +144,8 @@ type Options struct {
 	Workers int
 	// MaxReceivedBytes is --max-received-storage; 0: the default.
 	MaxReceivedBytes int64
+	// MaxDMARCReports: the DMARC reports a tenant keeps; 0: the default.
+	MaxDMARCReports int
 	// DANE is --dane.
 	DANE bool
 	// InboundTLS, with Inbound, makes the listener offer STARTTLS.
@@ -250,7 +252,7 @@ func (e *Env) serverConfig(t testing.TB, o Options) server.Config {
 		MaxQueueLifetime: o.MaxQueueLifetime, MaxRetryDelay: o.MaxRetryDelay, Shaping: o.Shaping, EgressSources: o.EgressSources,
 		HELOName: o.HELOName, TLSCA: o.TLSCA, MTASTSPort: o.MTASTSPort, Workers: o.Workers,
 		EgressPools: o.EgressPools, StreamPools: o.StreamPools, EgressWarmups: o.EgressWarmups, WarmupSchedule: o.WarmupSchedule,
-		MaxReceivedBytes: o.MaxReceivedBytes, DANE: o.DANE, InboundTLS: o.InboundTLS,
+		MaxReceivedBytes: o.MaxReceivedBytes, MaxDMARCReports: o.MaxDMARCReports, DANE: o.DANE, InboundTLS: o.InboundTLS,
 		RequireVerifiedDomain: o.RequireVerifiedDomain, InboundLimits: o.InboundLimits, TracerProvider: o.TracerProvider,
 		Reputation: o.Reputation, DomainCheckInterval: o.DomainCheckInterval, TLSReceivers: o.TLSReceivers,
 	}
