@@ -46,5 +46,6 @@ func (s *Service) senderRules(opts *dnscheck.Options, off bool) {
 		HELOName:  sr.HELOName,
 		Port:      sr.Port,
 		RootCAs:   sr.RootCAs,
+		Probes:    s.probes,
 	}
 }

@@ -134,6 +134,9 @@ type Service struct {
 	// next scan.
 	imapWake chan struct{}
 	tracer   tracing.Tracer
+	// probes keeps the domain check's TLS probes of the major receivers
+	// between checks (dnscheck.ProbeCache).
+	probes *dnscheck.ProbeCache
 	// idem is the process's one idempotency engine (Idempotency), built
 	// on first use from cfg.Idempotency.
 	idem     *idempotency.Engine
@@ -152,7 +155,8 @@ func New(store core.Store, cfg Config, logger *slog.Logger) *Service {
 	}
 	s := &Service{store: store, cfg: cfg, logger: logger, fetches: make(chan struct{}, MaxConcurrentFetches), imapWake: make(chan struct{}, 1),
 		keys: ttlCache[*core.APIKey]{ttl: KeyCacheTTL}, mailboxes: ttlCache[*core.Mailbox]{ttl: MailboxCacheTTL},
-		tracer: tracing.New(cfg.TracerProvider, "github.com/sendonce/sendonce/internal/app")}
+		tracer: tracing.New(cfg.TracerProvider, "github.com/sendonce/sendonce/internal/app"),
+		probes: dnscheck.NewProbeCache(0, cfg.Now)}
 	return s
 }
 

@@ -72,6 +72,9 @@ type BulkRules struct {
 	// ProbeTimeout bounds each exchanger's connection, from connect to
 	// QUIT. Defaults to 10 seconds; the check's Timeout bounds all.
 	ProbeTimeout time.Duration
+	// Probes keeps the probes' outcomes between checks (a process's one
+	// NewProbeCache); nil: every check probes.
+	Probes *ProbeCache
 }
 
 // ParseReceivers reads a comma-separated list of receiver domains

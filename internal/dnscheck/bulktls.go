@@ -61,7 +61,8 @@ func (c *checker) bulkTLS(b *BulkRules) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outcomes[i] = c.probeTLS(b, x)
+			k := probeKey{exchanger: x, port: cmp.Or(b.Port, "25"), helo: c.heloFor(b), roots: b.RootCAs}
+			outcomes[i] = b.Probes.outcome(c.ctx, k, func() tlsOutcome { return c.probeTLS(b, x, k) })
 		}()
 	}
 	wg.Wait()
@@ -108,7 +109,7 @@ func (c *checker) exchangerOf(receiver string) (exchanger, bool) {
 // sends no mail. The certificate is verified here rather than in the
 // handshake, so that an invalid one is reported as such and not as a
 // failed connection.
-func (c *checker) probeTLS(b *BulkRules, x exchanger) tlsOutcome {
+func (c *checker) probeTLS(b *BulkRules, x exchanger, k probeKey) tlsOutcome {
 	var out tlsOutcome
 	var mu sync.Mutex // VerifyConnection runs inside the probe; read after it
 	tc := &tls.Config{ServerName: x.host, MinVersion: tls.VersionTLS12, InsecureSkipVerify: true,
@@ -122,18 +123,23 @@ func (c *checker) probeTLS(b *BulkRules, x exchanger) tlsOutcome {
 	timeout := cmp.Or(b.ProbeTimeout, DefaultProbeTimeout)
 	ctx, cancel := context.WithTimeout(c.ctx, timeout)
 	defer cancel()
-	helo := b.HELOName
-	if helo == "" && len(c.opts.Egress) > 0 {
-		helo = c.opts.Egress[0].EHLO
-	}
 	err := transport.Probe(ctx, transport.SMTPConfig{
-		Host: x.ip.String(), Port: cmp.Or(b.Port, "25"), TLS: transport.TLSOpportunistic, TLSConfig: tc,
-		HELOName: helo, DialContext: b.Policy.DialContext, DialTimeout: timeout, CommandTimeout: timeout,
+		Host: x.ip.String(), Port: k.port, TLS: transport.TLSOpportunistic, TLSConfig: tc,
+		HELOName: k.helo, DialContext: b.Policy.DialContext, DialTimeout: timeout, CommandTimeout: timeout,
 	})
 	mu.Lock()
 	defer mu.Unlock()
 	out.err = err
 	return out
+}
+
+// heloFor is the name said in EHLO: b's, else the first egress
+// source's ("" lets the probe say its default).
+func (c *checker) heloFor(b *BulkRules) string {
+	if b.HELOName == "" && len(c.opts.Egress) > 0 {
+		return c.opts.Egress[0].EHLO
+	}
+	return b.HELOName
 }
 
 // verifyPeer checks the chain against roots (nil: the system's) and the

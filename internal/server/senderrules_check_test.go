@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sendonce/sendonce/internal/dnscheck"
 	"github.com/sendonce/sendonce/internal/testkit/dnstest"
 	"github.com/sendonce/sendonce/internal/testkit/sendoncetest"
 	"github.com/sendonce/sendonce/internal/testkit/smtptest"
@@ -76,6 +77,17 @@ func TestDomainCheck_SenderRules(t *testing.T) {
 		}
 		if n := rx.Connections(); n != 1 {
 			t.Errorf("the check connected to the receiver %d times, want 1", n)
+		}
+		// The probe's outcome is the receiver's, not the domain's: checks
+		// within its time ask the receiver nothing more.
+		env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/domains/send.test/check", Key: env.AdminKey})
+		if n := rx.Connections(); n != 1 {
+			t.Errorf("a second check at once connected %d times in all, want the first probe's 1", n)
+		}
+		env.Clock.Advance(dnscheck.DefaultProbeTTL)
+		env.Do(t, sendoncetest.Request{Method: "GET", Path: "/v1/domains/send.test/check", Key: env.AdminKey})
+		if n := rx.Connections(); n != 2 {
+			t.Errorf("a check past the probe's time connected %d times in all, want 2", n)
 		}
 	})
 }

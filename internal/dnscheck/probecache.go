@@ -1,0 +1,118 @@
+package dnscheck
+
+import (
+	"context"
+	"crypto/x509"
+	"sync"
+	"time"
+)
+
+// DefaultProbeTTL is how long a ProbeCache keeps what a probe saw.
+const DefaultProbeTTL = 10 * time.Minute
+
+// maxProbeEntries bounds a ProbeCache: a deployment has at most
+// maxReceivers receivers, each one exchanger, so this is never reached
+// unless its settings change under it; past it nothing more is kept.
+const maxProbeEntries = 64
+
+// ProbeCache keeps the TLS rule's probe outcomes for a while, shared by
+// every check of a process. The outcome depends on the receiver's
+// exchanger and this deployment's settings, never on the domain checked,
+// so a deployment checking many domains (the periodic recheck) connects
+// to each major receiver once per TTL rather than once per domain:
+// connections that send no mail are what receivers' abuse limits count,
+// and an exchanger behind a blocked port 25 costs its timeout once. The
+// probes of one exchanger that overlap are one probe.
+type ProbeCache struct {
+	ttl time.Duration
+	now func() time.Time
+
+	mu      sync.Mutex
+	entries map[probeKey]*probeEntry
+}
+
+// probeKey is what a probe's outcome depends on.
+type probeKey struct {
+	exchanger
+	port, helo string
+	roots      *x509.CertPool
+}
+
+type probeEntry struct {
+	done  chan struct{} // closed when out is set
+	out   tlsOutcome
+	until time.Time
+}
+
+// NewProbeCache returns a cache keeping outcomes for ttl (0:
+// DefaultProbeTTL) by the clock now (nil: time.Now).
+func NewProbeCache(ttl time.Duration, now func() time.Time) *ProbeCache {
+	if ttl <= 0 {
+		ttl = DefaultProbeTTL
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &ProbeCache{ttl: ttl, now: now, entries: map[probeKey]*probeEntry{}}
+}
+
+// outcome is the kept outcome for k, or probe's, which it runs when none
+// is kept (or the kept one is past its time) and no probe of k is under
+// way; a caller whose ctx ends while another's probe runs gets ctx's
+// error as the outcome. A nil cache probes every time.
+func (c *ProbeCache) outcome(ctx context.Context, k probeKey, probe func() tlsOutcome) tlsOutcome {
+	if c == nil {
+		return probe()
+	}
+	c.mu.Lock()
+	e, ok := c.entries[k]
+	if ok && !isDone(e.done) {
+		c.mu.Unlock()
+		select {
+		case <-e.done:
+			return e.out
+		case <-ctx.Done():
+			return tlsOutcome{err: ctx.Err()}
+		}
+	}
+	if ok && c.now().Before(e.until) {
+		c.mu.Unlock()
+		return e.out
+	}
+	e = &probeEntry{done: make(chan struct{})}
+	keep := c.makeRoom()
+	if keep {
+		c.entries[k] = e
+	}
+	c.mu.Unlock()
+	e.out = probe()
+	if ctx.Err() == nil { // a probe cut short by its caller is not kept
+		e.until = c.now().Add(c.ttl)
+	}
+	close(e.done)
+	return e.out
+}
+
+// makeRoom drops the entries past their time when the cache is full and
+// says whether there is room for one more. c.mu is held.
+func (c *ProbeCache) makeRoom() bool {
+	if len(c.entries) < maxProbeEntries {
+		return true
+	}
+	now := c.now()
+	for k, e := range c.entries {
+		if isDone(e.done) && !now.Before(e.until) {
+			delete(c.entries, k)
+		}
+	}
+	return len(c.entries) < maxProbeEntries
+}
+
+func isDone(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
