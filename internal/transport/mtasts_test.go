@@ -26,3 +26,32 @@ func TestSTSPolicy(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseSTSPolicy reads arbitrary policy files, as a recipient domain's
+// web server serves them: each is a policy or an error, never a panic,
+// and a policy read is one delivery can act on: a known mode, an mx for
+// enforce and testing, a max_age within the cap.
+func FuzzParseSTSPolicy(f *testing.F) {
+	for _, s := range []string{
+		"version: STSv1\nmode: enforce\nmx: mx1.example.com\nmx: *.example.net\nmax_age: 604800\n",
+		"version: STSv1\r\nmode: testing\r\nmx: a\r\nmax_age: 86400\r\n", "version: STSv1\nmode: none\nmax_age: 0\n",
+		"version: STSv1\nmode: enforce\nmax_age: 1\n", "version: STSv2\nmode: enforce\nmx: a\nmax_age: 1\n",
+		"mode: enforce\nmx: a\nmax_age: 99999999999999999999\n", "", ":\n::\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		p, err := parseSTSPolicy("example.com", text)
+		if err != nil {
+			return
+		}
+		switch {
+		case p.Mode != STSEnforce && p.Mode != STSTesting && p.Mode != STSNone:
+			t.Fatalf("mode %q read", p.Mode)
+		case p.Mode != STSNone && len(p.MX) == 0:
+			t.Fatalf("mode %s read without an mx", p.Mode)
+		case p.MaxAge < 0 || p.MaxAge > stsMaxMaxAge:
+			t.Fatalf("max_age %v read", p.MaxAge)
+		}
+	})
+}
