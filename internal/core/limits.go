@@ -22,7 +22,7 @@ const (
 	// complaints add theirs whatever the cap).
 	ResourceSuppressions Resource = "suppressions"
 	// ResourceDrafts counts drafts, sent ones included (they stay until
-	// deleted).
+	// deleted, or until their send is purged after its retention).
 	ResourceDrafts Resource = "drafts"
 )
 

@@ -2,10 +2,13 @@ package sqlstore_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/sendonce/sendonce/internal/core"
+	"github.com/sendonce/sendonce/internal/sqlstore"
 )
 
 // TestDrafts_VersionedUpdatesAndSentOnce: a draft changes only against the
@@ -75,6 +78,46 @@ func TestDrafts_VersionedUpdatesAndSentOnce(t *testing.T) {
 		}
 		if try(func(tx core.Tx) (bool, error) { return tx.DeleteDraft(ctx, "u", "drf_1") }) {
 			t.Error("a deleted draft was deleted again")
+		}
+	})
+}
+
+// TestDrafts_SentOnesGoWithTheirSend: the retention purge deletes a sent
+// draft once its send is purged (it holds the same message); a draft
+// whose send is kept (unknown: it needs attention), and a draft never
+// sent, stay however old.
+func TestDrafts_SentOnesGoWithTheirSend(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s *sqlstore.Store) {
+		ctx := context.Background()
+		inTx(t, s, func(ctx context.Context, tx core.Tx) error {
+			for _, snd := range []*core.Send{newSend("snd_done", core.StatusSent, at(0)), newSend("snd_unknown", core.StatusUnknown, at(0))} {
+				if err := tx.InsertSend(ctx, snd); err != nil {
+					return err
+				}
+			}
+			for id, sendID := range map[string]string{"drf_done": "snd_done", "drf_unknown": "snd_unknown", "drf_unsent": ""} {
+				d := &core.Draft{Tenant: "t", ID: id, MailboxID: "default", Content: []byte(`{"subject":"a"}`), Version: 1,
+					IdempotencyKey: "draft:" + id, CreatedAt: at(0), UpdatedAt: at(0)}
+				if err := tx.InsertDraft(ctx, d); err != nil {
+					return err
+				}
+				if sendID == "" {
+					continue
+				}
+				if ok, err := tx.MarkDraftSent(ctx, "t", id, 1, sendID, at(1)); err != nil || !ok {
+					return fmt.Errorf("mark %s sent: %v %v", id, ok, err)
+				}
+			}
+			return nil
+		})
+		if _, err := s.PurgeSends(ctx, at(10)); err != nil {
+			t.Fatal(err)
+		}
+		for id, kept := range map[string]bool{"drf_done": false, "drf_unknown": true, "drf_unsent": true} {
+			_, err := s.Draft(ctx, "t", id)
+			if gone := errors.Is(err, core.ErrNotFound); gone == kept || (err != nil && !gone) {
+				t.Errorf("%s after the purge: %v, want kept %v", id, err, kept)
+			}
 		}
 	})
 }

@@ -39,6 +39,7 @@ var pinnedMigrations = map[Dialect]string{
 0039_bulk_sent_from.sql 57a138d09034b252
 0040_send_idempotency_record.sql c806c6a5f7f1af00
 0042_dmarc_report_age.sql 8250a97322dd5cfb
+0043_drafts_sent.sql d27e4bbf840a1c83
 `,
 	Postgres: `
 0001_init.sql 723d6e84938d9466
@@ -79,5 +80,6 @@ var pinnedMigrations = map[Dialect]string{
 0040_send_idempotency_record.sql 760100c5d33a6aac
 0041_lock_functions_custom_plans.sql a741e91ff5a70e15
 0042_dmarc_report_age.sql 8250a97322dd5cfb
+0043_drafts_sent.sql d27e4bbf840a1c83
 `,
 }

@@ -50,10 +50,25 @@ func (s *Store) PurgeSends(ctx context.Context, before time.Time) (int, error) {
 	if err := s.purgeInbound(ctx, cutoff); err != nil {
 		return 0, err
 	}
+	if err := s.purgeSentDrafts(ctx, cutoff); err != nil {
+		return 0, err
+	}
 	if err := s.purgeWebhookDeliveries(ctx, before); err != nil {
 		return 0, err
 	}
 	return int(n), nil
+}
+
+// purgeSentDrafts deletes the drafts sent before the cutoff whose send is
+// gone: a sent draft holds the message the send held, and keeping it would
+// outlive the send's retention. A draft whose send is kept (one that still
+// needs attention) stays with it.
+func (s *Store) purgeSentDrafts(ctx context.Context, cutoff int64) error {
+	if _, err := s.w.exec(ctx, `DELETE FROM drafts WHERE sent_at IS NOT NULL AND sent_at < ?
+		AND NOT EXISTS (SELECT 1 FROM sends WHERE sends.tenant = drafts.tenant AND sends.id = drafts.send_id)`, cutoff); err != nil {
+		return fmt.Errorf("purge sent drafts: %w", err)
+	}
+	return nil
 }
 
 // purgeWebhookDeliveries deletes the finished deliveries (and, by their
