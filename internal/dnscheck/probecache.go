@@ -39,9 +39,9 @@ type probeKey struct {
 }
 
 type probeEntry struct {
-	done  chan struct{} // closed when out is set
+	done  chan struct{} // closed when out and until are set
 	out   tlsOutcome
-	until time.Time
+	until time.Time // zero: not kept (its caller gave up on the probe)
 }
 
 // NewProbeCache returns a cache keeping outcomes for ttl (0:
@@ -58,39 +58,45 @@ func NewProbeCache(ttl time.Duration, now func() time.Time) *ProbeCache {
 
 // outcome is the kept outcome for k, or probe's, which it runs when none
 // is kept (or the kept one is past its time) and no probe of k is under
-// way; a caller whose ctx ends while another's probe runs gets ctx's
-// error as the outcome. A nil cache probes every time.
+// way. A caller that meets a probe under way waits for it, and probes
+// itself if that probe's caller gave up on it; a caller whose ctx ends
+// while it waits gets ctx's error as the outcome. A nil cache probes
+// every time.
 func (c *ProbeCache) outcome(ctx context.Context, k probeKey, probe func() tlsOutcome) tlsOutcome {
 	if c == nil {
 		return probe()
 	}
-	c.mu.Lock()
-	e, ok := c.entries[k]
-	if ok && !isDone(e.done) {
-		c.mu.Unlock()
-		select {
-		case <-e.done:
-			return e.out
-		case <-ctx.Done():
-			return tlsOutcome{err: ctx.Err()}
+	for {
+		c.mu.Lock()
+		e, ok := c.entries[k]
+		if ok && !isDone(e.done) {
+			c.mu.Unlock()
+			select {
+			case <-e.done:
+				if !e.until.IsZero() {
+					return e.out
+				}
+				continue // its caller gave up on it: probe anew
+			case <-ctx.Done():
+				return tlsOutcome{err: ctx.Err()}
+			}
 		}
-	}
-	if ok && c.now().Before(e.until) {
+		if ok && c.now().Before(e.until) {
+			c.mu.Unlock()
+			return e.out
+		}
+		e = &probeEntry{done: make(chan struct{})}
+		if c.makeRoom() {
+			c.entries[k] = e
+		}
 		c.mu.Unlock()
+		e.out = probe()
+		if ctx.Err() == nil { // a probe cut short by its caller is not kept
+			e.until = c.now().Add(c.ttl)
+		}
+		close(e.done)
 		return e.out
 	}
-	e = &probeEntry{done: make(chan struct{})}
-	keep := c.makeRoom()
-	if keep {
-		c.entries[k] = e
-	}
-	c.mu.Unlock()
-	e.out = probe()
-	if ctx.Err() == nil { // a probe cut short by its caller is not kept
-		e.until = c.now().Add(c.ttl)
-	}
-	close(e.done)
-	return e.out
 }
 
 // makeRoom drops the entries past their time when the cache is full and

@@ -64,6 +64,32 @@ func TestProbeCache_OverlappingProbesAreOneAndCutShortIsNotKept(t *testing.T) {
 		t.Errorf("a probe its caller gave up on was kept: %d probes, outcome %v", probes.Load(), o.err)
 	}
 
+	// One who waited on a probe its caller gave up on probes itself.
+	gaveUp := k
+	gaveUp.port = "587"
+	ctxA, cancelA := context.WithCancel(context.Background())
+	releaseA, startedA := make(chan struct{}), make(chan struct{})
+	doneA := make(chan struct{})
+	go func() {
+		defer close(doneA)
+		c.outcome(ctxA, gaveUp, func() tlsOutcome {
+			close(startedA)
+			<-releaseA
+			return tlsOutcome{err: errors.New("canceled")}
+		})
+	}()
+	<-startedA
+	doneB := make(chan tlsOutcome)
+	go func() {
+		doneB <- c.outcome(context.Background(), gaveUp, func() tlsOutcome { return tlsOutcome{tls: true} })
+	}()
+	cancelA()
+	close(releaseA)
+	<-doneA
+	if o := <-doneB; o.err != nil || !o.tls {
+		t.Errorf("a waiter got the outcome of a probe its caller gave up on: %+v", o)
+	}
+
 	clock.Lock()
 	now = now.Add(time.Minute)
 	clock.Unlock()
