@@ -38,6 +38,10 @@ type tlsOutcome struct {
 	verifyErr error // the certificate is not valid for the host
 }
 
+// errProbePanicked is a probe that panicked: reported as a failed
+// connection, without the panic's text.
+var errProbePanicked = errors.New("the probe failed unexpectedly")
+
 // bulkTLS connects to the most preferred exchanger of each receiver
 // domain, as the mx transport would (transport.Probe, through the
 // outbound policy), and sees that it offers STARTTLS with a certificate
@@ -61,6 +65,11 @@ func (c *checker) bulkTLS(b *BulkRules) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() { // a probe's panic is its receiver's failure, not the process's
+				if p := recover(); p != nil {
+					outcomes[i] = tlsOutcome{err: errProbePanicked}
+				}
+			}()
 			k := probeKey{exchanger: x, port: cmp.Or(b.Port, "25"), helo: c.heloFor(b), roots: b.RootCAs}
 			outcomes[i] = b.Probes.outcome(c.ctx, k, func() tlsOutcome { return c.probeTLS(b, x, k) })
 		}()

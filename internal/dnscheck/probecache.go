@@ -90,13 +90,20 @@ func (c *ProbeCache) outcome(ctx context.Context, k probeKey, probe func() tlsOu
 			c.entries[k] = e
 		}
 		c.mu.Unlock()
-		e.out = probe()
-		if ctx.Err() == nil { // a probe cut short by its caller is not kept
-			e.until = c.now().Add(c.ttl)
-		}
-		close(e.done)
-		return e.out
+		return c.run(ctx, e, probe)
 	}
+}
+
+// run probes for e and keeps the outcome, unless ctx ended meanwhile (a
+// probe cut short by its caller is not kept). e.done is closed however
+// the probe ends, a panic included, so that no waiter is left waiting.
+func (c *ProbeCache) run(ctx context.Context, e *probeEntry, probe func() tlsOutcome) tlsOutcome {
+	defer close(e.done)
+	e.out = probe()
+	if ctx.Err() == nil {
+		e.until = c.now().Add(c.ttl)
+	}
+	return e.out
 }
 
 // makeRoom drops the entries past their time when the cache is full and

@@ -10,11 +10,13 @@ import (
 	"time"
 )
 
-// TestProbeCache_OverlappingProbesAreOneAndCutShortIsNotKept: probes of
-// one exchanger that overlap run once and all get its outcome; another
+// TestProbeCache_OneProbeSharedOnlyAWholeOneKept: probes of one
+// exchanger that overlap run once and all get its outcome; another
 // exchanger (or EHLO name) is probed on its own; a probe whose caller
-// gave up is not kept; an outcome is kept for the TTL and no longer.
-func TestProbeCache_OverlappingProbesAreOneAndCutShortIsNotKept(t *testing.T) {
+// gave up is not kept, and one who waited on it probes itself; a probe
+// that panicked leaves no one waiting and nothing kept; an outcome is
+// kept for the TTL and no longer.
+func TestProbeCache_OneProbeSharedOnlyAWholeOneKept(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	var clock sync.Mutex
 	c := NewProbeCache(time.Minute, func() time.Time { clock.Lock(); defer clock.Unlock(); return now })
@@ -88,6 +90,19 @@ func TestProbeCache_OverlappingProbesAreOneAndCutShortIsNotKept(t *testing.T) {
 	<-doneA
 	if o := <-doneB; o.err != nil || !o.tls {
 		t.Errorf("a waiter got the outcome of a probe its caller gave up on: %+v", o)
+	}
+
+	// A probe that panics leaves no one waiting and nothing kept.
+	panicked := k
+	panicked.port = "465"
+	func() {
+		defer func() { _ = recover() }()
+		c.outcome(context.Background(), panicked, func() tlsOutcome { panic("hostile exchanger") })
+	}()
+	bounded, cancelBounded := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelBounded()
+	if o := c.outcome(bounded, panicked, func() tlsOutcome { return tlsOutcome{tls: true} }); !o.tls {
+		t.Errorf("after a probe panicked: %+v, want a probe anew", o)
 	}
 
 	clock.Lock()
