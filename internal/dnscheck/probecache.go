@@ -18,11 +18,12 @@ const maxProbeEntries = 64
 // ProbeCache keeps the TLS rule's probe outcomes for a while, shared by
 // every check of a process. The outcome depends on the receiver's
 // exchanger and this deployment's settings, never on the domain checked,
-// so a deployment checking many domains (the periodic recheck) connects
-// to each major receiver once per TTL rather than once per domain:
-// connections that send no mail are what receivers' abuse limits count,
-// and an exchanger behind a blocked port 25 costs its timeout once. The
-// probes of one exchanger that overlap are one probe.
+// so however many checks tenants ask for (the periodic recheck runs no
+// sender rules), each major receiver gets one connection per TTL rather
+// than one per check: connections that send no mail are what receivers'
+// abuse limits count, and an exchanger behind a blocked port 25 costs
+// its timeout once. The probes of one exchanger that overlap are one
+// probe.
 type ProbeCache struct {
 	ttl time.Duration
 	now func() time.Time
